@@ -153,3 +153,46 @@ class Hit:
             "importance": round(m.importance, 6),
             "reference_count": m.reference_count,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A recall request. ``workspace_id`` is required; ``scope`` own needs an agent and
+    crew_shared needs a crew (seed 000). With no scope the whole workspace is searched,
+    narrowed by whichever of agent/crew/resource/conversation are given."""
+
+    text: str
+    workspace_id: str
+    agent_id: str | None = None
+    crew_id: str | None = None
+    resource_id: str | None = None
+    conversation_id: str | None = None
+    scope: Scope | None = None
+    k: int | None = None
+
+    def __post_init__(self) -> None:
+        from episodic.errors import InvalidInput
+
+        if not self.workspace_id or not self.workspace_id.strip():
+            raise InvalidInput("workspace_id", "required: recall always runs inside one workspace")
+        if self.scope is not None:
+            try:
+                object.__setattr__(self, "scope", Scope(self.scope))
+            except ValueError:
+                raise InvalidInput(
+                    "scope", f"unknown scope {self.scope!r}; use own or crew_shared"
+                ) from None
+        if self.scope is Scope.OWN and not self.agent_id:
+            raise InvalidInput("agent_id", "scope 'own' needs an agent (--agent)")
+        if self.scope is Scope.CREW_SHARED and not self.crew_id:
+            raise InvalidInput("crew_id", "scope 'crew_shared' needs a crew (--crew)")
+
+    def scope_filter(self) -> ScopeFilter:
+        return ScopeFilter(
+            workspace_id=self.workspace_id,
+            scope=self.scope,
+            agent_id=self.agent_id,
+            crew_id=self.crew_id,
+            resource_id=self.resource_id,
+            conversation_id=self.conversation_id,
+        )

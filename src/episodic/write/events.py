@@ -1,0 +1,197 @@
+"""Turning caller input (JSON objects, JSON lines) into validated ``Event`` values.
+
+One JSON object per event. Every refusal is an ``InvalidInput`` naming the field, so a
+caller can fix that one field; a bad line in a file never stops the good ones.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from episodic.config import Settings
+from episodic.errors import InvalidInput
+from episodic.model import PRIORITIES, SEVERITIES, Event
+
+ID_FIELDS = ("workspace_id", "crew_id", "agent_id", "resource_id", "conversation_id")
+KNOWN_FIELDS = frozenset(
+    (*ID_FIELDS, "id", "ts", "type", "severity", "summary", "payload", "refs")
+)
+MAX_ID_CHARS = 256
+DEFAULT_EVENT_TYPE = "note"
+
+
+@dataclass(frozen=True, slots=True)
+class LineError:
+    """One rejected line of a JSON-lines input (1-based line number)."""
+
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.field}: {self.message}"
+
+
+def new_event_id() -> str:
+    return f"evt_{uuid.uuid4().hex}"
+
+
+def parse_event(obj: Any, *, settings: Settings, now: datetime) -> Event:
+    """Validate one event object; raise ``InvalidInput`` naming the first bad field."""
+    if not isinstance(obj, Mapping):
+        raise InvalidInput("event", f"expected a JSON object, got {type(obj).__name__}")
+    unknown = sorted(k for k in obj if k not in KNOWN_FIELDS)
+    if unknown:
+        raise InvalidInput(
+            str(unknown[0]), f"unknown field; known fields are {', '.join(sorted(KNOWN_FIELDS))}"
+        )
+
+    ids: dict[str, str | None] = {name: _opt_id(obj, name) for name in ID_FIELDS}
+    workspace = ids["workspace_id"]
+    if workspace is None:
+        raise InvalidInput("workspace_id", "required (the workspace this event belongs to)")
+
+    event_id = _opt_id(obj, "id") or new_event_id()
+    event_type = _opt_id(obj, "type") or DEFAULT_EVENT_TYPE
+
+    severity = obj.get("severity", "info")
+    if severity is None:
+        severity = "info"
+    if not isinstance(severity, str) or severity.lower() not in SEVERITIES:
+        raise InvalidInput(
+            "severity", f"unknown severity {severity!r}; use one of {'|'.join(SEVERITIES)}"
+        )
+
+    summary = obj.get("summary", "")
+    if summary is None:
+        summary = ""
+    if not isinstance(summary, str):
+        raise InvalidInput("summary", f"expected a string, got {type(summary).__name__}")
+    _check_utf8("summary", summary)
+    if len(summary) > settings.max_text_chars:
+        raise InvalidInput(
+            "summary",
+            f"{len(summary)} characters is over the cap of {settings.max_text_chars} "
+            "(EPISODIC_MAX_TEXT_CHARS)",
+        )
+
+    payload = _opt_object(obj, "payload")
+    refs = _opt_object(obj, "refs")
+    try:
+        payload_bytes = len(json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInput("payload", "contains text that is not valid UTF-8") from None
+    if payload_bytes > settings.max_payload_bytes:
+        raise InvalidInput(
+            "payload",
+            f"{payload_bytes} bytes is over the cap of {settings.max_payload_bytes} "
+            "(EPISODIC_MAX_PAYLOAD_BYTES)",
+        )
+    _check_refs(refs)
+
+    return Event(
+        id=event_id,
+        workspace_id=workspace,
+        ts=_parse_ts(obj.get("ts"), now),
+        type=event_type,
+        severity=severity.lower(),
+        summary=summary,
+        payload=payload,
+        refs=refs,
+        crew_id=ids["crew_id"],
+        agent_id=ids["agent_id"],
+        resource_id=ids["resource_id"],
+        conversation_id=ids["conversation_id"],
+    )
+
+
+def read_jsonl(
+    lines: Iterable[bytes | str], *, settings: Settings, now: datetime
+) -> Iterator[tuple[int, Event | LineError]]:
+    """Parse JSON lines; yield (line number, event or error). Blank lines are skipped.
+
+    Bytes are decoded per line so one line of bad UTF-8 costs only that line."""
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, LineError(number, "line", f"not valid UTF-8 ({exc.reason})")
+                continue
+        else:
+            text = raw
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield number, LineError(number, "json", f"malformed JSON: {exc.msg} at column {exc.colno}")
+            continue
+        try:
+            yield number, parse_event(obj, settings=settings, now=now)
+        except InvalidInput as exc:
+            yield number, LineError(number, exc.field, exc.message)
+
+
+def _opt_id(obj: Mapping[str, Any], name: str) -> str | None:
+    value = obj.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(name, f"expected a string, got {type(value).__name__}")
+    value = value.strip()
+    if not value:
+        return None
+    if len(value) > MAX_ID_CHARS:
+        raise InvalidInput(name, f"longer than {MAX_ID_CHARS} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidInput(name, "contains control characters")
+    _check_utf8(name, value)
+    return value
+
+
+def _opt_object(obj: Mapping[str, Any], name: str) -> dict[str, Any]:
+    value = obj.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInput(name, f"expected a JSON object, got {type(value).__name__}")
+    return dict(value)
+
+
+def _check_refs(refs: Mapping[str, Any]) -> None:
+    if "episodic" in refs and not isinstance(refs["episodic"], bool):
+        raise InvalidInput("refs.episodic", "expected true or false")
+    priority = refs.get("priority")
+    if priority is not None and priority not in PRIORITIES:
+        raise InvalidInput(
+            "refs.priority", f"unknown priority {priority!r}; use one of {'|'.join(PRIORITIES)}"
+        )
+
+
+def _check_utf8(name: str, value: str) -> None:
+    # Lone surrogates (from "\ud800" escapes or surrogateescape decoding) cannot be stored
+    # as UTF-8; refuse them here rather than fail deep inside the database driver.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(name, "contains text that is not valid UTF-8") from None
+
+
+def _parse_ts(value: Any, now: datetime) -> datetime:
+    if value is None or value == "":
+        return now
+    if not isinstance(value, str):
+        raise InvalidInput("ts", f"expected an ISO 8601 string, got {type(value).__name__}")
+    try:
+        ts = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidInput("ts", f"not an ISO 8601 time: {value!r}") from None
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)  # naive times are taken as UTC
+    return ts.astimezone(UTC)

@@ -1,0 +1,110 @@
+"""The indexer: embeds memories that have no vector yet.
+
+A background sweeper polls every ``interval_s`` seconds and embeds up to ``batch`` memories
+per sweep; ``index_one`` is for hot paths that want a memory searchable by vector before
+the next sweep. An embedder failure is logged and the same rows are retried on the next
+sweep: nothing is marked done until its vector is stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from episodic.embed.base import Embedder
+from episodic.errors import EmbedderError, ModelMismatch
+from episodic.store.base import Store
+
+log = logging.getLogger("episodic.indexer")
+
+SWEEP_INTERVAL_S = 30.0
+SWEEP_BATCH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    embedded: int
+    failed: int
+    error: str | None = None
+
+
+class Indexer:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        *,
+        batch: int = SWEEP_BATCH,
+        interval_s: float = SWEEP_INTERVAL_S,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.batch = batch
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sweep_once(self) -> SweepResult:
+        """Embed up to one batch of pending memories. Never raises for embedder outages."""
+        pending = self.store.pending_vectors(self.batch)
+        if not pending:
+            return SweepResult(0, 0)
+        try:
+            vectors = self.embedder.embed_batch([p.content for p in pending])
+        except EmbedderError as exc:
+            log.warning("embedding %d memories failed, retrying next sweep: %s", len(pending), exc)
+            return SweepResult(0, len(pending), str(exc))
+        rows = [(p.memory_id, vectors[i]) for i, p in enumerate(pending)]
+        written = self.store.put_vectors(self.embedder.model_id, self.embedder.dim, rows)
+        return SweepResult(written, 0)
+
+    def drain(self) -> SweepResult:
+        """Sweep until nothing is pending or a sweep fails (``index --once``, ``reindex``)."""
+        total = 0
+        while True:
+            result = self.sweep_once()
+            total += result.embedded
+            if result.failed or result.embedded == 0:
+                return SweepResult(total, result.failed, result.error)
+
+    def index_one(self, workspace_id: str, memory_id: str) -> bool:
+        """Embed one memory now. Returns False (and logs) when the embedder failed; the
+        sweeper will pick it up later."""
+        memory = self.store.get_memory(workspace_id, memory_id)
+        try:
+            vector = self.embedder.embed_batch([memory.content])[0]
+        except EmbedderError as exc:
+            log.warning("index_one(%s) failed, the sweeper will retry: %s", memory_id, exc)
+            return False
+        self.store.put_vectors(self.embedder.model_id, self.embedder.dim, [(memory_id, vector)])
+        return True
+
+    # -- background loop -------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self.run, name="episodic-indexer", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def run(self) -> None:
+        """Sweep until stopped; a full batch sweeps again at once, otherwise wait."""
+        while not self._stop.is_set():
+            try:
+                result = self.sweep_once()
+            except ModelMismatch as exc:
+                log.error("indexer stopped: %s", exc)
+                return
+            except Exception:  # the loop must survive anything one sweep hits
+                log.exception("indexer sweep failed; retrying after the poll interval")
+                result = SweepResult(0, 1)
+            if result.embedded >= self.batch and not result.failed:
+                continue
+            self._stop.wait(self.interval_s)
