@@ -1,3 +1,52 @@
 """episodic: an episodic-memory layer for LLM agents."""
 
+from episodic.config import Settings
+from episodic.errors import (
+    BadEmbedding,
+    EmbedderError,
+    EmbedderUnavailable,
+    EpisodicError,
+    InvalidInput,
+    LLMError,
+    ModelMismatch,
+    NotFound,
+    StoreError,
+    UnknownPolicy,
+)
+from episodic.model import Event, Hit, Memory, MemoryStatus, Query, Role, Scope, ScopeFilter
+from episodic.recall.engine import RecallResult
+from episodic.recall.policies import POLICIES, RecallPolicy
+from episodic.recall.render import render_block
+from episodic.service import DoctorReport, Episodic, IngestReport
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "POLICIES",
+    "BadEmbedding",
+    "DoctorReport",
+    "EmbedderError",
+    "EmbedderUnavailable",
+    "Episodic",
+    "EpisodicError",
+    "Event",
+    "Hit",
+    "IngestReport",
+    "InvalidInput",
+    "LLMError",
+    "Memory",
+    "MemoryStatus",
+    "ModelMismatch",
+    "NotFound",
+    "Query",
+    "RecallPolicy",
+    "RecallResult",
+    "Role",
+    "Scope",
+    "ScopeFilter",
+    "Settings",
+    "StoreError",
+    "UnknownPolicy",
+    "__version__",
+    "render_block",
+]

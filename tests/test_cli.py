@@ -1,0 +1,112 @@
+"""The `episodic` command as a script would use it (sparse-only: no model needed here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from episodic.cli import app
+
+runner = CliRunner()
+
+EVENTS = [
+    {"id": "e1", "workspace_id": "acme", "agent_id": "deployer", "type": "peer.escalation",
+     "severity": "warn", "summary": "checkout OOM after cache TTL change",
+     "payload": {"service": "checkout"}, "ts": "2026-11-19T10:00:00Z"},
+    {"id": "e2", "workspace_id": "acme", "agent_id": "deployer", "type": "approval.denied",
+     "summary": "keeper denied production deploy", "ts": "2026-11-18T10:00:00Z"},
+    {"id": "e3", "workspace_id": "orbit", "agent_id": "trainer", "type": "eval.regression_detected",
+     "summary": "ranking model NDCG dropped after feature removal"},
+]
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("EPISODIC_EMBEDDER", "none")
+    return {"EPISODIC_DB": f"sqlite:///{tmp_path}/m.db"}
+
+
+def run(env: dict[str, str], *args: str, input: str | None = None) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args), env=env, input=input)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def write_jsonl(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_ingest_recall_render_round_trip(env: dict[str, str], tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "j.jsonl", [json.dumps(e) for e in EVENTS])
+    code, out, _ = run(env, "ingest", str(f))
+    assert code == 0 and "stored 3 events (3 admitted as memories, 0 already present)" in out
+
+    code, out, _ = run(env, "recall", "checkout OOM", "--workspace", "acme", "--json")
+    assert code == 0
+    hits = json.loads(out)
+    assert hits[0]["id"] == "e1"
+    for key in ("id", "score", "summary", "type", "agent_id", "workspace_id", "payload",
+                "age_seconds"):
+        assert key in hits[0]
+    assert hits[0]["payload"] == {"service": "checkout"}
+    assert all(h["workspace_id"] == "acme" for h in hits)
+
+    code, out, _ = run(env, "render", "keeper denied deploy", "--workspace", "acme",
+                       "--max-chars", "600")
+    assert code == 0 and out.startswith("<recalled-memory>") and len(out.rstrip("\n")) <= 600
+
+
+def test_ingest_from_stdin(env: dict[str, str]) -> None:
+    code, out, _ = run(env, "ingest", "-", input=json.dumps(EVENTS[2]) + "\n")
+    assert code == 0 and "stored 1 events" in out
+
+
+def test_bad_lines_reported_by_number_rest_stored_exit_1(env: dict[str, str], tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "j.jsonl", [
+        json.dumps(EVENTS[0]), "{oops", json.dumps({"summary": "no ws"}),
+        json.dumps({"workspace_id": "acme", "severity": "fatal"}), json.dumps(EVENTS[1]),
+    ])
+    code, out, err = run(env, "ingest", str(f))
+    assert code == 1
+    assert "stored 2 events" in out
+    assert "line 2: json: malformed JSON" in err
+    assert "line 3: workspace_id: required" in err
+    assert "line 4: severity: unknown severity 'fatal'" in err
+    code, out, _ = run(env, "recall", "keeper", "--workspace", "acme", "--json")
+    assert [h["id"] for h in json.loads(out)] == ["e2"]
+
+
+def test_errors_name_the_field_and_exit_2(env: dict[str, str]) -> None:
+    code, _, err = run(env, "recall", "x", "--workspace", "acme", "--scope", "own")
+    assert code == 2 and "agent_id" in err and "--agent" in err
+    code, _, err = run(env, "ingest", "/no/such/file.jsonl")
+    assert code == 2 and "no such file" in err
+    code, _, err = run(env, "recall", "x", "--workspace", "acme", "--policy", "nope")
+    assert code == 2 and "unknown recall policy 'nope'" in err
+
+
+def test_doctor_reports_sparse_only_and_the_fix(env: dict[str, str]) -> None:
+    code, out, _ = run(env, "doctor", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["episodic"] == "sparse-only"
+    embedder = next(c for c in report["checks"] if c["name"] == "embedder")
+    assert embedder["status"] == "warn" and "EPISODIC_EMBEDDER=local" in embedder["fix"]
+
+
+def test_unknown_embedder_choice_is_refused(env: dict[str, str]) -> None:
+    code, _, err = run({**env, "EPISODIC_EMBEDDER": "magic"}, "doctor")
+    assert code != 0 and "EPISODIC_EMBEDDER" in err
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    group = typer.main.get_group(app)
+    expected = {"init", "ingest", "index", "reindex", "recall", "render", "doctor", "demo"}
+    assert expected <= set(group.commands)
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    for name, command in group.commands.items():
+        assert command.help and "Example: episodic" in command.help, name
+        assert f"episodic {name}" in readme or name in {"reindex", "demo", "init"} and name in readme
