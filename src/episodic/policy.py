@@ -1,0 +1,113 @@
+"""Admission and base importance: which journal events become memories, and how much
+each one starts out mattering (seed 000).
+
+Admission is deliberately selective. High-volume, low-signal types (output chunks,
+container metrics, network traffic) would flood the embedding space and dilute recall,
+so they are refused even when an operator tags them ``refs.episodic``.
+
+Decision order in :func:`admit`:
+
+1. ``exec.output_chunk``, ``container.metrics`` and any ``network.*`` type: never.
+2. ``refs.episodic is True`` (a JSON ``true``): always. The override is checked before the
+   type/severity filter, as seed 000's indexer does, so it also lifts an info-level
+   ``keeper.decision`` or a plain ``message``. Strings such as ``"true"`` or numbers such
+   as ``1`` do not count: the override must be an explicit boolean so that a loosely
+   typed producer cannot turn it on by accident (``write.events`` also refuses them).
+3. The always-admitted types.
+4. ``keeper.decision`` and ``mission.status_change`` at ``warn`` or ``error`` only.
+5. ``peer.conversation`` only when ``payload.state == "escalated"``.
+6. Everything else (including ``message``): refused.
+
+Pure: no I/O, no state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# Refused even with refs.episodic: their volume, not their content, is the problem.
+NEVER_ADMIT_TYPES: frozenset[str] = frozenset({"exec.output_chunk", "container.metrics"})
+NEVER_ADMIT_PREFIXES: tuple[str, ...] = ("network.",)
+
+ALWAYS_ADMIT_TYPES: frozenset[str] = frozenset(
+    {
+        "peer.escalation",
+        "summary.generated",
+        "memory.consolidated",
+        "approval.denied",
+        "eval.regression_detected",
+    }
+)
+
+# Routine at debug..notice; only a denied/risky decision or a failed mission is memorable.
+SEVERITY_GATED_TYPES: frozenset[str] = frozenset({"keeper.decision", "mission.status_change"})
+GATED_SEVERITIES: frozenset[str] = frozenset({"warn", "error"})
+
+ESCALATED_STATE = "escalated"
+
+BASE_IMPORTANCE = 0.5
+
+# Added to BASE_IMPORTANCE by event type; types not listed add nothing.
+TYPE_BONUS: Mapping[str, float] = {
+    "peer.escalation": 0.20,
+    "summary.generated": 0.15,
+    "memory.consolidated": 0.20,
+    "approval.denied": 0.15,
+    "eval.regression_detected": 0.30,
+    "keeper.decision": 0.10,
+    "mission.status_change": 0.05,
+}
+
+# Added by severity; debug and info add nothing.
+SEVERITY_BONUS: Mapping[str, float] = {
+    "debug": 0.0,
+    "info": 0.0,
+    "notice": 0.05,
+    "warn": 0.15,
+    "error": 0.25,
+}
+
+# Operator-applied refs.priority: importance is at least this much (a floor, not a bonus).
+PRIORITY_FLOOR: Mapping[str, float] = {
+    "pin": 0.80,
+    "high": 0.85,
+    "permanent": 0.95,
+}
+
+
+def is_never_admitted(event_type: str) -> bool:
+    """True for the types no override can admit."""
+    return event_type in NEVER_ADMIT_TYPES or event_type.startswith(NEVER_ADMIT_PREFIXES)
+
+
+def admit(
+    event_type: str,
+    severity: str,
+    payload: Mapping[str, Any],
+    refs: Mapping[str, Any],
+) -> bool:
+    """Whether an event becomes a memory (see the module docstring for the order)."""
+    if is_never_admitted(event_type):
+        return False
+    if refs.get("episodic") is True:
+        return True
+    if event_type in ALWAYS_ADMIT_TYPES:
+        return True
+    if event_type in SEVERITY_GATED_TYPES:
+        return severity in GATED_SEVERITIES
+    if event_type == "peer.conversation":
+        return payload.get("state") == ESCALATED_STATE
+    return False
+
+
+def base_importance(event_type: str, severity: str, priority: str | None = None) -> float:
+    """Starting importance of an admitted event.
+
+    ``importance = clamp01(max(0.5 + TYPE_BONUS[type] + SEVERITY_BONUS[severity],
+    PRIORITY_FLOOR[priority]))``; an unknown type, severity or priority contributes nothing.
+    """
+    score = BASE_IMPORTANCE + TYPE_BONUS.get(event_type, 0.0) + SEVERITY_BONUS.get(severity, 0.0)
+    if priority is not None:
+        score = max(score, PRIORITY_FLOOR.get(priority, 0.0))
+    return min(1.0, max(0.0, score))
