@@ -51,12 +51,13 @@ def test_recalled_text_cannot_close_or_forge_the_block(payload: str) -> None:
     block = render_block([hit(payload)])
     lines = block.split("\n")
     assert len(lines) == 4  # open, preamble, exactly one hit line, close
-    assert block.count("<") == 2 and block.count(">") == 2  # only our own two tags
+    assert block.count("<") == 2  # only our own two tags can open
+    assert "</recalled-memory>" not in block.split("\n", 2)[2].rsplit("\n", 1)[0]
     assert "\u200b" not in block and "\u202e" not in block and "\u2028" not in block
 
 
 def test_escape_keeps_the_words() -> None:
-    assert escape_text("a < b && c > d") == "a &lt; b &amp;&amp; c &gt; d"
+    assert escape_text("a < b && c -> d") == "a &lt; b && c -> d"
 
 
 def test_budget_is_a_hard_cap_and_drops_whole_lines() -> None:

@@ -34,7 +34,9 @@ _INVISIBLE = re.compile(
 def escape_text(text: str) -> str:
     """Make recalled text inert inside the block: no tags, no line breaks, no invisibles."""
     text = _INVISIBLE.sub("", text)
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # Escaping "<" alone is enough: without it no tag can open or close, and "->" or "a > b"
+    # stay readable.
+    text = text.replace("<", "&lt;")
     return _WS.sub(" ", text).strip()
 
 
