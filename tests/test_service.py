@@ -24,7 +24,7 @@ def ev(i: str, ws: str, summary: str, *, agent: str = "a1", crew: str = "c1",
 
 @pytest.fixture
 def fake() -> FakeEmbedder:
-    return FakeEmbedder()
+    return FakeEmbedder(dim=1024)  # wide enough that unrelated words rarely collide
 
 
 @pytest.fixture

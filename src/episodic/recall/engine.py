@@ -86,7 +86,9 @@ def run_recall(
             log.warning("query embedding failed, recalling sparse-only: %s", exc)
             warnings.append(f"embedder unavailable, sparse-only recall: {exc}")
         else:
-            legs[Leg.DENSE.value] = store.search_dense(flt, qvec, depth)
+            legs[Leg.DENSE.value] = [
+                c for c in store.search_dense(flt, qvec, depth) if c.score >= policy.min_cosine
+            ]
             mode = MODE_VECTOR
     elif Leg.DENSE in policy.legs:
         warnings.append("no embedder configured: sparse-only recall (see `episodic doctor`)")

@@ -14,6 +14,9 @@ from episodic.errors import UnknownPolicy
 from episodic.scoring.fusion import RRF_K
 
 
+MIN_COSINE = 0.1
+
+
 class Leg(StrEnum):
     DENSE = "dense"  # cosine over stored vectors
     SPARSE = "sparse"  # BM25 over the full-text index
@@ -30,6 +33,9 @@ class RecallPolicy:
     legs: tuple[Leg, ...]
     fusion: Fusion
     rrf_k: int = RRF_K
+    # Dense candidates below this cosine are unrelated noise: without a floor the dense leg
+    # returns *something* for any query, and "nothing relevant" could never render empty.
+    min_cosine: float = MIN_COSINE
     description: str = ""
 
 
