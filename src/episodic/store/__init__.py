@@ -1,5 +1,53 @@
-"""Storage backends behind one protocol."""
+"""Storage backends behind one protocol.
 
+``open_store(url)`` picks the backend from the URL: ``sqlite:///relative/path.db``,
+``sqlite:////absolute/path.db``, ``sqlite:///:memory:`` or a plain file path.
+"""
+
+from __future__ import annotations
+
+import os
+
+from episodic.errors import InvalidInput
 from episodic.store.base import AppendResult, PendingVector, Store, StoreStats, Vector
+from episodic.store.sqlite import SqliteStore, Tracer
 
-__all__ = ["AppendResult", "PendingVector", "Store", "StoreStats", "Vector"]
+_POSTGRES_SCHEMES = frozenset({"postgres", "postgresql", "postgresql+psycopg"})
+
+
+def open_store(
+    url: str | os.PathLike[str], *, tracer: Tracer | None = None, read_only: bool = False
+) -> Store:
+    """Open (creating and migrating when needed) the store ``url`` names.
+
+    Raises ``InvalidInput("db", ...)`` for a URL no backend here understands."""
+    raw = os.fspath(url).strip()
+    if not raw:
+        raise InvalidInput("db", "no database given; e.g. sqlite:///./.episodic/memory.db")
+    if "://" in raw:
+        scheme = raw.partition("://")[0].lower()
+        if scheme in _POSTGRES_SCHEMES:
+            raise InvalidInput(
+                "db",
+                "PostgreSQL support comes in a later release; "
+                "use sqlite:///path/to/memory.db for now",
+            )
+        if scheme != "sqlite":
+            raise InvalidInput(
+                "db",
+                f"unknown database URL scheme {scheme!r}; use sqlite:///relative/path.db, "
+                "sqlite:////absolute/path.db, sqlite:///:memory: or a plain file path",
+            )
+    return SqliteStore(raw, tracer=tracer, read_only=read_only)
+
+
+__all__ = [
+    "AppendResult",
+    "PendingVector",
+    "SqliteStore",
+    "Store",
+    "StoreStats",
+    "Tracer",
+    "Vector",
+    "open_store",
+]

@@ -1,0 +1,256 @@
+"""The in-process dense index of one workspace: a float32 matrix plus parallel arrays of the
+columns scope filters look at, so a search is one matrix-vector product, a boolean mask and
+a partial sort (``np.argpartition``) — no SQL on the hot path.
+
+The store owns freshness (what to load and when); this module only holds rows and answers
+searches. The mask here must mean exactly what ``episodic.store.sql.scope_where`` means in
+SQL; the store contract tests run every scope rule through both legs to keep them equal.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from episodic.errors import BadEmbedding, ModelMismatch, StoreError
+from episodic.model import Candidate, MemoryStatus, Scope, ScopeFilter
+from episodic.store.base import CREW_SHARED_MIN_BASE_IMPORTANCE, Vector
+
+LE_FLOAT32 = np.dtype("<f4")
+_NATIVE_IS_LE = sys.byteorder == "little"
+
+_NONE_CODE = -1  # a NULL column
+_ABSENT_CODE = -2  # a filter value no row has: matches nothing
+
+# Below this share of visible rows, gathering them first beats scoring every row.
+_GATHER_FRACTION = 0.3
+_GROWTH = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class DenseRows:
+    """Rows to load, column by column (one tuple per column, all the same length):
+    columnar because a full load moves 100k rows and per-row objects cost more than the
+    SQL that fetched them."""
+
+    memory_ids: tuple[str, ...]
+    vectors: tuple[bytes, ...]  # little-endian float32
+    models: tuple[str, ...]
+    agent_ids: tuple[str | None, ...]
+    crew_ids: tuple[str | None, ...]
+    resource_ids: tuple[str | None, ...]
+    conversation_ids: tuple[str | None, ...]
+    base_importances: tuple[float, ...]
+    statuses: tuple[str, ...]
+
+    @classmethod
+    def from_records(cls, records: Sequence[Sequence[Any]]) -> DenseRows:
+        """From rows of (memory_id, vector, model, agent, crew, resource, conversation,
+        base_importance, status), as the store's SELECT returns them."""
+        if not records:
+            return cls((), (), (), (), (), (), (), (), ())
+        return cls(*zip(*records, strict=True))
+
+    def __len__(self) -> int:
+        return len(self.memory_ids)
+
+
+def unit_vector(vector: Vector | Sequence[float], dim: int | None = None) -> Vector:
+    """``vector`` as a finite, L2-normalised 1-D float32 array; ``BadEmbedding`` if it
+    cannot be one (wrong length, NaN/inf, all zeros)."""
+    arr = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if dim is not None and arr.shape != (dim,):
+        raise BadEmbedding(f"expected a {dim}-d vector, got shape {np.shape(vector)}")
+    if arr.size == 0 or not bool(np.isfinite(arr).all()):
+        raise BadEmbedding("vector is empty or holds NaN/inf values")
+    norm = float(np.linalg.norm(arr))
+    if norm == 0.0:
+        raise BadEmbedding("vector is all zeros; it has no direction to compare")
+    unit: Vector = arr / np.float32(norm)
+    return unit
+
+
+class DenseIndex:
+    """The vectors of one workspace. Not thread-safe: the store calls it under its lock."""
+
+    def __init__(self) -> None:
+        self.model: str | None = None
+        self.dim: int | None = None
+        # Freshness bookkeeping, owned by the store.
+        self.generation = 0
+        self.max_seq = 0
+        self.epoch = -1
+
+        self.ids: list[str] = []
+        self._pos: dict[str, int] = {}
+        self._codes: dict[str, int] = {}
+        self._n = 0
+        self._matrix: npt.NDArray[np.float32] = np.empty((0, 0), np.float32)
+        self._agent: npt.NDArray[np.int32] = np.empty(0, np.int32)
+        self._crew: npt.NDArray[np.int32] = np.empty(0, np.int32)
+        self._resource: npt.NDArray[np.int32] = np.empty(0, np.int32)
+        self._conversation: npt.NDArray[np.int32] = np.empty(0, np.int32)
+        self._base: npt.NDArray[np.float64] = np.empty(0, np.float64)
+        self._active: npt.NDArray[np.bool_] = np.empty(0, np.bool_)
+
+    def __len__(self) -> int:
+        return self._n
+
+    # -- loading -------------------------------------------------------------------
+    def _code(self, value: str | None) -> int:
+        if value is None:
+            return _NONE_CODE
+        code = self._codes.get(value)
+        if code is None:
+            code = self._codes[value] = len(self._codes)
+        return code
+
+    def _lookup(self, value: str) -> int:
+        return self._codes.get(value, _ABSENT_CODE)
+
+    def _reserve(self, rows: int) -> None:
+        if rows <= self._matrix.shape[0]:
+            return
+        assert self.dim is not None
+        capacity = max(rows, int(self._matrix.shape[0] * _GROWTH), 64)
+        matrix = np.empty((capacity, self.dim), np.float32)
+        if self._n:
+            matrix[: self._n] = self._matrix[: self._n]
+        self._matrix = matrix
+        for name, dtype in (
+            ("_agent", np.int32),
+            ("_crew", np.int32),
+            ("_resource", np.int32),
+            ("_conversation", np.int32),
+            ("_base", np.float64),
+            ("_active", np.bool_),
+        ):
+            grown = np.empty(capacity, dtype)
+            grown[: self._n] = getattr(self, name)[: self._n]
+            setattr(self, name, grown)
+
+    def upsert(self, rows: DenseRows) -> None:
+        """Add rows, or overwrite the row of a memory already held (a re-embedded memory)."""
+        count = len(rows)
+        if count == 0:
+            return
+        if self.dim is None:
+            self.model = rows.models[0]
+            self.dim = len(rows.vectors[0]) // LE_FLOAT32.itemsize
+        dim = self.dim
+        if set(map(len, rows.vectors)) != {dim * LE_FLOAT32.itemsize} or set(rows.models) != {
+            self.model
+        }:
+            raise StoreError(
+                f"vectors of other models or sizes among {self.model} vectors of {dim} "
+                "dimensions; run `episodic reindex`"
+            )
+
+        if self._n == 0 and len(set(rows.memory_ids)) == count:
+            # A full load: positions are simply 0..count-1.
+            self.ids = list(rows.memory_ids)
+            self._pos = dict(zip(self.ids, range(count), strict=True))
+            targets: npt.NDArray[np.int64] | slice = slice(0, count)
+            fresh = count
+        else:
+            where = np.empty(count, np.int64)
+            fresh = 0
+            for i, memory_id in enumerate(rows.memory_ids):
+                at = self._pos.get(memory_id)
+                if at is None:
+                    at = self._pos[memory_id] = self._n + fresh
+                    self.ids.append(memory_id)
+                    fresh += 1
+                where[i] = at
+            targets = where
+        self._reserve(self._n + fresh)
+        self._n += fresh
+
+        if isinstance(targets, slice) and _NATIVE_IS_LE:
+            # Copy each blob straight into place: joining them first would touch (and, in a
+            # fresh process, page-fault) a second buffer as large as the matrix.
+            stride = dim * LE_FLOAT32.itemsize
+            flat = self._matrix.reshape(-1).view(np.uint8).data
+            for i, blob in enumerate(rows.vectors):
+                flat[i * stride : (i + 1) * stride] = blob
+        else:
+            block = np.frombuffer(b"".join(rows.vectors), LE_FLOAT32).reshape(-1, dim)
+            self._matrix[targets] = block
+        code = self._code
+        self._agent[targets] = [code(v) for v in rows.agent_ids]
+        self._crew[targets] = [code(v) for v in rows.crew_ids]
+        self._resource[targets] = [code(v) for v in rows.resource_ids]
+        self._conversation[targets] = [code(v) for v in rows.conversation_ids]
+        self._base[targets] = rows.base_importances
+        active = MemoryStatus.ACTIVE.value
+        self._active[targets] = [status == active for status in rows.statuses]
+
+    # -- searching -----------------------------------------------------------------
+    def visible(self, flt: ScopeFilter, scope: Scope | None) -> npt.NDArray[np.bool_]:
+        """Which rows ``flt`` may see: the array twin of ``scope_where`` plus active-only."""
+        n = self._n
+        mask = self._active[:n].copy()
+
+        def eq(column: npt.NDArray[np.int32], value: str) -> npt.NDArray[np.bool_]:
+            same: npt.NDArray[np.bool_] = column[:n] == self._lookup(value)
+            return same
+
+        if scope is Scope.OWN:
+            assert flt.agent_id
+            mask &= eq(self._agent, flt.agent_id)
+        elif scope is Scope.CREW_SHARED:
+            assert flt.crew_id
+            crew_part = eq(self._crew, flt.crew_id) & (
+                self._base[:n] >= CREW_SHARED_MIN_BASE_IMPORTANCE
+            )
+            mask &= (eq(self._agent, flt.agent_id) | crew_part) if flt.agent_id else crew_part
+        else:
+            if flt.agent_id:
+                mask &= eq(self._agent, flt.agent_id)
+            if flt.crew_id:
+                mask &= eq(self._crew, flt.crew_id)
+        if flt.resource_id:
+            mask &= eq(self._resource, flt.resource_id)
+        if flt.conversation_id:
+            mask &= eq(self._conversation, flt.conversation_id)
+        return mask
+
+    def search(
+        self, flt: ScopeFilter, scope: Scope | None, query: Vector, limit: int
+    ) -> list[Candidate]:
+        """The ``limit`` visible rows with the highest cosine to ``query``, best first;
+        equal scores keep load order so results are stable."""
+        if self._n == 0 or limit <= 0:
+            return []
+        assert self.dim is not None and self.model is not None
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape != (self.dim,):
+            raise ModelMismatch(self.model, self.dim, "the query's embedder", int(q.size))
+        q = unit_vector(q)
+
+        rows = np.flatnonzero(self.visible(flt, scope))
+        visible = int(rows.size)
+        if visible == 0:
+            return []
+        n = self._n
+        if visible == n:
+            scores = self._matrix[:n] @ q
+        elif visible < n * _GATHER_FRACTION:
+            scores = self._matrix[rows] @ q
+        else:
+            scores = (self._matrix[:n] @ q)[rows]
+
+        k = min(limit, visible)
+        top = np.argpartition(scores, visible - k)[visible - k :] if k < visible else None
+        if top is None:
+            top = np.arange(visible)
+        order = top[np.lexsort((top, -scores[top]))]
+        return [
+            Candidate(memory_id=self.ids[int(rows[i])], score=float(scores[i]), rank=rank)
+            for rank, i in enumerate(order, start=1)
+        ]

@@ -1,0 +1,288 @@
+"""The SQLite schema, as numbered migrations.
+
+Each migration is a function ``mNNN_name(conn)`` listed in ``MIGRATIONS``. ``migrate``
+applies the pending ones in order, each in its own ``BEGIN IMMEDIATE`` transaction together
+with its row in ``schema_migrations``, so a crash leaves the database at a whole version
+and two processes opening a fresh file at once cannot both apply the same step.
+
+Conventions the schema relies on:
+
+- Times are ISO 8601 UTC text in one fixed format (``TS_FORMAT``), so ``ORDER BY`` and range
+  comparisons on the text sort chronologically.
+- ``memories.seq`` is an explicit ``INTEGER PRIMARY KEY``: FTS5's external content points at
+  it, and an implicit rowid may be renumbered by ``VACUUM``, silently detaching the index.
+- ``memory_vectors.seq`` is ``AUTOINCREMENT`` so it only ever grows: a reader that loaded up
+  to seq N finds every later write with ``seq > N``. Writes that cannot be seen that way
+  (a vector deleted or edited in place, a visibility column of a vectored memory changed)
+  bump ``vector_generations`` for the workspace, which tells the reader to reload it whole.
+- ``memories.has_vector`` is kept by triggers so the "what still needs embedding" question
+  reads a small partial index instead of anti-joining every memory against every vector.
+
+Tokenizer: ``porter unicode61 remove_diacritics 2``. Queries are prefix terms (see
+``episodic.scoring.fts``), which already match a longer stored form ("deploy" finds
+"deployed"), but not the other way round: on 33 query/document word pairs typical of agent
+journals ("denied"/"deny", "retries"/"retry", "caching"/"cache", "policies"/"policy") prefix
+matching alone matched 6, with Porter stemming 29. Porter only rewrites English-looking
+ASCII words, so other scripts are tokenized exactly as by unicode61.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _run(conn: sqlite3.Connection, statements: str) -> None:
+    # executescript would COMMIT first and break the one-transaction-per-migration rule.
+    for statement in statements.split(";\n\n"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def m001_initial(conn: sqlite3.Connection) -> None:
+    _run(
+        conn,
+        f"""
+CREATE TABLE events (
+  id              TEXT PRIMARY KEY,
+  workspace_id    TEXT NOT NULL,
+  crew_id         TEXT,
+  agent_id        TEXT,
+  resource_id     TEXT,
+  conversation_id TEXT,
+  ts              TEXT NOT NULL,
+  type            TEXT NOT NULL,
+  severity        TEXT NOT NULL,
+  summary         TEXT NOT NULL DEFAULT '',
+  payload         TEXT NOT NULL DEFAULT '{{}}',
+  refs            TEXT NOT NULL DEFAULT '{{}}',
+  -- 1: became (part of) a memory; 0: refused by admission, never looked at again
+  admitted        INTEGER NOT NULL CHECK (admitted IN (0, 1)),
+  created_at      TEXT NOT NULL
+);
+
+CREATE INDEX events_workspace_ts ON events (workspace_id, ts);
+
+CREATE TABLE memories (
+  seq                INTEGER PRIMARY KEY,
+  id                 TEXT NOT NULL UNIQUE,
+  workspace_id       TEXT NOT NULL,
+  crew_id            TEXT,
+  agent_id           TEXT,
+  resource_id        TEXT,
+  conversation_id    TEXT,
+  ts                 TEXT NOT NULL,
+  type               TEXT NOT NULL,
+  severity           TEXT NOT NULL,
+  content            TEXT NOT NULL,
+  payload            TEXT NOT NULL DEFAULT '{{}}',
+  base_importance    REAL NOT NULL,
+  importance         REAL NOT NULL,
+  reference_count    INTEGER NOT NULL DEFAULT 0,
+  last_referenced_at TEXT,
+  status             TEXT NOT NULL DEFAULT 'active'
+                     CHECK (status IN ('active', 'retired', 'compacted')),
+  has_vector         INTEGER NOT NULL DEFAULT 0 CHECK (has_vector IN (0, 1)),
+  created_at         TEXT NOT NULL,
+  updated_at         TEXT NOT NULL
+);
+
+CREATE INDEX memories_workspace_agent ON memories (workspace_id, agent_id, ts);
+
+CREATE INDEX memories_workspace_crew ON memories (workspace_id, crew_id, ts);
+
+CREATE INDEX memories_workspace_resource ON memories (workspace_id, resource_id, ts);
+
+CREATE INDEX memories_workspace_conversation ON memories (workspace_id, conversation_id, ts);
+
+CREATE INDEX memories_workspace_status ON memories (workspace_id, status, ts);
+
+CREATE INDEX memories_pending_vector ON memories (seq)
+  WHERE has_vector = 0 AND status = 'active';
+
+CREATE TABLE memory_sources (
+  memory_id TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+  event_id  TEXT NOT NULL REFERENCES events (id),
+  PRIMARY KEY (memory_id, event_id)
+);
+
+CREATE INDEX memory_sources_event ON memory_sources (event_id);
+
+CREATE TABLE memory_vectors (
+  seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+  memory_id    TEXT NOT NULL UNIQUE REFERENCES memories (id) ON DELETE CASCADE,
+  workspace_id TEXT NOT NULL,
+  vector       BLOB NOT NULL,  -- little-endian float32, L2-normalised
+  dim          INTEGER NOT NULL,
+  model        TEXT NOT NULL,
+  indexed_at   TEXT NOT NULL
+);
+
+CREATE INDEX memory_vectors_workspace_seq ON memory_vectors (workspace_id, seq);
+
+CREATE TABLE vector_generations (
+  workspace_id TEXT PRIMARY KEY,
+  generation   INTEGER NOT NULL
+);
+
+CREATE TRIGGER memory_vectors_ai AFTER INSERT ON memory_vectors BEGIN
+  UPDATE memories SET has_vector = 1 WHERE id = new.memory_id;
+END;
+
+CREATE TRIGGER memory_vectors_ad AFTER DELETE ON memory_vectors BEGIN
+  UPDATE memories SET has_vector = 0 WHERE id = old.memory_id;
+  INSERT INTO vector_generations (workspace_id, generation) VALUES (old.workspace_id, 1)
+    ON CONFLICT (workspace_id) DO UPDATE SET generation = generation + 1;
+END;
+
+CREATE TRIGGER memory_vectors_au AFTER UPDATE ON memory_vectors BEGIN
+  INSERT INTO vector_generations (workspace_id, generation) VALUES (old.workspace_id, 1)
+    ON CONFLICT (workspace_id) DO UPDATE SET generation = generation + 1;
+  INSERT INTO vector_generations (workspace_id, generation) VALUES (new.workspace_id, 1)
+    ON CONFLICT (workspace_id) DO UPDATE SET generation = generation + 1;
+END;
+
+CREATE TRIGGER memories_visibility_au
+AFTER UPDATE OF workspace_id, agent_id, crew_id, resource_id, conversation_id,
+                base_importance, status ON memories
+WHEN old.has_vector = 1 AND (
+     old.workspace_id IS NOT new.workspace_id OR old.agent_id IS NOT new.agent_id
+  OR old.crew_id IS NOT new.crew_id OR old.resource_id IS NOT new.resource_id
+  OR old.conversation_id IS NOT new.conversation_id
+  OR old.base_importance IS NOT new.base_importance OR old.status IS NOT new.status)
+BEGIN
+  INSERT INTO vector_generations (workspace_id, generation) VALUES (old.workspace_id, 1)
+    ON CONFLICT (workspace_id) DO UPDATE SET generation = generation + 1;
+  INSERT INTO vector_generations (workspace_id, generation) VALUES (new.workspace_id, 1)
+    ON CONFLICT (workspace_id) DO UPDATE SET generation = generation + 1;
+END;
+
+CREATE TABLE embedding_cache (
+  content_hash TEXT NOT NULL,
+  model        TEXT NOT NULL,
+  dim          INTEGER NOT NULL,
+  vector       BLOB NOT NULL,  -- little-endian float32
+  created_at   TEXT NOT NULL,
+  PRIMARY KEY (content_hash, model)
+) WITHOUT ROWID;
+
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+  content, payload,
+  content = 'memories', content_rowid = 'seq',
+  tokenize = '{FTS_TOKENIZER}'
+);
+
+CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+  INSERT INTO memories_fts (rowid, content, payload)
+    VALUES (new.seq, new.content, new.payload);
+END;
+
+CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+  INSERT INTO memories_fts (memories_fts, rowid, content, payload)
+    VALUES ('delete', old.seq, old.content, old.payload);
+END;
+
+CREATE TRIGGER memories_fts_au AFTER UPDATE OF seq, content, payload ON memories BEGIN
+  INSERT INTO memories_fts (memories_fts, rowid, content, payload)
+    VALUES ('delete', old.seq, old.content, old.payload);
+  INSERT INTO memories_fts (rowid, content, payload)
+    VALUES (new.seq, new.content, new.payload);
+END;
+
+CREATE TABLE memory_relations (
+  src        TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+  dst        TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+  relation   TEXT NOT NULL CHECK (relation IN ('similar', 'supports', 'contradicts')),
+  weight     REAL NOT NULL DEFAULT 0.0,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (src, dst, relation)
+);
+
+CREATE INDEX memory_relations_dst ON memory_relations (dst);
+
+CREATE TABLE events_archive (
+  id           TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL,
+  ts           TEXT NOT NULL,
+  type         TEXT NOT NULL,
+  severity     TEXT NOT NULL,
+  summary      TEXT NOT NULL,
+  payload      TEXT NOT NULL CHECK (length(payload) <= 400),
+  archived_at  TEXT NOT NULL
+);
+
+CREATE INDEX events_archive_workspace_ts ON events_archive (workspace_id, ts);
+
+CREATE TABLE memory_health_snapshots (
+  workspace_id  TEXT NOT NULL,
+  -- '' is the workspace aggregate: a NULL in a primary key would not be unique in SQLite
+  crew_id       TEXT NOT NULL DEFAULT '',
+  snapshot_date TEXT NOT NULL,  -- YYYY-MM-DD, UTC
+  freshness     REAL NOT NULL,
+  coverage      REAL NOT NULL,
+  coherence     REAL NOT NULL,
+  efficiency    REAL NOT NULL,
+  reachability  REAL NOT NULL,
+  score         REAL NOT NULL,
+  PRIMARY KEY (workspace_id, crew_id, snapshot_date)
+)
+""",
+    )
+
+
+MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
+    (1, "initial", m001_initial),
+)
+
+LATEST_VERSION = MIGRATIONS[-1][0]
+
+
+def _ensure_ledger(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    """The highest applied version; 0 for a database no migration has touched."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if exists is None:
+        return 0
+    row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(conn: sqlite3.Connection) -> list[int]:
+    """Apply every pending migration in order; returns the versions applied now.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``): this function owns the
+    transactions."""
+    applied: list[int] = []
+    for version, name, step in MIGRATIONS:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            _ensure_ledger(conn)
+            # Re-read inside the write lock: another process may have just applied it.
+            if current_version(conn) >= version:
+                conn.execute("COMMIT")
+                continue
+            step(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (version, name, datetime.now(UTC).strftime(TS_FORMAT)),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(version)
+    return applied

@@ -1,0 +1,75 @@
+"""Pure SQL builders shared by the store's queries: they return ``(sql, params)`` and touch
+no database, so the isolation rules can be tested on their own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from episodic.errors import InvalidInput
+from episodic.model import Scope, ScopeFilter
+from episodic.store.base import CREW_SHARED_MIN_BASE_IMPORTANCE
+
+# Column prefixes callers may ask for; anything else would be spliced into SQL unchecked.
+_ALIASES = frozenset({"", "m"})
+
+
+def normalise_scope(flt: ScopeFilter) -> Scope | None:
+    """The filter's scope as a ``Scope``, checking what that scope requires (seed 000:
+    own needs an agent, crew_shared a crew). ``ScopeFilter`` is a plain dataclass, so a
+    caller may hand in a bare string or an empty workspace; both are refused here."""
+    if not flt.workspace_id or not flt.workspace_id.strip():
+        raise InvalidInput("workspace_id", "required: every read runs inside one workspace")
+    if flt.scope is None:
+        return None
+    try:
+        scope = Scope(flt.scope)
+    except ValueError:
+        raise InvalidInput(
+            "scope", f"unknown scope {flt.scope!r}; use own or crew_shared"
+        ) from None
+    if scope is Scope.OWN and not flt.agent_id:
+        raise InvalidInput("agent_id", "scope 'own' needs an agent (--agent)")
+    if scope is Scope.CREW_SHARED and not flt.crew_id:
+        raise InvalidInput("crew_id", "scope 'crew_shared' needs a crew (--crew)")
+    return scope
+
+
+def scope_where(flt: ScopeFilter, *, alias: str = "") -> tuple[str, list[Any]]:
+    """The WHERE fragment that limits ``memories`` rows to what ``flt`` may see.
+
+    Always ``workspace_id = ?``. Scope own adds ``agent_id = ?``; crew_shared adds the
+    agent's own rows or the crew's rows whose base importance reaches
+    ``CREW_SHARED_MIN_BASE_IMPORTANCE`` (just the crew part without an agent). With no
+    scope each of agent/crew that is given narrows. resource_id and conversation_id narrow
+    under any scope. An empty id counts as not given. ``alias`` qualifies the columns
+    (``"m"`` gives ``m.agent_id``)."""
+    if alias not in _ALIASES:
+        raise ValueError(f"unsupported table alias {alias!r}")
+    col = f"{alias}." if alias else ""
+    scope = normalise_scope(flt)
+
+    clauses = [f"{col}workspace_id = ?"]
+    params: list[Any] = [flt.workspace_id]
+    if scope is Scope.OWN:
+        clauses.append(f"{col}agent_id = ?")
+        params.append(flt.agent_id)
+    elif scope is Scope.CREW_SHARED:
+        crew_part = f"({col}crew_id = ? AND {col}base_importance >= ?)"
+        if flt.agent_id:
+            clauses.append(f"({col}agent_id = ? OR {crew_part})")
+            params += [flt.agent_id, flt.crew_id, CREW_SHARED_MIN_BASE_IMPORTANCE]
+        else:
+            clauses.append(crew_part)
+            params += [flt.crew_id, CREW_SHARED_MIN_BASE_IMPORTANCE]
+    else:
+        for name in ("agent_id", "crew_id"):
+            value = getattr(flt, name)
+            if value:
+                clauses.append(f"{col}{name} = ?")
+                params.append(value)
+    for name in ("resource_id", "conversation_id"):
+        value = getattr(flt, name)
+        if value:
+            clauses.append(f"{col}{name} = ?")
+            params.append(value)
+    return " AND ".join(clauses), params

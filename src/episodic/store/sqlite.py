@@ -1,0 +1,668 @@
+"""The default backend: one SQLite file (stdlib ``sqlite3``, WAL, FTS5).
+
+One connection per store, shared by the indexer thread and request threads under a lock.
+The dense leg scans an in-process numpy matrix per workspace (``episodic.store.dense``);
+each search first asks SQLite, cheaply, whether anything changed since it last looked
+(``PRAGMA data_version`` sees commits of other connections, ``total_changes`` this one's)
+and then loads only the vectors written since, or the whole workspace again when rows were
+deleted or changed in place (see ``episodic.store.migrations`` for the bookkeeping).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+
+from episodic.errors import InvalidInput, ModelMismatch, NotFound, StoreError
+from episodic.model import Candidate, Event, Memory, MemoryStatus, ScopeFilter, utcnow
+from episodic.scoring.fts import fts_query
+from episodic.store.base import AppendResult, PendingVector, StoreStats, Vector
+from episodic.store.dense import LE_FLOAT32, DenseIndex, DenseRows, unit_vector
+from episodic.store.migrations import LATEST_VERSION, current_version, migrate
+from episodic.store.sql import normalise_scope, scope_where
+
+Tracer = Callable[[str, Sequence[Any]], None]
+
+MEMORY_URL = "sqlite:///:memory:"
+BUSY_TIMEOUT_MS = 5000
+# Well under SQLite's bound-parameter limit, and keeps each statement's plan small.
+_IN_CHUNK = 500
+
+# A word in the summary says more than the same word somewhere in the JSON payload.
+BM25_CONTENT_WEIGHT = 1.0
+BM25_PAYLOAD_WEIGHT = 0.5
+
+_MEMORY_COLUMNS = (
+    "id, workspace_id, crew_id, agent_id, resource_id, conversation_id, ts, type, severity, "
+    "content, payload, base_importance, importance, reference_count, last_referenced_at, "
+    "status, created_at"
+)
+_EVENT_COLUMNS = (
+    "id, workspace_id, crew_id, agent_id, resource_id, conversation_id, ts, type, severity, "
+    "summary, payload, refs"
+)
+
+
+# -- URLs and values -------------------------------------------------------------------
+def sqlite_target(path_or_url: str | os.PathLike[str]) -> str:
+    """The file path (or ``:memory:``) a ``sqlite:///`` URL or plain path names.
+
+    ``sqlite:///rel/path.db`` is relative, ``sqlite:////abs/path.db`` absolute."""
+    raw = os.fspath(path_or_url)
+    if "://" in raw:
+        scheme, _, rest = raw.partition("://")
+        if scheme.lower() != "sqlite":
+            raise InvalidInput("db", f"not a sqlite URL: {raw!r}")
+        if not rest.startswith("/"):
+            raise InvalidInput(
+                "db", f"{raw!r} names a host; use sqlite:///relative.db or sqlite:////abs.db"
+            )
+        raw = rest[1:]
+    if not raw:
+        raise InvalidInput("db", "no database path given; e.g. sqlite:///./.episodic/memory.db")
+    if raw == ":memory:":
+        return raw
+    return str(Path(raw).expanduser())
+
+
+def ts_text(dt: datetime) -> str:
+    """A datetime as the fixed-width UTC text the schema sorts on (naive means UTC)."""
+    dt = dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+    return dt.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def _parse_ts(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _opt_ts(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def _json(field: str, value: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(dict(value), ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(field, f"not JSON-serialisable: {exc}") from exc
+
+
+def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), _IN_CHUNK):
+        yield items[start : start + _IN_CHUNK]
+
+
+def _unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _placeholders(n: int) -> str:
+    return ",".join("?" * n)
+
+
+@contextmanager
+def _map_errors() -> Iterator[None]:
+    """Turn every sqlite3 failure into a ``StoreError`` that keeps the cause."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        message = str(exc)
+        if "locked" in message or "busy" in message:
+            message = (
+                f"the database stayed locked by another writer for {BUSY_TIMEOUT_MS} ms "
+                f"({message}); retry, or check for a stuck process"
+            )
+        elif "readonly" in message:
+            message = f"the store is read-only ({message})"
+        else:
+            message = f"sqlite: {message}"
+        raise StoreError(message) from exc
+
+
+class SqliteStore:
+    """A memory database in one SQLite file (or ``:memory:``). See ``Store`` for the
+    contract; ``tracer(sql, params)`` sees every statement this store runs."""
+
+    def __init__(
+        self,
+        path_or_url: str | os.PathLike[str],
+        *,
+        tracer: Tracer | None = None,
+        read_only: bool = False,
+    ) -> None:
+        self.path = sqlite_target(path_or_url)
+        self.in_memory = self.path == ":memory:"
+        self.url = MEMORY_URL if self.in_memory else f"sqlite:///{Path(self.path).absolute()}"
+        self.read_only = read_only
+        self._tracer = tracer
+        self._lock = threading.RLock()
+        self._closed = False
+        self._dense: dict[str, DenseIndex] = {}
+        self._seen_stamp: tuple[int, int] = (-1, -1)
+        self._epoch = 0
+        with _map_errors():
+            self._conn = self._connect()
+            try:
+                self._prepare()
+            except BaseException:
+                self._conn.close()
+                raise
+
+    def _connect(self) -> sqlite3.Connection:
+        # isolation_level=None: transactions are explicit (see _write/_read).
+        # check_same_thread=False: one connection serves every thread, under self._lock.
+        timeout = BUSY_TIMEOUT_MS / 1000
+        if self.in_memory:
+            return sqlite3.connect(
+                ":memory:", isolation_level=None, check_same_thread=False, timeout=timeout
+            )
+        if self.read_only:
+            uri = f"file:{quote(str(Path(self.path).absolute()))}?mode=ro"
+            return sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False, timeout=timeout
+            )
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        return sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=timeout
+        )
+
+    def _prepare(self) -> None:
+        for pragma in (
+            f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
+            "PRAGMA foreign_keys = ON",
+            "PRAGMA synchronous = NORMAL",
+        ):
+            self._execute(pragma)
+        if self.read_only:
+            version = current_version(self._conn)
+            if version < LATEST_VERSION:
+                raise StoreError(
+                    f"{self.url} is at schema v{version}, this episodic needs v{LATEST_VERSION};"
+                    " open it once read-write (`episodic init`) to migrate it"
+                )
+        else:
+            self._execute("PRAGMA journal_mode = WAL")
+            migrate(self._conn)
+            version = current_version(self._conn)
+        if version > LATEST_VERSION:
+            raise StoreError(
+                f"{self.url} is at schema v{version}, newer than this episodic knows "
+                f"(v{LATEST_VERSION}); upgrade episodic"
+            )
+
+    # -- plumbing --------------------------------------------------------------------
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        if self._tracer is not None:
+            self._tracer(sql, params)
+        return self._conn.execute(sql, params)
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> sqlite3.Cursor:
+        if self._tracer is not None:
+            self._tracer(sql, rows)
+        return self._conn.executemany(sql, rows)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"the store {self.url} is closed; open a new one")
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction, taken up front so a busy writer is waited for here
+        rather than failing halfway through."""
+        with self._lock, _map_errors():
+            self._check_open()
+            self._execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _read(self) -> Iterator[None]:
+        """One read snapshot, so several statements see the same commit."""
+        with self._lock, _map_errors():
+            self._check_open()
+            self._execute("BEGIN")
+            try:
+                yield
+            finally:
+                self._execute("COMMIT")
+
+    # -- lifecycle -------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._dense.clear()
+            with _map_errors():
+                self._conn.close()
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.url!r})"
+
+    def schema_version(self) -> int:
+        with self._lock, _map_errors():
+            self._check_open()
+            return current_version(self._conn)
+
+    # -- writing ---------------------------------------------------------------------
+    def append(self, events: Sequence[Event], memories: Sequence[Memory]) -> AppendResult:
+        now = ts_text(utcnow())
+        admitted: set[str] = set()
+        for m in memories:
+            admitted.add(m.id)
+            admitted.update(m.source_event_ids)
+        event_rows = [
+            (
+                e.id, e.workspace_id, e.crew_id, e.agent_id, e.resource_id, e.conversation_id,
+                ts_text(e.ts), e.type, e.severity, e.summary,
+                _json("payload", e.payload), _json("refs", e.refs),
+                1 if e.id in admitted else 0, now,
+            )
+            for e in events
+        ]
+        memory_rows = [
+            (
+                m.id, m.workspace_id, m.crew_id, m.agent_id, m.resource_id, m.conversation_id,
+                ts_text(m.ts), m.type, m.severity, m.content, _json("payload", m.payload),
+                float(m.base_importance), float(m.importance), int(m.reference_count),
+                None if m.last_referenced_at is None else ts_text(m.last_referenced_at),
+                MemoryStatus(m.status).value,
+                now if m.created_at is None else ts_text(m.created_at), now,
+            )
+            for m in memories
+        ]
+        source_rows = [(m.id, event_id) for m in memories for event_id in m.source_event_ids]
+
+        with self._write():
+            inserted = 0
+            if event_rows:
+                inserted = self._executemany(
+                    "INSERT OR IGNORE INTO events (id, workspace_id, crew_id, agent_id, "
+                    "resource_id, conversation_id, ts, type, severity, summary, payload, refs, "
+                    "admitted, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    event_rows,
+                ).rowcount
+            memories_inserted = 0
+            if memory_rows:
+                memories_inserted = self._executemany(
+                    "INSERT OR IGNORE INTO memories (id, workspace_id, crew_id, agent_id, "
+                    "resource_id, conversation_id, ts, type, severity, content, payload, "
+                    "base_importance, importance, reference_count, last_referenced_at, status, "
+                    "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    memory_rows,
+                ).rowcount
+            if source_rows:
+                self._check_sources(source_rows)
+                self._executemany(
+                    "INSERT OR IGNORE INTO memory_sources (memory_id, event_id) VALUES (?, ?)",
+                    source_rows,
+                )
+        return AppendResult(
+            events_inserted=inserted,
+            events_duplicate=len(events) - inserted,
+            memories_inserted=memories_inserted,
+        )
+
+    def _check_sources(self, source_rows: Sequence[tuple[str, str]]) -> None:
+        # The foreign key would catch it too, but only as "FOREIGN KEY constraint failed".
+        wanted = _unique([event_id for _, event_id in source_rows])
+        found: set[str] = set()
+        for chunk in _chunks(wanted):
+            found.update(
+                row[0]
+                for row in self._execute(
+                    f"SELECT id FROM events WHERE id IN ({_placeholders(len(chunk))})", chunk
+                )
+            )
+        for memory_id, event_id in source_rows:
+            if event_id not in found:
+                raise InvalidInput(
+                    "source_event_ids",
+                    f"memory {memory_id} cites event {event_id}, which is not stored; "
+                    "append the event in the same call or before",
+                )
+
+    def mark_referenced(self, workspace_id: str, ids: Sequence[str], at: datetime) -> None:
+        stamp, now = ts_text(at), ts_text(utcnow())
+        rows = [(stamp, now, workspace_id, memory_id) for memory_id in _unique(ids)]
+        if not rows:
+            return
+        with self._write():
+            self._executemany(
+                "UPDATE memories SET reference_count = reference_count + 1, "
+                "last_referenced_at = ?, updated_at = ? WHERE workspace_id = ? AND id = ?",
+                rows,
+            )
+
+    # -- reading ---------------------------------------------------------------------
+    def get_memories(self, workspace_id: str, ids: Sequence[str]) -> list[Memory]:
+        wanted = _unique(ids)
+        if not wanted:
+            return []
+        rows: dict[str, tuple[Any, ...]] = {}
+        sources: dict[str, list[str]] = {}
+        with self._read():
+            for chunk in _chunks(wanted):
+                for row in self._execute(
+                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE workspace_id = ? "
+                    f"AND id IN ({_placeholders(len(chunk))})",
+                    (workspace_id, *chunk),
+                ):
+                    rows[row[0]] = row
+            for chunk in _chunks(list(rows)):
+                for memory_id, event_id in self._execute(
+                    "SELECT memory_id, event_id FROM memory_sources "
+                    f"WHERE memory_id IN ({_placeholders(len(chunk))}) ORDER BY rowid",
+                    chunk,
+                ):
+                    sources.setdefault(memory_id, []).append(event_id)
+        return [
+            _memory(rows[memory_id], sources.get(memory_id, ()))
+            for memory_id in wanted
+            if memory_id in rows
+        ]
+
+    def get_memory(self, workspace_id: str, memory_id: str) -> Memory:
+        found = self.get_memories(workspace_id, [memory_id])
+        if not found:
+            raise NotFound(memory_id)
+        return found[0]
+
+    def get_events(self, workspace_id: str, ids: Sequence[str]) -> list[Event]:
+        wanted = _unique(ids)
+        rows: dict[str, tuple[Any, ...]] = {}
+        with self._read():
+            for chunk in _chunks(wanted):
+                for row in self._execute(
+                    f"SELECT {_EVENT_COLUMNS} FROM events WHERE workspace_id = ? "
+                    f"AND id IN ({_placeholders(len(chunk))})",
+                    (workspace_id, *chunk),
+                ):
+                    rows[row[0]] = row
+        return [_event(rows[event_id]) for event_id in wanted if event_id in rows]
+
+    def stats(self, workspace_id: str | None = None) -> StoreStats:
+        where, params = ("WHERE workspace_id = ?", (workspace_id,)) if workspace_id else ("", ())
+        both = "AND workspace_id = ?" if workspace_id else ""
+        with self._read():
+            events = self._execute(f"SELECT count(*) FROM events {where}", params).fetchone()[0]
+            memories, active = self._execute(
+                "SELECT count(*), coalesce(sum(status = 'active'), 0) FROM memories " + where,
+                params,
+            ).fetchone()
+            vectors = self._execute(
+                f"SELECT count(*) FROM memory_vectors {where}", params
+            ).fetchone()[0]
+            pending = self._execute(
+                "SELECT count(*) FROM memories WHERE has_vector = 0 AND status = 'active' "
+                + both,
+                params,
+            ).fetchone()[0]
+            model = self._stored_model()
+            version = current_version(self._conn)
+        return StoreStats(
+            events=int(events),
+            memories=int(memories),
+            active_memories=int(active),
+            vectors=int(vectors),
+            pending_vectors=int(pending),
+            vector_model=None if model is None else model[0],
+            vector_dim=None if model is None else model[1],
+            schema_version=version,
+        )
+
+    # -- vectors ---------------------------------------------------------------------
+    def pending_vectors(self, limit: int) -> list[PendingVector]:
+        """Active memories without a vector, in the order they were stored."""
+        if limit <= 0:
+            return []
+        with self._read():
+            rows = self._execute(
+                "SELECT id, workspace_id, content FROM memories "
+                "WHERE has_vector = 0 AND status = 'active' ORDER BY seq LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [PendingVector(memory_id=r[0], workspace_id=r[1], content=r[2]) for r in rows]
+
+    def _stored_model(self) -> tuple[str, int] | None:
+        row = self._execute("SELECT model, dim FROM memory_vectors LIMIT 1").fetchone()
+        return None if row is None else (str(row[0]), int(row[1]))
+
+    def vector_model(self) -> tuple[str, int] | None:
+        with self._read():
+            return self._stored_model()
+
+    def put_vectors(self, model_id: str, dim: int, rows: Sequence[tuple[str, Vector]]) -> int:
+        """Store vectors (normalised here if they are not unit length already) for
+        memories by id; ids with no memory are skipped. ``BadEmbedding`` for a vector of
+        the wrong length or with NaN/inf values, ``ModelMismatch`` when the store holds
+        vectors of another model or dimension. Returns rows written."""
+        if not model_id:
+            raise InvalidInput("model_id", "required: vectors are only comparable per model")
+        if dim <= 0:
+            raise InvalidInput("dim", f"must be positive, got {dim}")
+        indexed_at = ts_text(utcnow())
+        params = [
+            (unit_vector(vector, dim).astype(LE_FLOAT32).tobytes(), dim, model_id, indexed_at,
+             memory_id)
+            for memory_id, vector in rows
+        ]
+        if not params:
+            return 0
+        with self._write():
+            stored = self._stored_model()
+            if stored is not None and stored != (model_id, dim):
+                raise ModelMismatch(stored[0], stored[1], model_id, dim)
+            # REPLACE of a re-embedded memory gets a fresh, higher seq: readers pick it up
+            # incrementally and overwrite the old row in place.
+            written = self._executemany(
+                "INSERT OR REPLACE INTO memory_vectors "
+                "(memory_id, workspace_id, vector, dim, model, indexed_at) "
+                "SELECT id, workspace_id, ?, ?, ?, ? FROM memories WHERE id = ?",
+                params,
+            ).rowcount
+        return int(written)
+
+    def clear_vectors(self) -> int:
+        with self._write():
+            dropped = self._execute("DELETE FROM memory_vectors").rowcount
+            self._dense.clear()
+        return int(dropped)
+
+    def cache_get(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]:
+        found: dict[str, Vector] = {}
+        with self._read():
+            for chunk in _chunks(_unique(content_hashes)):
+                for content_hash, blob in self._execute(
+                    "SELECT content_hash, vector FROM embedding_cache WHERE model = ? "
+                    f"AND content_hash IN ({_placeholders(len(chunk))})",
+                    (model_id, *chunk),
+                ):
+                    found[content_hash] = np.frombuffer(blob, LE_FLOAT32).astype(np.float32)
+        return found
+
+    def cache_put(self, model_id: str, items: Mapping[str, Vector]) -> None:
+        created_at = ts_text(utcnow())
+        rows = []
+        for content_hash, vector in items.items():
+            arr = np.asarray(vector, dtype=LE_FLOAT32).reshape(-1)
+            rows.append((content_hash, model_id, int(arr.size), arr.tobytes(), created_at))
+        if not rows:
+            return
+        with self._write():
+            self._executemany(
+                "INSERT OR REPLACE INTO embedding_cache "
+                "(content_hash, model, dim, vector, created_at) VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    # -- retrieval -------------------------------------------------------------------
+    def search_dense(self, flt: ScopeFilter, query: Vector, limit: int) -> list[Candidate]:
+        scope = normalise_scope(flt)
+        if limit <= 0:
+            return []
+        with self._lock, _map_errors():
+            self._check_open()
+            index = self._fresh_index(flt.workspace_id)
+            return index.search(flt, scope, query, limit)
+
+    def _fresh_index(self, workspace_id: str) -> DenseIndex:
+        """The workspace's dense index, brought up to date with every committed write.
+
+        Costs one PRAGMA when nothing was written anywhere since the last search, plus two
+        index lookups when something was; loads rows only when this workspace's vectors
+        changed."""
+        data_version = int(self._execute("PRAGMA data_version").fetchone()[0])
+        stamp = (data_version, self._conn.total_changes)
+        if stamp != self._seen_stamp:
+            self._seen_stamp = stamp
+            self._epoch += 1
+        index = self._dense.get(workspace_id)
+        if index is not None and index.epoch == self._epoch:
+            return index
+
+        self._execute("BEGIN")
+        try:
+            generation, max_seq = self._execute(
+                "SELECT (SELECT generation FROM vector_generations WHERE workspace_id = ?), "
+                "(SELECT max(seq) FROM memory_vectors WHERE workspace_id = ?)",
+                (workspace_id, workspace_id),
+            ).fetchone()
+            generation, max_seq = int(generation or 0), int(max_seq or 0)
+            if index is None or index.generation != generation or max_seq < index.max_seq:
+                index = DenseIndex()
+                index.upsert(self._dense_rows(workspace_id, after_seq=0))
+            elif max_seq > index.max_seq:
+                index.upsert(self._dense_rows(workspace_id, after_seq=index.max_seq))
+        finally:
+            self._execute("COMMIT")
+        index.generation, index.max_seq, index.epoch = generation, max_seq, self._epoch
+        self._dense[workspace_id] = index
+        return index
+
+    def _dense_rows(self, workspace_id: str, *, after_seq: int) -> DenseRows:
+        return DenseRows.from_records(
+            self._execute(
+                "SELECT v.memory_id, v.vector, v.model, m.agent_id, m.crew_id, m.resource_id, "
+                "m.conversation_id, m.base_importance, m.status "
+                "FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
+                "WHERE v.workspace_id = ? AND m.workspace_id = ? AND v.seq > ? "
+                "ORDER BY v.seq",
+                (workspace_id, workspace_id, after_seq),
+            ).fetchall()
+        )
+
+    def search_sparse(self, flt: ScopeFilter, text: str, limit: int) -> list[Candidate]:
+        where, params = scope_where(flt, alias="m")
+        match = fts_query(text)
+        if match is None or limit <= 0:
+            return []
+        with self._read():
+            rows = self._execute(
+                "SELECT m.id, bm25(memories_fts, ?, ?) AS score "
+                "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+                f"WHERE memories_fts MATCH ? AND m.status = 'active' AND {where} "
+                "ORDER BY score, m.seq LIMIT ?",
+                (BM25_CONTENT_WEIGHT, BM25_PAYLOAD_WEIGHT, match, *params, limit),
+            ).fetchall()
+        # FTS5's bm25 is negative, lower is better; candidates want higher = better.
+        return [
+            Candidate(memory_id=memory_id, score=-float(score), rank=rank)
+            for rank, (memory_id, score) in enumerate(rows, start=1)
+        ]
+
+    # -- diagnostics -----------------------------------------------------------------
+    def meta(self) -> dict[str, Any]:
+        with self._lock, _map_errors():
+            self._check_open()
+
+            def pragma(name: str) -> Any:
+                return self._execute(f"PRAGMA {name}").fetchone()[0]
+
+            facts: dict[str, Any] = {
+                "backend": "sqlite",
+                "url": self.url,
+                "path": self.path,
+                "read_only": self.read_only,
+                "sqlite_version": sqlite3.sqlite_version,
+                "schema_version": current_version(self._conn),
+                "journal_mode": pragma("journal_mode"),
+                "page_size": int(pragma("page_size")),
+                "page_count": int(pragma("page_count")),
+                "freelist_count": int(pragma("freelist_count")),
+                "file_bytes": 0,
+                "wal_bytes": 0,
+            }
+        if not self.in_memory:
+            for key, suffix in (("file_bytes", ""), ("wal_bytes", "-wal")):
+                try:
+                    facts[key] = os.path.getsize(self.path + suffix)
+                except OSError:
+                    facts[key] = 0
+        return facts
+
+
+def _memory(row: Sequence[Any], sources: Sequence[str]) -> Memory:
+    return Memory(
+        id=row[0],
+        workspace_id=row[1],
+        crew_id=row[2],
+        agent_id=row[3],
+        resource_id=row[4],
+        conversation_id=row[5],
+        ts=_parse_ts(row[6]),
+        type=row[7],
+        severity=row[8],
+        content=row[9],
+        payload=json.loads(row[10]),
+        base_importance=float(row[11]),
+        importance=float(row[12]),
+        reference_count=int(row[13]),
+        last_referenced_at=_opt_ts(row[14]),
+        status=MemoryStatus(row[15]),
+        source_event_ids=tuple(sources),
+        created_at=_parse_ts(row[16]),
+    )
+
+
+def _event(row: Sequence[Any]) -> Event:
+    return Event(
+        id=row[0],
+        workspace_id=row[1],
+        crew_id=row[2],
+        agent_id=row[3],
+        resource_id=row[4],
+        conversation_id=row[5],
+        ts=_parse_ts(row[6]),
+        type=row[7],
+        severity=row[8],
+        summary=row[9],
+        payload=json.loads(row[10]),
+        refs=json.loads(row[11]),
+    )
