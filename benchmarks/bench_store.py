@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import random
 import statistics
 import tempfile
 import time
+from functools import partial
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -108,7 +110,7 @@ def bench_append(path: Path, n: int, rng: random.Random) -> None:
         batches.append((batch, admitted))
     admitted_total = sum(len(m) for _, m in batches)
     with SqliteStore(path) as store:
-        elapsed = sum(timed(lambda b=b, m=m: store.append(b, m)) for b, m in batches)
+        elapsed = sum(timed(partial(store.append, b, m)) for b, m in batches)
         assert store.stats().events == n
     print(f"append        {n / elapsed:10,.0f} events/s  ({n:,} events in batches of {BATCH}, "
           f"{admitted_total / n:.1%} admitted, {elapsed:.2f} s)")
@@ -136,13 +138,13 @@ def bench_dense(path: Path, n: int, rng: random.Random) -> None:
             ("crew_shared", ScopeFilter("acme", Scope.CREW_SHARED, agent_id=AGENTS[0],
                                         crew_id=CREWS[0])),
         ):
-            samples = [timed(lambda q=q, f=f: store.search_dense(f, q, 15)) for q in queries]
+            samples = [timed(partial(store.search_dense, f, q, 15)) for q in queries]
             print(f"search_dense  {percentiles(samples)}  ({label}, {n:,} x {DIM}, k=15)")
         # A recall marks its hits; the next search must notice a write and stay cheap.
         samples = []
         for q in queries[:50]:
             store.mark_referenced("acme", [memories[0].id], T0)
-            samples.append(timed(lambda q=q: store.search_dense(flt, q, 15)))
+            samples.append(timed(partial(store.search_dense, flt, q, 15)))
         print(f"search_dense  {percentiles(samples)}  (after a write on this connection)")
 
 
@@ -154,14 +156,14 @@ def bench_sparse(path: Path, n: int, rng: random.Random) -> None:
             store.append(events[start : start + 5000], memories[start : start + 5000])
         flt = ScopeFilter("acme")
         queries = [" ".join(sentence(rng).split()[:rng.randint(2, 4)]) for _ in range(QUERIES)]
-        samples = [timed(lambda q=q: store.search_sparse(flt, q, 15)) for q in queries]
+        samples = [timed(partial(store.search_sparse, flt, q, 15)) for q in queries]
         print(f"search_sparse {percentiles(samples)}  (whole ws, {n:,} memories, 2-4 words "
               "drawn like the texts, k=15)")
         own = ScopeFilter("acme", Scope.OWN, agent_id=AGENTS[0])
-        samples = [timed(lambda q=q: store.search_sparse(own, q, 15)) for q in queries]
+        samples = [timed(partial(store.search_sparse, own, q, 15)) for q in queries]
         print(f"search_sparse {percentiles(samples)}  (same queries, own scope)")
         common = [" ".join(rng.sample(WORDS, 3)) for _ in range(QUERIES)]
-        samples = [timed(lambda q=q: store.search_sparse(flt, q, 15)) for q in common]
+        samples = [timed(partial(store.search_sparse, flt, q, 15)) for q in common]
         print(f"search_sparse {percentiles(samples)}  (3 of the 58 most frequent words, "
               "whole ws)")
 
@@ -169,12 +171,22 @@ def bench_sparse(path: Path, n: int, rng: random.Random) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="rows per measurement")
+    parser.add_argument("--only", choices=("append", "dense", "sparse"), action="append",
+                        help="run only these measurements (repeatable)")
     args = parser.parse_args()
+    only = set(args.only or ("append", "dense", "sparse"))
     rng = random.Random(42)
+    # Latencies on a shared machine move with its load; print it next to them.
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs, "
+          f"numpy {np.__version__}")
     with tempfile.TemporaryDirectory() as tmp:
-        bench_append(Path(tmp) / "append.db", args.n, rng)
-        bench_dense(Path(tmp) / "dense.db", args.n, rng)
-        bench_sparse(Path(tmp) / "sparse.db", args.n, rng)
+        if "append" in only:
+            bench_append(Path(tmp) / "append.db", args.n, rng)
+        if "dense" in only:
+            bench_dense(Path(tmp) / "dense.db", args.n, rng)
+        if "sparse" in only:
+            bench_sparse(Path(tmp) / "sparse.db", args.n, rng)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,11 @@ def vec(*components: float) -> Vector:
     return out
 
 
+def f32(values: Any) -> Vector:
+    out: Vector = np.asarray(values, dtype=np.float32)
+    return out
+
+
 def axis(i: int) -> Vector:
     arr = np.zeros(DIM, dtype=np.float32)
     arr[i] = 1.0
@@ -332,7 +337,7 @@ class StoreContract:
             store.put_vectors("other-model", DIM, [("m2", axis(1))])
         assert (info.value.stored, info.value.current) == (MODEL, "other-model")
         with pytest.raises(ModelMismatch) as info:
-            store.put_vectors(MODEL, 4, [("m2", np.ones(4, dtype=np.float32) / 2)])
+            store.put_vectors(MODEL, 4, [("m2", f32([0.5, 0.5, 0.5, 0.5]))])
         assert (info.value.stored_dim, info.value.current_dim) == (DIM, 4)
         assert store.vector_model() == (MODEL, DIM)
         assert [p.memory_id for p in store.pending_vectors(10)] == ["m2"]
@@ -371,14 +376,14 @@ class StoreContract:
 
     # -- embedding cache -------------------------------------------------------------
     def test_cache_round_trip_is_keyed_by_model(self, store: Store) -> None:
-        v = np.arange(DIM, dtype=np.float32) / 10
-        store.cache_put(MODEL, {"h1": v, "h2": v * 2})
+        v = f32(np.arange(DIM) / 10)
+        store.cache_put(MODEL, {"h1": v, "h2": f32(v * 2)})
         got = store.cache_get(MODEL, ["h1", "h2", "unknown"])
         assert set(got) == {"h1", "h2"}
         assert got["h1"].dtype == np.float32
         np.testing.assert_array_equal(got["h2"], v * 2)
         assert store.cache_get("other-model", ["h1"]) == {}
-        store.cache_put("other-model", {"h1": v[:4]})
+        store.cache_put("other-model", {"h1": f32(v[:4])})
         np.testing.assert_array_equal(store.cache_get("other-model", ["h1"])["h1"], v[:4])
         np.testing.assert_array_equal(store.cache_get(MODEL, ["h1"])["h1"], v)
         assert store.cache_get(MODEL, []) == {}
@@ -417,7 +422,7 @@ class StoreContract:
         n, batches = 1500, 4  # loaded in several steps, so the index grows incrementally
         vectors = rng.standard_normal((n, DIM)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        rows = [
+        rows: list[dict[str, Any]] = [
             {"agent_id": f"a{rng.integers(4)}", "crew_id": f"c{rng.integers(2)}",
              "resource_id": f"r{rng.integers(3)}" if rng.random() < 0.5 else None,
              "base": float(rng.choice([0.5, 0.55, 0.6, 0.9]))}

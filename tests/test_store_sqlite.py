@@ -278,6 +278,7 @@ def test_reference_bumps_do_not_reload_the_dense_index(file_store: SqliteStore) 
 def test_tracer_sees_every_statement_with_its_params() -> None:
     seen: list[tuple[str, Any]] = []
     with SqliteStore(":memory:", tracer=lambda sql, params: seen.append((sql, params))) as s:
+        assert any("CREATE VIRTUAL TABLE memories_fts" in sql for sql, _ in seen)
         seen.clear()
         s.search_sparse(ACME, "checkout", 3)
     params = next(p for q, p in seen if "MATCH" in q)

@@ -27,8 +27,9 @@ _NATIVE_IS_LE = sys.byteorder == "little"
 _NONE_CODE = -1  # a NULL column
 _ABSENT_CODE = -2  # a filter value no row has: matches nothing
 
-# Below this share of visible rows, gathering them first beats scoring every row.
-_GATHER_FRACTION = 0.3
+# Below this share of visible rows, gathering them first beats scoring every row (measured
+# on 100k x 384: 1 ms vs 5 ms at 5%, even at 20%, twice as slow at 30%).
+_GATHER_FRACTION = 0.2
 _GROWTH = 1.5
 
 

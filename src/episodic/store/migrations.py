@@ -39,7 +39,9 @@ Migration = Callable[[sqlite3.Connection], None]
 
 
 def _run(conn: sqlite3.Connection, statements: str) -> None:
-    # executescript would COMMIT first and break the one-transaction-per-migration rule.
+    """Run statements separated by a blank line (so a trigger body, whose statements end in
+    ``;`` on consecutive lines, stays whole). executescript would COMMIT first and break
+    the one-transaction-per-migration rule."""
     for statement in statements.split(";\n\n"):
         if statement.strip():
             conn.execute(statement)

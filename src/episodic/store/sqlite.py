@@ -192,7 +192,14 @@ class SqliteStore:
                 )
         else:
             self._execute("PRAGMA journal_mode = WAL")
-            migrate(self._conn)
+            tracer = self._tracer
+            if tracer is not None:
+                # Migration steps run on the raw connection; show them to the tracer too.
+                self._conn.set_trace_callback(lambda sql: tracer(sql, ()))
+            try:
+                migrate(self._conn)
+            finally:
+                self._conn.set_trace_callback(None)
             version = current_version(self._conn)
         if version > LATEST_VERSION:
             raise StoreError(
