@@ -17,9 +17,9 @@ import random
 import statistics
 import tempfile
 import time
-from functools import partial
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import numpy as np
