@@ -29,13 +29,67 @@ from episodic.store import open_store
 NOW = datetime(2026, 11, 21, tzinfo=UTC)
 RNG = random.Random(7)
 WORDS = [
-    "checkout", "deploy", "oom", "cache", "ttl", "keeper", "denied", "approval", "payment",
-    "gateway", "flaky", "test", "migration", "schema", "lock", "table", "dns", "resolver",
-    "ranking", "model", "eval", "regression", "feature", "drop", "latency", "p99", "timeout",
-    "retry", "queue", "backlog", "consumer", "lag", "kafka", "postgres", "replica", "failover",
-    "memory", "leak", "heap", "container", "restart", "crashloop", "rollback", "canary",
-    "release", "config", "secret", "rotation", "certificate", "expired", "tls", "ingress",
-    "budget", "cost", "spike", "alert", "pager", "oncall", "runbook", "incident", "review",
+    "checkout",
+    "deploy",
+    "oom",
+    "cache",
+    "ttl",
+    "keeper",
+    "denied",
+    "approval",
+    "payment",
+    "gateway",
+    "flaky",
+    "test",
+    "migration",
+    "schema",
+    "lock",
+    "table",
+    "dns",
+    "resolver",
+    "ranking",
+    "model",
+    "eval",
+    "regression",
+    "feature",
+    "drop",
+    "latency",
+    "p99",
+    "timeout",
+    "retry",
+    "queue",
+    "backlog",
+    "consumer",
+    "lag",
+    "kafka",
+    "postgres",
+    "replica",
+    "failover",
+    "memory",
+    "leak",
+    "heap",
+    "container",
+    "restart",
+    "crashloop",
+    "rollback",
+    "canary",
+    "release",
+    "config",
+    "secret",
+    "rotation",
+    "certificate",
+    "expired",
+    "tls",
+    "ingress",
+    "budget",
+    "cost",
+    "spike",
+    "alert",
+    "pager",
+    "oncall",
+    "runbook",
+    "incident",
+    "review",
 ]
 WORDS += [f"term{i}" for i in range(4000)]  # a long tail, like real vocabularies
 WEIGHTS = [1.0 / (rank + 1) ** 0.9 for rank in range(len(WORDS))]
@@ -51,24 +105,42 @@ def pct(values: Sequence[float], q: float) -> float:
 
 
 def bench_ingest(n: int) -> float:
-    types = ["exec.output_chunk"] * 50 + ["container.metrics"] * 25 + ["tool.call"] * 20 + [
-        "peer.escalation", "summary.generated", "approval.denied", "keeper.decision",
-        "eval.regression_detected"]
+    types = (
+        ["exec.output_chunk"] * 50
+        + ["container.metrics"] * 25
+        + ["tool.call"] * 20
+        + [
+            "peer.escalation",
+            "summary.generated",
+            "approval.denied",
+            "keeper.decision",
+            "eval.regression_detected",
+        ]
+    )
     lines = [
-        json.dumps({
-            "id": f"e{i}", "workspace_id": f"ws{i % 3}", "agent_id": f"agent{i % 17}",
-            "crew_id": f"crew{i % 4}", "type": RNG.choice(types),
-            "severity": RNG.choice(["info", "info", "warn", "error"]),
-            "ts": (NOW - timedelta(seconds=i)).isoformat(), "summary": sentence(20),
-            "payload": {"exit": i % 3, "host": f"node{i % 9}"},
-        }).encode()
+        json.dumps(
+            {
+                "id": f"e{i}",
+                "workspace_id": f"ws{i % 3}",
+                "agent_id": f"agent{i % 17}",
+                "crew_id": f"crew{i % 4}",
+                "type": RNG.choice(types),
+                "severity": RNG.choice(["info", "info", "warn", "error"]),
+                "ts": (NOW - timedelta(seconds=i)).isoformat(),
+                "summary": sentence(20),
+                "payload": {"exit": i % 3, "host": f"node{i % 9}"},
+            }
+        ).encode()
         for i in range(n)
     ]
     rates = []
     for _ in range(3):
-        with tempfile.TemporaryDirectory() as tmp, Episodic.open(
-            f"sqlite:///{tmp}/ingest.db", embedder=None, settings=Settings(embedder="none")
-        ) as mem:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            Episodic.open(
+                f"sqlite:///{tmp}/ingest.db", embedder=None, settings=Settings(embedder="none")
+            ) as mem,
+        ):
             t0 = time.perf_counter()
             report = mem.ingest_lines(lines)
             elapsed = time.perf_counter() - t0
@@ -76,8 +148,10 @@ def bench_ingest(n: int) -> float:
             rates.append(n / elapsed)
     admitted = report.admitted
     rate = statistics.median(rates)
-    print(f"ingest: {n} events ({admitted} admitted), median of 3: {rate:,.0f} events/s "
-          f"(runs: {', '.join(f'{r:,.0f}' for r in rates)})")
+    print(
+        f"ingest: {n} events ({admitted} admitted), median of 3: {rate:,.0f} events/s "
+        f"(runs: {', '.join(f'{r:,.0f}' for r in rates)})"
+    )
     return rate
 
 
@@ -88,10 +162,13 @@ def bench_embedder() -> None:
     emb = MiniLMEmbedder()
     emb.embed_batch(["warm up"])
     print(f"embedder: loaded in {time.perf_counter() - t0:.2f}s")
-    natural = ("the checkout service ran out of memory after the cache ttl change and the "
-               "deployer rolled back the release while oncall paged the payment team about "
-               "failed card authorisations").split()
-    batches = [[" ".join(RNG.sample(natural, 28)) + "." for _ in range(64)] for _ in range(6)]
+    natural = (
+        "the checkout service ran out of memory after the cache ttl change and the deployer "
+        "rolled back the release while oncall paged the payment team about failed card "
+        "authorisations"
+    )
+    words = natural.split(" ")
+    batches = [[" ".join(RNG.sample(words, 28)) + "." for _ in range(64)] for _ in range(6)]
     rates = []
     for batch in batches:
         t0 = time.perf_counter()
@@ -103,8 +180,10 @@ def bench_embedder() -> None:
         t0 = time.perf_counter()
         emb.embed_batch([text])
         single.append((time.perf_counter() - t0) * 1000)
-    print(f"embedder: batch 64 x ~30 words: median {statistics.median(rates):.0f} sentences/s; "
-          f"one query: p50 {pct(single, 50):.2f} ms, p95 {pct(single, 95):.2f} ms")
+    print(
+        f"embedder: batch 64 x ~30 words: median {statistics.median(rates):.0f} sentences/s; "
+        f"one query: p50 {pct(single, 50):.2f} ms, p95 {pct(single, 95):.2f} ms"
+    )
 
 
 class FixedVectors:
@@ -128,12 +207,19 @@ def bench_recall(n: int, dim: int = 384, queries: int = 300) -> None:
         url = f"sqlite:///{Path(tmp)}/recall.db"
         store = open_store(url)
         t0 = time.perf_counter()
-        mem = Episodic(store=store, embedder=None, settings=Settings(embedder="none"),
-                       clock=lambda: NOW)
+        mem = Episodic(
+            store=store, embedder=None, settings=Settings(embedder="none"), clock=lambda: NOW
+        )
         events = [
-            {"id": f"m{i}", "workspace_id": "big", "agent_id": f"agent{i % 20}",
-             "crew_id": f"crew{i % 5}", "type": "peer.escalation", "summary": sentence(18),
-             "ts": (NOW - timedelta(minutes=i)).isoformat()}
+            {
+                "id": f"m{i}",
+                "workspace_id": "big",
+                "agent_id": f"agent{i % 20}",
+                "crew_id": f"crew{i % 5}",
+                "type": "peer.escalation",
+                "summary": sentence(18),
+                "ts": (NOW - timedelta(minutes=i)).isoformat(),
+            }
             for i in range(n)
         ]
         report = mem.ingest(events)
@@ -141,27 +227,33 @@ def bench_recall(n: int, dim: int = 384, queries: int = 300) -> None:
         for start in range(0, n, 5000):
             ids = [f"m{i}" for i in range(start, min(n, start + 5000))]
             vecs = centers[np_rng.integers(0, 200, len(ids))] + 0.6 * np_rng.standard_normal(
-                (len(ids), dim)).astype(np.float32)
+                (len(ids), dim)
+            ).astype(np.float32)
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
             store.put_vectors("bench/fixed", dim, list(zip(ids, vecs, strict=True)))
         print(f"recall: built {n} memories with vectors in {time.perf_counter() - t0:.1f}s")
         texts = [sentence(RNG.randint(3, 7)) for _ in range(queries)]
         qv = centers[np_rng.integers(0, 200, queries)] + 0.6 * np_rng.standard_normal(
-            (queries, dim)).astype(np.float32)
+            (queries, dim)
+        ).astype(np.float32)
         qv /= np.linalg.norm(qv, axis=1, keepdims=True)
         embedder = FixedVectors(dim, dict(zip(texts, qv, strict=True)))
         fast = Episodic(store=store, embedder=embedder, settings=Settings(), clock=lambda: NOW)
         fast.recall(texts[0], workspace="big")  # loads the matrix once
-        for label, kwargs in (("workspace", {}),
-                              ("own scope", {"agent": "agent3", "scope": "own"})):
+        for label, kwargs in (
+            ("workspace", {}),
+            ("own scope", {"agent": "agent3", "scope": "own"}),
+        ):
             times = []
             for text in texts:
                 t0 = time.perf_counter()
                 result = fast.recall(text, workspace="big", k=5, **kwargs)  # type: ignore[arg-type]
                 times.append((time.perf_counter() - t0) * 1000)
                 assert result.mode == "vector"
-            print(f"recall ({label}, k=5, {n} memories): p50 {pct(times, 50):.2f} ms, "
-                  f"p95 {pct(times, 95):.2f} ms")
+            print(
+                f"recall ({label}, k=5, {n} memories): p50 {pct(times, 50):.2f} ms, "
+                f"p95 {pct(times, 95):.2f} ms"
+            )
         store.close()
 
 

@@ -15,13 +15,31 @@ from episodic.cli import app
 runner = CliRunner()
 
 EVENTS = [
-    {"id": "e1", "workspace_id": "acme", "agent_id": "deployer", "type": "peer.escalation",
-     "severity": "warn", "summary": "checkout OOM after cache TTL change",
-     "payload": {"service": "checkout"}, "ts": "2026-11-19T10:00:00Z"},
-    {"id": "e2", "workspace_id": "acme", "agent_id": "deployer", "type": "approval.denied",
-     "summary": "keeper denied production deploy", "ts": "2026-11-18T10:00:00Z"},
-    {"id": "e3", "workspace_id": "orbit", "agent_id": "trainer", "type": "eval.regression_detected",
-     "summary": "ranking model NDCG dropped after feature removal"},
+    {
+        "id": "e1",
+        "workspace_id": "acme",
+        "agent_id": "deployer",
+        "type": "peer.escalation",
+        "severity": "warn",
+        "summary": "checkout OOM after cache TTL change",
+        "payload": {"service": "checkout"},
+        "ts": "2026-11-19T10:00:00Z",
+    },
+    {
+        "id": "e2",
+        "workspace_id": "acme",
+        "agent_id": "deployer",
+        "type": "approval.denied",
+        "summary": "keeper denied production deploy",
+        "ts": "2026-11-18T10:00:00Z",
+    },
+    {
+        "id": "e3",
+        "workspace_id": "orbit",
+        "agent_id": "trainer",
+        "type": "eval.regression_detected",
+        "summary": "ranking model NDCG dropped after feature removal",
+    },
 ]
 
 
@@ -50,14 +68,23 @@ def test_ingest_recall_render_round_trip(env: dict[str, str], tmp_path: Path) ->
     assert code == 0
     hits = json.loads(out)
     assert hits[0]["id"] == "e1"
-    for key in ("id", "score", "summary", "type", "agent_id", "workspace_id", "payload",
-                "age_seconds"):
+    for key in (
+        "id",
+        "score",
+        "summary",
+        "type",
+        "agent_id",
+        "workspace_id",
+        "payload",
+        "age_seconds",
+    ):
         assert key in hits[0]
     assert hits[0]["payload"] == {"service": "checkout"}
     assert all(h["workspace_id"] == "acme" for h in hits)
 
-    code, out, _ = run(env, "render", "keeper denied deploy", "--workspace", "acme",
-                       "--max-chars", "600")
+    code, out, _ = run(
+        env, "render", "keeper denied deploy", "--workspace", "acme", "--max-chars", "600"
+    )
     assert code == 0 and out.startswith("<recalled-memory>") and len(out.rstrip("\n")) <= 600
 
 
@@ -66,11 +93,19 @@ def test_ingest_from_stdin(env: dict[str, str]) -> None:
     assert code == 0 and "stored 1 events" in out
 
 
-def test_bad_lines_reported_by_number_rest_stored_exit_1(env: dict[str, str], tmp_path: Path) -> None:
-    f = write_jsonl(tmp_path / "j.jsonl", [
-        json.dumps(EVENTS[0]), "{oops", json.dumps({"summary": "no ws"}),
-        json.dumps({"workspace_id": "acme", "severity": "fatal"}), json.dumps(EVENTS[1]),
-    ])
+def test_bad_lines_reported_by_number_rest_stored_exit_1(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    f = write_jsonl(
+        tmp_path / "j.jsonl",
+        [
+            json.dumps(EVENTS[0]),
+            "{oops",
+            json.dumps({"summary": "no ws"}),
+            json.dumps({"workspace_id": "acme", "severity": "fatal"}),
+            json.dumps(EVENTS[1]),
+        ],
+    )
     code, out, err = run(env, "ingest", str(f))
     assert code == 1
     assert "stored 2 events" in out

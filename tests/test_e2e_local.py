@@ -40,16 +40,31 @@ def test_demo_ingests_indexes_and_renders_three_blocks(tmp_path: Path) -> None:
 
 
 def test_dense_leg_finds_a_paraphrase_with_no_shared_words() -> None:
-    mem = Episodic(store=open_store("sqlite:///:memory:"), embedder=MiniLMEmbedder(),
-                   clock=lambda: NOW)
-    mem.ingest([
-        {"id": "a", "workspace_id": "w", "type": "approval.denied",
-         "summary": "keeper refused to ship the release to production without sign-off"},
-        {"id": "b", "workspace_id": "w", "type": "peer.escalation",
-         "summary": "the bakery order for the team lunch arrived late"},
-        {"id": "c", "workspace_id": "w", "type": "peer.escalation",
-         "summary": "GPU node ran out of memory while training"},
-    ])
+    mem = Episodic(
+        store=open_store("sqlite:///:memory:"), embedder=MiniLMEmbedder(), clock=lambda: NOW
+    )
+    mem.ingest(
+        [
+            {
+                "id": "a",
+                "workspace_id": "w",
+                "type": "approval.denied",
+                "summary": "keeper refused to ship the release to production without sign-off",
+            },
+            {
+                "id": "b",
+                "workspace_id": "w",
+                "type": "peer.escalation",
+                "summary": "the bakery order for the team lunch arrived late",
+            },
+            {
+                "id": "c",
+                "workspace_id": "w",
+                "type": "peer.escalation",
+                "summary": "GPU node ran out of memory while training",
+            },
+        ]
+    )
     assert mem.index_once().embedded == 3
     result = mem.recall("deployment was blocked because nobody approved it", workspace="w", k=1)
     assert result.mode == "vector" and [h.id for h in result.hits] == ["a"]
@@ -60,8 +75,10 @@ def test_dense_leg_finds_a_paraphrase_with_no_shared_words() -> None:
 def test_no_torch_installed_or_imported() -> None:
     names = {(d.metadata["Name"] or "").lower() for d in md.distributions()}
     assert not {n for n in names if n == "torch" or n.startswith("nvidia-")}
-    code = ("import sys; from episodic.embed.local import MiniLMEmbedder; "
-            "MiniLMEmbedder().embed_batch(['hello']); "
-            "print('torch' in sys.modules)")
+    code = (
+        "import sys; from episodic.embed.local import MiniLMEmbedder; "
+        "MiniLMEmbedder().embed_batch(['hello']); "
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

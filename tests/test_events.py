@@ -22,15 +22,30 @@ def parse(obj: object) -> object:
 def test_full_event_round_trips_every_field() -> None:
     e = parse_event(
         {
-            "id": "evt-1", "workspace_id": "ws", "crew_id": "c", "agent_id": "a",
-            "resource_id": "r", "conversation_id": "conv", "ts": "2026-11-20T08:30:00+02:00",
-            "type": "peer.escalation", "severity": "WARN", "summary": "disk full",
-            "payload": {"host": "db1"}, "refs": {"episodic": True, "priority": "pin"},
+            "id": "evt-1",
+            "workspace_id": "ws",
+            "crew_id": "c",
+            "agent_id": "a",
+            "resource_id": "r",
+            "conversation_id": "conv",
+            "ts": "2026-11-20T08:30:00+02:00",
+            "type": "peer.escalation",
+            "severity": "WARN",
+            "summary": "disk full",
+            "payload": {"host": "db1"},
+            "refs": {"episodic": True, "priority": "pin"},
         },
-        settings=SETTINGS, now=NOW,
+        settings=SETTINGS,
+        now=NOW,
     )
     assert (e.id, e.workspace_id, e.crew_id, e.agent_id, e.resource_id, e.conversation_id) == (
-        "evt-1", "ws", "c", "a", "r", "conv")
+        "evt-1",
+        "ws",
+        "c",
+        "a",
+        "r",
+        "conv",
+    )
     assert e.ts == datetime(2026, 11, 20, 6, 30, tzinfo=UTC)
     assert (e.type, e.severity, e.summary) == ("peer.escalation", "warn", "disk full")
     assert e.payload == {"host": "db1"} and e.refs == {"episodic": True, "priority": "pin"}
@@ -58,7 +73,11 @@ def test_defaults_for_optional_fields() -> None:
         ({"workspace_id": "ws", "ts": "last tuesday"}, "ts", "not an ISO 8601 time"),
         ({"workspace_id": "ws", "ts": 1700000000}, "ts", "expected an ISO 8601 string"),
         ({"workspace_id": "ws", "refs": {"episodic": "yes"}}, "refs.episodic", "true or false"),
-        ({"workspace_id": "ws", "refs": {"priority": "urgent"}}, "refs.priority", "unknown priority"),
+        (
+            {"workspace_id": "ws", "refs": {"priority": "urgent"}},
+            "refs.priority",
+            "unknown priority",
+        ),
         ({"workspace_id": "ws", "sumary": "typo"}, "sumary", "unknown field"),
         ({"workspace_id": "ws", "agent_id": "a\nb"}, "agent_id", "control characters"),
     ],

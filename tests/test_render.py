@@ -19,7 +19,9 @@ from episodic.recall.render import (
 TS = datetime(2026, 11, 1, tzinfo=UTC)
 
 
-def hit(content: str, score: float = 0.5, age: float = 86400 * 2, kind: str = "peer.escalation") -> Hit:
+def hit(
+    content: str, score: float = 0.5, age: float = 86400 * 2, kind: str = "peer.escalation"
+) -> Hit:
     m = Memory(id=content[:8], workspace_id="ws", ts=TS, type=kind, content=content)
     return Hit(memory=m, score=score, age_seconds=age)
 
@@ -81,9 +83,16 @@ def test_budget_too_small_for_any_line_gives_empty() -> None:
 @pytest.mark.parametrize(
     ("seconds", "text"),
     [
-        (0, "just now"), (59, "just now"), (60, "1 minute ago"), (3599, "59 minutes ago"),
-        (3600, "1 hour ago"), (86400, "1 day ago"), (2 * 86400, "2 days ago"),
-        (7 * 86400, "1 week ago"), (40 * 86400, "1 month ago"), (400 * 86400, "1 year ago"),
+        (0, "just now"),
+        (59, "just now"),
+        (60, "1 minute ago"),
+        (3599, "59 minutes ago"),
+        (3600, "1 hour ago"),
+        (86400, "1 day ago"),
+        (2 * 86400, "2 days ago"),
+        (7 * 86400, "1 week ago"),
+        (40 * 86400, "1 month ago"),
+        (400 * 86400, "1 year ago"),
         (-5, "just now"),
     ],
 )

@@ -14,12 +14,29 @@ from episodic.store import open_store
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
 
-def ev(i: str, ws: str, summary: str, *, agent: str = "a1", crew: str = "c1",
-       type: str = "peer.escalation", severity: str = "info", days_ago: float = 1.0,
-       **extra: object) -> dict[str, object]:
-    return {"id": i, "workspace_id": ws, "agent_id": agent, "crew_id": crew, "type": type,
-            "severity": severity, "summary": summary,
-            "ts": (NOW - timedelta(days=days_ago)).isoformat(), **extra}
+def ev(
+    i: str,
+    ws: str,
+    summary: str,
+    *,
+    agent: str = "a1",
+    crew: str = "c1",
+    type: str = "peer.escalation",
+    severity: str = "info",
+    days_ago: float = 1.0,
+    **extra: object,
+) -> dict[str, object]:
+    return {
+        "id": i,
+        "workspace_id": ws,
+        "agent_id": agent,
+        "crew_id": crew,
+        "type": type,
+        "severity": severity,
+        "summary": summary,
+        "ts": (NOW - timedelta(days=days_ago)).isoformat(),
+        **extra,
+    }
 
 
 @pytest.fixture
@@ -29,19 +46,34 @@ def fake() -> FakeEmbedder:
 
 @pytest.fixture
 def svc(fake: FakeEmbedder) -> Iterator[Episodic]:
-    mem = Episodic(store=open_store("sqlite:///:memory:"), embedder=fake,
-                   settings=Settings(), clock=lambda: NOW)
+    mem = Episodic(
+        store=open_store("sqlite:///:memory:"),
+        embedder=fake,
+        settings=Settings(),
+        clock=lambda: NOW,
+    )
     yield mem
     mem.close()
 
 
 JOURNAL = [
     ev("e1", "acme", "checkout service OOM after cache TTL change", agent="deployer"),
-    ev("e2", "acme", "keeper denied production deploy without approval", agent="deployer",
-       type="approval.denied"),
+    ev(
+        "e2",
+        "acme",
+        "keeper denied production deploy without approval",
+        agent="deployer",
+        type="approval.denied",
+    ),
     ev("e3", "acme", "flaky payment gateway test retried three times", agent="reviewer"),
-    ev("e4", "acme", "disk usage 40 percent", type="container.metrics", agent="oncall",
-       refs={"episodic": True}),
+    ev(
+        "e4",
+        "acme",
+        "disk usage 40 percent",
+        type="container.metrics",
+        agent="oncall",
+        refs={"episodic": True},
+    ),
     ev("e5", "orbit", "checkout OOM in the orbit sandbox", agent="deployer"),
     ev("e6", "acme", "routine info chatter", type="tool.call", agent="deployer"),
 ]
@@ -55,8 +87,14 @@ def test_ingest_admits_selectively_and_is_idempotent(svc: Episodic) -> None:
 
 
 def test_bad_items_are_reported_and_the_rest_stored(svc: Episodic) -> None:
-    report = svc.ingest([JOURNAL[0], {"summary": "no workspace"}, JOURNAL[1],
-                         {"workspace_id": "acme", "severity": "fatal"}])
+    report = svc.ingest(
+        [
+            JOURNAL[0],
+            {"summary": "no workspace"},
+            JOURNAL[1],
+            {"workspace_id": "acme", "severity": "fatal"},
+        ]
+    )
     assert report.stored == 2
     assert [(e.line, e.field) for e in report.errors] == [(2, "workspace_id"), (4, "severity")]
     with pytest.raises(InvalidInput) as info:
@@ -91,7 +129,9 @@ def test_workspaces_never_see_each_other(svc: Episodic) -> None:
 def test_scopes(svc: Episodic) -> None:
     svc.ingest(JOURNAL)
     svc.index_once()
-    own = svc.recall("checkout keeper payment", workspace="acme", agent="reviewer", scope="own", k=50)
+    own = svc.recall(
+        "checkout keeper payment", workspace="acme", agent="reviewer", scope="own", k=50
+    )
     assert {h.memory.agent_id for h in own.hits} == {"reviewer"}
     with pytest.raises(InvalidInput) as info:
         svc.recall("x", workspace="acme", scope="own")

@@ -43,14 +43,18 @@ PROGRESS_MIN_BYTES = 1_000_000
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 WorkspaceOpt = Annotated[str, typer.Option("--workspace", "-w", help="Workspace to search.")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent id (needed by --scope own).")]
-CrewOpt = Annotated[str | None, typer.Option("--crew", help="Crew id (needed by --scope crew_shared).")]
+CrewOpt = Annotated[
+    str | None, typer.Option("--crew", help="Crew id (needed by --scope crew_shared).")
+]
 ResourceOpt = Annotated[str | None, typer.Option("--resource", help="Narrow to one resource.")]
 ScopeOpt = Annotated[
     str | None,
     typer.Option("--scope", help="own | crew_shared; omitted = the whole workspace."),
 ]
 KOpt = Annotated[int | None, typer.Option("-k", help="How many memories (1-50, default 5).")]
-PolicyOpt = Annotated[str | None, typer.Option("--policy", help="Recall policy (default: default).")]
+PolicyOpt = Annotated[
+    str | None, typer.Option("--policy", help="Recall policy (default: default).")
+]
 
 
 @app.callback()
@@ -167,8 +171,9 @@ def index(
         if once:
             result = mem.index_once()
             if as_json:
-                _print_json({"embedded": result.embedded, "failed": result.failed,
-                             "error": result.error})
+                _print_json(
+                    {"embedded": result.embedded, "failed": result.failed, "error": result.error}
+                )
             else:
                 out.print(f"embedded {result.embedded} memories")
                 if result.error:
@@ -197,9 +202,12 @@ def reindex(ctx: typer.Context) -> None:
     """
     with _errors(), _open(ctx) as mem:
         result = mem.reindex()
-        out.print(f"re-embedded {result.embedded} memories with {mem.embedder.model_id if mem.embedder else '?'}")
+        model = mem.embedder.model_id if mem.embedder else "?"
+        out.print(f"re-embedded {result.embedded} memories with {model}")
         if result.error:
-            err.print(f"[yellow]warning:[/yellow] {result.error}; run `episodic index --once` later")
+            err.print(
+                f"[yellow]warning:[/yellow] {result.error}; run `episodic index --once` later"
+            )
             raise typer.Exit(1)
 
 
@@ -221,8 +229,16 @@ def recall(
     Example: episodic recall "OOM in checkout" --workspace acme-shop --agent deployer --scope own
     """
     with _errors(), _open(ctx) as mem:
-        result = mem.recall(query, workspace=workspace, agent=agent, crew=crew,
-                            resource=resource, scope=scope, k=k, policy=policy)
+        result = mem.recall(
+            query,
+            workspace=workspace,
+            agent=agent,
+            crew=crew,
+            resource=resource,
+            scope=scope,
+            k=k,
+            policy=policy,
+        )
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}")
     if as_json:
@@ -239,8 +255,14 @@ def _print_hits(result: RecallResult) -> None:
     for column in ("#", "score", "age", "type", "agent", "summary"):
         table.add_column(column, overflow="fold")
     for i, hit in enumerate(result.hits, start=1):
-        table.add_row(str(i), f"{hit.score:.3f}", relative_age(hit.age_seconds), hit.memory.type,
-                      hit.memory.agent_id or "-", hit.memory.content)
+        table.add_row(
+            str(i),
+            f"{hit.score:.3f}",
+            relative_age(hit.age_seconds),
+            hit.memory.type,
+            hit.memory.agent_id or "-",
+            hit.memory.content,
+        )
     out.print(table)
 
 
@@ -264,8 +286,17 @@ def render(
     Example: episodic render "deploy checkout to production" --workspace acme-shop --max-chars 1200
     """
     with _errors(), _open(ctx) as mem:
-        block = mem.render(query, max_chars=max_chars, workspace=workspace, agent=agent,
-                           crew=crew, resource=resource, scope=scope, k=k, policy=policy)
+        block = mem.render(
+            query,
+            max_chars=max_chars,
+            workspace=workspace,
+            agent=agent,
+            crew=crew,
+            resource=resource,
+            scope=scope,
+            k=k,
+            policy=policy,
+        )
     if block:
         sys.stdout.write(block + "\n")
 
@@ -291,10 +322,12 @@ def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         raise typer.Exit(1)
 
 
-DEMO_QUERIES: tuple[tuple[str, dict[str, str]], ...] = (
+DEMO_QUERIES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("OOM in checkout after a cache change", {"workspace": "acme-shop"}),
-    ("production deployment denied by the keeper",
-     {"workspace": "acme-shop", "agent": "deployer", "scope": "own"}),
+    (
+        "production deployment denied by the keeper",
+        {"workspace": "acme-shop", "agent": "deployer", "scope": "own"},
+    ),
     ("eval regression on the ranking model", {"workspace": "orbit-labs"}),
 )
 
@@ -312,8 +345,10 @@ def demo(ctx: typer.Context) -> None:
     with _errors(), _open(ctx) as mem:
         with sample_journal().open("rb") as fh:
             report = mem.ingest_lines(fh)
-        out.print(f"[bold]1. ingest[/bold]: {report.received} journal events, "
-                  f"{report.admitted} admitted as memories (new), {report.duplicates} already present")
+        out.print(
+            f"[bold]1. ingest[/bold]: {report.received} journal events, "
+            f"{report.admitted} admitted as memories (new), {report.duplicates} already present"
+        )
         mode = mem.warn_if_sparse_only()
         result = mem.index_once()
         out.print(f"[bold]2. index[/bold]: {result.embedded} memories embedded ({mode})")

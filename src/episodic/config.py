@@ -56,7 +56,8 @@ class Settings:
             sweep_batch=int(_num(env, "EPISODIC_SWEEP_BATCH", s.sweep_batch)),
             max_text_chars=int(_num(env, "EPISODIC_MAX_TEXT_CHARS", s.max_text_chars)),
             max_payload_bytes=int(_num(env, "EPISODIC_MAX_PAYLOAD_BYTES", s.max_payload_bytes)),
-            cache_dir=Path(env["EPISODIC_CACHE_DIR"]) if env.get("EPISODIC_CACHE_DIR")
+            cache_dir=Path(env["EPISODIC_CACHE_DIR"])
+            if env.get("EPISODIC_CACHE_DIR")
             else s.cache_dir,
         )
         s = replace(s, **overrides)  # type: ignore[arg-type]

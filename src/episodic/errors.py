@@ -37,7 +37,7 @@ class StoreError(EpisodicError):
 class NotFound(StoreError, KeyError):
     """No such object in the caller's workspace."""
 
-    def __init__(self, id: str) -> None:  # noqa: A002 - mirrors the domain name
+    def __init__(self, id: str) -> None:
         self.id = id
         super().__init__(f"not found: {id}")
 

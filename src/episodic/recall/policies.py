@@ -13,7 +13,6 @@ from enum import StrEnum
 from episodic.errors import UnknownPolicy
 from episodic.scoring.fusion import RRF_K
 
-
 MIN_COSINE = 0.1
 
 

@@ -18,9 +18,7 @@ from episodic.errors import InvalidInput
 from episodic.model import PRIORITIES, SEVERITIES, Event
 
 ID_FIELDS = ("workspace_id", "crew_id", "agent_id", "resource_id", "conversation_id")
-KNOWN_FIELDS = frozenset(
-    (*ID_FIELDS, "id", "ts", "type", "severity", "summary", "payload", "refs")
-)
+KNOWN_FIELDS = frozenset((*ID_FIELDS, "id", "ts", "type", "severity", "summary", "payload", "refs"))
 MAX_ID_CHARS = 256
 DEFAULT_EVENT_TYPE = "note"
 
@@ -130,7 +128,10 @@ def read_jsonl(
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            yield number, LineError(number, "json", f"malformed JSON: {exc.msg} at column {exc.colno}")
+            yield (
+                number,
+                LineError(number, "json", f"malformed JSON: {exc.msg} at column {exc.colno}"),
+            )
             continue
         try:
             yield number, parse_event(obj, settings=settings, now=now)

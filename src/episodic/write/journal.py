@@ -24,7 +24,9 @@ def memory_from_event(event: Event, now: datetime) -> Memory:
     """The memory an admitted event becomes; it shares the event's id so re-ingest is
     idempotent for both."""
     priority = event.refs.get("priority")
-    base = base_importance(event.type, event.severity, priority if isinstance(priority, str) else None)
+    base = base_importance(
+        event.type, event.severity, priority if isinstance(priority, str) else None
+    )
     return Memory(
         id=event.id,
         workspace_id=event.workspace_id,
@@ -46,7 +48,5 @@ def memory_from_event(event: Event, now: datetime) -> Memory:
 
 def admitted_memories(events: Sequence[Event], now: datetime) -> list[Memory]:
     return [
-        memory_from_event(e, now)
-        for e in events
-        if admit(e.type, e.severity, e.payload, e.refs)
+        memory_from_event(e, now) for e in events if admit(e.type, e.severity, e.payload, e.refs)
     ]
