@@ -207,3 +207,37 @@ def test_index_one_makes_a_memory_vector_searchable_at_once(svc: Episodic) -> No
     assert svc.stats().pending_vectors == 1
     assert svc.index_one("acme", "e1") is True
     assert svc.stats().pending_vectors == 0
+
+
+def wait_until(predicate: object, timeout: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_background_sweeper_indexes_new_memories_and_survives_outages(fake: FakeEmbedder) -> None:
+    settings = Settings(sweep_interval_s=0.05, sweep_batch=2)
+    with Episodic(
+        store=open_store("sqlite:///:memory:"), embedder=fake, settings=settings, clock=lambda: NOW
+    ) as mem:
+        fake.fail = True
+        assert mem.start_indexer() is True
+        mem.ingest(JOURNAL)
+        assert wait_until(lambda: fake.calls >= 3)  # it kept retrying through the outage
+        assert mem.stats().pending_vectors == 4
+        fake.fail = False
+        assert wait_until(lambda: mem.stats().pending_vectors == 0)
+        mem.ingest([ev("late", "acme", "late escalation about checkout")])
+        assert wait_until(lambda: mem.stats().pending_vectors == 0)
+        assert mem.recall("late escalation", workspace="acme").hits[0].id == "late"
+
+
+def test_start_indexer_without_embedder_warns(caplog: pytest.LogCaptureFixture) -> None:
+    with Episodic(store=open_store("sqlite:///:memory:"), embedder=None) as mem:
+        assert mem.start_indexer() is False
+    assert "sparse-only" in caplog.text and "episodic doctor" in caplog.text
