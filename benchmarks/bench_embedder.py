@@ -118,6 +118,7 @@ def main() -> int:
 
         batch = sentences(64, 30, seed=1)
         tokenizer = Tokenizer.from_file(str(find_model_dir() / "tokenizer.json"))
+        tokenizer.no_padding()  # tokenizer.json pads to 128, which would hide the real length
         n_tokens = [len(tokenizer.encode(s).ids) for s in batch]
         emb.embed_batch(sentences(64, 30, seed=99))  # warm-up
         rates = []
