@@ -363,7 +363,7 @@ class SqliteStore:
         with self._write():
             self._executemany(
                 "UPDATE memories SET reference_count = reference_count + 1, "
-                "last_referenced_at = ?, updated_at = ? WHERE workspace_id = ? AND id = ?",
+                "last_referenced_at = ?, updated_at = ? WHERE +workspace_id = ? AND id = ?",
                 rows,
             )
 
@@ -377,7 +377,9 @@ class SqliteStore:
         with self._read():
             for chunk in _chunks(wanted):
                 for row in self._execute(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE workspace_id = ? "
+                    # "+workspace_id" keeps the planner on the id key: left to itself it
+                    # walks the workspace index, every row of a large workspace.
+                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE +workspace_id = ? "
                     f"AND id IN ({_placeholders(len(chunk))})",
                     (workspace_id, *chunk),
                 ):
@@ -407,7 +409,7 @@ class SqliteStore:
         with self._read():
             for chunk in _chunks(wanted):
                 for row in self._execute(
-                    f"SELECT {_EVENT_COLUMNS} FROM events WHERE workspace_id = ? "
+                    f"SELECT {_EVENT_COLUMNS} FROM events WHERE +workspace_id = ? "
                     f"AND id IN ({_placeholders(len(chunk))})",
                     (workspace_id, *chunk),
                 ):
