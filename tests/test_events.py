@@ -97,11 +97,17 @@ def test_jsonl_reports_bad_lines_by_number_and_keeps_the_rest() -> None:
         json.dumps({"workspace_id": "ws", "severity": "fatal"}).encode(),
         b'{"workspace_id": "ws", "summary": "caf\xe9"}',  # latin-1 byte, not UTF-8
         json.dumps({"workspace_id": "ws", "summary": "two"}).encode(),
+        json.dumps({"workspace_id": "ws", "payload": {"blob": "z" * 250}}).encode(),
     ]
     results = list(read_jsonl(lines, settings=SETTINGS, now=NOW))
     errors = [r for _, r in results if isinstance(r, LineError)]
     good = [r for _, r in results if not isinstance(r, LineError)]
     assert [getattr(e, "summary", None) for e in good] == ["one", "two"]
-    assert [(e.line, e.field) for e in errors] == [(2, "json"), (4, "severity"), (5, "line")]
+    assert [(e.line, e.field) for e in errors] == [
+        (2, "json"),
+        (4, "severity"),
+        (5, "line"),
+        (7, "payload"),
+    ]
     assert "malformed JSON" in str(errors[0]) and str(errors[0]).startswith("line 2:")
     assert "not valid UTF-8" in errors[2].message

@@ -7,6 +7,7 @@ caller can fix that one field; a bad line in a file never stops the good ones.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -20,6 +21,11 @@ from episodic.model import PRIORITIES, SEVERITIES, Event
 ID_FIELDS = ("workspace_id", "crew_id", "agent_id", "resource_id", "conversation_id")
 KNOWN_FIELDS = frozenset((*ID_FIELDS, "id", "ts", "type", "severity", "summary", "payload", "refs"))
 MAX_ID_CHARS = 256
+# One scan finds both: control characters, and lone surrogates (not encodable as UTF-8).
+_ID_UNSAFE = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Re-serialising parsed JSON can outgrow its source text (1e15 -> 1000000000000000.0).
+_MAX_REENCODE_GROWTH = 5
 DEFAULT_EVENT_TYPE = "note"
 
 
@@ -39,11 +45,16 @@ def new_event_id() -> str:
     return f"evt_{uuid.uuid4().hex}"
 
 
-def parse_event(obj: Any, *, settings: Settings, now: datetime) -> Event:
-    """Validate one event object; raise ``InvalidInput`` naming the first bad field."""
+def parse_event(
+    obj: Any, *, settings: Settings, now: datetime, source_bytes: int | None = None
+) -> Event:
+    """Validate one event object; raise ``InvalidInput`` naming the first bad field.
+
+    ``source_bytes`` is the size of the JSON text the object was parsed from, if known: a
+    payload inside it cannot be larger, which spares serialising it again to measure it."""
     if not isinstance(obj, Mapping):
         raise InvalidInput("event", f"expected a JSON object, got {type(obj).__name__}")
-    unknown = sorted(k for k in obj if k not in KNOWN_FIELDS)
+    unknown = sorted(obj.keys() - KNOWN_FIELDS)
     if unknown:
         raise InvalidInput(
             str(unknown[0]), f"unknown field; known fields are {', '.join(sorted(KNOWN_FIELDS))}"
@@ -80,10 +91,16 @@ def parse_event(obj: Any, *, settings: Settings, now: datetime) -> Event:
 
     payload = _opt_object(obj, "payload")
     refs = _opt_object(obj, "refs")
-    try:
-        payload_bytes = len(json.dumps(payload, ensure_ascii=False).encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidInput("payload", "contains text that is not valid UTF-8") from None
+    if (
+        source_bytes is not None
+        and source_bytes * _MAX_REENCODE_GROWTH <= settings.max_payload_bytes
+    ):
+        payload_bytes = 0
+    else:
+        try:
+            payload_bytes = len(json.dumps(payload, ensure_ascii=False).encode("utf-8"))
+        except UnicodeEncodeError:
+            raise InvalidInput("payload", "contains text that is not valid UTF-8") from None
     if payload_bytes > settings.max_payload_bytes:
         raise InvalidInput(
             "payload",
@@ -134,7 +151,15 @@ def read_jsonl(
             )
             continue
         try:
-            yield number, parse_event(obj, settings=settings, now=now)
+            yield (
+                number,
+                parse_event(
+                    obj,
+                    settings=settings,
+                    now=now,
+                    source_bytes=len(raw) if isinstance(raw, bytes) else 4 * len(raw),
+                ),
+            )
         except InvalidInput as exc:
             yield number, LineError(number, exc.field, exc.message)
 
@@ -150,9 +175,11 @@ def _opt_id(obj: Mapping[str, Any], name: str) -> str | None:
         return None
     if len(value) > MAX_ID_CHARS:
         raise InvalidInput(name, f"longer than {MAX_ID_CHARS} characters")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+    bad = _ID_UNSAFE.search(value)
+    if bad:
+        if "\ud800" <= bad.group() <= "\udfff":
+            raise InvalidInput(name, "contains text that is not valid UTF-8")
         raise InvalidInput(name, "contains control characters")
-    _check_utf8(name, value)
     return value
 
 
@@ -178,10 +205,8 @@ def _check_refs(refs: Mapping[str, Any]) -> None:
 def _check_utf8(name: str, value: str) -> None:
     # Lone surrogates (from "\ud800" escapes or surrogateescape decoding) cannot be stored
     # as UTF-8; refuse them here rather than fail deep inside the database driver.
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(name, "contains text that is not valid UTF-8") from None
+    if _SURROGATE.search(value):
+        raise InvalidInput(name, "contains text that is not valid UTF-8")
 
 
 def _parse_ts(value: Any, now: datetime) -> datetime:
