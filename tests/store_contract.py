@@ -520,6 +520,22 @@ class StoreContract:
         remember(store, event("m1", summary="a b c — … «» !!! 🚀 \" * - : ()"))
         assert store.search_sparse(ScopeFilter("acme"), query, 10) == []
 
+    # -- recency -----------------------------------------------------------------------
+    def test_search_recent_is_newest_first_within_scope(self, store: Store) -> None:
+        remember(
+            store,
+            event("old", minutes=0, agent_id="a1"),
+            event("new", minutes=30, agent_id="a2"),
+            event("mid", minutes=10, agent_id="a1"),
+            event("other-ws", "beta", minutes=60),
+        )
+        ids = [c.memory_id for c in store.search_recent(ScopeFilter("acme"), 10)]
+        assert ids == ["new", "mid", "old"]
+        own = store.search_recent(ScopeFilter("acme", scope=Scope.OWN, agent_id="a1"), 10)
+        assert [c.memory_id for c in own] == ["mid", "old"]
+        assert [c.rank for c in own] == [1, 2] and own[0].score > own[1].score
+        assert [c.memory_id for c in store.search_recent(ScopeFilter("acme"), 1)] == ["new"]
+
     # -- references ------------------------------------------------------------------
     def test_mark_referenced_bumps_and_stamps(self, store: Store) -> None:
         remember(store, event("m1"), event("m2"))

@@ -115,6 +115,10 @@ class Store(Protocol):
         higher score = better). Raw user text goes in; escaping is the store's job."""
         ...
 
+    def search_recent(self, flt: ScopeFilter, limit: int) -> list[Candidate]:
+        """Active memories visible through ``flt``, newest first (score = POSIX time)."""
+        ...
+
     def mark_referenced(self, workspace_id: str, ids: Sequence[str], at: datetime) -> None:
         """reference_count + 1 and last_referenced_at = at, for each id of that workspace."""
         ...

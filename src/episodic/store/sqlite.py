@@ -532,6 +532,21 @@ class SqliteStore:
             )
 
     # -- retrieval -------------------------------------------------------------------
+    def search_recent(self, flt: ScopeFilter, limit: int) -> list[Candidate]:
+        where, params = scope_where(flt, alias="m")
+        if limit <= 0:
+            return []
+        with self._read():
+            rows = self._execute(
+                f"SELECT m.id, m.ts FROM memories m WHERE m.status = 'active' AND {where} "
+                "ORDER BY m.ts DESC, m.seq DESC LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+        return [
+            Candidate(memory_id=memory_id, score=_parse_ts(ts).timestamp(), rank=rank)
+            for rank, (memory_id, ts) in enumerate(rows, start=1)
+        ]
+
     def search_dense(self, flt: ScopeFilter, query: Vector, limit: int) -> list[Candidate]:
         scope = normalise_scope(flt)
         if limit <= 0:
