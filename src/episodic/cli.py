@@ -24,7 +24,9 @@ from rich.table import Table
 from episodic.config import DEFAULT_DB_URL, Settings
 from episodic.errors import EpisodicError, InvalidInput
 from episodic.recall.engine import RecallResult
+from episodic.recall.policies import POLICIES
 from episodic.recall.render import relative_age
+from episodic.recall.trace import Trace
 from episodic.service import Episodic
 
 app = typer.Typer(
@@ -53,7 +55,11 @@ ScopeOpt = Annotated[
 ]
 KOpt = Annotated[int | None, typer.Option("-k", help="How many memories (1-50, default 5).")]
 PolicyOpt = Annotated[
-    str | None, typer.Option("--policy", help="Recall policy (default: default).")
+    str | None,
+    typer.Option("--policy", help=f"Recall policy: {', '.join(POLICIES)} (default: default)."),
+]
+ExplainOpt = Annotated[
+    bool, typer.Option("--explain", help="Show every stage's candidates and what was dropped why.")
 ]
 
 
@@ -222,6 +228,7 @@ def recall(
     scope: ScopeOpt = None,
     k: KOpt = None,
     policy: PolicyOpt = None,
+    explain: ExplainOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """The past memories that matter for QUERY, best first.
@@ -231,6 +238,7 @@ def recall(
     with _errors(), _open(ctx) as mem:
         result = mem.recall(
             query,
+            explain=explain,
             workspace=workspace,
             agent=agent,
             crew=crew,
@@ -242,9 +250,30 @@ def recall(
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}")
     if as_json:
-        _print_json([h.to_json() for h in result.hits])
+        hits = [h.to_json() for h in result.hits]
+        if result.trace is not None:
+            _print_json({"hits": hits, "trace": result.trace.to_json()})
+        else:
+            _print_json(hits)
         return
     _print_hits(result)
+    if result.trace is not None:
+        _print_trace(result.trace, out)
+
+
+def _print_trace(trace: Trace, console: Console) -> None:
+    console.print(
+        f"[bold]trace[/bold] policy {trace.policy}; lexical query {trace.lexical_query!r}"
+    )
+    if trace.time_windows:
+        console.print("time: " + "; ".join(trace.time_windows))
+    for name, rows in trace.stages.items():
+        shown = ", ".join(f"{r.rank}. {r.memory_id} ({r.score:.4f})" for r in rows[:10])
+        more = f" … +{len(rows) - 10}" if len(rows) > 10 else ""
+        console.print(f"  {name}: {shown or '(none)'}{more}")
+    for d in trace.dropped:
+        extra = f" ({d.detail})" if d.detail else ""
+        console.print(f"  dropped {d.memory_id} at {d.stage}: {d.reason}{extra}")
 
 
 def _print_hits(result: RecallResult) -> None:
@@ -280,13 +309,14 @@ def render(
     max_chars: Annotated[
         int | None, typer.Option("--max-chars", help="Character budget (default 2000).")
     ] = None,
+    explain: ExplainOpt = False,
 ) -> None:
     """The prompt-ready <recalled-memory> block for QUERY (prints nothing if none).
 
     Example: episodic render "deploy checkout to production" --workspace acme-shop --max-chars 1200
     """
     with _errors(), _open(ctx) as mem:
-        block = mem.render(
+        block, result = mem.render_explained(
             query,
             max_chars=max_chars,
             workspace=workspace,
@@ -296,9 +326,12 @@ def render(
             scope=scope,
             k=k,
             policy=policy,
+            explain=explain,
         )
     if block:
         sys.stdout.write(block + "\n")
+    if result.trace is not None:
+        _print_trace(result.trace, err)
 
 
 @app.command()

@@ -27,8 +27,9 @@ from episodic.recall.engine import (
     RecallResult,
     run_recall,
 )
-from episodic.recall.policies import RecallPolicy, get_policy
-from episodic.recall.render import render_block
+from episodic.recall.policies import RecallPolicy, RenderStyle, get_policy
+from episodic.recall.render import fit_block, fit_memory_block
+from episodic.recall.trace import DROP_BUDGET
 from episodic.store import open_store
 from episodic.store.base import Store, StoreStats
 from episodic.write.events import LineError, parse_event, read_jsonl
@@ -346,9 +347,11 @@ class Episodic:
         k: int | None = None,
         policy: str | RecallPolicy | None = None,
         mark: bool = True,
+        explain: bool = False,
     ) -> RecallResult:
         """The memories that matter for ``query``, best first. Each hit returned is
-        marked referenced (it feeds importance) unless ``mark`` is False."""
+        marked referenced (it feeds importance) unless ``mark`` is False. With ``explain``
+        the result carries a ``Trace`` of every stage and every drop."""
         q = Query(
             text=query,
             workspace_id=workspace,
@@ -360,16 +363,38 @@ class Episodic:
             k=k,
         )
         return run_recall(
-            self.store, self._vectors(), q, get_policy(policy), now=self.clock(), mark=mark
+            self.store,
+            self._vectors(),
+            q,
+            get_policy(policy),
+            now=self.clock(),
+            mark=mark,
+            explain=explain,
         )
 
     def render(self, query: str, *, max_chars: int | None = None, **filters: Any) -> str:
-        """The ``<recalled-memory>`` block for ``query`` ("" when nothing is recalled)."""
-        result = self.recall(query, **filters)
+        """The injection block for ``query`` ("" when nothing is recalled): by default the
+        ``<recalled-memory>`` block; policies with seed 004's style give a ``<memory>``
+        block, newest first."""
+        return self.render_explained(query, max_chars=max_chars, **filters)[0]
+
+    def render_explained(
+        self, query: str, *, max_chars: int | None = None, **filters: Any
+    ) -> tuple[str, RecallResult]:
+        """``render`` plus the recall behind it; hits that did not fit the budget are
+        recorded in the trace (when ``explain=True``) as "over budget"."""
         budget = self.settings.render_max_chars if max_chars is None else max_chars
         if budget <= 0:
             raise InvalidInput("max_chars", "must be a positive number of characters")
-        return render_block(result.hits, budget)
+        result = self.recall(query, **filters)
+        style = get_policy(filters.get("policy")).render
+        fit = fit_memory_block if style is RenderStyle.MEMORY_NEWEST_FIRST else fit_block
+        block, kept = fit(result.hits, budget)
+        if result.trace is not None:
+            for hit in result.hits:
+                if hit.id not in kept:
+                    result.trace.drop(hit.id, "render", DROP_BUDGET, f"{budget} chars")
+        return block, result
 
     def stats(self, workspace: str | None = None) -> StoreStats:
         return self.store.stats(workspace)

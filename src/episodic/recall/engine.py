@@ -1,7 +1,8 @@
-"""Recall: run the policy's legs, fuse, fetch the winners, mark them referenced.
+"""Recall: run the policy's legs, fuse, re-rank, diversify, fetch, mark referenced.
 
-The legs are store calls (the store enforces workspace isolation); fusion and re-ranking
-are pure functions from ``episodic.scoring``.
+The legs are store calls (the store enforces workspace isolation); fusion, re-rank factors
+and diversity are pure functions from ``episodic.scoring``. With ``explain`` a ``Trace``
+records every stage.
 """
 
 from __future__ import annotations
@@ -9,21 +10,35 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from episodic.embed.base import Embedder, Vector
 from episodic.errors import EmbedderError
-from episodic.model import Candidate, Hit, Query
-from episodic.recall.policies import Fusion, Leg, RecallPolicy
+from episodic.model import Candidate, Hit, Memory, MemoryStatus, Query, ScopeFilter
+from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
+from episodic.recall.trace import (
+    DROP_MMR,
+    DROP_RANK,
+    DROP_SCOPE,
+    DROP_THRESHOLD,
+    Trace,
+)
+from episodic.scoring.blend import blend
+from episodic.scoring.decay import prominence, recency_weight
 from episodic.scoring.fusion import rrf
-from episodic.scoring.topk import clamp_k, cosine_times_importance, dense_overfetch
+from episodic.scoring.mmr import mmr, tokens
+from episodic.scoring.retrievability import initial_stability, retrievability
+from episodic.scoring.scope import scope_level, scope_multiplier
+from episodic.scoring.topk import clamp_k, cosine_times_importance
 from episodic.store.base import Store
 
 log = logging.getLogger("episodic.recall")
 
 MODE_VECTOR = "vector"
 MODE_SPARSE_ONLY = "sparse-only"
+SECONDS_PER_DAY = 86_400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +48,7 @@ class RecallResult:
     policy: str
     legs: dict[str, list[Candidate]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    trace: Trace | None = None
 
 
 class QueryVectors:
@@ -52,11 +68,15 @@ class QueryVectors:
                 self._cache.move_to_end(text)
                 return hit
         vector: Vector = self.embedder.embed_batch([text])[0]
+        self.put(text, vector)
+        return vector
+
+    def put(self, text: str, vector: Vector) -> None:
         with self._lock:
             self._cache[text] = vector
+            self._cache.move_to_end(text)
             if len(self._cache) > self.size:
                 self._cache.popitem(last=False)
-        return vector
 
 
 def run_recall(
@@ -67,43 +87,96 @@ def run_recall(
     *,
     now: datetime,
     mark: bool = True,
+    explain: bool = False,
 ) -> RecallResult:
-    k = clamp_k(query.k)
-    depth = dense_overfetch(k)
+    k = clamp_k(query.k if query.k is not None else policy.default_k)
+    pool = policy.pool_size(k)
     flt = query.scope_filter()
     warnings: list[str] = []
-    legs: dict[str, list[Candidate]] = {}
     text = query.text.strip()
+    lexical = text
+    trace = Trace(policy.name, query.text, lexical) if explain else None
     if not text:
+        mode = MODE_VECTOR if vectors else MODE_SPARSE_ONLY
         return RecallResult(
-            [],
-            MODE_VECTOR if vectors else MODE_SPARSE_ONLY,
-            policy.name,
-            warnings=["empty query: nothing to recall"],
+            [], mode, policy.name, warnings=["empty query: nothing to recall"], trace=trace
         )
 
+    legs: dict[str, list[Candidate]] = {}
     mode = MODE_SPARSE_ONLY
+    qvec: Vector | None = None
     if Leg.DENSE in policy.legs and vectors is not None:
         try:
             qvec = vectors.get(text)
         except EmbedderError as exc:
             log.warning("query embedding failed, recalling sparse-only: %s", exc)
             warnings.append(f"embedder unavailable, sparse-only recall: {exc}")
-        else:
-            legs[Leg.DENSE.value] = [
-                c for c in store.search_dense(flt, qvec, depth) if c.score >= policy.min_cosine
-            ]
-            mode = MODE_VECTOR
     elif Leg.DENSE in policy.legs:
         warnings.append("no embedder configured: sparse-only recall (see `episodic doctor`)")
 
-    # A dense-only policy that lost its dense leg still answers from BM25, never empty.
-    if Leg.SPARSE in policy.legs or Leg.DENSE.value not in legs:
-        legs[Leg.SPARSE.value] = store.search_sparse(flt, text, depth)
+    if qvec is not None:
+        mode = MODE_VECTOR
+        found = store.search_dense(flt, qvec, pool)
+        kept = [c for c in found if c.score >= policy.min_cosine]
+        if trace is not None:
+            for c in found:
+                if c.score < policy.min_cosine:
+                    trace.drop(
+                        c.memory_id,
+                        Leg.DENSE.value,
+                        DROP_THRESHOLD,
+                        f"cosine {c.score:.3f} < {policy.min_cosine}",
+                    )
+        legs[Leg.DENSE.value] = kept
+    # A policy that lost its dense leg still answers from BM25: degraded, never empty.
+    if Leg.SPARSE in policy.legs or (
+        Leg.DENSE.value not in legs and Leg.RECENCY not in policy.legs
+    ):
+        legs[Leg.SPARSE.value] = store.search_sparse(flt, lexical, pool)
+    if Leg.RECENCY in policy.legs:
+        legs[Leg.RECENCY.value] = store.search_recent(flt, pool)
+    if trace is not None:
+        for name, cands in legs.items():
+            trace.add_stage(f"leg:{name}", [(c.memory_id, c.score) for c in cands])
+        _trace_scope_drops(store, trace, flt, qvec, lexical, legs, pool)
 
-    ranked = _fuse(store, query.workspace_id, legs, policy)[:k]
-    ids = [memory_id for memory_id, _ in ranked]
-    memories = {m.id: m for m in store.get_memories(query.workspace_id, ids)}
+    wanted = list(dict.fromkeys(c.memory_id for cands in legs.values() for c in cands))
+    memories = {m.id: m for m in store.get_memories(query.workspace_id, wanted)}
+    if policy.dense_by_importance and Leg.DENSE.value in legs:
+        legs[Leg.DENSE.value] = _by_importance(legs[Leg.DENSE.value], memories)
+        if trace is not None:
+            trace.add_stage(
+                "leg:dense x importance", [(c.memory_id, c.score) for c in legs[Leg.DENSE.value]]
+            )
+    fused = [(i, s) for i, s in _fuse(legs, policy) if i in memories]
+    if trace is not None:
+        trace.add_stage(f"fusion:{policy.fusion.value}", fused)
+
+    ranked, detail = _rerank(fused, memories, policy, query, now)
+    if trace is not None and policy.factors:
+        trace.add_stage("rerank:" + "x".join(f.value for f in policy.factors), ranked, detail)
+
+    if policy.diversity is Diversity.MMR:
+        token_sets = {i: tokens(memories[i].content) for i, _ in ranked}
+        chosen, merged = mmr(ranked, token_sets, k, lam=policy.mmr_lambda)
+        if trace is not None:
+            trace.add_stage("diversity:mmr", chosen)
+            for d in merged:
+                trace.drop(
+                    d.memory_id,
+                    "diversity",
+                    DROP_MMR,
+                    f"jaccard {d.similarity:.2f} with {d.similar_to}",
+                )
+    else:
+        chosen = ranked[:k]
+    if trace is not None:
+        picked = {i for i, _ in chosen}
+        merged_ids = {d.memory_id for d in trace.dropped if d.reason == DROP_MMR}
+        for i, s in ranked:
+            if i not in picked and i not in merged_ids:
+                trace.drop(i, "final", DROP_RANK, f"score {s:.4f}")
+
     cosines = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
     dense_rank = {c.memory_id: c.rank for c in legs.get(Leg.DENSE.value, [])}
     sparse_rank = {c.memory_id: c.rank for c in legs.get(Leg.SPARSE.value, [])}
@@ -116,28 +189,101 @@ def run_recall(
             dense_rank=dense_rank.get(mid),
             bm25_rank=sparse_rank.get(mid),
         )
-        for mid, score in ranked
-        if mid in memories
+        for mid, score in chosen
     ]
     if mark and hits:
         store.mark_referenced(query.workspace_id, [h.id for h in hits], now)
-    return RecallResult(hits, mode, policy.name, legs, warnings)
+    return RecallResult(hits, mode, policy.name, legs, warnings, trace)
 
 
-def _fuse(
-    store: Store, workspace_id: str, legs: dict[str, list[Candidate]], policy: RecallPolicy
-) -> list[tuple[str, float]]:
-    dense = legs.get(Leg.DENSE.value)
-    if policy.fusion is Fusion.COSINE_X_IMPORTANCE and dense is not None:
-        importance = {
-            m.id: m.importance
-            for m in store.get_memories(workspace_id, [c.memory_id for c in dense])
-        }
-        scored = [
-            (c.memory_id, cosine_times_importance(c.score, importance[c.memory_id]))
-            for c in dense
-            if c.memory_id in importance
-        ]
-        return sorted(scored, key=lambda pair: pair[1], reverse=True)
-    rankings = [[c.memory_id for c in leg] for leg in legs.values()]
-    return rrf(rankings, k=policy.rrf_k)
+def _fuse(legs: dict[str, list[Candidate]], policy: RecallPolicy) -> list[tuple[str, float]]:
+    if policy.fusion is Fusion.BLEND:
+        return blend(
+            {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])},
+            {c.memory_id: c.score for c in legs.get(Leg.SPARSE.value, [])},
+            dense_weight=policy.blend_dense,
+            sparse_weight=policy.blend_sparse,
+        )
+    if policy.fusion is Fusion.SCORE or len(legs) == 1:
+        # One leg: keep its own scores (cosine or BM25); a second leg would only be a
+        # fallback, and the first one present wins.
+        leg = next(iter(legs.values()))
+        return [(c.memory_id, c.score) for c in leg]
+    return rrf([[c.memory_id for c in leg] for leg in legs.values()], k=policy.rrf_k)
+
+
+def _rerank(
+    fused: list[tuple[str, float]],
+    memories: dict[str, Memory],
+    policy: RecallPolicy,
+    query: Query,
+    now: datetime,
+) -> tuple[list[tuple[str, float]], dict[str, dict[str, float]]]:
+    if not policy.factors:
+        return fused, {}
+    detail: dict[str, dict[str, float]] = {}
+    scored: list[tuple[str, float]] = []
+    for mid, score in fused:
+        m = memories[mid]
+        parts = {f.value: _factor(f, m, query, now) for f in policy.factors}
+        total = score
+        for value in parts.values():
+            total *= value
+        detail[mid] = {"fused": score, **parts}
+        scored.append((mid, total))
+    scored.sort(key=lambda pair: pair[1], reverse=True)
+    return scored, detail
+
+
+def _factor(factor: Factor, m: Memory, query: Query, now: datetime) -> float:
+    age_days = max(0.0, (now - m.ts).total_seconds() / SECONDS_PER_DAY)
+    if factor is Factor.IMPORTANCE:
+        return m.importance
+    if factor is Factor.PROMINENCE:
+        return prominence(
+            m.importance, age_days, m.reference_count, retired=m.status is MemoryStatus.RETIRED
+        )
+    if factor is Factor.SCOPE_LEVEL:
+        return scope_multiplier(scope_level(m.agent_id, m.crew_id, query.agent_id, query.crew_id))
+    if factor is Factor.RETRIEVABILITY:
+        surprise = m.payload.get("surprise", 0.0)
+        stability = initial_stability(float(surprise) if isinstance(surprise, int | float) else 0.0)
+        return retrievability(age_days, stability)
+    return recency_weight(age_days)
+
+
+def _trace_scope_drops(
+    store: Store,
+    trace: Trace,
+    flt: ScopeFilter,
+    qvec: Vector | None,
+    lexical: str,
+    legs: dict[str, list[Candidate]],
+    pool: int,
+) -> None:
+    """Explain-only: what the same legs find in the whole workspace but the scope hid."""
+    whole = ScopeFilter(workspace_id=flt.workspace_id)
+    if whole == flt:
+        return
+    seen = {c.memory_id for cands in legs.values() for c in cands}
+    outside: list[str] = []
+    if qvec is not None:
+        outside += [c.memory_id for c in store.search_dense(whole, qvec, pool)]
+    outside += [c.memory_id for c in store.search_sparse(whole, lexical, pool)]
+    for mid in dict.fromkeys(outside):
+        if mid not in seen:
+            trace.drop(mid, "legs", DROP_SCOPE, "outside the query's scope")
+
+
+def _by_importance(cands: Sequence[Candidate], memories: dict[str, Memory]) -> list[Candidate]:
+    """Seed 000's Recall order: cosine x importance, best first."""
+    scored = sorted(
+        (
+            (c.memory_id, cosine_times_importance(c.score, memories[c.memory_id].importance))
+            for c in cands
+            if c.memory_id in memories
+        ),
+        key=lambda pair: pair[1],
+        reverse=True,
+    )
+    return [Candidate(mid, score, rank) for rank, (mid, score) in enumerate(scored, start=1)]

@@ -1,8 +1,9 @@
 """Recall policies: retrieval behaviour as data, not code paths.
 
-A policy names the legs it runs and how their candidates are fused. Presets are module
-constants looked up through ``POLICIES``; change one per call with ``dataclasses.replace``,
-never by mutating it.
+A policy names the legs it runs, how deep each looks, how their candidates are fused, the
+re-rank factors applied after fusion, diversity, and how hits are rendered. Each seed's
+retrieval is one preset; ``default`` is ours. Presets are module constants looked up
+through ``POLICIES``; change one per call with ``dataclasses.replace``, never by mutation.
 """
 
 from __future__ import annotations
@@ -11,19 +12,46 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from episodic.errors import UnknownPolicy
+from episodic.scoring.blend import BLEND_DENSE_WEIGHT, BLEND_SPARSE_WEIGHT
 from episodic.scoring.fusion import RRF_K
+from episodic.scoring.mmr import MMR_LAMBDA
+from episodic.scoring.topk import DENSE_OVERFETCH_FACTOR, DENSE_OVERFETCH_MIN
 
+# Dense candidates below this cosine are unrelated noise: without a floor the dense leg
+# returns *something* for any query, and "nothing relevant" could never render empty.
 MIN_COSINE = 0.1
 
 
 class Leg(StrEnum):
     DENSE = "dense"  # cosine over stored vectors
     SPARSE = "sparse"  # BM25 over the full-text index
+    RECENCY = "recency"  # newest memories in scope (seed 004's recency list)
 
 
 class Fusion(StrEnum):
     RRF = "rrf"  # reciprocal rank fusion of the legs' rankings
-    COSINE_X_IMPORTANCE = "cosine_x_importance"  # dense only: cosine x importance
+    BLEND = "blend"  # seed 001: w x cosine + w' x min-max BM25
+    SCORE = "score"  # one leg only: its own score (cosine or BM25)
+
+
+class Factor(StrEnum):
+    """Multiplicative re-rank factors applied to the fused score."""
+
+    IMPORTANCE = "importance"  # seed 000: x importance
+    PROMINENCE = "prominence"  # seed 001: importance x 90-day half-life x (1 + reinforcement)
+    SCOPE_LEVEL = "scope_level"  # seed 001: team 1.5 / project 1.2 / global 1.0
+    RETRIEVABILITY = "retrievability"  # seed 003: x FSRS retrievability
+    RECENCY_WEIGHT = "recency_weight"  # seed 004: x 0.5 ^ (age_days / 180)
+
+
+class Diversity(StrEnum):
+    NONE = "none"
+    MMR = "mmr"  # seed 001: MMR with Jaccard over word tokens
+
+
+class RenderStyle(StrEnum):
+    RECALLED_MEMORY = "recalled_memory"  # seed 000: <recalled-memory>, best first, scores
+    MEMORY_NEWEST_FIRST = "memory_newest_first"  # seed 004: <memory>, newest first, ages
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,38 +59,101 @@ class RecallPolicy:
     name: str
     legs: tuple[Leg, ...]
     fusion: Fusion
-    rrf_k: int = RRF_K
-    # Dense candidates below this cosine are unrelated noise: without a floor the dense leg
-    # returns *something* for any query, and "nothing relevant" could never render empty.
-    min_cosine: float = MIN_COSINE
     description: str = ""
+    rrf_k: int = RRF_K
+    # Candidates per leg: pool_fixed if set, else max(pool_factor x k, pool_min).
+    pool_factor: int = DENSE_OVERFETCH_FACTOR
+    pool_min: int = DENSE_OVERFETCH_MIN
+    pool_fixed: int | None = None
+    # Seed 000's Recall orders the dense list by cosine x importance before anything else.
+    dense_by_importance: bool = False
+    blend_dense: float = BLEND_DENSE_WEIGHT
+    blend_sparse: float = BLEND_SPARSE_WEIGHT
+    factors: tuple[Factor, ...] = ()
+    min_cosine: float = MIN_COSINE
+    diversity: Diversity = Diversity.NONE
+    mmr_lambda: float = MMR_LAMBDA
+    render: RenderStyle = RenderStyle.RECALLED_MEMORY
+    default_k: int | None = None  # None: the seed-000 default of 5
+    time_aware: bool = False  # parse "last week", "in May 2023" … and favour those times
+    neighbours: int = 0  # propagate score to/from this many adjacent turns of a conversation
+
+    def pool_size(self, k: int) -> int:
+        if self.pool_fixed is not None:
+            return max(self.pool_fixed, k)
+        return max(self.pool_factor * k, self.pool_min, k)
 
 
-# Seed 000's HybridRecall: dense + BM25, RRF k=60, both legs equal.
+# Seed 000 (Crewship): dense + BM25 fused by RRF k=60, the dense list ordered by
+# cosine x importance, dense over-fetch max(3k, 20).
 CREWSHIP = RecallPolicy(
     name="crewship",
     legs=(Leg.DENSE, Leg.SPARSE),
     fusion=Fusion.RRF,
-    description="dense + BM25 fused by RRF (k=60), as Crewship's HybridRecall",
+    dense_by_importance=True,
+    description="Crewship: dense (cosine x importance) + BM25, RRF k=60",
 )
 
-# Seed 000's pure-cosine Recall for prompt injection: rank stability over lexical hits.
-CREWSHIP_DENSE = RecallPolicy(
-    name="crewship-dense",
+# Seed 001 (TeaParty): 0.7 x cosine + 0.3 x min-max BM25 over a 4 x k pool, x prominence,
+# x scope level, then MMR (Jaccard, lambda 0.7).
+TEAPARTY = RecallPolicy(
+    name="teaparty",
+    legs=(Leg.DENSE, Leg.SPARSE),
+    fusion=Fusion.BLEND,
+    pool_factor=4,
+    pool_min=0,
+    factors=(Factor.PROMINENCE, Factor.SCOPE_LEVEL),
+    diversity=Diversity.MMR,
+    description="TeaParty: 0.7 cosine + 0.3 BM25, x prominence x scope level, MMR",
+)
+
+# Seed 003 (plast-mem): RRF k=30 over 100 candidates per leg, x FSRS retrievability.
+PLASTMEM = RecallPolicy(
+    name="plastmem",
+    legs=(Leg.DENSE, Leg.SPARSE),
+    fusion=Fusion.RRF,
+    rrf_k=30,
+    pool_fixed=100,
+    factors=(Factor.RETRIEVABILITY,),
+    description="plast-mem: RRF k=30 over 100 per leg, x FSRS retrievability",
+)
+
+# Seed 004 (n8n): RRF over lexical, vector and recency lists, x 0.5^(age_days/180);
+# auto-inject shows the top 12 newest first in a <memory> block.
+N8N = RecallPolicy(
+    name="n8n",
+    legs=(Leg.SPARSE, Leg.DENSE, Leg.RECENCY),
+    fusion=Fusion.RRF,
+    factors=(Factor.RECENCY_WEIGHT,),
+    render=RenderStyle.MEMORY_NEWEST_FIRST,
+    default_k=12,
+    description="n8n: RRF over lexical, vector and recency, x 0.5^(age/180), newest first",
+)
+
+# Single-leg baselines, for the benchmark and for users who want one signal only.
+BM25 = RecallPolicy(name="bm25", legs=(Leg.SPARSE,), fusion=Fusion.SCORE, description="BM25 alone")
+DENSE = RecallPolicy(
+    name="dense",
     legs=(Leg.DENSE,),
-    fusion=Fusion.COSINE_X_IMPORTANCE,
-    description="dense only, sorted by cosine x importance, as Crewship's Recall",
+    fusion=Fusion.SCORE,
+    min_cosine=-1.0,
+    description="cosine alone",
 )
 
-# Ours. For now the hybrid path; later issues give it its own legs and re-rankers.
+# Ours: hybrid RRF over deep pools, time-aware, with conversational context.
 DEFAULT = RecallPolicy(
     name="default",
     legs=(Leg.DENSE, Leg.SPARSE),
     fusion=Fusion.RRF,
-    description="hybrid dense + BM25 with RRF",
+    rrf_k=30,
+    pool_fixed=100,
+    time_aware=True,
+    description="hybrid dense + BM25 (RRF k=30, deep pools), time-aware",
 )
 
-POLICIES: dict[str, RecallPolicy] = {p.name: p for p in (DEFAULT, CREWSHIP, CREWSHIP_DENSE)}
+POLICIES: dict[str, RecallPolicy] = {
+    p.name: p for p in (DEFAULT, CREWSHIP, TEAPARTY, PLASTMEM, N8N, BM25, DENSE)
+}
 
 
 def get_policy(name: str | RecallPolicy | None) -> RecallPolicy:
