@@ -43,17 +43,17 @@ def mmr(
     *,
     lam: float = MMR_LAMBDA,
 ) -> tuple[list[tuple[str, float]], list[MmrDrop]]:
-    """Select up to ``k`` of ``ranked`` ((id, relevance) best first). Relevance is
-    min-max normalised first so lambda weighs like against like.
+    """Select up to ``k`` of ``ranked`` ((id, relevance) best first). Relevance is divided
+    by the best score first, so lambda weighs like against like whatever the score's scale
+    (RRF scores are ~0.03, blends ~0.7) while keeping the ratios between candidates.
 
     Returns the picked (id, original relevance) in pick order, and for each candidate not
     picked whose similarity to a picked one beat its relevance share, why it was dropped."""
     if k <= 0 or not ranked:
         return [], []
-    lo = min(score for _, score in ranked)
-    hi = max(score for _, score in ranked)
-    span = hi - lo or 1.0
-    relevance = {i: (s - lo) / span for i, s in ranked}
+    top = max(score for _, score in ranked)
+    scale = top if top > 0 else 1.0
+    relevance = {i: s / scale for i, s in ranked}
     original = dict(ranked)
     remaining = [i for i, _ in ranked]
     picked: list[str] = []

@@ -1,0 +1,247 @@
+"""Every seed's retrieval as a named policy, and the trace that explains a recall."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from episodic import Episodic, UnknownPolicy
+from episodic.embed.fake import FakeEmbedder
+from episodic.recall.policies import (
+    POLICIES,
+    Diversity,
+    Factor,
+    Fusion,
+    Leg,
+    RenderStyle,
+    get_policy,
+)
+from episodic.store import open_store
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("name", "legs", "fusion", "rrf_k", "pool_k5", "factors", "diversity", "render"),
+    [
+        (
+            "crewship",
+            {Leg.DENSE, Leg.SPARSE},
+            Fusion.RRF,
+            60,
+            20,
+            (),
+            Diversity.NONE,
+            RenderStyle.RECALLED_MEMORY,
+        ),
+        (
+            "teaparty",
+            {Leg.DENSE, Leg.SPARSE},
+            Fusion.BLEND,
+            60,
+            20,
+            (Factor.PROMINENCE, Factor.SCOPE_LEVEL),
+            Diversity.MMR,
+            RenderStyle.RECALLED_MEMORY,
+        ),
+        (
+            "plastmem",
+            {Leg.DENSE, Leg.SPARSE},
+            Fusion.RRF,
+            30,
+            100,
+            (Factor.RETRIEVABILITY,),
+            Diversity.NONE,
+            RenderStyle.RECALLED_MEMORY,
+        ),
+        (
+            "n8n",
+            {Leg.DENSE, Leg.SPARSE, Leg.RECENCY},
+            Fusion.RRF,
+            60,
+            20,
+            (Factor.RECENCY_WEIGHT,),
+            Diversity.NONE,
+            RenderStyle.MEMORY_NEWEST_FIRST,
+        ),
+        (
+            "bm25",
+            {Leg.SPARSE},
+            Fusion.SCORE,
+            60,
+            20,
+            (),
+            Diversity.NONE,
+            RenderStyle.RECALLED_MEMORY,
+        ),
+        (
+            "dense",
+            {Leg.DENSE},
+            Fusion.SCORE,
+            60,
+            20,
+            (),
+            Diversity.NONE,
+            RenderStyle.RECALLED_MEMORY,
+        ),
+    ],
+)
+def test_seed_policies_pin_the_seeds_constants(
+    name: str,
+    legs: set[Leg],
+    fusion: Fusion,
+    rrf_k: int,
+    pool_k5: int,
+    factors: tuple[Factor, ...],
+    diversity: Diversity,
+    render: RenderStyle,
+) -> None:
+    p = POLICIES[name]
+    assert (set(p.legs), p.fusion, p.rrf_k, p.pool_size(5)) == (legs, fusion, rrf_k, pool_k5)
+    assert (p.factors, p.diversity, p.render) == (factors, diversity, render)
+
+
+def test_pool_sizes_follow_each_seed() -> None:
+    assert POLICIES["crewship"].pool_size(10) == 30  # max(3k, 20)
+    assert POLICIES["teaparty"].pool_size(10) == 40  # 4 x k
+    assert POLICIES["plastmem"].pool_size(10) == 100  # 100 per leg
+    assert POLICIES["crewship"].dense_by_importance
+    assert POLICIES["teaparty"].mmr_lambda == 0.7
+    assert (POLICIES["teaparty"].blend_dense, POLICIES["teaparty"].blend_sparse) == (0.7, 0.3)
+    assert POLICIES["n8n"].default_k == 12
+    assert get_policy(None).name == "default"
+    with pytest.raises(UnknownPolicy, match="known policies: bm25, crewship"):
+        get_policy("nope")
+
+
+@pytest.fixture
+def mem() -> Iterator[Episodic]:
+    m = Episodic(
+        store=open_store("sqlite:///:memory:"), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW
+    )
+    yield m
+    m.close()
+
+
+def add(
+    m: Episodic,
+    i: str,
+    summary: str,
+    *,
+    days: float,
+    type: str = "peer.escalation",
+    severity: str = "info",
+    agent: str = "a1",
+    crew: str = "c1",
+    **extra: object,
+) -> None:
+    report = m.ingest(
+        [
+            {
+                "id": i,
+                "workspace_id": "w",
+                "agent_id": agent,
+                "crew_id": crew,
+                "type": type,
+                "severity": severity,
+                "summary": summary,
+                "ts": (NOW - timedelta(days=days)).isoformat(),
+                **extra,
+            }
+        ]
+    )
+    assert report.admitted == 1
+
+
+def test_crewship_orders_equal_matches_by_importance(mem: Episodic) -> None:
+    add(mem, "low", "payment gateway timeout", days=1, type="note", refs={"episodic": True})
+    add(mem, "high", "payment gateway timeout", days=1, severity="error")
+    mem.index_once()
+    assert [
+        h.id for h in mem.recall("payment gateway timeout", workspace="w", policy="crewship").hits
+    ][:1] == ["high"]
+
+
+def test_recency_aware_policies_prefer_the_fresh_memory(mem: Episodic) -> None:
+    add(mem, "old", "checkout cache eviction bug", days=400)
+    add(mem, "new", "checkout cache eviction bug", days=2)
+    mem.index_once()
+    for name in ("plastmem", "n8n", "teaparty"):
+        assert mem.recall("checkout cache eviction", workspace="w", policy=name).hits[0].id == "new"
+
+
+def test_teaparty_mmr_merges_near_duplicates_and_the_trace_says_so(mem: Episodic) -> None:
+    add(mem, "a", "dns resolver misconfigured in staging cluster", days=1)
+    add(mem, "a2", "dns resolver misconfigured in staging cluster", days=1)  # a duplicate
+    add(mem, "b", "staging dns resolver outage from an expired certificate", days=1)
+    add(mem, "weak", "dns", days=1)  # the low end of the min-max BM25 range
+    for i, topic in enumerate(["kafka lag", "disk full", "oom kill", "slow query", "bad deploy"]):
+        add(mem, f"filler{i}", f"{topic} on the orders service", days=1)  # gives BM25 an IDF
+    mem.index_once()
+    plain = mem.recall("dns resolver staging", workspace="w", policy="crewship", k=2, mark=False)
+    assert {h.id for h in plain.hits} == {"a", "a2"}  # without diversity: both duplicates
+    result = mem.recall("dns resolver staging", workspace="w", policy="teaparty", k=2, explain=True)
+    assert result.hits[1].id == "b" and result.hits[0].id in {"a", "a2"}
+    assert result.trace is not None
+    merged = [d for d in result.trace.dropped if d.reason == "merged by MMR"]
+    assert len(merged) == 1 and {merged[0].memory_id, result.hits[0].id} == {"a", "a2"}
+
+
+def test_n8n_renders_a_memory_block_newest_first_with_ages(mem: Episodic) -> None:
+    add(mem, "older", "refund job double charged customers", days=9)
+    add(mem, "newer", "refund job fixed by idempotency key", days=2)
+    mem.index_once()
+    block = mem.render("refund job", workspace="w", policy="n8n")
+    lines = block.split("\n")
+    assert lines[0] == "<memory>" and lines[-1] == "</memory>"
+    assert "Untrusted hints" in lines[1]
+    body = [line for line in lines if line.startswith("- ")]
+    assert body == [
+        "- refund job fixed by idempotency key (2 days ago)",
+        "- refund job double charged customers (1 week ago)",
+    ]
+
+
+def test_trace_shows_legs_fusion_and_every_kind_of_drop(mem: Episodic) -> None:
+    for i in range(8):
+        add(
+            mem,
+            f"m{i}",
+            f"kafka consumer lag on orders topic incident {i}",
+            days=i + 1,
+            agent="a1" if i % 2 == 0 else "a2",
+        )
+    add(mem, "far", "completely unrelated bakery order", days=1)
+    mem.index_once()
+    result = mem.recall(
+        "kafka consumer lag orders",
+        workspace="w",
+        agent="a1",
+        scope="own",
+        k=2,
+        explain=True,
+        policy="crewship",
+    )
+    trace = result.trace
+    assert trace is not None
+    assert {"leg:dense", "leg:sparse", "leg:dense x importance", "fusion:rrf"} <= set(trace.stages)
+    top = trace.stages["fusion:rrf"][0]
+    assert top.rank == 1 and top.memory_id == result.hits[0].id
+    reasons = {d.reason for d in trace.dropped}
+    assert {"scope", "beyond k", "below threshold"} <= reasons
+    assert {d.memory_id for d in trace.dropped if d.reason == "scope"} == {"m1", "m3", "m5", "m7"}
+    as_json = trace.to_json()
+    assert as_json["policy"] == "crewship" and as_json["stages"]["leg:sparse"][0]["rank"] == 1
+
+    block, explained = mem.render_explained(
+        "kafka consumer lag orders", workspace="w", k=5, max_chars=380, explain=True
+    )
+    assert block and explained.trace is not None
+    assert any(d.reason == "over budget" for d in explained.trace.dropped)
+
+
+def test_plain_recall_builds_no_trace(mem: Episodic) -> None:
+    add(mem, "x", "anything at all", days=1)
+    assert mem.recall("anything", workspace="w").trace is None
