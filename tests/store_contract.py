@@ -50,18 +50,32 @@ def event(
     **fields: Any,
 ) -> Event:
     return Event(
-        id=id, workspace_id=ws, ts=T0 + timedelta(minutes=minutes), type="note",
-        summary=summary or f"event {id}", **fields,
+        id=id,
+        workspace_id=ws,
+        ts=T0 + timedelta(minutes=minutes),
+        type="note",
+        summary=summary or f"event {id}",
+        **fields,
     )
 
 
 def memory_of(e: Event, *, base: float = 0.5, **fields: Any) -> Memory:
     values: dict[str, Any] = {
-        "id": e.id, "workspace_id": e.workspace_id, "ts": e.ts, "type": e.type,
-        "content": e.summary, "severity": e.severity, "payload": e.payload,
-        "crew_id": e.crew_id, "agent_id": e.agent_id, "resource_id": e.resource_id,
-        "conversation_id": e.conversation_id, "base_importance": base, "importance": base,
-        "source_event_ids": (e.id,), "created_at": T0,
+        "id": e.id,
+        "workspace_id": e.workspace_id,
+        "ts": e.ts,
+        "type": e.type,
+        "content": e.summary,
+        "severity": e.severity,
+        "payload": e.payload,
+        "crew_id": e.crew_id,
+        "agent_id": e.agent_id,
+        "resource_id": e.resource_id,
+        "conversation_id": e.conversation_id,
+        "base_importance": base,
+        "importance": base,
+        "source_event_ids": (e.id,),
+        "created_at": T0,
     }
     values.update(fields)
     return Memory(**values)
@@ -87,12 +101,16 @@ def sparse_ids(store: Store, flt: ScopeFilter, text: str, limit: int = 50) -> li
 SCOPE_ROWS: dict[str, dict[str, Any]] = {
     "own": {"agent_id": "a1", "crew_id": "c1", "base": 0.5},
     "own_other_crew": {"agent_id": "a1", "crew_id": "c2", "base": 0.5},
-    "own_resource": {"agent_id": "a1", "crew_id": "c1", "resource_id": "r1",
-                     "conversation_id": "k1", "base": 0.5},
+    "own_resource": {
+        "agent_id": "a1",
+        "crew_id": "c1",
+        "resource_id": "r1",
+        "conversation_id": "k1",
+        "base": 0.5,
+    },
     "peer_routine": {"agent_id": "a2", "crew_id": "c1", "base": 0.5},
     "peer_at_bar": {"agent_id": "a2", "crew_id": "c1", "base": 0.55},
-    "peer_escalation": {"agent_id": "a2", "crew_id": "c1", "base": 0.9,
-                        "resource_id": "r1"},
+    "peer_escalation": {"agent_id": "a2", "crew_id": "c1", "base": 0.9, "resource_id": "r1"},
     "other_crew_escalation": {"agent_id": "a3", "crew_id": "c2", "base": 0.9},
     "no_agent_note": {"crew_id": "c1", "base": 0.7},
 }
@@ -100,32 +118,68 @@ ALL = set(SCOPE_ROWS)
 
 SCOPE_CASES: list[tuple[str, ScopeFilter, set[str]]] = [
     ("whole workspace", ScopeFilter("acme"), ALL),
-    ("own", ScopeFilter("acme", Scope.OWN, agent_id="a1"),
-     {"own", "own_other_crew", "own_resource"}),
-    ("own ignores the crew", ScopeFilter("acme", Scope.OWN, agent_id="a1", crew_id="c2"),
-     {"own", "own_other_crew", "own_resource"}),
-    ("own narrowed by resource", ScopeFilter("acme", Scope.OWN, agent_id="a1", resource_id="r1"),
-     {"own_resource"}),
-    ("crew_shared with agent",
-     ScopeFilter("acme", Scope.CREW_SHARED, agent_id="a1", crew_id="c1"),
-     {"own", "own_other_crew", "own_resource", "peer_at_bar", "peer_escalation",
-      "no_agent_note"}),
-    ("crew_shared without agent", ScopeFilter("acme", Scope.CREW_SHARED, crew_id="c1"),
-     {"peer_at_bar", "peer_escalation", "no_agent_note"}),
-    ("crew_shared narrowed by resource",
-     ScopeFilter("acme", Scope.CREW_SHARED, agent_id="a1", crew_id="c1", resource_id="r1"),
-     {"own_resource", "peer_escalation"}),
-    ("crew_shared narrowed by conversation",
-     ScopeFilter("acme", Scope.CREW_SHARED, agent_id="a1", crew_id="c1", conversation_id="k1"),
-     {"own_resource"}),
-    ("no scope, agent", ScopeFilter("acme", agent_id="a2"),
-     {"peer_routine", "peer_at_bar", "peer_escalation"}),
-    ("no scope, crew", ScopeFilter("acme", crew_id="c2"),
-     {"own_other_crew", "other_crew_escalation"}),
-    ("no scope, agent and crew", ScopeFilter("acme", agent_id="a1", crew_id="c2"),
-     {"own_other_crew"}),
-    ("no scope, resource", ScopeFilter("acme", resource_id="r1"),
-     {"own_resource", "peer_escalation"}),
+    (
+        "own",
+        ScopeFilter("acme", Scope.OWN, agent_id="a1"),
+        {"own", "own_other_crew", "own_resource"},
+    ),
+    (
+        "own ignores the crew",
+        ScopeFilter("acme", Scope.OWN, agent_id="a1", crew_id="c2"),
+        {"own", "own_other_crew", "own_resource"},
+    ),
+    (
+        "own narrowed by resource",
+        ScopeFilter("acme", Scope.OWN, agent_id="a1", resource_id="r1"),
+        {"own_resource"},
+    ),
+    (
+        "crew_shared with agent",
+        ScopeFilter("acme", Scope.CREW_SHARED, agent_id="a1", crew_id="c1"),
+        {
+            "own",
+            "own_other_crew",
+            "own_resource",
+            "peer_at_bar",
+            "peer_escalation",
+            "no_agent_note",
+        },
+    ),
+    (
+        "crew_shared without agent",
+        ScopeFilter("acme", Scope.CREW_SHARED, crew_id="c1"),
+        {"peer_at_bar", "peer_escalation", "no_agent_note"},
+    ),
+    (
+        "crew_shared narrowed by resource",
+        ScopeFilter("acme", Scope.CREW_SHARED, agent_id="a1", crew_id="c1", resource_id="r1"),
+        {"own_resource", "peer_escalation"},
+    ),
+    (
+        "crew_shared narrowed by conversation",
+        ScopeFilter("acme", Scope.CREW_SHARED, agent_id="a1", crew_id="c1", conversation_id="k1"),
+        {"own_resource"},
+    ),
+    (
+        "no scope, agent",
+        ScopeFilter("acme", agent_id="a2"),
+        {"peer_routine", "peer_at_bar", "peer_escalation"},
+    ),
+    (
+        "no scope, crew",
+        ScopeFilter("acme", crew_id="c2"),
+        {"own_other_crew", "other_crew_escalation"},
+    ),
+    (
+        "no scope, agent and crew",
+        ScopeFilter("acme", agent_id="a1", crew_id="c2"),
+        {"own_other_crew"},
+    ),
+    (
+        "no scope, resource",
+        ScopeFilter("acme", resource_id="r1"),
+        {"own_resource", "peer_escalation"},
+    ),
     ("no scope, conversation", ScopeFilter("acme", conversation_id="k1"), {"own_resource"}),
     ("unknown agent", ScopeFilter("acme", Scope.OWN, agent_id="nobody"), set()),
     ("unknown crew", ScopeFilter("acme", Scope.CREW_SHARED, crew_id="nobody"), set()),
@@ -169,21 +223,40 @@ class StoreContract:
 
     def test_events_round_trip(self, store: Store) -> None:
         e = Event(
-            id="e1", workspace_id="acme", ts=T0, type="peer.escalation", severity="warn",
-            summary='he said "roll back" — now 🚀', payload={"state": "escalated", "n": [1, 2]},
-            refs={"episodic": True, "priority": "pin"}, crew_id="c", agent_id="a",
-            resource_id="r", conversation_id="k",
+            id="e1",
+            workspace_id="acme",
+            ts=T0,
+            type="peer.escalation",
+            severity="warn",
+            summary='he said "roll back" — now 🚀',
+            payload={"state": "escalated", "n": [1, 2]},
+            refs={"episodic": True, "priority": "pin"},
+            crew_id="c",
+            agent_id="a",
+            resource_id="r",
+            conversation_id="k",
         )
         store.append([e], [])
         assert store.get_events("acme", ["e1"]) == [e]
         assert store.get_events("orbit", ["e1"]) == []
 
     def test_memory_round_trip(self, store: Store) -> None:
-        e = event("e1", summary="naïve café 数据库 \"quoted\" 'single' \\ 👩‍👩‍👧", crew_id="c",
-                  agent_id="a", resource_id="r", conversation_id="k",
-                  payload={"emoji": "🚀", "nested": {"x": None}})
-        m = memory_of(e, base=0.85, importance=0.7, reference_count=2,
-                      last_referenced_at=T0 + timedelta(hours=1))
+        e = event(
+            "e1",
+            summary="naïve café 数据库 \"quoted\" 'single' \\ 👩‍👩‍👧",
+            crew_id="c",
+            agent_id="a",
+            resource_id="r",
+            conversation_id="k",
+            payload={"emoji": "🚀", "nested": {"x": None}},
+        )
+        m = memory_of(
+            e,
+            base=0.85,
+            importance=0.7,
+            reference_count=2,
+            last_referenced_at=T0 + timedelta(hours=1),
+        )
         store.append([e], [m])
         got = store.get_memory("acme", "e1")
         assert got == m
@@ -228,8 +301,13 @@ class StoreContract:
     # -- workspace isolation ----------------------------------------------------------
     def test_another_workspace_is_invisible_to_every_read(self, store: Store) -> None:
         mine = event("mine", "acme", summary="checkout latency regression", agent_id="a")
-        theirs = event("theirs", "orbit", summary="checkout OOM in the orbit sandbox",
-                       agent_id="a", crew_id="c")
+        theirs = event(
+            "theirs",
+            "orbit",
+            summary="checkout OOM in the orbit sandbox",
+            agent_id="a",
+            crew_id="c",
+        )
         remember(store, mine, theirs, base=0.9)
         store.put_vectors(MODEL, DIM, [("mine", vec(0, 1)), ("theirs", vec(1, 0))])
         query = vec(1, 0)  # exactly the other workspace's vector
@@ -265,8 +343,9 @@ class StoreContract:
         store.append(events, memories)
         store.put_vectors(MODEL, DIM, vectors)
 
-    @pytest.mark.parametrize(("case", "flt", "expected"), SCOPE_CASES,
-                             ids=[c[0] for c in SCOPE_CASES])
+    @pytest.mark.parametrize(
+        ("case", "flt", "expected"), SCOPE_CASES, ids=[c[0] for c in SCOPE_CASES]
+    )
     def test_scope_rules_hold_on_both_legs(
         self, store: Store, case: str, flt: ScopeFilter, expected: set[str]
     ) -> None:
@@ -299,14 +378,18 @@ class StoreContract:
     # -- status ----------------------------------------------------------------------
     def test_retired_and_compacted_memories_are_not_recalled(self, store: Store) -> None:
         events = [event(n, summary=f"deploy rollback {n}") for n in ("live", "old", "merged")]
-        store.append(events, [
-            memory_of(events[0]),
-            memory_of(events[1], status=MemoryStatus.RETIRED),
-            memory_of(events[2], status=MemoryStatus.COMPACTED),
-        ])
+        store.append(
+            events,
+            [
+                memory_of(events[0]),
+                memory_of(events[1], status=MemoryStatus.RETIRED),
+                memory_of(events[2], status=MemoryStatus.COMPACTED),
+            ],
+        )
         assert [p.memory_id for p in store.pending_vectors(10)] == ["live"]
-        store.put_vectors(MODEL, DIM, [("live", vec(0, 1)), ("old", vec(1, 0)),
-                                       ("merged", vec(1, 0.01))])
+        store.put_vectors(
+            MODEL, DIM, [("live", vec(0, 1)), ("old", vec(1, 0)), ("merged", vec(1, 0.01))]
+        )
         assert dense_ids(store, ScopeFilter("acme"), vec(1, 0)) == ["live"]
         assert sparse_ids(store, ScopeFilter("acme"), "deploy rollback") == ["live"]
         assert store.stats().active_memories == 1
@@ -344,8 +427,12 @@ class StoreContract:
 
     @pytest.mark.parametrize(
         "bad",
-        [np.ones(DIM - 1, np.float32), np.zeros(DIM, np.float32),
-         np.full(DIM, np.nan, np.float32), np.ones((2, DIM), np.float32)],
+        [
+            np.ones(DIM - 1, np.float32),
+            np.zeros(DIM, np.float32),
+            np.full(DIM, np.nan, np.float32),
+            np.ones((2, DIM), np.float32),
+        ],
         ids=["short", "zero", "nan", "matrix"],
     )
     def test_malformed_vectors_are_refused(self, store: Store, bad: Vector) -> None:
@@ -391,9 +478,16 @@ class StoreContract:
     # -- dense search ----------------------------------------------------------------
     def test_dense_ranks_by_cosine_best_first(self, store: Store) -> None:
         remember(store, *[event(f"m{i}") for i in range(4)])
-        store.put_vectors(MODEL, DIM, [
-            ("m0", vec(0, 1)), ("m1", vec(1, 0)), ("m2", vec(1, 1)), ("m3", vec(-1, 0)),
-        ])
+        store.put_vectors(
+            MODEL,
+            DIM,
+            [
+                ("m0", vec(0, 1)),
+                ("m1", vec(1, 0)),
+                ("m2", vec(1, 1)),
+                ("m3", vec(-1, 0)),
+            ],
+        )
         got = store.search_dense(ScopeFilter("acme"), vec(1, 0), 3)
         assert [(c.memory_id, c.rank) for c in got] == [("m1", 1), ("m2", 2), ("m0", 3)]
         assert [c.score for c in got] == pytest.approx([1.0, 2**-0.5, 0.0], abs=1e-6)
@@ -423,9 +517,12 @@ class StoreContract:
         vectors = rng.standard_normal((n, DIM)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         rows: list[dict[str, Any]] = [
-            {"agent_id": f"a{rng.integers(4)}", "crew_id": f"c{rng.integers(2)}",
-             "resource_id": f"r{rng.integers(3)}" if rng.random() < 0.5 else None,
-             "base": float(rng.choice([0.5, 0.55, 0.6, 0.9]))}
+            {
+                "agent_id": f"a{rng.integers(4)}",
+                "crew_id": f"c{rng.integers(2)}",
+                "resource_id": f"r{rng.integers(3)}" if rng.random() < 0.5 else None,
+                "base": float(rng.choice([0.5, 0.55, 0.6, 0.9])),
+            }
             for _ in range(n)
         ]
         events = [
@@ -437,9 +534,9 @@ class StoreContract:
         query = vectors[0] + 0.5 * vectors[1]
         for start in range(0, n, step):
             store.append(events[start : start + step], memories[start : start + step])
-            store.put_vectors(MODEL, DIM, [
-                (events[i].id, vectors[i]) for i in range(start, min(n, start + step))
-            ])
+            store.put_vectors(
+                MODEL, DIM, [(events[i].id, vectors[i]) for i in range(start, min(n, start + step))]
+            )
             store.search_dense(ScopeFilter("acme"), query, 1)
 
         def visible(row: dict[str, Any], flt: ScopeFilter) -> bool:
@@ -512,12 +609,13 @@ class StoreContract:
         assert sparse_ids(store, ScopeFilter("acme"), query) == ["m1"]
         assert store.get_memory("acme", "m1").content == content
 
-    @pytest.mark.parametrize("query", ["", "   ", "!!!", '"', '""', "*", "-", ":", "()", "a b c",
-                                       "🚀", "— … «»"])
+    @pytest.mark.parametrize(
+        "query", ["", "   ", "!!!", '"', '""', "*", "-", ":", "()", "a b c", "🚀", "— … «»"]
+    )
     def test_sparse_query_of_only_punctuation_returns_nothing(
         self, store: Store, query: str
     ) -> None:
-        remember(store, event("m1", summary="a b c — … «» !!! 🚀 \" * - : ()"))
+        remember(store, event("m1", summary='a b c — … «» !!! 🚀 " * - : ()'))
         assert store.search_sparse(ScopeFilter("acme"), query, 10) == []
 
     # -- recency -----------------------------------------------------------------------
@@ -536,6 +634,26 @@ class StoreContract:
         assert [c.rank for c in own] == [1, 2] and own[0].score > own[1].score
         assert [c.memory_id for c in store.search_recent(ScopeFilter("acme"), 1)] == ["new"]
 
+    def test_neighbours_are_adjacent_turns_of_the_same_conversation(self, store: Store) -> None:
+        remember(
+            store,
+            *[
+                event(f"t{i}", minutes=i, conversation_id="c1", agent_id=f"a{i % 2}")
+                for i in range(6)
+            ],
+            event("x0", minutes=2.5, conversation_id="c2"),
+            event("solo", minutes=3),
+            event("t9", "beta", minutes=3, conversation_id="c1"),
+        )
+        whole = ScopeFilter("acme")
+        got = store.neighbours(whole, ["t3", "solo", "ghost"], 1)
+        assert got == {"t3": ["t2", "t4"]}
+        assert store.neighbours(whole, ["t0"], 2) == {"t0": ["t1", "t2"]}
+        assert store.neighbours(whole, ["t3"], 2) == {"t3": ["t2", "t1", "t4", "t5"]}
+        own = ScopeFilter("acme", scope=Scope.OWN, agent_id="a1")
+        assert store.neighbours(own, ["t3"], 1) == {"t3": ["t1", "t5"]}
+        assert store.neighbours(ScopeFilter("beta"), ["t3"], 1) == {}
+
     # -- references ------------------------------------------------------------------
     def test_mark_referenced_bumps_and_stamps(self, store: Store) -> None:
         remember(store, event("m1"), event("m2"))
@@ -550,4 +668,3 @@ class StoreContract:
     def test_meta_describes_the_backend(self, store: Store) -> None:
         meta = store.meta()
         assert "journal_mode" in meta and "path" in meta
-

@@ -119,6 +119,12 @@ class Store(Protocol):
         """Active memories visible through ``flt``, newest first (score = POSIX time)."""
         ...
 
+    def neighbours(self, flt: ScopeFilter, ids: Sequence[str], radius: int) -> dict[str, list[str]]:
+        """For each id that belongs to a conversation: up to ``radius`` active memories just
+        before and just after it in the same conversation, visible through ``flt``,
+        nearest first on each side (before-side first)."""
+        ...
+
     def mark_referenced(self, workspace_id: str, ids: Sequence[str], at: datetime) -> None:
         """reference_count + 1 and last_referenced_at = at, for each id of that workspace."""
         ...

@@ -14,19 +14,20 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 import numpy as np
 
 from episodic.errors import InvalidInput, ModelMismatch, NotFound, StoreError
 from episodic.model import Candidate, Event, Memory, MemoryStatus, ScopeFilter, utcnow
-from episodic.scoring.fts import fts_query
+from episodic.scoring.fts import fts_or, fts_terms, prune_terms
 from episodic.store.base import AppendResult, PendingVector, StoreStats, Vector
 from episodic.store.dense import LE_FLOAT32, DenseIndex, DenseRows, unit_vector
 from episodic.store.migrations import LATEST_VERSION, current_version, migrate
@@ -42,6 +43,16 @@ _IN_CHUNK = 500
 # A word in the summary says more than the same word somewhere in the JSON payload.
 BM25_CONTENT_WEIGHT = 1.0
 BM25_PAYLOAD_WEIGHT = 0.5
+
+SparsePlan = Literal["seed", "stopwords", "budgeted"]
+# See SqliteStore.search_sparse. Measured on benchmarks/bench_store.py (100k memories).
+SPARSE_POSTINGS_BUDGET = 2000
+SPARSE_WINDOW = 2000
+# Counts past the budget only order common terms against each other; 10x is enough.
+SPARSE_COUNT_CAP_FACTOR = 10
+# Counts grow as memories arrive; a few seconds old they still order terms correctly.
+DOC_COUNT_TTL_S = 5.0
+DOC_COUNT_CACHE_TERMS = 4096
 
 _MEMORY_COLUMNS = (
     "id, workspace_id, crew_id, agent_id, resource_id, conversation_id, ts, type, severity, "
@@ -547,6 +558,37 @@ class SqliteStore:
             for rank, (memory_id, ts) in enumerate(rows, start=1)
         ]
 
+    def neighbours(
+        self, flt: ScopeFilter, ids: Sequence[str], radius: int
+    ) -> dict[str, list[str]]:
+        where, params = scope_where(flt, alias="m")
+        if radius <= 0 or not ids:
+            return {}
+        found: dict[str, list[str]] = {}
+        with self._read():
+            anchors = self._execute(
+                "SELECT id, conversation_id, ts, seq FROM memories WHERE +workspace_id = ? "
+                f"AND id IN ({_placeholders(len(_unique(ids)))}) AND conversation_id IS NOT NULL",
+                (flt.workspace_id, *_unique(ids)),
+            ).fetchall()
+            for memory_id, conversation, ts, seq in anchors:
+                around: list[str] = []
+                for op, order in (("<", "DESC"), (">", "ASC")):
+                    around += [
+                        row[0]
+                        for row in self._execute(
+                            f"SELECT m.id FROM memories m WHERE {where} "
+                            # "+m.status": walk the conversation's own index, not the
+                            # whole workspace's timeline.
+                            f"AND m.conversation_id = ? AND +m.status = 'active' "
+                            f"AND (m.ts, m.seq) {op} (?, ?) ORDER BY m.ts {order}, m.seq {order} "
+                            "LIMIT ?",
+                            (*params, conversation, ts, seq, radius),
+                        )
+                    ]
+                found[memory_id] = around
+        return found
+
     def search_dense(self, flt: ScopeFilter, query: Vector, limit: int) -> list[Candidate]:
         scope = normalise_scope(flt)
         if limit <= 0:
@@ -602,24 +644,92 @@ class SqliteStore:
             ).fetchall()
         )
 
+    # The sparse leg's query path. "budgeted" is the default (see search_sparse);
+    # "stopwords" is seed 000's query without stopwords and "seed" seed 000's query as it
+    # was. The other two stay selectable so a benchmark can compare all three on one
+    # database, and so an operator can fall back without a release.
+    sparse_plan: SparsePlan = "budgeted"
+    # How many documents' postings a budgeted query may ask FTS5 to score (prune_terms)
+    # and, separately, how many in-scope rows it scores at most, newest first. At ~1-2 us
+    # per matched row (bm25 plus the join to memories) this keeps a query near 4 ms at any
+    # corpus size; both are attributes so tests can shrink them.
+    sparse_budget: int = SPARSE_POSTINGS_BUDGET
+    sparse_window: int = SPARSE_WINDOW
+    _sparse_counts: _DocCounts | None = None
+
     def search_sparse(self, flt: ScopeFilter, text: str, limit: int) -> list[Candidate]:
+        """BM25 over ``memories_fts``, best first.
+
+        Budgeted (the default) differs from seed 000 in three ways, each because FTS5
+        computes bm25 for every row a MATCH finds, and a word in most memories makes that
+        most of the corpus while adding almost nothing to any score:
+
+        1. English stopwords are left out of the query (``fts_terms``).
+        2. With several terms, each term's document count is looked up (cached for a few
+           seconds) and the commonest terms are dropped while rarer ones remain, so that
+           the postings to score stay within ``sparse_budget`` (``prune_terms``).
+        3. At most ``sparse_window`` in-scope matches are scored, the newest first. The
+           window counts rows after the workspace and scope filters, so rows of other
+           workspaces never take its places: for a workspace the answer is the same
+           whether or not other workspaces exist. It only bites when one common term is
+           all that is left, where bm25 ranks by little more than document length and an
+           episodic memory has reason to prefer recent episodes.
+        """
         where, params = scope_where(flt, alias="m")
-        match = fts_query(text)
-        if match is None or limit <= 0:
+        terms = fts_terms(text, drop_stopwords=self.sparse_plan != "seed")
+        if not terms or limit <= 0:
             return []
+        weights = (BM25_CONTENT_WEIGHT, BM25_PAYLOAD_WEIGHT)
         with self._read():
-            rows = self._execute(
-                "SELECT m.id, bm25(memories_fts, ?, ?) AS score "
-                "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
-                f"WHERE memories_fts MATCH ? AND m.status = 'active' AND {where} "
-                "ORDER BY score, m.seq LIMIT ?",
-                (BM25_CONTENT_WEIGHT, BM25_PAYLOAD_WEIGHT, match, *params, limit),
-            ).fetchall()
+            if self.sparse_plan == "budgeted":
+                if len(terms) > 1:
+                    counts = self._term_doc_counts(terms)
+                    terms = [terms[i] for i in prune_terms(counts, self.sparse_budget)]
+                window = max(self.sparse_window, limit)
+                rows = self._execute(
+                    _SPARSE_WINDOWED_SQL.format(where=where),
+                    (*weights, fts_or(terms), *params, window, limit),
+                ).fetchall()
+            else:
+                rows = self._execute(
+                    _SPARSE_SEED_SQL.format(where=where),
+                    (*weights, fts_or(terms), *params, limit),
+                ).fetchall()
         # FTS5's bm25 is negative, lower is better; candidates want higher = better.
         return [
             Candidate(memory_id=memory_id, score=-float(score), rank=rank)
             for rank, (memory_id, score) in enumerate(rows, start=1)
         ]
+
+    def _term_doc_counts(self, terms: Sequence[str]) -> list[int]:
+        """How many documents each FTS term matches, counted up to a cap by FTS5 itself.
+
+        A MATCH on the term alone is exact where an ``fts5vocab`` lookup is not: the
+        index holds Porter stems with diacritics removed, so a query word has to go
+        through FTS5's tokenizer to find its row, and a prefix term spans many rows. The
+        cost is the same (both walk the term's doclist, ~1 ms for a term in 60% of
+        100k memories); the cap bounds it for exact terms, and the cache lets common
+        terms, which recur across queries, be counted once every few seconds. Counts
+        cover every workspace, like the statistics bm25 itself uses."""
+        cache = self._sparse_counts
+        if cache is None:
+            cache = self._sparse_counts = _DocCounts(DOC_COUNT_TTL_S, DOC_COUNT_CACHE_TERMS)
+        cap = SPARSE_COUNT_CAP_FACTOR * self.sparse_budget
+        now = time.monotonic()
+        counts: list[int] = []
+        for term in terms:
+            count = cache.get(term, now)
+            if count is None:
+                count = int(
+                    self._execute(
+                        "SELECT count(*) FROM (SELECT 1 FROM memories_fts "
+                        "WHERE memories_fts MATCH ? LIMIT ?)",
+                        (term, cap),
+                    ).fetchone()[0]
+                )
+                cache.put(term, count, now)
+            counts.append(count)
+        return counts
 
     # -- diagnostics -----------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
@@ -690,3 +800,46 @@ def _event(row: Sequence[Any]) -> Event:
         payload=json.loads(row[10]),
         refs=json.loads(row[11]),
     )
+
+
+# Seed 000's query: bm25 for every in-scope row that matches.
+_SPARSE_SEED_SQL = (
+    "SELECT m.id, bm25(memories_fts, ?, ?) AS score "
+    "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+    "WHERE memories_fts MATCH ? AND m.status = 'active' AND {where} "
+    "ORDER BY score, m.seq LIMIT ?"
+)
+
+# CROSS JOIN keeps FTS5 as the outer loop, which hands rows over newest first by itself
+# (no sort), and bm25 runs only for rows that pass the scope filter, up to the window.
+_SPARSE_WINDOWED_SQL = (
+    "SELECT id, score FROM ("
+    " SELECT m.id AS id, m.seq AS seq, bm25(memories_fts, ?, ?) AS score"
+    " FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid"
+    " WHERE memories_fts MATCH ? AND m.status = 'active' AND {where}"
+    " ORDER BY memories_fts.rowid DESC LIMIT ?"
+    ") ORDER BY score, seq LIMIT ?"
+)
+
+
+class _DocCounts:
+    """Term -> document count, each for ``ttl_s`` seconds; cleared whole when full (the
+    entries that matter, common terms, come back on their next use)."""
+
+    def __init__(self, ttl_s: float, max_terms: int) -> None:
+        self._ttl_s = ttl_s
+        self._max_terms = max_terms
+        self._entries: dict[str, tuple[int, float]] = {}
+
+    def get(self, term: str, now: float) -> int | None:
+        entry = self._entries.get(term)
+        if entry is None or entry[1] <= now:
+            return None
+        return entry[0]
+
+    def put(self, term: str, count: int, now: float) -> None:
+        if len(self._entries) >= self._max_terms:
+            self._entries = {t: e for t, e in self._entries.items() if e[1] > now}
+            if len(self._entries) >= self._max_terms:
+                self._entries.clear()
+        self._entries[term] = (count, now + self._ttl_s)
