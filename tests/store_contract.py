@@ -647,11 +647,13 @@ class StoreContract:
         )
         whole = ScopeFilter("acme")
         got = store.neighbours(whole, ["t3", "solo", "ghost"], 1)
-        assert got == {"t3": ["t2", "t4"]}
-        assert store.neighbours(whole, ["t0"], 2) == {"t0": ["t1", "t2"]}
-        assert store.neighbours(whole, ["t3"], 2) == {"t3": ["t2", "t1", "t4", "t5"]}
+        assert got == {"t3": [("t2", -1), ("t4", 1)]}
+        assert store.neighbours(whole, ["t0"], 2) == {"t0": [("t1", 1), ("t2", 2)]}
+        assert store.neighbours(whole, ["t3"], 2) == {
+            "t3": [("t2", -1), ("t1", -2), ("t4", 1), ("t5", 2)]
+        }
         own = ScopeFilter("acme", scope=Scope.OWN, agent_id="a1")
-        assert store.neighbours(own, ["t3"], 1) == {"t3": ["t1", "t5"]}
+        assert store.neighbours(own, ["t3"], 1) == {"t3": [("t1", -1), ("t5", 1)]}
         assert store.neighbours(ScopeFilter("beta"), ["t3"], 1) == {}
 
     # -- references ------------------------------------------------------------------

@@ -119,10 +119,12 @@ class Store(Protocol):
         """Active memories visible through ``flt``, newest first (score = POSIX time)."""
         ...
 
-    def neighbours(self, flt: ScopeFilter, ids: Sequence[str], radius: int) -> dict[str, list[str]]:
+    def neighbours(
+        self, flt: ScopeFilter, ids: Sequence[str], radius: int
+    ) -> dict[str, list[tuple[str, int]]]:
         """For each id that belongs to a conversation: up to ``radius`` active memories just
-        before and just after it in the same conversation, visible through ``flt``,
-        nearest first on each side (before-side first)."""
+        before and just after it in the same conversation, visible through ``flt``, as
+        (id, offset) with offset -1, -2 … before and +1, +2 … after."""
         ...
 
     def mark_referenced(self, workspace_id: str, ids: Sequence[str], at: datetime) -> None:

@@ -297,21 +297,43 @@ class SqliteStore:
             admitted.update(m.source_event_ids)
         event_rows = [
             (
-                e.id, e.workspace_id, e.crew_id, e.agent_id, e.resource_id, e.conversation_id,
-                ts_text(e.ts), e.type, e.severity, e.summary,
-                _json("payload", e.payload), _json("refs", e.refs),
-                1 if e.id in admitted else 0, now,
+                e.id,
+                e.workspace_id,
+                e.crew_id,
+                e.agent_id,
+                e.resource_id,
+                e.conversation_id,
+                ts_text(e.ts),
+                e.type,
+                e.severity,
+                e.summary,
+                _json("payload", e.payload),
+                _json("refs", e.refs),
+                1 if e.id in admitted else 0,
+                now,
             )
             for e in events
         ]
         memory_rows = [
             (
-                m.id, m.workspace_id, m.crew_id, m.agent_id, m.resource_id, m.conversation_id,
-                ts_text(m.ts), m.type, m.severity, m.content, _json("payload", m.payload),
-                float(m.base_importance), float(m.importance), int(m.reference_count),
+                m.id,
+                m.workspace_id,
+                m.crew_id,
+                m.agent_id,
+                m.resource_id,
+                m.conversation_id,
+                ts_text(m.ts),
+                m.type,
+                m.severity,
+                m.content,
+                _json("payload", m.payload),
+                float(m.base_importance),
+                float(m.importance),
+                int(m.reference_count),
                 None if m.last_referenced_at is None else ts_text(m.last_referenced_at),
                 MemoryStatus(m.status).value,
-                now if m.created_at is None else ts_text(m.created_at), now,
+                now if m.created_at is None else ts_text(m.created_at),
+                now,
             )
             for m in memories
         ]
@@ -440,8 +462,7 @@ class SqliteStore:
                 f"SELECT count(*) FROM memory_vectors {where}", params
             ).fetchone()[0]
             pending = self._execute(
-                "SELECT count(*) FROM memories WHERE has_vector = 0 AND status = 'active' "
-                + both,
+                "SELECT count(*) FROM memories WHERE has_vector = 0 AND status = 'active' " + both,
                 params,
             ).fetchone()[0]
             model = self._stored_model()
@@ -489,8 +510,13 @@ class SqliteStore:
             raise InvalidInput("dim", f"must be positive, got {dim}")
         indexed_at = ts_text(utcnow())
         params = [
-            (unit_vector(vector, dim).astype(LE_FLOAT32).tobytes(), dim, model_id, indexed_at,
-             memory_id)
+            (
+                unit_vector(vector, dim).astype(LE_FLOAT32).tobytes(),
+                dim,
+                model_id,
+                indexed_at,
+                memory_id,
+            )
             for memory_id, vector in rows
         ]
         if not params:
@@ -560,11 +586,11 @@ class SqliteStore:
 
     def neighbours(
         self, flt: ScopeFilter, ids: Sequence[str], radius: int
-    ) -> dict[str, list[str]]:
+    ) -> dict[str, list[tuple[str, int]]]:
         where, params = scope_where(flt, alias="m")
         if radius <= 0 or not ids:
             return {}
-        found: dict[str, list[str]] = {}
+        found: dict[str, list[tuple[str, int]]] = {}
         with self._read():
             anchors = self._execute(
                 "SELECT id, conversation_id, ts, seq FROM memories WHERE +workspace_id = ? "
@@ -572,18 +598,21 @@ class SqliteStore:
                 (flt.workspace_id, *_unique(ids)),
             ).fetchall()
             for memory_id, conversation, ts, seq in anchors:
-                around: list[str] = []
-                for op, order in (("<", "DESC"), (">", "ASC")):
+                around: list[tuple[str, int]] = []
+                for op, order, sign in (("<", "DESC", -1), (">", "ASC", 1)):
                     around += [
-                        row[0]
-                        for row in self._execute(
-                            f"SELECT m.id FROM memories m WHERE {where} "
-                            # "+m.status": walk the conversation's own index, not the
-                            # whole workspace's timeline.
-                            f"AND m.conversation_id = ? AND +m.status = 'active' "
-                            f"AND (m.ts, m.seq) {op} (?, ?) ORDER BY m.ts {order}, m.seq {order} "
-                            "LIMIT ?",
-                            (*params, conversation, ts, seq, radius),
+                        (row[0], sign * offset)
+                        for offset, row in enumerate(
+                            self._execute(
+                                f"SELECT m.id FROM memories m WHERE {where} "
+                                # "+m.status": walk the conversation's own index, not the
+                                # whole workspace's timeline.
+                                f"AND m.conversation_id = ? AND +m.status = 'active' "
+                                f"AND (m.ts, m.seq) {op} (?, ?) ORDER BY m.ts {order}, m.seq {order} "
+                                "LIMIT ?",
+                                (*params, conversation, ts, seq, radius),
+                            ),
+                            start=1,
                         )
                     ]
                 found[memory_id] = around
