@@ -85,3 +85,15 @@ def test_scope_levels(
 ) -> None:
     got = scope_level(memory[0], memory[1], query[0], query[1])
     assert got == level and scope_multiplier(got) == multiplier
+
+
+def test_spread_to_neighbours_lifts_the_turn_next_to_a_strong_match() -> None:
+    from episodic.scoring.context import spread_to_neighbours
+
+    ranked = [("q", 1.0), ("far", 0.6)]
+    adjacency = {"q": [("before", -1), ("after", 1), ("after2", 2)], "far": [("after", -1)]}
+    spread = dict(spread_to_neighbours(ranked, adjacency, weight=0.5))
+    assert spread["q"] == 1.0 and spread["far"] == 0.6
+    assert spread["after"] == 0.5  # the max lift (from q), not the sum with far's 0.3
+    assert spread["before"] == 0.5 and spread["after2"] == 0.25  # halves per step away
+    assert spread_to_neighbours(ranked, {}, 0.5) == ranked

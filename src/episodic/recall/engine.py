@@ -26,6 +26,7 @@ from episodic.recall.trace import (
     Trace,
 )
 from episodic.scoring.blend import blend
+from episodic.scoring.context import spread_to_neighbours
 from episodic.scoring.decay import prominence, recency_weight
 from episodic.scoring.fusion import rrf
 from episodic.scoring.mmr import mmr, tokens
@@ -151,6 +152,15 @@ def run_recall(
     fused = [(i, s) for i, s in _fuse(legs, policy) if i in memories]
     if trace is not None:
         trace.add_stage(f"fusion:{policy.fusion.value}", fused)
+    if policy.neighbours > 0 and fused:
+        seeds = [i for i, _ in fused[: policy.neighbour_seeds]]
+        adjacency = store.neighbours(flt, seeds, policy.neighbours)
+        fused = spread_to_neighbours(fused, adjacency, policy.neighbour_weight)
+        reached = [i for i, _ in fused if i not in memories]
+        memories.update((m.id, m) for m in store.get_memories(query.workspace_id, reached))
+        fused = [(i, s) for i, s in fused if i in memories]
+        if trace is not None:
+            trace.add_stage("context:neighbours", fused)
 
     ranked, detail = _rerank(fused, memories, policy, query, now)
     if trace is not None and policy.factors:

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from episodic.errors import UnknownPolicy
 from episodic.scoring.blend import BLEND_DENSE_WEIGHT, BLEND_SPARSE_WEIGHT
+from episodic.scoring.context import NEIGHBOUR_WEIGHT
 from episodic.scoring.fusion import RRF_K
 from episodic.scoring.mmr import MMR_LAMBDA
 from episodic.scoring.topk import DENSE_OVERFETCH_FACTOR, DENSE_OVERFETCH_MIN
@@ -76,7 +77,11 @@ class RecallPolicy:
     render: RenderStyle = RenderStyle.RECALLED_MEMORY
     default_k: int | None = None  # None: the seed-000 default of 5
     time_aware: bool = False  # parse "last week", "in May 2023" … and favour those times
-    neighbours: int = 0  # propagate score to/from this many adjacent turns of a conversation
+    # Conversational context: spread part of the best candidates' scores to the turns
+    # around them (see scoring/context.py). 0 turns it off.
+    neighbours: int = 0
+    neighbour_weight: float = NEIGHBOUR_WEIGHT
+    neighbour_seeds: int = 20  # how many top fused candidates spread to their neighbours
 
     def pool_size(self, k: int) -> int:
         if self.pool_fixed is not None:

@@ -91,8 +91,11 @@ def fit_block(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[str]]:
 def fit_memory_block(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[str]]:
     newest = sorted(hits, key=lambda h: h.age_seconds)
     return _fit(
-        newest, max_chars, [MEMORY_OPEN, MEMORY_DESCRIPTION, "<value>"],
-        ["</value>", MEMORY_CLOSE], memory_line,
+        newest,
+        max_chars,
+        [MEMORY_OPEN, MEMORY_DESCRIPTION, "<value>"],
+        ["</value>", MEMORY_CLOSE],
+        memory_line,
     )
 
 

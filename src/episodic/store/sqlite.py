@@ -587,36 +587,36 @@ class SqliteStore:
     def neighbours(
         self, flt: ScopeFilter, ids: Sequence[str], radius: int
     ) -> dict[str, list[tuple[str, int]]]:
-        where, params = scope_where(flt, alias="m")
         if radius <= 0 or not ids:
             return {}
-        found: dict[str, list[tuple[str, int]]] = {}
+        wanted = _unique(ids)
         with self._read():
             anchors = self._execute(
                 "SELECT id, conversation_id, ts, seq FROM memories WHERE +workspace_id = ? "
-                f"AND id IN ({_placeholders(len(_unique(ids)))}) AND conversation_id IS NOT NULL",
-                (flt.workspace_id, *_unique(ids)),
+                f"AND id IN ({_placeholders(len(wanted))}) AND conversation_id IS NOT NULL",
+                (flt.workspace_id, *wanted),
             ).fetchall()
-            for memory_id, conversation, ts, seq in anchors:
-                around: list[tuple[str, int]] = []
-                for op, order, sign in (("<", "DESC", -1), (">", "ASC", 1)):
-                    around += [
-                        (row[0], sign * offset)
-                        for offset, row in enumerate(
-                            self._execute(
-                                f"SELECT m.id FROM memories m WHERE {where} "
-                                # "+m.status": walk the conversation's own index, not the
-                                # whole workspace's timeline.
-                                f"AND m.conversation_id = ? AND +m.status = 'active' "
-                                f"AND (m.ts, m.seq) {op} (?, ?) ORDER BY m.ts {order}, m.seq {order} "
-                                "LIMIT ?",
-                                (*params, conversation, ts, seq, radius),
-                            ),
-                            start=1,
-                        )
-                    ]
-                found[memory_id] = around
-        return found
+            return {
+                memory_id: [
+                    *self._adjacent(flt, conversation, ts, seq, radius, before=True),
+                    *self._adjacent(flt, conversation, ts, seq, radius, before=False),
+                ]
+                for memory_id, conversation, ts, seq in anchors
+            }
+
+    def _adjacent(
+        self, flt: ScopeFilter, conversation: str, ts: str, seq: int, radius: int, *, before: bool
+    ) -> list[tuple[str, int]]:
+        where, params = scope_where(flt, alias="m")
+        op, order, sign = ("<", "DESC", -1) if before else (">", "ASC", 1)
+        rows = self._execute(
+            # "+m.status": walk the conversation's own index, not the workspace's timeline.
+            f"SELECT m.id FROM memories m WHERE {where} AND m.conversation_id = ? "
+            f"AND +m.status = 'active' AND (m.ts, m.seq) {op} (?, ?) "
+            f"ORDER BY m.ts {order}, m.seq {order} LIMIT ?",
+            (*params, conversation, ts, seq, radius),
+        ).fetchall()
+        return [(row[0], sign * offset) for offset, row in enumerate(rows, start=1)]
 
     def search_dense(self, flt: ScopeFilter, query: Vector, limit: int) -> list[Candidate]:
         scope = normalise_scope(flt)
