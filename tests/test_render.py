@@ -12,6 +12,7 @@ from episodic.recall.render import (
     BLOCK_OPEN,
     PREAMBLE,
     escape_text,
+    fit_block,
     relative_age,
     render_block,
 )
@@ -98,3 +99,13 @@ def test_budget_too_small_for_any_line_gives_empty() -> None:
 )
 def test_relative_age(seconds: float, text: str) -> None:
     assert relative_age(seconds) == text
+
+
+def test_type_caps_bound_one_type_without_starving_the_others() -> None:
+    hits = [hit(f"log line {i} " + "x" * 40, kind="tool.output") for i in range(6)]
+    hits.insert(3, hit("the escalation that matters", kind="peer.escalation"))
+    block = fit_block(hits, 2000, type_caps={"tool.output": 200})[0]
+    body = block.split("\n")[2:-1]
+    assert sum(len(line) for line in body if "tool.output" in line) <= 200
+    assert sum("tool.output" in line for line in body) == 2
+    assert any("the escalation that matters" in line for line in body)

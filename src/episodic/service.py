@@ -372,14 +372,26 @@ class Episodic:
             explain=explain,
         )
 
-    def render(self, query: str, *, max_chars: int | None = None, **filters: Any) -> str:
+    def render(
+        self,
+        query: str,
+        *,
+        max_chars: int | None = None,
+        type_caps: Mapping[str, int] | None = None,
+        **filters: Any,
+    ) -> str:
         """The injection block for ``query`` ("" when nothing is recalled): by default the
         ``<recalled-memory>`` block; policies with seed 004's style give a ``<memory>``
         block, newest first."""
-        return self.render_explained(query, max_chars=max_chars, **filters)[0]
+        return self.render_explained(query, max_chars=max_chars, type_caps=type_caps, **filters)[0]
 
     def render_explained(
-        self, query: str, *, max_chars: int | None = None, **filters: Any
+        self,
+        query: str,
+        *,
+        max_chars: int | None = None,
+        type_caps: Mapping[str, int] | None = None,
+        **filters: Any,
     ) -> tuple[str, RecallResult]:
         """``render`` plus the recall behind it; hits that did not fit the budget are
         recorded in the trace (when ``explain=True``) as "over budget"."""
@@ -389,7 +401,7 @@ class Episodic:
         result = self.recall(query, **filters)
         style = get_policy(filters.get("policy")).render
         fit = fit_memory_block if style is RenderStyle.MEMORY_NEWEST_FIRST else fit_block
-        block, kept = fit(result.hits, budget)
+        block, kept = fit(result.hits, budget, type_caps=type_caps)
         if result.trace is not None:
             for hit in result.hits:
                 if hit.id not in kept:

@@ -9,7 +9,7 @@ line per hit so it cannot fake structure either.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from episodic.model import Hit
 
@@ -83,12 +83,18 @@ def render_memory_block(hits: Sequence[Hit], max_chars: int = RENDER_MAX_CHARS) 
     return fit_memory_block(hits, max_chars)[0]
 
 
-def fit_block(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[str]]:
-    """``render_block`` plus the ids that fitted, in order."""
-    return _fit(hits, max_chars, [BLOCK_OPEN, PREAMBLE], [BLOCK_CLOSE], hit_line)
+def fit_block(
+    hits: Sequence[Hit], max_chars: int, *, type_caps: Mapping[str, int] | None = None
+) -> tuple[str, list[str]]:
+    """``render_block`` plus the ids that fitted, in order. ``type_caps`` bounds the
+    characters any one memory type may take (seed 001's per-type budgets), so one chatty
+    type cannot crowd out the rest."""
+    return _fit(hits, max_chars, [BLOCK_OPEN, PREAMBLE], [BLOCK_CLOSE], hit_line, type_caps)
 
 
-def fit_memory_block(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[str]]:
+def fit_memory_block(
+    hits: Sequence[Hit], max_chars: int, *, type_caps: Mapping[str, int] | None = None
+) -> tuple[str, list[str]]:
     newest = sorted(hits, key=lambda h: h.age_seconds)
     return _fit(
         newest,
@@ -96,6 +102,7 @@ def fit_memory_block(hits: Sequence[Hit], max_chars: int) -> tuple[str, list[str
         [MEMORY_OPEN, MEMORY_DESCRIPTION, "<value>"],
         ["</value>", MEMORY_CLOSE],
         memory_line,
+        type_caps,
     )
 
 
@@ -109,14 +116,21 @@ def _fit(
     head: list[str],
     tail: list[str],
     render_line: Callable[[Hit], str],
+    type_caps: Mapping[str, int] | None = None,
 ) -> tuple[str, list[str]]:
     if not hits:
         return "", []
     used = sum(len(part) + 1 for part in [*head, *tail]) - 1
+    per_type: dict[str, int] = {}
     lines: list[str] = []
     kept: list[str] = []
     for hit in hits:
         line = render_line(hit)
+        kind = hit.memory.type
+        if type_caps and kind in type_caps:
+            if per_type.get(kind, 0) + len(line) > type_caps[kind]:
+                continue  # this type's budget is spent; others may still fit
+            per_type[kind] = per_type.get(kind, 0) + len(line)
         room = max_chars - used - 1
         if len(line) <= room:
             lines.append(line)
