@@ -633,6 +633,10 @@ class StoreContract:
         assert [c.memory_id for c in own] == ["mid", "old"]
         assert [c.rank for c in own] == [1, 2] and own[0].score > own[1].score
         assert [c.memory_id for c in store.search_recent(ScopeFilter("acme"), 1)] == ["new"]
+        window = store.search_recent(
+            ScopeFilter("acme"), 10, start=T0 + timedelta(minutes=5), end=T0 + timedelta(minutes=30)
+        )
+        assert [c.memory_id for c in window] == ["mid"]  # start inclusive, end exclusive
 
     def test_neighbours_are_adjacent_turns_of_the_same_conversation(self, store: Store) -> None:
         remember(

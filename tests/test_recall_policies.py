@@ -245,3 +245,28 @@ def test_trace_shows_legs_fusion_and_every_kind_of_drop(mem: Episodic) -> None:
 def test_plain_recall_builds_no_trace(mem: Episodic) -> None:
     add(mem, "x", "anything at all", days=1)
     assert mem.recall("anything", workspace="w").trace is None
+
+
+def test_time_expressions_favour_memories_of_that_time(mem: Episodic) -> None:
+    add(mem, "yday", "checkout outage from a bad config push", days=1)
+    add(mem, "old", "checkout outage from a bad config push", days=40)
+    add(mem, "gc", "garbage collection pauses on the search cluster", days=1)
+    add(mem, "conf", "team went to the kubecon conference in paris", days=20)
+    add(mem, "before", "rotated every api key ahead of travelling", days=22)
+    add(mem, "noise", "rotated every api key as routine hygiene", days=5)
+    mem.index_once()
+    hits = mem.recall("checkout outage yesterday", workspace="w", explain=True)
+    assert [h.id for h in hits.hits][:2] == ["yday", "old"]
+    assert hits.trace is not None and hits.trace.lexical_query == "checkout outage"
+    assert "yesterday" in hits.trace.time_windows[0]
+    # no useful words at all: the time leg alone brings back that day's memories
+    assert {h.id for h in mem.recall("what happened yesterday", workspace="w").hits} >= {
+        "yday",
+        "gc",
+    }
+    # an anchored expression is dated by the memory it names
+    anchored = mem.recall("api key rotated two days before the conference", workspace="w")
+    assert anchored.hits[0].id == "before"
+    # the seed policies are not time-aware: same order as plain lexical relevance
+    plain = mem.recall("checkout outage yesterday", workspace="w", policy="crewship")
+    assert {h.id for h in plain.hits[:2]} == {"yday", "old"}

@@ -193,3 +193,13 @@ def test_cosine_times_importance(cos: float, importance: float, score: float) ->
 def test_importance_can_reorder_cosine_ties() -> None:
     # A slightly less similar but far more important memory wins the dense-only sort.
     assert cosine_times_importance(0.80, 0.95) > cosine_times_importance(0.85, 0.5)
+
+
+def test_weighted_rrf_scales_each_rankings_contribution() -> None:
+    from episodic.scoring.fusion import rrf
+
+    fused = dict(rrf([["a", "b"], ["b"]], k=60, weights=[1.0, 0.5]))
+    assert fused["a"] == pytest.approx(1 / 61)
+    assert fused["b"] == pytest.approx(1 / 62 + 0.5 / 61)
+    with pytest.raises(ValueError, match="2 weights for 1 rankings"):
+        rrf([["a"]], weights=[1.0, 1.0])

@@ -12,12 +12,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from episodic.embed.base import Embedder, Vector
 from episodic.errors import EmbedderError
 from episodic.model import Candidate, Hit, Memory, MemoryStatus, Query, ScopeFilter
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
+from episodic.recall.timeparse import parse_time_expressions, strip_time_expressions
 from episodic.recall.trace import (
     DROP_MMR,
     DROP_RANK,
@@ -32,6 +33,7 @@ from episodic.scoring.fusion import rrf
 from episodic.scoring.mmr import mmr, tokens
 from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import scope_level, scope_multiplier
+from episodic.scoring.temporal import TimeWindow, time_boost
 from episodic.scoring.topk import clamp_k, cosine_times_importance
 from episodic.store.base import Store
 
@@ -40,6 +42,10 @@ log = logging.getLogger("episodic.recall")
 MODE_VECTOR = "vector"
 MODE_SPARSE_ONLY = "sparse-only"
 SECONDS_PER_DAY = 86_400.0
+TIME_LEG = "time"
+# Windows longer than this ("before June", "in 2022") say too little to list candidates by;
+# they still re-rank through the time boost.
+MAX_TIME_LEG_SPAN = timedelta(days=62)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,12 +109,22 @@ def run_recall(
             [], mode, policy.name, warnings=["empty query: nothing to recall"], trace=trace
         )
 
+    windows: list[TimeWindow] = []
+    if policy.time_aware:
+        windows = _time_windows(store, flt, text, now)
+        lexical = strip_time_expressions(text, windows) or text
+        if trace is not None:
+            trace.lexical_query = lexical
+            trace.time_windows = [
+                f"{w.text!r}: {w.start.isoformat()} .. {w.end.isoformat()}" for w in windows
+            ]
+
     legs: dict[str, list[Candidate]] = {}
     mode = MODE_SPARSE_ONLY
     qvec: Vector | None = None
     if Leg.DENSE in policy.legs and vectors is not None:
         try:
-            qvec = vectors.get(text)
+            qvec = vectors.get(lexical)
         except EmbedderError as exc:
             log.warning("query embedding failed, recalling sparse-only: %s", exc)
             warnings.append(f"embedder unavailable, sparse-only recall: {exc}")
@@ -136,6 +152,14 @@ def run_recall(
         legs[Leg.SPARSE.value] = store.search_sparse(flt, lexical, pool)
     if Leg.RECENCY in policy.legs:
         legs[Leg.RECENCY.value] = store.search_recent(flt, pool)
+    bounded = [w for w in windows if w.end - w.start <= MAX_TIME_LEG_SPAN]
+    if bounded:
+        # "What happened yesterday" has few useful words: the memories of that time are
+        # candidates in their own right, ranked newest first.
+        found = [
+            c for w in bounded for c in store.search_recent(flt, pool, start=w.start, end=w.end)
+        ]
+        legs[TIME_LEG] = _reranked(list({c.memory_id: c for c in found}.values()))
     if trace is not None:
         for name, cands in legs.items():
             trace.add_stage(f"leg:{name}", [(c.memory_id, c.score) for c in cands])
@@ -165,6 +189,17 @@ def run_recall(
     ranked, detail = _rerank(fused, memories, policy, query, now)
     if trace is not None and policy.factors:
         trace.add_stage("rerank:" + "x".join(f.value for f in policy.factors), ranked, detail)
+    if windows:
+        ranked = sorted(
+            (
+                (i, s * time_boost(memories[i].ts, windows, floor=policy.time_floor))
+                for i, s in ranked
+            ),
+            key=lambda pair: pair[1],
+            reverse=True,
+        )
+        if trace is not None:
+            trace.add_stage("time", ranked)
 
     if policy.diversity is Diversity.MMR:
         token_sets = {i: tokens(memories[i].content) for i, _ in ranked}
@@ -206,6 +241,29 @@ def run_recall(
     return RecallResult(hits, mode, policy.name, legs, warnings, trace)
 
 
+def _time_windows(store: Store, flt: ScopeFilter, text: str, now: datetime) -> list[TimeWindow]:
+    """The query's time expressions, with "before/after <event>" dated by the best
+    lexical match for the event; anchors that match nothing are dropped."""
+    windows: list[TimeWindow] = []
+    for w in parse_time_expressions(text, now):
+        if w.kind != "anchored":
+            windows.append(w)
+            continue
+        if not w.anchor:
+            continue
+        best = store.search_sparse(flt, w.anchor, 1)
+        if best:
+            anchor = store.get_memories(flt.workspace_id, [best[0].memory_id])
+            if anchor:
+                windows.append(w.resolve(anchor[0].ts))
+    return windows
+
+
+def _reranked(cands: Sequence[Candidate]) -> list[Candidate]:
+    ordered = sorted(cands, key=lambda c: c.score, reverse=True)
+    return [Candidate(c.memory_id, c.score, rank) for rank, c in enumerate(ordered, start=1)]
+
+
 def _fuse(legs: dict[str, list[Candidate]], policy: RecallPolicy) -> list[tuple[str, float]]:
     if policy.fusion is Fusion.BLEND:
         return blend(
@@ -219,7 +277,8 @@ def _fuse(legs: dict[str, list[Candidate]], policy: RecallPolicy) -> list[tuple[
         # fallback, and the first one present wins.
         leg = next(iter(legs.values()))
         return [(c.memory_id, c.score) for c in leg]
-    return rrf([[c.memory_id for c in leg] for leg in legs.values()], k=policy.rrf_k)
+    weights = [policy.time_leg_weight if name == TIME_LEG else 1.0 for name in legs]
+    return rrf([[c.memory_id for c in leg] for leg in legs.values()], policy.rrf_k, weights)
 
 
 def _rerank(

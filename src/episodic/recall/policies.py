@@ -77,6 +77,12 @@ class RecallPolicy:
     render: RenderStyle = RenderStyle.RECALLED_MEMORY
     default_k: int | None = None  # None: the seed-000 default of 5
     time_aware: bool = False  # parse "last week", "in May 2023" … and favour those times
+    # A memory far outside the query's time keeps this share of its score: a misread or
+    # loose time expression should demote, not bury, an otherwise strong match.
+    time_floor: float = 0.5
+    # The time leg (memories inside the named window) counts half in fusion: it brings
+    # candidates when words fail ("what happened yesterday"), not relevance.
+    time_leg_weight: float = 0.5
     # Conversational context: spread part of the best candidates' scores to the turns
     # around them (see scoring/context.py). 0 turns it off.
     neighbours: int = 0

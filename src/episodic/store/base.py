@@ -115,8 +115,16 @@ class Store(Protocol):
         higher score = better). Raw user text goes in; escaping is the store's job."""
         ...
 
-    def search_recent(self, flt: ScopeFilter, limit: int) -> list[Candidate]:
-        """Active memories visible through ``flt``, newest first (score = POSIX time)."""
+    def search_recent(
+        self,
+        flt: ScopeFilter,
+        limit: int,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+    ) -> list[Candidate]:
+        """Active memories visible through ``flt``, newest first (score = POSIX time),
+        optionally only those with ``start <= ts < end``."""
         ...
 
     def neighbours(

@@ -569,14 +569,28 @@ class SqliteStore:
             )
 
     # -- retrieval -------------------------------------------------------------------
-    def search_recent(self, flt: ScopeFilter, limit: int) -> list[Candidate]:
+    def search_recent(
+        self,
+        flt: ScopeFilter,
+        limit: int,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+    ) -> list[Candidate]:
         where, params = scope_where(flt, alias="m")
         if limit <= 0:
             return []
+        bounds = ""
+        if start is not None:
+            bounds += " AND m.ts >= ?"
+            params.append(ts_text(start))
+        if end is not None:
+            bounds += " AND m.ts < ?"
+            params.append(ts_text(end))
         with self._read():
             rows = self._execute(
-                f"SELECT m.id, m.ts FROM memories m WHERE m.status = 'active' AND {where} "
-                "ORDER BY m.ts DESC, m.seq DESC LIMIT ?",
+                f"SELECT m.id, m.ts FROM memories m WHERE m.status = 'active' AND {where}"
+                f"{bounds} ORDER BY m.ts DESC, m.seq DESC LIMIT ?",
                 (*params, limit),
             ).fetchall()
         return [
