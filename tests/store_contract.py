@@ -15,7 +15,7 @@ import pytest
 
 from episodic.errors import BadEmbedding, InvalidInput, ModelMismatch, NotFound
 from episodic.model import Event, Memory, MemoryStatus, Scope, ScopeFilter
-from episodic.store.base import AppendResult, Store, Vector
+from episodic.store.base import AppendResult, Relation, Store, Vector
 
 T0 = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
 MODEL = "unit-test-model"
@@ -659,6 +659,21 @@ class StoreContract:
         own = ScopeFilter("acme", scope=Scope.OWN, agent_id="a1")
         assert store.neighbours(own, ["t3"], 1) == {"t3": [("t1", -1), ("t5", 1)]}
         assert store.neighbours(ScopeFilter("beta"), ["t3"], 1) == {}
+
+    # -- relations ---------------------------------------------------------------------
+    def test_relations_are_walked_both_ways_inside_the_workspace(self, store: Store) -> None:
+        remember(store, event("old"), event("new"), event("mid"), event("x", "beta"))
+        edges = [Relation("new", "old", "similar", 0.91), Relation("new", "mid", "similar", 0.85)]
+        assert store.add_relations("acme", edges) == 2
+        store.add_relations("acme", [Relation("new", "old", "similar", 0.95)])  # re-add updates
+        got = store.related(ScopeFilter("acme"), ["new", "old", "ghost"])
+        assert got == {"new": [("old", 0.95), ("mid", 0.85)], "old": [("new", 0.95)]}
+        assert store.related(ScopeFilter("acme"), ["new"], "supports") == {}
+        assert store.related(ScopeFilter("beta"), ["new"]) == {}
+        with pytest.raises(NotFound):
+            store.add_relations("acme", [Relation("new", "x", "similar", 0.9)])  # x is beta's
+        with pytest.raises(NotFound):
+            store.add_relations("beta", [Relation("x", "old", "similar", 0.9)])
 
     # -- references ------------------------------------------------------------------
     def test_mark_referenced_bumps_and_stamps(self, store: Store) -> None:

@@ -270,3 +270,19 @@ def test_time_expressions_favour_memories_of_that_time(mem: Episodic) -> None:
     # the seed policies are not time-aware: same order as plain lexical relevance
     plain = mem.recall("checkout outage yesterday", workspace="w", policy="crewship")
     assert {h.id for h in plain.hits[:2]} == {"yday", "old"}
+
+
+def test_walk_adds_memories_one_similar_edge_away_when_enabled(mem: Episodic) -> None:
+    from episodic.store import Relation
+
+    add(mem, "hit", "redis failover took the cart service down", days=3)
+    add(mem, "linked", "sentinel quorum misconfigured after the node upgrade", days=9)
+    add(mem, "other", "unrelated marketing email campaign", days=2)
+    mem.index_once()
+    mem.store.add_relations("w", [Relation("hit", "linked", "similar", 0.83)])
+    plain = mem.recall("redis failover cart", workspace="w", k=1)
+    assert [h.id for h in plain.hits] == ["hit"]
+    walked = mem.recall("redis failover cart", workspace="w", k=1, walk=1, explain=True)
+    assert [(h.id, h.via) for h in walked.hits] == [("hit", None), ("linked", "hit")]
+    assert walked.hits[1].score == pytest.approx(walked.hits[0].score * 0.83)
+    assert walked.trace is not None and "walk:similar" in walked.trace.stages

@@ -128,6 +128,7 @@ class Hit:
     cosine: float | None = None
     bm25_rank: int | None = None
     dense_rank: int | None = None
+    via: str | None = None  # reached by walking a `similar` edge from this hit
 
     @property
     def id(self) -> str:
@@ -152,6 +153,7 @@ class Hit:
             "age_seconds": round(self.age_seconds, 3),
             "importance": round(m.importance, 6),
             "reference_count": m.reference_count,
+            "via": self.via,
         }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -348,10 +348,13 @@ class Episodic:
         policy: str | RecallPolicy | None = None,
         mark: bool = True,
         explain: bool = False,
+        walk: int | None = None,
     ) -> RecallResult:
         """The memories that matter for ``query``, best first. Each hit returned is
         marked referenced (it feeds importance) unless ``mark`` is False. With ``explain``
-        the result carries a ``Trace`` of every stage and every drop."""
+        the result carries a ``Trace`` of every stage and every drop. ``walk`` = 1 adds
+        the memories one `similar` edge away from the hits (seed 000's
+        memory_walk_depth); None keeps the policy's setting."""
         q = Query(
             text=query,
             workspace_id=workspace,
@@ -362,11 +365,12 @@ class Episodic:
             scope=parse_scope(scope),
             k=k,
         )
+        chosen = get_policy(policy)
         return run_recall(
             self.store,
             self._vectors(),
             q,
-            get_policy(policy),
+            chosen if walk is None else replace(chosen, walk_depth=walk),
             now=self.clock(),
             mark=mark,
             explain=explain,

@@ -236,9 +236,45 @@ def run_recall(
         )
         for mid, score in chosen
     ]
+    if policy.walk_depth > 0 and hits:
+        hits += _walk(store, flt, hits, now, trace)
     if mark and hits:
         store.mark_referenced(query.workspace_id, [h.id for h in hits], now)
     return RecallResult(hits, mode, policy.name, legs, warnings, trace)
+
+
+def _walk(
+    store: Store, flt: ScopeFilter, hits: list[Hit], now: datetime, trace: Trace | None
+) -> list[Hit]:
+    """One hop along `similar` edges: each hit's related memories not already recalled,
+    scored parent score x edge weight, after the hits themselves."""
+    related = store.related(flt, [h.id for h in hits], "similar")
+    have = {h.id for h in hits}
+    extra: dict[str, tuple[float, str]] = {}
+    for h in hits:
+        for other, weight in related.get(h.id, []):
+            if other not in have and h.score * weight > extra.get(other, (0.0, ""))[0]:
+                extra[other] = (h.score * weight, h.id)
+    if not extra:
+        return []
+    found = {m.id: m for m in store.get_memories(flt.workspace_id, list(extra))}
+    walked = sorted(
+        (
+            Hit(
+                memory=found[i],
+                score=score,
+                age_seconds=max(0.0, (now - found[i].ts).total_seconds()),
+                via=parent,
+            )
+            for i, (score, parent) in extra.items()
+            if i in found
+        ),
+        key=lambda hit: hit.score,
+        reverse=True,
+    )[: len(hits)]
+    if trace is not None:
+        trace.add_stage("walk:similar", [(h.id, h.score) for h in walked])
+    return walked
 
 
 def _time_windows(store: Store, flt: ScopeFilter, text: str, now: datetime) -> list[TimeWindow]:

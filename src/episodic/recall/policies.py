@@ -88,6 +88,9 @@ class RecallPolicy:
     neighbours: int = 0
     neighbour_weight: float = NEIGHBOUR_WEIGHT
     neighbour_seeds: int = 20  # how many top fused candidates spread to their neighbours
+    # Seed 000's read-time walk: add the memories one `similar` edge away from each hit
+    # (off by default; enabled per agent with memory_walk_depth = 1).
+    walk_depth: int = 0
 
     def pool_size(self, k: int) -> int:
         if self.pool_fixed is not None:

@@ -9,7 +9,14 @@ from __future__ import annotations
 import os
 
 from episodic.errors import InvalidInput
-from episodic.store.base import AppendResult, PendingVector, Store, StoreStats, Vector
+from episodic.store.base import (
+    AppendResult,
+    PendingVector,
+    Relation,
+    Store,
+    StoreStats,
+    Vector,
+)
 from episodic.store.sqlite import SqliteStore, Tracer
 
 _POSTGRES_SCHEMES = frozenset({"postgres", "postgresql", "postgresql+psycopg"})
@@ -44,6 +51,7 @@ def open_store(
 __all__ = [
     "AppendResult",
     "PendingVector",
+    "Relation",
     "SqliteStore",
     "Store",
     "StoreStats",

@@ -31,6 +31,20 @@ class AppendResult:
     memories_inserted: int
 
 
+RELATIONS = ("similar", "supports", "contradicts")
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """An edge of the memory graph (seed 000): ``similar`` (weight = cosine) from a new
+    memory to an older one, ``supports`` (weight 1.0) from a rule to its evidence."""
+
+    src: str
+    dst: str
+    relation: str
+    weight: float
+
+
 @dataclass(frozen=True, slots=True)
 class PendingVector:
     memory_id: str
@@ -133,6 +147,18 @@ class Store(Protocol):
         """For each id that belongs to a conversation: up to ``radius`` active memories just
         before and just after it in the same conversation, visible through ``flt``, as
         (id, offset) with offset -1, -2 … before and +1, +2 … after."""
+        ...
+
+    def add_relations(self, workspace_id: str, edges: Sequence[Relation]) -> int:
+        """Insert edges between memories of that workspace (re-adding one updates its
+        weight); raises ``NotFound`` if an end is not a memory of the workspace."""
+        ...
+
+    def related(
+        self, flt: ScopeFilter, ids: Sequence[str], relation: str = "similar"
+    ) -> dict[str, list[tuple[str, float]]]:
+        """For each id, the active memories one edge away (either direction) that ``flt``
+        can see, as (id, weight), heaviest first."""
         ...
 
     def mark_referenced(self, workspace_id: str, ids: Sequence[str], at: datetime) -> None:

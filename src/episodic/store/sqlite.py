@@ -28,7 +28,7 @@ import numpy as np
 from episodic.errors import InvalidInput, ModelMismatch, NotFound, StoreError
 from episodic.model import Candidate, Event, Memory, MemoryStatus, ScopeFilter, utcnow
 from episodic.scoring.fts import fts_or, fts_terms, prune_terms
-from episodic.store.base import AppendResult, PendingVector, StoreStats, Vector
+from episodic.store.base import AppendResult, PendingVector, Relation, StoreStats, Vector
 from episodic.store.dense import LE_FLOAT32, DenseIndex, DenseRows, unit_vector
 from episodic.store.migrations import LATEST_VERSION, current_version, migrate
 from episodic.store.sql import normalise_scope, scope_where
@@ -631,6 +631,62 @@ class SqliteStore:
             (*params, conversation, ts, seq, radius),
         ).fetchall()
         return [(row[0], sign * offset) for offset, row in enumerate(rows, start=1)]
+
+    def add_relations(self, workspace_id: str, edges: Sequence[Relation]) -> int:
+        if not edges:
+            return 0
+        ends = _unique([e.src for e in edges] + [e.dst for e in edges])
+        now = ts_text(utcnow())
+        with self._write():
+            known = {
+                row[0]
+                for chunk in _chunks(ends)
+                for row in self._execute(
+                    f"SELECT id FROM memories WHERE +workspace_id = ? "
+                    f"AND id IN ({_placeholders(len(chunk))})",
+                    (workspace_id, *chunk),
+                )
+            }
+            for e in edges:
+                for end in (e.src, e.dst):
+                    if end not in known:
+                        raise NotFound(end)
+            before = self._conn.total_changes
+            self._executemany(
+                "INSERT INTO memory_relations (src, dst, relation, weight, created_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (src, dst, relation) "
+                "DO UPDATE SET weight = excluded.weight",
+                [(e.src, e.dst, e.relation, float(e.weight), now) for e in edges],
+            )
+            return self._conn.total_changes - before
+
+    def related(
+        self, flt: ScopeFilter, ids: Sequence[str], relation: str = "similar"
+    ) -> dict[str, list[tuple[str, float]]]:
+        wanted = _unique(ids)
+        if not wanted:
+            return {}
+        where, params = scope_where(flt, alias="m")
+        marks = _placeholders(len(wanted))
+        found: dict[str, list[tuple[str, float]]] = {}
+        ws = flt.workspace_id
+        with self._read():
+            # Edges point from the newer memory to the older; both directions are related.
+            # Both ends are joined to memories so neither can be another workspace's.
+            rows = self._execute(
+                f"SELECT r.src, r.dst, r.weight FROM memory_relations r "
+                f"JOIN memories a ON a.id = r.src AND a.workspace_id = ? "
+                f"JOIN memories m ON m.id = r.dst AND m.status = 'active' AND {where} "
+                f"WHERE r.relation = ? AND r.src IN ({marks}) "
+                f"UNION ALL SELECT r.dst, r.src, r.weight FROM memory_relations r "
+                f"JOIN memories a ON a.id = r.dst AND a.workspace_id = ? "
+                f"JOIN memories m ON m.id = r.src AND m.status = 'active' AND {where} "
+                f"WHERE r.relation = ? AND r.dst IN ({marks}) ORDER BY 3 DESC",
+                (ws, *params, relation, *wanted, ws, *params, relation, *wanted),
+            ).fetchall()
+        for start, other, weight in rows:
+            found.setdefault(start, []).append((other, float(weight)))
+        return found
 
     def search_dense(self, flt: ScopeFilter, query: Vector, limit: int) -> list[Candidate]:
         scope = normalise_scope(flt)
