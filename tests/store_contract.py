@@ -637,6 +637,9 @@ class StoreContract:
             ScopeFilter("acme"), 10, start=T0 + timedelta(minutes=5), end=T0 + timedelta(minutes=30)
         )
         assert [c.memory_id for c in window] == ["mid"]  # start inclusive, end exclusive
+        assert store.search_recent(ScopeFilter("acme"), 10, types=["note"])[0].memory_id == "new"
+        assert store.search_recent(ScopeFilter("acme"), 10, types=["institutional"]) == []
+        assert store.search_recent(ScopeFilter("acme"), 10, types=[]) == []
 
     def test_neighbours_are_adjacent_turns_of_the_same_conversation(self, store: Store) -> None:
         remember(

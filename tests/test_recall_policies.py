@@ -286,3 +286,27 @@ def test_walk_adds_memories_one_similar_edge_away_when_enabled(mem: Episodic) ->
     assert [(h.id, h.via) for h in walked.hits] == [("hit", None), ("linked", "hit")]
     assert walked.hits[1].score == pytest.approx(walked.hits[0].score * 0.83)
     assert walked.trace is not None and "walk:similar" in walked.trace.stages
+
+
+def test_institutional_memories_always_render_under_their_own_budget(mem: Episodic) -> None:
+    add(
+        mem,
+        "rule",
+        "never deploy on fridays after five pm",
+        days=200,
+        type="institutional",
+        refs={"episodic": True},
+    )
+    add(mem, "inc", "kafka consumer lag broke the orders pipeline", days=1)
+    for i in range(6):
+        add(mem, f"lag{i}", f"kafka consumer lag incident number {i} " + "x" * 80, days=2)
+    mem.index_once()
+    block = mem.render("kafka consumer lag", workspace="w", max_chars=500)
+    lines = block.split("\n")
+    assert "[institutional" in lines[2] and "never deploy on fridays" in lines[2]
+    recalled = [line for line in lines[3:-1] if line.startswith("- ")]
+    assert recalled and sum(len(line) + 1 for line in recalled) <= 500
+    assert block.count("never deploy on fridays") == 1  # not ranked again among the hits
+    # the standing entry shows even when nothing is recalled for the query
+    quiet = mem.render("zebra crossing", workspace="w")
+    assert "never deploy on fridays" in quiet and quiet.endswith("</recalled-memory>")

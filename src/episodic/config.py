@@ -36,6 +36,11 @@ class Settings:
     max_text_chars: int = 16_384  # summary size cap per event
     max_payload_bytes: int = 65_536  # serialized payload size cap per event
     render_max_chars: int = 2_000
+    institutional_chars: int = 600  # own budget for standing (institutional) memories
+    llm_url: str | None = None  # OpenAI-compatible API root, e.g. http://localhost:11434/v1
+    llm_model: str | None = None
+    llm_api_key: str | None = field(default=None, repr=False)  # keep secrets out of logs
+    llm_timeout_s: float = 30.0
     cache_dir: Path = field(default_factory=_default_cache_dir)
 
     @classmethod
@@ -56,6 +61,10 @@ class Settings:
             sweep_batch=int(_num(env, "EPISODIC_SWEEP_BATCH", s.sweep_batch)),
             max_text_chars=int(_num(env, "EPISODIC_MAX_TEXT_CHARS", s.max_text_chars)),
             max_payload_bytes=int(_num(env, "EPISODIC_MAX_PAYLOAD_BYTES", s.max_payload_bytes)),
+            llm_url=env.get("EPISODIC_LLM_URL") or None,
+            llm_model=env.get("EPISODIC_LLM_MODEL") or None,
+            llm_api_key=env.get("EPISODIC_LLM_API_KEY") or None,
+            llm_timeout_s=_num(env, "EPISODIC_LLM_TIMEOUT", s.llm_timeout_s),
             cache_dir=Path(env["EPISODIC_CACHE_DIR"])
             if env.get("EPISODIC_CACHE_DIR")
             else s.cache_dir,

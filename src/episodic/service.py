@@ -19,7 +19,7 @@ from episodic.config import Settings
 from episodic.embed import CachedEmbedder, make_embedder
 from episodic.embed.base import Embedder
 from episodic.errors import EmbedderError, InvalidInput, ModelMismatch
-from episodic.model import Event, Query, Scope, utcnow
+from episodic.model import Event, Hit, Query, Scope, utcnow
 from episodic.recall.engine import (
     MODE_SPARSE_ONLY,
     MODE_VECTOR,
@@ -39,6 +39,9 @@ from episodic.write.journal import admitted_memories
 log = logging.getLogger("episodic")
 
 INGEST_BATCH = 1000
+# Memories of these types are standing knowledge (seed 001's institutional learnings).
+INSTITUTIONAL_TYPES = ("institutional",)
+INSTITUTIONAL_LIMIT = 20
 
 
 class _Unset(enum.Enum):
@@ -404,13 +407,46 @@ class Episodic:
             raise InvalidInput("max_chars", "must be a positive number of characters")
         result = self.recall(query, **filters)
         style = get_policy(filters.get("policy")).render
-        fit = fit_memory_block if style is RenderStyle.MEMORY_NEWEST_FIRST else fit_block
-        block, kept = fit(result.hits, budget, type_caps=type_caps)
+        if style is RenderStyle.MEMORY_NEWEST_FIRST:
+            block, kept = fit_memory_block(result.hits, budget, type_caps=type_caps)
+        else:
+            standing = self._standing(result, filters)
+            recalled = [h for h in result.hits if h.memory.type not in INSTITUTIONAL_TYPES]
+            block, kept = fit_block(
+                recalled,
+                budget,
+                type_caps=type_caps,
+                standing=standing,
+                standing_chars=self.settings.institutional_chars,
+            )
         if result.trace is not None:
             for hit in result.hits:
                 if hit.id not in kept:
                     result.trace.drop(hit.id, "render", DROP_BUDGET, f"{budget} chars")
         return block, result
+
+    def _standing(self, result: RecallResult, filters: Mapping[str, Any]) -> list[Hit]:
+        """Institutional memories in scope, newest first: always shown, under their own
+        budget, never ranked against the recalled ones (seed 001)."""
+        if self.settings.institutional_chars <= 0:
+            return []
+        q = Query(
+            text="",
+            workspace_id=filters["workspace"],
+            agent_id=filters.get("agent"),
+            crew_id=filters.get("crew"),
+            resource_id=filters.get("resource"),
+            conversation_id=filters.get("conversation"),
+            scope=parse_scope(filters.get("scope")),
+        )
+        found = self.store.search_recent(
+            q.scope_filter(), INSTITUTIONAL_LIMIT, types=INSTITUTIONAL_TYPES
+        )
+        now = self.clock()
+        return [
+            Hit(memory=m, score=1.0, age_seconds=max(0.0, (now - m.ts).total_seconds()))
+            for m in self.store.get_memories(q.workspace_id, [c.memory_id for c in found])
+        ]
 
     def stats(self, workspace: str | None = None) -> StoreStats:
         return self.store.stats(workspace)

@@ -84,12 +84,29 @@ def render_memory_block(hits: Sequence[Hit], max_chars: int = RENDER_MAX_CHARS) 
 
 
 def fit_block(
-    hits: Sequence[Hit], max_chars: int, *, type_caps: Mapping[str, int] | None = None
+    hits: Sequence[Hit],
+    max_chars: int,
+    *,
+    type_caps: Mapping[str, int] | None = None,
+    standing: Sequence[Hit] = (),
+    standing_chars: int = 0,
 ) -> tuple[str, list[str]]:
     """``render_block`` plus the ids that fitted, in order. ``type_caps`` bounds the
     characters any one memory type may take (seed 001's per-type budgets), so one chatty
-    type cannot crowd out the rest."""
-    return _fit(hits, max_chars, [BLOCK_OPEN, PREAMBLE], [BLOCK_CLOSE], hit_line, type_caps)
+    type cannot crowd out the rest. ``standing`` memories (institutional knowledge, seed
+    001) come first under their own ``standing_chars`` budget, added to ``max_chars``:
+    they never compete with the recalled ones."""
+    head = [BLOCK_OPEN, PREAMBLE]
+    kept_standing: list[str] = []
+    if standing and standing_chars > 0:
+        lines, kept_standing = _lines(standing, standing_chars, hit_line, None)
+        if lines:
+            head += lines
+            max_chars += sum(len(line) + 1 for line in lines)
+    block, kept = _fit(hits, max_chars, head, [BLOCK_CLOSE], hit_line, type_caps)
+    if not block and kept_standing:
+        block = "\n".join([*head, BLOCK_CLOSE])
+    return block, kept_standing + kept
 
 
 def fit_memory_block(
@@ -120,7 +137,21 @@ def _fit(
 ) -> tuple[str, list[str]]:
     if not hits:
         return "", []
-    used = sum(len(part) + 1 for part in [*head, *tail]) - 1
+    frame = sum(len(part) + 1 for part in [*head, *tail]) - 1
+    lines, kept = _lines(hits, max_chars - frame, render_line, type_caps)
+    if not lines:
+        return "", []
+    return "\n".join([*head, *lines, *tail]), kept
+
+
+def _lines(
+    hits: Sequence[Hit],
+    budget: int,
+    render_line: Callable[[Hit], str],
+    type_caps: Mapping[str, int] | None,
+) -> tuple[list[str], list[str]]:
+    """The lines that fit ``budget`` characters (each costs its length + a newline)."""
+    used = 0
     per_type: dict[str, int] = {}
     lines: list[str] = []
     kept: list[str] = []
@@ -131,7 +162,7 @@ def _fit(
             if per_type.get(kind, 0) + len(line) > type_caps[kind]:
                 continue  # this type's budget is spent; others may still fit
             per_type[kind] = per_type.get(kind, 0) + len(line)
-        room = max_chars - used - 1
+        room = budget - used - 1
         if len(line) <= room:
             lines.append(line)
             kept.append(hit.id)
@@ -142,6 +173,4 @@ def _fit(
             break
         else:
             break
-    if not lines:
-        return "", []
-    return "\n".join([*head, *lines, *tail]), kept
+    return lines, kept

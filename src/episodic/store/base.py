@@ -136,9 +136,10 @@ class Store(Protocol):
         *,
         start: datetime | None = None,
         end: datetime | None = None,
+        types: Sequence[str] | None = None,
     ) -> list[Candidate]:
         """Active memories visible through ``flt``, newest first (score = POSIX time),
-        optionally only those with ``start <= ts < end``."""
+        optionally only those with ``start <= ts < end`` and of the given types."""
         ...
 
     def neighbours(

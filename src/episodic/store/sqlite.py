@@ -576,11 +576,15 @@ class SqliteStore:
         *,
         start: datetime | None = None,
         end: datetime | None = None,
+        types: Sequence[str] | None = None,
     ) -> list[Candidate]:
         where, params = scope_where(flt, alias="m")
-        if limit <= 0:
+        if limit <= 0 or (types is not None and not types):
             return []
         bounds = ""
+        if types is not None:
+            bounds += f" AND m.type IN ({_placeholders(len(types))})"
+            params.extend(types)
         if start is not None:
             bounds += " AND m.ts >= ?"
             params.append(ts_text(start))
