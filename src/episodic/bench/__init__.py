@@ -1,0 +1,1 @@
+"""Benchmarks of recall quality on public data sets (``episodic bench ...``)."""

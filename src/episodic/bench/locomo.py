@@ -1,0 +1,495 @@
+"""LoCoMo recall benchmark: every conversation in its own workspace, one turn per memory.
+
+The questions are asked through ``Episodic.recall`` exactly as an agent would, at the
+time the conversation ends; the answers and evidence are read only to score the ranking.
+See ``/work/shared/data/README.md`` for the file's shape and the metric.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from episodic.bench.cache import SqliteEmbeddingCache
+from episodic.bench.metrics import (
+    DEPTH,
+    METRIC_KEYS,
+    mean_scores,
+    parse_evidence,
+    percentile,
+    score_ranking,
+    to_sessions,
+)
+from episodic.config import Settings
+from episodic.embed import CachedEmbedder, content_hash, make_embedder
+from episodic.embed.base import Embedder, Matrix, Vector
+from episodic.errors import EmbedderError, InvalidInput, UnknownPolicy
+from episodic.recall.policies import POLICIES
+from episodic.service import Episodic
+from episodic.store import open_store
+
+GRANULARITIES = ("turn", "session")
+CATEGORY_NAMES: Mapping[int, str] = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
+TURN_TYPE = "conversation.turn"
+CACHE_FILE = "bench-embeddings.db"
+
+_SESSION_KEY = re.compile(r"session_(\d+)")
+_SESSION_DATE = re.compile(
+    r"\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([A-Za-z]+)\.?,?\s+(\d{4})\s*",
+    re.IGNORECASE,
+)
+# Parsed by hand rather than with strptime("%B"), whose month names follow the locale.
+_MONTHS = {
+    name: number
+    for number, full in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ),
+        start=1,
+    )
+    for name in (full, full[:3])
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    session: str  # "session_3"
+    session_date: str  # as written in the file: "1:56 pm on 8 May, 2023"
+    ts: datetime  # the session's time plus the turn's index in seconds
+    image_caption: str | None = None
+
+    @property
+    def summary(self) -> str:
+        """What the memory holds: the words said, and a description of a shared image."""
+        if self.image_caption:
+            return f"{self.text} [image: {self.image_caption}]".strip()
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    text: str
+    category: int
+    evidence: tuple[str, ...]  # ids that name a turn of the conversation; may be empty
+    raw_evidence: tuple[str, ...]  # as written in the file
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    sample_id: str
+    turns: tuple[Turn, ...]
+    questions: tuple[Question, ...]
+    session_of: Mapping[str, str] = field(default_factory=dict)  # dia_id -> session key
+
+    @property
+    def workspace(self) -> str:
+        return f"locomo-{self.sample_id}"
+
+    @property
+    def end(self) -> datetime:
+        """When the conversation ends: the time of its last turn."""
+        return max(t.ts for t in self.turns)
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionRun:
+    """One question asked under one policy: what came back, its scores and latency."""
+
+    policy: str
+    conversation: str
+    question: Question
+    hit_ids: tuple[str, ...]  # memory ids of every hit, best first
+    turns: tuple[str, ...]  # dia_ids of the hits from this conversation, best first
+    ranking: tuple[str, ...]  # what was scored: turns, or their sessions
+    relevant: tuple[str, ...]
+    scores: Mapping[str, float]
+    latency_ms: float
+
+
+def parse_session_date(text: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` as a UTC datetime (LoCoMo gives no time zone)."""
+    m = _SESSION_DATE.fullmatch(text)
+    month = _MONTHS.get(m.group(5).lower()) if m else None
+    if m is None or month is None:
+        raise InvalidInput("data", f"cannot read the session date {text!r}")
+    hour, minute = int(m.group(1)), int(m.group(2))
+    if not 1 <= hour <= 12 or minute > 59:
+        raise InvalidInput("data", f"cannot read the session date {text!r}")
+    hour = hour % 12 + (12 if m.group(3).lower() == "p" else 0)
+    try:
+        return datetime(int(m.group(6)), month, int(m.group(4)), hour, minute, tzinfo=UTC)
+    except ValueError:
+        raise InvalidInput("data", f"no such date: {text!r}") from None
+
+
+def load_locomo(path: Path | str) -> list[Conversation]:
+    """Read a LoCoMo file (a JSON list of conversations); raise ``InvalidInput`` naming
+    what is wrong with it."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidInput("data", f"no such file: {path}")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInput("data", f"{path} is not a readable JSON file: {exc}") from None
+    if not isinstance(raw, list) or not raw:
+        raise InvalidInput("data", f"{path}: expected a non-empty JSON list of conversations")
+    conversations = [_conversation(item, n) for n, item in enumerate(raw)]
+    ids = [c.sample_id for c in conversations]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("data", f"{path}: conversation ids repeat: {sorted(ids)}")
+    return conversations
+
+
+def _conversation(item: Any, n: int) -> Conversation:
+    if not isinstance(item, Mapping):
+        raise InvalidInput("data", f"conversation {n}: expected a JSON object")
+    sample_id = str(item.get("sample_id") or f"conv-{n}")
+    body = item.get("conversation")
+    if not isinstance(body, Mapping):
+        raise InvalidInput("data", f"{sample_id}: no 'conversation' object")
+    # Sessions are counted by their turn lists: some files carry dates of sessions that
+    # were never written.
+    sessions = sorted(
+        ((int(m.group(1)), key) for key in body if (m := _SESSION_KEY.fullmatch(key))),
+    )
+    turns: list[Turn] = []
+    for _, key in sessions:
+        lines = body[key]
+        if not isinstance(lines, list):
+            raise InvalidInput("data", f"{sample_id}.{key}: expected a list of turns")
+        if not lines:
+            continue
+        written = body.get(f"{key}_date_time")
+        if not isinstance(written, str):
+            raise InvalidInput("data", f"{sample_id}.{key}: no {key}_date_time")
+        start = parse_session_date(written)
+        for index, line in enumerate(lines):
+            turns.append(_turn(line, f"{sample_id}.{key}[{index}]", key, written, start, index))
+    if not turns:
+        raise InvalidInput("data", f"{sample_id}: no turns")
+    session_of = {t.dia_id: t.session for t in turns}
+    if len(session_of) != len(turns):
+        raise InvalidInput("data", f"{sample_id}: dia_ids repeat")
+    qa = item.get("qa", [])
+    if not isinstance(qa, list):
+        raise InvalidInput("data", f"{sample_id}.qa: expected a list")
+    questions = tuple(_question(q, f"{sample_id}.qa[{i}]", session_of) for i, q in enumerate(qa))
+    return Conversation(sample_id, tuple(turns), questions, session_of)
+
+
+def _turn(line: Any, where: str, session: str, written: str, start: datetime, i: int) -> Turn:
+    if not isinstance(line, Mapping):
+        raise InvalidInput("data", f"{where}: expected a JSON object")
+    dia_id, speaker, text = line.get("dia_id"), line.get("speaker"), line.get("text", "")
+    if not isinstance(dia_id, str) or not dia_id:
+        raise InvalidInput("data", f"{where}: no dia_id")
+    if not isinstance(speaker, str) or not speaker:
+        raise InvalidInput("data", f"{where}: no speaker")
+    if not isinstance(text, str):
+        raise InvalidInput("data", f"{where}: text is not a string")
+    caption = line.get("blip_caption")
+    return Turn(
+        dia_id=dia_id,
+        speaker=speaker,
+        text=text,
+        session=session,
+        session_date=written,
+        ts=start + timedelta(seconds=i),
+        image_caption=caption if isinstance(caption, str) and caption.strip() else None,
+    )
+
+
+def _question(q: Any, where: str, session_of: Mapping[str, str]) -> Question:
+    if not isinstance(q, Mapping):
+        raise InvalidInput("data", f"{where}: expected a JSON object")
+    text, category, evidence = q.get("question"), q.get("category"), q.get("evidence", [])
+    if not isinstance(text, str):
+        raise InvalidInput("data", f"{where}: no question text")
+    if not isinstance(category, int) or isinstance(category, bool):
+        raise InvalidInput("data", f"{where}: category is not an integer")
+    if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+        raise InvalidInput("data", f"{where}: evidence is not a list of strings")
+    return Question(
+        text=text.strip(),
+        category=category,
+        evidence=tuple(parse_evidence(evidence, session_of)),
+        raw_evidence=tuple(evidence),
+    )
+
+
+def turn_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
+    """The journal event one turn is ingested as."""
+    return {
+        "id": f"{conversation.sample_id}/{turn.dia_id}",
+        "workspace_id": conversation.workspace,
+        "type": TURN_TYPE,
+        "refs": {"episodic": True},  # admission keeps only events marked worth remembering
+        "summary": turn.summary,
+        "ts": turn.ts.isoformat(),
+        "agent_id": turn.speaker,
+        "conversation_id": turn.session,
+        "payload": {
+            "dia_id": turn.dia_id,
+            "speaker": turn.speaker,
+            "session": turn.session,
+            "session_date": turn.session_date,
+        },
+    }
+
+
+def resolve_policies(choice: str | None) -> list[str]:
+    """``all`` (or nothing): every registered policy; else comma-separated names."""
+    if choice is None or choice.strip().lower() == "all":
+        return list(POLICIES)
+    names = list(dict.fromkeys(n.strip() for n in choice.split(",") if n.strip()))
+    if not names:
+        raise InvalidInput("policy", "no policy named; use a name or 'all'")
+    for name in names:
+        if name not in POLICIES:
+            raise UnknownPolicy(name, sorted(POLICIES))
+    return names
+
+
+class _Clock:
+    """The service's clock, moved to each conversation's end before its questions."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class _Precomputed:
+    """An embedder answering from vectors computed before the clock starts, so the timed
+    recalls measure retrieval, not the model. Unknown texts go to ``inner``."""
+
+    def __init__(self, inner: Embedder, vectors: dict[str, Vector]) -> None:
+        self.inner = inner
+        self.vectors = vectors
+        self.misses = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed_batch(self, texts: Sequence[str]) -> Matrix:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.vectors))
+        if missing:
+            self.misses += len(missing)
+            self.vectors.update(zip(missing, self.inner.embed_batch(missing), strict=True))
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self.vectors[t] for t in texts])
+
+
+def _precompute(
+    inner: Embedder,
+    cache: SqliteEmbeddingCache,
+    texts: Iterable[str],
+    say: Callable[[str], None],
+) -> _Precomputed:
+    unique = list(dict.fromkeys(t for t in texts if t))
+    known = len(cache.cache_get(inner.model_id, [content_hash(t) for t in unique]))
+    say(
+        f"embedding {len(unique)} distinct turns and questions with {inner.model_id}: "
+        f"{known} cached in {cache.path}, {len(unique) - known} to embed"
+    )
+    cached = CachedEmbedder(inner, cache)
+    matrix = cached.embed_batch(unique)
+    return _Precomputed(cached, dict(zip(unique, matrix, strict=True)))
+
+
+def run_locomo(
+    data_path: Path | str,
+    policies: Sequence[str],
+    granularity: str,
+    settings: Settings,
+    *,
+    observe: Callable[[QuestionRun], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark; the result is what ``episodic bench locomo --json`` prints.
+
+    ``observe`` sees every question's outcome (tests use it to look inside); ``progress``
+    receives one line per phase."""
+    if granularity not in GRANULARITIES:
+        raise InvalidInput("granularity", f"use one of {'|'.join(GRANULARITIES)}")
+    names = list(dict.fromkeys(policies))
+    if not names:
+        raise InvalidInput("policy", "no policy to run")
+    for name in names:
+        if name not in POLICIES:
+            raise UnknownPolicy(name, sorted(POLICIES))
+    say = progress or (lambda _message: None)
+    conversations = load_locomo(data_path)
+    asked = [(c, q) for c in conversations for q in c.questions if q.evidence and q.text]
+    if not asked:
+        raise InvalidInput("data", f"{data_path}: no question has evidence to score against")
+
+    inner = make_embedder(settings)
+    with tempfile.TemporaryDirectory(prefix="episodic-bench-") as tmp, ExitStack() as stack:
+        embedder: _Precomputed | None = None
+        if inner is not None:
+            cache = stack.enter_context(SqliteEmbeddingCache(settings.cache_dir / CACHE_FILE))
+            texts = [t.summary for c in conversations for t in c.turns]
+            texts += [q.text for _, q in asked]
+            embedder = _precompute(inner, cache, texts, say)
+        clock = _Clock()
+        mem = stack.enter_context(
+            Episodic(
+                store=open_store(f"sqlite:///{Path(tmp) / 'locomo.db'}"),
+                embedder=embedder,
+                settings=settings,
+                clock=clock,
+            )
+        )
+        _ingest(mem, clock, conversations)
+        if embedder is not None:
+            indexed = mem.index_once()
+            if indexed.failed or indexed.error:
+                raise EmbedderError(f"indexing the turns failed: {indexed.error}")
+        say(
+            f"{sum(len(c.turns) for c in conversations)} turns in {len(conversations)} "
+            f"workspaces; {len(asked)} questions x {len(names)} policies"
+        )
+        report: dict[str, Any] = {}
+        for name in names:
+            say(f"policy {name}")
+            report[name] = _run_policy(mem, clock, name, asked, granularity, observe)
+    return {
+        "granularity": granularity,
+        "questions": len(asked),
+        "embedder": inner.model_id if inner is not None else "none",
+        "policies": report,
+    }
+
+
+def _ingest(mem: Episodic, clock: _Clock, conversations: Sequence[Conversation]) -> None:
+    for conv in conversations:
+        clock.now = conv.end
+        result = mem.ingest(turn_event(conv, t) for t in conv.turns)
+        if result.errors:
+            raise InvalidInput("data", f"{conv.sample_id}: turn rejected: {result.errors[0]}")
+        if result.admitted != len(conv.turns):
+            raise InvalidInput(
+                "data",
+                f"{conv.sample_id}: {result.admitted} of {len(conv.turns)} turns became memories",
+            )
+
+
+def _run_policy(
+    mem: Episodic,
+    clock: _Clock,
+    name: str,
+    asked: Sequence[tuple[Conversation, Question]],
+    granularity: str,
+    observe: Callable[[QuestionRun], None] | None,
+) -> dict[str, Any]:
+    latencies: list[float] = []
+    rows: list[dict[str, float]] = []
+    by_category: dict[int, list[dict[str, float]]] = {}
+    warmed: set[str] = set()
+    for conv, question in asked:
+        clock.now = conv.end
+        if conv.workspace not in warmed:
+            # The first search of a workspace loads its vectors into memory; that one-off
+            # cost is not what a recall costs, so an untimed recall pays it.
+            mem.recall(question.text, workspace=conv.workspace, k=DEPTH, policy=name, mark=False)
+            warmed.add(conv.workspace)
+        started = time.perf_counter()
+        result = mem.recall(
+            question.text, workspace=conv.workspace, k=DEPTH, policy=name, mark=False
+        )
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        # A hit from another workspace could carry a dia_id of this conversation's
+        # (every conversation has a "D1:1"): it must never count as evidence.
+        turns = [
+            dia_id
+            for hit in result.hits
+            if hit.memory.workspace_id == conv.workspace
+            and isinstance(dia_id := hit.memory.payload.get("dia_id"), str)
+        ]
+        if granularity == "session":
+            ranking = to_sessions(turns, conv.session_of)
+            relevant = to_sessions(question.evidence, conv.session_of)
+        else:
+            ranking, relevant = turns, list(question.evidence)
+        scores = score_ranking(ranking, relevant)
+        latencies.append(latency_ms)
+        rows.append(scores)
+        by_category.setdefault(question.category, []).append(scores)
+        if observe is not None:
+            observe(
+                QuestionRun(
+                    policy=name,
+                    conversation=conv.sample_id,
+                    question=question,
+                    hit_ids=tuple(h.id for h in result.hits),
+                    turns=tuple(turns),
+                    ranking=tuple(ranking),
+                    relevant=tuple(relevant),
+                    scores=scores,
+                    latency_ms=latency_ms,
+                )
+            )
+    return {
+        "overall": _rounded(mean_scores(rows)),
+        "by_category": {
+            str(category): _rounded(mean_scores(by_category[category]))
+            for category in sorted(by_category)
+        },
+        "latency_ms": {
+            "p50": round(percentile(latencies, 50), 3),
+            "p95": round(percentile(latencies, 95), 3),
+        },
+    }
+
+
+def _rounded(scores: Mapping[str, float]) -> dict[str, float]:
+    return {key: round(scores[key], 4) for key in METRIC_KEYS}
+
+
+def category_counts(conversations: Iterable[Conversation]) -> dict[str, int]:
+    """How many scored questions (those with evidence) each category has."""
+    counts: dict[str, int] = {}
+    for conv in conversations:
+        for q in conv.questions:
+            if q.evidence and q.text:
+                counts[str(q.category)] = counts.get(str(q.category), 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: int(item[0])))
