@@ -112,7 +112,8 @@ def test_loader_reads_turns_sessions_and_evidence() -> None:
     assert a.end == datetime(2023, 8, 14, 20, 10, 2, tzinfo=UTC)
     hull = a.turns[3]
     assert hull.summary == (
-        "Look at the hull I sanded this morning! [image: a photo of a wooden boat hull in a garage]"
+        f"{hull.speaker}: Look at the hull I sanded this morning! "
+        "[image: a photo of a wooden boat hull in a garage]"
     )
     evidence = {q.text: q.evidence for q in a.questions}
     assert evidence["Which hobbies do Ava and Ben share about music and boats?"] == (

@@ -90,10 +90,13 @@ class Turn:
 
     @property
     def summary(self) -> str:
-        """What the memory holds: the words said, and a description of a shared image."""
+        """What the memory holds: who spoke, the words said, and a description of a shared
+        image ("Caroline: I went to the support group [image: ...]"), as a chat message
+        reads; without the speaker, the dense leg cannot tell whose words these are."""
+        text = f"{self.speaker}: {self.text}"
         if self.image_caption:
-            return f"{self.text} [image: {self.image_caption}]".strip()
-        return self.text
+            return f"{text} [image: {self.image_caption}]".strip()
+        return text
 
 
 @dataclass(frozen=True, slots=True)

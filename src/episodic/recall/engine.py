@@ -302,18 +302,28 @@ def _reranked(cands: Sequence[Candidate]) -> list[Candidate]:
 
 def _fuse(legs: dict[str, list[Candidate]], policy: RecallPolicy) -> list[tuple[str, float]]:
     if policy.fusion is Fusion.BLEND:
-        return blend(
+        fused = blend(
             {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])},
             {c.memory_id: c.score for c in legs.get(Leg.SPARSE.value, [])},
             dense_weight=policy.blend_dense,
             sparse_weight=policy.blend_sparse,
         )
+        # Other legs (time, recency) have no score on the blend's scale: their candidates
+        # join below every matched one, in their own order.
+        have = {i for i, _ in fused}
+        lowest = min((s for _, s in fused if s > 0), default=1.0) * policy.time_leg_weight
+        for name, leg in legs.items():
+            if name not in (Leg.DENSE.value, Leg.SPARSE.value):
+                fused += [(c.memory_id, lowest / c.rank) for c in leg if c.memory_id not in have]
+                have.update(c.memory_id for c in leg)
+        return sorted(fused, key=lambda pair: pair[1], reverse=True)
     if policy.fusion is Fusion.SCORE or len(legs) == 1:
         # One leg: keep its own scores (cosine or BM25); a second leg would only be a
         # fallback, and the first one present wins.
         leg = next(iter(legs.values()))
         return [(c.memory_id, c.score) for c in leg]
-    weights = [policy.time_leg_weight if name == TIME_LEG else 1.0 for name in legs]
+    leg_weight = {TIME_LEG: policy.time_leg_weight, Leg.DENSE.value: policy.dense_weight}
+    weights = [leg_weight.get(name, 1.0) for name in legs]
     return rrf([[c.memory_id for c in leg] for leg in legs.values()], policy.rrf_k, weights)
 
 
