@@ -310,3 +310,30 @@ def test_institutional_memories_always_render_under_their_own_budget(mem: Episod
     # the standing entry shows even when nothing is recalled for the query
     quiet = mem.render("zebra crossing", workspace="w")
     assert "never deploy on fridays" in quiet and quiet.endswith("</recalled-memory>")
+
+
+def test_llm_key_terms_feed_the_lexical_leg_and_fall_back_to_the_raw_text() -> None:
+    from episodic.errors import LLMError
+    from episodic.llm import ScriptedLLM
+
+    def service(llm: ScriptedLLM) -> Episodic:
+        m = Episodic(
+            store=open_store("sqlite:///:memory:"), embedder=None, llm=llm, clock=lambda: NOW
+        )
+        add(m, "pg", "postgres replica fell behind during the vacuum", days=1)
+        add(m, "dns", "coredns stub zone typo broke resolution", days=1)
+        return m
+
+    llm = ScriptedLLM([{"terms": ["postgres", "replica", "vacuum"]}])
+    with service(llm) as m:
+        question = "why was the read database stale this morning?"
+        assert m.recall(question, workspace="w").hits == []  # off by default, no word matches
+        assert llm.calls == []
+        result = m.recall(question, workspace="w", key_terms=True, explain=True)
+        assert [h.id for h in result.hits] == ["pg"]
+        assert result.trace is not None and result.trace.lexical_query == "postgres replica vacuum"
+        assert "stale this morning" in llm.calls[0].user
+    broken = ScriptedLLM([LLMError("down"), LLMError("down")])
+    with service(broken) as m:
+        raw = m.recall("coredns stub zone", workspace="w", key_terms=True)
+        assert [h.id for h in raw.hits] == ["dns"]  # fell back to the words as typed

@@ -41,6 +41,7 @@ class Settings:
     llm_model: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)  # keep secrets out of logs
     llm_timeout_s: float = 30.0
+    llm_query_terms: bool = False  # ask the LLM for key search terms before each recall
     cache_dir: Path = field(default_factory=_default_cache_dir)
 
     @classmethod
@@ -65,6 +66,7 @@ class Settings:
             llm_model=env.get("EPISODIC_LLM_MODEL") or None,
             llm_api_key=env.get("EPISODIC_LLM_API_KEY") or None,
             llm_timeout_s=_num(env, "EPISODIC_LLM_TIMEOUT", s.llm_timeout_s),
+            llm_query_terms=env.get("EPISODIC_LLM_QUERY_TERMS", "").lower() in ("1", "true"),
             cache_dir=Path(env["EPISODIC_CACHE_DIR"])
             if env.get("EPISODIC_CACHE_DIR")
             else s.cache_dir,

@@ -19,6 +19,8 @@ from episodic.config import Settings
 from episodic.embed import CachedEmbedder, make_embedder
 from episodic.embed.base import Embedder
 from episodic.errors import EmbedderError, InvalidInput, ModelMismatch
+from episodic.llm.base import LLM
+from episodic.llm.steps import key_terms as extract_key_terms
 from episodic.model import Event, Hit, Query, Scope, utcnow
 from episodic.recall.engine import (
     MODE_SPARSE_ONLY,
@@ -126,6 +128,7 @@ class Episodic:
         embedder: Embedder | _Unset | None = UNSET,
         settings: Settings | None = None,
         clock: Callable[[], datetime] = utcnow,
+        llm: LLM | _Unset | None = UNSET,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.store = store
@@ -133,6 +136,7 @@ class Episodic:
         self._embedder_given = embedder
         self._embedder: Embedder | _Unset | None = embedder
         self._embedder_error: str | None = None
+        self._llm: LLM | _Unset | None = llm
         self._query_vectors: QueryVectors | None = None
         self._indexer: Indexer | None = None
         self._model_checked = False
@@ -180,6 +184,16 @@ class Episodic:
                 log.warning("no embedder available, running sparse-only: %s", exc)
                 self._embedder = None
         return self._embedder
+
+    @property
+    def llm(self) -> LLM | None:
+        """The configured LLM (EPISODIC_LLM_URL/MODEL), created on first use; None = the
+        offline fallbacks run."""
+        if self._llm is UNSET:
+            from episodic.llm import make_llm
+
+            self._llm = make_llm(self.settings)
+        return self._llm
 
     def embedder_status(self) -> tuple[str, str]:
         """("vector" | "sparse-only", why). Loads or probes the embedder once."""
@@ -352,12 +366,16 @@ class Episodic:
         mark: bool = True,
         explain: bool = False,
         walk: int | None = None,
+        key_terms: bool | None = None,
     ) -> RecallResult:
         """The memories that matter for ``query``, best first. Each hit returned is
         marked referenced (it feeds importance) unless ``mark`` is False. With ``explain``
         the result carries a ``Trace`` of every stage and every drop. ``walk`` = 1 adds
         the memories one `similar` edge away from the hits (seed 000's
-        memory_walk_depth); None keeps the policy's setting."""
+        memory_walk_depth); None keeps the policy's setting. ``key_terms`` asks the
+        configured LLM for 5-8 search terms for the BM25 leg (seed 001; default from
+        EPISODIC_LLM_QUERY_TERMS, off); without an LLM, or when it fails, the raw text is
+        used."""
         q = Query(
             text=query,
             workspace_id=workspace,
@@ -369,6 +387,10 @@ class Episodic:
             k=k,
         )
         chosen = get_policy(policy)
+        lexical: str | None = None
+        if self.settings.llm_query_terms if key_terms is None else key_terms:
+            terms = extract_key_terms(query, self.llm)
+            lexical = terms.text if terms.source == "llm" else None
         return run_recall(
             self.store,
             self._vectors(),
@@ -377,6 +399,7 @@ class Episodic:
             now=self.clock(),
             mark=mark,
             explain=explain,
+            lexical_query=lexical,
         )
 
     def render(

@@ -95,13 +95,16 @@ def run_recall(
     now: datetime,
     mark: bool = True,
     explain: bool = False,
+    lexical_query: str | None = None,
 ) -> RecallResult:
+    """``lexical_query`` replaces the text the BM25 leg searches (key terms an LLM drew
+    from the query, seed 001); the dense leg keeps the natural-language question."""
     k = clamp_k(query.k if query.k is not None else policy.default_k)
     pool = policy.pool_size(k)
     flt = query.scope_filter()
     warnings: list[str] = []
     text = query.text.strip()
-    lexical = text
+    lexical = (lexical_query or "").strip() or text
     trace = Trace(policy.name, query.text, lexical) if explain else None
     if not text:
         mode = MODE_VECTOR if vectors else MODE_SPARSE_ONLY
@@ -110,9 +113,11 @@ def run_recall(
         )
 
     windows: list[TimeWindow] = []
+    stripped = text
     if policy.time_aware:
         windows = _time_windows(store, flt, text, now)
-        lexical = strip_time_expressions(text, windows) or text
+        stripped = strip_time_expressions(text, windows) or text
+        lexical = stripped if lexical == text else lexical
         if trace is not None:
             trace.lexical_query = lexical
             trace.time_windows = [
@@ -124,7 +129,7 @@ def run_recall(
     qvec: Vector | None = None
     if Leg.DENSE in policy.legs and vectors is not None:
         try:
-            qvec = vectors.get(lexical)
+            qvec = vectors.get(stripped if windows else text)
         except EmbedderError as exc:
             log.warning("query embedding failed, recalling sparse-only: %s", exc)
             warnings.append(f"embedder unavailable, sparse-only recall: {exc}")
