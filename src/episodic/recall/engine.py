@@ -170,26 +170,36 @@ def run_recall(
             trace.add_stage(f"leg:{name}", [(c.memory_id, c.score) for c in cands])
         _trace_scope_drops(store, trace, flt, qvec, lexical, legs, pool)
 
-    wanted = list(dict.fromkeys(c.memory_id for cands in legs.values() for c in cands))
-    memories = {m.id: m for m in store.get_memories(query.workspace_id, wanted)}
+    # Rows are fetched only for candidates that can still matter: a full row costs tens of
+    # microseconds and deep pools hold hundreds of candidates.
+    memories: dict[str, Memory] = {}
+
+    def fetch(ids: Sequence[str]) -> None:
+        missing = [i for i in ids if i not in memories]
+        if missing:
+            memories.update((m.id, m) for m in store.get_memories(query.workspace_id, missing))
+
     if policy.dense_by_importance and Leg.DENSE.value in legs:
+        fetch([c.memory_id for c in legs[Leg.DENSE.value]])
         legs[Leg.DENSE.value] = _by_importance(legs[Leg.DENSE.value], memories)
         if trace is not None:
             trace.add_stage(
                 "leg:dense x importance", [(c.memory_id, c.score) for c in legs[Leg.DENSE.value]]
             )
-    fused = [(i, s) for i, s in _fuse(legs, policy) if i in memories]
+    fused = _fuse(legs, policy)
     if trace is not None:
         trace.add_stage(f"fusion:{policy.fusion.value}", fused)
     if policy.neighbours > 0 and fused:
         seeds = [i for i, _ in fused[: policy.neighbour_seeds]]
         adjacency = store.neighbours(flt, seeds, policy.neighbours)
         fused = spread_to_neighbours(fused, adjacency, policy.neighbour_weight)
-        reached = [i for i, _ in fused if i not in memories]
-        memories.update((m.id, m) for m in store.get_memories(query.workspace_id, reached))
-        fused = [(i, s) for i, s in fused if i in memories]
         if trace is not None:
             trace.add_stage("context:neighbours", fused)
+    # Re-ranking, time and diversity look at every candidate; otherwise the order is final
+    # and only the head is needed (with room for rows retired since the legs ran).
+    reorders = bool(policy.factors) or bool(windows) or policy.diversity is Diversity.MMR
+    fetch([i for i, _ in (fused if reorders else fused[: 2 * k])])
+    fused = [(i, s) for i, s in fused if i in memories]
 
     ranked, detail = _rerank(fused, memories, policy, query, now)
     if trace is not None and policy.factors:
