@@ -9,11 +9,18 @@ inner quotes doubled, so nothing a user types (``"``, ``*``, ``NEAR(``, ``AND``,
 A run may also hold combining marks: FTS5's tokenizer re-tokenizes each quoted term the
 same way it tokenized the stored text, so keeping ``नमस्ते`` whole lets it match, where
 splitting at its vowel signs would leave fragments too short to keep.
+
+The store may ask for less than the whole rule: ``fts_terms(..., drop_stopwords=True)``
+leaves English stopwords out (``episodic.scoring.stopwords``), and ``prune_terms`` picks the
+terms worth their cost once it knows how many documents each one matches.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
+
+from episodic.scoring.stopwords import without_stopwords
 
 # Categories that continue a token: letters, numbers and the marks that modify them.
 _TOKEN_CATEGORY_INITIALS = frozenset("LNM")
@@ -56,12 +63,63 @@ def fts_term(token: str) -> str:
     return quoted + "*" if len(token) >= MIN_PREFIX_CHARS else quoted
 
 
-def fts_query(text: str) -> str | None:
+def fts_terms(text: str, *, drop_stopwords: bool = False) -> list[str]:
+    """The escaped FTS5 terms of ``text`` in first-seen order, one per token (see
+    ``fts_term``); with ``drop_stopwords``, English stopwords are left out unless nothing
+    else is left."""
+    tokens = fts_tokens(text)
+    if drop_stopwords:
+        tokens = without_stopwords(tokens)
+    return [fts_term(token) for token in tokens[:MAX_FTS_TERMS]]
+
+
+def fts_or(terms: Sequence[str]) -> str | None:
+    """Terms from ``fts_terms`` as one MATCH expression (any of them), or None for none."""
+    return " OR ".join(terms) if terms else None
+
+
+def fts_query(text: str, *, drop_stopwords: bool = False) -> str | None:
     """The FTS5 MATCH expression for ``text``, or None when no token survives (the
     caller then has nothing to search for and should return no candidates).
 
     >>> fts_query('OOM in "checkout"-svc: a')
     '"oom"* OR "in" OR "checkout"* OR "svc"*'
+    >>> fts_query('OOM in "checkout"-svc: a', drop_stopwords=True)
+    '"oom"* OR "checkout"* OR "svc"*'
     """
-    terms = [fts_term(token) for token in fts_tokens(text)[:MAX_FTS_TERMS]]
-    return " OR ".join(terms) if terms else None
+    return fts_or(fts_terms(text, drop_stopwords=drop_stopwords))
+
+
+def prune_terms(doc_counts: Sequence[int], budget: int) -> list[int]:
+    """Which terms of a query to send to FTS5, given how many documents each matches:
+    their indexes into ``doc_counts``, ascending.
+
+    FTS5 computes bm25 for every row an OR query matches, so a query costs about the sum
+    of its terms' document counts, while a term's weight, idf = ln((N - n + 0.5) /
+    (n + 0.5)), falls as its count n grows (FTS5 floors it at 1e-6 once n > N/2). The
+    rarest terms therefore carry most of the ranking for little of the cost. So: when
+    all terms together match no more than ``budget`` documents, keep them all (nothing
+    to save, ranking exactly as asked); otherwise keep terms rarest first while the
+    running count stays within ``budget``. Terms that match nothing cost nothing and
+    are always kept (a count may be a few seconds old); the rarest term that matches
+    something is always kept even over the budget, so a query of only common words
+    still finds documents. Ties go to the term the user wrote first.
+
+    >>> prune_terms([40_000, 12, 900, 0], budget=2000)
+    [1, 2, 3]
+    >>> prune_terms([40_000, 9_000], budget=2000)
+    [1]
+    """
+    if sum(doc_counts) <= budget:
+        return list(range(len(doc_counts)))
+    kept: list[int] = []
+    spent = 0
+    anchored = False
+    for index in sorted(range(len(doc_counts)), key=lambda i: (doc_counts[i], i)):
+        count = doc_counts[index]
+        if anchored and spent + count > budget:
+            break
+        kept.append(index)
+        spent += count
+        anchored = anchored or count > 0
+    return sorted(kept)
