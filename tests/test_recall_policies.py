@@ -337,3 +337,28 @@ def test_llm_key_terms_feed_the_lexical_leg_and_fall_back_to_the_raw_text() -> N
     with service(broken) as m:
         raw = m.recall("coredns stub zone", workspace="w", key_terms=True)
         assert [h.id for h in raw.hits] == ["dns"]  # fell back to the words as typed
+
+
+def test_scope_multipliers_are_configurable_per_policy(mem: Episodic) -> None:
+    from dataclasses import replace
+
+    from episodic.recall.policies import TEAPARTY
+
+    add(mem, "proj", "build cache warmed slowly", days=1)  # belongs to crew c1: project
+    mem.ingest(
+        [
+            {
+                "id": "glob",
+                "workspace_id": "w",
+                "type": "peer.escalation",
+                "summary": "build cache warmed slowly",
+                "ts": (NOW - timedelta(days=1)).isoformat(),
+            }
+        ]
+    )  # no crew, no agent: global
+    mem.index_once()
+    assert dict(TEAPARTY.scope_multipliers) == {"team": 1.5, "project": 1.2, "global": 1.0}
+    ask = {"workspace": "w", "k": 2, "mark": False}
+    assert mem.recall("build cache", policy="teaparty", **ask).hits[0].id == "proj"
+    flipped = replace(TEAPARTY, scope_multipliers=(("project", 1.0), ("global", 2.0)))
+    assert mem.recall("build cache", policy=flipped, **ask).hits[0].id == "glob"

@@ -355,7 +355,7 @@ def _rerank(
     scored: list[tuple[str, float]] = []
     for mid, score in fused:
         m = memories[mid]
-        parts = {f.value: _factor(f, m, query, now) for f in policy.factors}
+        parts = {f.value: _factor(f, m, query, now, policy) for f in policy.factors}
         total = score
         for value in parts.values():
             total *= value
@@ -365,7 +365,7 @@ def _rerank(
     return scored, detail
 
 
-def _factor(factor: Factor, m: Memory, query: Query, now: datetime) -> float:
+def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: RecallPolicy) -> float:
     age_days = max(0.0, (now - m.ts).total_seconds() / SECONDS_PER_DAY)
     if factor is Factor.IMPORTANCE:
         return m.importance
@@ -374,7 +374,8 @@ def _factor(factor: Factor, m: Memory, query: Query, now: datetime) -> float:
             m.importance, age_days, m.reference_count, retired=m.status is MemoryStatus.RETIRED
         )
     if factor is Factor.SCOPE_LEVEL:
-        return scope_multiplier(scope_level(m.agent_id, m.crew_id, query.agent_id, query.crew_id))
+        level = scope_level(m.agent_id, m.crew_id, query.agent_id, query.crew_id)
+        return scope_multiplier(level, dict(policy.scope_multipliers))
     if factor is Factor.RETRIEVABILITY:
         surprise = m.payload.get("surprise", 0.0)
         stability = initial_stability(float(surprise) if isinstance(surprise, int | float) else 0.0)

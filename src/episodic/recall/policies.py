@@ -16,6 +16,7 @@ from episodic.scoring.blend import BLEND_DENSE_WEIGHT, BLEND_SPARSE_WEIGHT
 from episodic.scoring.context import NEIGHBOUR_WEIGHT
 from episodic.scoring.fusion import RRF_K
 from episodic.scoring.mmr import MMR_LAMBDA
+from episodic.scoring.scope import SCOPE_MULTIPLIERS
 from episodic.scoring.topk import DENSE_OVERFETCH_FACTOR, DENSE_OVERFETCH_MIN
 
 # Dense candidates below this cosine are unrelated noise: without a floor the dense leg
@@ -71,6 +72,8 @@ class RecallPolicy:
     blend_dense: float = BLEND_DENSE_WEIGHT
     blend_sparse: float = BLEND_SPARSE_WEIGHT
     factors: tuple[Factor, ...] = ()
+    # Seed 001's scope levels and their multipliers, as (level, multiplier) pairs.
+    scope_multipliers: tuple[tuple[str, float], ...] = tuple(SCOPE_MULTIPLIERS.items())
     min_cosine: float = MIN_COSINE
     diversity: Diversity = Diversity.NONE
     mmr_lambda: float = MMR_LAMBDA
