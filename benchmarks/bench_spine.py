@@ -199,7 +199,7 @@ class FixedVectors:
         return np.stack([self.table[t] for t in texts]).astype(np.float32)
 
 
-def bench_recall(n: int, dim: int = 384, queries: int = 300) -> None:
+def bench_recall(n: int, dim: int = 384, queries: int = 300, policy: str = "default") -> None:
     np_rng = np.random.default_rng(3)
     # Clustered vectors look more like real embeddings than uniform noise does.
     centers = np_rng.standard_normal((200, dim)).astype(np.float32)
@@ -247,11 +247,11 @@ def bench_recall(n: int, dim: int = 384, queries: int = 300) -> None:
             times = []
             for text in texts:
                 t0 = time.perf_counter()
-                result = fast.recall(text, workspace="big", k=5, **kwargs)  # type: ignore[arg-type]
+                result = fast.recall(text, workspace="big", k=5, policy=policy, **kwargs)  # type: ignore[arg-type]
                 times.append((time.perf_counter() - t0) * 1000)
                 assert result.mode == "vector"
             print(
-                f"recall ({label}, k=5, {n} memories): p50 {pct(times, 50):.2f} ms, "
+                f"recall ({policy}, {label}, k=5, {n} memories): p50 {pct(times, 50):.2f} ms, "
                 f"p95 {pct(times, 95):.2f} ms"
             )
         store.close()
@@ -262,11 +262,13 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--skip-embedder", action="store_true")
+    parser.add_argument("--policy", default="default,crewship", help="comma-separated")
     args = parser.parse_args()
     bench_ingest(args.events)
     if not args.skip_embedder:
         bench_embedder()
-    bench_recall(args.memories)
+    for policy in args.policy.split(","):
+        bench_recall(args.memories, policy=policy)
 
 
 if __name__ == "__main__":
