@@ -1,4 +1,5 @@
-"""FTS5 query escaping (seed 000): what the user types never becomes FTS5 syntax."""
+"""FTS5 query escaping (seed 000): what the user types never becomes FTS5 syntax. Also the
+pure parts of the budgeted sparse search: stopwords, term planning, FTS5's bm25 idf."""
 
 from __future__ import annotations
 
@@ -10,7 +11,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from episodic.scoring.fts import MAX_FTS_TERMS, fts_query, fts_tokens
+from episodic.scoring.fts import (
+    BM25_K1,
+    MAX_FTS_TERMS,
+    TermPlan,
+    bm25_idf,
+    bm25_term_ceiling,
+    fts_query,
+    fts_terms,
+    fts_tokens,
+    fts_whole_word,
+    plan_terms,
+)
+from episodic.scoring.stopwords import ENGLISH_STOPWORDS, without_stopwords
 from episodic.store.migrations import migrate
 
 DOCS = [
@@ -230,3 +243,117 @@ def _shared_fts() -> sqlite3.Connection:
         )
         _CONN.append(conn)
     return _CONN[0]
+
+
+# -- stopwords -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "why did the checkout deploy fail in production",
+            '"checkout"* OR "deploy"* OR "fail"* OR "production"*',
+        ),
+        ("OOM in checkout", '"oom"* OR "checkout"*'),
+        ("THE Deploy", '"deploy"*'),  # matched after lowercasing
+        ("don't deploy", '"deploy"*'),  # "don" is listed; "t" is too short anyway
+        ("isn't it the cache?", '"cache"*'),
+        ("checkout down", '"checkout"*'),
+        ("数据库 in the service", '"数据库"* OR "service"*'),
+        ("notification service", '"notification"* OR "service"*'),  # "not" is a prefix only
+        ("theirs", '"theirs"*'),  # all stopwords: kept, so the query still says something
+        ("who was it", '"who"* OR "was"* OR "it"'),
+        ("in in IN", '"in"'),
+        ("a", None),
+        ("", None),
+        ("!!!", None),
+        ('the "NEAR(" of', '"near"*'),  # what remains is escaped as before
+    ],
+)
+def test_stopwords_are_dropped_unless_nothing_else_is_left(
+    text: str, expected: str | None
+) -> None:
+    assert fts_query(text, drop_stopwords=True) == expected
+
+
+def test_stopwords_stay_unless_asked() -> None:
+    assert fts_query("why did the checkout fail") == (
+        '"why"* OR "did"* OR "the"* OR "checkout"* OR "fail"*'
+    )
+
+
+def test_the_stopword_list_is_nltks() -> None:
+    assert len(ENGLISH_STOPWORDS) == 179
+    assert {"the", "in", "was", "don't", "mightn", "y", "ourselves"} <= ENGLISH_STOPWORDS
+    assert not {"deploy", "checkout", "service", "fail"} & ENGLISH_STOPWORDS
+    assert without_stopwords(["the", "cache", "of", "oom"]) == ["cache", "oom"]
+    assert without_stopwords(["the", "of"]) == ["the", "of"]
+    assert without_stopwords([]) == []
+
+
+def test_whole_word_form_of_a_term() -> None:
+    assert [fts_whole_word(t) for t in fts_terms("deploy ok café")] == [
+        '"deploy"',
+        '"ok"',
+        '"café"',
+    ]
+
+
+# -- term planning ---------------------------------------------------------------------
+N = 100_000
+
+
+@pytest.mark.parametrize(
+    ("counts", "expected"),
+    [
+        # Everything fits the budget: nothing to save, all terms scored everywhere.
+        ([300, 500, 0], TermPlan(rare=(0, 1, 2))),
+        ([1000], TermPlan(rare=(0,))),
+        # The rarest terms while they fit; then common; over 20% of the rows: dropped.
+        ([40_000, 12, 900, 0, 9_000], TermPlan(rare=(1, 2, 3), common=(4,), dropped=(0,))),
+        ([600, 600], TermPlan(rare=(0,), common=(1,))),  # the user's order breaks ties
+        ([5_000, 3_000, 4_000], TermPlan(rare=(), common=(0, 1, 2))),
+        # Once a term is common, rarer-than-it terms do not come back as rare.
+        ([100, 950, 80], TermPlan(rare=(0, 2), common=(1,))),
+        # Every term common: the rarest one that matches anything is kept.
+        ([60_000, 90_000], TermPlan(rare=(), common=(0,), dropped=(1,))),
+        ([90_000, 0, 60_000], TermPlan(rare=(1,), common=(2,), dropped=(0,))),
+        # Nothing matches anything: all rare, all free.
+        ([0, 0], TermPlan(rare=(0, 1))),
+    ],
+)
+def test_plan_terms(counts: list[int], expected: TermPlan) -> None:
+    assert plan_terms(counts, total_rows=N, budget=1000, max_share=0.2) == expected
+
+
+def test_plan_terms_share_is_of_the_whole_table() -> None:
+    # The same 3000 matches are common in 100k rows and dropped in 10k.
+    assert plan_terms([3000, 10], total_rows=N, budget=1000, max_share=0.2).dropped == ()
+    assert plan_terms([3000, 10], total_rows=10_000, budget=1000, max_share=0.2).dropped == (0,)
+
+
+# -- bm25 as FTS5 computes it ------------------------------------------------------------
+@pytest.mark.parametrize("matching", [1, 3, 10, 25])
+def test_bm25_idf_is_fts5s(matching: int) -> None:
+    """With every document two tokens long and the term once in each match, FTS5's bm25
+    reduces to the idf (the term-frequency factor is (k1 + 1) / (k1 + 1))."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    migrate(conn)
+    total = 40
+    for i in range(total):
+        conn.execute(
+            "INSERT INTO memories (id, workspace_id, ts, type, severity, content, payload, "
+            "base_importance, importance, created_at, updated_at) "
+            "VALUES (?, 'w', 't', 't', 'info', ?, '{}', 0.5, 0.5, 't', 't')",
+            (f"m{i}", "zq filler" if i < matching else "other filler"),
+        )
+    (score,) = conn.execute(
+        "SELECT bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH '\"zq\"' LIMIT 1"
+    ).fetchone()
+    conn.close()
+    assert -score == pytest.approx(bm25_idf(matching, total), rel=1e-9)
+    assert bm25_term_ceiling(matching, total) == pytest.approx(-score * (BM25_K1 + 1))
+
+
+def test_bm25_idf_has_fts5s_floor() -> None:
+    assert bm25_idf(60, 100) == 1e-6
+    assert bm25_idf(0, 100) == pytest.approx(5.3033, abs=1e-4)  # ln(100.5 / 0.5)

@@ -11,14 +11,17 @@ same way it tokenized the stored text, so keeping ``नमस्ते`` whole l
 splitting at its vowel signs would leave fragments too short to keep.
 
 The store may ask for less than the whole rule: ``fts_terms(..., drop_stopwords=True)``
-leaves English stopwords out (``episodic.scoring.stopwords``), and ``prune_terms`` picks the
-terms worth their cost once it knows how many documents each one matches.
+leaves English stopwords out (``episodic.scoring.stopwords``), and ``plan_terms`` decides,
+from how many documents each term matches, which terms are worth scoring everywhere,
+which only where it is cheap, and which not at all.
 """
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from episodic.scoring.stopwords import without_stopwords
 
@@ -63,6 +66,11 @@ def fts_term(token: str) -> str:
     return quoted + "*" if len(token) >= MIN_PREFIX_CHARS else quoted
 
 
+def fts_whole_word(term: str) -> str:
+    """A term from ``fts_term`` without its prefix star: ``"deploy"*`` -> ``"deploy"``."""
+    return term.removesuffix("*")
+
+
 def fts_terms(text: str, *, drop_stopwords: bool = False) -> list[str]:
     """The escaped FTS5 terms of ``text`` in first-seen order, one per token (see
     ``fts_term``); with ``drop_stopwords``, English stopwords are left out unless nothing
@@ -90,36 +98,78 @@ def fts_query(text: str, *, drop_stopwords: bool = False) -> str | None:
     return fts_or(fts_terms(text, drop_stopwords=drop_stopwords))
 
 
-def prune_terms(doc_counts: Sequence[int], budget: int) -> list[int]:
-    """Which terms of a query to send to FTS5, given how many documents each matches:
-    their indexes into ``doc_counts``, ascending.
+# FTS5's bm25 constants (fts5_aux.c): k1 = 1.2, b = 0.75, and idf floored at 1e-6.
+BM25_K1 = 1.2
+BM25_MIN_IDF = 1e-6
 
-    FTS5 computes bm25 for every row an OR query matches, so a query costs about the sum
-    of its terms' document counts, while a term's weight, idf = ln((N - n + 0.5) /
-    (n + 0.5)), falls as its count n grows (FTS5 floors it at 1e-6 once n > N/2). The
-    rarest terms therefore carry most of the ranking for little of the cost. So: when
-    all terms together match no more than ``budget`` documents, keep them all (nothing
-    to save, ranking exactly as asked); otherwise keep terms rarest first while the
-    running count stays within ``budget``. Terms that match nothing cost nothing and
-    are always kept (a count may be a few seconds old); the rarest term that matches
-    something is always kept even over the budget, so a query of only common words
-    still finds documents. Ties go to the term the user wrote first.
 
-    >>> prune_terms([40_000, 12, 900, 0], budget=2000)
-    [1, 2, 3]
-    >>> prune_terms([40_000, 9_000], budget=2000)
-    [1]
+def bm25_idf(doc_count: int, total_rows: int) -> float:
+    """The idf FTS5's bm25 gives a term found in ``doc_count`` of ``total_rows`` rows."""
+    idf = math.log((total_rows - doc_count + 0.5) / (doc_count + 0.5))
+    return max(idf, BM25_MIN_IDF)
+
+
+def bm25_term_ceiling(doc_count: int, total_rows: int) -> float:
+    """The most one term can add to a document's bm25 score: idf x (k1 + 1), which its
+    term-frequency factor approaches but never reaches (with column weights <= 1)."""
+    return bm25_idf(doc_count, total_rows) * (BM25_K1 + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class TermPlan:
+    """How a query's terms are searched (indexes into the query's terms, ascending).
+
+    ``rare``: every document matching them is scored. ``common``: scored over the
+    newest matches only, and where they co-occur with a rare term. ``dropped``: too
+    common to be worth scoring; used only to fill a result that would be short."""
+
+    rare: tuple[int, ...]
+    common: tuple[int, ...] = ()
+    dropped: tuple[int, ...] = ()
+
+
+def plan_terms(
+    doc_counts: Sequence[int], *, total_rows: int, budget: int, max_share: float
+) -> TermPlan:
+    """Sort a query's terms by what they cost and what they add, given how many of the
+    ``total_rows`` documents each matches.
+
+    FTS5 computes bm25 for every row an OR query matches, so a term costs about its
+    document count, while its weight, idf = ln((N - n + 0.5) / (n + 0.5)), falls as the
+    count n grows (FTS5 floors it at 1e-6 once n > N/2). So:
+
+    - when all terms together match at most ``budget`` documents, all are rare: nothing
+      to save, ranking exactly as asked;
+    - otherwise the rarest terms, while their counts add up to at most ``budget``, are
+      rare; terms matching more than ``max_share`` of the documents (idf below about
+      ln(1 / max_share - 1)) are dropped; the rest are common;
+    - the rarest term that matches anything is never dropped, so a query made only of
+      common words still finds documents; terms matching nothing cost nothing and stay
+      rare (a count may be a few seconds old).
+
+    Ties go to the term the user wrote first.
+
+    >>> plan_terms([40_000, 12, 900, 0, 9_000], total_rows=100_000, budget=2000,
+    ...            max_share=0.2)
+    TermPlan(rare=(1, 2, 3), common=(4,), dropped=(0,))
+    >>> plan_terms([60_000, 90_000], total_rows=100_000, budget=2000, max_share=0.2)
+    TermPlan(rare=(), common=(0,), dropped=(1,))
     """
     if sum(doc_counts) <= budget:
-        return list(range(len(doc_counts)))
-    kept: list[int] = []
+        return TermPlan(rare=tuple(range(len(doc_counts))))
+    order = sorted(range(len(doc_counts)), key=lambda i: (doc_counts[i], i))
+    anchor = next((i for i in order if doc_counts[i] > 0), None)
+    rare: list[int] = []
+    common: list[int] = []
+    dropped: list[int] = []
     spent = 0
-    anchored = False
-    for index in sorted(range(len(doc_counts)), key=lambda i: (doc_counts[i], i)):
+    for index in order:
         count = doc_counts[index]
-        if anchored and spent + count > budget:
-            break
-        kept.append(index)
-        spent += count
-        anchored = anchored or count > 0
-    return sorted(kept)
+        if count > max_share * total_rows and index != anchor:
+            dropped.append(index)
+        elif not common and spent + count <= budget:
+            rare.append(index)
+            spent += count
+        else:
+            common.append(index)
+    return TermPlan(tuple(sorted(rare)), tuple(sorted(common)), tuple(sorted(dropped)))

@@ -238,8 +238,29 @@ CREATE TABLE memory_health_snapshots (
     )
 
 
+def m002_sparse_scope_index(conn: sqlite3.Connection) -> None:
+    """A covering index for the scope check of ``SqliteStore.search_sparse``.
+
+    The sparse search looks up the memory of every FTS5 match it reads, to apply the
+    workspace, scope and status filters in SQL. A ``memories`` row is a few hundred bytes,
+    so those primary-key lookups land on a different page almost every time (~1.2 us each
+    at 100k memories); this index holds only the filter columns (~50 bytes an entry) and
+    makes the same lookups 2-2.5x cheaper. ``workspace_id`` leads so that one workspace's
+    entries sit together in a database shared by several. Queries name it with
+    ``INDEXED BY``, so its name is part of the schema contract."""
+    _run(
+        conn,
+        """
+CREATE INDEX memories_sparse_scope ON memories (
+  workspace_id, seq, status, agent_id, crew_id, base_importance, resource_id, conversation_id
+)
+""",
+    )
+
+
 MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (1, "initial", m001_initial),
+    (2, "sparse_scope_index", m002_sparse_scope_index),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

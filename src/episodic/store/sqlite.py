@@ -10,12 +10,13 @@ deleted or changed in place (see ``episodic.store.migrations`` for the bookkeepi
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +28,7 @@ import numpy as np
 
 from episodic.errors import InvalidInput, ModelMismatch, NotFound, StoreError
 from episodic.model import Candidate, Event, Memory, MemoryStatus, ScopeFilter, utcnow
-from episodic.scoring.fts import fts_or, fts_terms, prune_terms
+from episodic.scoring.fts import bm25_term_ceiling, fts_terms, fts_whole_word, plan_terms
 from episodic.store.base import AppendResult, PendingVector, Relation, StoreStats, Vector
 from episodic.store.dense import LE_FLOAT32, DenseIndex, DenseRows, unit_vector
 from episodic.store.migrations import LATEST_VERSION, current_version, migrate
@@ -44,15 +45,25 @@ _IN_CHUNK = 500
 BM25_CONTENT_WEIGHT = 1.0
 BM25_PAYLOAD_WEIGHT = 0.5
 
-SparsePlan = Literal["seed", "stopwords", "budgeted"]
-# See SqliteStore.search_sparse. Measured on benchmarks/bench_store.py (100k memories).
-SPARSE_POSTINGS_BUDGET = 2000
-SPARSE_WINDOW = 2000
-# Counts past the budget only order common terms against each other; 10x is enough.
-SPARSE_COUNT_CAP_FACTOR = 10
-# Counts grow as memories arrive; a few seconds old they still order terms correctly.
+SparseMode = Literal["seed", "stopwords", "budgeted"]
+# Budgeted sparse search (SqliteStore.search_sparse), tuned on benchmarks/bench_store.py at
+# 100k memories, where bm25 plus the join to memories costs ~1-2 us per scored row.
+# Rare terms: every memory they match is scored, as long as they match this many in all.
+SPARSE_RARE_BUDGET = 1000
+# Common terms: at most this many matches in scope are scored, the newest first...
+SPARSE_WINDOW = 1000
+# ...found among at most this many matches in the whole table (4x more each round while
+# fewer than `limit` were found). An own-scope search finds ~1 match in 20 in scope and
+# pays a join for each match it looks at; this keeps that near 3 ms.
+SPARSE_SCAN = 6000
+# Terms in more than this share of memories (idf < ln 4 = 1.4, against 5-10 for the
+# words that identify an episode) are dropped while a rarer term remains.
+SPARSE_MAX_SHARE = 0.2
+# Document counts grow as memories arrive; a few seconds old they still sort terms right.
 DOC_COUNT_TTL_S = 5.0
 DOC_COUNT_CACHE_TERMS = 4096
+# FTS5 rowids are 64-bit signed.
+_MAX_ROWID = 2**63 - 1
 
 _MEMORY_COLUMNS = (
     "id, workspace_id, crew_id, agent_id, resource_id, conversation_id, ts, type, severity, "
@@ -747,92 +758,185 @@ class SqliteStore:
             ).fetchall()
         )
 
-    # The sparse leg's query path. "budgeted" is the default (see search_sparse);
-    # "stopwords" is seed 000's query without stopwords and "seed" seed 000's query as it
-    # was. The other two stay selectable so a benchmark can compare all three on one
-    # database, and so an operator can fall back without a release.
-    sparse_plan: SparsePlan = "budgeted"
-    # How many documents' postings a budgeted query may ask FTS5 to score (prune_terms)
-    # and, separately, how many in-scope rows it scores at most, newest first. At ~1-2 us
-    # per matched row (bm25 plus the join to memories) this keeps a query near 4 ms at any
-    # corpus size; both are attributes so tests can shrink them.
-    sparse_budget: int = SPARSE_POSTINGS_BUDGET
+    # The sparse leg's query path: "budgeted" (the default, see search_sparse);
+    # "stopwords", seed 000's query without stopwords; "seed", seed 000's query as it was.
+    # The other two stay selectable so a benchmark can compare the three on one database,
+    # and so an operator can fall back without a release. The limits are attributes so
+    # that tests can shrink them.
+    sparse_mode: SparseMode = "budgeted"
+    sparse_rare_budget: int = SPARSE_RARE_BUDGET
     sparse_window: int = SPARSE_WINDOW
+    sparse_scan: int = SPARSE_SCAN
     _sparse_counts: _DocCounts | None = None
 
     def search_sparse(self, flt: ScopeFilter, text: str, limit: int) -> list[Candidate]:
         """BM25 over ``memories_fts``, best first.
 
-        Budgeted (the default) differs from seed 000 in three ways, each because FTS5
-        computes bm25 for every row a MATCH finds, and a word in most memories makes that
-        most of the corpus while adding almost nothing to any score:
+        FTS5 computes bm25 for every row a MATCH finds, and one word found in most
+        memories makes that most of the table while adding almost nothing to any score.
+        Budgeted (the default) therefore:
 
-        1. English stopwords are left out of the query (``fts_terms``).
-        2. With several terms, each term's document count is looked up (cached for a few
-           seconds) and the commonest terms are dropped while rarer ones remain, so that
-           the postings to score stay within ``sparse_budget`` (``prune_terms``).
-        3. At most ``sparse_window`` in-scope matches are scored, the newest first. The
-           window counts rows after the workspace and scope filters, so rows of other
-           workspaces never take its places: for a workspace the answer is the same
-           whether or not other workspaces exist. It only bites when one common term is
-           all that is left, where bm25 ranks by little more than document length and an
-           episodic memory has reason to prefer recent episodes.
+        1. leaves English stopwords out of the query (``fts_terms``);
+        2. looks up how many memories each term matches (cached for a few seconds) and
+           sorts the terms with ``plan_terms``: rare ones, whose memories are all scored;
+           common ones; and ones in so many memories that they are dropped (used only to
+           fill a short answer);
+        3. scores, with bm25 over the kept terms, every memory of a rare term (with the
+           common terms it also holds), the newest memories holding all common terms and,
+           only to fill a short answer, the newest holding any (``_sparse_window``). bm25
+           is a sum over terms, so a memory's score from a query of some of the terms
+           never exceeds its score from all of them; the best score per memory is kept.
+           The common-term steps are skipped when no memory without a rare term can
+           outscore the current ``limit``-th result (a term adds at most idf x (k1 + 1));
+           the answer is then exactly BM25's top ``limit`` over the kept terms.
+
+        Scope filters run in SQL on every row, and a window counts rows in scope. The scan
+        that bounds a window counts every match, but widens until ``limit`` rows in scope
+        were found or there are no more: another workspace's matches can narrow what is
+        compared, never shorten this workspace's answer or enter it.
         """
         where, params = scope_where(flt, alias="m")
-        terms = fts_terms(text, drop_stopwords=self.sparse_plan != "seed")
+        terms = fts_terms(text, drop_stopwords=self.sparse_mode != "seed")
         if not terms or limit <= 0:
             return []
-        weights = (BM25_CONTENT_WEIGHT, BM25_PAYLOAD_WEIGHT)
+        hits = _SparseHits(limit)
         with self._read():
-            if self.sparse_plan == "budgeted":
-                if len(terms) > 1:
-                    counts = self._term_doc_counts(terms)
-                    terms = [terms[i] for i in prune_terms(counts, self.sparse_budget)]
-                window = max(self.sparse_window, limit)
-                rows = self._execute(
-                    _SPARSE_WINDOWED_SQL.format(where=where),
-                    (*weights, fts_or(terms), *params, window, limit),
-                ).fetchall()
+            if self.sparse_mode == "budgeted":
+                self._sparse_budgeted(terms, where, params, hits)
             else:
-                rows = self._execute(
-                    _SPARSE_SEED_SQL.format(where=where),
-                    (*weights, fts_or(terms), *params, limit),
-                ).fetchall()
-        # FTS5's bm25 is negative, lower is better; candidates want higher = better.
+                hits.add(self._sparse_all(" OR ".join(terms), where, params, limit))
         return [
-            Candidate(memory_id=memory_id, score=-float(score), rank=rank)
-            for rank, (memory_id, score) in enumerate(rows, start=1)
+            Candidate(memory_id=memory_id, score=score, rank=rank)
+            for rank, (memory_id, score) in enumerate(hits.ranked(), start=1)
         ]
 
-    def _term_doc_counts(self, terms: Sequence[str]) -> list[int]:
-        """How many documents each FTS term matches, counted up to a cap by FTS5 itself.
+    def _sparse_budgeted(
+        self, terms: Sequence[str], where: str, params: Sequence[Any], hits: _SparseHits
+    ) -> None:
+        if len(terms) == 1:
+            self._sparse_window(terms[0], where, params, hits)
+            return
+        # The rows FTS5 holds (one per memory): exact unless memories were deleted, and
+        # then too high, which only keeps more terms and raises the ceilings below.
+        total = int(self._execute("SELECT max(seq) FROM memories").fetchone()[0] or 0)
+        # Past half the rows FTS5's idf is floored: counting further orders nothing.
+        cap = total // 2 + 1
+        counts = self._term_doc_counts(terms, cap)
+        plan = plan_terms(
+            counts, total_rows=total, budget=self.sparse_rare_budget, max_share=SPARSE_MAX_SHARE
+        )
+        rare = " OR ".join(terms[i] for i in plan.rare)
+        common = self._sparse_forms([terms[i] for i in plan.common], cap)
+        if rare:
+            hits.add(self._sparse_all(rare, where, params, hits.limit))
+            if common:
+                # Memories of a rare term that also hold common ones: scored with all of
+                # them (no term twice, so bm25 sums each term once).
+                match = f"({rare}) AND ({' OR '.join(common)})"
+                hits.add(self._sparse_all(match, where, params, hits.limit))
+        if common:
+            ceilings = [bm25_term_ceiling(counts[i], total) for i in plan.common]
+            all_complete = False
+            if len(common) > 1 and hits.kth_score() < sum(ceilings):
+                all_complete = self._sparse_window(" AND ".join(common), where, params, hits)
+            # Memories holding only some of the common terms and none of the rare ones rank
+            # below those holding all of them (or a rare one) unless much shorter: they
+            # only fill a short answer. On the benchmark's queries this cost nothing in
+            # quality and a window of ~5 ms whenever the answer was already full.
+            reachable = sum(ceilings) - (min(ceilings) if all_complete else 0.0)
+            if len(hits) < hits.limit and hits.kth_score() < reachable:
+                self._sparse_window(" OR ".join(common), where, params, hits)
+        if plan.dropped and len(hits) < hits.limit:
+            dropped = self._sparse_forms([terms[i] for i in plan.dropped], cap)
+            self._sparse_window(" OR ".join(dropped), where, params, hits)
 
-        A MATCH on the term alone is exact where an ``fts5vocab`` lookup is not: the
-        index holds Porter stems with diacritics removed, so a query word has to go
-        through FTS5's tokenizer to find its row, and a prefix term spans many rows. The
-        cost is the same (both walk the term's doclist, ~1 ms for a term in 60% of
-        100k memories); the cap bounds it for exact terms, and the cache lets common
-        terms, which recur across queries, be counted once every few seconds. Counts
-        cover every workspace, like the statistics bm25 itself uses."""
+    def _sparse_all(
+        self, match: str, where: str, params: Sequence[Any], limit: int
+    ) -> list[tuple[str, int, float]]:
+        """The best ``limit`` in-scope matches of ``match``, every match scored."""
+        rows = self._execute(
+            _SPARSE_ALL_SQL.format(where=where),
+            (BM25_CONTENT_WEIGHT, BM25_PAYLOAD_WEIGHT, match, *params, limit),
+        ).fetchall()
+        return [(memory_id, seq, -score) for memory_id, seq, score in rows]
+
+    def _sparse_window(
+        self, match: str, where: str, params: Sequence[Any], hits: _SparseHits
+    ) -> bool:
+        """Score the newest in-scope matches of ``match`` (at most ``sparse_window`` of
+        them, among at most ``sparse_scan`` matches in the table, 4x more each round
+        while fewer than ``hits.limit`` were found) into ``hits``. True when that was
+        every in-scope match.
+
+        Newest first because that is the order FTS5 reads a doclist in without sorting,
+        and because among memories that share only common words, bm25 ranks by little
+        more than their length, where an episodic memory has reason to prefer recent
+        episodes."""
+        window = max(self.sparse_window, hits.limit)
+        below, scan, found = _MAX_ROWID, self.sparse_scan, 0
+        while True:
+            rows = self._execute(
+                _SPARSE_WINDOW_SQL.format(where=where),
+                (match, below, scan - 1, BM25_CONTENT_WEIGHT, BM25_PAYLOAD_WEIGHT, match,
+                 below, *params, window, hits.limit),
+            ).fetchall()
+            lowest, scored = int(rows[0][0]), int(rows[0][4] or 0)
+            found_now = [(r[1], int(r[2]), -float(r[3])) for r in rows if r[1] is not None]
+            hits.add(found_now)
+            found += len(found_now)
+            if lowest == 0:
+                return scored < window
+            if found >= hits.limit:
+                return False
+            below, scan = lowest, scan * 4
+
+    def _sparse_forms(self, terms: Sequence[str], cap: int) -> list[str]:
+        """Common terms as FTS5 will read them: a prefix term whose whole word is itself
+        common (at least half its matches) is searched as the whole word. FTS5 gathers a
+        prefix term's whole doclist before it returns a row, ~2 ms for a word in 60% of
+        100k memories; the longer words it adds would be just as common."""
+        wholes = [fts_whole_word(term) for term in terms]
+        prefixed = [term for term, whole in zip(terms, wholes, strict=True) if term != whole]
+        counts = dict(zip(prefixed, self._term_doc_counts(prefixed, cap), strict=True))
+        whole_counts = dict(
+            zip(prefixed, self._term_doc_counts([fts_whole_word(t) for t in prefixed], cap),
+                strict=True)
+        )
+        return [
+            whole if term in counts and 2 * whole_counts[term] >= counts[term] else term
+            for term, whole in zip(terms, wholes, strict=True)
+        ]
+
+    def _term_doc_counts(self, terms: Sequence[str], cap: int) -> list[int]:
+        """How many memories each FTS term matches, up to ``cap``, counted by FTS5.
+
+        A MATCH on the term alone is exact where an ``fts5vocab`` row lookup is not: the
+        index holds Porter stems with diacritics removed, so a query word would first
+        have to go through FTS5's tokenizer, and a prefix term spans many rows. The cost
+        is the same (both walk the term's doclist); the cap bounds it for whole words,
+        and a prefix term is counted only when its whole word does not already reach the
+        cap, which spares FTS5 gathering the prefix's doclist (~2 ms for a word in 60% of
+        100k memories). The cache lets common words, which recur across queries, be
+        counted once every few seconds. Counts cover all workspaces, like the statistics
+        bm25 itself uses."""
         cache = self._sparse_counts
         if cache is None:
             cache = self._sparse_counts = _DocCounts(DOC_COUNT_TTL_S, DOC_COUNT_CACHE_TERMS)
-        cap = SPARSE_COUNT_CAP_FACTOR * self.sparse_budget
         now = time.monotonic()
-        counts: list[int] = []
-        for term in terms:
-            count = cache.get(term, now)
-            if count is None:
-                count = int(
-                    self._execute(
-                        "SELECT count(*) FROM (SELECT 1 FROM memories_fts "
-                        "WHERE memories_fts MATCH ? LIMIT ?)",
-                        (term, cap),
-                    ).fetchone()[0]
-                )
-                cache.put(term, count, now)
-            counts.append(count)
-        return counts
+
+        def count(term: str) -> int:
+            known = cache.get(term, now)
+            if known is not None:
+                return known
+            whole = fts_whole_word(term)
+            if whole != term and count(whole) >= cap:
+                found = cap  # a prefix matches all its whole word does, and more
+            else:
+                found = int(self._execute(_SPARSE_COUNT_SQL, (term, cap)).fetchone()[0])
+            cache.put(term, found, now)
+            return found
+
+        return [count(term) for term in terms]
 
     # -- diagnostics -----------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
@@ -905,24 +1009,79 @@ def _event(row: Sequence[Any]) -> Event:
     )
 
 
-# Seed 000's query: bm25 for every in-scope row that matches.
-_SPARSE_SEED_SQL = (
-    "SELECT m.id, bm25(memories_fts, ?, ?) AS score "
-    "FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
-    "WHERE memories_fts MATCH ? AND m.status = 'active' AND {where} "
-    "ORDER BY score, m.seq LIMIT ?"
+# The scope check of a sparse search reads memories_sparse_scope (migration 2), which
+# holds every column scope_where() and the status filter use, instead of the memories row;
+# the id is read from memories only for the rows returned. "rowid + 0" keeps the join an
+# equality lookup: on a plain column, SQLite carries the rowid bounds of the window over
+# to m.seq and plans a range scan of the index for every match.
+_SPARSE_SCOPED = (
+    " FROM memories_fts CROSS JOIN memories AS m INDEXED BY memories_sparse_scope"
+    " ON m.seq = memories_fts.rowid + 0"
 )
 
-# CROSS JOIN keeps FTS5 as the outer loop, which hands rows over newest first by itself
-# (no sort), and bm25 runs only for rows that pass the scope filter, up to the window.
-_SPARSE_WINDOWED_SQL = (
-    "SELECT id, score FROM ("
-    " SELECT m.id AS id, m.seq AS seq, bm25(memories_fts, ?, ?) AS score"
-    " FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid"
-    " WHERE memories_fts MATCH ? AND m.status = 'active' AND {where}"
-    " ORDER BY memories_fts.rowid DESC LIMIT ?"
-    ") ORDER BY score, seq LIMIT ?"
+# Every in-scope match scored, as seed 000's query did.
+_SPARSE_ALL_SQL = (
+    "SELECT mm.id, w.seq, w.score FROM ("
+    " SELECT m.seq AS seq, bm25(memories_fts, ?, ?) AS score"
+    + _SPARSE_SCOPED
+    + " WHERE memories_fts MATCH ? AND m.status = 'active' AND {where}"
+    " ORDER BY score, m.seq LIMIT ?"
+    ") AS w CROSS JOIN memories AS mm ON mm.seq = w.seq"
+    " ORDER BY w.score, w.seq"
 )
+
+# The newest in-scope matches below a rowid. `bound` is the rowid of the scan-th newest
+# match in the whole table (0 when there are fewer); FTS5 stays the outer loop, so it
+# hands rows over newest first without a sort, and bm25 runs only for rows that pass the
+# scope filter, up to the window. The one row of `bound` always comes back (with NULLs
+# when nothing matched) so the caller learns how far the scan got; `scored` is how many
+# rows the window took.
+_SPARSE_WINDOW_SQL = (
+    "WITH bound(lo) AS MATERIALIZED (SELECT coalesce((SELECT rowid FROM memories_fts"
+    " WHERE memories_fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT 1 OFFSET ?), 0))"
+    " SELECT b.lo, mm.id, w.seq, w.score, w.scored FROM bound AS b LEFT JOIN ("
+    "  SELECT seq, score, count(*) OVER () AS scored FROM ("
+    "   SELECT m.seq AS seq, bm25(memories_fts, ?, ?) AS score"
+    + _SPARSE_SCOPED
+    + "   WHERE memories_fts MATCH ? AND memories_fts.rowid < ?"
+    "    AND memories_fts.rowid >= (SELECT lo FROM bound)"
+    "    AND m.status = 'active' AND {where}"
+    "   ORDER BY memories_fts.rowid DESC LIMIT ?)"
+    "  ORDER BY score, seq LIMIT ?) AS w LEFT JOIN memories AS mm ON mm.seq = w.seq"
+    " ORDER BY w.score, w.seq"
+)
+
+_SPARSE_COUNT_SQL = (
+    "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
+)
+
+
+class _SparseHits:
+    """The best score found so far for each memory, over the queries of one search."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._best: dict[str, tuple[float, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._best)
+
+    def add(self, rows: Iterable[tuple[str, int, float]]) -> None:
+        for memory_id, seq, score in rows:
+            known = self._best.get(memory_id)
+            if known is None or score > known[0]:
+                self._best[memory_id] = (score, seq)
+
+    def kth_score(self) -> float:
+        """The ``limit``-th best score so far; 0 while there are fewer."""
+        if len(self._best) < self.limit:
+            return 0.0
+        return heapq.nlargest(self.limit, (score for score, _ in self._best.values()))[-1]
+
+    def ranked(self) -> list[tuple[str, float]]:
+        """Best first, ties by storage order (as seed 000's ``ORDER BY score, m.seq``)."""
+        best = sorted(self._best.items(), key=lambda item: (-item[1][0], item[1][1]))
+        return [(memory_id, score) for memory_id, (score, _) in best[: self.limit]]
 
 
 class _DocCounts:
