@@ -126,6 +126,26 @@ def test_when_no_memory_can_catch_up_only_rare_terms_are_searched(store: SqliteS
     assert not any(" AND " in m and "zeta" not in m for m in traced.matches)
 
 
+def test_a_word_the_index_holds_matches_its_inflections_not_longer_words(
+    store: SqliteStore,
+) -> None:
+    remember(
+        store,
+        event("cat", summary="the cat slept"),
+        event("cats", summary="two cats played"),
+        event("catalog", summary="catalog service restarted"),
+    )
+    assert sorted(sparse_ids(store, ACME, "cat", 5)) == ["cat", "cats"]
+    assert sorted(exact_ids(store, ACME, "cat", 5)) == ["cat", "catalog", "cats"]  # seed rule
+
+
+def test_a_word_the_index_lacks_is_searched_as_a_prefix(store: SqliteStore) -> None:
+    remember(store, event("auth", summary="authentication failed for the billing api"))
+    remember(store, event("other", summary="billing api latency"))
+    assert sparse_ids(store, ACME, "auth", 5) == ["auth"]
+    assert sparse_ids(store, ACME, "auth billing", 5)[0] == "auth"
+
+
 def test_a_common_whole_word_is_searched_without_its_prefix(store: SqliteStore) -> None:
     fill(store, "d", 10, "deploy step {i}")
     fill(store, "x", 50, "unrelated filler {i}")
