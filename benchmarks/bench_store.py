@@ -38,13 +38,64 @@ QUERIES = 200
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 WORDS = [
-    "deploy", "rollback", "checkout", "payment", "gateway", "cache", "ttl", "oom", "memory",
-    "leak", "latency", "p99", "keeper", "denied", "approval", "production", "staging", "canary",
-    "escalation", "timeout", "retry", "flaky", "test", "build", "pipeline", "migration", "schema",
-    "index", "vector", "embedding", "queue", "backlog", "worker", "crash", "restart",
-    "certificate", "expired", "dns", "resolver", "region", "failover", "database", "replica",
-    "lag", "disk", "quota", "alert", "incident", "postmortem", "owner", "review", "merge",
-    "conflict", "branch", "release", "hotfix", "feature", "flag",
+    "deploy",
+    "rollback",
+    "checkout",
+    "payment",
+    "gateway",
+    "cache",
+    "ttl",
+    "oom",
+    "memory",
+    "leak",
+    "latency",
+    "p99",
+    "keeper",
+    "denied",
+    "approval",
+    "production",
+    "staging",
+    "canary",
+    "escalation",
+    "timeout",
+    "retry",
+    "flaky",
+    "test",
+    "build",
+    "pipeline",
+    "migration",
+    "schema",
+    "index",
+    "vector",
+    "embedding",
+    "queue",
+    "backlog",
+    "worker",
+    "crash",
+    "restart",
+    "certificate",
+    "expired",
+    "dns",
+    "resolver",
+    "region",
+    "failover",
+    "database",
+    "replica",
+    "lag",
+    "disk",
+    "quota",
+    "alert",
+    "incident",
+    "postmortem",
+    "owner",
+    "review",
+    "merge",
+    "conflict",
+    "branch",
+    "release",
+    "hotfix",
+    "feature",
+    "flag",
 ]
 AGENTS = [f"agent-{i}" for i in range(20)]
 CREWS = [f"crew-{i}" for i in range(4)]
@@ -78,11 +129,15 @@ def make_events(
     text = text or sentence
     return [
         Event(
-            id=f"evt_{i:08d}", workspace_id="acme", ts=T0 + timedelta(seconds=i),
+            id=f"evt_{i:08d}",
+            workspace_id="acme",
+            ts=T0 + timedelta(seconds=i),
             type=rng.choice(("tool.call", "exec.output_chunk", "peer.conversation", "note")),
             severity=rng.choice(("debug", "info", "info", "notice", "warn")),
-            summary=text(rng), payload={"step": i, "ok": rng.random() > 0.1},
-            agent_id=rng.choice(AGENTS), crew_id=rng.choice(CREWS),
+            summary=text(rng),
+            payload={"step": i, "ok": rng.random() > 0.1},
+            agent_id=rng.choice(AGENTS),
+            crew_id=rng.choice(CREWS),
         )
         for i in range(n)
     ]
@@ -90,9 +145,19 @@ def make_events(
 
 def memory_of(e: Event, base: float) -> Memory:
     return Memory(
-        id=e.id, workspace_id=e.workspace_id, ts=e.ts, type=e.type, content=e.summary,
-        severity=e.severity, payload=e.payload, agent_id=e.agent_id, crew_id=e.crew_id,
-        base_importance=base, importance=base, source_event_ids=(e.id,), created_at=e.ts,
+        id=e.id,
+        workspace_id=e.workspace_id,
+        ts=e.ts,
+        type=e.type,
+        content=e.summary,
+        severity=e.severity,
+        payload=e.payload,
+        agent_id=e.agent_id,
+        crew_id=e.crew_id,
+        base_importance=base,
+        importance=base,
+        source_event_ids=(e.id,),
+        created_at=e.ts,
     )
 
 
@@ -119,8 +184,10 @@ def bench_append(path: Path, n: int, rng: random.Random) -> None:
     with SqliteStore(path) as store:
         elapsed = sum(timed(partial(store.append, b, m)) for b, m in batches)
         assert store.stats().events == n
-    print(f"append        {n / elapsed:10,.0f} events/s  ({n:,} events in batches of {BATCH}, "
-          f"{admitted_total / n:.1%} admitted, {elapsed:.2f} s)")
+    print(
+        f"append        {n / elapsed:10,.0f} events/s  ({n:,} events in batches of {BATCH}, "
+        f"{admitted_total / n:.1%} admitted, {elapsed:.2f} s)"
+    )
 
 
 def bench_dense(path: Path, n: int, rng: random.Random) -> None:
@@ -132,9 +199,11 @@ def bench_dense(path: Path, n: int, rng: random.Random) -> None:
     with SqliteStore(path) as store:
         for start in range(0, n, 5000):
             store.append(events[start : start + 5000], memories[start : start + 5000])
-            store.put_vectors("bench", DIM, [
-                (memories[i].id, vectors[i]) for i in range(start, min(n, start + 5000))
-            ])
+            store.put_vectors(
+                "bench",
+                DIM,
+                [(memories[i].id, vectors[i]) for i in range(start, min(n, start + 5000))],
+            )
         queries = np_rng.standard_normal((QUERIES, DIM), dtype=np.float32)
         flt = ScopeFilter("acme")
         load = timed(lambda: store.search_dense(flt, queries[0], 10))
@@ -142,8 +211,10 @@ def bench_dense(path: Path, n: int, rng: random.Random) -> None:
         for label, f in (
             ("whole ws", flt),
             ("own", ScopeFilter("acme", Scope.OWN, agent_id=AGENTS[0])),
-            ("crew_shared", ScopeFilter("acme", Scope.CREW_SHARED, agent_id=AGENTS[0],
-                                        crew_id=CREWS[0])),
+            (
+                "crew_shared",
+                ScopeFilter("acme", Scope.CREW_SHARED, agent_id=AGENTS[0], crew_id=CREWS[0]),
+            ),
         ):
             samples = [timed(partial(store.search_dense, f, q, 15)) for q in queries]
             print(f"search_dense  {percentiles(samples)}  ({label}, {n:,} x {DIM}, k=15)")
@@ -158,9 +229,27 @@ def bench_dense(path: Path, n: int, rng: random.Random) -> None:
 # Function words as they occur between the content words of a journal line, weighted
 # roughly by English frequency: "the" ends up in about half the memories.
 FUNCTION_WORDS = {
-    "the": 7.0, "to": 3.0, "of": 3.0, "and": 3.0, "a": 2.5, "in": 2.5, "it": 1.0,
-    "for": 1.2, "on": 1.0, "is": 1.0, "was": 1.0, "with": 0.8, "after": 0.6, "from": 0.6,
-    "at": 0.6, "by": 0.5, "not": 0.5, "before": 0.3, "no": 0.3, "again": 0.2, "while": 0.2,
+    "the": 7.0,
+    "to": 3.0,
+    "of": 3.0,
+    "and": 3.0,
+    "a": 2.5,
+    "in": 2.5,
+    "it": 1.0,
+    "for": 1.2,
+    "on": 1.0,
+    "is": 1.0,
+    "was": 1.0,
+    "with": 0.8,
+    "after": 0.6,
+    "from": 0.6,
+    "at": 0.6,
+    "by": 0.5,
+    "not": 0.5,
+    "before": 0.3,
+    "no": 0.3,
+    "again": 0.2,
+    "while": 0.2,
 }
 FUNCTION_WORD_RATE = 0.4  # chance of a function word in each gap between content words
 QUESTIONS = [
@@ -200,8 +289,7 @@ def query_sets(rng: random.Random) -> dict[str, list[str]]:
         questions.append(template.format(*sentence(rng).split()))
     return {
         "questions": questions,
-        "2-4 words": [" ".join(sentence(rng).split()[: rng.randint(2, 4)])
-                      for _ in range(QUERIES)],
+        "2-4 words": [" ".join(sentence(rng).split()[: rng.randint(2, 4)]) for _ in range(QUERIES)],
         "3 top-58 words": [" ".join(rng.sample(WORDS, 3)) for _ in range(QUERIES)],
     }
 
@@ -229,18 +317,21 @@ def bench_sparse(path: Path, n: int, rng: random.Random) -> None:
             "whole ws": ScopeFilter("acme"),
             "own": ScopeFilter("acme", Scope.OWN, agent_id=AGENTS[0]),
         }
-        print(f"search_sparse over {n:,} memories, k={SPARSE_K}, {QUERIES} queries per set, "
-              "one pass per mode over the same database and queries.\n"
-              f"  agree: share of seed's top {SPARSE_K} also returned; bm25: exact BM25 of "
-              "the query without stopwords, summed over the results, as a share of the "
-              "best possible\n  (cold: budgeted again, its document-count cache emptied "
-              "before each query)")
+        print(
+            f"search_sparse over {n:,} memories, k={SPARSE_K}, {QUERIES} queries per set, "
+            "one pass per mode over the same database and queries.\n"
+            f"  agree: share of seed's top {SPARSE_K} also returned; bm25: exact BM25 of "
+            "the query without stopwords, summed over the results, as a share of the "
+            "best possible\n  (cold: budgeted again, its document-count cache emptied "
+            "before each query)"
+        )
         for set_name, queries in query_sets(rng).items():
             # bm25 depends on table-wide statistics only: one exact scoring serves both scopes.
             store.sparse_mode = "stopwords"
-            exact = {q: {c.memory_id: c.score
-                         for c in store.search_sparse(scopes["whole ws"], q, n)}
-                     for q in queries}
+            exact = {
+                q: {c.memory_id: c.score for c in store.search_sparse(scopes["whole ws"], q, n)}
+                for q in queries
+            }
             for scope_name, flt in scopes.items():
                 samples: dict[str, list[float]] = {mode: [] for mode in SPARSE_MODES}
                 ids: dict[str, dict[str, list[str]]] = {mode: {} for mode in SPARSE_MODES}
@@ -267,9 +358,11 @@ def bench_sparse(path: Path, n: int, rng: random.Random) -> None:
                             if value is not None:
                                 into[mode].append(value)
                 for mode in SPARSE_MODES:
-                    print(f"  {set_name:15} {scope_name:8} {mode:9}  {percentiles(samples[mode])}"
-                          f"   agree {statistics.fmean(agree[mode] or [0.0]):6.1%}"
-                          f"   bm25 {statistics.fmean(share[mode] or [0.0]):6.1%}")
+                    print(
+                        f"  {set_name:15} {scope_name:8} {mode:9}  {percentiles(samples[mode])}"
+                        f"   agree {statistics.fmean(agree[mode] or [0.0]):6.1%}"
+                        f"   bm25 {statistics.fmean(share[mode] or [0.0]):6.1%}"
+                    )
                 print(f"  {set_name:15} {scope_name:8} {'cold':9}  {percentiles(cold)}")
         store.sparse_mode = "budgeted"
 
@@ -277,14 +370,17 @@ def bench_sparse(path: Path, n: int, rng: random.Random) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="rows per measurement")
-    parser.add_argument("--only", choices=("append", "dense", "sparse"), action="append",
-                        help="run only these measurements (repeatable)")
+    parser.add_argument(
+        "--only",
+        choices=("append", "dense", "sparse"),
+        action="append",
+        help="run only these measurements (repeatable)",
+    )
     args = parser.parse_args()
     only = set(args.only or ("append", "dense", "sparse"))
     rng = random.Random(42)
     # Latencies on a shared machine move with its load; print it next to them.
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs, "
-          f"numpy {np.__version__}")
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs, numpy {np.__version__}")
     with tempfile.TemporaryDirectory() as tmp:
         if "append" in only:
             bench_append(Path(tmp) / "append.db", args.n, rng)

@@ -87,7 +87,8 @@ def test_admission_is_selective() -> None:
 
 def test_shows_the_never_list_beating_the_override() -> None:
     tagged_noise = [
-        row for row in ROWS
+        row
+        for row in ROWS
         if row.get("refs", {}).get("episodic") is True and row["type"] == "exec.output_chunk"
     ]
     assert tagged_noise and not any(_admitted(row) for row in tagged_noise)
@@ -95,8 +96,9 @@ def test_shows_the_never_list_beating_the_override() -> None:
 
 def test_uses_every_priority_marker_on_admitted_events() -> None:
     used = Counter(
-        row["refs"]["priority"] for row in ROWS if "priority" in row.get("refs", {})
-        and _admitted(row)
+        row["refs"]["priority"]
+        for row in ROWS
+        if "priority" in row.get("refs", {}) and _admitted(row)
     )
     assert set(used) == set(PRIORITIES)
 
@@ -117,8 +119,10 @@ def test_demo_queries_have_admitted_answers(
     workspace: str, agent: str | None, groups: list[tuple[str, ...]], at_least: int
 ) -> None:
     matches = [
-        row["id"] for row in ROWS
-        if row["workspace_id"] == workspace and _admitted(row)
+        row["id"]
+        for row in ROWS
+        if row["workspace_id"] == workspace
+        and _admitted(row)
         and (agent is None or row["agent_id"] == agent)
         and all(any(word in row["summary"].lower() for word in group) for group in groups)
     ]

@@ -23,7 +23,12 @@ from episodic.scoring.topk import clamp_k, cosine_times_importance, dense_overfe
 
 def test_seed_constants() -> None:
     assert (RRF_K, DECAY_HORIZON_DAYS, DECAY_FLOOR, REFERENCE_BOOST_DIVISOR, HALF_LIFE_DAYS) == (
-        60, 180, 0.1, 8, 90)
+        60,
+        180,
+        0.1,
+        8,
+        90,
+    )
 
 
 # --- seed 000 decay -------------------------------------------------------------------
@@ -31,8 +36,16 @@ def test_seed_constants() -> None:
 
 @pytest.mark.parametrize(
     ("days", "factor"),
-    [(0, 1.0), (1, 1 - 1 / 180), (90, 0.5), (162, 0.1), (170, 0.1), (180, 0.1), (365, 0.1),
-     (-5, 1.0)],
+    [
+        (0, 1.0),
+        (1, 1 - 1 / 180),
+        (90, 0.5),
+        (162, 0.1),
+        (170, 0.1),
+        (180, 0.1),
+        (365, 0.1),
+        (-5, 1.0),
+    ],
 )
 def test_recency_factor(days: float, factor: float) -> None:
     assert recency_factor(days) == pytest.approx(factor)
@@ -119,7 +132,7 @@ def test_retired_entries_have_zero_prominence(age_days: float) -> None:
 
 
 @pytest.mark.parametrize(
-    ("age_days", "weight"), [(0, 1.0), (90, 2 ** -0.5), (180, 0.5), (360, 0.25), (-3, 1.0)]
+    ("age_days", "weight"), [(0, 1.0), (90, 2**-0.5), (180, 0.5), (360, 0.25), (-3, 1.0)]
 )
 def test_recency_weight(age_days: float, weight: float) -> None:
     assert recency_weight(age_days) == pytest.approx(weight)
@@ -130,9 +143,7 @@ def test_recency_weight(age_days: float, weight: float) -> None:
 
 def test_rrf_hand_computed() -> None:
     fused = dict(rrf([["a", "b", "c"], ["b", "d"]]))
-    assert fused == pytest.approx(
-        {"a": 1 / 61, "b": 1 / 62 + 1 / 61, "c": 1 / 63, "d": 1 / 62}
-    )
+    assert fused == pytest.approx({"a": 1 / 61, "b": 1 / 62 + 1 / 61, "c": 1 / 63, "d": 1 / 62})
 
 
 def test_rrf_order_rewards_agreement_between_legs() -> None:

@@ -190,9 +190,7 @@ INJECTIONS = [
 
 
 @pytest.mark.parametrize("text", INJECTIONS)
-def test_injection_attempts_are_valid_match_expressions(
-    fts: sqlite3.Connection, text: str
-) -> None:
+def test_injection_attempts_are_valid_match_expressions(fts: sqlite3.Connection, text: str) -> None:
     query = fts_query(text)
     if query is None:
         return
@@ -210,8 +208,28 @@ def test_syntax_in_user_text_does_not_act_as_syntax(fts: sqlite3.Connection) -> 
 
 
 # Text dense in FTS5 syntax, mixed with arbitrary characters from every plane.
-_SYNTAX = st.sampled_from(['"', "*", "(", ")", ":", "^", "-", "+", "{", "}", " NEAR", " AND ",
-                           " OR ", " NOT ", "content", "payload", "'", ","])
+_SYNTAX = st.sampled_from(
+    [
+        '"',
+        "*",
+        "(",
+        ")",
+        ":",
+        "^",
+        "-",
+        "+",
+        "{",
+        "}",
+        " NEAR",
+        " AND ",
+        " OR ",
+        " NOT ",
+        "content",
+        "payload",
+        "'",
+        ",",
+    ]
+)
 _ANY_TEXT = st.lists(st.one_of(_SYNTAX, st.text(max_size=8)), max_size=30).map("".join)
 
 
@@ -223,9 +241,7 @@ def test_any_text_gives_none_or_an_accepted_query(text: str) -> None:
         # Only text without two letters/digits in a row may come back empty.
         assert re.search(r"[^\W_]{2,}", text.lower()) is None
         return
-    _shared_fts().execute(
-        "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (query,)
-    )
+    _shared_fts().execute("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (query,))
 
 
 _CONN: list[sqlite3.Connection] = []
@@ -269,9 +285,7 @@ def _shared_fts() -> sqlite3.Connection:
         ('the "NEAR(" of', '"near"*'),  # what remains is escaped as before
     ],
 )
-def test_stopwords_are_dropped_unless_nothing_else_is_left(
-    text: str, expected: str | None
-) -> None:
+def test_stopwords_are_dropped_unless_nothing_else_is_left(text: str, expected: str | None) -> None:
     assert fts_query(text, drop_stopwords=True) == expected
 
 

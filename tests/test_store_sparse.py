@@ -45,8 +45,9 @@ def exact_ids(store: SqliteStore, flt: ScopeFilter, text: str, limit: int = 50) 
 
 
 def fill(store: SqliteStore, prefix: str, n: int, summary: str, **fields: Any) -> None:
-    remember(store, *(event(f"{prefix}{i}", summary=summary.format(i=i), **fields)
-                      for i in range(n)))
+    remember(
+        store, *(event(f"{prefix}{i}", summary=summary.format(i=i), **fields) for i in range(n))
+    )
 
 
 class Traced:

@@ -42,8 +42,7 @@ from episodic.store.sql import scope_where
         ),
         (
             ScopeFilter("w", Scope.CREW_SHARED, crew_id="c", conversation_id="k"),
-            "workspace_id = ? AND (crew_id = ? AND base_importance >= ?) "
-            "AND conversation_id = ?",
+            "workspace_id = ? AND (crew_id = ? AND base_importance >= ?) AND conversation_id = ?",
             ["w", "c", MIN_BASE, "k"],
         ),
         # empty ids count as not given rather than matching nothing
@@ -55,8 +54,7 @@ def test_scope_where(flt: ScopeFilter, sql: str, params: list[Any]) -> None:
 
 
 def test_alias_qualifies_every_column() -> None:
-    sql, _ = scope_where(ScopeFilter("w", Scope.CREW_SHARED, agent_id="a", crew_id="c"),
-                         alias="m")
+    sql, _ = scope_where(ScopeFilter("w", Scope.CREW_SHARED, agent_id="a", crew_id="c"), alias="m")
     assert sql == (
         "m.workspace_id = ? AND (m.agent_id = ? OR (m.crew_id = ? AND m.base_importance >= ?))"
     )

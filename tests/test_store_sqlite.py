@@ -183,7 +183,8 @@ def test_events_remember_whether_admission_kept_them(
     kept, skipped = event("kept"), event("skipped")
     file_store.append([kept, skipped], [memory_of(kept)])
     assert dict(raw.execute("SELECT id, admitted FROM events").fetchall()) == {
-        "kept": 1, "skipped": 0,
+        "kept": 1,
+        "skipped": 0,
     }
     assert raw.execute("SELECT memory_id, event_id FROM memory_sources").fetchall() == [
         ("kept", "kept")
@@ -202,8 +203,11 @@ def test_a_memory_citing_an_unknown_event_rolls_the_batch_back(
 
 # -- FTS lockstep and other writers ---------------------------------------------------
 def test_fts_follows_updates_and_deletes(file_store: SqliteStore, raw: sqlite3.Connection) -> None:
-    remember(file_store, event("m1", summary="checkout OOM after cache change"),
-             event("m2", summary="unrelated"))
+    remember(
+        file_store,
+        event("m1", summary="checkout OOM after cache change"),
+        event("m2", summary="unrelated"),
+    )
     assert sparse_ids(file_store, ACME, "checkout") == ["m1"]
     raw.execute("UPDATE memories SET content = 'payment gateway timeout' WHERE id = 'm1'")
     assert sparse_ids(file_store, ACME, "checkout") == []
