@@ -107,6 +107,9 @@ def test_pool_sizes_follow_each_seed() -> None:
     assert POLICIES["crewship"].pool_size(10) == 30  # max(3k, 20)
     assert POLICIES["teaparty"].pool_size(10) == 40  # 4 x k
     assert POLICIES["plastmem"].pool_size(10) == 100  # 100 per leg
+    # Seeds use one pool for every leg; default keeps BM25's shallower, never below k.
+    assert [POLICIES[n].sparse_pool_size(10) for n in ("crewship", "plastmem")] == [30, 100]
+    assert [POLICIES["default"].sparse_pool_size(k) for k in (5, 80, 150)] == [50, 80, 150]
     assert POLICIES["crewship"].dense_by_importance
     assert POLICIES["teaparty"].mmr_lambda == 0.7
     assert (POLICIES["teaparty"].blend_dense, POLICIES["teaparty"].blend_sparse) == (0.7, 0.3)

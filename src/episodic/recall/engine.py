@@ -154,7 +154,7 @@ def run_recall(
     if Leg.SPARSE in policy.legs or (
         Leg.DENSE.value not in legs and Leg.RECENCY not in policy.legs
     ):
-        legs[Leg.SPARSE.value] = store.search_sparse(flt, lexical, pool)
+        legs[Leg.SPARSE.value] = store.search_sparse(flt, lexical, policy.sparse_pool_size(k))
     if Leg.RECENCY in policy.legs:
         legs[Leg.RECENCY.value] = store.search_recent(flt, pool)
     bounded = [w for w in windows if w.end - w.start <= MAX_TIME_LEG_SPAN]

@@ -56,6 +56,9 @@ SPARSE_WINDOW = 1000
 # fewer than `limit` were found). An own-scope search finds ~1 match in 20 in scope and
 # pays a join for each match it looks at; this keeps that near 3 ms.
 SPARSE_SCAN = 6000
+# ...and to begin with at most this many per result asked for: a search for 50 looks at
+# 1,500 matches first, enough for an own scope holding 1 match in 20 (~1 us a match).
+SPARSE_SCAN_PER_RESULT = 30
 # Terms in more than this share of memories (idf < ln 4 = 1.4, against 5-10 for the
 # words that identify an episode) are dropped while a rarer term remains.
 SPARSE_MAX_SHARE = 0.2
@@ -866,8 +869,8 @@ class SqliteStore:
         self, match: str, where: str, params: Sequence[Any], hits: _SparseHits
     ) -> bool:
         """Score the newest in-scope matches of ``match`` (at most ``sparse_window`` of
-        them, among at most ``sparse_scan`` matches in the table, 4x more each round
-        while fewer than ``hits.limit`` were found) into ``hits``. True when that was
+        them, among the newest ``sparse_scan`` matches in the table, or 30 per result asked
+        for if fewer, 4x more each round while fewer than ``hits.limit`` were found) into ``hits``. True when that was
         every in-scope match.
 
         Newest first because that is the order FTS5 reads a doclist in without sorting,
@@ -875,7 +878,11 @@ class SqliteStore:
         more than their length, where an episodic memory has reason to prefer recent
         episodes."""
         window = max(self.sparse_window, hits.limit)
-        below, scan, found = _MAX_ROWID, self.sparse_scan, 0
+        below, scan, found = (
+            _MAX_ROWID,
+            min(self.sparse_scan, SPARSE_SCAN_PER_RESULT * hits.limit),
+            0,
+        )
         while True:
             rows = self._execute(
                 _SPARSE_WINDOW_SQL.format(where=where),
