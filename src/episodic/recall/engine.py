@@ -27,7 +27,7 @@ from episodic.recall.trace import (
     Trace,
 )
 from episodic.scoring.blend import blend
-from episodic.scoring.context import spread_to_neighbours
+from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
 from episodic.scoring.decay import prominence, recency_weight
 from episodic.scoring.fusion import rrf
 from episodic.scoring.mmr import mmr, tokens
@@ -195,6 +195,11 @@ def run_recall(
         fused = spread_to_neighbours(fused, adjacency, policy.neighbour_weight)
         if trace is not None:
             trace.add_stage("context:neighbours", fused)
+    if policy.conversation_weight > 0 and fused:
+        conversations = store.conversations_of(query.workspace_id, [i for i, _ in fused])
+        fused = lift_by_conversation(fused, conversations, policy.conversation_weight)
+        if trace is not None:
+            trace.add_stage("context:conversation", fused)
     # Re-ranking, time and diversity look at every candidate; otherwise the order is final
     # and only the head is needed (with room for rows retired since the legs ran).
     reorders = bool(policy.factors) or bool(windows) or policy.diversity is Diversity.MMR

@@ -1,4 +1,5 @@
-"""Conversational context: a turn next to a strong match is likely part of the same story.
+"""Conversational context: a turn next to a strong match is likely part of the same story,
+and a conversation that holds a strong match is likely the one the query is about.
 
 In a conversation the answer often sits one turn away from the words that match the query
 (a question and its reply, a statement and its follow-up). Spreading part of a matched
@@ -8,6 +9,16 @@ turn's score to its neighbours lets them compete:
 
 ``max`` rather than a sum, so a turn surrounded by many weak matches does not outrank one
 strong match.
+
+``lift_by_conversation`` is the wider view: every candidate gains a share of the best score
+in its own conversation,
+
+    score'(x) = score(x) + weight x max over candidates y in x's conversation of score(y)
+
+so that when a query's words meet one turn of a conversation, the turns of that
+conversation which carry the answer in other words (a date, a name, "yes, the blue one")
+rise above equally scored turns of unrelated conversations. Passage retrieval does the same
+with a document's best passage. A memory outside any conversation forms its own group.
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 NEIGHBOUR_WEIGHT = 0.5
+CONVERSATION_WEIGHT = 0.5
 
 
 def spread_to_neighbours(
@@ -38,3 +50,24 @@ def spread_to_neighbours(
     for memory_id, gain in lift.items():
         merged[memory_id] = merged.get(memory_id, 0.0) + gain
     return sorted(merged.items(), key=lambda pair: pair[1], reverse=True)
+
+
+def lift_by_conversation(
+    ranked: Sequence[tuple[str, float]],
+    conversation_of: Mapping[str, str | None],
+    weight: float = CONVERSATION_WEIGHT,
+) -> list[tuple[str, float]]:
+    """``ranked`` (id, score) with each candidate's conversation (missing or None: none);
+    returns the same ids with their lifted scores, best first (ties keep their order)."""
+
+    def group(memory_id: str) -> tuple[bool, str]:
+        conversation = conversation_of.get(memory_id)
+        return (True, conversation) if conversation is not None else (False, memory_id)
+
+    best: dict[tuple[bool, str], float] = {}
+    for memory_id, score in ranked:
+        key = group(memory_id)
+        if score > best.get(key, float("-inf")):
+            best[key] = score
+    lifted = [(memory_id, score + weight * best[group(memory_id)]) for memory_id, score in ranked]
+    return sorted(lifted, key=lambda pair: pair[1], reverse=True)

@@ -150,6 +150,11 @@ class Store(Protocol):
         (id, offset) with offset -1, -2 … before and +1, +2 … after."""
         ...
 
+    def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
+        """The conversation of each of ``ids`` that is a memory of the workspace (None for
+        a memory outside any conversation); unknown ids are left out."""
+        ...
+
     def add_relations(self, workspace_id: str, edges: Sequence[Relation]) -> int:
         """Insert edges between memories of that workspace (re-adding one updates its
         weight); raises ``NotFound`` if an end is not a memory of the workspace."""

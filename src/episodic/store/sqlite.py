@@ -650,6 +650,21 @@ class SqliteStore:
         ).fetchall()
         return [(row[0], sign * offset) for offset, row in enumerate(rows, start=1)]
 
+    def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
+        wanted = _unique(ids)
+        found: dict[str, str | None] = {}
+        with self._read():
+            for start in range(0, len(wanted), _IN_CHUNK):
+                chunk = wanted[start : start + _IN_CHUNK]
+                found.update(
+                    self._execute(
+                        "SELECT id, conversation_id FROM memories WHERE +workspace_id = ? "
+                        f"AND id IN ({_placeholders(len(chunk))})",
+                        (workspace_id, *chunk),
+                    ).fetchall()
+                )
+        return found
+
     def add_relations(self, workspace_id: str, edges: Sequence[Relation]) -> int:
         if not edges:
             return 0
@@ -869,9 +884,9 @@ class SqliteStore:
         self, match: str, where: str, params: Sequence[Any], hits: _SparseHits
     ) -> bool:
         """Score the newest in-scope matches of ``match`` (at most ``sparse_window`` of
-        them, among the newest ``sparse_scan`` matches in the table, or 30 per result asked
-        for if fewer, 4x more each round while fewer than ``hits.limit`` were found) into ``hits``. True when that was
-        every in-scope match.
+        them, among the newest ``sparse_scan`` matches in the table, or 30 per result
+        asked for if fewer, 4x more each round while fewer than ``hits.limit`` were
+        found) into ``hits``. True when that was every in-scope match.
 
         Newest first because that is the order FTS5 reads a doclist in without sorting,
         and because among memories that share only common words, bm25 ranks by little
