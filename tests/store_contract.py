@@ -663,6 +663,21 @@ class StoreContract:
         assert store.neighbours(own, ["t3"], 1) == {"t3": [("t1", -1), ("t5", 1)]}
         assert store.neighbours(ScopeFilter("beta"), ["t3"], 1) == {}
 
+    def test_conversations_of_names_each_memorys_conversation_in_the_workspace(
+        self, store: Store
+    ) -> None:
+        remember(
+            store,
+            event("t1", conversation_id="c1"),
+            event("t2", conversation_id="c2"),
+            event("solo"),
+            event("other", "beta", conversation_id="c1"),
+        )
+        got = store.conversations_of("acme", ["t1", "t2", "solo", "other", "ghost", "t1"])
+        assert got == {"t1": "c1", "t2": "c2", "solo": None}
+        assert store.conversations_of("beta", ["t1", "other"]) == {"other": "c1"}
+        assert store.conversations_of("acme", []) == {}
+
     # -- relations ---------------------------------------------------------------------
     def test_relations_are_walked_both_ways_inside_the_workspace(self, store: Store) -> None:
         remember(store, event("old"), event("new"), event("mid"), event("x", "beta"))

@@ -365,3 +365,52 @@ def test_scope_multipliers_are_configurable_per_policy(mem: Episodic) -> None:
     assert mem.recall("build cache", policy="teaparty", **ask).hits[0].id == "proj"
     flipped = replace(TEAPARTY, scope_multipliers=(("project", 1.0), ("global", 2.0)))
     assert mem.recall("build cache", policy=flipped, **ask).hits[0].id == "glob"
+
+
+def test_turns_of_the_conversation_that_matched_best_rise_above_other_conversations(
+    mem: Episodic,
+) -> None:
+    import dataclasses
+
+    # a1 answers the query in words; a2, four turns later in the same conversation, only
+    # shares "sunset", and so does b1 in another conversation, where it is a shorter (so
+    # BM25-stronger) match.
+    turns = [
+        ("a1", "A", "Melanie painted a sunset over the lake last weekend"),
+        ("f1", "A", "the kids wanted pancakes for breakfast"),
+        ("f2", "A", "we drove to the store to buy groceries"),
+        ("f3", "A", "my brother called about his new job"),
+        ("a2", "A", "she said the sunset one took her three evenings, the colours kept changing"),
+        ("b1", "B", "sunset run"),
+    ]
+    for n, (i, conversation, text) in enumerate(turns):
+        add(
+            mem,
+            i,
+            text,
+            days=10 - n / 100,
+            conversation_id=conversation,
+            type="note",
+            refs={"episodic": True},
+        )
+    for n in range(10):
+        add(
+            mem,
+            f"x{n}",
+            f"unrelated note number {n} about invoices",
+            days=20,
+            type="note",
+            refs={"episodic": True},
+        )
+    sparse = dataclasses.replace(get_policy("default"), legs=(Leg.SPARSE,), neighbours=0)
+    flat = dataclasses.replace(sparse, conversation_weight=0.0)
+
+    def order(policy: object) -> list[str]:
+        hits = mem.recall("sunset painting lake", workspace="w", k=3, policy=policy).hits  # type: ignore[arg-type]
+        return [h.id for h in hits]
+
+    assert order(flat) == ["a1", "b1", "a2"]
+    assert order(sparse) == ["a1", "a2", "b1"]
+    result = mem.recall("sunset painting lake", workspace="w", k=3, policy=sparse, explain=True)
+    assert result.trace is not None
+    assert "context:conversation" in result.trace.stages

@@ -97,3 +97,31 @@ def test_spread_to_neighbours_lifts_the_turn_next_to_a_strong_match() -> None:
     assert spread["after"] == 0.5  # the max lift (from q), not the sum with far's 0.3
     assert spread["before"] == 0.5 and spread["after2"] == 0.25  # halves per step away
     assert spread_to_neighbours(ranked, {}, 0.5) == ranked
+
+
+@pytest.mark.parametrize(
+    ("weight", "expected"),
+    [
+        # a (0.9) and c (0.2) share c1; b (0.3) is alone in c2; d (0.25) has no conversation.
+        (0.5, [("a", 1.35), ("c", 0.65), ("b", 0.45), ("d", 0.375)]),
+        (0.0, [("a", 0.9), ("b", 0.3), ("d", 0.25), ("c", 0.2)]),
+    ],
+)
+def test_lift_by_conversation_adds_a_share_of_the_conversations_best(
+    weight: float, expected: list[tuple[str, float]]
+) -> None:
+    from episodic.scoring.context import lift_by_conversation
+
+    ranked = [("a", 0.9), ("b", 0.3), ("d", 0.25), ("c", 0.2)]
+    conversations = {"a": "c1", "b": "c2", "c": "c1", "d": None}
+    got = lift_by_conversation(ranked, conversations, weight)
+    assert [i for i, _ in got] == [i for i, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected])
+
+
+def test_memories_outside_conversations_are_not_grouped_together() -> None:
+    from episodic.scoring.context import lift_by_conversation
+
+    # Two memories with no conversation each keep their own best: x does not lift y.
+    got = dict(lift_by_conversation([("x", 1.0), ("y", 0.1)], {}, 0.5))
+    assert got == pytest.approx({"x": 1.5, "y": 0.15})
