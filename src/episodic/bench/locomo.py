@@ -39,6 +39,8 @@ from episodic.service import Episodic
 from episodic.store import open_store
 
 GRANULARITIES = ("turn", "session")
+# The most turns a recall returns (K_MAX): at session level, the turns behind the sessions.
+SESSION_TURN_DEPTH = 50
 CATEGORY_NAMES: Mapping[int, str] = {
     1: "multi-hop",
     2: "temporal",
@@ -428,16 +430,20 @@ def _run_policy(
     rows: list[dict[str, float]] = []
     by_category: dict[int, list[dict[str, float]]] = {}
     warmed: set[str] = set()
+    # Sessions are ranked by their best turn: the turn list must be deep enough to name
+    # DEPTH sessions, or a policy that returns several turns of one session would be cut
+    # short of sessions it found.
+    depth = SESSION_TURN_DEPTH if granularity == "session" else DEPTH
     for conv, question in asked:
         clock.now = conv.end
         if conv.workspace not in warmed:
             # The first search of a workspace loads its vectors into memory; that one-off
             # cost is not what a recall costs, so an untimed recall pays it.
-            mem.recall(question.text, workspace=conv.workspace, k=DEPTH, policy=name, mark=False)
+            mem.recall(question.text, workspace=conv.workspace, k=depth, policy=name, mark=False)
             warmed.add(conv.workspace)
         started = time.perf_counter()
         result = mem.recall(
-            question.text, workspace=conv.workspace, k=DEPTH, policy=name, mark=False
+            question.text, workspace=conv.workspace, k=depth, policy=name, mark=False
         )
         latency_ms = (time.perf_counter() - started) * 1000.0
         # A hit from another workspace could carry a dia_id of this conversation's
