@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
+from chat_server import MODEL, ChatServer, running_chat_server
 from episodic.config import Settings
 from episodic.errors import InvalidInput, LLMError
 from episodic.llm.base import (
@@ -42,7 +40,6 @@ from episodic.llm.steps import (
     key_terms,
 )
 
-MODEL = "test-model"
 TASK = "Book the Kyoto offsite with Priya Raman for March 2024; budget from the Q1 plan"
 TERMS = ["Kyoto offsite", "Priya Raman", "March 2024", "Q1 budget"]
 OBJECT_SCHEMA: dict[str, Any] = {
@@ -51,97 +48,11 @@ OBJECT_SCHEMA: dict[str, Any] = {
     "required": ["n"],
 }
 
-Reply = tuple[int, bytes, float]  # status, body, seconds to wait before answering
-
-
-@dataclass
-class Recorded:
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-@dataclass
-class ChatServer:
-    """A chat-completions endpoint that answers each request with the next scripted reply."""
-
-    base_url: str
-    requests: list[Recorded] = field(default_factory=list)
-    replies: list[Reply] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-
-    def reply(self, content: str | None, *, finish: str = "stop", delay: float = 0.0) -> None:
-        body = {
-            "id": f"chatcmpl-{len(self.replies)}",
-            "object": "chat.completion",
-            "created": 1_700_000_000,
-            "model": MODEL,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": finish,
-                }
-            ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }
-        self.replies.append((200, json.dumps(body).encode(), delay))
-
-    def reply_json(self, payload: Any) -> None:
-        self.reply(json.dumps(payload))
-
-    def reply_error(self, status: int, message: str, *, delay: float = 0.0) -> None:
-        body = {"error": {"message": message, "type": "invalid_request_error", "code": None}}
-        self.replies.append((status, json.dumps(body).encode(), delay))
-
-    def sent(self, i: int = -1) -> dict[str, Any]:
-        body: dict[str, Any] = self.requests[i].body
-        return body
-
 
 @pytest.fixture
 def server() -> Iterator[ChatServer]:
-    srv: ChatServer
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            srv.requests.append(
-                Recorded(
-                    self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw)
-                )
-            )
-            if srv.replies:
-                status, body, delay = srv.replies.pop(0)
-            else:
-                # A test that makes more requests than it scripted fails loudly, not silently.
-                status, body, delay = 599, b'{"error": {"message": "no scripted reply"}}', 0.0
-            if delay:
-                srv.release.wait(delay)
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            except OSError:
-                pass  # the client gave up (timeout tests)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    srv = ChatServer(base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1")
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
+    with running_chat_server() as srv:
         yield srv
-    finally:
-        srv.release.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture

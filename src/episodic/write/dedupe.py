@@ -1,0 +1,96 @@
+"""Dedupe of extracted entries (seed 004), as pure helpers the store's caller runs.
+
+Two passes, after ``extract_entries`` has dropped repeats within its own batch:
+
+1. ``drop_known_hashes``: an entry whose ``content_hash`` the scope already holds is a
+   repeat; checking it costs nothing, so it runs before anything is embedded;
+2. ``drop_similar``: an entry whose vector has cosine >= ``DEDUPE_COSINE`` with an earlier
+   kept entry of the batch, or with any existing row of the scope, says the same thing in
+   other words.
+
+Both return what they kept and a ``Dropped`` record for everything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from episodic.errors import InvalidInput
+from episodic.write.extract import KNOWN_HASH, SIMILAR, Dropped, Entry, content_hash
+
+# Seed 004: dedupeSimilarityThreshold.
+DEDUPE_COSINE = 0.86
+
+
+def drop_known_hashes(
+    entries: Sequence[Entry], known: Collection[str]
+) -> tuple[list[Entry], list[Dropped]]:
+    """``entries`` whose ``content_hash`` is not in ``known`` (nor repeated earlier in
+    ``entries``), and the rest as ``known_hash`` drops."""
+    seen = set(known)
+    kept: list[Entry] = []
+    dropped: list[Dropped] = []
+    for entry in entries:
+        digest = content_hash(entry.content)
+        if digest in seen:
+            dropped.append(Dropped(entry.content, KNOWN_HASH, f"sha256 {digest[:12]}"))
+            continue
+        seen.add(digest)
+        kept.append(entry)
+    return kept, dropped
+
+
+def drop_similar(
+    entries: Sequence[Entry],
+    vectors: npt.NDArray[np.floating],
+    existing: npt.NDArray[np.floating],
+    threshold: float = DEDUPE_COSINE,
+) -> tuple[list[int], list[Dropped]]:
+    """The indices of ``entries`` to keep, in order, and a ``similar`` drop for each other.
+
+    ``vectors`` holds one row per entry and ``existing`` the vectors already stored in the
+    scope (zero rows allowed); rows are L2-normalised, so a dot product is the cosine. An
+    entry is a duplicate when its cosine with an earlier *kept* entry of the batch, or with
+    any existing row, is >= ``threshold``; the drop's detail names the closest match and
+    the cosine.
+    """
+    if not 0.0 < threshold <= 1.0:
+        raise InvalidInput("threshold", f"must be in (0, 1], got {threshold}")
+    batch = np.asarray(vectors, dtype=np.float32)
+    if batch.ndim != 2 or batch.shape[0] != len(entries):
+        raise InvalidInput(
+            "vectors", f"expected one row per entry ({len(entries)}), got shape {batch.shape}"
+        )
+    stored = np.asarray(existing, dtype=np.float32)
+    if stored.size == 0:
+        stored = np.zeros((0, batch.shape[1]), dtype=np.float32)
+    if stored.ndim != 2 or stored.shape[1] != batch.shape[1]:
+        raise InvalidInput(
+            "existing", f"expected rows of {batch.shape[1]} dimensions, got shape {stored.shape}"
+        )
+    # The best existing match of every entry at once: one (n, m) product, whatever m is.
+    if stored.shape[0] and batch.shape[0]:
+        against_stored = batch @ stored.T
+        best_row = against_stored.argmax(axis=1)
+        best_stored = against_stored[np.arange(batch.shape[0]), best_row]
+    else:
+        best_row = np.zeros(batch.shape[0], dtype=np.int64)
+        best_stored = np.full(batch.shape[0], -np.inf, dtype=np.float32)
+
+    kept: list[int] = []
+    dropped: list[Dropped] = []
+    for i, entry in enumerate(entries):
+        cosine, match = float(best_stored[i]), f"existing row {int(best_row[i])}"
+        if kept:
+            against_kept = batch[kept] @ batch[i]
+            k = int(against_kept.argmax())
+            if float(against_kept[k]) > cosine:
+                cosine, match = float(against_kept[k]), f"entry {kept[k]} of this batch"
+        if cosine >= threshold:
+            dropped.append(Dropped(entry.content, SIMILAR, f"cosine {cosine:.3f} with {match}"))
+        else:
+            kept.append(i)
+    return kept, dropped

@@ -1,0 +1,368 @@
+"""Source-backed extraction (seed 004): entries that quote the transcript they came from.
+
+With an LLM, the role-labelled transcript goes in (as an untrusted data block) and entries
+``{content, source, evidence}`` come out. The code trusts none of them:
+
+1. ``source`` must be one of ``SOURCES``;
+2. ``evidence`` must occur verbatim (whitespace runs collapsed on both sides) in a message
+   of the transcript: a user message for ``user_assertion`` and
+   ``user_accepted_assistant_proposal``, a user or assistant message for
+   ``verified_assistant_finding``; tool and system messages are never evidence. The entry
+   is attributed to the first message that qualifies;
+3. content and evidence are normalised and cut to ``max_chars`` at a word boundary;
+4. exact repeats (same ``content_hash``) are dropped;
+5. at most ``per_turn`` entries are kept per turn (a user message and the replies up to
+   the next user message), in the order they were given.
+
+Repeats are dropped before the turn cap so that a repeat never takes the place of a new
+entry. Every entry that fails a check is recorded in ``Extraction.dropped`` with its reason.
+An ``LLMError`` falls back to the offline extraction with a warning.
+
+Offline, only the user speaks for themselves: each declarative sentence of a user message
+with real content (at least ``OFFLINE_MIN_WORDS`` words, ``OFFLINE_MIN_CONTENT_WORDS`` of
+them content words; no question, request, greeting or thanks; nothing inside a code fence
+or a ``>`` quote) becomes a ``user_assertion`` whose content and evidence are the sentence
+itself. The same cuts, repeat check and turn cap apply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
+
+from episodic.errors import InvalidInput, LLMError
+from episodic.llm.base import LLM
+from episodic.llm.prompts import (
+    DEFAULT_PROMPTS,
+    ENTRIES_PER_TURN,
+    ENTRY_MAX_CHARS,
+    ENTRY_SOURCES,
+    EXTRACT_SCHEMA,
+    Prompts,
+    data_block,
+    fill,
+)
+from episodic.write.messages import Message, transcript_json
+from episodic.write.text import (
+    clip_messages,
+    collapse,
+    content_words,
+    cut_words,
+    split_sentences,
+    word_count,
+)
+
+__all__ = [
+    "ENTRIES_PER_TURN",
+    "ENTRY_MAX_CHARS",
+    "OFFLINE_EXTRACTOR",
+    "REASONS",
+    "SOURCES",
+    "Dropped",
+    "Entry",
+    "Extraction",
+    "content_hash",
+    "extract_entries",
+    "normalise",
+]
+
+log = logging.getLogger("episodic.write")
+
+SOURCES: tuple[str, ...] = ENTRY_SOURCES
+USER_SOURCES = frozenset({"user_assertion", "user_accepted_assistant_proposal"})
+OFFLINE_EXTRACTOR = "offline"
+# Evidence shorter than this (after normalising) would be found in almost any transcript.
+EVIDENCE_MIN_CHARS = 3
+OFFLINE_MIN_WORDS = 6
+OFFLINE_MIN_CONTENT_WORDS = 3
+# A long conversation reaches the model cut to about this many characters; every message
+# keeps its place (and tool output is cut hardest, it is context only). Evidence is always
+# checked against the full messages.
+EXTRACT_INPUT_MAX_CHARS = 24_000
+EXTRACT_MAX_TOKENS = 2048
+
+# Why an entry was dropped. Extraction uses the first eight; dedupe.py adds the last two.
+UNKNOWN_SOURCE = "unknown_source"
+EMPTY_CONTENT = "empty_content"
+EVIDENCE_TOO_SHORT = "evidence_too_short"
+EVIDENCE_NOT_IN_TRANSCRIPT = "evidence_not_in_transcript"
+EVIDENCE_FROM_TOOL_OR_SYSTEM = "evidence_from_tool_or_system"
+EVIDENCE_NOT_FROM_USER = "evidence_not_from_user"
+DUPLICATE = "duplicate"
+OVER_TURN_CAP = "over_turn_cap"
+KNOWN_HASH = "known_hash"
+SIMILAR = "similar"
+REASONS: tuple[str, ...] = (
+    UNKNOWN_SOURCE,
+    EMPTY_CONTENT,
+    EVIDENCE_TOO_SHORT,
+    EVIDENCE_NOT_IN_TRANSCRIPT,
+    EVIDENCE_FROM_TOOL_OR_SYSTEM,
+    EVIDENCE_NOT_FROM_USER,
+    DUPLICATE,
+    OVER_TURN_CAP,
+    KNOWN_HASH,
+    SIMILAR,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One source-backed note. ``evidence`` is quoted from the message ``message_id``;
+    ``extractor`` is ``"llm:<model_id>"`` or ``"offline"``."""
+
+    content: str
+    source: str
+    evidence: str
+    message_id: str
+    extractor: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A candidate entry that was not kept, and why (one of ``REASONS``)."""
+
+    content: str
+    reason: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    entries: tuple[Entry, ...]
+    dropped: tuple[Dropped, ...]
+
+
+def normalise(text: str) -> str:
+    """``text`` with every whitespace run collapsed to one space and the ends stripped."""
+    return collapse(text)
+
+
+def content_hash(text: str) -> str:
+    """The sha256 hex digest of ``normalise(text)``, casefolded.
+
+    Casefolded because two notes that differ only in case ("Deploy on Friday" / "deploy
+    on friday") say the same thing, and this hash exists to catch exact repeats.
+    """
+    return hashlib.sha256(normalise(text).casefold().encode("utf-8")).hexdigest()
+
+
+def extract_entries(
+    messages: Sequence[Message],
+    llm: LLM | None,
+    *,
+    prompts: Prompts = DEFAULT_PROMPTS,
+    max_chars: int = ENTRY_MAX_CHARS,
+    per_turn: int = ENTRIES_PER_TURN,
+) -> Extraction:
+    """Source-backed entries from ``messages``, with everything dropped on the way.
+
+    Never raises for LLM problems: they are logged and the offline extraction returned.
+    """
+    if max_chars < 1:
+        raise InvalidInput("max_chars", f"must be at least 1, got {max_chars}")
+    if per_turn < 0:
+        raise InvalidInput("per_turn", f"must not be negative, got {per_turn}")
+    if not any(m.spoken and m.text.strip() for m in messages):
+        return Extraction((), ())  # nothing anyone said: no possible evidence
+    if llm is not None:
+        extraction = _extract_with_llm(messages, llm, prompts, max_chars, per_turn)
+        if extraction is not None:
+            return extraction
+    return _extract_offline(messages, max_chars, per_turn)
+
+
+# -- evidence ------------------------------------------------------------------------------
+class Evidence:
+    """Finds where a quoted passage occurs in a transcript (whitespace-normalised)."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.messages = messages
+        self._texts = [normalise(m.text) for m in messages]
+
+    def find(self, quote: str, roles: Collection[str]) -> tuple[int | None, Message | None]:
+        """The index of the first message of a role in ``roles`` that contains ``quote``,
+        and the first message of another role that does (to say why the quote failed)."""
+        elsewhere: Message | None = None
+        for i, (message, text) in enumerate(zip(self.messages, self._texts, strict=True)):
+            if quote in text:
+                if message.role in roles:
+                    return i, None
+                if elsewhere is None:
+                    elsewhere = message
+        return None, elsewhere
+
+
+def quotable(quote: str) -> bool:
+    """Whether a normalised quote is long enough to mean anything as evidence."""
+    return len(quote) >= EVIDENCE_MIN_CHARS and any(c.isalnum() for c in quote)
+
+
+def evidence_failure(elsewhere: Message | None) -> tuple[str, str]:
+    """The reason and detail for a quote not found in a message of the right role;
+    ``elsewhere`` is a message of another role that contains it, if any."""
+    if elsewhere is None:
+        return EVIDENCE_NOT_IN_TRANSCRIPT, ""
+    if not elsewhere.spoken:
+        return (
+            EVIDENCE_FROM_TOOL_OR_SYSTEM,
+            f"quoted from a {elsewhere.role} message ({elsewhere.id})",
+        )
+    return EVIDENCE_NOT_FROM_USER, f"quoted from an {elsewhere.role} message ({elsewhere.id})"
+
+
+# -- the LLM path --------------------------------------------------------------------------
+def _extract_with_llm(
+    messages: Sequence[Message], llm: LLM, prompts: Prompts, max_chars: int, per_turn: int
+) -> Extraction | None:
+    transcript = transcript_json(clip_messages(messages, EXTRACT_INPUT_MAX_CHARS))
+    user = fill(prompts.extract_user, transcript=data_block("transcript", transcript))
+    try:
+        reply = llm.complete_json(
+            prompts.extract_system, user, EXTRACT_SCHEMA, max_tokens=EXTRACT_MAX_TOKENS
+        )
+    except LLMError as exc:
+        log.warning("entry extraction failed, extracting offline instead: %s", exc)
+        return None
+    extractor = f"llm:{llm.model_id}"
+    evidence = Evidence(messages)
+    dropped: list[Dropped] = []
+    candidates: list[tuple[int, Entry]] = []
+    for item in reply["entries"]:
+        content = normalise(item["content"])
+        source = item["source"]
+        quote = normalise(item["evidence"])
+        if source not in SOURCES:
+            dropped.append(Dropped(content, UNKNOWN_SOURCE, f"source {source!r}"))
+            continue
+        if not content:
+            dropped.append(Dropped(content, EMPTY_CONTENT))
+            continue
+        if not quotable(quote):
+            dropped.append(Dropped(content, EVIDENCE_TOO_SHORT, f"evidence {quote!r}"))
+            continue
+        roles = ("user",) if source in USER_SOURCES else ("user", "assistant")
+        at, elsewhere = evidence.find(quote, roles)
+        if at is None:
+            reason, detail = evidence_failure(elsewhere)
+            dropped.append(Dropped(content, reason, detail))
+            continue
+        entry = Entry(
+            content=cut_words(content, max_chars),
+            source=source,
+            evidence=cut_words(quote, max_chars),
+            message_id=messages[at].id,
+            extractor=extractor,
+        )
+        candidates.append((at, entry))
+    entries = _cap(candidates, messages, per_turn, dropped)
+    return Extraction(entries, tuple(dropped))
+
+
+# -- the offline path ----------------------------------------------------------------------
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
+# Pleasantries and acknowledgements in front of a statement ("Thanks, the build ...",
+# "Ok so - ...") are cut off; the rest of the sentence is still quoted verbatim.
+_LEADING_FILLER = re.compile(
+    r"^(?:(?:hi|hello|hey|thanks|thank you|thx|ok|okay|so|well|yes|yeah|yep|right|great|"
+    r"cool|sure|alright|anyway|also|oh|ah|hmm)\s*[,!.:;—–-]+\s*)+",
+    re.IGNORECASE,
+)
+_QUESTION_END = re.compile(r"\?[\"'”’)\]]*$")
+# Openings of questions without a question mark and of requests to the assistant:
+# neither states anything.
+_NOT_A_STATEMENT = re.compile(
+    r"^(?:who|whom|whose|what|when|where|why|how|which|"
+    r"is|are|am|was|were|do|does|did|can|could|would|will|shall|should|may|might|"
+    r"have|has|had|isn't|aren't|wasn't|weren't|doesn't|didn't|won't|wouldn't|"
+    r"please|pls|let's|let me|tell me|show me|give me|help me|remind me|"
+    r"i need you to|i want you to|i'd like you to|i would like you to|"
+    r"good (?:morning|afternoon|evening|night)|bye|goodbye|see you|cheers)\b",
+    re.IGNORECASE,
+)
+
+
+def _statements(text: str) -> Iterator[str]:
+    """The sentences of a user message that state something, verbatim, in order."""
+    prose = _QUOTED_LINE.sub("\n", _FENCED.sub("\n", text))
+    for sentence in split_sentences(prose):
+        filler = _LEADING_FILLER.match(sentence)
+        if filler:
+            sentence = sentence[filler.end() :]
+        if not sentence or _QUESTION_END.search(sentence) or _NOT_A_STATEMENT.match(sentence):
+            continue
+        if word_count(sentence) < OFFLINE_MIN_WORDS:
+            continue
+        if len(content_words(sentence)) < OFFLINE_MIN_CONTENT_WORDS:
+            continue
+        yield sentence
+
+
+def _extract_offline(messages: Sequence[Message], max_chars: int, per_turn: int) -> Extraction:
+    candidates: list[tuple[int, Entry]] = []
+    for i, message in enumerate(messages):
+        if message.role != "user":
+            continue
+        for sentence in _statements(message.text):
+            text = cut_words(normalise(sentence), max_chars)
+            candidates.append(
+                (i, Entry(text, "user_assertion", text, message.id, OFFLINE_EXTRACTOR))
+            )
+    dropped: list[Dropped] = []
+    entries = _cap(candidates, messages, per_turn, dropped)
+    return Extraction(entries, tuple(dropped))
+
+
+# -- shared caps ---------------------------------------------------------------------------
+def turn_of(messages: Sequence[Message]) -> list[int]:
+    """For each message, the index of the user message that opened its turn (-1 before
+    the first user message)."""
+    turns: list[int] = []
+    current = -1
+    for i, message in enumerate(messages):
+        if message.role == "user":
+            current = i
+        turns.append(current)
+    return turns
+
+
+def _cap(
+    candidates: list[tuple[int, Entry]],
+    messages: Sequence[Message],
+    per_turn: int,
+    dropped: list[Dropped],
+) -> tuple[Entry, ...]:
+    """``candidates`` (message index, entry) without repeats and within the turn cap, in
+    order; everything removed is appended to ``dropped``."""
+    turns = turn_of(messages)
+    seen: dict[str, int] = {}
+    per: dict[int, int] = {}
+    kept: list[Entry] = []
+    for at, entry in candidates:
+        digest = content_hash(entry.content)
+        if digest in seen:
+            dropped.append(
+                Dropped(
+                    entry.content, DUPLICATE, f"repeats entry {seen[digest]} (sha256 {digest[:12]})"
+                )
+            )
+            continue
+        turn = turns[at]
+        if per.get(turn, 0) >= per_turn:
+            dropped.append(
+                Dropped(
+                    entry.content,
+                    OVER_TURN_CAP,
+                    f"turn opened by message {messages[turn].id if turn >= 0 else '(none)'} "
+                    f"already has {per_turn} entries",
+                )
+            )
+            continue
+        seen[digest] = len(kept)
+        per[turn] = per.get(turn, 0) + 1
+        kept.append(entry)
+    return tuple(kept)
