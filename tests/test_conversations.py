@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
+from chat_server import MODEL, running_chat_server
 from episodic import Episodic, InvalidInput, Settings
+from episodic.llm.openai_compat import OpenAICompatLLM
 from episodic.store import open_store
 from episodic.write.episodes import episode_json
 
@@ -187,3 +190,130 @@ def test_tool_output_is_kept_but_is_neither_memory_nor_evidence(
     assert episode_json(episode)["message_count"] == len(turns)  # kept with the episode
     everything = svc.recall("delete production database", workspace="acme", k=20).hits
     assert all("delete every production" not in h.memory.content for h in everything)
+
+
+# -- the LLM path, through the real client against a local chat-completions server -------------
+REFUND = [
+    ("user", "Dana", "Partial refunds fail with HTTP 409 since Monday."),
+    ("assistant", "Helper", "The gateway rejects a refund whose idempotency key it has seen."),
+    (
+        "user",
+        "Dana",
+        "Right, we reuse the capture id as the key. Let's send a fresh key per refund.",
+    ),
+    ("assistant", "Helper", "Done: each refund now gets its own idempotency key."),
+    ("user", "Dana", "Confirmed, the 409s are gone."),
+]
+
+
+@pytest.fixture
+def chat() -> Iterator[Any]:
+    with running_chat_server() as srv:
+        yield srv
+
+
+def llm_service(chat: Any, clock: list[datetime]) -> Episodic:
+    return Episodic(
+        store=open_store("sqlite:///:memory:"),
+        embedder=None,
+        settings=Settings(embedder="none"),
+        clock=lambda: clock[0],
+        llm=OpenAICompatLLM(base_url=chat.base_url, model=MODEL, timeout_s=5.0),
+    )
+
+
+def test_the_llm_path_titles_extracts_and_learns(chat: Any, clock: list[datetime]) -> None:
+    mem = llm_service(chat, clock)
+    for i, (role, name, text) in enumerate(REFUND):
+        mem.add_message(
+            text,
+            workspace="acme",
+            conversation="c1",
+            role=role,
+            name=name,
+            agent="helper",
+            ts=T0 + timedelta(minutes=i),
+        )
+    clock[0] = T0 + timedelta(minutes=30)
+    chat.reply_json({"starts": []})  # topic channel: one topic
+    chat.reply_json(  # the post-session pass
+        {
+            "learnings": [
+                {
+                    "content": "Send a fresh idempotency key with every refund.",
+                    "type": "directive",
+                    "domain": "task",
+                    "importance": 1.7,
+                    "evidence": "Let's send a fresh key per refund.",
+                }
+            ]
+        }
+    )
+    chat.reply_json(
+        {
+            "title": "Partial refunds failed with 409 until each got a fresh idempotency key",
+            "summary": "Refunds reused the capture id as idempotency key; a fresh key fixed it.",
+            "keyphrases": ["idempotency key", "HTTP 409"],
+        }
+    )
+    chat.reply_json(
+        {
+            "entries": [
+                {
+                    "content": "Partial refunds failed with 409 because the capture id was "
+                    "reused as the idempotency key; a fresh key per refund fixed it.",
+                    "source": "user_accepted_assistant_proposal",
+                    "evidence": "Let's send a fresh key per refund.",
+                },
+                {
+                    "content": "The customer wants a discount.",
+                    "source": "user_assertion",
+                    "evidence": "I want a discount",
+                },  # quoted from nowhere: dropped
+            ]
+        }
+    )
+    report = mem.segment(flush=True)
+    assert (report.episodes, report.entries, report.learnings) == (1, 1, 1)
+    (episode,) = mem.recent(workspace="acme")
+    shown = episode_json(episode)
+    assert shown["title"].startswith("Partial refunds failed")
+    assert shown["described_by"] == f"llm:{mem.llm.model_id}"  # type: ignore[union-attr]
+    assert [d["content"] for d in episode.payload["extraction_dropped"]] == [
+        "The customer wants a discount."
+    ]
+    (entry,) = mem.recall("idempotency key refund", workspace="acme", types=("entry",)).hits
+    assert entry.to_json()["source"] == "user_accepted_assistant_proposal"
+    assert entry.to_json()["evidence"] == "Let's send a fresh key per refund."
+    (learning,) = mem.recall("idempotency key", workspace="acme", types=("learning",)).hits
+    assert learning.memory.payload["learning_type"] == "directive"
+    assert learning.memory.importance == 1.0  # clamped
+    assert len(chat.requests) == 4
+    # The transcript reached the model as escaped data inside its block.
+    assert "<transcript>" in chat.user_prompt(0)
+    mem.close()
+
+
+def test_an_llm_that_is_down_leaves_the_offline_path_labelled(
+    chat: Any, clock: list[datetime]
+) -> None:
+    mem = llm_service(chat, clock)
+    for i, (role, name, text) in enumerate(REFUND):
+        mem.add_message(
+            text,
+            workspace="acme",
+            conversation="c1",
+            role=role,
+            name=name,
+            ts=T0 + timedelta(minutes=i),
+        )
+    clock[0] = T0 + timedelta(minutes=30)
+    for _ in range(8):
+        chat.reply_error(500, "model crashed")
+    report = mem.segment(flush=True)
+    assert report.episodes == 1
+    (episode,) = mem.recent(workspace="acme")
+    assert episode_json(episode)["described_by"].startswith("offline")
+    hits = mem.recall("refund key", workspace="acme", types=("entry",), k=10).hits
+    assert hits and all(h.memory.payload["extracted_by"] == "offline" for h in hits)
+    mem.close()
