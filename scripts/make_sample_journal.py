@@ -1023,6 +1023,9 @@ def _chatter(rng: random.Random, ws: Workspace) -> list[Json]:
             event["resource_id"] = f"svc:{service}"
         if type_ in ("peer.conversation", "message"):
             event["conversation_id"] = f"conv-{ws.short}-{rng.randint(1, 24):03d}"
+        if type_ == "message":
+            # Agents talking in a channel: each speaks as an assistant, by name.
+            event["payload"] = {**payload, "role": "assistant", "name": agent}
         events.append(event)
     return events
 
@@ -1047,6 +1050,8 @@ def _incident_events(ws: Workspace, incidents: tuple[Incident, ...]) -> list[Jso
                 event["resource_id"] = resource
             if beat.conversation or beat.type in ("peer.conversation", "message"):
                 event["conversation_id"] = f"conv-{ws.short}-inc{number:02d}"
+            if beat.type == "message":
+                event["payload"] = {**beat.payload, "role": "assistant", "name": beat.agent}
             events.append(event)
     return events
 

@@ -49,13 +49,13 @@ def event(
     minutes: float = 0.0,
     **fields: Any,
 ) -> Event:
+    values: dict[str, Any] = {"type": "note", **fields}
     return Event(
         id=id,
         workspace_id=ws,
         ts=T0 + timedelta(minutes=minutes),
-        type="note",
         summary=summary or f"event {id}",
-        **fields,
+        **values,
     )
 
 
@@ -707,3 +707,137 @@ class StoreContract:
     def test_meta_describes_the_backend(self, store: Store) -> None:
         meta = store.meta()
         assert "journal_mode" in meta and "path" in meta
+
+    # -- conversations -----------------------------------------------------------------
+    def test_memory_state_round_trips(self, store: Store) -> None:
+        e = event("m1")
+        store.append(
+            [e],
+            [
+                memory_of(
+                    e,
+                    keys="Caroline 8 May 2023",
+                    content_hash="abc",
+                    stability=2.5,
+                    difficulty=2.1,
+                    last_reviewed_at=T0,
+                    consolidated_at=T0 + timedelta(days=1),
+                )
+            ],
+        )
+        m = store.get_memory("acme", "m1")
+        assert (m.keys, m.content_hash, m.stability, m.difficulty) == (
+            "Caroline 8 May 2023",
+            "abc",
+            2.5,
+            2.1,
+        )
+        assert (m.last_reviewed_at, m.consolidated_at) == (T0, T0 + timedelta(days=1))
+
+    def test_keys_are_searched_like_content(self, store: Store) -> None:
+        e = event("m1", summary="we talked about the weekend")
+        store.append([e], [memory_of(e, keys="pottery class Melanie")])
+        assert sparse_ids(store, ScopeFilter("acme"), "pottery") == ["m1"]
+
+    def test_types_narrow_every_leg(self, store: Store) -> None:
+        a, b = event("a", summary="deploy failed"), event("b", summary="deploy failed too")
+        store.append([a, b], [memory_of(a), memory_of(b, type="episode")])
+        store.put_vectors(MODEL, DIM, [("a", axis(0)), ("b", axis(0))])
+        episodes = ScopeFilter("acme", types=("episode",))
+        assert dense_ids(store, episodes, axis(0)) == ["b"]
+        assert sparse_ids(store, episodes, "deploy") == ["b"]
+        assert [c.memory_id for c in store.search_recent(episodes, 5)] == ["b"]
+        nothing = ScopeFilter("acme", types=())
+        assert (
+            dense_ids(store, nothing, axis(0)) == [] and sparse_ids(store, nothing, "deploy") == []
+        )
+
+    def test_neighbours_are_of_the_anchors_type(self, store: Store) -> None:
+        turns = [event(f"t{i}", minutes=i, conversation_id="c1") for i in range(3)]
+        ep = event("ep", minutes=1.5, conversation_id="c1")
+        store.append([*turns, ep], [*(memory_of(t) for t in turns), memory_of(ep, type="episode")])
+        assert store.neighbours(ScopeFilter("acme"), ["t1"], 1) == {"t1": [("t0", -1), ("t2", 1)]}
+
+    def test_pending_messages_by_conversation_until_an_episode_takes_them(
+        self, store: Store
+    ) -> None:
+        def message(id: str, conv: str, minutes: float, ws: str = "acme") -> Event:
+            return event(
+                id,
+                ws,
+                minutes=minutes,
+                conversation_id=conv,
+                type="message",
+                payload={"role": "user"},
+            )
+
+        msgs = [message("m1", "c1", 0), message("m2", "c1", 1), message("m3", "c2", 0.5)]
+        other = message("x1", "c1", -5, ws="beta")
+        note = event("n1", conversation_id="c1")  # not a message: never pending
+        store.append([*msgs, other, note], [])
+        got = store.pending_conversations(10)
+        assert [(p.workspace_id, p.conversation_id, p.messages) for p in got] == [
+            ("beta", "c1", 1),
+            ("acme", "c1", 2),
+            ("acme", "c2", 1),
+        ]
+        assert [p.conversation_id for p in store.pending_conversations(10, "acme")] == ["c1", "c2"]
+        assert store.pending_conversations(0) == []
+        assert [e.id for e in store.pending_messages("acme", "c1")] == ["m1", "m2"]
+        assert store.pending_messages("acme", "nope") == []
+
+        episode = Memory(
+            id="ep1",
+            workspace_id="acme",
+            ts=T0,
+            type="episode",
+            content="a chat",
+            conversation_id="c1",
+            source_event_ids=("m1", "m2"),
+        )
+        entry = Memory(
+            id="en1",
+            workspace_id="acme",
+            ts=T0,
+            type="entry",
+            content="a fact",
+            source_event_ids=("m2",),
+            content_hash="h1",
+        )
+        store.append([], [memory_of(msgs[0]), memory_of(msgs[1])])
+        assert store.close_episode(episode, ["m1", "m2"], [entry], {"m1": "key words"})
+        assert store.pending_messages("acme", "c1") == []
+        assert [p.conversation_id for p in store.pending_conversations(10, "acme")] == ["c2"]
+        assert store.get_memory("acme", "ep1").source_event_ids == ("m1", "m2")
+        assert store.get_memory("acme", "en1").content_hash == "h1"
+        assert store.get_memory("acme", "m1").keys == "key words"
+        # Closing it again changes nothing.
+        assert not store.close_episode(episode, ["m1", "m2"], [entry], {"m1": "other"})
+        assert store.get_memory("acme", "m1").keys == "key words"
+        # Another workspace's messages cannot be taken.
+        stolen = Memory(id="ep2", workspace_id="acme", ts=T0, type="episode", content="x")
+        with pytest.raises(NotFound):
+            store.close_episode(stolen, ["x1"], [], {})
+        assert store.pending_messages("beta", "c1")[0].id == "x1"
+
+    def test_known_hashes_in_scope(self, store: Store) -> None:
+        a = event("a", agent_id="ag1")
+        b = event("b", agent_id="ag2")
+        c = event("c", "beta", agent_id="ag1")
+        store.append(
+            [a, b, c],
+            [
+                memory_of(a, content_hash="h1"),
+                memory_of(b, content_hash="h2"),
+                memory_of(c, content_hash="h3"),
+            ],
+        )
+        assert store.known_hashes(ScopeFilter("acme"), ["h1", "h2", "h3", "h4"]) == {"h1", "h2"}
+        assert store.known_hashes(ScopeFilter("acme", agent_id="ag1"), ["h1", "h2"]) == {"h1"}
+        assert store.known_hashes(ScopeFilter("beta"), ["h1", "h3"]) == {"h3"}
+
+    def test_get_vectors_stays_in_the_workspace(self, store: Store) -> None:
+        remember(store, event("m1"), event("m2"), event("x", "beta"))
+        store.put_vectors(MODEL, DIM, [("m1", axis(0)), ("x", axis(1))])
+        got = store.get_vectors("acme", ["m1", "m2", "x"])
+        assert list(got) == ["m1"] and np.allclose(got["m1"], axis(0))

@@ -52,7 +52,15 @@ def sparse_env(tmp_path: Path) -> dict[str, str]:
 
 
 def _check_shape(report: dict[str, Any], embedder: str) -> None:
-    assert set(report) == {"policies", "granularity", "questions", "embedder"}
+    assert set(report) == {
+        "policies",
+        "granularity",
+        "questions",
+        "embedder",
+        "ingest",
+        "key_expansion",
+    }
+    assert (report["ingest"], report["key_expansion"]) == ("turn", True)
     assert report["questions"] == SCORED
     assert report["embedder"] == embedder
     # every registered policy, looked up at run time, baselines included

@@ -146,3 +146,52 @@ def test_every_command_has_help_with_an_example() -> None:
     for name, command in group.commands.items():
         assert command.help and re.search(r"Example: .*episodic", command.help), name
         assert f"episodic {name}" in readme, f"README does not document `episodic {name}`"
+
+
+CHAT = [
+    ("user", "Dana", "The refund failed because the customer card B had expired last month."),
+    ("assistant", "Helper", "I see. Card B expired, so the refund cannot go back to it."),
+    ("user", "Dana", "We moved the refund to card A and that worked fine in the end."),
+    ("assistant", "Helper", "Good, card A accepted it."),
+]
+
+
+def test_messages_flush_into_episodes_listed_by_recent(env: dict[str, str], tmp_path: Path) -> None:
+    lines = [
+        json.dumps(
+            {
+                "workspace_id": "acme",
+                "conversation_id": "chat-42",
+                "agent_id": "helper",
+                "type": "message",
+                "summary": text,
+                "payload": {"role": role, "name": name},
+                "ts": f"2026-11-19T10:0{i}:00Z",
+            }
+        )
+        for i, (role, name, text) in enumerate(CHAT)
+    ]
+    assert run(env, "ingest", str(write_jsonl(tmp_path / "chat.jsonl", lines)))[0] == 0
+    code, out, _ = run(env, "recent", "--workspace", "acme", "--json")
+    assert (code, json.loads(out)) == (0, [])  # the session is still open
+    code, out, _ = run(env, "index", "--once", "--flush", "--json")
+    assert code == 0
+    assert json.loads(out)["segmentation"]["episodes"] == 1
+    code, out, _ = run(env, "recent", "--workspace", "acme", "--conversation", "chat-42", "--json")
+    (episode,) = json.loads(out)
+    assert {"title", "summary", "start", "end", "surprise", "message_count"} <= set(episode)
+    assert episode["message_count"] == 4
+    assert (episode["start"], episode["end"]) == (
+        "2026-11-19T10:00:00+00:00",
+        "2026-11-19T10:03:00+00:00",
+    )
+    code, out, _ = run(
+        env, "recall", "refund card", "--workspace", "acme", "--type", "entry", "--json"
+    )
+    hits = json.loads(out)
+    assert code == 0 and hits
+    assert all(h["type"] == "entry" and h["source"] == "user_assertion" for h in hits)
+    assert all(h["evidence"] in h["summary"] for h in hits)
+    code, out, _ = run(env, "recent", "--workspace", "acme")
+    assert code == 0 and "4 messages" in out
+    assert run(env, "index", "--flush")[0] == 2  # --flush only makes sense with --once

@@ -13,6 +13,7 @@ from episodic.errors import (
     StoreError,
     UnknownPolicy,
 )
+from episodic.layer import RECALL_MEMORY_TOOL, MemoryLayer
 from episodic.model import Event, Hit, Memory, MemoryStatus, Query, Role, Scope, ScopeFilter
 from episodic.recall.engine import RecallResult
 from episodic.recall.policies import POLICIES, RecallPolicy
@@ -23,6 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "POLICIES",
+    "RECALL_MEMORY_TOOL",
     "BadEmbedding",
     "DoctorReport",
     "EmbedderError",
@@ -35,6 +37,7 @@ __all__ = [
     "InvalidInput",
     "LLMError",
     "Memory",
+    "MemoryLayer",
     "MemoryStatus",
     "ModelMismatch",
     "NotFound",

@@ -18,6 +18,7 @@ from typing import Annotated, Any, BinaryIO
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
 from rich.table import Table
@@ -38,6 +39,7 @@ from episodic.recall.policies import POLICIES
 from episodic.recall.render import relative_age
 from episodic.recall.trace import Trace
 from episodic.service import Episodic
+from episodic.write.episodes import episode_json
 
 app = typer.Typer(
     name="episodic",
@@ -64,6 +66,15 @@ ScopeOpt = Annotated[
     typer.Option("--scope", help="own | crew_shared; omitted = the whole workspace."),
 ]
 KOpt = Annotated[int | None, typer.Option("-k", help="How many memories (1-50, default 5).")]
+TypeOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--type", help="Only memories of this type (repeatable): message, episode, entry, ..."
+    ),
+]
+ConversationOpt = Annotated[
+    str | None, typer.Option("--conversation", help="Narrow to one conversation.")
+]
 PolicyOpt = Annotated[
     str | None,
     typer.Option("--policy", help=f"Recall policy: {', '.join(POLICIES)} (default: default)."),
@@ -176,22 +187,46 @@ def _ingest_with_progress(mem: Episodic, fh: BinaryIO, size: int) -> Any:
 @app.command()
 def index(
     ctx: typer.Context,
-    once: Annotated[bool, typer.Option("--once", help="Embed what is pending, then exit.")] = False,
+    once: Annotated[
+        bool, typer.Option("--once", help="Embed and segment what is pending, then exit.")
+    ] = False,
+    flush: Annotated[
+        bool,
+        typer.Option(
+            "--flush", help="Close every open conversation segment (end of session); with --once."
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Embed memories that have no vector yet (runs the sweeper; Ctrl-C stops it).
+    """Embed memories that have no vector yet and turn conversations into episodes
+    (runs the sweeper; Ctrl-C stops it).
 
-    Example: episodic index --once
+    Example: episodic index --once --flush
     """
+    if flush and not once:
+        err.print("--flush closes the open segments once; use it with --once")
+        raise typer.Exit(2)
     with _errors(), _open(ctx) as mem:
         if once:
             result = mem.index_once()
+            report = mem.segment(flush=flush)
             if as_json:
                 _print_json(
-                    {"embedded": result.embedded, "failed": result.failed, "error": result.error}
+                    {
+                        "embedded": result.embedded,
+                        "failed": result.failed,
+                        "error": result.error,
+                        "segmentation": report.to_json(),
+                    }
                 )
             else:
                 out.print(f"embedded {result.embedded} memories")
+                if report.conversations:
+                    out.print(
+                        f"{report.episodes} episode(s) from {report.messages} messages in "
+                        f"{report.conversations} conversation(s); {report.entries} entries, "
+                        f"{report.learnings} learnings; {report.waiting} messages wait for more"
+                    )
                 if result.error:
                     err.print(f"[yellow]warning:[/yellow] {result.error}")
             if result.failed:
@@ -207,6 +242,48 @@ def index(
             threading.Event().wait()
         except KeyboardInterrupt:
             pass
+
+
+@app.command()
+def recent(
+    ctx: typer.Context,
+    workspace: Annotated[str, typer.Option("--workspace", "-w", help="Workspace id.")],
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's.")] = None,
+    resource: Annotated[
+        str | None, typer.Option("--resource", help="Only this resource's.")
+    ] = None,
+    conversation: Annotated[
+        str | None, typer.Option("--conversation", help="Only this conversation's.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many episodes.")] = 10,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the newest episodes, newest first.
+
+    Example: episodic recent --workspace acme --conversation chat-42 --json
+    """
+    with _errors(), _open(ctx) as mem:
+        episodes = mem.recent(
+            workspace=workspace,
+            agent=agent,
+            resource=resource,
+            conversation=conversation,
+            limit=limit,
+        )
+        rows = [episode_json(m) for m in episodes]
+        if as_json:
+            _print_json(rows)
+            return
+        if not rows:
+            out.print("no episodes yet (run `episodic index --once --flush` after a session)")
+            return
+        for row in rows:
+            mark = " [bold magenta]key moment[/bold magenta]" if row["key_moment"] else ""
+            out.print(
+                f"[bold]{escape(row['title'])}[/bold]{mark}\n"
+                f"  {row['start']} .. {row['end']} · {row['message_count']} messages · "
+                f"surprise {row['surprise']:.2f}\n  {escape(row['summary'])}"
+            )
 
 
 @app.command()
@@ -239,6 +316,8 @@ def recall(
     k: KOpt = None,
     policy: PolicyOpt = None,
     explain: ExplainOpt = False,
+    types: TypeOpt = None,
+    conversation: ConversationOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The past memories that matter for QUERY, best first.
@@ -256,6 +335,8 @@ def recall(
             scope=scope,
             k=k,
             policy=policy,
+            types=types or None,
+            conversation=conversation,
         )
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}")
@@ -320,6 +401,8 @@ def render(
         int | None, typer.Option("--max-chars", help="Character budget (default 2000).")
     ] = None,
     explain: ExplainOpt = False,
+    types: TypeOpt = None,
+    conversation: ConversationOpt = None,
 ) -> None:
     """The prompt-ready <recalled-memory> block for QUERY (prints nothing if none).
 
@@ -337,6 +420,8 @@ def render(
             k=k,
             policy=policy,
             explain=explain,
+            types=types or None,
+            conversation=conversation,
         )
     if block:
         sys.stdout.write(block + "\n")
@@ -428,6 +513,18 @@ def bench_locomo(
             "--embedder", help="local | ollama | openai | none (default: EPISODIC_EMBEDDER)."
         ),
     ] = None,
+    ingest: Annotated[
+        str,
+        typer.Option(
+            "--ingest",
+            help="turn: each turn a journal event; conversation: chat messages segmented "
+            "into episodes, entries and keys (recall ranks turns and entries).",
+        ),
+    ] = "turn",
+    keys: Annotated[
+        str | None,
+        typer.Option("--keys", help="Key expansion on|off (default: EPISODIC_KEY_EXPANSION)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evidence recall of each recall policy on LoCoMo (one workspace per conversation).
@@ -438,11 +535,16 @@ def bench_locomo(
     turn embeddings are cached in the cache dir, so a second run skips the model.
 
     Example: episodic bench locomo --data ../shared/data/locomo10.json --granularity session
+    Example: episodic bench locomo --data ../shared/data/locomo10.json --ingest conversation
     """
     with _errors():
         if granularity not in GRANULARITIES:
             raise InvalidInput("granularity", f"use one of {'|'.join(GRANULARITIES)}")
         overrides: dict[str, Any] = {} if embedder is None else {"embedder": embedder}
+        if keys is not None:
+            if keys not in ("on", "off"):
+                raise InvalidInput("keys", "use on or off")
+            overrides["key_expansion"] = keys == "on"
         settings = Settings.from_env(**overrides)
         names = resolve_policies(policy)
         counts = category_counts(load_locomo(data))
@@ -452,6 +554,7 @@ def bench_locomo(
             granularity,
             settings,
             progress=lambda line: err.print(f"[dim]{line}[/dim]", markup=True),
+            ingest=ingest,
         )
     if as_json:
         _print_json(report)

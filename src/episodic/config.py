@@ -42,6 +42,9 @@ class Settings:
     llm_api_key: str | None = field(default=None, repr=False)  # keep secrets out of logs
     llm_timeout_s: float = 30.0
     llm_query_terms: bool = False  # ask the LLM for key search terms before each recall
+    # Index each memory with derived keys too (speaker, date, its episode's title and
+    # keyphrases, extracted facts); see benchmarks/README.md for what it changes.
+    key_expansion: bool = True
     cache_dir: Path = field(default_factory=_default_cache_dir)
 
     @classmethod
@@ -67,6 +70,7 @@ class Settings:
             llm_api_key=env.get("EPISODIC_LLM_API_KEY") or None,
             llm_timeout_s=_num(env, "EPISODIC_LLM_TIMEOUT", s.llm_timeout_s),
             llm_query_terms=env.get("EPISODIC_LLM_QUERY_TERMS", "").lower() in ("1", "true"),
+            key_expansion=env.get("EPISODIC_KEY_EXPANSION", "1").lower() not in ("0", "false"),
             cache_dir=Path(env["EPISODIC_CACHE_DIR"])
             if env.get("EPISODIC_CACHE_DIR")
             else s.cache_dir,

@@ -93,6 +93,17 @@ class Memory:
     status: MemoryStatus = MemoryStatus.ACTIVE
     source_event_ids: tuple[str, ...] = ()
     created_at: datetime | None = None
+    # Derived search keys (key expansion): an episode's title and keyphrases, facts drawn
+    # from the memory, speaker and date. Searched with the content, never shown as it.
+    keys: str = ""
+    # sha256 of the normalised content, for entries that dedupe by it (seed 004).
+    content_hash: str | None = None
+    # FSRS state (seed 003): stability in days, difficulty 1..10, time of the last review.
+    stability: float | None = None
+    difficulty: float | None = None
+    last_reviewed_at: datetime | None = None
+    # When consolidation last folded this memory into a rule or fact; None = not yet.
+    consolidated_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +118,8 @@ class ScopeFilter:
     crew_id: str | None = None
     resource_id: str | None = None
     conversation_id: str | None = None
+    # Only memories of these types (None: every type).
+    types: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +164,9 @@ class Hit:
             "payload": dict(m.payload),
             "ts": m.ts.isoformat(),
             "age_seconds": round(self.age_seconds, 3),
+            # Extracted entries say where they come from and quote their evidence.
+            "source": _text_or_none(m.payload.get("source")),
+            "evidence": _text_or_none(m.payload.get("evidence")),
             "importance": round(m.importance, 6),
             "reference_count": m.reference_count,
             "via": self.via,
@@ -171,6 +187,7 @@ class Query:
     conversation_id: str | None = None
     scope: Scope | None = None
     k: int | None = None
+    types: tuple[str, ...] | None = None  # only memories of these types
 
     def __post_init__(self) -> None:
         from episodic.errors import InvalidInput
@@ -184,6 +201,11 @@ class Query:
                 raise InvalidInput(
                     "scope", f"unknown scope {self.scope!r}; use own or crew_shared"
                 ) from None
+        if self.types is not None:
+            types = (self.types,) if isinstance(self.types, str) else tuple(self.types)
+            if not types or not all(isinstance(t, str) and t.strip() for t in types):
+                raise InvalidInput("types", "give at least one memory type, e.g. message")
+            object.__setattr__(self, "types", types)
         if self.scope is Scope.OWN and not self.agent_id:
             raise InvalidInput("agent_id", "scope 'own' needs an agent (--agent)")
         if self.scope is Scope.CREW_SHARED and not self.crew_id:
@@ -197,4 +219,9 @@ class Query:
             crew_id=self.crew_id,
             resource_id=self.resource_id,
             conversation_id=self.conversation_id,
+            types=self.types,
         )
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

@@ -16,7 +16,10 @@ Decision order in :func:`admit`:
 3. The always-admitted types.
 4. ``keeper.decision`` and ``mission.status_change`` at ``warn`` or ``error`` only.
 5. ``peer.conversation`` only when ``payload.state == "escalated"``.
-6. Everything else (including ``message``): refused.
+6. ``message`` (a chat message, issue 4) when ``payload.role`` is ``user`` or
+   ``assistant``: what was said is conversation memory. Tool output and system prompts
+   stay with the conversation as events but are not memories.
+7. Everything else: refused.
 
 Pure: no I/O, no state.
 """
@@ -45,6 +48,9 @@ SEVERITY_GATED_TYPES: frozenset[str] = frozenset({"keeper.decision", "mission.st
 GATED_SEVERITIES: frozenset[str] = frozenset({"warn", "error"})
 
 ESCALATED_STATE = "escalated"
+
+MESSAGE_TYPE = "message"
+SPOKEN_ROLES: frozenset[str] = frozenset({"user", "assistant"})
 
 BASE_IMPORTANCE = 0.5
 
@@ -98,6 +104,8 @@ def admit(
         return severity in GATED_SEVERITIES
     if event_type == "peer.conversation":
         return payload.get("state") == ESCALATED_STATE
+    if event_type == MESSAGE_TYPE:
+        return payload.get("role") in SPOKEN_ROLES
     return False
 
 

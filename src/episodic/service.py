@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
@@ -21,7 +21,7 @@ from episodic.embed.base import Embedder
 from episodic.errors import EmbedderError, InvalidInput, ModelMismatch
 from episodic.llm.base import LLM
 from episodic.llm.steps import key_terms as extract_key_terms
-from episodic.model import Event, Hit, Query, Scope, utcnow
+from episodic.model import Event, Hit, Memory, Query, Scope, ScopeFilter, utcnow
 from episodic.recall.engine import (
     MODE_SPARSE_ONLY,
     MODE_VECTOR,
@@ -34,9 +34,11 @@ from episodic.recall.render import fit_block, fit_memory_block
 from episodic.recall.trace import DROP_BUDGET
 from episodic.store import open_store
 from episodic.store.base import Store, StoreStats
+from episodic.write.episodes import EPISODE_TYPE, EpisodeWriter, SegmentReport
 from episodic.write.events import LineError, parse_event, read_jsonl
 from episodic.write.indexer import Indexer, SweepResult
 from episodic.write.journal import admitted_memories
+from episodic.write.messages import MESSAGE_TYPE
 
 log = logging.getLogger("episodic")
 
@@ -246,6 +248,7 @@ class Episodic:
                 CachedEmbedder(embedder, self.store),
                 batch=self.settings.sweep_batch,
                 interval_s=self.settings.sweep_interval_s,
+                after_sweep=self._segment_quietly,
             )
         return self._indexer
 
@@ -278,8 +281,102 @@ class Episodic:
         """Store one event; raises ``InvalidInput`` naming the bad field."""
         now = self.clock()
         event = parse_event(obj, settings=self.settings, now=now)
-        self.store.append([event], admitted_memories([event], now))
+        self.store.append(
+            [event], admitted_memories([event], now, keys=self.settings.key_expansion)
+        )
         return event
+
+    def add_message(
+        self,
+        text: str,
+        *,
+        workspace: str,
+        conversation: str,
+        role: str = "user",
+        agent: str | None = None,
+        resource: str | None = None,
+        crew: str | None = None,
+        name: str | None = None,
+        ts: datetime | str | None = None,
+        id: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+    ) -> Event:
+        """Append one chat message to a conversation (``role``: user, assistant, tool or
+        system; ``name`` the speaker's name). It is stored at once; segmentation turns
+        the conversation's messages into episodes on the next ``segment`` (or indexer
+        sweep)."""
+        body: dict[str, Any] = {**(payload or {}), "role": role}
+        if name is not None:
+            body["name"] = name
+        obj: dict[str, Any] = {
+            "workspace_id": workspace,
+            "conversation_id": conversation,
+            "agent_id": agent,
+            "resource_id": resource,
+            "crew_id": crew,
+            "type": MESSAGE_TYPE,
+            "summary": text,
+            "payload": body,
+            "id": id,
+            "ts": ts.isoformat() if isinstance(ts, datetime) else ts,
+        }
+        return self.add_event(obj)
+
+    def episode_writer(self) -> EpisodeWriter:
+        return EpisodeWriter(
+            self.store,
+            embedder=self._embedder_for_writes(),
+            llm=self.llm,
+            clock=self.clock,
+            key_expansion=self.settings.key_expansion,
+        )
+
+    def _embedder_for_writes(self) -> Embedder | None:
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        self._check_model(embedder)
+        return CachedEmbedder(embedder, self.store)
+
+    def segment(
+        self,
+        *,
+        flush: bool = False,
+        workspace: str | None = None,
+        conversation: str | None = None,
+    ) -> SegmentReport:
+        """Turn pending conversation messages into episodes. The last open segment of each
+        conversation waits for more messages unless ``flush`` (end of session) is set or
+        the conversation has been idle for over 3 hours."""
+        return self.episode_writer().run(
+            flush=flush, workspace_id=workspace, conversation_id=conversation
+        )
+
+    def _segment_quietly(self) -> None:
+        # The sweeper's follow-up: conversations idle past the hard gap become episodes
+        # without anyone flushing them.
+        self.segment()
+
+    def recent(
+        self,
+        *,
+        workspace: str,
+        agent: str | None = None,
+        resource: str | None = None,
+        conversation: str | None = None,
+        limit: int = 10,
+    ) -> list[Memory]:
+        """The newest episodes, newest first (seed 003's recent_memory)."""
+        if limit <= 0:
+            raise InvalidInput("limit", "must be a positive number of episodes")
+        flt = ScopeFilter(
+            workspace_id=workspace,
+            agent_id=agent,
+            resource_id=resource,
+            conversation_id=conversation,
+        )
+        found = self.store.search_recent(flt, limit, types=(EPISODE_TYPE,))
+        return self.store.get_memories(workspace, [c.memory_id for c in found])
 
     def _store_parsed(
         self,
@@ -293,7 +390,7 @@ class Episodic:
         def flush() -> None:
             if not batch:
                 return
-            memories = admitted_memories(batch, now)
+            memories = admitted_memories(batch, now, keys=self.settings.key_expansion)
             result = self.store.append(batch, memories)
             report.stored += result.events_inserted
             report.duplicates += result.events_duplicate
@@ -316,7 +413,8 @@ class Episodic:
         return report
 
     def index_once(self) -> SweepResult:
-        """Embed everything pending now (``episodic index --once``)."""
+        """Embed everything pending now (``episodic index --once``; the CLI then runs
+        ``segment``)."""
         indexer = self.indexer()
         if indexer is None:
             return SweepResult(0, 0, "no embedder: sparse-only, nothing to index")
@@ -367,6 +465,7 @@ class Episodic:
         explain: bool = False,
         walk: int | None = None,
         key_terms: bool | None = None,
+        types: Sequence[str] | str | None = None,
     ) -> RecallResult:
         """The memories that matter for ``query``, best first. Each hit returned is
         marked referenced (it feeds importance) unless ``mark`` is False. With ``explain``
@@ -375,7 +474,8 @@ class Episodic:
         memory_walk_depth); None keeps the policy's setting. ``key_terms`` asks the
         configured LLM for 5-8 search terms for the BM25 leg (seed 001; default from
         EPISODIC_LLM_QUERY_TERMS, off); without an LLM, or when it fails, the raw text is
-        used."""
+        used. ``types`` limits recall to memories of those types (``message``,
+        ``episode``, ``entry``, ``learning`` or a journal type)."""
         q = Query(
             text=query,
             workspace_id=workspace,
@@ -385,6 +485,7 @@ class Episodic:
             conversation_id=conversation,
             scope=parse_scope(scope),
             k=k,
+            types=None if types is None else ((types,) if isinstance(types, str) else tuple(types)),
         )
         chosen = get_policy(policy)
         lexical: str | None = None

@@ -34,11 +34,19 @@ from episodic.config import Settings
 from episodic.embed import CachedEmbedder, content_hash, make_embedder
 from episodic.embed.base import Embedder, Matrix, Vector
 from episodic.errors import EmbedderError, InvalidInput, UnknownPolicy
+from episodic.model import Hit
 from episodic.recall.policies import POLICIES
 from episodic.service import Episodic
 from episodic.store import open_store
 
 GRANULARITIES = ("turn", "session")
+# How conversations go in: each turn as a journal event ("turn"), or as chat messages that
+# segmentation turns into episodes, entries and keys ("conversation", issue 4).
+INGEST_MODES = ("turn", "conversation")
+# What a conversation-mode recall ranks: the turns themselves and the entries drawn from
+# them (each credited to the turn its evidence was quoted from). Episodes span many
+# turns; a ranking of turns has no honest single slot for one.
+CONVERSATION_RECALL_TYPES = ("message", "entry")
 # The most turns a recall returns (K_MAX): at session level, the turns behind the sessions.
 SESSION_TURN_DEPTH = 50
 CATEGORY_NAMES: Mapping[int, str] = {
@@ -273,6 +281,24 @@ def turn_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
     }
 
 
+def message_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
+    """The chat message one turn is ingested as in conversation mode. Both speakers are
+    people, so both speak as users, by name; the session is the conversation (a chat
+    thread per day, as in turn mode)."""
+    text = turn.text
+    if turn.image_caption:
+        text = f"{text} [image: {turn.image_caption}]".strip()
+    return {
+        "id": f"{conversation.sample_id}/{turn.dia_id}",
+        "workspace_id": conversation.workspace,
+        "type": "message",
+        "summary": text,
+        "ts": turn.ts.isoformat(),
+        "conversation_id": turn.session,
+        "payload": {"role": "user", "name": turn.speaker, "dia_id": turn.dia_id},
+    }
+
+
 def resolve_policies(choice: str | None) -> list[str]:
     """``all`` (or nothing): every registered policy; else comma-separated names."""
     if choice is None or choice.strip().lower() == "all":
@@ -348,13 +374,17 @@ def run_locomo(
     *,
     observe: Callable[[QuestionRun], None] | None = None,
     progress: Callable[[str], None] | None = None,
+    ingest: str = "turn",
 ) -> dict[str, Any]:
     """Run the benchmark; the result is what ``episodic bench locomo --json`` prints.
 
     ``observe`` sees every question's outcome (tests use it to look inside); ``progress``
-    receives one line per phase."""
+    receives one line per phase. ``ingest`` "conversation" feeds the turns in as chat
+    messages and segments them into episodes before any question is asked."""
     if granularity not in GRANULARITIES:
         raise InvalidInput("granularity", f"use one of {'|'.join(GRANULARITIES)}")
+    if ingest not in INGEST_MODES:
+        raise InvalidInput("ingest", f"use one of {'|'.join(INGEST_MODES)}")
     names = list(dict.fromkeys(policies))
     if not names:
         raise InvalidInput("policy", "no policy to run")
@@ -384,11 +414,24 @@ def run_locomo(
                 clock=clock,
             )
         )
-        _ingest(mem, clock, conversations)
+        if ingest == "conversation":
+            _ingest_messages(mem, clock, conversations)
+        else:
+            _ingest(mem, clock, conversations)
         if embedder is not None:
             indexed = mem.index_once()
             if indexed.failed or indexed.error:
                 raise EmbedderError(f"indexing the turns failed: {indexed.error}")
+        if ingest == "conversation":
+            started = time.perf_counter()
+            episodes = 0
+            for conv in conversations:
+                clock.now = conv.end
+                episodes += mem.segment(flush=True, workspace=conv.workspace).episodes
+            say(
+                f"segmented into {episodes} episodes in {time.perf_counter() - started:.1f}s "
+                f"(key expansion {'on' if settings.key_expansion else 'off'})"
+            )
         say(
             f"{sum(len(c.turns) for c in conversations)} turns in {len(conversations)} "
             f"workspaces; {len(asked)} questions x {len(names)} policies"
@@ -396,9 +439,11 @@ def run_locomo(
         report: dict[str, Any] = {}
         for name in names:
             say(f"policy {name}")
-            report[name] = _run_policy(mem, clock, name, asked, granularity, observe)
+            report[name] = _run_policy(mem, clock, name, asked, granularity, observe, ingest)
     return {
         "granularity": granularity,
+        "ingest": ingest,
+        "key_expansion": settings.key_expansion,
         "questions": len(asked),
         "embedder": inner.model_id if inner is not None else "none",
         "policies": report,
@@ -418,6 +463,27 @@ def _ingest(mem: Episodic, clock: _Clock, conversations: Sequence[Conversation])
             )
 
 
+def _ingest_messages(mem: Episodic, clock: _Clock, conversations: Sequence[Conversation]) -> None:
+    for conv in conversations:
+        clock.now = conv.end
+        result = mem.ingest(message_event(conv, t) for t in conv.turns)
+        if result.errors:
+            raise InvalidInput("data", f"{conv.sample_id}: message rejected: {result.errors[0]}")
+
+
+def _turn_of(hit: Hit, conv: Conversation) -> str | None:
+    """The turn a hit stands for: a turn's own dia_id, or for an entry the turn its
+    evidence was quoted from (its source message's id is "<sample>/<dia_id>")."""
+    dia_id = hit.memory.payload.get("dia_id")
+    if isinstance(dia_id, str):
+        return dia_id
+    prefix = f"{conv.sample_id}/"
+    for source in hit.memory.source_event_ids:
+        if source.startswith(prefix):
+            return source[len(prefix) :]
+    return None
+
+
 def _run_policy(
     mem: Episodic,
     clock: _Clock,
@@ -425,6 +491,7 @@ def _run_policy(
     asked: Sequence[tuple[Conversation, Question]],
     granularity: str,
     observe: Callable[[QuestionRun], None] | None,
+    ingest: str = "turn",
 ) -> dict[str, Any]:
     latencies: list[float] = []
     rows: list[dict[str, float]] = []
@@ -434,26 +501,39 @@ def _run_policy(
     # DEPTH sessions, or a policy that returns several turns of one session would be cut
     # short of sessions it found.
     depth = SESSION_TURN_DEPTH if granularity == "session" else DEPTH
+    types = CONVERSATION_RECALL_TYPES if ingest == "conversation" else None
     for conv, question in asked:
         clock.now = conv.end
         if conv.workspace not in warmed:
             # The first search of a workspace loads its vectors into memory; that one-off
             # cost is not what a recall costs, so an untimed recall pays it.
-            mem.recall(question.text, workspace=conv.workspace, k=depth, policy=name, mark=False)
+            mem.recall(
+                question.text,
+                workspace=conv.workspace,
+                k=depth,
+                policy=name,
+                mark=False,
+                types=types,
+            )
             warmed.add(conv.workspace)
         started = time.perf_counter()
         result = mem.recall(
-            question.text, workspace=conv.workspace, k=depth, policy=name, mark=False
+            question.text, workspace=conv.workspace, k=depth, policy=name, mark=False, types=types
         )
         latency_ms = (time.perf_counter() - started) * 1000.0
         # A hit from another workspace could carry a dia_id of this conversation's
         # (every conversation has a "D1:1"): it must never count as evidence.
-        turns = [
-            dia_id
-            for hit in result.hits
-            if hit.memory.workspace_id == conv.workspace
-            and isinstance(dia_id := hit.memory.payload.get("dia_id"), str)
-        ]
+        # One slot per hit: a hit that names no turn, or a turn an earlier hit already
+        # named (an entry and the message it was drawn from), fills its slot with nothing.
+        turns: list[str] = []
+        named: set[str] = set()
+        for i, hit in enumerate(result.hits):
+            dia_id = _turn_of(hit, conv) if hit.memory.workspace_id == conv.workspace else None
+            if dia_id is None or dia_id in named:
+                turns.append(f"-{i}")  # never evidence: dia_ids start with "D"
+            else:
+                named.add(dia_id)
+                turns.append(dia_id)
         if granularity == "session":
             ranking = to_sessions(turns, conv.session_of)
             relevant = to_sessions(question.evidence, conv.session_of)

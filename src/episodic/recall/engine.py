@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -22,6 +22,7 @@ from episodic.recall.timeparse import parse_time_expressions, strip_time_express
 from episodic.recall.trace import (
     DROP_MMR,
     DROP_RANK,
+    DROP_SAME_SOURCE,
     DROP_SCOPE,
     DROP_THRESHOLD,
     Trace,
@@ -203,8 +204,9 @@ def run_recall(
     # Re-ranking, time and diversity look at every candidate; otherwise the order is final
     # and only the head is needed (with room for rows retired since the legs ran).
     reorders = bool(policy.factors) or bool(windows) or policy.diversity is Diversity.MMR
-    fetch([i for i, _ in (fused if reorders else fused[: 2 * k])])
-    fused = [(i, s) for i, s in fused if i in memories]
+    if reorders:
+        fetch([i for i, _ in fused])
+        fused = [(i, s) for i, s in fused if i in memories]
 
     ranked, detail = _rerank(fused, memories, policy, query, now)
     if trace is not None and policy.factors:
@@ -220,6 +222,8 @@ def run_recall(
         )
         if trace is not None:
             trace.add_stage("time", ranked)
+
+    ranked = _one_per_source(ranked, memories, fetch, k, trace)
 
     if policy.diversity is Diversity.MMR:
         token_sets = {i: tokens(memories[i].content) for i, _ in ranked}
@@ -261,6 +265,47 @@ def run_recall(
     if mark and hits:
         store.mark_referenced(query.workspace_id, [h.id for h in hits], now)
     return RecallResult(hits, mode, policy.name, legs, warnings, trace)
+
+
+def _source_key(m: Memory) -> str:
+    """What a memory is evidence of: the one event it was made from (a journal entry's
+    memory, a message, an entry quoting that message), else itself (an episode, a rule)."""
+    return m.source_event_ids[0] if len(m.source_event_ids) == 1 else m.id
+
+
+def _one_per_source(
+    ranked: list[tuple[str, float]],
+    memories: dict[str, Memory],
+    fetch: Callable[[Sequence[str]], None],
+    k: int,
+    trace: Trace | None,
+) -> list[tuple[str, float]]:
+    """Keep the best-ranked memory of each source: an entry extracted from a message says
+    what the message says, and two slots for one piece of evidence crowd out another.
+    Walks down the ranking until ``k`` are kept, fetching rows as it goes."""
+    out: list[tuple[str, float]] = []
+    seen: dict[str, str] = {}
+    kept = 0
+    for start in range(0, len(ranked), 2 * k):
+        chunk = ranked[start : start + 2 * k]
+        if kept >= k and trace is None:
+            out += chunk  # past k only the order matters, and it is unchanged
+            continue
+        fetch([i for i, _ in chunk])
+        for mid, score in chunk:
+            m = memories.get(mid)
+            if m is None:
+                continue
+            key = _source_key(m)
+            first = seen.get(key)
+            if first is not None:
+                if trace is not None:
+                    trace.drop(mid, "sources", DROP_SAME_SOURCE, f"says what {first} says")
+                continue
+            seen[key] = mid
+            out.append((mid, score))
+            kept += 1
+    return out
 
 
 def _walk(

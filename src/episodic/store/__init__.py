@@ -11,6 +11,7 @@ import os
 from episodic.errors import InvalidInput
 from episodic.store.base import (
     AppendResult,
+    PendingConversation,
     PendingVector,
     Relation,
     Store,
@@ -50,6 +51,7 @@ def open_store(
 
 __all__ = [
     "AppendResult",
+    "PendingConversation",
     "PendingVector",
     "Relation",
     "SqliteStore",

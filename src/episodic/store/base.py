@@ -53,6 +53,17 @@ class PendingVector:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingConversation:
+    """A conversation with messages not yet segmented into an episode."""
+
+    workspace_id: str
+    conversation_id: str
+    messages: int
+    oldest: datetime
+    newest: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class StoreStats:
     events: int
     memories: int
@@ -145,9 +156,9 @@ class Store(Protocol):
     def neighbours(
         self, flt: ScopeFilter, ids: Sequence[str], radius: int
     ) -> dict[str, list[tuple[str, int]]]:
-        """For each id that belongs to a conversation: up to ``radius`` active memories just
-        before and just after it in the same conversation, visible through ``flt``, as
-        (id, offset) with offset -1, -2 … before and +1, +2 … after."""
+        """For each id that belongs to a conversation: up to ``radius`` active memories of
+        its type just before and just after it in the same conversation, visible through
+        ``flt``, as (id, offset) with offset -1, -2 … before and +1, +2 … after."""
         ...
 
     def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
@@ -169,6 +180,42 @@ class Store(Protocol):
 
     def mark_referenced(self, workspace_id: str, ids: Sequence[str], at: datetime) -> None:
         """reference_count + 1 and last_referenced_at = at, for each id of that workspace."""
+        ...
+
+    # -- conversations -------------------------------------------------------------
+    def pending_conversations(
+        self, limit: int, workspace_id: str | None = None
+    ) -> list[PendingConversation]:
+        """Conversations holding messages no episode has taken yet, the longest-waiting
+        first (across workspaces unless one is given)."""
+        ...
+
+    def pending_messages(self, workspace_id: str, conversation_id: str) -> list[Event]:
+        """That conversation's messages no episode has taken yet, in time order."""
+        ...
+
+    def get_vectors(self, workspace_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
+        """The stored vectors of those memories of the workspace (ids without one, or of
+        another workspace, are left out)."""
+        ...
+
+    def close_episode(
+        self,
+        episode: Memory,
+        message_ids: Sequence[str],
+        derived: Sequence[Memory],
+        keys: Mapping[str, str],
+    ) -> bool:
+        """In one transaction: store ``episode`` (citing its messages), mark those message
+        events as taken by it, store the memories derived from it (entries, learnings,
+        each citing its own events) and set the derived search keys of message memories
+        (``keys``: memory id -> keys). Every id must belong to the episode's workspace.
+        Idempotent: an episode already stored changes nothing and returns False."""
+        ...
+
+    def known_hashes(self, flt: ScopeFilter, hashes: Sequence[str]) -> set[str]:
+        """Which of ``hashes`` are the ``content_hash`` of an active memory visible
+        through ``flt`` (seed 004's dedupe against the same scope)."""
         ...
 
     def meta(self) -> dict[str, Any]:

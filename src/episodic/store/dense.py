@@ -68,13 +68,14 @@ class DenseRows:
     conversation_ids: tuple[str | None, ...]
     base_importances: tuple[float, ...]
     statuses: tuple[str, ...]
+    types: tuple[str, ...] = ()  # empty: every row is of type "" (tests that need no types)
 
     @classmethod
     def from_records(cls, records: Sequence[Sequence[Any]]) -> DenseRows:
         """From rows of (memory_id, vector, model, agent, crew, resource, conversation,
-        base_importance, status), as the store's SELECT returns them."""
+        base_importance, status, type), as the store's SELECT returns them."""
         if not records:
-            return cls((), (), (), (), (), (), (), (), ())
+            return cls((), (), (), (), (), (), (), (), (), ())
         return cls(*zip(*records, strict=True))
 
     def __len__(self) -> int:
@@ -116,6 +117,7 @@ class DenseIndex:
         self._crew: npt.NDArray[np.int32] = np.empty(0, np.int32)
         self._resource: npt.NDArray[np.int32] = np.empty(0, np.int32)
         self._conversation: npt.NDArray[np.int32] = np.empty(0, np.int32)
+        self._type: npt.NDArray[np.int32] = np.empty(0, np.int32)
         self._base: npt.NDArray[np.float64] = np.empty(0, np.float64)
         self._active: npt.NDArray[np.bool_] = np.empty(0, np.bool_)
         # The inverted-file index over rows 0.._ann_rows-1 (ids = row positions), built on
@@ -154,6 +156,7 @@ class DenseIndex:
             ("_crew", np.int32),
             ("_resource", np.int32),
             ("_conversation", np.int32),
+            ("_type", np.int32),
             ("_base", np.float64),
             ("_active", np.bool_),
         ):
@@ -218,6 +221,7 @@ class DenseIndex:
         self._crew[targets] = [code(v) for v in rows.crew_ids]
         self._resource[targets] = [code(v) for v in rows.resource_ids]
         self._conversation[targets] = [code(v) for v in rows.conversation_ids]
+        self._type[targets] = [code(v) for v in rows.types] if rows.types else code("")
         self._base[targets] = rows.base_importances
         active = MemoryStatus.ACTIVE.value
         self._active[targets] = [status == active for status in rows.statuses]
@@ -250,6 +254,9 @@ class DenseIndex:
             mask &= eq(self._resource, flt.resource_id)
         if flt.conversation_id:
             mask &= eq(self._conversation, flt.conversation_id)
+        if flt.types is not None:
+            wanted = [self._lookup(t) for t in flt.types]
+            mask &= np.isin(self._type[:n], wanted)
         return mask
 
     def search(

@@ -258,9 +258,92 @@ CREATE INDEX memories_sparse_scope ON memories (
     )
 
 
+def m003_conversations(conn: sqlite3.Connection) -> None:
+    """Conversation memory, key expansion and memory state for upkeep.
+
+    - ``events.episode_id``: the episode a message was segmented into; NULL while the
+      message waits (``events_pending_messages`` finds those without scanning the journal).
+    - ``memories.keys``: derived search keys (an episode's title and keyphrases, facts, the
+      speaker and the date), indexed by FTS5 as a column of its own so bm25 can weigh them
+      apart from the content. The FTS table is rebuilt with it.
+    - ``memories.content_hash``: sha256 of an entry's normalised text, for seed 004's
+      dedupe within a scope.
+    - FSRS state (``stability``, ``difficulty``, ``last_reviewed_at``) and
+      ``consolidated_at`` (seed 003), NULL until an episode or a review sets them.
+    - ``memories_sparse_scope`` gains ``type``, so a search limited to some types still
+      reads only the covering index."""
+    _run(
+        conn,
+        f"""
+ALTER TABLE events ADD COLUMN episode_id TEXT;
+
+CREATE INDEX events_pending_messages ON events (workspace_id, conversation_id, ts)
+  WHERE type = 'message' AND episode_id IS NULL;
+
+ALTER TABLE memories ADD COLUMN keys TEXT NOT NULL DEFAULT '';
+
+ALTER TABLE memories ADD COLUMN content_hash TEXT;
+
+ALTER TABLE memories ADD COLUMN stability REAL;
+
+ALTER TABLE memories ADD COLUMN difficulty REAL;
+
+ALTER TABLE memories ADD COLUMN last_reviewed_at TEXT;
+
+ALTER TABLE memories ADD COLUMN consolidated_at TEXT;
+
+CREATE INDEX memories_workspace_hash ON memories (workspace_id, content_hash)
+  WHERE content_hash IS NOT NULL;
+
+CREATE INDEX memories_workspace_type ON memories (workspace_id, type, ts);
+
+DROP INDEX memories_sparse_scope;
+
+CREATE INDEX memories_sparse_scope ON memories (
+  workspace_id, seq, status, agent_id, crew_id, base_importance, resource_id, conversation_id,
+  type
+);
+
+DROP TRIGGER memories_fts_ai;
+
+DROP TRIGGER memories_fts_ad;
+
+DROP TRIGGER memories_fts_au;
+
+DROP TABLE memories_fts;
+
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+  content, keys, payload,
+  content = 'memories', content_rowid = 'seq',
+  tokenize = '{FTS_TOKENIZER}'
+);
+
+INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');
+
+CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+  INSERT INTO memories_fts (rowid, content, keys, payload)
+    VALUES (new.seq, new.content, new.keys, new.payload);
+END;
+
+CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+  INSERT INTO memories_fts (memories_fts, rowid, content, keys, payload)
+    VALUES ('delete', old.seq, old.content, old.keys, old.payload);
+END;
+
+CREATE TRIGGER memories_fts_au AFTER UPDATE OF seq, content, keys, payload ON memories BEGIN
+  INSERT INTO memories_fts (memories_fts, rowid, content, keys, payload)
+    VALUES ('delete', old.seq, old.content, old.keys, old.payload);
+  INSERT INTO memories_fts (rowid, content, keys, payload)
+    VALUES (new.seq, new.content, new.keys, new.payload);
+END
+""",
+    )
+
+
 MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (1, "initial", m001_initial),
     (2, "sparse_scope_index", m002_sparse_scope_index),
+    (3, "conversations", m003_conversations),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -72,4 +72,9 @@ def scope_where(flt: ScopeFilter, *, alias: str = "") -> tuple[str, list[Any]]:
         if value:
             clauses.append(f"{col}{name} = ?")
             params.append(value)
+    if flt.types is not None:
+        # An empty tuple asks for no type at all: it matches nothing, never everything.
+        marks = ", ".join("?" * len(flt.types)) or "NULL"
+        clauses.append(f"{col}type IN ({marks})")
+        params.extend(flt.types)
     return " AND ".join(clauses), params

@@ -29,7 +29,14 @@ import numpy as np
 from episodic.errors import InvalidInput, ModelMismatch, NotFound, StoreError
 from episodic.model import Candidate, Event, Memory, MemoryStatus, ScopeFilter, utcnow
 from episodic.scoring.fts import bm25_term_ceiling, fts_terms, fts_whole_word, plan_terms
-from episodic.store.base import AppendResult, PendingVector, Relation, StoreStats, Vector
+from episodic.store.base import (
+    AppendResult,
+    PendingConversation,
+    PendingVector,
+    Relation,
+    StoreStats,
+    Vector,
+)
 from episodic.store.dense import LE_FLOAT32, DenseIndex, DenseRows, unit_vector
 from episodic.store.migrations import LATEST_VERSION, current_version, migrate
 from episodic.store.sql import normalise_scope, scope_where
@@ -43,6 +50,8 @@ _IN_CHUNK = 500
 
 # A word in the summary says more than the same word somewhere in the JSON payload.
 BM25_CONTENT_WEIGHT = 1.0
+# Derived keys (key expansion) count less than what was said: they are a summary's words.
+BM25_KEYS_WEIGHT = 0.5
 BM25_PAYLOAD_WEIGHT = 0.5
 
 SparseMode = Literal["seed", "stopwords", "budgeted"]
@@ -71,7 +80,8 @@ _MAX_ROWID = 2**63 - 1
 _MEMORY_COLUMNS = (
     "id, workspace_id, crew_id, agent_id, resource_id, conversation_id, ts, type, severity, "
     "content, payload, base_importance, importance, reference_count, last_referenced_at, "
-    "status, created_at"
+    "status, created_at, keys, content_hash, stability, difficulty, last_reviewed_at, "
+    "consolidated_at"
 )
 _EVENT_COLUMNS = (
     "id, workspace_id, crew_id, agent_id, resource_id, conversation_id, ts, type, severity, "
@@ -328,7 +338,25 @@ class SqliteStore:
             )
             for e in events
         ]
-        memory_rows = [
+        with self._write():
+            inserted = 0
+            if event_rows:
+                inserted = self._executemany(
+                    "INSERT OR IGNORE INTO events (id, workspace_id, crew_id, agent_id, "
+                    "resource_id, conversation_id, ts, type, severity, summary, payload, refs, "
+                    "admitted, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    event_rows,
+                ).rowcount
+            memories_inserted = self._insert_memories(memories, now)
+        return AppendResult(
+            events_inserted=inserted,
+            events_duplicate=len(events) - inserted,
+            memories_inserted=memories_inserted,
+        )
+
+    def _insert_memories(self, memories: Sequence[Memory], now: str) -> int:
+        """INSERT OR IGNORE the memories and their sources, inside the caller's write."""
+        rows = [
             (
                 m.id,
                 m.workspace_id,
@@ -348,40 +376,36 @@ class SqliteStore:
                 MemoryStatus(m.status).value,
                 now if m.created_at is None else ts_text(m.created_at),
                 now,
+                m.keys,
+                m.content_hash,
+                m.stability,
+                m.difficulty,
+                None if m.last_reviewed_at is None else ts_text(m.last_reviewed_at),
+                None if m.consolidated_at is None else ts_text(m.consolidated_at),
             )
             for m in memories
         ]
-        source_rows = [(m.id, event_id) for m in memories for event_id in m.source_event_ids]
-
-        with self._write():
-            inserted = 0
-            if event_rows:
-                inserted = self._executemany(
-                    "INSERT OR IGNORE INTO events (id, workspace_id, crew_id, agent_id, "
-                    "resource_id, conversation_id, ts, type, severity, summary, payload, refs, "
-                    "admitted, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    event_rows,
-                ).rowcount
-            memories_inserted = 0
-            if memory_rows:
-                memories_inserted = self._executemany(
-                    "INSERT OR IGNORE INTO memories (id, workspace_id, crew_id, agent_id, "
-                    "resource_id, conversation_id, ts, type, severity, content, payload, "
-                    "base_importance, importance, reference_count, last_referenced_at, status, "
-                    "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    memory_rows,
-                ).rowcount
-            if source_rows:
-                self._check_sources(source_rows)
-                self._executemany(
-                    "INSERT OR IGNORE INTO memory_sources (memory_id, event_id) VALUES (?, ?)",
-                    source_rows,
-                )
-        return AppendResult(
-            events_inserted=inserted,
-            events_duplicate=len(events) - inserted,
-            memories_inserted=memories_inserted,
+        if not rows:
+            return 0
+        inserted = int(
+            self._executemany(
+                "INSERT OR IGNORE INTO memories (id, workspace_id, crew_id, agent_id, "
+                "resource_id, conversation_id, ts, type, severity, content, payload, "
+                "base_importance, importance, reference_count, last_referenced_at, status, "
+                "created_at, updated_at, keys, content_hash, stability, difficulty, "
+                "last_reviewed_at, consolidated_at) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                rows,
+            ).rowcount
         )
+        source_rows = [(m.id, event_id) for m in memories for event_id in m.source_event_ids]
+        if source_rows:
+            self._check_sources(source_rows)
+            self._executemany(
+                "INSERT OR IGNORE INTO memory_sources (memory_id, event_id) VALUES (?, ?)",
+                source_rows,
+            )
+        return inserted
 
     def _check_sources(self, source_rows: Sequence[tuple[str, str]]) -> None:
         # The foreign key would catch it too, but only as "FOREIGN KEY constraint failed".
@@ -624,29 +648,39 @@ class SqliteStore:
         wanted = _unique(ids)
         with self._read():
             anchors = self._execute(
-                "SELECT id, conversation_id, ts, seq FROM memories WHERE +workspace_id = ? "
+                "SELECT id, conversation_id, ts, seq, type FROM memories WHERE +workspace_id = ? "
                 f"AND id IN ({_placeholders(len(wanted))}) AND conversation_id IS NOT NULL",
                 (flt.workspace_id, *wanted),
             ).fetchall()
             return {
                 memory_id: [
-                    *self._adjacent(flt, conversation, ts, seq, radius, before=True),
-                    *self._adjacent(flt, conversation, ts, seq, radius, before=False),
+                    *self._adjacent(flt, conversation, kind, ts, seq, radius, before=True),
+                    *self._adjacent(flt, conversation, kind, ts, seq, radius, before=False),
                 ]
-                for memory_id, conversation, ts, seq in anchors
+                for memory_id, conversation, ts, seq, kind in anchors
             }
 
     def _adjacent(
-        self, flt: ScopeFilter, conversation: str, ts: str, seq: int, radius: int, *, before: bool
+        self,
+        flt: ScopeFilter,
+        conversation: str,
+        kind: str,
+        ts: str,
+        seq: int,
+        radius: int,
+        *,
+        before: bool,
     ) -> list[tuple[str, int]]:
         where, params = scope_where(flt, alias="m")
         op, order, sign = ("<", "DESC", -1) if before else (">", "ASC", 1)
         rows = self._execute(
             # "+m.status": walk the conversation's own index, not the workspace's timeline.
+            # "+m.type": a turn's neighbours are the turns around it, not the episodes and
+            # entries made from them.
             f"SELECT m.id FROM memories m WHERE {where} AND m.conversation_id = ? "
-            f"AND +m.status = 'active' AND (m.ts, m.seq) {op} (?, ?) "
+            f"AND +m.status = 'active' AND +m.type = ? AND (m.ts, m.seq) {op} (?, ?) "
             f"ORDER BY m.ts {order}, m.seq {order} LIMIT ?",
-            (*params, conversation, ts, seq, radius),
+            (*params, conversation, kind, ts, seq, radius),
         ).fetchall()
         return [(row[0], sign * offset) for offset, row in enumerate(rows, start=1)]
 
@@ -768,7 +802,7 @@ class SqliteStore:
         return DenseRows.from_records(
             self._execute(
                 "SELECT v.memory_id, v.vector, v.model, m.agent_id, m.crew_id, m.resource_id, "
-                "m.conversation_id, m.base_importance, m.status "
+                "m.conversation_id, m.base_importance, m.status, m.type "
                 "FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
                 "WHERE v.workspace_id = ? AND m.workspace_id = ? AND v.seq > ? "
                 "ORDER BY v.seq",
@@ -876,7 +910,7 @@ class SqliteStore:
         """The best ``limit`` in-scope matches of ``match``, every match scored."""
         rows = self._execute(
             _SPARSE_ALL_SQL.format(where=where),
-            (BM25_CONTENT_WEIGHT, BM25_PAYLOAD_WEIGHT, match, *params, limit),
+            (BM25_CONTENT_WEIGHT, BM25_KEYS_WEIGHT, BM25_PAYLOAD_WEIGHT, match, *params, limit),
         ).fetchall()
         return [(memory_id, seq, -score) for memory_id, seq, score in rows]
 
@@ -906,6 +940,7 @@ class SqliteStore:
                     below,
                     scan - 1,
                     BM25_CONTENT_WEIGHT,
+                    BM25_KEYS_WEIGHT,
                     BM25_PAYLOAD_WEIGHT,
                     match,
                     below,
@@ -975,6 +1010,107 @@ class SqliteStore:
 
         return [count(term) for term in terms]
 
+    # -- conversations ---------------------------------------------------------------
+    def pending_conversations(
+        self, limit: int, workspace_id: str | None = None
+    ) -> list[PendingConversation]:
+        if limit <= 0:
+            return []
+        where, params = ("AND workspace_id = ?", (workspace_id,)) if workspace_id else ("", ())
+        with self._read():
+            rows = self._execute(
+                "SELECT workspace_id, conversation_id, count(*), min(ts), max(ts) FROM events "
+                "INDEXED BY events_pending_messages "
+                f"WHERE type = 'message' AND episode_id IS NULL {where} "
+                "GROUP BY workspace_id, conversation_id ORDER BY min(ts), 1, 2 LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+        return [
+            PendingConversation(ws, conv, int(n), _parse_ts(oldest), _parse_ts(newest))
+            for ws, conv, n, oldest, newest in rows
+        ]
+
+    def pending_messages(self, workspace_id: str, conversation_id: str) -> list[Event]:
+        with self._read():
+            rows = self._execute(
+                f"SELECT {_EVENT_COLUMNS} FROM events INDEXED BY events_pending_messages "
+                "WHERE workspace_id = ? AND conversation_id = ? AND type = 'message' "
+                "AND episode_id IS NULL ORDER BY ts, rowid",
+                (workspace_id, conversation_id),
+            ).fetchall()
+        return [_event(row) for row in rows]
+
+    def get_vectors(self, workspace_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
+        found: dict[str, Vector] = {}
+        with self._read():
+            for chunk in _chunks(_unique(memory_ids)):
+                for memory_id, blob in self._execute(
+                    "SELECT memory_id, vector FROM memory_vectors WHERE workspace_id = ? "
+                    f"AND memory_id IN ({_placeholders(len(chunk))})",
+                    (workspace_id, *chunk),
+                ):
+                    found[memory_id] = np.frombuffer(blob, LE_FLOAT32).astype(np.float32)
+        return found
+
+    def close_episode(
+        self,
+        episode: Memory,
+        message_ids: Sequence[str],
+        derived: Sequence[Memory],
+        keys: Mapping[str, str],
+    ) -> bool:
+        ws = episode.workspace_id
+        for m in derived:
+            if m.workspace_id != ws:
+                raise InvalidInput(
+                    "workspace_id", f"memory {m.id} is not of the episode's workspace {ws}"
+                )
+        now = ts_text(utcnow())
+        with self._write():
+            if self._execute("SELECT 1 FROM memories WHERE id = ?", (episode.id,)).fetchone():
+                return False
+            wanted = _unique(message_ids)
+            found = {
+                row[0]
+                for chunk in _chunks(wanted)
+                for row in self._execute(
+                    "SELECT id FROM events WHERE +workspace_id = ? AND type = 'message' "
+                    f"AND id IN ({_placeholders(len(chunk))})",
+                    (ws, *chunk),
+                )
+            }
+            missing = [i for i in wanted if i not in found]
+            if missing:
+                raise NotFound(missing[0])
+            self._insert_memories([episode, *derived], now)
+            self._executemany(
+                "UPDATE events SET episode_id = ? WHERE id = ?",
+                [(episode.id, message_id) for message_id in wanted],
+            )
+            if keys:
+                self._executemany(
+                    "UPDATE memories SET keys = ?, updated_at = ? "
+                    "WHERE +workspace_id = ? AND id = ?",
+                    [(text, now, ws, memory_id) for memory_id, text in keys.items()],
+                )
+        return True
+
+    def known_hashes(self, flt: ScopeFilter, hashes: Sequence[str]) -> set[str]:
+        where, params = scope_where(flt, alias="m")
+        found: set[str] = set()
+        with self._read():
+            for chunk in _chunks(_unique(hashes)):
+                found.update(
+                    row[0]
+                    for row in self._execute(
+                        "SELECT DISTINCT m.content_hash FROM memories m "
+                        f"WHERE {where} AND m.status = 'active' "
+                        f"AND m.content_hash IN ({_placeholders(len(chunk))})",
+                        (*params, *chunk),
+                    )
+                )
+        return found
+
     # -- diagnostics -----------------------------------------------------------------
     def meta(self) -> dict[str, Any]:
         with self._lock, _map_errors():
@@ -1026,6 +1162,12 @@ def _memory(row: Sequence[Any], sources: Sequence[str]) -> Memory:
         status=MemoryStatus(row[15]),
         source_event_ids=tuple(sources),
         created_at=_parse_ts(row[16]),
+        keys=row[17],
+        content_hash=row[18],
+        stability=None if row[19] is None else float(row[19]),
+        difficulty=None if row[20] is None else float(row[20]),
+        last_reviewed_at=_opt_ts(row[21]),
+        consolidated_at=_opt_ts(row[22]),
     )
 
 
@@ -1059,7 +1201,7 @@ _SPARSE_SCOPED = (
 # Every in-scope match scored, as seed 000's query did.
 _SPARSE_ALL_SQL = (
     "SELECT mm.id, w.seq, w.score FROM ("
-    " SELECT m.seq AS seq, bm25(memories_fts, ?, ?) AS score"
+    " SELECT m.seq AS seq, bm25(memories_fts, ?, ?, ?) AS score"
     + _SPARSE_SCOPED
     + " WHERE memories_fts MATCH ? AND m.status = 'active' AND {where}"
     " ORDER BY score, m.seq LIMIT ?"
@@ -1078,7 +1220,7 @@ _SPARSE_WINDOW_SQL = (
     " WHERE memories_fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT 1 OFFSET ?), 0))"
     " SELECT b.lo, mm.id, w.seq, w.score, w.scored FROM bound AS b LEFT JOIN ("
     "  SELECT seq, score, count(*) OVER () AS scored FROM ("
-    "   SELECT m.seq AS seq, bm25(memories_fts, ?, ?) AS score"
+    "   SELECT m.seq AS seq, bm25(memories_fts, ?, ?, ?) AS score"
     + _SPARSE_SCOPED
     + "   WHERE memories_fts MATCH ? AND memories_fts.rowid < ?"
     "    AND memories_fts.rowid >= (SELECT lo FROM bound)"

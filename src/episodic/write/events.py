@@ -17,6 +17,8 @@ from typing import Any
 from episodic.config import Settings
 from episodic.errors import InvalidInput
 from episodic.model import PRIORITIES, SEVERITIES, Event
+from episodic.policy import MESSAGE_TYPE
+from episodic.write.messages import ROLES
 
 ID_FIELDS = ("workspace_id", "crew_id", "agent_id", "resource_id", "conversation_id")
 KNOWN_FIELDS = frozenset((*ID_FIELDS, "id", "ts", "type", "severity", "summary", "payload", "refs"))
@@ -108,6 +110,9 @@ def parse_event(
             "(EPISODIC_MAX_PAYLOAD_BYTES)",
         )
     _check_refs(refs)
+    conversation = ids["conversation_id"]
+    if event_type == MESSAGE_TYPE:
+        _check_message(conversation, payload)
 
     return Event(
         id=event_id,
@@ -190,6 +195,23 @@ def _opt_object(obj: Mapping[str, Any], name: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise InvalidInput(name, f"expected a JSON object, got {type(value).__name__}")
     return dict(value)
+
+
+def _check_message(conversation_id: str | None, payload: Mapping[str, Any]) -> None:
+    """A chat message belongs to a conversation and says who spoke (issue 4)."""
+    if conversation_id is None:
+        raise InvalidInput(
+            "conversation_id", "required for a message (the conversation it belongs to)"
+        )
+    role = payload.get("role")
+    if role not in ROLES:
+        raise InvalidInput(
+            "payload.role",
+            f"a message needs a role, one of {'|'.join(ROLES)}; got {role!r}",
+        )
+    name = payload.get("name")
+    if name is not None and not isinstance(name, str):
+        raise InvalidInput("payload.name", f"expected a string, got {type(name).__name__}")
 
 
 def _check_refs(refs: Mapping[str, Any]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from episodic.embed.base import Embedder
@@ -37,11 +38,15 @@ class Indexer:
         *,
         batch: int = SWEEP_BATCH,
         interval_s: float = SWEEP_INTERVAL_S,
+        after_sweep: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.batch = batch
         self.interval_s = interval_s
+        # Work that follows the embedding in the background loop (segmenting
+        # conversations), once the pending vectors are drained.
+        self.after_sweep = after_sweep
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -107,4 +112,9 @@ class Indexer:
                 result = SweepResult(0, 1)
             if result.embedded >= self.batch and not result.failed:
                 continue
+            if self.after_sweep is not None:
+                try:
+                    self.after_sweep()
+                except Exception:  # as above: the loop outlives one bad run
+                    log.exception("work after the sweep failed; retrying after the interval")
             self._stop.wait(self.interval_s)

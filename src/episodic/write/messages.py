@@ -13,11 +13,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-MESSAGE_TYPE = "message"
+from episodic.model import Event
+from episodic.policy import MESSAGE_TYPE, SPOKEN_ROLES
+
 ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
-# What people said: these become memories and may be quoted as evidence. Tool output and
-# system prompts are kept with the conversation but never used as evidence.
-SPOKEN_ROLES: tuple[str, ...] = ("user", "assistant")
+# What people said (SPOKEN_ROLES) becomes memories and may be quoted as evidence. Tool
+# output and system prompts are kept with the conversation but never used as evidence.
+__all__ = [
+    "MESSAGE_TYPE",
+    "ROLES",
+    "SPOKEN_ROLES",
+    "Message",
+    "message_keys",
+    "message_of",
+    "spoken_content",
+    "transcript_json",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,3 +60,28 @@ def transcript_json(messages: Sequence[Message]) -> str:
         )
         for i, m in enumerate(messages)
     )
+
+
+def message_of(event: Event) -> Message:
+    """The message a ``message`` event carries."""
+    name = event.payload.get("name")
+    return Message(
+        id=event.id,
+        role=str(event.payload.get("role", "user")),
+        text=event.summary,
+        ts=event.ts,
+        name=name if isinstance(name, str) and name.strip() else None,
+    )
+
+
+def spoken_content(role: str, text: str, name: str | None) -> str:
+    """A message memory's content: the text, after the speaker's name when one is known
+    (questions name people: "what did Caroline say about ...")."""
+    return f"{name}: {text}" if name else text
+
+
+def message_keys(name: str | None, role: str, ts: datetime) -> str:
+    """The search keys a message memory starts with: who spoke and when, in words a
+    question uses ("Caroline", "user", "8 May 2023", "Monday")."""
+    when = f"{ts.day} {ts:%B %Y} {ts:%A}"
+    return " ".join(part for part in (name, role, when) if part)

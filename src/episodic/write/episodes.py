@@ -1,0 +1,430 @@
+"""Conversations become episodes: the job that segments pending messages, describes each
+finished episode, extracts source-backed entries and typed learnings from it, and stores
+all of it in one transaction per episode.
+
+Steps, per conversation with pending messages (``run``):
+
+1. Load the pending messages and their vectors; spoken messages the indexer has not
+   embedded yet are embedded here (and stored), so the surprise channel sees them.
+2. Ask the LLM (when configured) where topics start; segment (``write.segment``).
+3. For each closed segment: title, summary and keyphrases (``write.describe``), entries
+   (``write.extract``) deduplicated by hash and by cosine against the batch and the same
+   scope (``write.dedupe``), FSRS start values boosted by surprise, and the derived search
+   keys of its messages (key expansion). At the end of a session (flush, or idle past the
+   hard gap) the post-session pass adds typed learnings (``write.learnings``).
+4. ``Store.close_episode`` stores the episode, marks its messages and writes the entries,
+   learnings and keys at once; a crash leaves the messages pending for the next run.
+
+Every LLM step has an offline fallback, and what produced a text is recorded with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from episodic.embed.base import Embedder
+from episodic.errors import EmbedderError
+from episodic.llm.base import LLM
+from episodic.model import Memory, ScopeFilter
+from episodic.scoring.retrievability import initial_difficulty, initial_stability
+from episodic.store.base import Store, Vector
+from episodic.write.dedupe import DEDUPE_COSINE, drop_known_hashes, drop_similar
+from episodic.write.describe import EpisodeText, describe_episode
+from episodic.write.extract import Dropped, Entry, content_hash, extract_entries
+from episodic.write.learnings import Learning, extract_learnings
+from episodic.write.messages import Message, message_keys, message_of, spoken_content
+from episodic.write.segment import (
+    FLASHBULB_SURPRISE,
+    KEY_MOMENT_SURPRISE,
+    Segment,
+    segment,
+)
+from episodic.write.topics import topic_starts
+
+log = logging.getLogger("episodic.episodes")
+
+EPISODE_TYPE = "episode"
+ENTRY_TYPE = "entry"
+LEARNING_TYPE = "learning"
+# An episode is a generated summary of what happened: it starts where seed 000 starts a
+# summary.generated entry (0.5 + 0.15).
+EPISODE_BASE_IMPORTANCE = 0.65
+ENTRY_BASE_IMPORTANCE = 0.5
+# Conversations handled per run; the rest wait for the next one.
+CONVERSATIONS_PER_RUN = 500
+# Shown in an episode's record of what extraction dropped.
+_DROP_CONTENT_CHARS = 200
+
+
+@dataclass(slots=True)
+class SegmentReport:
+    """What one run did."""
+
+    conversations: int = 0
+    episodes: int = 0
+    messages: int = 0
+    entries: int = 0
+    learnings: int = 0
+    dropped: list[Dropped] = field(default_factory=list)
+    waiting: int = 0  # messages left in open segments
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "conversations": self.conversations,
+            "episodes": self.episodes,
+            "messages": self.messages,
+            "entries": self.entries,
+            "learnings": self.learnings,
+            "dropped": [{"reason": d.reason, "content": d.content[:80]} for d in self.dropped],
+            "waiting": self.waiting,
+        }
+
+
+class EpisodeWriter:
+    """Runs segmentation, description and extraction over pending conversations."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        embedder: Embedder | None,
+        llm: LLM | None,
+        clock: Callable[[], datetime],
+        key_expansion: bool = True,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.llm = llm
+        self.clock = clock
+        # Off: messages keep no derived keys and episodes add none (measured on LoCoMo).
+        self.key_expansion = key_expansion
+
+    def run(
+        self,
+        *,
+        flush: bool = False,
+        workspace_id: str | None = None,
+        conversation_id: str | None = None,
+    ) -> SegmentReport:
+        report = SegmentReport()
+        now = self.clock()
+        for pending in self.store.pending_conversations(CONVERSATIONS_PER_RUN, workspace_id):
+            if conversation_id is not None and pending.conversation_id != conversation_id:
+                continue
+            report.conversations += 1
+            self._conversation(pending.workspace_id, pending.conversation_id, now, flush, report)
+        return report
+
+    # -- one conversation ------------------------------------------------------------
+    def _conversation(
+        self, ws: str, conversation: str, now: datetime, flush: bool, report: SegmentReport
+    ) -> None:
+        events = self.store.pending_messages(ws, conversation)
+        messages = [message_of(e) for e in events]
+        vectors = self._vectors(ws, messages)
+        topics: list[int] = []
+        if self.llm is not None and len(messages) > 1:
+            topics = topic_starts(messages, self.llm) or []
+        segments = segment(messages, vectors, now=now, flush=flush, topic_starts=topics)
+        closed = [s for s in segments if s.closed]
+        report.waiting += sum(len(s) for s in segments if not s.closed)
+        if not closed:
+            return
+        ends_session = segments[-1].closed  # flushed, or idle past the hard gap
+        learnings: list[Learning] = []
+        if ends_session:
+            # The post-session pass (seed 001) sees the whole session at once.
+            learned = [m for s in closed for m in messages[s.start : s.end]]
+            learnings = extract_learnings(learned, self.llm)
+        by_id = {e.id: e for e in events}
+        for seg in closed:
+            ids = {m.id for m in messages[seg.start : seg.end]}
+            own = [ln for ln in learnings if ln.message_id in ids]
+            if seg is closed[-1]:
+                # A learning that cites no message belongs to the session as a whole.
+                own += [ln for ln in learnings if ln.message_id is None]
+            self._episode(ws, conversation, messages, vectors, seg, by_id, own, report)
+
+    def _vectors(self, ws: str, messages: Sequence[Message]) -> list[Vector | None]:
+        """Each spoken message's vector: stored ones, the rest embedded now and stored."""
+        spoken = [m for m in messages if m.spoken and m.text.strip()]
+        found = self.store.get_vectors(ws, [m.id for m in spoken])
+        missing = [m for m in spoken if m.id not in found]
+        if missing and self.embedder is not None:
+            texts = [spoken_content(m.role, m.text, m.name) for m in missing]
+            try:
+                fresh = self.embedder.embed_batch(texts)
+            except EmbedderError as exc:
+                log.warning("segmentation runs without surprise for now: %s", exc)
+            else:
+                rows = [(m.id, fresh[i]) for i, m in enumerate(missing)]
+                self.store.put_vectors(self.embedder.model_id, self.embedder.dim, rows)
+                found.update((m.id, fresh[i]) for i, m in enumerate(missing))
+        return [found.get(m.id) for m in messages]
+
+    def _episode(
+        self,
+        ws: str,
+        conversation: str,
+        messages: Sequence[Message],
+        vectors: Sequence[Vector | None],
+        seg: Segment,
+        events: dict[str, Any],
+        learnings: Sequence[Learning],
+        report: SegmentReport,
+    ) -> None:
+        part = list(messages[seg.start : seg.end])
+        part_vectors = list(vectors[seg.start : seg.end])
+        text = describe_episode(part, _matrix(part_vectors), self.llm)
+        scope = _scope_of([events[m.id] for m in part])
+        episode_id = "ep_" + _digest(ws, conversation, part[0].id)
+        surprise = round(float(seg.surprise), 6)
+        episode = Memory(
+            id=episode_id,
+            workspace_id=ws,
+            ts=part[-1].ts,
+            type=EPISODE_TYPE,
+            content=f"{text.title} — {text.summary}",
+            keys=" ".join(text.keyphrases) if self.key_expansion else "",
+            payload={
+                "title": text.title,
+                "summary": text.summary,
+                "keyphrases": list(text.keyphrases),
+                "described_by": text.source,
+                "start": part[0].ts.isoformat(),
+                "end": part[-1].ts.isoformat(),
+                "message_count": len(part),
+                "surprise": surprise,
+                "boundary": seg.reason,
+                "key_moment": surprise >= KEY_MOMENT_SURPRISE,
+                "flashbulb": surprise >= FLASHBULB_SURPRISE,
+            },
+            conversation_id=conversation,
+            crew_id=scope["crew_id"],
+            agent_id=scope["agent_id"],
+            resource_id=scope["resource_id"],
+            base_importance=EPISODE_BASE_IMPORTANCE,
+            importance=EPISODE_BASE_IMPORTANCE,
+            source_event_ids=tuple(m.id for m in part),
+            stability=initial_stability(surprise),
+            difficulty=initial_difficulty(),
+            created_at=self.clock(),
+        )
+        extraction = extract_entries(part, self.llm)
+        dropped = list(extraction.dropped)
+        entries, more = self._dedupe(ws, extraction.entries, events)
+        dropped += more
+        derived = [self._entry_memory(ws, episode_id, e, events) for e in entries]
+        derived += [self._learning_memory(ws, episode_id, ln, events) for ln in learnings]
+        episode = _with_drops(episode, dropped)
+        facts: dict[str, list[str]] = {}
+        for e in entries:
+            facts.setdefault(e.message_id, []).append(e.content)
+        keys = (
+            {
+                m.id: " ".join(
+                    [
+                        message_keys(m.name, m.role, m.ts),
+                        text.title,
+                        *text.keyphrases,
+                        *(f for f in facts.get(m.id, []) if f not in m.text),
+                    ]
+                )
+                for m in part
+                if m.spoken and m.text.strip()
+            }
+            if self.key_expansion
+            else {}
+        )
+        if not self.store.close_episode(episode, [m.id for m in part], derived, keys):
+            return
+        report.episodes += 1
+        report.messages += len(part)
+        report.entries += len(entries)
+        report.learnings += len(learnings)
+        report.dropped += dropped
+
+    def _dedupe(
+        self, ws: str, entries: Sequence[Entry], events: dict[str, Any]
+    ) -> tuple[list[Entry], list[Dropped]]:
+        """Seed 004: exact hash first, then cosine >= 0.86 within the batch and against
+        the entries already stored in the same scope (workspace, agent, resource)."""
+        if not entries:
+            return [], []
+        dropped: list[Dropped] = []
+        kept: list[Entry] = list(entries)
+        scopes = {_entry_scope(ws, events[e.message_id]) for e in kept}
+        known: set[str] = set()
+        for flt in scopes:
+            mine = [e for e in kept if _entry_scope(ws, events[e.message_id]) == flt]
+            known |= self.store.known_hashes(flt, [content_hash(e.content) for e in mine])
+        kept, gone = drop_known_hashes(kept, known)
+        dropped += gone
+        if not kept or self.embedder is None:
+            return kept, dropped
+        try:
+            matrix = self.embedder.embed_batch([e.content for e in kept])
+        except EmbedderError as exc:
+            log.warning("entry dedupe by similarity skipped (embedder): %s", exc)
+            return kept, dropped
+        existing_rows: list[Vector] = []
+        for i, e in enumerate(kept):
+            flt = _entry_scope(ws, events[e.message_id])
+            for c in self.store.search_dense(flt, matrix[i], 1):
+                if c.score >= DEDUPE_COSINE:
+                    existing_rows += self.store.get_vectors(ws, [c.memory_id]).values()
+        existing = (
+            np.stack(existing_rows).astype(np.float32)
+            if existing_rows
+            else np.zeros((0, matrix.shape[1]), np.float32)
+        )
+        indices, gone = drop_similar(kept, matrix, existing)
+        return [kept[i] for i in indices], dropped + list(gone)
+
+    def _entry_memory(
+        self, ws: str, episode_id: str, entry: Entry, events: dict[str, Any]
+    ) -> Memory:
+        source = events[entry.message_id]
+        digest = content_hash(entry.content)
+        return Memory(
+            id="ent_" + _digest(ws, episode_id, digest),
+            workspace_id=ws,
+            ts=source.ts,
+            type=ENTRY_TYPE,
+            content=entry.content,
+            payload={
+                "source": entry.source,
+                "evidence": entry.evidence,
+                "extracted_by": entry.extractor,
+                "episode_id": episode_id,
+            },
+            conversation_id=source.conversation_id,
+            crew_id=source.crew_id,
+            agent_id=source.agent_id,
+            resource_id=source.resource_id,
+            base_importance=ENTRY_BASE_IMPORTANCE,
+            importance=ENTRY_BASE_IMPORTANCE,
+            source_event_ids=(entry.message_id,),
+            content_hash=digest,
+            created_at=self.clock(),
+        )
+
+    def _learning_memory(
+        self, ws: str, episode_id: str, learning: Learning, events: dict[str, Any]
+    ) -> Memory:
+        source = events.get(learning.message_id or "")
+        importance = min(1.0, max(0.0, learning.importance))
+        return Memory(
+            id="lrn_" + _digest(ws, episode_id, content_hash(learning.content)),
+            workspace_id=ws,
+            ts=source.ts if source is not None else self.clock(),
+            type=LEARNING_TYPE,
+            content=learning.content,
+            payload={
+                "learning_type": learning.type,
+                "domain": learning.domain,
+                "status": "active",
+                "evidence": learning.evidence,
+                "extracted_by": learning.extractor,
+                "episode_id": episode_id,
+            },
+            conversation_id=None if source is None else source.conversation_id,
+            crew_id=None if source is None else source.crew_id,
+            agent_id=None if source is None else source.agent_id,
+            resource_id=None if source is None else source.resource_id,
+            base_importance=importance,
+            importance=importance,
+            source_event_ids=() if source is None else (source.id,),
+            content_hash=content_hash(learning.content),
+            created_at=self.clock(),
+        )
+
+
+def episode_json(m: Memory) -> dict[str, Any]:
+    """An episode as interfaces show it (``episodic recent --json``, HTTP, MCP)."""
+    p = m.payload
+    surprise = p.get("surprise", 0.0)
+    return {
+        "id": m.id,
+        "title": str(p.get("title", "")),
+        "summary": str(p.get("summary", m.content)),
+        "start": p.get("start"),
+        "end": p.get("end", m.ts.isoformat()),
+        "surprise": float(surprise) if isinstance(surprise, int | float) else 0.0,
+        "message_count": int(p.get("message_count", len(m.source_event_ids))),
+        "key_moment": bool(p.get("key_moment", False)),
+        "flashbulb": bool(p.get("flashbulb", False)),
+        "keyphrases": list(p.get("keyphrases", [])),
+        "described_by": p.get("described_by"),
+        "workspace_id": m.workspace_id,
+        "conversation_id": m.conversation_id,
+        "agent_id": m.agent_id,
+        "resource_id": m.resource_id,
+        "stability": m.stability,
+        "difficulty": m.difficulty,
+    }
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:24]
+
+
+def _matrix(vectors: Sequence[Vector | None]) -> Any:
+    if all(v is None for v in vectors):
+        return None
+    dim = next(v for v in vectors if v is not None).shape[0]
+    return np.stack([np.zeros(dim, np.float32) if v is None else v for v in vectors])
+
+
+def _scope_of(events: Sequence[Any]) -> dict[str, str | None]:
+    """The ids an episode is filed under: each the most common one among its messages
+    (a user and an assistant share the conversation; the agent is the one that spoke)."""
+    out: dict[str, str | None] = {}
+    for name in ("agent_id", "crew_id", "resource_id"):
+        counts: dict[str, int] = {}
+        for e in events:
+            value = getattr(e, name)
+            if value:
+                counts[value] = counts.get(value, 0) + 1
+        out[name] = max(sorted(counts), key=lambda v: counts[v]) if counts else None
+    return out
+
+
+def _entry_scope(ws: str, event: Any) -> ScopeFilter:
+    return ScopeFilter(
+        workspace_id=ws,
+        agent_id=event.agent_id,
+        resource_id=event.resource_id,
+        types=(ENTRY_TYPE,),
+    )
+
+
+def _with_drops(episode: Memory, dropped: Sequence[Dropped]) -> Memory:
+    if not dropped:
+        return episode
+    from dataclasses import replace
+
+    payload = dict(episode.payload)
+    payload["extraction_dropped"] = [
+        {"reason": d.reason, "detail": d.detail, "content": d.content[:_DROP_CONTENT_CHARS]}
+        for d in dropped
+    ]
+    return replace(episode, payload=payload)
+
+
+__all__ = [
+    "ENTRY_TYPE",
+    "EPISODE_TYPE",
+    "LEARNING_TYPE",
+    "EpisodeText",
+    "EpisodeWriter",
+    "SegmentReport",
+    "episode_json",
+]
