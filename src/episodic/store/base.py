@@ -8,7 +8,7 @@ the same contract against each. Workspace isolation is the store's job: every re
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -104,13 +104,14 @@ class PendingReview:
 
 @dataclass(frozen=True, slots=True)
 class ReviewOutcome:
-    """How a claimed review ended: ``rated`` (``ratings``: memory id -> Again / Hard /
-    Good / Easy, or ``skipped`` for a memory reviewed less than a day before) or
-    ``expired`` (no output to rate it by came in time)."""
+    """How a claimed review ended: ``rated`` (``ratings``: memory id -> again / hard /
+    good / easy, or ``skipped`` for a memory reviewed less than a day before; ``rated_by``
+    says what rated them) or ``expired`` (no output to rate it by came in time)."""
 
     review_id: int
     outcome: str
-    ratings: Mapping[str, str]
+    ratings: Mapping[str, str] = field(default_factory=dict)
+    rated_by: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,9 +382,17 @@ class Store(Protocol):
         workspace_id: str | None = None,
         agent_id: str | None = None,
         conversation_id: str | None = None,
+        only_conversations: bool = False,
+        recalled_before: datetime | None = None,
     ) -> list[PendingReview]:
         """Claim up to ``limit`` pending reviews nobody holds (or whose claim expired),
-        oldest first, for ``lease_s`` seconds. Two claimers never get the same row."""
+        oldest first, for ``lease_s`` seconds. Two claimers never get the same row.
+        ``only_conversations`` keeps recalls made inside a conversation;
+        ``recalled_before`` those made before that time."""
+        ...
+
+    def release_reviews(self, holder: str, ids: Sequence[int]) -> None:
+        """Give back claims this holder will not finish now."""
         ...
 
     def finish_reviews(self, holder: str, outcomes: Sequence[ReviewOutcome], at: datetime) -> int:
@@ -450,8 +459,8 @@ class Store(Protocol):
 
     def compact_memories(self, workspace_id: str, merges: Sequence[Merge], at: datetime) -> int:
         """Apply merges, each only while both memories are still active; the survivor
-        also cites the loser's sources, and its vector is dropped when its content
-        changed (the indexer embeds it again). Returns merges applied."""
+        also cites the losers' sources, and its vector is dropped when its content
+        changed (the indexer embeds it again). Returns how many memories were compacted."""
         ...
 
     def compacted_into(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str]:

@@ -1252,6 +1252,8 @@ class SqliteStore:
         workspace_id: str | None = None,
         agent_id: str | None = None,
         conversation_id: str | None = None,
+        only_conversations: bool = False,
+        recalled_before: datetime | None = None,
     ) -> list[PendingReview]:
         if limit <= 0:
             return []
@@ -1264,6 +1266,11 @@ class SqliteStore:
             if value:
                 narrow += f" AND {column} = ?"
                 params.append(value)
+        if only_conversations:
+            narrow += " AND conversation_id IS NOT NULL"
+        if recalled_before is not None:
+            narrow += " AND recalled_at < ?"
+            params.append(ts_text(recalled_before))
         stamp = ts_text(now)
         with self._write():
             rows = self._execute(
@@ -1277,17 +1284,36 @@ class SqliteStore:
             ).fetchall()
         return sorted((_pending_review(row) for row in rows), key=lambda r: r.id)
 
+    def release_reviews(self, holder: str, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        with self._write():
+            self._executemany(
+                "UPDATE memory_reviews SET claimed_by = NULL, claimed_until = NULL "
+                "WHERE id = ? AND claimed_by = ? AND reviewed_at IS NULL",
+                [(int(i), holder) for i in ids],
+            )
+
     def finish_reviews(self, holder: str, outcomes: Sequence[ReviewOutcome], at: datetime) -> int:
         if not outcomes:
             return 0
         stamp = ts_text(at)
         with self._write():
             before = self._conn.total_changes
+            # claimed_until > at: a claim that lapsed may already be someone else's.
             self._executemany(
                 "UPDATE memory_reviews SET reviewed_at = ?, outcome = ?, ratings = ?, "
-                "claimed_until = NULL WHERE id = ? AND claimed_by = ? AND reviewed_at IS NULL",
+                "claimed_until = NULL WHERE id = ? AND claimed_by = ? AND claimed_until > ? "
+                "AND reviewed_at IS NULL",
                 [
-                    (stamp, o.outcome, json.dumps(dict(o.ratings)), o.review_id, holder)
+                    (
+                        stamp,
+                        o.outcome,
+                        json.dumps({"rated_by": o.rated_by, "ratings": dict(o.ratings)}),
+                        o.review_id,
+                        holder,
+                        stamp,
+                    )
                     for o in outcomes
                 ],
             )
@@ -1568,7 +1594,7 @@ class SqliteStore:
                         "SELECT ?, event_id FROM memory_sources WHERE memory_id = ? ORDER BY rowid",
                         (merge.survivor_id, loser),
                     )
-                applied += 1
+                applied += len(merge.losers)
         return applied
 
     def compacted_into(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str]:
