@@ -486,18 +486,23 @@ class Episodic:
         walk: int | None = None,
         key_terms: bool | None = None,
         types: Sequence[str] | str | None = None,
+        review_conversation: str | None = None,
     ) -> RecallResult:
         """The memories that matter for ``query``, best first. Each hit returned is
         marked referenced (it feeds importance) unless ``mark`` is False. With ``explain``
         the result carries a ``Trace`` of every stage and every drop. ``walk`` = 1 adds
         the memories one `similar` edge away from the hits (seed 000's
-        memory_walk_depth); None takes the agent's ``Settings.memory_walk_depth``, else
-        the policy's setting. A marked recall also records a pending review (seed 003,
-        ``review``) unless ``Settings.review_recalls`` is off. ``key_terms`` asks the
+        memory_walk_depth); None keeps the policy's setting. ``key_terms`` asks the
         configured LLM for 5-8 search terms for the BM25 leg (seed 001; default from
         EPISODIC_LLM_QUERY_TERMS, off); without an LLM, or when it fails, the raw text is
         used. ``types`` limits recall to memories of those types (``message``,
-        ``episode``, ``entry``, ``learning`` or a journal type)."""
+        ``episode``, ``entry``, ``learning`` or a journal type).
+
+        Upkeep (issue 5): ``walk`` None takes the agent's ``Settings.memory_walk_depth``
+        when it has one. A marked recall also records a pending review (seed 003) unless
+        ``Settings.review_recalls`` is off; the review job rates it by the assistant
+        messages that follow in ``review_conversation`` (default: the conversation the
+        recall is narrowed to), or ``review()`` is handed the output."""
         q = Query(
             text=query,
             workspace_id=workspace,
@@ -526,6 +531,7 @@ class Episodic:
             explain=explain,
             lexical_query=lexical,
             review=self.settings.review_recalls,
+            review_conversation=review_conversation,
         )
 
     def render(

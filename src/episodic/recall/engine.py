@@ -98,11 +98,14 @@ def run_recall(
     explain: bool = False,
     lexical_query: str | None = None,
     review: bool = True,
+    review_conversation: str | None = None,
 ) -> RecallResult:
     """``lexical_query`` replaces the text the BM25 leg searches (key terms an LLM drew
     from the query, seed 001); the dense leg keeps the natural-language question.
     ``mark`` counts the hits as referenced and, with ``review``, records the recall as a
-    pending review (seed 003; one insert); ``mark=False`` does neither."""
+    pending review (seed 003; one insert); ``mark=False`` does neither. The review is
+    rated later by the messages that follow in ``review_conversation`` (default: the
+    conversation the query is narrowed to, if any)."""
     k = clamp_k(query.k if query.k is not None else policy.default_k)
     pool = policy.pool_size(k)
     flt = query.scope_filter()
@@ -277,7 +280,7 @@ def run_recall(
                     cosines=tuple(h.cosine for h in hits),
                     agent_id=query.agent_id,
                     crew_id=query.crew_id,
-                    conversation_id=query.conversation_id,
+                    conversation_id=review_conversation or query.conversation_id,
                 )
             )
     return RecallResult(hits, mode, policy.name, legs, warnings, trace)
