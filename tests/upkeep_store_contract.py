@@ -112,6 +112,20 @@ class UpkeepStoreContract:
         assert [p.id for p in got] == [conv]
         assert len(store.claim_reviews("h", T0, lease_s=9, limit=5, agent_id="a1")) == 1
 
+    def test_claims_by_conversation_or_age_and_released_claims(self, store: Store) -> None:
+        old = store.add_review(ReviewRequest("acme", "q", ("m1",), T0))
+        conv = store.add_review(
+            ReviewRequest("acme", "q", ("m2",), T0 + timedelta(hours=2), conversation_id="c1")
+        )
+        got = store.claim_reviews("h", NOW, lease_s=60, limit=5, only_conversations=True)
+        assert [p.id for p in got] == [conv]
+        store.release_reviews("h", [conv])
+        before = T0 + timedelta(hours=1)
+        got = store.claim_reviews("h2", NOW, lease_s=60, limit=5, recalled_before=before)
+        assert [p.id for p in got] == [old]
+        # Released at once: another claimer takes it without waiting for the lease.
+        assert [p.id for p in store.claim_reviews("h3", NOW, lease_s=60, limit=5)] == [conv]
+
     def test_fsrs_updates_are_compare_and_set(self, store: Store) -> None:
         remember(store, event("m1"), event("m2"))
         day = T0 + timedelta(days=1)
