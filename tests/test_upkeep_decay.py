@@ -105,6 +105,8 @@ def test_a_recall_with_mark_false_leaves_no_trace(svc: Episodic) -> None:
 def test_the_formula_is_checked_by_name(svc: Episodic) -> None:
     with pytest.raises(InvalidInput, match="formula"):
         svc.decay(formula="linear")
+    with pytest.raises(InvalidInput, match="workspace"):
+        svc.decay(workspace=" ")
     with pytest.raises(InvalidInput, match="EPISODIC_DECAY_FORMULA"):
         Settings.from_env({"EPISODIC_DECAY_FORMULA": "linear"})
     assert Settings.from_env({"EPISODIC_DECAY_FORMULA": "Prominence"}).decay_formula == (

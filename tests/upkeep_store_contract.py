@@ -282,24 +282,27 @@ class UpkeepStoreContract:
 
     # -- health --------------------------------------------------------------------------
     def test_health_facts_by_hand(self, store: Store) -> None:
-        # Ages 10, 20, 30, 40 days: median 25. Three have vectors; one of them an edge.
+        # Ages 10, 20, 30, 40, 50 days: median 30 (the crews: 15 and 35, the mean of their
+        # two). Three have vectors; one of them an edge.
         events = [aged(f"m{d}", d, crew_id="c1" if d < 30 else "c2") for d in (10, 20, 30, 40)]
-        remember(store, *events)
+        remember(store, *events, aged("m50", 50))  # no crew
         store.put_vectors(MODEL, DIM, [("m10", vec(1)), ("m20", vec(0, 1)), ("m30", vec(1, 1))])
         store.add_relations("acme", [Relation("m40", "m10", "similar", 0.9)])
-        facts = store.health_facts(ScopeFilter("acme"), NOW)
-        assert (facts.active, facts.vectored, facts.linked) == (4, 3, 1)
-        assert facts.median_age_days == pytest.approx(25.0)
-        crew = store.health_facts(ScopeFilter("acme", crew_id="c1"), NOW)
+        found = store.health_facts("acme", NOW)
+        assert list(found) == [None, "c1", "c2"]
+        facts, crew = found[None], found["c1"]
+        assert (facts.active, facts.vectored, facts.linked) == (5, 3, 1)
+        assert facts.median_age_days == pytest.approx(30.0)
         assert (crew.active, crew.vectored, crew.linked, crew.median_age_days) == (
             2,
             2,
             1,
             pytest.approx(15.0),
         )
-        empty = store.health_facts(ScopeFilter("beta"), NOW)
+        c2 = found["c2"]
+        assert (c2.active, c2.vectored, c2.median_age_days) == (2, 1, pytest.approx(35.0))
+        empty = store.health_facts("beta", NOW)[None]
         assert (empty.active, empty.median_age_days) == (0, None)
-        assert store.crews("acme") == ["c1", "c2"]
         assert store.vector_matrix(ScopeFilter("acme", crew_id="c1")).shape == (2, DIM)
         assert store.vector_matrix(ScopeFilter("beta")).shape[0] == 0
 

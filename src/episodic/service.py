@@ -681,6 +681,8 @@ class Episodic:
         references (seed 000; ``formula="prominence"`` for seed 001's curve; default
         ``Settings.decay_formula``). Idempotent for the same time."""
         chosen = check_formula(formula or self.settings.decay_formula)
+        if workspace is not None:
+            self._workspaces(workspace)  # refuses an empty name
         now = self.clock()
         return self._exclusive(
             decay_job.JOB,

@@ -353,9 +353,16 @@ class Store(Protocol):
         ...
 
     def search_dense_many(
-        self, flt: ScopeFilter, queries: Vector, limit: int
+        self,
+        flt: ScopeFilter,
+        queries: Vector,
+        limit: int,
+        min_score: float | None = None,
+        exclude: Sequence[Sequence[str]] | None = None,
     ) -> list[list[Candidate]]:
-        """``search_dense`` for each row of ``queries`` (n x dim) at once."""
+        """``search_dense`` for each row of ``queries`` (n x dim) at once, exactly; with
+        ``min_score`` only candidates whose cosine reaches it, and never the ids in
+        ``exclude[i]`` for query i."""
         ...
 
     def decay_importance(
@@ -474,15 +481,14 @@ class Store(Protocol):
         ``stage``) equal to those given; returns their ids."""
         ...
 
-    def health_facts(self, flt: ScopeFilter, now: datetime) -> HealthFacts: ...
+    def health_facts(self, workspace_id: str, now: datetime) -> dict[str | None, HealthFacts]:
+        """In one pass over the workspace's active memories: the facts of the whole
+        workspace (key None) and of each crew holding active memories (key: crew id)."""
+        ...
 
     def vector_matrix(self, flt: ScopeFilter) -> Vector:
         """The vectors of the active memories ``flt`` sees, one row each (n x dim;
         0 x 0 when there are none)."""
-        ...
-
-    def crews(self, workspace_id: str) -> list[str]:
-        """Crews with active memories in the workspace, sorted."""
         ...
 
     def put_health_snapshot(self, snapshot: HealthSnapshot) -> None:

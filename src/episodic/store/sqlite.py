@@ -1187,13 +1187,18 @@ class SqliteStore:
         return [str(r[0]) for r in rows]
 
     def search_dense_many(
-        self, flt: ScopeFilter, queries: Vector, limit: int
+        self,
+        flt: ScopeFilter,
+        queries: Vector,
+        limit: int,
+        min_score: float | None = None,
+        exclude: Sequence[Sequence[str]] | None = None,
     ) -> list[list[Candidate]]:
         scope = normalise_scope(flt)
         with self._lock, _map_errors():
             self._check_open()
             index = self._fresh_index(flt.workspace_id)
-            return index.search_many(flt, scope, queries, limit)
+            return index.search_many(flt, scope, queries, limit, min_score, exclude)
 
     def decay_importance(
         self, now: datetime, *, formula: str = "crewship", workspace_id: str | None = None
@@ -1626,47 +1631,44 @@ class SqliteStore:
             ).fetchall()
         return sorted(str(r[0]) for r in rows)
 
-    def health_facts(self, flt: ScopeFilter, now: datetime) -> HealthFacts:
-        where, params = scope_where(flt, alias="m")
-        active_sql = f"FROM memories m WHERE {where} AND m.status = 'active'"
+    def health_facts(self, workspace_id: str, now: datetime) -> dict[str | None, HealthFacts]:
+        # One scan of the workspace's active rows; the edge probes run only for rows with
+        # a vector. Medians come from the sorted times of each group.
         with self._read():
-            active, vectored = self._execute(
-                f"SELECT count(*), coalesce(sum(m.has_vector), 0) {active_sql}", params
-            ).fetchone()
-            active, vectored = int(active), int(vectored)
+            rows = self._execute(
+                "SELECT m.crew_id, m.ts, m.has_vector, m.has_vector = 1 AND ("
+                "EXISTS (SELECT 1 FROM memory_relations r WHERE r.src = m.id) OR "
+                "EXISTS (SELECT 1 FROM memory_relations r WHERE r.dst = m.id)) "
+                "FROM memories m WHERE m.workspace_id = ? AND m.status = 'active'",
+                (workspace_id,),
+            ).fetchall()
+        groups: dict[str | None, list[tuple[str, int, int]]] = {None: []}
+        for crew, ts, vectored, linked in rows:
+            groups[None].append((ts, vectored, linked))
+            if crew is not None:
+                groups.setdefault(crew, []).append((ts, vectored, linked))
+        facts: dict[str | None, HealthFacts] = {}
+        for crew in sorted(groups, key=lambda c: (c is not None, c or "")):
+            group = groups[crew]
             median: float | None = None
-            if active:
-                # The middle one (or two) by time: an index range, not a sort.
-                middle = self._execute(
-                    f"SELECT m.ts {active_sql} ORDER BY m.ts LIMIT ? OFFSET ?",
-                    (*params, 2 - active % 2, (active - 1) // 2),
-                ).fetchall()
-                ages = [(now - _parse_ts(r[0])).total_seconds() / 86_400.0 for r in middle]
+            if group:
+                times = sorted(ts for ts, _, _ in group)
+                middle = times[(len(times) - 1) // 2 : len(times) // 2 + 1]
+                ages = [(now - _parse_ts(t)).total_seconds() / 86_400.0 for t in middle]
                 median = sum(ages) / len(ages)
-            linked = int(
-                self._execute(
-                    f"SELECT count(*) {active_sql} AND m.has_vector = 1 AND ("
-                    "EXISTS (SELECT 1 FROM memory_relations r WHERE r.src = m.id) OR "
-                    "EXISTS (SELECT 1 FROM memory_relations r WHERE r.dst = m.id))",
-                    params,
-                ).fetchone()[0]
+            facts[crew] = HealthFacts(
+                active=len(group),
+                vectored=sum(v for _, v, _ in group),
+                linked=sum(int(bool(link)) for _, _, link in group),
+                median_age_days=median,
             )
-        return HealthFacts(active=active, vectored=vectored, linked=linked, median_age_days=median)
+        return facts
 
     def vector_matrix(self, flt: ScopeFilter) -> Vector:
         scope = normalise_scope(flt)
         with self._lock, _map_errors():
             self._check_open()
             return self._fresh_index(flt.workspace_id).visible_matrix(flt, scope)
-
-    def crews(self, workspace_id: str) -> list[str]:
-        with self._read():
-            rows = self._execute(
-                "SELECT DISTINCT crew_id FROM memories WHERE workspace_id = ? "
-                "AND crew_id IS NOT NULL AND status = 'active' ORDER BY crew_id",
-                (workspace_id,),
-            ).fetchall()
-        return [str(r[0]) for r in rows]
 
     def put_health_snapshot(self, snapshot: HealthSnapshot) -> None:
         with self._write():

@@ -2,7 +2,8 @@
 ``memory_health_snapshots``, read back as a ``HealthView``.
 
 The metrics and their weights are defined in ``episodic.scoring.health``; this module
-gathers their inputs (``Store.health_facts`` for counts and the median age,
+gathers their inputs (``Store.health_facts`` for counts and the median ages, of the
+workspace and all its crews in one pass,
 ``Store.vector_matrix`` for the embeddings, ``Store.hit_cosines`` for the recalls of the
 last 30 days) and stores the result. Reading a snapshot never recomputes it: the daily
 job (or ``episodic upkeep health``) does.
@@ -17,7 +18,7 @@ from typing import Any
 from episodic.errors import InvalidInput
 from episodic.model import ScopeFilter
 from episodic.scoring import health as h
-from episodic.store.base import HealthSnapshot, Store
+from episodic.store.base import HealthFacts, HealthSnapshot, Store
 
 JOB = "health"
 HISTORY = 30
@@ -25,8 +26,15 @@ HISTORY = 30
 
 def compute_health(store: Store, workspace: str, crew: str | None, now: datetime) -> HealthSnapshot:
     """Today's (``now``'s UTC date) snapshot of a workspace, or of one crew in it."""
+    facts = store.health_facts(workspace, now)
+    empty = HealthFacts(active=0, vectored=0, linked=0, median_age_days=None)
+    return _snapshot(store, workspace, crew, facts.get(crew, empty), now)
+
+
+def _snapshot(
+    store: Store, workspace: str, crew: str | None, facts: HealthFacts, now: datetime
+) -> HealthSnapshot:
     flt = ScopeFilter(workspace_id=workspace, crew_id=crew)
-    facts = store.health_facts(flt, now)
     matrix = store.vector_matrix(flt)
     rows = int(matrix.shape[0])
     nn = h.neighbour_cosine(matrix) if rows >= 2 else None
@@ -52,8 +60,8 @@ def compute_health(store: Store, workspace: str, crew: str | None, now: datetime
 
 def snapshot_workspace(store: Store, workspace: str, now: datetime) -> list[HealthSnapshot]:
     """Compute and store today's snapshot of the workspace and of each of its crews."""
-    snaps = [compute_health(store, workspace, None, now)]
-    snaps += [compute_health(store, workspace, crew, now) for crew in store.crews(workspace)]
+    facts = store.health_facts(workspace, now)
+    snaps = [_snapshot(store, workspace, crew, f, now) for crew, f in facts.items()]
     for snap in snaps:
         store.put_health_snapshot(snap)
     return snaps

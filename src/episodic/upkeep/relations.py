@@ -38,23 +38,20 @@ def similar_edges(
     order) to the memories of the workspace indexed before each of them."""
     if not memory_ids:
         return []
-    batch = {memory_id: i for i, memory_id in enumerate(memory_ids)}
-    # Enough to still find SIMILAR_TOP older ones if every later batch member outranks them.
-    limit = SIMILAR_TOP + len(memory_ids)
+    ids = list(memory_ids)
+    # Never itself, nor a batch member indexed after it: edges point to predecessors.
     found = store.search_dense_many(
-        ScopeFilter(workspace_id), np.asarray(vectors, np.float32), limit
+        ScopeFilter(workspace_id),
+        np.asarray(vectors, np.float32),
+        SIMILAR_TOP,
+        SIMILAR_MIN_COSINE,
+        exclude=[ids[i:] for i in range(len(ids))],
     )
-    edges: list[Relation] = []
-    for i, (memory_id, candidates) in enumerate(zip(memory_ids, found, strict=True)):
-        kept = 0
-        for c in candidates:
-            if c.score < SIMILAR_MIN_COSINE or kept >= SIMILAR_TOP:
-                break
-            if batch.get(c.memory_id, -1) >= i:  # itself, or indexed after it
-                continue
-            edges.append(Relation(memory_id, c.memory_id, "similar", round(c.score, 6)))
-            kept += 1
-    return edges
+    return [
+        Relation(memory_id, c.memory_id, "similar", round(c.score, 6))
+        for memory_id, candidates in zip(ids, found, strict=True)
+        for c in candidates
+    ]
 
 
 def link_similar(store: Store, rows: Sequence[tuple[str, str, Vector]]) -> int:

@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from episodic.config import parse_clock
+from episodic.errors import InvalidInput
 from episodic.upkeep import compact, consolidate, decay, health, reviews
 from episodic.upkeep.consolidate import TRIGGER_DAILY, due_reason
 from episodic.upkeep.lease import JobResult
@@ -61,6 +62,8 @@ class UpkeepScheduler:
         tick_s: float = TICK_S,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
+        if tick_s <= 0:
+            raise InvalidInput("tick_s", f"must be a positive number of seconds, got {tick_s}")
         self.memory = memory
         self.tick_s = tick_s
         self.clock = clock or memory.clock
