@@ -19,6 +19,7 @@ from episodic.upkeep.consolidate import (
     OFFLINE_CONSOLIDATOR,
     due_reason,
 )
+from episodic.write.episodes import SegmentReport
 
 NOW = datetime(2026, 11, 24, 4, 0, tzinfo=UTC)
 CACHE = "checkout pod OOM killed after the cache TTL change in production"
@@ -203,3 +204,22 @@ def test_flashbulbs_and_the_backlog_trigger_consolidation() -> None:
         assert due_reason(mem.store, "acme", 4) is None
         mem.ingest([ev(f"n{i}", f"note {i} about {w}", 10 + i) for i, w in enumerate("wxyz")])
         assert due_reason(mem.store, "acme", 4) == "threshold"
+
+
+def test_the_sweeper_consolidates_at_once_after_a_flashbulb_episode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with make() as mem:
+        mem.ingest([ev(i, GROUPS[i], n) for n, i in enumerate(("c1", "c2"))])
+        mem.index_once()
+        flash = Event("flash", "acme", NOW, "message", summary="x", conversation_id="k")
+        mem.store.append(
+            [flash],
+            [Memory("ep1", "acme", NOW, "episode", CACHE + " flashbulb", conversation_id="k",
+                    payload={"flashbulb": True}, source_event_ids=("flash",))],
+        )  # fmt: skip
+        # The sweeper's follow-up just closed that episode.
+        monkeypatch.setattr(mem, "segment", lambda **_: SegmentReport(episodes=1))
+        mem._segment_quietly()
+        (rule,) = derived(mem)
+        assert "ep1" in rule.payload["evidence"]

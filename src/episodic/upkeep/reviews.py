@@ -57,6 +57,9 @@ OFFLINE_RATER = "offline:token-overlap"
 SKIPPED = "skipped"  # the rating recorded for a memory reviewed less than a day before
 REVIEW_LEASE_S = 120.0
 REVIEW_BATCH = 200
+# With an LLM each recall costs a call: claim fewer at a time, so the claims do not lapse
+# (and another runner rate them again) before they are finished.
+REVIEW_BATCH_LLM = 20
 REVIEW_EXPIRY = timedelta(days=1)
 # The output a review reads: the first messages after the recall, up to this much text.
 FOLLOW_UP_MESSAGES = 8
@@ -218,9 +221,10 @@ def run_reviews(
     then close the recalls that waited longer than ``expiry`` as expired."""
     holder = new_holder()
     report = ReviewReport()
+    batch = REVIEW_BATCH if llm is None else REVIEW_BATCH_LLM
     while True:
         claimed = store.claim_reviews(
-            holder, now, lease_s=REVIEW_LEASE_S, limit=REVIEW_BATCH, only_conversations=True
+            holder, now, lease_s=REVIEW_LEASE_S, limit=batch, only_conversations=True
         )
         outcomes, waiting = [], []
         for review in claimed:
@@ -235,7 +239,7 @@ def run_reviews(
         # Recalls still waiting go back at once, so an explicit review() can take them.
         store.release_reviews(holder, waiting)
         report.waiting += len(waiting)
-        if len(claimed) < REVIEW_BATCH or not outcomes:
+        if len(claimed) < batch or not outcomes:
             break
     while True:
         stale = store.claim_reviews(
