@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from episodic import Episodic, Settings
+from episodic import Episodic, InvalidInput, Settings
 from episodic.embed.fake import FakeEmbedder
 from episodic.model import ScopeFilter
 from episodic.store import SqliteStore
@@ -288,3 +288,30 @@ def test_decay_while_recalls_mark_references_loses_no_update(db: Path) -> None:
         assert mem.store.get_memory("acme", "acme-0").reference_count == 100
         found = mem.store.search_recent(ScopeFilter("acme"), 10)
         assert len(found) == 4
+
+
+@pytest.mark.parametrize(
+    ("env", "field"),
+    [
+        ({"EPISODIC_DAILY_AT": "25:00"}, "EPISODIC_DAILY_AT"),
+        ({"EPISODIC_DECAY_AT": "3am"}, "EPISODIC_DECAY_AT"),
+        ({"EPISODIC_REVIEW_INTERVAL": "0"}, "EPISODIC_REVIEW_INTERVAL"),
+        ({"EPISODIC_CONSOLIDATE_THRESHOLD": "many"}, "EPISODIC_CONSOLIDATE_THRESHOLD"),
+    ],
+)
+def test_schedule_settings_are_checked_by_name(env: dict[str, str], field: str) -> None:
+    with pytest.raises(InvalidInput, match=field):
+        Settings.from_env(env)
+
+
+def test_schedule_settings_from_the_environment(db: Path) -> None:
+    s = Settings.from_env(
+        {
+            "EPISODIC_DAILY_AT": "05:30",
+            "EPISODIC_REVIEW_RECALLS": "0",
+            "EPISODIC_REVIEW_INTERVAL": "60",
+        }
+    )
+    assert (s.daily_at, s.review_recalls, s.review_interval_s) == ("05:30", False, 60.0)
+    with open_svc(db, Clock(NOON)) as mem, pytest.raises(InvalidInput, match="tick_s"):
+        mem.scheduler(tick_s=0)
