@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from episodic.embed.base import Embedder
 from episodic.errors import EmbedderError, EpisodicError, ModelMismatch
 from episodic.store.base import Store, Vector
-from episodic.upkeep.relations import link_similar
+from episodic.upkeep import relations
 
 log = logging.getLogger("episodic.indexer")
 
@@ -99,7 +99,7 @@ class Indexer:
         if not self.link_similar or not rows:
             return
         try:
-            link_similar(self.store, rows)
+            relations.link_similar(self.store, rows)
         except EpisodicError as exc:
             log.warning("linking %d indexed memories failed (still indexed): %s", len(rows), exc)
 
