@@ -187,8 +187,12 @@ SCOPE_CASES: list[tuple[str, ScopeFilter, set[str]]] = [
 ]
 
 
-class StoreContract:
-    """Behaviour every Store backend must show. Needs a ``store`` fixture."""
+from upkeep_store_contract import UpkeepStoreContract  # noqa: E402  (it uses the helpers above)
+
+
+class StoreContract(UpkeepStoreContract):
+    """Behaviour every Store backend must show. Needs a ``store`` fixture. The upkeep
+    part (issue 5) lives in ``upkeep_store_contract.py``."""
 
     # -- append ----------------------------------------------------------------------
     def test_append_counts_and_is_idempotent(self, store: Store) -> None:

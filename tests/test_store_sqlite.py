@@ -161,7 +161,8 @@ def test_schema_constraints_for_later_tables(raw: sqlite3.Connection) -> None:
         )
     with pytest.raises(sqlite3.IntegrityError):
         raw.execute(
-            "INSERT INTO events_archive VALUES ('e', 'w', 't', 'x', 'info', 's', ?, 't')",
+            "INSERT INTO events_archive (id, workspace_id, ts, type, severity, summary, payload, "
+            "archived_at) VALUES ('e', 'w', 't', 'x', 'info', 's', ?, 't')",
             ("x" * 401,),
         )
     with pytest.raises(sqlite3.IntegrityError):

@@ -19,6 +19,10 @@ from episodic.recall.engine import RecallResult
 from episodic.recall.policies import POLICIES, RecallPolicy
 from episodic.recall.render import render_block
 from episodic.service import DoctorReport, Episodic, IngestReport
+from episodic.upkeep.health import HealthView
+from episodic.upkeep.lease import JobResult
+from episodic.upkeep.reviews import ReviewReport
+from episodic.upkeep.scheduler import UpkeepScheduler
 
 __version__ = "0.1.0"
 
@@ -32,9 +36,11 @@ __all__ = [
     "Episodic",
     "EpisodicError",
     "Event",
+    "HealthView",
     "Hit",
     "IngestReport",
     "InvalidInput",
+    "JobResult",
     "LLMError",
     "Memory",
     "MemoryLayer",
@@ -44,12 +50,14 @@ __all__ = [
     "Query",
     "RecallPolicy",
     "RecallResult",
+    "ReviewReport",
     "Role",
     "Scope",
     "ScopeFilter",
     "Settings",
     "StoreError",
     "UnknownPolicy",
+    "UpkeepScheduler",
     "__version__",
     "render_block",
 ]

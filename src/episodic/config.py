@@ -46,6 +46,23 @@ class Settings:
     # keyphrases, extracted facts); see benchmarks/README.md for what it changes.
     key_expansion: bool = True
     cache_dir: Path = field(default_factory=_default_cache_dir)
+    # -- upkeep (issue 5) -------------------------------------------------------------
+    decay_formula: str = "crewship"  # or "prominence" (seed 001)
+    decay_at: str = "03:00"  # UTC, nightly decay
+    daily_at: str = "04:00"  # UTC, daily compaction, consolidation and health snapshot
+    review_interval_s: float = 300.0  # the review job's period
+    review_recalls: bool = True  # each marked recall records a pending review
+    consolidate_threshold: int = 50  # unconsolidated memories that trigger consolidation
+    archive_after_days: float = 90.0  # journal rows older than this move to the archive
+    # Seed 000's per-agent memory_walk_depth: (agent id, depth) pairs; depth 1 adds the
+    # memories one `similar` edge away from each hit. Unlisted agents: the policy's (0).
+    memory_walk_depth: tuple[tuple[str, int], ...] = ()
+
+    def walk_depth_for(self, agent: str | None) -> int | None:
+        """The agent's configured walk depth, or None when it has none."""
+        if agent is None:
+            return None
+        return dict(self.memory_walk_depth).get(agent)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -75,7 +92,9 @@ class Settings:
             if env.get("EPISODIC_CACHE_DIR")
             else s.cache_dir,
         )
+        s = _upkeep_from_env(env, s)
         s = replace(s, **overrides)  # type: ignore[arg-type]
+        _check_upkeep(s)
         if s.embedder not in EMBEDDER_CHOICES:
             raise InvalidInput(
                 "EPISODIC_EMBEDDER",
@@ -95,3 +114,71 @@ def _num(env: Mapping[str, str], name: str, default: float) -> float:
     if value <= 0:
         raise InvalidInput(name, f"must be positive, got {raw!r}")
     return value
+
+
+# -- upkeep (issue 5) ------------------------------------------------------------------
+DECAY_FORMULA_CHOICES = ("crewship", "prominence")
+MAX_WALK_DEPTH = 1  # the read-time walk is one hop (seed 000)
+
+
+def _upkeep_from_env(env: Mapping[str, str], s: Settings) -> Settings:
+    return replace(
+        s,
+        decay_formula=env.get("EPISODIC_DECAY_FORMULA", s.decay_formula).strip().lower(),
+        decay_at=env.get("EPISODIC_DECAY_AT", s.decay_at).strip(),
+        daily_at=env.get("EPISODIC_DAILY_AT", s.daily_at).strip(),
+        review_interval_s=_num(env, "EPISODIC_REVIEW_INTERVAL", s.review_interval_s),
+        review_recalls=env.get("EPISODIC_REVIEW_RECALLS", "1").lower() not in ("0", "false"),
+        consolidate_threshold=int(
+            _num(env, "EPISODIC_CONSOLIDATE_THRESHOLD", s.consolidate_threshold)
+        ),
+        archive_after_days=_num(env, "EPISODIC_ARCHIVE_AFTER_DAYS", s.archive_after_days),
+        memory_walk_depth=parse_walk_depths(
+            env.get("EPISODIC_MEMORY_WALK_DEPTH", ""), "EPISODIC_MEMORY_WALK_DEPTH"
+        )
+        or s.memory_walk_depth,
+    )
+
+
+def parse_walk_depths(raw: str, name: str = "memory_walk_depth") -> tuple[tuple[str, int], ...]:
+    """``"deployer=1,planner=1"`` (a bare ``deployer`` means 1) as (agent, depth) pairs."""
+    pairs: list[tuple[str, int]] = []
+    for item in raw.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        agent, _, depth = item.partition("=")
+        try:
+            value = int(depth) if depth.strip() else 1
+        except ValueError:
+            raise InvalidInput(name, f"expected agent=depth, got {item!r}") from None
+        if not agent.strip() or not 0 <= value <= MAX_WALK_DEPTH:
+            raise InvalidInput(name, f"expected agent=0 or agent=1 (one hop at most), got {item!r}")
+        pairs.append((agent.strip(), value))
+    return tuple(pairs)
+
+
+def parse_clock(value: str, name: str) -> tuple[int, int]:
+    """``"HH:MM"`` (UTC) as (hour, minute)."""
+    hour, sep, minute = value.partition(":")
+    try:
+        h, m = int(hour), int(minute)
+    except ValueError:
+        h = m = -1
+    if not sep or not (0 <= h < 24 and 0 <= m < 60):
+        raise InvalidInput(name, f"expected a UTC time HH:MM such as 03:00, got {value!r}")
+    return h, m
+
+
+def _check_upkeep(s: Settings) -> None:
+    if s.decay_formula not in DECAY_FORMULA_CHOICES:
+        raise InvalidInput(
+            "EPISODIC_DECAY_FORMULA",
+            f"unknown decay formula {s.decay_formula!r}; "
+            f"choose one of {', '.join(DECAY_FORMULA_CHOICES)}",
+        )
+    parse_clock(s.decay_at, "EPISODIC_DECAY_AT")
+    parse_clock(s.daily_at, "EPISODIC_DAILY_AT")
+    for agent, depth in s.memory_walk_depth:
+        if not 0 <= depth <= MAX_WALK_DEPTH:
+            raise InvalidInput("memory_walk_depth", f"{agent}: depth {depth} is not 0 or 1")

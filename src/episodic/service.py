@@ -34,6 +34,20 @@ from episodic.recall.render import fit_block, fit_memory_block
 from episodic.recall.trace import DROP_BUDGET
 from episodic.store import open_store
 from episodic.store.base import Store, StoreStats
+from episodic.upkeep import compact as compact_job
+from episodic.upkeep import consolidate as consolidate_job
+from episodic.upkeep import decay as decay_job
+from episodic.upkeep import health as health_job
+from episodic.upkeep import reviews as reviews_job
+from episodic.upkeep.compact import ArchivedEvent, retire_phase, run_compaction
+from episodic.upkeep.consolidate import TRIGGER_MANUAL, due_reason
+from episodic.upkeep.consolidate import consolidate as consolidate_workspace
+from episodic.upkeep.decay import check_formula, run_decay
+from episodic.upkeep.health import HealthView, health_view, snapshot_json, snapshot_workspace
+from episodic.upkeep.lease import JobResult, run_exclusive
+from episodic.upkeep.nudge import memory_nudge
+from episodic.upkeep.reviews import ReviewReport, review_output, run_reviews
+from episodic.upkeep.scheduler import TICK_S, UpkeepScheduler
 from episodic.write.episodes import EPISODE_TYPE, EpisodeWriter, SegmentReport
 from episodic.write.events import LineError, parse_event, read_jsonl
 from episodic.write.indexer import Indexer, SweepResult
@@ -142,6 +156,7 @@ class Episodic:
         self._query_vectors: QueryVectors | None = None
         self._indexer: Indexer | None = None
         self._model_checked = False
+        self._scheduler: UpkeepScheduler | None = None
 
     @classmethod
     def open(
@@ -158,6 +173,9 @@ class Episodic:
 
     # -- lifecycle -----------------------------------------------------------------
     def close(self) -> None:
+        if self._scheduler is not None:
+            self._scheduler.stop()
+            self._scheduler = None
         if self._indexer is not None:
             self._indexer.stop()
             self._indexer = None
@@ -356,8 +374,10 @@ class Episodic:
 
     def _segment_quietly(self) -> None:
         # The sweeper's follow-up: conversations idle past the hard gap become episodes
-        # without anyone flushing them.
-        self.segment()
+        # without anyone flushing them; a flashbulb among them is consolidated at once.
+        report = self.segment()
+        if report.episodes:
+            self.consolidate_if_due()
 
     def recent(
         self,
@@ -468,6 +488,7 @@ class Episodic:
         walk: int | None = None,
         key_terms: bool | None = None,
         types: Sequence[str] | str | None = None,
+        review_conversation: str | None = None,
     ) -> RecallResult:
         """The memories that matter for ``query``, best first. Each hit returned is
         marked referenced (it feeds importance) unless ``mark`` is False. With ``explain``
@@ -477,7 +498,13 @@ class Episodic:
         configured LLM for 5-8 search terms for the BM25 leg (seed 001; default from
         EPISODIC_LLM_QUERY_TERMS, off); without an LLM, or when it fails, the raw text is
         used. ``types`` limits recall to memories of those types (``message``,
-        ``episode``, ``entry``, ``learning`` or a journal type)."""
+        ``episode``, ``entry``, ``learning`` or a journal type).
+
+        Upkeep (issue 5): ``walk`` None takes the agent's ``Settings.memory_walk_depth``
+        when it has one. A marked recall also records a pending review (seed 003) unless
+        ``Settings.review_recalls`` is off; the review job rates it by the assistant
+        messages that follow in ``review_conversation`` (default: the conversation the
+        recall is narrowed to), or ``review()`` is handed the output."""
         q = Query(
             text=query,
             workspace_id=workspace,
@@ -490,6 +517,8 @@ class Episodic:
             types=None if types is None else ((types,) if isinstance(types, str) else tuple(types)),
         )
         chosen = get_policy(policy)
+        if walk is None:
+            walk = self.settings.walk_depth_for(agent)  # per-agent memory_walk_depth
         lexical: str | None = None
         if self.settings.llm_query_terms if key_terms is None else key_terms:
             terms = extract_key_terms(query, self.llm)
@@ -503,6 +532,8 @@ class Episodic:
             mark=mark,
             explain=explain,
             lexical_query=lexical,
+            review=self.settings.review_recalls,
+            review_conversation=review_conversation,
         )
 
     def render(
@@ -633,6 +664,142 @@ class Episodic:
                 )
             )
         return DoctorReport(mode, checks, stats)
+
+    # -- upkeep (issue 5) ----------------------------------------------------------
+    # Each job runs under a lease in the store (episodic.upkeep.lease): two runners of
+    # the same job on the same workspace never work at once; the second one is skipped.
+    def _exclusive(self, job: str, scope: str, work: Callable[[], Mapping[str, Any]]) -> JobResult:
+        return run_exclusive(self.store, job, scope, work, clock=self.clock)
+
+    def _workspaces(self, workspace: str | None) -> list[str]:
+        if workspace is not None:
+            if not workspace.strip():
+                raise InvalidInput("workspace", "must not be empty")
+            return [workspace]
+        return self.store.workspaces()
+
+    def decay(self, *, workspace: str | None = None, formula: str | None = None) -> JobResult:
+        """Recompute every active memory's importance from base importance, age and
+        references (seed 000; ``formula="prominence"`` for seed 001's curve; default
+        ``Settings.decay_formula``). Idempotent for the same time."""
+        chosen = check_formula(formula or self.settings.decay_formula)
+        if workspace is not None:
+            self._workspaces(workspace)  # refuses an empty name
+        now = self.clock()
+        return self._exclusive(
+            decay_job.JOB,
+            workspace or "",
+            lambda: run_decay(self.store, now, formula=chosen, workspace=workspace),
+        )
+
+    def review(
+        self,
+        workspace: str,
+        output_text: str,
+        *,
+        agent: str | None = None,
+        conversation: str | None = None,
+    ) -> ReviewReport:
+        """Rate the workspace's pending reviews (recalls not reviewed yet, narrowed to an
+        agent or conversation when given) by the agent's following output, and update
+        each recalled memory's FSRS state (seed 003). LLM when configured, else token
+        overlap."""
+        return review_output(
+            self.store,
+            workspace,
+            output_text,
+            now=self.clock(),
+            llm=self.llm,
+            agent=agent,
+            conversation=conversation,
+        )
+
+    def run_reviews(self) -> JobResult:
+        """The review job: recalls inside conversations are rated by the assistant
+        messages that followed them; recalls older than a day with no output expire."""
+        now = self.clock()
+        return self._exclusive(
+            reviews_job.JOB,
+            "",
+            lambda: run_reviews(self.store, now, llm=self.llm).to_json(),
+        )
+
+    def consolidate(
+        self, *, workspace: str | None = None, trigger: str = TRIGGER_MANUAL
+    ) -> list[JobResult]:
+        """Derive rules and facts from clusters of related memories, per workspace (all
+        when none is given); see ``episodic.upkeep.consolidate``."""
+
+        def work(ws: str) -> Callable[[], Mapping[str, Any]]:
+            now = self.clock()
+            return lambda: consolidate_workspace(
+                self.store, ws, now=now, llm=self.llm, trigger=trigger
+            ).to_json()
+
+        return [
+            self._exclusive(consolidate_job.JOB, ws, work(ws)) for ws in self._workspaces(workspace)
+        ]
+
+    def consolidate_if_due(self, workspace: str | None = None) -> list[JobResult]:
+        """Consolidate the workspaces holding a flashbulb episode or a backlog of at least
+        ``Settings.consolidate_threshold`` unconsolidated memories."""
+        results: list[JobResult] = []
+        for ws in self._workspaces(workspace):
+            reason = due_reason(self.store, ws, self.settings.consolidate_threshold)
+            if reason is not None:
+                results += self.consolidate(workspace=ws, trigger=reason)
+        return results
+
+    def compact(self, *, workspace: str | None = None) -> list[JobResult]:
+        """Archive aged journal rows and merge near-duplicate memories, per workspace."""
+
+        def work(ws: str) -> Callable[[], Mapping[str, Any]]:
+            now = self.clock()
+            days = self.settings.archive_after_days
+            return lambda: run_compaction(self.store, ws, now, archive_after_days=days)
+
+        return [
+            self._exclusive(compact_job.JOB, ws, work(ws)) for ws in self._workspaces(workspace)
+        ]
+
+    def retire_phase(self, workspace: str, phase: str) -> list[str]:
+        """Stage retirement (seed 001): retire the ``domain = task`` memories of a phase
+        that ended; returns their ids. They stay stored, out of every recall."""
+        return retire_phase(self.store, workspace, phase, self.clock())
+
+    def archived_events(self, workspace: str, ids: Sequence[str]) -> list[ArchivedEvent]:
+        """Journal rows compaction moved to the archive (payload cut to 400 characters)."""
+        return self.store.archived_events(workspace, ids)
+
+    def health_snapshot(self, *, workspace: str | None = None) -> list[JobResult]:
+        """Compute and store today's health snapshot of each workspace and its crews."""
+
+        def work(ws: str) -> Callable[[], Mapping[str, Any]]:
+            now = self.clock()
+            return lambda: {
+                "snapshots": [snapshot_json(s) for s in snapshot_workspace(self.store, ws, now)]
+            }
+
+        return [self._exclusive(health_job.JOB, ws, work(ws)) for ws in self._workspaces(workspace)]
+
+    def memory_health(
+        self, workspace: str, crew: str | None = None, *, history: int = 30
+    ) -> HealthView | None:
+        """The latest health snapshot of a workspace (or one crew in it) and up to
+        ``history`` older ones, newest first; None before the first snapshot."""
+        return health_view(self.store, workspace, crew, history=history)
+
+    def memory_nudge(self, workspace: str, agent: str, session_id: str) -> str | None:
+        """The memory reminder for this turn of the agent's session (seed 000: 60 new
+        journal entries since its last ``memory.updated``; once per session), or None."""
+        return memory_nudge(self.store, workspace, agent, session_id, self.clock())
+
+    def scheduler(self, *, tick_s: float = TICK_S) -> UpkeepScheduler:
+        """The upkeep schedule over this memory (one per ``Episodic``; ``close()`` stops
+        it); ``start()`` runs it in a background thread."""
+        if self._scheduler is None:
+            self._scheduler = UpkeepScheduler(self, tick_s=tick_s)
+        return self._scheduler
 
 
 def parse_scope(value: Scope | str | None) -> Scope | None:

@@ -36,7 +36,7 @@ from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import scope_level, scope_multiplier
 from episodic.scoring.temporal import TimeWindow, time_boost
 from episodic.scoring.topk import clamp_k, cosine_times_importance
-from episodic.store.base import Store
+from episodic.store.base import ReviewRequest, Store
 
 log = logging.getLogger("episodic.recall")
 
@@ -97,9 +97,15 @@ def run_recall(
     mark: bool = True,
     explain: bool = False,
     lexical_query: str | None = None,
+    review: bool = True,
+    review_conversation: str | None = None,
 ) -> RecallResult:
     """``lexical_query`` replaces the text the BM25 leg searches (key terms an LLM drew
-    from the query, seed 001); the dense leg keeps the natural-language question."""
+    from the query, seed 001); the dense leg keeps the natural-language question.
+    ``mark`` counts the hits as referenced and, with ``review``, records the recall as a
+    pending review (seed 003; one insert); ``mark=False`` does neither. The review is
+    rated later by the messages that follow in ``review_conversation`` (default: the
+    conversation the query is narrowed to, if any)."""
     k = clamp_k(query.k if query.k is not None else policy.default_k)
     pool = policy.pool_size(k)
     flt = query.scope_filter()
@@ -264,6 +270,19 @@ def run_recall(
         hits += _walk(store, flt, hits, now, trace)
     if mark and hits:
         store.mark_referenced(query.workspace_id, [h.id for h in hits], now)
+        if review:
+            store.add_review(
+                ReviewRequest(
+                    workspace_id=query.workspace_id,
+                    query=query.text,
+                    memory_ids=tuple(h.id for h in hits),
+                    recalled_at=now,
+                    cosines=tuple(h.cosine for h in hits),
+                    agent_id=query.agent_id,
+                    crew_id=query.crew_id,
+                    conversation_id=review_conversation or query.conversation_id,
+                )
+            )
     return RecallResult(hits, mode, policy.name, legs, warnings, trace)
 
 
@@ -420,13 +439,24 @@ def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: Reca
     if factor is Factor.IMPORTANCE:
         return m.importance
     if factor is Factor.PROMINENCE:
+        # From base importance: the nightly decay already folded age and references into
+        # `importance`, and seed 001's prominence applies them once.
         return prominence(
-            m.importance, age_days, m.reference_count, retired=m.status is MemoryStatus.RETIRED
+            m.base_importance,
+            age_days,
+            m.reference_count,
+            retired=m.status is not MemoryStatus.ACTIVE,
         )
     if factor is Factor.SCOPE_LEVEL:
         level = scope_level(m.agent_id, m.crew_id, query.agent_id, query.crew_id)
         return scope_multiplier(level, dict(policy.scope_multipliers))
     if factor is Factor.RETRIEVABILITY:
+        if m.stability is not None and m.stability > 0:
+            # FSRS state kept by reviews (upkeep.reviews): elapsed since the last review,
+            # or since the memory's time when it was never reviewed.
+            since = m.last_reviewed_at or m.ts
+            elapsed = max(0.0, (now - since).total_seconds() / SECONDS_PER_DAY)
+            return retrievability(elapsed, m.stability)
         surprise = m.payload.get("surprise", 0.0)
         stability = initial_stability(float(surprise) if isinstance(surprise, int | float) else 0.0)
         return retrievability(age_days, stability)

@@ -47,6 +47,10 @@ _GROWTH = 1.5
 # _GATHER_FRACTION of them. sqrt(n) lists, a quarter of them probed (see the docstring).
 ANN_MIN_ROWS = 20_000
 ANN_PROBE_FRACTION = 0.25
+# Searches for close neighbours only (cosine >= NEAR_MIN_SCORE, the `similar` links) probe
+# this many of the nearest lists.
+NEAR_MIN_SCORE = 0.75
+NEAR_PROBE_LISTS = 8
 # faiss wants ~40 training points per centroid; more only slows training.
 _ANN_TRAIN_PER_LIST = 64
 # Retrain when the rows grew this much since training: the lists get long and uneven.
@@ -299,6 +303,106 @@ class DenseIndex:
             for rank, i in enumerate(order, start=1)
         ]
 
+    def search_many(
+        self,
+        flt: ScopeFilter,
+        scope: Scope | None,
+        queries: Vector,
+        limit: int,
+        min_score: float | None = None,
+        exclude: Sequence[Sequence[str]] | None = None,
+    ) -> list[list[Candidate]]:
+        """``search`` for each row of ``queries`` (n x dim), keeping only scores >=
+        ``min_score`` when given and never the ids in ``exclude[i]`` for query i.
+
+        Exact below ``ann_min_rows``: one matrix product reads the matrix once for the
+        whole batch. Past it, a search with ``min_score`` >= ``NEAR_MIN_SCORE`` (the
+        indexer's `similar` links) wants only close neighbours, which sit in the lists
+        nearest to the query: it probes ``NEAR_PROBE_LISTS`` lists instead of a quarter
+        (benchmarks/bench_upkeep.py measures what share of the exact links it finds)."""
+        q = np.asarray(queries, dtype=np.float32)
+        if q.ndim != 2:
+            raise ModelMismatch(self.model or "?", self.dim or 0, "the queries", int(q.size))
+        b = int(q.shape[0])
+        if self._n == 0 or limit <= 0 or b == 0:
+            return [[] for _ in range(b)]
+        assert self.dim is not None and self.model is not None
+        if q.shape[1] != self.dim:
+            raise ModelMismatch(self.model, self.dim, "the queries' embedder", int(q.shape[1]))
+        norms = np.linalg.norm(q, axis=1, keepdims=True).astype(np.float32)
+        norms[norms == 0] = 1.0
+        q = np.ascontiguousarray(q / norms, dtype=np.float32)
+        mask = self.visible(flt, scope)
+        rows = np.flatnonzero(mask)
+        visible = int(rows.size)
+        if visible == 0:
+            return [[] for _ in range(b)]
+        excluded = [set(ids) for ids in exclude] if exclude is not None else [set()] * b
+        n = self._n
+        if (
+            min_score is not None
+            and min_score >= NEAR_MIN_SCORE
+            and n >= self.ann_min_rows
+            and visible >= n * _GATHER_FRACTION
+        ):
+            return self._near_ann(mask, visible, q, limit, min_score, excluded)
+        block = self._matrix[:n] if visible == n else self._matrix[rows]
+        scores = q @ block.T  # queries x visible
+        out: list[list[Candidate]] = []
+        for j in range(b):
+            line = scores[j]
+            if min_score is not None:
+                picks = np.flatnonzero(line >= min_score)
+            else:
+                picks = np.arange(visible)
+            wanted = limit + len(excluded[j])
+            if picks.size > wanted:
+                picks = picks[np.argpartition(line[picks], picks.size - wanted)[-wanted:]]
+            order = picks[np.lexsort((picks, -line[picks]))]
+            found = [(self.ids[int(rows[i])], float(line[i])) for i in order]
+            out.append(_ranked(found, excluded[j], limit))
+        return out
+
+    def _near_ann(
+        self,
+        mask: npt.NDArray[np.bool_],
+        visible: int,
+        q: Vector,
+        limit: int,
+        min_score: float,
+        excluded: Sequence[set[str]],
+    ) -> list[list[Candidate]]:
+        ann = self._ensure_ann()
+        params = faiss.SearchParametersIVF()
+        params.nprobe = min(NEAR_PROBE_LISTS, ann.nlist)
+        if visible < self._n:
+            bitmap = np.packbits(mask, bitorder="little")
+            params.sel = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
+        k = min(visible, limit + max(len(e) for e in excluded))
+        scores, labels = ann.search(q, k, params=params)
+        out: list[list[Candidate]] = []
+        for j in range(q.shape[0]):
+            found = [
+                (self.ids[int(row)], float(score))
+                for row, score in zip(labels[j], scores[j], strict=True)
+                if row >= 0 and score >= min_score
+            ]
+            out.append(_ranked(found, excluded[j], limit))
+        return out
+
+    def visible_matrix(self, flt: ScopeFilter, scope: Scope | None) -> Vector:
+        """The vectors ``flt`` sees (active rows only), one row each: a read-only view
+        when that is every row, else a copy."""
+        if self._n == 0 or self.dim is None:
+            return np.zeros((0, 0), np.float32)
+        mask = self.visible(flt, scope)
+        if bool(mask.all()):
+            view: Vector = self._matrix[: self._n].view()
+            view.flags.writeable = False
+            return view
+        out: Vector = self._matrix[: self._n][mask]
+        return out
+
     # -- the approximate path ------------------------------------------------------
     def _ensure_ann(self) -> Any:
         """The inverted-file index, trained and holding every row."""
@@ -344,3 +448,9 @@ class DenseIndex:
                 zip(labels[0][found], scores[0][found], strict=True), start=1
             )
         ]
+
+
+def _ranked(found: Sequence[tuple[str, float]], excluded: set[str], limit: int) -> list[Candidate]:
+    """(id, score) best first -> the first ``limit`` not excluded, as ranked candidates."""
+    kept = [(i, score) for i, score in found if i not in excluded][:limit]
+    return [Candidate(memory_id=i, score=score, rank=r) for r, (i, score) in enumerate(kept, 1)]

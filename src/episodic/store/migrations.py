@@ -340,10 +340,136 @@ END
     )
 
 
+# -- issue 5: upkeep -------------------------------------------------------------------
+def m004_upkeep(conn: sqlite3.Connection) -> None:
+    """Memory upkeep: reviews, leases, compaction, archive, nudges.
+
+    - ``memory_sources`` is rebuilt without its foreign key to ``events``: compaction moves
+      aged journal rows to ``events_archive``, and the memories made from them must keep
+      citing them. A source id now names an event in ``events`` *or* ``events_archive``;
+      the store checks that on insert (``SqliteStore._check_sources``) instead of the
+      key. (PostgreSQL: ``ALTER TABLE memory_sources DROP CONSTRAINT ...``.) The key to
+      ``memories`` stays. Rows are copied in rowid order, the order sources are read in.
+    - ``events_archive`` gains the scope columns (agent, crew, resource, conversation) so
+      archived rows stay inspectable per agent.
+    - ``memory_reviews``: one row per recall (seed 003's pending review): the memories
+      returned, their dense cosines (for the health score's efficiency), the query and
+      the scope; claimed by a review job (``claimed_by``/``claimed_until``, the portable
+      twin of ``FOR UPDATE SKIP LOCKED``) and closed with ``reviewed_at`` and an outcome.
+    - ``upkeep_leases``: one row per (job, scope) held until ``expires_at``; a second
+      runner of the same job skips instead of doing the work twice. ``upkeep_runs`` logs
+      every run (the scheduler reads the last successful one).
+    - ``memory_compactions``: which memory a compacted one was merged into, and how alike
+      they were (the loser stays in ``memories`` with status ``compacted``).
+    - ``memory_nudges``: the sessions a memory nudge was already given in (once each).
+    - Indexes for the follow-up messages of a conversation, an agent's last
+      ``memory.updated`` event and the memories waiting for consolidation."""
+    _run(
+        conn,
+        """
+CREATE TABLE memory_sources_v4 (
+  memory_id TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+  event_id  TEXT NOT NULL,
+  PRIMARY KEY (memory_id, event_id)
+);
+
+INSERT INTO memory_sources_v4 (memory_id, event_id)
+  SELECT memory_id, event_id FROM memory_sources ORDER BY rowid;
+
+DROP TABLE memory_sources;
+
+ALTER TABLE memory_sources_v4 RENAME TO memory_sources;
+
+CREATE INDEX memory_sources_event ON memory_sources (event_id);
+
+ALTER TABLE events_archive ADD COLUMN agent_id TEXT;
+
+ALTER TABLE events_archive ADD COLUMN crew_id TEXT;
+
+ALTER TABLE events_archive ADD COLUMN resource_id TEXT;
+
+ALTER TABLE events_archive ADD COLUMN conversation_id TEXT;
+
+CREATE TABLE memory_reviews (
+  id              INTEGER PRIMARY KEY AUTOINCREMENT,
+  workspace_id    TEXT NOT NULL,
+  agent_id        TEXT,
+  crew_id         TEXT,
+  conversation_id TEXT,
+  query           TEXT NOT NULL,
+  memory_ids      TEXT NOT NULL,               -- JSON array, best first
+  cosines         TEXT NOT NULL DEFAULT '[]',  -- JSON array, null where no dense score
+  recalled_at     TEXT NOT NULL,
+  claimed_by      TEXT,
+  claimed_until   TEXT,
+  reviewed_at     TEXT,
+  outcome         TEXT,                        -- rated | expired
+  ratings         TEXT                         -- JSON object, memory id -> rating
+);
+
+CREATE INDEX memory_reviews_pending ON memory_reviews (workspace_id, id)
+  WHERE reviewed_at IS NULL;
+
+CREATE INDEX memory_reviews_recalled ON memory_reviews (workspace_id, recalled_at);
+
+CREATE TABLE upkeep_leases (
+  job         TEXT NOT NULL,
+  scope       TEXT NOT NULL,  -- a workspace id, or '' for every workspace
+  holder      TEXT NOT NULL,
+  acquired_at TEXT NOT NULL,
+  expires_at  TEXT NOT NULL,
+  PRIMARY KEY (job, scope)
+);
+
+CREATE TABLE upkeep_runs (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  job         TEXT NOT NULL,
+  scope       TEXT NOT NULL,
+  holder      TEXT NOT NULL,
+  started_at  TEXT NOT NULL,
+  finished_at TEXT NOT NULL,
+  status      TEXT NOT NULL CHECK (status IN ('ok', 'error', 'skipped')),
+  detail      TEXT NOT NULL DEFAULT '{}'
+);
+
+CREATE INDEX upkeep_runs_job ON upkeep_runs (job, scope, status, finished_at);
+
+CREATE TABLE memory_compactions (
+  memory_id    TEXT PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE,
+  survivor_id  TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+  workspace_id TEXT NOT NULL,
+  similarity   REAL NOT NULL,
+  compacted_at TEXT NOT NULL
+);
+
+CREATE INDEX memory_compactions_survivor ON memory_compactions (survivor_id);
+
+CREATE TABLE memory_nudges (
+  workspace_id TEXT NOT NULL,
+  agent_id     TEXT NOT NULL,
+  session_id   TEXT NOT NULL,
+  entries      INTEGER NOT NULL,
+  nudged_at    TEXT NOT NULL,
+  PRIMARY KEY (workspace_id, agent_id, session_id)
+);
+
+CREATE INDEX events_conversation_ts ON events (workspace_id, conversation_id, ts)
+  WHERE conversation_id IS NOT NULL;
+
+CREATE INDEX events_memory_updated ON events (workspace_id, agent_id, ts)
+  WHERE type = 'memory.updated';
+
+CREATE INDEX memories_unconsolidated ON memories (workspace_id, type)
+  WHERE consolidated_at IS NULL AND status = 'active'
+""",
+    )
+
+
 MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (1, "initial", m001_initial),
     (2, "sparse_scope_index", m002_sparse_scope_index),
     (3, "conversations", m003_conversations),
+    (4, "upkeep", m004_upkeep),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

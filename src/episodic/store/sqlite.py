@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -28,12 +28,28 @@ import numpy as np
 
 from episodic.errors import InvalidInput, ModelMismatch, NotFound, StoreError
 from episodic.model import Candidate, Event, Memory, MemoryStatus, ScopeFilter, utcnow
+from episodic.scoring.decay import (
+    DECAY_FLOOR,
+    DECAY_HORIZON_DAYS,
+    HALF_LIFE_DAYS,
+    PROMINENCE_DECAY_FLOOR,
+    REFERENCE_BOOST_DIVISOR,
+)
 from episodic.scoring.fts import bm25_term_ceiling, fts_terms, fts_whole_word, plan_terms
 from episodic.store.base import (
     AppendResult,
+    ArchivedEvent,
+    ConsolidationBacklog,
+    FsrsUpdate,
+    HealthFacts,
+    HealthSnapshot,
+    Merge,
     PendingConversation,
+    PendingReview,
     PendingVector,
     Relation,
+    ReviewOutcome,
+    ReviewRequest,
     StoreStats,
     Vector,
 )
@@ -91,6 +107,45 @@ _EVENT_COLUMNS = (
     "id, workspace_id, crew_id, agent_id, resource_id, conversation_id, ts, type, severity, "
     "summary, payload, refs"
 )
+
+
+# -- upkeep (issue 5) ---------------------------------------------------------------------
+# Seed 000's archive keeps this much of an archived event's payload (as text).
+ARCHIVE_PAYLOAD_CHARS = 400
+# decay_importance rewrites at most this many rows per transaction.
+DECAY_CHUNK_ROWS = 50_000
+# ``episodic.scoring.decay``'s formulas in SQL (SQLite >= 3.35 math functions; PostgreSQL
+# has the same ones, with ln(x)/ln(2) for log2). ?1 is `now`. Tests hold each equal to its
+# Python twin.
+_AGE_DAYS = "max(0.0, julianday(?1) - julianday(ts))"
+_DECAY_SQL = {
+    "crewship": (
+        f"min(1.0, max(0.0, base_importance * max({DECAY_FLOOR}, 1.0 - {_AGE_DAYS} / "
+        f"{float(DECAY_HORIZON_DAYS)}) * (1.0 + log2(max(reference_count, 0) + 1) / "
+        f"{float(REFERENCE_BOOST_DIVISOR)})))"
+    ),
+    "prominence": (
+        f"base_importance * max({PROMINENCE_DECAY_FLOOR}, exp(-ln(2.0) / "
+        f"{float(HALF_LIFE_DAYS)} * {_AGE_DAYS})) * (1 + max(reference_count, 0))"
+    ),
+}
+
+
+def _pending_review(row: Sequence[Any]) -> PendingReview:
+    cosines = json.loads(row[7])
+    return PendingReview(
+        id=int(row[0]),
+        request=ReviewRequest(
+            workspace_id=row[1],
+            agent_id=row[2],
+            crew_id=row[3],
+            conversation_id=row[4],
+            query=row[5],
+            memory_ids=tuple(json.loads(row[6])),
+            cosines=tuple(None if c is None else float(c) for c in cosines),
+            recalled_at=_parse_ts(row[8]),
+        ),
+    )
 
 
 # -- URLs and values -------------------------------------------------------------------
@@ -345,10 +400,12 @@ class SqliteStore:
         with self._write():
             inserted = 0
             if event_rows:
+                # An id already archived (upkeep compaction) counts as a duplicate too.
                 inserted = self._executemany(
                     "INSERT OR IGNORE INTO events (id, workspace_id, crew_id, agent_id, "
                     "resource_id, conversation_id, ts, type, severity, summary, payload, refs, "
-                    "admitted, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "admitted, created_at) SELECT ?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14 "
+                    "WHERE NOT EXISTS (SELECT 1 FROM events_archive WHERE id = ?1)",
                     event_rows,
                 ).rowcount
             memories_inserted = self._insert_memories(memories, now)
@@ -412,14 +469,18 @@ class SqliteStore:
         return inserted
 
     def _check_sources(self, source_rows: Sequence[tuple[str, str]]) -> None:
-        # The foreign key would catch it too, but only as "FOREIGN KEY constraint failed".
+        # The only guard since migration 4 dropped the foreign key: a source is an event
+        # in the journal or in its archive (compaction moves aged rows there).
         wanted = _unique([event_id for _, event_id in source_rows])
         found: set[str] = set()
         for chunk in _chunks(wanted):
+            marks = _placeholders(len(chunk))
             found.update(
                 row[0]
                 for row in self._execute(
-                    f"SELECT id FROM events WHERE id IN ({_placeholders(len(chunk))})", chunk
+                    f"SELECT id FROM events WHERE id IN ({marks}) "
+                    f"UNION ALL SELECT id FROM events_archive WHERE id IN ({marks})",
+                    (*chunk, *chunk),
                 )
             )
         for memory_id, event_id in source_rows:
@@ -722,14 +783,18 @@ class SqliteStore:
                 for end in (e.src, e.dst):
                     if end not in known:
                         raise NotFound(end)
-            before = self._conn.total_changes
-            self._executemany(
-                "INSERT INTO memory_relations (src, dst, relation, weight, created_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (src, dst, relation) "
-                "DO UPDATE SET weight = excluded.weight",
-                [(e.src, e.dst, e.relation, float(e.weight), now) for e in edges],
-            )
-            return self._conn.total_changes - before
+            return self._insert_edges(edges, now)
+
+    def _insert_edges(self, edges: Sequence[Relation], now: str) -> int:
+        """Upsert edges inside the caller's write (ends already checked by the caller)."""
+        before = self._conn.total_changes
+        self._executemany(
+            "INSERT INTO memory_relations (src, dst, relation, weight, created_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (src, dst, relation) "
+            "DO UPDATE SET weight = excluded.weight",
+            [(e.src, e.dst, e.relation, float(e.weight), now) for e in edges],
+        )
+        return self._conn.total_changes - before
 
     def related(
         self, flt: ScopeFilter, ids: Sequence[str], relation: str = "similar"
@@ -1114,6 +1179,631 @@ class SqliteStore:
                     )
                 )
         return found
+
+    # -- upkeep (issue 5) ------------------------------------------------------------
+    # Every method is one statement or one short transaction; claims and leases are
+    # compare-and-set UPDATEs, which a PostgreSQL twin writes with FOR UPDATE SKIP LOCKED.
+    def workspaces(self) -> list[str]:
+        with self._read():
+            rows = self._execute(
+                "SELECT DISTINCT workspace_id FROM memories ORDER BY workspace_id"
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def search_dense_many(
+        self,
+        flt: ScopeFilter,
+        queries: Vector,
+        limit: int,
+        min_score: float | None = None,
+        exclude: Sequence[Sequence[str]] | None = None,
+    ) -> list[list[Candidate]]:
+        scope = normalise_scope(flt)
+        with self._lock, _map_errors():
+            self._check_open()
+            index = self._fresh_index(flt.workspace_id)
+            return index.search_many(flt, scope, queries, limit, min_score, exclude)
+
+    def decay_importance(
+        self, now: datetime, *, formula: str = "crewship", workspace_id: str | None = None
+    ) -> int:
+        if formula not in _DECAY_SQL:
+            raise InvalidInput(
+                "formula", f"unknown decay formula {formula!r}; use crewship or prominence"
+            )
+        expr = _DECAY_SQL[formula]
+        where = "AND workspace_id = ?3" if workspace_id else ""
+        sql = (
+            f"UPDATE memories SET importance = {expr}, updated_at = ?2 "
+            f"WHERE seq > ?4 AND seq <= ?5 AND status = 'active' {where} "
+            f"AND importance IS NOT {expr}"
+        )
+        with self._read():
+            low, high = self._execute("SELECT min(seq), max(seq) FROM memories").fetchone()
+        if low is None:
+            return 0
+        stamp = ts_text(now)
+        changed = 0
+        # One transaction per chunk of rows: recalls (which write reference counts) wait
+        # for one chunk at most, never for the whole table.
+        for start in range(int(low) - 1, int(high), DECAY_CHUNK_ROWS):
+            with self._write():
+                params: list[Any] = [stamp, ts_text(utcnow()), workspace_id]
+                params += [start, start + DECAY_CHUNK_ROWS]
+                changed += self._execute(sql, params).rowcount
+        return changed
+
+    def add_review(self, review: ReviewRequest) -> int:
+        with self._write():
+            cursor = self._execute(
+                "INSERT INTO memory_reviews (workspace_id, agent_id, crew_id, conversation_id, "
+                "query, memory_ids, cosines, recalled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    review.workspace_id,
+                    review.agent_id,
+                    review.crew_id,
+                    review.conversation_id,
+                    review.query,
+                    json.dumps(list(review.memory_ids)),
+                    json.dumps(list(review.cosines)),
+                    ts_text(review.recalled_at),
+                ),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def claim_reviews(
+        self,
+        holder: str,
+        now: datetime,
+        *,
+        lease_s: float,
+        limit: int,
+        workspace_id: str | None = None,
+        agent_id: str | None = None,
+        conversation_id: str | None = None,
+        only_conversations: bool = False,
+        recalled_before: datetime | None = None,
+    ) -> list[PendingReview]:
+        if limit <= 0:
+            return []
+        narrow, params = "", []
+        for column, value in (
+            ("workspace_id", workspace_id),
+            ("agent_id", agent_id),
+            ("conversation_id", conversation_id),
+        ):
+            if value:
+                narrow += f" AND {column} = ?"
+                params.append(value)
+        if only_conversations:
+            narrow += " AND conversation_id IS NOT NULL"
+        if recalled_before is not None:
+            narrow += " AND recalled_at < ?"
+            params.append(ts_text(recalled_before))
+        stamp = ts_text(now)
+        with self._write():
+            rows = self._execute(
+                "UPDATE memory_reviews SET claimed_by = ?, claimed_until = ? WHERE id IN ("
+                " SELECT id FROM memory_reviews WHERE reviewed_at IS NULL"
+                f" AND (claimed_until IS NULL OR claimed_until <= ?){narrow}"
+                " ORDER BY id LIMIT ?) "
+                "RETURNING id, workspace_id, agent_id, crew_id, conversation_id, query, "
+                "memory_ids, cosines, recalled_at",
+                (holder, ts_text(now + timedelta(seconds=lease_s)), stamp, *params, limit),
+            ).fetchall()
+        return sorted((_pending_review(row) for row in rows), key=lambda r: r.id)
+
+    def release_reviews(self, holder: str, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        with self._write():
+            self._executemany(
+                "UPDATE memory_reviews SET claimed_by = NULL, claimed_until = NULL "
+                "WHERE id = ? AND claimed_by = ? AND reviewed_at IS NULL",
+                [(int(i), holder) for i in ids],
+            )
+
+    def finish_reviews(self, holder: str, outcomes: Sequence[ReviewOutcome], at: datetime) -> int:
+        if not outcomes:
+            return 0
+        stamp = ts_text(at)
+        with self._write():
+            before = self._conn.total_changes
+            # claimed_until > at: a claim that lapsed may already be someone else's.
+            self._executemany(
+                "UPDATE memory_reviews SET reviewed_at = ?, outcome = ?, ratings = ?, "
+                "claimed_until = NULL WHERE id = ? AND claimed_by = ? AND claimed_until > ? "
+                "AND reviewed_at IS NULL",
+                [
+                    (
+                        stamp,
+                        o.outcome,
+                        json.dumps({"rated_by": o.rated_by, "ratings": dict(o.ratings)}),
+                        o.review_id,
+                        holder,
+                        stamp,
+                    )
+                    for o in outcomes
+                ],
+            )
+            return self._conn.total_changes - before
+
+    def apply_reviews(self, workspace_id: str, updates: Sequence[FsrsUpdate]) -> int:
+        if not updates:
+            return 0
+        now = ts_text(utcnow())
+        with self._write():
+            before = self._conn.total_changes
+            self._executemany(
+                "UPDATE memories SET stability = ?, difficulty = ?, last_reviewed_at = ?, "
+                "updated_at = ? WHERE +workspace_id = ? AND id = ? AND last_reviewed_at IS ?",
+                [
+                    (
+                        float(u.stability),
+                        float(u.difficulty),
+                        ts_text(u.reviewed_at),
+                        now,
+                        workspace_id,
+                        u.memory_id,
+                        None if u.expected_last_review is None else ts_text(u.expected_last_review),
+                    )
+                    for u in updates
+                ],
+            )
+            return self._conn.total_changes - before
+
+    def conversation_messages(
+        self, workspace_id: str, conversation_id: str, *, after: datetime, limit: int
+    ) -> list[Event]:
+        if limit <= 0:
+            return []
+        with self._read():
+            rows = self._execute(
+                f"SELECT {_EVENT_COLUMNS} FROM events INDEXED BY events_conversation_ts "
+                "WHERE workspace_id = ? AND conversation_id = ? AND ts > ? AND type = 'message' "
+                "ORDER BY ts, rowid LIMIT ?",
+                (workspace_id, conversation_id, ts_text(after), limit),
+            ).fetchall()
+        return [_event(row) for row in rows]
+
+    def hit_cosines(self, flt: ScopeFilter, since: datetime) -> list[list[float]]:
+        narrow, params = "", []
+        for column in ("agent_id", "crew_id"):
+            value = getattr(flt, column)
+            if value:
+                narrow += f" AND {column} = ?"
+                params.append(value)
+        with self._read():
+            rows = self._execute(
+                "SELECT cosines FROM memory_reviews INDEXED BY memory_reviews_recalled "
+                f"WHERE workspace_id = ? AND recalled_at >= ?{narrow} ORDER BY recalled_at",
+                (flt.workspace_id, ts_text(since), *params),
+            ).fetchall()
+        out: list[list[float]] = []
+        for (text,) in rows:
+            values = [float(v) for v in json.loads(text) if isinstance(v, int | float)]
+            if values:
+                out.append(values)
+        return out
+
+    def scan_memories(
+        self,
+        workspace_id: str,
+        *,
+        cursor: int = 0,
+        limit: int,
+        unconsolidated: bool = False,
+        exclude_types: Sequence[str] = (),
+        newest_first: bool = False,
+    ) -> tuple[list[Memory], int]:
+        if limit <= 0:
+            return [], 0
+        clauses = ["workspace_id = ?", "status = 'active'"]
+        params: list[Any] = [workspace_id]
+        if cursor:
+            clauses.append("seq < ?" if newest_first else "seq > ?")
+            params.append(cursor)
+        if unconsolidated:
+            clauses.append("consolidated_at IS NULL")
+        if exclude_types:
+            clauses.append(f"type NOT IN ({_placeholders(len(exclude_types))})")
+            params.extend(exclude_types)
+        order = "DESC" if newest_first else "ASC"
+        with self._read():
+            rows = self._execute(
+                f"SELECT seq, {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(clauses)} "
+                f"ORDER BY seq {order} LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+            sources = self._sources_of([r[1] for r in rows])
+        page = [_memory(row[1:], sources.get(row[1], ())) for row in rows]
+        next_cursor = int(rows[-1][0]) if len(rows) == limit else 0
+        return page, next_cursor
+
+    def _sources_of(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        sources: dict[str, list[str]] = {}
+        for chunk in _chunks(list(ids)):
+            for memory_id, event_id in self._execute(
+                "SELECT memory_id, event_id FROM memory_sources "
+                f"WHERE memory_id IN ({_placeholders(len(chunk))}) ORDER BY rowid",
+                chunk,
+            ):
+                sources.setdefault(memory_id, []).append(event_id)
+        return sources
+
+    def consolidation_backlog(
+        self, workspace_id: str, exclude_types: Sequence[str] = ()
+    ) -> ConsolidationBacklog:
+        skip = f"AND type NOT IN ({_placeholders(len(exclude_types))})" if exclude_types else ""
+        with self._read():
+            count, flash = self._execute(
+                "SELECT count(*), coalesce(sum(type = 'episode' "
+                "AND json_extract(payload, '$.flashbulb') = 1), 0) "
+                "FROM memories INDEXED BY memories_unconsolidated WHERE workspace_id = ? "
+                f"AND consolidated_at IS NULL AND status = 'active' {skip}",
+                (workspace_id, *exclude_types),
+            ).fetchone()
+        return ConsolidationBacklog(unconsolidated=int(count), flashbulbs=int(flash))
+
+    def store_consolidation(
+        self,
+        workspace_id: str,
+        derived: Sequence[Memory],
+        edges: Sequence[Relation],
+        members: Sequence[str],
+        at: datetime,
+    ) -> bool:
+        for m in derived:
+            if m.workspace_id != workspace_id:
+                raise InvalidInput(
+                    "workspace_id", f"memory {m.id} is not of the workspace {workspace_id}"
+                )
+        wanted = _unique(members)
+        now = ts_text(utcnow())
+        with self._write():
+            open_members = sum(
+                int(
+                    self._execute(
+                        "SELECT count(*) FROM memories WHERE +workspace_id = ? "
+                        f"AND id IN ({_placeholders(len(chunk))}) AND status = 'active' "
+                        "AND consolidated_at IS NULL",
+                        (workspace_id, *chunk),
+                    ).fetchone()[0]
+                )
+                for chunk in _chunks(wanted)
+            )
+            if open_members != len(wanted):
+                return False
+            self._insert_memories(derived, now)
+            ends = set(wanted) | {m.id for m in derived}
+            for e in edges:
+                for end in (e.src, e.dst):
+                    if end not in ends:
+                        raise NotFound(end)
+            if edges:
+                self._insert_edges(edges, now)
+            self._executemany(
+                "UPDATE memories SET consolidated_at = ?, updated_at = ? "
+                "WHERE +workspace_id = ? AND id = ?",
+                [(ts_text(at), now, workspace_id, memory_id) for memory_id in wanted],
+            )
+        return True
+
+    def archive_events(
+        self, before: datetime, *, workspace_id: str | None = None, limit: int = 5000
+    ) -> int:
+        if limit <= 0:
+            return 0
+        where, params = ("workspace_id = ? AND ", [workspace_id]) if workspace_id else ("", [])
+        now = ts_text(utcnow())
+        with self._write():
+            ids = [
+                row[0]
+                for row in self._execute(
+                    f"SELECT id FROM events WHERE {where}ts < ? "
+                    "AND NOT (type = 'message' AND episode_id IS NULL) ORDER BY ts LIMIT ?",
+                    (*params, ts_text(before), limit),
+                )
+            ]
+            for chunk in _chunks(ids):
+                marks = _placeholders(len(chunk))
+                self._execute(
+                    "INSERT OR IGNORE INTO events_archive (id, workspace_id, ts, type, severity, "
+                    "summary, payload, archived_at, agent_id, crew_id, resource_id, "
+                    "conversation_id) SELECT id, workspace_id, ts, type, severity, summary, "
+                    f"substr(payload, 1, {ARCHIVE_PAYLOAD_CHARS}), ?, agent_id, crew_id, "
+                    f"resource_id, conversation_id FROM events WHERE id IN ({marks})",
+                    (now, *chunk),
+                )
+                self._execute(f"DELETE FROM events WHERE id IN ({marks})", chunk)
+        return len(ids)
+
+    def archived_events(self, workspace_id: str, ids: Sequence[str]) -> list[ArchivedEvent]:
+        wanted = _unique(ids)
+        rows: dict[str, tuple[Any, ...]] = {}
+        with self._read():
+            for chunk in _chunks(wanted):
+                for row in self._execute(
+                    "SELECT id, workspace_id, ts, type, severity, summary, payload, archived_at, "
+                    "agent_id, crew_id, resource_id, conversation_id FROM events_archive "
+                    f"WHERE workspace_id = ? AND id IN ({_placeholders(len(chunk))})",
+                    (workspace_id, *chunk),
+                ):
+                    rows[row[0]] = row
+        return [
+            ArchivedEvent(
+                id=r[0],
+                workspace_id=r[1],
+                ts=_parse_ts(r[2]),
+                type=r[3],
+                severity=r[4],
+                summary=r[5],
+                payload=r[6],
+                archived_at=_parse_ts(r[7]),
+                agent_id=r[8],
+                crew_id=r[9],
+                resource_id=r[10],
+                conversation_id=r[11],
+            )
+            for event_id in wanted
+            if (r := rows.get(event_id)) is not None
+        ]
+
+    def compact_memories(self, workspace_id: str, merges: Sequence[Merge], at: datetime) -> int:
+        applied = 0
+        stamp, now = ts_text(at), ts_text(utcnow())
+        with self._write():
+            for merge in merges:
+                ids = _unique([merge.survivor_id, *(loser for loser, _ in merge.losers)])
+                found = dict(
+                    self._execute(
+                        "SELECT id, content FROM memories WHERE +workspace_id = ? "
+                        f"AND id IN ({_placeholders(len(ids))}) AND status = 'active'",
+                        (workspace_id, *ids),
+                    ).fetchall()
+                )
+                if len(found) != len(ids) or len(ids) < 2:
+                    continue  # changed since it was planned: the next run looks again
+                self._execute(
+                    "UPDATE memories SET content = ?, base_importance = ?, importance = ?, "
+                    "reference_count = ?, last_referenced_at = ?, ts = ?, updated_at = ? "
+                    "WHERE id = ?",
+                    (
+                        merge.content,
+                        float(merge.base_importance),
+                        float(merge.importance),
+                        int(merge.reference_count),
+                        None
+                        if merge.last_referenced_at is None
+                        else ts_text(merge.last_referenced_at),
+                        ts_text(merge.ts),
+                        now,
+                        merge.survivor_id,
+                    ),
+                )
+                if found[merge.survivor_id] != merge.content:
+                    # Its vector says what the old text said; the indexer embeds it again.
+                    self._execute(
+                        "DELETE FROM memory_vectors WHERE memory_id = ?", (merge.survivor_id,)
+                    )
+                for loser, similarity in merge.losers:
+                    self._execute(
+                        "UPDATE memories SET status = 'compacted', "
+                        "payload = json_set(payload, '$.compacted_into', ?), updated_at = ? "
+                        "WHERE id = ?",
+                        (merge.survivor_id, now, loser),
+                    )
+                    self._execute(
+                        "INSERT OR REPLACE INTO memory_compactions (memory_id, survivor_id, "
+                        "workspace_id, similarity, compacted_at) VALUES (?, ?, ?, ?, ?)",
+                        (loser, merge.survivor_id, workspace_id, float(similarity), stamp),
+                    )
+                    self._execute(
+                        "INSERT OR IGNORE INTO memory_sources (memory_id, event_id) "
+                        "SELECT ?, event_id FROM memory_sources WHERE memory_id = ? ORDER BY rowid",
+                        (merge.survivor_id, loser),
+                    )
+                applied += len(merge.losers)
+        return applied
+
+    def compacted_into(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        with self._read():
+            for chunk in _chunks(_unique(ids)):
+                found.update(
+                    self._execute(
+                        "SELECT memory_id, survivor_id FROM memory_compactions "
+                        f"WHERE workspace_id = ? AND memory_id IN ({_placeholders(len(chunk))})",
+                        (workspace_id, *chunk),
+                    ).fetchall()
+                )
+        return found
+
+    def retire_phase(
+        self, workspace_id: str, phase: str, at: datetime, *, domain: str = "task"
+    ) -> list[str]:
+        stamp, now = ts_text(at), ts_text(utcnow())
+        with self._write():
+            rows = self._execute(
+                "UPDATE memories SET status = 'retired', "
+                "payload = json_set(payload, '$.status', 'retired', '$.retired_at', ?), "
+                "updated_at = ? WHERE workspace_id = ? AND status = 'active' "
+                "AND json_extract(payload, '$.domain') = ? "
+                "AND (json_extract(payload, '$.phase') = ? "
+                "OR json_extract(payload, '$.stage') = ?) RETURNING id",
+                (stamp, now, workspace_id, domain, phase, phase),
+            ).fetchall()
+        return sorted(str(r[0]) for r in rows)
+
+    def health_facts(self, workspace_id: str, now: datetime) -> dict[str | None, HealthFacts]:
+        # One scan of the workspace's active rows; the edge probes run only for rows with
+        # a vector. Medians come from the sorted times of each group.
+        with self._read():
+            rows = self._execute(
+                "SELECT m.crew_id, m.ts, m.has_vector, m.has_vector = 1 AND ("
+                "EXISTS (SELECT 1 FROM memory_relations r WHERE r.src = m.id) OR "
+                "EXISTS (SELECT 1 FROM memory_relations r WHERE r.dst = m.id)) "
+                "FROM memories m WHERE m.workspace_id = ? AND m.status = 'active'",
+                (workspace_id,),
+            ).fetchall()
+        groups: dict[str | None, list[tuple[str, int, int]]] = {None: []}
+        for crew, ts, vectored, linked in rows:
+            groups[None].append((ts, vectored, linked))
+            if crew is not None:
+                groups.setdefault(crew, []).append((ts, vectored, linked))
+        facts: dict[str | None, HealthFacts] = {}
+        for crew in sorted(groups, key=lambda c: (c is not None, c or "")):
+            group = groups[crew]
+            median: float | None = None
+            if group:
+                times = sorted(ts for ts, _, _ in group)
+                middle = times[(len(times) - 1) // 2 : len(times) // 2 + 1]
+                ages = [(now - _parse_ts(t)).total_seconds() / 86_400.0 for t in middle]
+                median = sum(ages) / len(ages)
+            facts[crew] = HealthFacts(
+                active=len(group),
+                vectored=sum(v for _, v, _ in group),
+                linked=sum(int(bool(link)) for _, _, link in group),
+                median_age_days=median,
+            )
+        return facts
+
+    def vector_matrix(self, flt: ScopeFilter) -> Vector:
+        scope = normalise_scope(flt)
+        with self._lock, _map_errors():
+            self._check_open()
+            return self._fresh_index(flt.workspace_id).visible_matrix(flt, scope)
+
+    def put_health_snapshot(self, snapshot: HealthSnapshot) -> None:
+        with self._write():
+            self._execute(
+                "INSERT OR REPLACE INTO memory_health_snapshots (workspace_id, crew_id, "
+                "snapshot_date, freshness, coverage, coherence, efficiency, reachability, score) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    snapshot.workspace_id,
+                    snapshot.crew_id or "",
+                    snapshot.snapshot_date.isoformat(),
+                    snapshot.freshness,
+                    snapshot.coverage,
+                    snapshot.coherence,
+                    snapshot.efficiency,
+                    snapshot.reachability,
+                    snapshot.score,
+                ),
+            )
+
+    def health_snapshots(
+        self, workspace_id: str, crew_id: str | None, limit: int
+    ) -> list[HealthSnapshot]:
+        if limit <= 0:
+            return []
+        with self._read():
+            rows = self._execute(
+                "SELECT snapshot_date, freshness, coverage, coherence, efficiency, reachability, "
+                "score FROM memory_health_snapshots WHERE workspace_id = ? AND crew_id = ? "
+                "ORDER BY snapshot_date DESC LIMIT ?",
+                (workspace_id, crew_id or "", limit),
+            ).fetchall()
+        return [
+            HealthSnapshot(
+                workspace_id=workspace_id,
+                crew_id=crew_id or None,
+                snapshot_date=date.fromisoformat(r[0]),
+                freshness=float(r[1]),
+                coverage=float(r[2]),
+                coherence=float(r[3]),
+                efficiency=float(r[4]),
+                reachability=float(r[5]),
+                score=float(r[6]),
+            )
+            for r in rows
+        ]
+
+    def events_since_memory_update(self, workspace_id: str, agent_id: str, cap: int) -> int:
+        if cap <= 0:
+            return 0
+        with self._read():
+            row = self._execute(
+                "SELECT count(*) FROM (SELECT 1 FROM events WHERE workspace_id = ? "
+                "AND agent_id = ? AND type != 'memory.updated' AND ts > coalesce(("
+                " SELECT max(ts) FROM events INDEXED BY events_memory_updated"
+                " WHERE workspace_id = ? AND agent_id = ? AND type = 'memory.updated'), '') "
+                "ORDER BY ts DESC LIMIT ?)",
+                (workspace_id, agent_id, workspace_id, agent_id, cap),
+            ).fetchone()
+        return int(row[0])
+
+    def claim_nudge(
+        self, workspace_id: str, agent_id: str, session_id: str, entries: int, at: datetime
+    ) -> bool:
+        with self._write():
+            return (
+                self._execute(
+                    "INSERT OR IGNORE INTO memory_nudges (workspace_id, agent_id, session_id, "
+                    "entries, nudged_at) VALUES (?, ?, ?, ?, ?)",
+                    (workspace_id, agent_id, session_id, int(entries), ts_text(at)),
+                ).rowcount
+                == 1
+            )
+
+    def acquire_lease(self, job: str, scope: str, holder: str, now: datetime, ttl_s: float) -> bool:
+        stamp = ts_text(now)
+        with self._write():
+            self._execute(
+                "INSERT INTO upkeep_leases (job, scope, holder, acquired_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (job, scope) DO UPDATE SET "
+                "holder = excluded.holder, acquired_at = excluded.acquired_at, "
+                "expires_at = excluded.expires_at "
+                "WHERE upkeep_leases.expires_at <= excluded.acquired_at "
+                "OR upkeep_leases.holder = excluded.holder",
+                (job, scope, holder, stamp, ts_text(now + timedelta(seconds=ttl_s))),
+            )
+            row = self._execute(
+                "SELECT holder FROM upkeep_leases WHERE job = ? AND scope = ?", (job, scope)
+            ).fetchone()
+        return row is not None and row[0] == holder
+
+    def release_lease(self, job: str, scope: str, holder: str) -> None:
+        with self._write():
+            self._execute(
+                "DELETE FROM upkeep_leases WHERE job = ? AND scope = ? AND holder = ?",
+                (job, scope, holder),
+            )
+
+    def record_run(
+        self,
+        job: str,
+        scope: str,
+        holder: str,
+        started_at: datetime,
+        finished_at: datetime,
+        status: str,
+        detail: Mapping[str, Any],
+    ) -> None:
+        with self._write():
+            self._execute(
+                "INSERT INTO upkeep_runs (job, scope, holder, started_at, finished_at, status, "
+                "detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    job,
+                    scope,
+                    holder,
+                    ts_text(started_at),
+                    ts_text(finished_at),
+                    status,
+                    _json("detail", detail),
+                ),
+            )
+
+    def last_run(self, job: str, scope: str) -> datetime | None:
+        with self._read():
+            row = self._execute(
+                "SELECT max(finished_at) FROM upkeep_runs WHERE job = ? AND scope = ? "
+                "AND status = 'ok'",
+                (job, scope),
+            ).fetchone()
+        return _opt_ts(row[0])
 
     # -- diagnostics -----------------------------------------------------------------
     def meta(self) -> dict[str, Any]:

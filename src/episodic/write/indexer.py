@@ -4,6 +4,10 @@ A background sweeper polls every ``interval_s`` seconds and embeds up to ``batch
 per sweep; ``index_one`` is for hot paths that want a memory searchable by vector before
 the next sweep. An embedder failure is logged and the same rows are retried on the next
 sweep: nothing is marked done until its vector is stored.
+
+Each memory indexed (by a sweep or ``index_one``) is then linked by ``similar`` edges to
+the most alike memories of its workspace (``episodic.upkeep.relations``); a failure there
+is logged and never undoes the embedding.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from episodic.embed.base import Embedder
-from episodic.errors import EmbedderError, ModelMismatch
-from episodic.store.base import Store
+from episodic.errors import EmbedderError, EpisodicError, ModelMismatch
+from episodic.store.base import Store, Vector
+from episodic.upkeep import relations
 
 log = logging.getLogger("episodic.indexer")
 
@@ -39,6 +44,7 @@ class Indexer:
         batch: int = SWEEP_BATCH,
         interval_s: float = SWEEP_INTERVAL_S,
         after_sweep: Callable[[], None] | None = None,
+        link_similar: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -47,6 +53,8 @@ class Indexer:
         # Work that follows the embedding in the background loop (segmenting
         # conversations), once the pending vectors are drained.
         self.after_sweep = after_sweep
+        # Seed 000's LinkSimilarOnIndex: `similar` edges for every memory indexed.
+        self.link_similar = link_similar
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -62,6 +70,7 @@ class Indexer:
             return SweepResult(0, len(pending), str(exc))
         rows = [(p.memory_id, vectors[i]) for i, p in enumerate(pending)]
         written = self.store.put_vectors(self.embedder.model_id, self.embedder.dim, rows)
+        self._link([(p.memory_id, p.workspace_id, vectors[i]) for i, p in enumerate(pending)])
         return SweepResult(written, 0)
 
     def drain(self) -> SweepResult:
@@ -83,7 +92,16 @@ class Indexer:
             log.warning("index_one(%s) failed, the sweeper will retry: %s", memory_id, exc)
             return False
         self.store.put_vectors(self.embedder.model_id, self.embedder.dim, [(memory_id, vector)])
+        self._link([(memory_id, workspace_id, vector)])
         return True
+
+    def _link(self, rows: list[tuple[str, str, Vector]]) -> None:
+        if not self.link_similar or not rows:
+            return
+        try:
+            relations.link_similar(self.store, rows)
+        except EpisodicError as exc:
+            log.warning("linking %d indexed memories failed (still indexed): %s", len(rows), exc)
 
     # -- background loop -------------------------------------------------------------
     def start(self) -> None:
