@@ -19,9 +19,11 @@ from episodic.config import Settings
 from episodic.embed import CachedEmbedder, make_embedder
 from episodic.embed.base import Embedder
 from episodic.errors import EmbedderError, InvalidInput, ModelMismatch
+from episodic.health_interim import InterimHealth  # INTERIM: issue 5 replaces it
 from episodic.llm.base import LLM
 from episodic.llm.steps import key_terms as extract_key_terms
 from episodic.model import Event, Hit, Memory, Query, Scope, ScopeFilter, utcnow
+from episodic.operations import Operations
 from episodic.recall.engine import (
     MODE_SPARSE_ONLY,
     MODE_VECTOR,
@@ -120,8 +122,11 @@ class DoctorReport:
         }
 
 
-class Episodic:
-    """Episodic memory for agents. Use as a context manager, or call ``close()``."""
+class Episodic(Operations, InterimHealth):
+    """Episodic memory for agents. Use as a context manager, or call ``close()``.
+
+    Keys, memory browsing, forgetting and markdown come from ``Operations``
+    (episodic.operations); ``InterimHealth`` stands in for issue 5's ``memory_health``."""
 
     def __init__(
         self,
