@@ -29,6 +29,7 @@ from episodic.tenancy import (
     new_secret,
     parse_role,
 )
+from episodic.write.episodes import EPISODE_TYPE
 from episodic.write.events import parse_event
 from episodic.write.journal import memory_from_event
 from episodic.write.messages import MESSAGE_TYPE, message_keys, message_of
@@ -201,6 +202,11 @@ class Operations:
             raise NotFound(memory_id)
         return found[0]
 
+    def memories(self, flt: ScopeFilter, ids: list[str]) -> list[Memory]:
+        """Those of ``ids`` that ``flt`` can see, in the order asked."""
+        found = self.store.get_memories(flt.workspace_id, ids)
+        return [m for m in found if scope_allows(flt, m)]
+
     def retire(self, flt: ScopeFilter, memory_id: str) -> Memory:
         """Mark a memory retired: kept, exported, never recalled again."""
         self.memory(flt, memory_id)
@@ -262,6 +268,14 @@ class Operations:
         self.store.append([event], [memory])
         self.index_one(event.workspace_id, event.id)
         return self.store.get_memory(event.workspace_id, event.id)
+
+    def recent_in(self, flt: ScopeFilter, limit: int = 10) -> list[Memory]:
+        """The newest episodes ``flt`` can see, newest first (``recent`` under a key's
+        scope)."""
+        if limit <= 0:
+            raise InvalidInput("limit", "must be a positive number of episodes")
+        found = self.store.search_recent(flt, limit, types=(EPISODE_TYPE,))
+        return self.store.get_memories(flt.workspace_id, [c.memory_id for c in found])
 
     # -- forgetting ----------------------------------------------------------------------
     def forget(
