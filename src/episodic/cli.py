@@ -880,6 +880,57 @@ def _import_dir(ctx: typer.Context, directory: Path, *, mirror: bool, as_json: b
         raise typer.Exit(1)
 
 
+@app.command("mcp")
+def mcp_command(
+    ctx: typer.Context,
+    workspace: Annotated[
+        str,
+        typer.Option(
+            "--workspace", "-w", envvar="EPISODIC_MCP_WORKSPACE", help="The workspace to serve."
+        ),
+    ],
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", envvar="EPISODIC_MCP_AGENT", help="Act as this agent."),
+    ] = None,
+    crew: Annotated[
+        str | None, typer.Option("--crew", envvar="EPISODIC_MCP_CREW", help="The agent's crew.")
+    ] = None,
+    role: Annotated[
+        str | None,
+        typer.Option(
+            "--role",
+            envvar="EPISODIC_MCP_ROLE",
+            help="agent (scope own) | lead (crew_shared) | admin (whole workspace); "
+            "default agent with --agent, else admin.",
+        ),
+    ] = None,
+    transport: Annotated[
+        str, typer.Option("--transport", help="stdio | http (streamable HTTP at /mcp).")
+    ] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="HTTP address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="HTTP port.")] = 8766,
+) -> None:
+    """Serve memory to a model as MCP tools (recall_memory, remember, forget,
+    memory_health), bound to one workspace and agent.
+
+    Example: episodic mcp --workspace acme --agent deployer
+    Example: episodic mcp --workspace acme --agent deployer --transport http --port 8766
+    """
+    from episodic.mcp import Binding, build_server
+
+    if transport not in ("stdio", "http"):
+        err.print("[red]error:[/red] --transport: use stdio or http", markup=True)
+        raise typer.Exit(2)
+    with _errors(), _open(ctx) as mem:
+        server = build_server(mem, Binding.of(workspace, agent, crew, role))
+        mem.warn_if_sparse_only()
+        if transport == "stdio":
+            server.run("stdio")
+        else:
+            server.run("streamable-http", host=host, port=port)
+
+
 def main() -> None:
     app()
 
