@@ -273,6 +273,20 @@ def test_recall_explain_render_and_no_vectors_leave(base: str, keys: dict[str, s
             assert 'vector"' not in text.replace('"vector",', "").replace('"vector"}', "")
 
 
+def test_api_recalls_count_as_references_in_batches(
+    base: str, keys: dict[str, str], mem: Episodic
+) -> None:
+    mem.flush_marks()
+    before = mem.store.get_memory("acme", "a1").reference_count
+    with client(base, keys["admin"]) as c:
+        for _ in range(3):
+            hits = c.post("/v1/recall", json={"query": "checkout OOM cache", "k": 1}).json()
+            assert [h["id"] for h in hits["hits"]] == ["a1"]
+        c.post("/v1/recall", json={"query": "checkout OOM cache", "k": 1, "mark": False})
+    mem.flush_marks()  # the server writes them about once a second; now, here
+    assert mem.store.get_memory("acme", "a1").reference_count == before + 3
+
+
 def test_messages_become_episodes_listed_by_recent(
     base: str, keys: dict[str, str], mem: Episodic
 ) -> None:

@@ -475,10 +475,14 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.mode = mem.warn_if_sparse_only()
+        mem.defer_marks()
         if background:
             mem.start_indexer()
             # Issue 5: start memory upkeep's scheduler here (the one call site).
-        yield
+        try:
+            yield
+        finally:
+            mem.flush_marks(stop=True)
 
     app = FastAPI(
         title="episodic",

@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from episodic.config import Settings
-from episodic.errors import InvalidInput, NotFound, Unauthenticated
+from episodic.errors import InvalidInput, NotFound, StoreError, Unauthenticated
 from episodic.model import Event, Memory, MemoryStatus, Role, ScopeFilter
 from episodic.store.base import ForgetCounts, ForgetSpec, Store
 from episodic.store.sql import scope_allows
@@ -39,12 +41,69 @@ if TYPE_CHECKING:
     from episodic.recall.engine import QueryVectors
     from episodic.write.indexer import SweepResult
 
+log = logging.getLogger("episodic")
+
 # n8n's provenance values (seed 004) for a remembered note that cites its evidence.
 SOURCES = ("user_assertion", "user_accepted_assistant_proposal", "verified_assistant_finding")
 MAX_PAGE = 200
 DEFAULT_PAGE = 50
 MAX_SECRET_CHARS = 200
 REMEMBER_TYPE = "note"
+
+
+MARK_FLUSH_S = 1.0
+
+
+class ReferenceBuffer:
+    """Reference marks waiting to be written: (workspace, memory) -> how many recalls
+    returned it, and the time of the last. A background thread writes them every
+    ``interval_s`` seconds; ``stop`` writes what is left."""
+
+    def __init__(self, store: Store, interval_s: float) -> None:
+        self.store = store
+        self.interval_s = interval_s
+        self._pending: dict[str, dict[str, int]] = {}
+        self._last: dict[str, datetime] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, workspace: str, ids: list[str], at: datetime) -> None:
+        if not ids:
+            return
+        with self._lock:
+            counts = self._pending.setdefault(workspace, {})
+            for memory_id in ids:
+                counts[memory_id] = counts.get(memory_id, 0) + 1
+            self._last[workspace] = at
+
+    def flush(self) -> None:
+        with self._lock:
+            pending, last = self._pending, self._last
+            self._pending, self._last = {}, {}
+        for workspace, counts in pending.items():
+            # mark_referenced adds 1 per id: a memory returned n times goes in n rounds.
+            for level in range(1, max(counts.values()) + 1):
+                ids = [i for i, n in counts.items() if n >= level]
+                try:
+                    self.store.mark_referenced(workspace, ids, last[workspace])
+                except StoreError as exc:
+                    log.warning("reference marks for %s not written: %s", workspace, exc)
+                    break
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.flush()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="episodic-marks", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        self.flush()
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +171,26 @@ class Operations:
     settings: Settings
     clock: Callable[[], datetime]
     _query_vectors: QueryVectors | None
+    _marks: ReferenceBuffer | None = None
+
+    def defer_marks(self, interval_s: float = MARK_FLUSH_S) -> None:
+        """Batch the reference marks of recalls and write them every ``interval_s``
+        seconds instead of once per recall (a long-running server: one write transaction
+        per recall would serialise every reader behind the writer)."""
+        if self._marks is None:
+            self._marks = ReferenceBuffer(self.store, interval_s)
+            self._marks.start()
+
+    def flush_marks(self, *, stop: bool = False) -> None:
+        """Write the batched marks now (and stop batching with ``stop``)."""
+        marks = self._marks
+        if marks is None:
+            return
+        if stop:
+            self._marks = None
+            marks.stop()
+        else:
+            marks.flush()
 
     def _forget_query_cache(self) -> None:
         # Recent query embeddings are keyed by query text: drop them with the data.

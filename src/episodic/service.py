@@ -497,16 +497,21 @@ class Episodic(Operations, InterimHealth):
         if self.settings.llm_query_terms if key_terms is None else key_terms:
             terms = extract_key_terms(query, self.llm)
             lexical = terms.text if terms.source == "llm" else None
-        return run_recall(
+        now = self.clock()
+        deferred = mark and self._marks is not None  # the server batches its marks
+        result = run_recall(
             self.store,
             self._vectors(),
             q,
             chosen if walk is None else replace(chosen, walk_depth=walk),
-            now=self.clock(),
-            mark=mark,
+            now=now,
+            mark=mark and not deferred,
             explain=explain,
             lexical_query=lexical,
         )
+        if deferred and self._marks is not None:
+            self._marks.add(q.workspace_id, [h.id for h in result.hits], now)
+        return result
 
     def render(
         self,
