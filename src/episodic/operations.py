@@ -11,6 +11,7 @@ import base64
 import binascii
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -37,6 +38,7 @@ from episodic.write.journal import memory_from_event
 from episodic.write.messages import MESSAGE_TYPE, message_keys, message_of
 
 if TYPE_CHECKING:
+    from episodic.embed.base import Embedder
     from episodic.portable import ExportReport, ImportReport
     from episodic.recall.engine import QueryVectors
     from episodic.write.indexer import SweepResult
@@ -192,15 +194,32 @@ class Operations:
         else:
             marks.flush()
 
+    def batch_query_embeddings(self) -> None:
+        """Let concurrent recalls share model calls for their query embeddings (a server
+        with many clients; see ``episodic.embed.batching``). Off with
+        EPISODIC_QUERY_BATCHING=0."""
+        from episodic.embed.batching import BatchingEmbedder
+        from episodic.recall.engine import QueryVectors
+
+        embedder = self.embedder
+        if embedder is None or os.environ.get("EPISODIC_QUERY_BATCHING", "1") == "0":
+            return
+        self._query_vectors = QueryVectors(BatchingEmbedder(embedder))
+
     def _forget_query_cache(self) -> None:
         # Recent query embeddings are keyed by query text: drop them with the data.
-        self._query_vectors = None
+        if self._query_vectors is not None:
+            old = self._query_vectors
+            self._query_vectors = type(old)(old.embedder, old.size)
 
     if TYPE_CHECKING:
 
         def index_one(self, workspace_id: str, memory_id: str) -> bool: ...
 
         def index_once(self) -> SweepResult: ...
+
+        @property
+        def embedder(self) -> Embedder | None: ...
 
     # -- API keys ----------------------------------------------------------------------
     def create_key(
