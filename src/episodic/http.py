@@ -571,12 +571,11 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
         for raw in body.events:
             if isinstance(raw, dict):
                 item = dict(raw)
-                caller.workspace(_opt_str(item.get("workspace_id")))
-                item["workspace_id"] = caller.workspace_id
+                _bind(item, "workspace_id", caller.workspace)
                 if caller.key.agent_id is not None and not caller.is_admin:
-                    item["agent_id"] = caller.agent(_opt_str(item.get("agent_id")))
+                    _bind(item, "agent_id", caller.agent)
                 if caller.key.crew_id is not None and not caller.is_admin:
-                    item["crew_id"] = caller.crew(_opt_str(item.get("crew_id")))
+                    _bind(item, "crew_id", caller.crew)
                 items.append(item)
             else:
                 items.append(raw)
@@ -776,8 +775,15 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
     return app  # the size limit wraps it: see asgi()
 
 
-def _opt_str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None if value is None else str(value)
+def _bind(item: dict[str, Any], name: str, check: Callable[[str | None], str | None]) -> None:
+    """Fill an event's id field from the key, or check the one it names against the key
+    (``Forbidden`` when it differs). A value of the wrong type is left for the event
+    parser to report by position, like any other bad field."""
+    value = item.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        item[name] = check(None)
+    elif isinstance(value, str):
+        item[name] = check(value.strip())
 
 
 def _recall_args(body: RecallIn, caller: Principal) -> dict[str, Any]:
