@@ -651,7 +651,7 @@ def serve(
 
     import uvicorn
 
-    from episodic.http import asgi
+    from episodic.http import asgi, start_background_jobs
 
     if workers < 1:
         err.print("[red]error:[/red] --workers: must be 1 or more", markup=True)
@@ -661,8 +661,7 @@ def serve(
         if workers == 1:
             uvicorn.run(asgi(mem, background=True), host=host, port=port, log_level=log_level)
             return
-        mem.start_indexer()
-        # Issue 5: memory upkeep's scheduler starts with the indexer here too.
+        start_background_jobs(mem)
         os.environ["EPISODIC_DB"] = mem.store.url
         uvicorn.run(
             "episodic.http:app_from_env",

@@ -495,6 +495,13 @@ def bearer_secret(request: Request) -> str | None:
     return value.strip() if scheme.lower() == "bearer" else None
 
 
+def start_background_jobs(mem: Episodic) -> None:
+    """What ``episodic serve`` runs beside the API, once per server (the parent process
+    when there are several workers): the indexer and, with issue 5, memory upkeep."""
+    mem.start_indexer()
+    # Issue 5: start memory upkeep's scheduler here (the one call site).
+
+
 def principal(request: Request) -> Principal:
     """The caller: the API key in ``Authorization: Bearer``."""
     mem: Episodic = request.app.state.episodic
@@ -514,8 +521,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
         mem.defer_marks()
         mem.batch_query_embeddings()
         if background:
-            mem.start_indexer()
-            # Issue 5: start memory upkeep's scheduler here (the one call site).
+            start_background_jobs(mem)
         try:
             yield
         finally:
