@@ -146,9 +146,11 @@ def test_another_workspace_is_403_with_no_existence_hint(base: str, keys: dict[s
 
 def test_roles_map_to_recall_scopes(base: str, keys: dict[str, str]) -> None:
     with client(base, keys["deployer"]) as c:
-        r = c.post("/v1/recall", json={"query": "checkout", "k": 10})
+        r = c.post("/v1/recall", json={"query": "checkout", "k": 10, "explain": True})
         assert r.status_code == 200
         assert {h["agent_id"] for h in r.json()["hits"]} == {"deployer"}
+        # The trace never names what the key's scope hides (an admin's trace would).
+        assert "a2" not in r.text and "a3" not in r.text
         assert c.post("/v1/recall", json={"query": "x", "agent": "reviewer"}).status_code == 403
         assert c.post("/v1/recall", json={"query": "x", "scope": "crew_shared"}).status_code == 403
         assert c.get("/v1/memories/a2").status_code == 404  # not its own
@@ -170,6 +172,18 @@ def test_roles_map_to_recall_scopes(base: str, keys: dict[str, str]) -> None:
             for h in c.post("/v1/recall", json={"query": "checkout", "k": 10}).json()["hits"]
         }
         assert ids == {"a1", "a2", "a3"}
+        r = c.post(
+            "/v1/recall",
+            json={
+                "query": "checkout",
+                "k": 10,
+                "explain": True,
+                "agent": "deployer",
+                "scope": "own",
+            },
+        )
+        hidden = {d["id"] for d in r.json()["trace"]["dropped"] if d["reason"] == "scope"}
+        assert {"a2", "a3"} <= hidden  # an admin may see what a narrower scope hid
 
 
 def test_events_batch_reports_bad_items_by_position_and_stores_the_rest(
@@ -535,3 +549,24 @@ def test_keys_are_stored_only_as_hashes(mem: Episodic, keys: dict[str, str]) -> 
     flat = repr(rows)
     for secret in keys.values():
         assert secret not in flat
+
+
+def test_the_page_uses_the_same_keys_and_scopes(
+    base: str, keys: dict[str, str], mem: Episodic
+) -> None:
+    with httpx.Client(base_url=base, timeout=30) as c:
+        r = c.get("/ui/memories")
+        assert r.status_code == 401 and 'id="login"' in r.text
+        r = c.post("/ui/login", data={"key": keys["deployer"]})
+        assert r.status_code == 303
+        cookie = r.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie and "path=/ui" in cookie
+        page = c.get("/ui/memories").text
+        assert 'data-id="a1"' in page and 'data-id="a2"' not in page  # own scope only
+        r = c.post("/ui/memories/a2/retire", follow_redirects=True)
+        assert "no memory a2 here" in r.text
+        assert mem.store.get_memory("acme", "a2").status.value == "active"
+        r = c.get("/ui/recall", params={"q": "checkout", "k": "10"})
+        assert r.status_code == 200 and 'data-id="a2"' not in r.text
+        c.post("/ui/logout")
+        assert c.get("/ui/memories").status_code == 401

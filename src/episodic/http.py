@@ -703,7 +703,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
         args = _recall_args(body, caller)
         with gate:
             result = mem.recall(body.query, **args)
-        return _recall_json(result)
+        return _recall_json(result, caller)
 
     @app.post("/v1/render", response_model=RenderOut, responses=ERRORS, tags=["recall"])
     def render(body: RenderIn, caller: Caller) -> dict[str, Any]:
@@ -711,7 +711,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
         args = _recall_args(body, caller)
         with gate:
             block, result = mem.render_explained(body.query, max_chars=body.max_chars, **args)
-        out = _recall_json(result)
+        out = _recall_json(result, caller)
         return {
             "block": block,
             "hit_ids": [h["id"] for h in out.pop("hits")],
@@ -818,13 +818,14 @@ def _recall_args(body: RecallIn, caller: Principal) -> dict[str, Any]:
     }
 
 
-def _recall_json(result: RecallResult) -> dict[str, Any]:
+def _recall_json(result: RecallResult, caller: Principal) -> dict[str, Any]:
+    trace = caller.trace_view(result.trace)
     return {
         "hits": [h.to_json() for h in result.hits],
         "mode": result.mode,
         "policy": result.policy,
         "warnings": result.warnings,
-        "trace": None if result.trace is None else result.trace.to_json(),
+        "trace": None if trace is None else trace.to_json(),
     }
 
 

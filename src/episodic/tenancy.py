@@ -20,6 +20,7 @@ from typing import Any
 
 from episodic.errors import Forbidden, InvalidInput
 from episodic.model import Role, Scope, ScopeFilter, scope_for_role
+from episodic.recall.trace import DROP_SCOPE, Trace
 
 KEY_PREFIX = "ep_"
 _SECRET_BYTES = 24
@@ -160,6 +161,14 @@ class Principal:
             conversation_id=conversation,
             types=types,
         )
+
+    def trace_view(self, trace: Trace | None) -> Trace | None:
+        """The trace as this caller may see it: the recall engine also lists what the
+        whole workspace held but the scope hid, which only an admin key may see."""
+        if trace is None or self.is_admin:
+            return trace
+        trace.dropped = [d for d in trace.dropped if d.reason != DROP_SCOPE]
+        return trace
 
     def require_admin(self, what: str) -> None:
         if not self.is_admin:

@@ -233,7 +233,7 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
             )
         except EpisodicError as exc:
             return render("recall.html", status=400, result=None, error=str(exc), **context)
-        trace = result.trace
+        trace = caller.trace_view(result.trace)
         assert trace is not None
         kept = {h.id: i for i, h in enumerate(result.hits, start=1)}
         dropped: dict[str, Dropped] = {}
