@@ -694,8 +694,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
     )
     def delete_memory(memory_id: str, caller: Caller) -> dict[str, Any]:
         """Forget one memory (and what was derived from it) everywhere."""
-        mem.memory(caller.reading(), memory_id)
-        return mem.forget(workspace=caller.workspace_id, memory=memory_id).to_json()
+        return mem.forget_memory_as(caller, memory_id).to_json()
 
     @app.post("/v1/recall", response_model=RecallOut, responses=ERRORS, tags=["recall"])
     def recall(body: RecallIn, caller: Caller) -> dict[str, Any]:
@@ -755,16 +754,15 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
     @app.post("/v1/forget", response_model=ForgetOut, responses=ERRORS, tags=["forget"])
     def forget(body: ForgetIn, caller: Caller) -> dict[str, Any]:
         """Remove data everywhere: by agent, resource, conversation, one memory and/or
-        age. Needs an admin key, except for one memory the key can see."""
+        age. Needs an admin key, except for one memory of the key's own agent."""
         ws = caller.workspace(body.workspace)
         only_memory = body.memory is not None and not any(
             (body.agent, body.resource, body.conversation, body.older_than_days)
         )
-        if only_memory:
+        if only_memory and not caller.is_admin:
             assert body.memory is not None
-            mem.memory(caller.reading(), body.memory)
-        else:
-            caller.require_admin("forgetting more than one memory")
+            return mem.forget_memory_as(caller, body.memory).to_json()
+        caller.require_admin("forgetting more than one memory")
         return mem.forget(
             workspace=ws,
             agent=body.agent,

@@ -162,8 +162,7 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
         memory_id: Annotated[str, Field(description="The memory's id.", max_length=256)],
     ) -> dict[str, Any]:
         try:
-            mem.memory(caller.reading(), memory_id)
-            counts = mem.forget(workspace=caller.workspace_id, memory=memory_id)
+            counts = mem.forget_memory_as(caller, memory_id)
         except NotFound:
             raise ToolError(f"no memory {memory_id} here") from None
         except EpisodicError as exc:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from episodic.config import Settings
-from episodic.errors import InvalidInput, NotFound, StoreError, Unauthenticated
+from episodic.errors import Forbidden, InvalidInput, NotFound, StoreError, Unauthenticated
 from episodic.model import Event, Memory, MemoryStatus, Role, ScopeFilter
 from episodic.store.base import ForgetCounts, ForgetSpec, Store
 from episodic.store.sql import scope_allows
@@ -428,6 +428,18 @@ class Operations:
         )
         self._forget_query_cache()
         return counts
+
+    def forget_memory_as(self, caller: Principal, memory_id: str) -> ForgetCounts:
+        """Forget one memory on behalf of an API key (or an MCP binding): an admin key any
+        memory of its workspace, a key bound to an agent that agent's own memories;
+        ``NotFound`` for what the key cannot see, ``Forbidden`` for what it can see but
+        does not own."""
+        if not caller.is_admin and caller.key.agent_id is None:
+            raise Forbidden("forgetting needs an admin key, or a key bound to the memory's agent")
+        found = self.memory(caller.reading(), memory_id)
+        if not caller.is_admin and found.agent_id != caller.key.agent_id:
+            raise Forbidden(f"this key may forget only agent {caller.key.agent_id!r}'s memories")
+        return self.forget(workspace=caller.workspace_id, memory=memory_id)
 
     # -- markdown --------------------------------------------------------------------------
     def export_markdown(

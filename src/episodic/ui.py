@@ -181,8 +181,7 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
         if caller is None:
             return to_login()
         try:
-            mem.memory(caller.reading(), memory_id)
-            counts = mem.forget(workspace=caller.workspace_id, memory=memory_id)
+            counts = mem.forget_memory_as(caller, memory_id)
             message = (
                 f"forgot {memory_id}: {counts.memories} memories, {counts.events} events, "
                 f"{counts.vectors} vectors removed"
