@@ -362,6 +362,7 @@ def test_forget_needs_admin_except_for_ones_own_memory(base: str, keys: dict[str
     with client(base, keys["lead"]) as c:  # sees the crew's a1, but may not forget it
         assert c.get("/v1/memories/a1").status_code == 200
         assert c.delete("/v1/memories/a1").status_code == 403
+        assert c.post("/v1/memories/a1/retire").status_code == 403
     with client(base, keys["deployer"]) as c:
         r = c.delete(f"/v1/memories/{mine}")
         assert r.status_code == 200 and r.json()["memories"] == 1

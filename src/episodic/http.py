@@ -687,7 +687,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
     )
     def retire_memory(memory_id: str, caller: Caller) -> dict[str, Any]:
         """Retire a memory: kept and exported, never recalled again."""
-        return memory_json(mem.retire(caller.reading(), memory_id))
+        return memory_json(mem.retire_as(caller, memory_id))
 
     @app.delete(
         "/v1/memories/{memory_id}", response_model=ForgetOut, responses=ERRORS, tags=["forget"]

@@ -434,12 +434,21 @@ class Operations:
         memory of its workspace, a key bound to an agent that agent's own memories;
         ``NotFound`` for what the key cannot see, ``Forbidden`` for what it can see but
         does not own."""
+        self._owned_by(caller, memory_id, "forget")
+        return self.forget(workspace=caller.workspace_id, memory=memory_id)
+
+    def retire_as(self, caller: Principal, memory_id: str) -> Memory:
+        """Retire one memory on behalf of a key; the same rule as ``forget_memory_as``."""
+        self._owned_by(caller, memory_id, "retire")
+        return self.store.set_status(caller.workspace_id, memory_id, MemoryStatus.RETIRED)
+
+    def _owned_by(self, caller: Principal, memory_id: str, verb: str) -> Memory:
         if not caller.is_admin and caller.key.agent_id is None:
-            raise Forbidden("forgetting needs an admin key, or a key bound to the memory's agent")
+            raise Forbidden(f"to {verb} needs an admin key, or a key bound to the memory's agent")
         found = self.memory(caller.reading(), memory_id)
         if not caller.is_admin and found.agent_id != caller.key.agent_id:
-            raise Forbidden(f"this key may forget only agent {caller.key.agent_id!r}'s memories")
-        return self.forget(workspace=caller.workspace_id, memory=memory_id)
+            raise Forbidden(f"this key may {verb} only agent {caller.key.agent_id!r}'s memories")
+        return found
 
     # -- markdown --------------------------------------------------------------------------
     def export_markdown(

@@ -167,7 +167,7 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
         if caller is None:
             return to_login()
         try:
-            mem.retire(caller.reading(), memory_id)
+            mem.retire_as(caller, memory_id)
             message = f"retired {memory_id}"
         except NotFound:
             message = f"no memory {memory_id} here"
