@@ -575,3 +575,44 @@ def test_the_page_uses_the_same_keys_and_scopes(
         assert r.status_code == 200 and 'data-id="a2"' not in r.text
         c.post("/ui/logout")
         assert c.get("/ui/memories").status_code == 401
+
+
+def test_random_query_strings_and_paths_never_get_a_5xx(base: str, keys: dict[str, str]) -> None:
+    from urllib.parse import quote
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    names = st.sampled_from(
+        [
+            "agent",
+            "crew",
+            "scope",
+            "resource",
+            "conversation",
+            "type",
+            "status",
+            "limit",
+            "cursor",
+            "history",
+            "workspace",
+            "x",
+        ]
+    )
+    params = st.lists(st.tuples(names, st.text(max_size=30)), max_size=5)
+    paths = st.sampled_from(["/v1/memories", "/v1/recent", "/v1/health", "/ui/memories"])
+    ids = st.text(min_size=1, max_size=40)
+    with client(base, keys["lead"]) as c:
+        c.cookies.set("episodic_key", keys["lead"])
+
+        @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(path=paths, query=params, memory_id=ids)
+        def check(path: str, query: list[tuple[str, str]], memory_id: str) -> None:
+            r = c.get(path, params=query)
+            assert r.status_code < 500, (path, query, r.text)
+            quoted = f"{base}/v1/memories/{quote(memory_id, safe='')}"
+            for method in ("GET", "DELETE"):
+                r = c.request(method, quoted)
+                assert r.status_code < 500, (method, memory_id, r.text)
+
+        check()
