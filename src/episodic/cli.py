@@ -657,6 +657,8 @@ def serve(
         err.print("[red]error:[/red] --workers: must be 1 or more", markup=True)
         raise typer.Exit(2)
     with _errors(), _open(ctx) as mem:
+        if workers > 1 and mem.store.url.endswith(":memory:"):
+            raise InvalidInput("workers", "worker processes cannot share an in-memory database")
         out.print(f"episodic serving {mem.store.url} on http://{host}:{port} (/v1, /ui, /healthz)")
         if workers == 1:
             uvicorn.run(asgi(mem, background=True), host=host, port=port, log_level=log_level)
