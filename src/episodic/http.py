@@ -293,13 +293,18 @@ class RecentOut(BaseModel):
 
 
 class HealthPointOut(BaseModel):
+    """One older snapshot. Only its date and score are promised (memory upkeep, issue 5,
+    owns the health view); whatever else it carries passes through."""
+
+    model_config = ConfigDict(extra="allow")
+
     snapshot_date: str
-    freshness: float
-    coverage: float
-    coherence: float
-    efficiency: float
-    reachability: float
     score: float
+    freshness: float | None = None
+    coverage: float | None = None
+    coherence: float | None = None
+    efficiency: float | None = None
+    reachability: float | None = None
     band: str | None = None
 
 

@@ -270,11 +270,13 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
         caller = caller_of(request)
         if caller is None:
             return to_login()
-        view = mem.memory_health(caller.workspace_id, caller.key.crew_id, history=60)
+        health = mem.memory_health(caller.workspace_id, caller.key.crew_id, history=60)
+        # Only HealthView.to_json()'s documented keys are used (issue 5 owns the type).
+        view = None if health is None else health.to_json()
         chart = ""
         if view is not None:
-            points = [(str(p["snapshot_date"]), float(p["score"])) for p in view.history]
+            points = [(str(p["snapshot_date"]), float(p["score"])) for p in view["history"]]
             points.reverse()
-            points.append((view.snapshot_date, view.score))
+            points.append((str(view["snapshot_date"]), float(view["score"])))
             chart = trend_svg(points)
         return render("health.html", caller=caller, page="health", view=view, chart=chart)
