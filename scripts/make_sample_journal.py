@@ -406,7 +406,8 @@ ACME_INCIDENTS: tuple[Incident, ...] = (
             "mission.status_change",
             "error",
             "deployer",
-            "Mission 'cart cache rollout' failed: checkout-api crash-looping, rolled back to v2.29.4",
+            "Mission 'cart cache rollout' failed: checkout-api crash-looping, "
+            "rolled back to v2.29.4",
             mission="cart-cache-rollout",
             from_state="rolling_out",
             to_state="failed",
@@ -568,7 +569,8 @@ ACME_INCIDENTS: tuple[Incident, ...] = (
             "qa",
             "Flaky test triage, payment-gateway: test_refund_partial_capture shared one "
             "idempotency key across its parametrized cases, so the sandbox saw a replay and "
-            "answered 409. Fixed in PR #4977 (uuid4 key per case); 200 consecutive green runs since.",
+            "answered 409. Fixed in PR #4977 (uuid4 key per case); "
+            "200 consecutive green runs since.",
             service="payment-gateway",
             test="test_refund_partial_capture",
             pr=4977,
@@ -972,7 +974,8 @@ ACME_INCIDENTS: tuple[Incident, ...] = (
             "deployer",
             "October deploy report: 23 production deploys, 3 blocked by the keeper (a missing "
             "release-owner approval, --force over failing smoke tests, an orders migration "
-            "without DBA approval), 1 rollback (checkout-api v2.33.0, OOM). Median lead time 2h10m.",
+            "without DBA approval), 1 rollback (checkout-api v2.33.0, OOM). "
+            "Median lead time 2h10m.",
             deploys=23,
             blocked=3,
             rollbacks=1,

@@ -28,7 +28,7 @@ def test_v3_data_survives_and_sources_lose_only_the_events_key(
     monkeypatch.undo()
 
     with SqliteStore(path) as v4:
-        assert v4.schema_version() == 4
+        assert v4.schema_version() == m.MIGRATIONS[-1][0] >= 4
         assert v4.get_memory("acme", "e1").source_event_ids == ("e2", "e1")  # order kept
     raw = sqlite3.connect(path)
     raw.execute("PRAGMA foreign_keys = ON")

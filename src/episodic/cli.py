@@ -289,12 +289,28 @@ def recent(
 
 
 @app.command()
-def reindex(ctx: typer.Context) -> None:
+def reindex(
+    ctx: typer.Context,
+    from_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Rebuild the memories from this markdown folder (`episodic export`) instead: "
+            "changed files are re-read, memories no file holds are removed, and only new "
+            "text is embedded (the embedding cache answers for the rest).",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Drop every vector and embed all memories again with the current embedder.
 
     Needed after changing EPISODIC_EMBEDDER or the model.
     Example: EPISODIC_EMBEDDER=ollama episodic reindex
+    Example: episodic reindex --from ./memory-export
     """
+    if from_dir is not None:
+        _import_dir(ctx, from_dir, mirror=True, as_json=as_json)
+        return
     with _errors(), _open(ctx) as mem:
         result = mem.reindex()
         model = mem.embedder.model_id if mem.embedder else "?"
@@ -867,6 +883,312 @@ def upkeep_run_scheduler(
 
         with suppress(KeyboardInterrupt):
             scheduler.run()
+
+
+# -- the service (issue 6): serve, keys, forget, export/import, mcp ---------------------
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8765,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            help="Server processes (each keeps its own dense index in memory; the "
+            "indexer runs once, in the parent).",
+        ),
+    ] = 1,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the HTTP API (/v1, keys required), /healthz and the operator's page /ui, and
+    run the background indexer.
+
+    Example: episodic serve --port 8765   # then open http://127.0.0.1:8765/ui
+    """
+    import os
+
+    import uvicorn
+
+    from episodic.http import asgi, start_background_jobs
+
+    if workers < 1:
+        err.print("[red]error:[/red] --workers: must be 1 or more", markup=True)
+        raise typer.Exit(2)
+    with _errors(), _open(ctx) as mem:
+        if workers > 1 and mem.store.url.endswith(":memory:"):
+            raise InvalidInput("workers", "worker processes cannot share an in-memory database")
+        out.print(f"episodic serving {mem.store.url} on http://{host}:{port} (/v1, /ui, /healthz)")
+        if workers == 1:
+            uvicorn.run(asgi(mem, background=True), host=host, port=port, log_level=log_level)
+            return
+        start_background_jobs(mem)
+        os.environ["EPISODIC_DB"] = mem.store.url
+        uvicorn.run(
+            "episodic.http:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+        )
+
+
+keys_app = typer.Typer(
+    help=(
+        "API keys for the HTTP API: each binds its holder to one workspace and a role "
+        "(agent: own memories; lead: crew_shared; admin: the whole workspace).\n\n"
+        "Example: episodic keys create --workspace acme --role admin --json"
+    ),
+    no_args_is_help=True,
+)
+app.add_typer(keys_app, name="keys")
+
+
+@keys_app.command("create")
+def keys_create(
+    ctx: typer.Context,
+    workspace: Annotated[str, typer.Option("--workspace", "-w", help="The key's workspace.")],
+    role: Annotated[str, typer.Option("--role", help="agent | lead | admin.")] = "agent",
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Bind the key to this agent.")
+    ] = None,
+    crew: Annotated[str | None, typer.Option("--crew", help="Bind the key to this crew.")] = None,
+    label: Annotated[str, typer.Option("--label", help="A note for `keys list`.")] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Create an API key; the key is printed once and only its hash is stored.
+
+    Example: episodic keys create --workspace acme --role agent --agent deployer --json
+    """
+    with _errors(), _open(ctx) as mem:
+        key, secret = mem.create_key(workspace, role=role, agent=agent, crew=crew, label=label)
+    if as_json:
+        _print_json({"key": secret, **key.to_json()})
+        return
+    out.print(f"key {key.id} for workspace {key.workspace_id} ({key.role.value})")
+    sys.stdout.write(secret + "\n")
+    err.print("this is the only time the key is shown: store it now")
+
+
+@keys_app.command("list")
+def keys_list(
+    ctx: typer.Context,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "-w", help="Only this workspace's keys.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List API keys (never their secrets).
+
+    Example: episodic keys list --workspace acme
+    """
+    with _errors(), _open(ctx) as mem:
+        keys = mem.list_keys(workspace)
+    if as_json:
+        _print_json([k.to_json() for k in keys])
+        return
+    if not keys:
+        out.print("no keys")
+        return
+    table = Table()
+    for column in ("id", "workspace", "role", "agent", "crew", "label", "created", "revoked"):
+        table.add_column(column)
+    for k in keys:
+        row = k.to_json()
+        table.add_row(
+            k.id,
+            k.workspace_id,
+            k.role.value,
+            k.agent_id or "-",
+            k.crew_id or "-",
+            k.label,
+            row["created_at"] or "-",
+            row["revoked_at"] or "-",
+        )
+    out.print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    ctx: typer.Context,
+    key_id: Annotated[str, typer.Argument(help="The key's id (k_...), from `keys list`.")],
+) -> None:
+    """Revoke an API key: every request with it is refused from now on.
+
+    Example: episodic keys revoke k_3f9a1c2b7d4e
+    """
+    with _errors(), _open(ctx) as mem:
+        key = mem.revoke_key(key_id)
+    out.print(f"revoked {key.id} ({key.workspace_id}, {key.role.value})")
+
+
+@app.command()
+def forget(
+    ctx: typer.Context,
+    workspace: Annotated[str, typer.Option("--workspace", "-w", help="Workspace to forget in.")],
+    agent: Annotated[str | None, typer.Option("--agent", help="Everything of this agent.")] = None,
+    resource: Annotated[
+        str | None, typer.Option("--resource", help="Everything about this resource.")
+    ] = None,
+    conversation: Annotated[
+        str | None, typer.Option("--conversation", help="This whole conversation.")
+    ] = None,
+    memory: Annotated[str | None, typer.Option("--memory", help="One memory by id.")] = None,
+    older_than: Annotated[
+        float | None,
+        typer.Option("--older-than", help="Only what is older than this many days (retention)."),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Do not ask before forgetting a whole workspace.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove data for good: memories, events, search rows, vectors, edges, archive,
+    cached embeddings only it used, import records, and what was derived from it.
+
+    Filters combine; with none, the whole workspace is forgotten (asks first).
+    Example: episodic forget --workspace acme --agent deployer
+    Example: episodic forget --workspace acme --older-than 365
+    """
+    whole = all(v is None for v in (agent, resource, conversation, memory, older_than))
+    if (
+        whole
+        and not yes
+        and not typer.confirm(
+            f"forget everything in workspace {workspace!r}?", default=False, err=True
+        )
+    ):
+        err.print("nothing forgotten")
+        raise typer.Exit(1)
+    with _errors(), _open(ctx) as mem:
+        counts = mem.forget(
+            workspace=workspace,
+            agent=agent,
+            resource=resource,
+            conversation=conversation,
+            memory=memory,
+            older_than_days=older_than,
+        )
+    if as_json:
+        _print_json(counts.to_json())
+        return
+    out.print(
+        f"forgot {counts.memories} memories and {counts.events} events "
+        f"({counts.vectors} vectors, {counts.relations} edges, {counts.archived} archived, "
+        f"{counts.embedding_cache} cached embeddings)"
+    )
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Folder to write the markdown files to.")],
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "-w", help="Only this workspace.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write memories as markdown files with YAML frontmatter, one per memory, in folders
+    by scope (workspace/crews/C/agents/A/ID.md); the folder can rebuild the database.
+
+    Example: episodic export ./memory-export --workspace acme
+    """
+    with _errors(), _open(ctx) as mem:
+        report = mem.export_markdown(directory, workspace=workspace)
+    if as_json:
+        _print_json(report.to_json())
+        return
+    out.print(
+        f"exported {report.written + report.unchanged} memories of {report.workspaces} "
+        f"workspace(s) to {directory} ({report.written} written, {report.unchanged} unchanged, "
+        f"{report.removed} stale files removed, {report.events} journal events)"
+    )
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Folder written by `episodic export`.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Read markdown memories into the database: new files are added, edited files update
+    their memory, unchanged files (same path, mtime and size) are not even read.
+
+    Malformed files are reported by path and skipped; exit status 1 if there were any.
+    Example: episodic import ./memory-export
+    """
+    _import_dir(ctx, directory, mirror=False, as_json=as_json)
+
+
+def _import_dir(ctx: typer.Context, directory: Path, *, mirror: bool, as_json: bool) -> None:
+    with _errors(), _open(ctx) as mem:
+        report = mem.import_markdown(directory, mirror=mirror)
+    if as_json:
+        _print_json(report.to_json())
+    else:
+        out.print(
+            f"{report.files} files: {report.inserted} new, {report.updated} updated, "
+            f"{report.unchanged + report.skipped_unchanged} unchanged, {report.removed} removed; "
+            f"{report.embedded} embedded"
+        )
+        for e in report.errors:
+            err.print(f"skipped {e}")
+        if report.embed_error:
+            err.print(f"[yellow]warning:[/yellow] {report.embed_error}")
+    if report.errors:
+        raise typer.Exit(1)
+
+
+@app.command("mcp")
+def mcp_command(
+    ctx: typer.Context,
+    workspace: Annotated[
+        str,
+        typer.Option(
+            "--workspace", "-w", envvar="EPISODIC_MCP_WORKSPACE", help="The workspace to serve."
+        ),
+    ],
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", envvar="EPISODIC_MCP_AGENT", help="Act as this agent."),
+    ] = None,
+    crew: Annotated[
+        str | None, typer.Option("--crew", envvar="EPISODIC_MCP_CREW", help="The agent's crew.")
+    ] = None,
+    role: Annotated[
+        str | None,
+        typer.Option(
+            "--role",
+            envvar="EPISODIC_MCP_ROLE",
+            help="agent (scope own) | lead (crew_shared) | admin (whole workspace); "
+            "default agent with --agent, else admin.",
+        ),
+    ] = None,
+    transport: Annotated[
+        str, typer.Option("--transport", help="stdio | http (streamable HTTP at /mcp).")
+    ] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="HTTP address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="HTTP port.")] = 8766,
+) -> None:
+    """Serve memory to a model as MCP tools (recall_memory, remember, forget,
+    memory_health), bound to one workspace and agent.
+
+    Example: episodic mcp --workspace acme --agent deployer
+    Example: episodic mcp --workspace acme --agent deployer --transport http --port 8766
+    """
+    from episodic.mcp import Binding, build_server
+
+    if transport not in ("stdio", "http"):
+        err.print("[red]error:[/red] --transport: use stdio or http", markup=True)
+        raise typer.Exit(2)
+    with _errors(), _open(ctx) as mem:
+        server = build_server(mem, Binding.of(workspace, agent, crew, role))
+        mem.warn_if_sparse_only()
+        if transport == "stdio":
+            server.run("stdio")
+        else:
+            server.run("streamable-http", host=host, port=port)
 
 
 def main() -> None:

@@ -9,7 +9,10 @@
     │   ├── ModelMismatch            stored vectors come from another model/dim
     │   └── BadEmbedding             the embedder answered, but with garbage
     ├── LLMError
-    └── UnknownPolicy(name)
+    ├── UnknownPolicy(name)
+    └── AuthError                    the caller may not do this (HTTP API keys)
+        ├── Unauthenticated          no key, an unknown key or a revoked one
+        └── Forbidden                a valid key asking beyond its workspace or role
 
 Backend errors are chained with ``raise ... from exc`` so the cause stays visible.
 """
@@ -84,3 +87,16 @@ class UnknownPolicy(EpisodicError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class AuthError(EpisodicError):
+    """The caller may not do what it asked (HTTP API keys)."""
+
+
+class Unauthenticated(AuthError):
+    """No API key, an unknown one or a revoked one."""
+
+
+class Forbidden(AuthError):
+    """A valid key asking for another workspace, or for more than its role allows. The
+    message never says whether the other workspace or object exists."""

@@ -22,6 +22,7 @@ from episodic.errors import EmbedderError, InvalidInput, ModelMismatch
 from episodic.llm.base import LLM
 from episodic.llm.steps import key_terms as extract_key_terms
 from episodic.model import Event, Hit, Memory, Query, Scope, ScopeFilter, utcnow
+from episodic.operations import Operations
 from episodic.recall.engine import (
     MODE_SPARSE_ONLY,
     MODE_VECTOR,
@@ -134,8 +135,11 @@ class DoctorReport:
         }
 
 
-class Episodic:
-    """Episodic memory for agents. Use as a context manager, or call ``close()``."""
+class Episodic(Operations):
+    """Episodic memory for agents. Use as a context manager, or call ``close()``.
+
+    Keys, memory browsing, forgetting and markdown come from ``Operations``
+    (episodic.operations)."""
 
     def __init__(
         self,
@@ -523,18 +527,23 @@ class Episodic:
         if self.settings.llm_query_terms if key_terms is None else key_terms:
             terms = extract_key_terms(query, self.llm)
             lexical = terms.text if terms.source == "llm" else None
-        return run_recall(
+        now = self.clock()
+        deferred = mark and self._marks is not None  # the server batches its marks
+        result = run_recall(
             self.store,
             self._vectors(),
             q,
             chosen if walk is None else replace(chosen, walk_depth=walk),
-            now=self.clock(),
-            mark=mark,
+            now=now,
+            mark=mark and not deferred,
             explain=explain,
             lexical_query=lexical,
             review=self.settings.review_recalls,
             review_conversation=review_conversation,
         )
+        if deferred and self._marks is not None:
+            self._marks.add(q.workspace_id, [h.id for h in result.hits], now)
+        return result
 
     def render(
         self,

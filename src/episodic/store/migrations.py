@@ -465,11 +465,58 @@ CREATE INDEX memories_unconsolidated ON memories (workspace_id, type)
     )
 
 
+# -- issue 6 (the service): keys, markdown import state ------------------------------
+def m005_service(conn: sqlite3.Connection) -> None:
+    """The service's tables (issue 6; m004 belongs to memory upkeep).
+
+    - ``api_keys``: HTTP API keys, stored only as the sha256 of the secret. A key binds
+      its holder to one workspace and a role (agent -> scope own, lead -> crew_shared,
+      admin -> the whole workspace), optionally to one agent or crew. Revoked keys stay
+      listed with ``revoked_at`` set.
+    - ``import_files``: change detection for ``episodic import`` (seed 001's file_meta):
+      one row per markdown file already imported from a root, with the mtime, size and
+      sha256 it had, and the memory it became; a re-run reads only files whose mtime or
+      size moved and rewrites only those whose hash changed."""
+    _run(
+        conn,
+        """
+CREATE TABLE api_keys (
+  id           TEXT PRIMARY KEY,
+  key_hash     TEXT NOT NULL UNIQUE,
+  workspace_id TEXT NOT NULL,
+  role         TEXT NOT NULL CHECK (role IN ('agent', 'lead', 'admin')),
+  agent_id     TEXT,
+  crew_id      TEXT,
+  label        TEXT NOT NULL DEFAULT '',
+  created_at   TEXT NOT NULL,
+  revoked_at   TEXT
+);
+
+CREATE INDEX api_keys_workspace ON api_keys (workspace_id);
+
+CREATE TABLE import_files (
+  root         TEXT NOT NULL,
+  path         TEXT NOT NULL,
+  mtime_ns     INTEGER NOT NULL,
+  size         INTEGER NOT NULL,
+  sha256       TEXT NOT NULL,
+  workspace_id TEXT,
+  memory_id    TEXT,
+  imported_at  TEXT NOT NULL,
+  PRIMARY KEY (root, path)
+);
+
+CREATE INDEX import_files_memory ON import_files (memory_id)
+""",
+    )
+
+
 MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (1, "initial", m001_initial),
     (2, "sparse_scope_index", m002_sparse_scope_index),
     (3, "conversations", m003_conversations),
     (4, "upkeep", m004_upkeep),
+    (5, "service", m005_service),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -504,7 +551,11 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
         try:
             _ensure_ledger(conn)
             # Re-read inside the write lock: another process may have just applied it.
-            if current_version(conn) >= version:
+            # By membership, not by the highest version: branches number their steps
+            # apart (m005 may land before m004), and a database that has 5 still needs 4.
+            if conn.execute(
+                "SELECT 1 FROM schema_migrations WHERE version = ?", (version,)
+            ).fetchone():
                 conn.execute("COMMIT")
                 continue
             step(conn)

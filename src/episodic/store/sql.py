@@ -78,3 +78,30 @@ def scope_where(flt: ScopeFilter, *, alias: str = "") -> tuple[str, list[Any]]:
         clauses.append(f"{col}type IN ({marks})")
         params.extend(flt.types)
     return " AND ".join(clauses), params
+
+
+def scope_allows(flt: ScopeFilter, m: Any) -> bool:
+    """Whether ``flt`` can see memory ``m`` (any status): ``scope_where`` as a Python
+    predicate, for checks on one memory already fetched (an API caller's get/retire)."""
+    scope = normalise_scope(flt)
+    if m.workspace_id != flt.workspace_id:
+        return False
+    if scope is Scope.OWN:
+        ok = bool(m.agent_id == flt.agent_id)
+    elif scope is Scope.CREW_SHARED:
+        crew_part = m.crew_id == flt.crew_id and m.base_importance >= (
+            CREW_SHARED_MIN_BASE_IMPORTANCE
+        )
+        ok = bool(crew_part or (flt.agent_id and m.agent_id == flt.agent_id))
+    else:
+        ok = all(
+            not getattr(flt, name) or getattr(m, name) == getattr(flt, name)
+            for name in ("agent_id", "crew_id")
+        )
+    for name in ("resource_id", "conversation_id"):
+        value = getattr(flt, name)
+        if value and getattr(m, name) != value:
+            ok = False
+    if flt.types is not None and m.type not in flt.types:
+        ok = False
+    return ok

@@ -1,0 +1,478 @@
+"""The service's operator-facing methods (issue 6), mixed into ``Episodic``.
+
+API keys, browsing and editing memories one by one, remembering a note directly,
+forgetting, and markdown export/import. The HTTP API, the MCP server, the operator's page
+and the CLI all call these; none of them touches the store.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from episodic.config import Settings
+from episodic.errors import Forbidden, InvalidInput, NotFound, StoreError, Unauthenticated
+from episodic.model import Event, Memory, MemoryStatus, Role, ScopeFilter
+from episodic.store.base import ForgetCounts, ForgetSpec, Store
+from episodic.store.sql import scope_allows
+from episodic.tenancy import (
+    KEY_PREFIX,
+    ApiKey,
+    Principal,
+    hash_secret,
+    new_secret,
+    parse_role,
+)
+from episodic.write.episodes import EPISODE_TYPE
+from episodic.write.events import parse_event
+from episodic.write.journal import memory_from_event
+from episodic.write.messages import MESSAGE_TYPE, message_keys, message_of
+
+if TYPE_CHECKING:
+    from episodic.embed.base import Embedder
+    from episodic.portable import ExportReport, ImportReport
+    from episodic.recall.engine import QueryVectors
+    from episodic.write.indexer import SweepResult
+
+log = logging.getLogger("episodic")
+
+# n8n's provenance values (seed 004) for a remembered note that cites its evidence.
+SOURCES = ("user_assertion", "user_accepted_assistant_proposal", "verified_assistant_finding")
+MAX_PAGE = 200
+DEFAULT_PAGE = 50
+MAX_SECRET_CHARS = 200
+REMEMBER_TYPE = "note"
+
+
+MARK_FLUSH_S = 1.0
+
+
+class ReferenceBuffer:
+    """Reference marks waiting to be written: (workspace, memory) -> how many recalls
+    returned it, and the time of the last. A background thread writes them every
+    ``interval_s`` seconds; ``stop`` writes what is left."""
+
+    def __init__(self, store: Store, interval_s: float) -> None:
+        self.store = store
+        self.interval_s = interval_s
+        self._pending: dict[str, dict[str, int]] = {}
+        self._last: dict[str, datetime] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, workspace: str, ids: list[str], at: datetime) -> None:
+        if not ids:
+            return
+        with self._lock:
+            counts = self._pending.setdefault(workspace, {})
+            for memory_id in ids:
+                counts[memory_id] = counts.get(memory_id, 0) + 1
+            self._last[workspace] = at
+
+    def flush(self) -> None:
+        with self._lock:
+            pending, last = self._pending, self._last
+            self._pending, self._last = {}, {}
+        for workspace, counts in pending.items():
+            # mark_referenced adds 1 per id: a memory returned n times goes in n rounds.
+            for level in range(1, max(counts.values()) + 1):
+                ids = [i for i, n in counts.items() if n >= level]
+                try:
+                    self.store.mark_referenced(workspace, ids, last[workspace])
+                except StoreError as exc:
+                    log.warning("reference marks for %s not written: %s", workspace, exc)
+                    break
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.flush()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="episodic-marks", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        self.flush()
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPage:
+    items: list[Memory]
+    next_cursor: str | None
+
+
+def memory_json(m: Memory) -> dict[str, Any]:
+    """A memory as interfaces show it: every field but its vector (vectors never leave)."""
+    source = m.payload.get("source")
+    evidence = m.payload.get("evidence")
+    return {
+        "id": m.id,
+        "workspace_id": m.workspace_id,
+        "crew_id": m.crew_id,
+        "agent_id": m.agent_id,
+        "resource_id": m.resource_id,
+        "conversation_id": m.conversation_id,
+        "ts": m.ts.isoformat(),
+        "type": m.type,
+        "severity": m.severity,
+        "content": m.content,
+        "payload": dict(m.payload),
+        "source": source if isinstance(source, str) else None,
+        "evidence": evidence if isinstance(evidence, str) else None,
+        "importance": m.importance,
+        "base_importance": m.base_importance,
+        "reference_count": m.reference_count,
+        "last_referenced_at": None
+        if m.last_referenced_at is None
+        else m.last_referenced_at.isoformat(),
+        "status": m.status.value,
+        "keys": m.keys,
+        "source_event_ids": list(m.source_event_ids),
+        "created_at": None if m.created_at is None else m.created_at.isoformat(),
+    }
+
+
+def encode_cursor(m: Memory) -> str:
+    raw = json.dumps([m.ts.isoformat(), m.id], separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        ts, memory_id = json.loads(raw)
+        if not isinstance(ts, str) or not isinstance(memory_id, str):
+            raise ValueError("not a cursor")
+        stamp = datetime.fromisoformat(ts)
+        if stamp.tzinfo is None:
+            raise ValueError("not a cursor")
+        return stamp, memory_id
+    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+        raise InvalidInput(
+            "cursor", "not a cursor this server gave out; start again without one"
+        ) from None
+
+
+class Operations:
+    """Mixed into ``Episodic``; relies on the attributes declared here."""
+
+    store: Store
+    settings: Settings
+    clock: Callable[[], datetime]
+    _query_vectors: QueryVectors | None
+    _marks: ReferenceBuffer | None = None
+
+    def defer_marks(self, interval_s: float = MARK_FLUSH_S) -> None:
+        """Batch the reference marks of recalls and write them every ``interval_s``
+        seconds instead of once per recall (a long-running server: one write transaction
+        per recall would serialise every reader behind the writer)."""
+        if self._marks is None:
+            self._marks = ReferenceBuffer(self.store, interval_s)
+            self._marks.start()
+
+    def flush_marks(self, *, stop: bool = False) -> None:
+        """Write the batched marks now (and stop batching with ``stop``)."""
+        marks = self._marks
+        if marks is None:
+            return
+        if stop:
+            self._marks = None
+            marks.stop()
+        else:
+            marks.flush()
+
+    def batch_query_embeddings(self) -> None:
+        """Let concurrent recalls share model calls for their query embeddings (a server
+        with many clients; see ``episodic.embed.batching``). Off with
+        EPISODIC_QUERY_BATCHING=0."""
+        from episodic.embed.batching import BatchingEmbedder
+        from episodic.recall.engine import QueryVectors
+
+        embedder = self.embedder
+        if embedder is None or os.environ.get("EPISODIC_QUERY_BATCHING", "1") == "0":
+            return
+        self._query_vectors = QueryVectors(BatchingEmbedder(embedder))
+
+    def _forget_query_cache(self) -> None:
+        # Recent query embeddings are keyed by query text: drop them with the data.
+        if self._query_vectors is not None:
+            old = self._query_vectors
+            self._query_vectors = type(old)(old.embedder, old.size)
+
+    if TYPE_CHECKING:
+
+        def index_one(self, workspace_id: str, memory_id: str) -> bool: ...
+
+        def index_once(self) -> SweepResult: ...
+
+        @property
+        def embedder(self) -> Embedder | None: ...
+
+    # -- API keys ----------------------------------------------------------------------
+    def create_key(
+        self,
+        workspace: str,
+        *,
+        role: Role | str = Role.AGENT,
+        agent: str | None = None,
+        crew: str | None = None,
+        label: str = "",
+    ) -> tuple[ApiKey, str]:
+        """A new API key for ``workspace``: (the stored key, its secret). The secret is
+        shown only here; the store keeps its hash."""
+        if not isinstance(workspace, str) or not workspace.strip():
+            raise InvalidInput("workspace", "required: a key belongs to one workspace")
+        for name, value in (("workspace", workspace), ("agent", agent), ("crew", crew)):
+            if value is not None and (not value.strip() or len(value) > 256):
+                raise InvalidInput(name, "must be 1-256 characters")
+        key_id, secret = new_secret()
+        key = ApiKey(
+            id=key_id,
+            workspace_id=workspace,
+            role=parse_role(role),
+            agent_id=agent,
+            crew_id=crew,
+            label=label,
+            created_at=self.clock(),
+        )
+        self.store.add_api_key(key, hash_secret(secret))
+        return key, secret
+
+    def list_keys(self, workspace: str | None = None) -> list[ApiKey]:
+        return self.store.api_keys(workspace)
+
+    def revoke_key(self, key_id: str) -> ApiKey:
+        key = self.store.revoke_api_key(key_id, self.clock())
+        if key is None:
+            raise NotFound(key_id)
+        return key
+
+    def authenticate(self, secret: str | None) -> Principal:
+        """The caller behind a bearer secret; ``Unauthenticated`` for a missing, unknown
+        or revoked key (the same message for the last two)."""
+        if not secret:
+            raise Unauthenticated("an API key is required: send Authorization: Bearer <key>")
+        if not secret.startswith(KEY_PREFIX) or len(secret) > MAX_SECRET_CHARS:
+            raise Unauthenticated("unknown or revoked API key")
+        key = self.store.api_key_by_hash(hash_secret(secret))
+        if key is None or not key.active:
+            raise Unauthenticated("unknown or revoked API key")
+        return Principal(key)
+
+    # -- memories one by one -------------------------------------------------------------
+    def list_memories(
+        self,
+        flt: ScopeFilter,
+        *,
+        status: MemoryStatus | str | None = None,
+        limit: int = DEFAULT_PAGE,
+        cursor: str | None = None,
+    ) -> MemoryPage:
+        """Memories ``flt`` can see, newest first, ``limit`` at a time; pass the page's
+        ``next_cursor`` back for the next page."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput("limit", f"must be 1-{MAX_PAGE}")
+        statuses = None if status is None else [_status(status)]
+        before = None if cursor is None else decode_cursor(cursor)
+        items = self.store.list_memories(flt, limit + 1, statuses=statuses, before=before)
+        more = len(items) > limit
+        items = items[:limit]
+        return MemoryPage(items, encode_cursor(items[-1]) if more and items else None)
+
+    def memory(self, flt: ScopeFilter, memory_id: str) -> Memory:
+        """One memory ``flt`` can see; ``NotFound`` otherwise (also for another
+        workspace's or another agent's id: no existence hints)."""
+        found = self.store.get_memories(flt.workspace_id, [memory_id])
+        if not found or not scope_allows(flt, found[0]):
+            raise NotFound(memory_id)
+        return found[0]
+
+    def memories(self, flt: ScopeFilter, ids: list[str]) -> list[Memory]:
+        """Those of ``ids`` that ``flt`` can see, in the order asked."""
+        found = self.store.get_memories(flt.workspace_id, ids)
+        return [m for m in found if scope_allows(flt, m)]
+
+    def retire(self, flt: ScopeFilter, memory_id: str) -> Memory:
+        """Mark a memory retired: kept, exported, never recalled again."""
+        self.memory(flt, memory_id)
+        return self.store.set_status(flt.workspace_id, memory_id, MemoryStatus.RETIRED)
+
+    def remember(
+        self,
+        content: str,
+        *,
+        workspace: str,
+        agent: str | None = None,
+        crew: str | None = None,
+        resource: str | None = None,
+        conversation: str | None = None,
+        type: str = REMEMBER_TYPE,
+        importance: float | None = None,
+        source: str | None = None,
+        evidence: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        id: str | None = None,
+    ) -> Memory:
+        """Store one memory now (admitted whatever its type; embedded at once when an
+        embedder is there). ``source`` and ``evidence`` follow seed 004's provenance."""
+        if not isinstance(content, str) or not content.strip():
+            raise InvalidInput("content", "required: the text to remember")
+        if type == MESSAGE_TYPE:
+            raise InvalidInput("type", "messages belong to a conversation; add them as messages")
+        if importance is not None and not 0.0 <= importance <= 1.0:
+            raise InvalidInput("importance", "must be between 0 and 1")
+        if source is not None and source not in SOURCES:
+            raise InvalidInput("source", f"use one of {', '.join(SOURCES)}")
+        if evidence is not None and not evidence.strip():
+            raise InvalidInput("evidence", "give the exact words it rests on, or leave it out")
+        body: dict[str, Any] = dict(payload or {})
+        if source is not None:
+            body["source"] = source
+        if evidence is not None:
+            body["evidence"] = evidence
+        now = self.clock()
+        event = parse_event(
+            {
+                "id": id,
+                "workspace_id": workspace,
+                "agent_id": agent,
+                "crew_id": crew,
+                "resource_id": resource,
+                "conversation_id": conversation,
+                "type": type,
+                "summary": content,
+                "payload": body,
+                "refs": {"episodic": True},
+            },
+            settings=self.settings,
+            now=now,
+        )
+        memory = memory_from_event(event, now, keys=self.settings.key_expansion)
+        if importance is not None:
+            memory = replace(memory, base_importance=importance, importance=importance)
+        self.store.append([event], [memory])
+        self.index_one(event.workspace_id, event.id)
+        return self.store.get_memory(event.workspace_id, event.id)
+
+    def recent_in(self, flt: ScopeFilter, limit: int = 10) -> list[Memory]:
+        """The newest episodes ``flt`` can see, newest first (``recent`` under a key's
+        scope)."""
+        if limit <= 0:
+            raise InvalidInput("limit", "must be a positive number of episodes")
+        found = self.store.search_recent(flt, limit, types=(EPISODE_TYPE,))
+        return self.store.get_memories(flt.workspace_id, [c.memory_id for c in found])
+
+    # -- forgetting ----------------------------------------------------------------------
+    def forget(
+        self,
+        *,
+        workspace: str,
+        agent: str | None = None,
+        resource: str | None = None,
+        conversation: str | None = None,
+        memory: str | None = None,
+        older_than_days: float | None = None,
+    ) -> ForgetCounts:
+        """Remove a workspace's data (all of it, or what matches every filter given) from
+        every table it reaches, with what was derived from it. ``older_than_days`` keeps
+        what is newer (a retention policy)."""
+        if not isinstance(workspace, str) or not workspace.strip():
+            raise InvalidInput("workspace", "required: forgetting runs inside one workspace")
+        for name, value in (
+            ("agent", agent),
+            ("resource", resource),
+            ("conversation", conversation),
+            ("memory", memory),
+        ):
+            if value is not None and not value.strip():
+                raise InvalidInput(name, "must not be empty")
+        before = None
+        if older_than_days is not None:
+            if not older_than_days > 0:
+                raise InvalidInput("older_than_days", "must be a positive number of days")
+            try:
+                before = self.clock() - timedelta(days=older_than_days)
+            except OverflowError:
+                raise InvalidInput("older_than_days", "too large") from None
+        expand = self.settings.key_expansion
+
+        def rekey(event: Event) -> str:
+            if not expand:
+                return ""
+            message = message_of(event)
+            return message_keys(message.name, message.role, message.ts)
+
+        counts = self.store.forget(
+            ForgetSpec(
+                workspace_id=workspace,
+                agent_id=agent,
+                resource_id=resource,
+                conversation_id=conversation,
+                memory_id=memory,
+                before=before,
+            ),
+            rekey=rekey,
+        )
+        self._forget_query_cache()
+        return counts
+
+    def forget_memory_as(self, caller: Principal, memory_id: str) -> ForgetCounts:
+        """Forget one memory on behalf of an API key (or an MCP binding): an admin key any
+        memory of its workspace, a key bound to an agent that agent's own memories;
+        ``NotFound`` for what the key cannot see, ``Forbidden`` for what it can see but
+        does not own."""
+        self._owned_by(caller, memory_id, "forget")
+        return self.forget(workspace=caller.workspace_id, memory=memory_id)
+
+    def retire_as(self, caller: Principal, memory_id: str) -> Memory:
+        """Retire one memory on behalf of a key; the same rule as ``forget_memory_as``."""
+        self._owned_by(caller, memory_id, "retire")
+        return self.store.set_status(caller.workspace_id, memory_id, MemoryStatus.RETIRED)
+
+    def _owned_by(self, caller: Principal, memory_id: str, verb: str) -> Memory:
+        if not caller.is_admin and caller.key.agent_id is None:
+            raise Forbidden(f"to {verb} needs an admin key, or a key bound to the memory's agent")
+        found = self.memory(caller.reading(), memory_id)
+        if not caller.is_admin and found.agent_id != caller.key.agent_id:
+            raise Forbidden(f"this key may {verb} only agent {caller.key.agent_id!r}'s memories")
+        return found
+
+    # -- markdown --------------------------------------------------------------------------
+    def export_markdown(
+        self, directory: str | Path, *, workspace: str | None = None
+    ) -> ExportReport:
+        """Write memories as markdown files with YAML frontmatter (seed 001)."""
+        from episodic.portable import export_markdown
+
+        return export_markdown(self.store, Path(directory), workspace=workspace)
+
+    def import_markdown(self, directory: str | Path, *, mirror: bool = False) -> ImportReport:
+        """Read markdown memories back (only files changed since the last import), then
+        embed what changed; ``mirror`` also removes memories no file holds."""
+        from episodic.portable import import_markdown
+
+        report = import_markdown(self.store, Path(directory), mirror=mirror)
+        result = self.index_once()
+        return replace(report, embedded=result.embedded, embed_error=result.error)
+
+
+def _status(value: MemoryStatus | str) -> MemoryStatus:
+    try:
+        return MemoryStatus(value)
+    except ValueError:
+        raise InvalidInput(
+            "status", f"unknown status {value!r}; use active, retired or compacted"
+        ) from None

@@ -1,0 +1,282 @@
+"""The operator's page (``/ui`` on ``episodic serve``): plain server-rendered HTML.
+
+Same keys as the API: the page asks for one once and keeps it in an HttpOnly,
+SameSite=Strict cookie scoped to ``/ui`` (so another site cannot make the browser post
+forms with it). Every view calls the same service methods as the API, under the key's
+workspace and role: browse and filter memories, retire or forget one, run a recall and see
+its trace stage by stage, and the health score's trend as an inline SVG chart.
+Recalls made here do not count as references (an operator looking is not an agent using).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import FastAPI, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from episodic.errors import EpisodicError, InvalidInput, NotFound, Unauthenticated
+from episodic.recall.policies import POLICIES
+from episodic.recall.render import relative_age
+from episodic.recall.trace import Dropped
+from episodic.service import Episodic
+from episodic.tenancy import Principal
+
+COOKIE = "episodic_key"
+COOKIE_PATH = "/ui"
+PAGE_SIZE = 50
+CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 640, 200, 28
+
+_env = Environment(
+    loader=PackageLoader("episodic", "templates"),
+    autoescape=select_autoescape(["html"]),
+)
+
+
+def trend_svg(points: list[tuple[str, float]]) -> str:
+    """Scores (0-100) by date, oldest first, as an inline SVG line chart with the band
+    thresholds (50, 75) drawn in."""
+    w, h, pad = CHART_WIDTH, CHART_HEIGHT, CHART_PAD
+
+    def y(score: float) -> float:
+        return round(pad + (100 - max(0.0, min(100.0, score))) / 100 * (h - 2 * pad), 1)
+
+    def x(i: int) -> float:
+        return round(pad + (i / max(1, len(points) - 1)) * (w - 2 * pad), 1)
+
+    parts = [
+        f'<svg id="trend" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+        f'viewBox="0 0 {w} {h}" role="img" aria-label="health score by day">',
+        f'<rect x="0" y="0" width="{w}" height="{h}" fill="#fff" stroke="#e3e6eb"/>',
+    ]
+    for level, colour in ((75, "#0a6d2c"), (50, "#a40000")):
+        parts.append(
+            f'<line x1="{pad}" x2="{w - pad}" y1="{y(level)}" y2="{y(level)}" '
+            f'stroke="{colour}" stroke-dasharray="4 4" stroke-width="1"/>'
+            f'<text x="2" y="{y(level) + 4}" font-size="10" fill="{colour}">{level}</text>'
+        )
+    if points:
+        line = " ".join(f"{x(i)},{y(score)}" for i, (_, score) in enumerate(points))
+        parts.append(f'<polyline fill="none" stroke="#2a64c5" stroke-width="2" points="{line}"/>')
+        for i, (day, score) in enumerate(points):
+            parts.append(
+                f'<circle cx="{x(i)}" cy="{y(score)}" r="3" fill="#2a64c5">'
+                f"<title>{escape(day)}: {score:.1f}</title></circle>"
+            )
+        parts.append(
+            f'<text x="{pad}" y="{h - 6}" font-size="10">{escape(points[0][0])}</text>'
+            f'<text x="{w - pad}" y="{h - 6}" font-size="10" text-anchor="end">'
+            f"{escape(points[-1][0])}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _blank(value: str | None) -> str | None:
+    return value.strip() or None if value is not None else None
+
+
+def mount_ui(app: FastAPI, mem: Episodic) -> None:
+    def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        html = _env.get_template(name).render(**context)
+        return HTMLResponse(html, status_code=status)
+
+    def caller_of(request: Request) -> Principal | None:
+        try:
+            return mem.authenticate(request.cookies.get(COOKIE))
+        except Unauthenticated:
+            return None
+
+    def to_login(message: str | None = None) -> Response:
+        return render("login.html", status=401, caller=None, error=message)
+
+    @app.get("/ui", include_in_schema=False)
+    def ui_root(request: Request) -> Response:
+        if caller_of(request) is None:
+            return to_login()
+        return RedirectResponse("/ui/memories", status_code=303)
+
+    @app.post("/ui/login", include_in_schema=False)
+    def ui_login(key: Annotated[str, Form(max_length=400)] = "") -> Response:
+        try:
+            mem.authenticate(key.strip())
+        except Unauthenticated as exc:
+            return to_login(str(exc))
+        response = RedirectResponse("/ui/memories", status_code=303)
+        response.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path=COOKIE_PATH)
+        return response
+
+    @app.post("/ui/logout", include_in_schema=False)
+    def ui_logout() -> Response:
+        response = RedirectResponse("/ui", status_code=303)
+        response.delete_cookie(COOKIE, path=COOKIE_PATH)
+        return response
+
+    @app.get("/ui/memories", include_in_schema=False)
+    def ui_memories(
+        request: Request,
+        agent: Annotated[str | None, Query(max_length=256)] = None,
+        crew: Annotated[str | None, Query(max_length=256)] = None,
+        resource: Annotated[str | None, Query(max_length=256)] = None,
+        type: Annotated[str | None, Query(max_length=256)] = None,
+        status: Annotated[str | None, Query(max_length=20)] = None,
+        cursor: Annotated[str | None, Query(max_length=1000)] = None,
+        flash: Annotated[str | None, Query(max_length=300)] = None,
+    ) -> Response:
+        caller = caller_of(request)
+        if caller is None:
+            return to_login()
+        f = {
+            "agent": _blank(agent),
+            "crew": _blank(crew),
+            "resource": _blank(resource),
+            "type": _blank(type),
+            "status": _blank(status) or "",
+        }
+        context: dict[str, Any] = {"caller": caller, "page": "memories", "f": f, "flash": flash}
+        try:
+            flt = caller.reading(
+                agent=f["agent"],
+                crew=f["crew"],
+                resource=f["resource"],
+                types=(f["type"],) if f["type"] else None,
+            )
+            page = mem.list_memories(
+                flt, status=f["status"] or None, limit=PAGE_SIZE, cursor=cursor
+            )
+        except EpisodicError as exc:
+            return render("memories.html", status=400, items=[], error=str(exc), **context)
+        query = {k: v for k, v in f.items() if v}
+        next_url = None
+        if page.next_cursor:
+            next_url = "/ui/memories?" + urlencode({**query, "cursor": page.next_cursor})
+        return render(
+            "memories.html",
+            items=page.items,
+            next_cursor=page.next_cursor,
+            next_url=next_url,
+            **context,
+        )
+
+    @app.post("/ui/memories/{memory_id}/retire", include_in_schema=False)
+    def ui_retire(request: Request, memory_id: str) -> Response:
+        caller = caller_of(request)
+        if caller is None:
+            return to_login()
+        try:
+            mem.retire_as(caller, memory_id)
+            message = f"retired {memory_id}"
+        except NotFound:
+            message = f"no memory {memory_id} here"
+        except EpisodicError as exc:
+            message = str(exc)
+        return RedirectResponse("/ui/memories?" + urlencode({"flash": message}), 303)
+
+    @app.post("/ui/memories/{memory_id}/forget", include_in_schema=False)
+    def ui_forget(request: Request, memory_id: str) -> Response:
+        caller = caller_of(request)
+        if caller is None:
+            return to_login()
+        try:
+            counts = mem.forget_memory_as(caller, memory_id)
+            message = (
+                f"forgot {memory_id}: {counts.memories} memories, {counts.events} events, "
+                f"{counts.vectors} vectors removed"
+            )
+        except NotFound:
+            message = f"no memory {memory_id} here"
+        except EpisodicError as exc:
+            message = str(exc)
+        return RedirectResponse("/ui/memories?" + urlencode({"flash": message}), 303)
+
+    @app.get("/ui/recall", include_in_schema=False)
+    def ui_recall(
+        request: Request,
+        q: Annotated[str, Query(max_length=4000)] = "",
+        policy: Annotated[str, Query(max_length=64)] = "default",
+        k: Annotated[str, Query(max_length=4)] = "5",
+        agent: Annotated[str | None, Query(max_length=256)] = None,
+    ) -> Response:
+        caller = caller_of(request)
+        if caller is None:
+            return to_login()
+        context: dict[str, Any] = {
+            "caller": caller,
+            "page": "recall",
+            "q": q,
+            "policy": policy,
+            "k": k,
+            "agent": _blank(agent),
+            "policies": list(POLICIES),
+            "age": relative_age,
+        }
+        if not q.strip():
+            return render("recall.html", result=None, **context)
+        try:
+            if not k.isdigit() or not 1 <= int(k) <= 50:
+                raise InvalidInput("k", "use a number from 1 to 50")
+            flt = caller.reading(agent=_blank(agent))
+            result = mem.recall(
+                q,
+                workspace=flt.workspace_id,
+                agent=flt.agent_id,
+                crew=flt.crew_id,
+                scope=flt.scope,
+                k=int(k),
+                policy=policy,
+                explain=True,
+                mark=False,
+            )
+        except EpisodicError as exc:
+            return render("recall.html", status=400, result=None, error=str(exc), **context)
+        trace = caller.trace_view(result.trace)
+        assert trace is not None
+        kept = {h.id: i for i, h in enumerate(result.hits, start=1)}
+        dropped: dict[str, Dropped] = {}
+        for d in trace.dropped:
+            dropped.setdefault(d.memory_id, d)
+        order: dict[str, dict[str, int]] = {}
+        for stage, ranked in trace.stages.items():
+            for row in ranked:
+                order.setdefault(row.memory_id, {})[stage] = row.rank
+        for memory_id in dropped:
+            order.setdefault(memory_id, {})
+        labels = {m.id: m.content for m in mem.memories(flt, list(order))}
+        rows: list[dict[str, Any]] = [
+            {
+                "id": memory_id,
+                "label": labels.get(memory_id, memory_id),
+                "ranks": ranks,
+                "kept": kept.get(memory_id),
+                "dropped": dropped.get(memory_id),
+            }
+            for memory_id, ranks in order.items()
+        ]
+        rows.sort(key=lambda r: (r["kept"] is None, r["kept"] or 0, r["dropped"] is None))
+        return render(
+            "recall.html",
+            result=result,
+            trace=trace,
+            stages=list(trace.stages),
+            rows=rows[:60],
+            **context,
+        )
+
+    @app.get("/ui/health", include_in_schema=False)
+    def ui_health(request: Request) -> Response:
+        caller = caller_of(request)
+        if caller is None:
+            return to_login()
+        health = mem.memory_health(caller.workspace_id, caller.key.crew_id, history=60)
+        # Only HealthView.to_json()'s documented keys are used (issue 5 owns the type).
+        view = None if health is None else health.to_json()
+        chart = ""
+        if view is not None:
+            points = [(str(p["snapshot_date"]), float(p["score"])) for p in view["history"]]
+            points.reverse()
+            points.append((str(view["snapshot_date"]), float(view["score"])))
+            chart = trend_svg(points)
+        return render("health.html", caller=caller, page="health", view=view, chart=chart)

@@ -1,0 +1,57 @@
+"""The service's commands: keys (create shows the secret once; only its hash is kept)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from episodic.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"EPISODIC_DB": f"sqlite:///{tmp_path}/m.db", "EPISODIC_EMBEDDER": "none"}
+
+
+def test_keys_create_list_revoke(env: dict[str, str], tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        ["keys", "create", "--workspace", "acme", "--role", "lead", "--crew", "ops", "--json"],
+        env=env,
+    )
+    assert result.exit_code == 0, result.output
+    created = json.loads(result.stdout)
+    secret = created["key"]
+    assert secret.startswith("ep_k_") and created["role"] == "lead" and created["crew_id"] == "ops"
+    result = runner.invoke(app, ["keys", "create", "--workspace", "acme"], env=env)
+    assert result.exit_code == 0 and "only time the key is shown" in result.stderr
+    plain_secret = result.stdout.strip().splitlines()[-1]
+    assert plain_secret.startswith("ep_k_")
+
+    listed = json.loads(runner.invoke(app, ["keys", "list", "--json"], env=env).stdout)
+    assert [k["role"] for k in listed] == ["lead", "agent"]
+    assert "key" not in listed[0] and secret not in json.dumps(listed)
+    db = sqlite3.connect(tmp_path / "m.db")
+    stored = repr(db.execute("SELECT * FROM api_keys").fetchall())
+    db.close()
+    assert secret not in stored and plain_secret not in stored
+
+    result = runner.invoke(app, ["keys", "revoke", created["id"]], env=env)
+    assert result.exit_code == 0 and f"revoked {created['id']}" in result.stdout
+    listed = json.loads(runner.invoke(app, ["keys", "list", "--json"], env=env).stdout)
+    assert listed[0]["revoked_at"] is not None and listed[1]["revoked_at"] is None
+    result = runner.invoke(app, ["keys", "revoke", "k_nope"], env=env)
+    assert result.exit_code == 2 and "not found: k_nope" in result.stderr
+
+
+def test_keys_create_refuses_a_bad_role(env: dict[str, str]) -> None:
+    result = runner.invoke(
+        app, ["keys", "create", "--workspace", "acme", "--role", "root"], env=env
+    )
+    assert result.exit_code == 2 and "role: unknown role 'root'" in result.stderr

@@ -1,0 +1,143 @@
+"""The MCP server, driven by the official SDK's own client: over stdio (``episodic mcp`` as
+a subprocess) and over streamable HTTP (a real uvicorn on a free loopback port)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from episodic import Episodic, Settings
+from episodic.embed.fake import FakeEmbedder
+from episodic.mcp import Binding, build_server
+from episodic.store import open_store
+from servers import serve
+
+EVENTS = [
+    {
+        "id": "m1",
+        "workspace_id": "acme",
+        "agent_id": "deployer",
+        "type": "peer.escalation",
+        "summary": "checkout OOM after the cache TTL change <b>boom</b>",
+    },
+    {
+        "id": "m2",
+        "workspace_id": "acme",
+        "agent_id": "reviewer",
+        "type": "peer.escalation",
+        "summary": "checkout review found a flaky test",
+    },
+    {
+        "id": "m3",
+        "workspace_id": "orbit",
+        "agent_id": "deployer",
+        "type": "peer.escalation",
+        "summary": "checkout OOM in orbit",
+    },
+]
+TOOLS = {"recall_memory", "remember", "forget", "memory_health"}
+
+
+def structured(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return dict(result.structured_content)
+    return dict(json.loads(result.content[0].text))
+
+
+async def exercise(client: Client) -> None:
+    """What a model would do with the four tools, and what it must not be able to do."""
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    assert "UNTRUSTED" in (tools["recall_memory"].description or "")
+    assert set(tools["recall_memory"].input_schema["properties"]) == {"query", "k"}
+
+    found = structured(await client.call_tool("recall_memory", {"query": "checkout OOM", "k": 5}))
+    assert "UNTRUSTED" in found["note"]
+    assert [m["id"] for m in found["memories"]] == ["m1"]  # own scope: not m2, never orbit
+    assert "<b>" not in found["memories"][0]["content"]  # escaped: cannot pose as markup
+    assert "vector" not in json.dumps(found)
+
+    stored = structured(
+        await client.call_tool(
+            "remember",
+            {
+                "content": "the checkout cache TTL must stay above 60s",
+                "source": "user_assertion",
+                "evidence": "TTL must stay above 60s",
+            },
+        )
+    )
+    again = structured(await client.call_tool("recall_memory", {"query": "checkout cache TTL"}))
+    assert stored["id"] in [m["id"] for m in again["memories"]]
+
+    refused = await client.call_tool("forget", {"memory_id": "m2"})  # another agent's
+    assert refused.is_error and "no memory m2 here" in refused.content[0].text
+    gone = structured(await client.call_tool("forget", {"memory_id": stored["id"]}))
+    assert gone["memories"] == 1
+    after = structured(await client.call_tool("recall_memory", {"query": "checkout cache TTL"}))
+    assert stored["id"] not in [m["id"] for m in after["memories"]]
+
+    bad = await client.call_tool("recall_memory", {"query": "x", "k": 99})
+    assert bad.is_error
+    health = structured(await client.call_tool("memory_health", {}))
+    assert health == {"status": "no health snapshot yet"}
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path}/mcp.db"
+    with Episodic.open(url, settings=Settings(embedder="none")) as mem:
+        assert mem.ingest(EVENTS).stored == 3
+    return url
+
+
+def test_stdio_server_with_the_sdk_client(db: str) -> None:
+    exe = Path(sys.executable).with_name("episodic")
+    params = StdioServerParameters(
+        command=str(exe),
+        args=["--db", db, "mcp", "--workspace", "acme", "--agent", "deployer"],
+        env={**os.environ, "EPISODIC_EMBEDDER": "none"},
+    )
+
+    async def main() -> None:
+        async with Client(params) as client:
+            await exercise(client)
+
+    anyio.run(main)
+
+
+@pytest.fixture
+def http_mcp(db: str) -> Iterator[str]:
+    mem = Episodic(store=open_store(db), embedder=FakeEmbedder(dim=128), settings=Settings())
+    server = build_server(mem, Binding.of("acme", "deployer", None, None))
+    try:
+        with serve(server.streamable_http_app()) as base:
+            yield f"{base}/mcp"
+    finally:
+        mem.close()
+
+
+def test_streamable_http_server_with_the_sdk_client(http_mcp: str) -> None:
+    async def main() -> None:
+        async with Client(http_mcp) as client:
+            await exercise(client)
+
+    anyio.run(main)
+
+
+def test_a_binding_that_cannot_read_is_refused() -> None:
+    from episodic.errors import InvalidInput
+
+    with pytest.raises(InvalidInput) as info:
+        Binding.of("acme", None, None, "agent")
+    assert info.value.field == "agent"

@@ -1,0 +1,149 @@
+"""The operator's page end to end: uvicorn on a free loopback port, headless Chromium
+driven over the DevTools protocol, a screenshot taken and checked."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from browser import HEIGHT, WIDTH, Browser, png_size
+from episodic import Episodic, Settings
+from episodic.embed.fake import FakeEmbedder
+from episodic.http import asgi
+from episodic.model import MemoryStatus
+from episodic.store import open_store
+from servers import serve
+
+NOW = datetime.now(UTC)
+SCORES = [52.0, 58.5, 61.0, 70.0, 77.5, 81.0]
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Iterator[Episodic]:
+    db = tmp_path / "ui.db"
+    m = Episodic(
+        store=open_store(f"sqlite:///{db}"), embedder=FakeEmbedder(dim=256), settings=Settings()
+    )
+    events = [
+        ("u1", "deployer", "checkout OOM after the cache TTL change <script>alert(1)</script>"),
+        ("u2", "deployer", "checkout deploy rolled back after error spike"),
+        ("u3", "reviewer", "payment review found a flaky checkout test"),
+        ("u4", "reviewer", "keeper denied the production deploy of checkout"),
+        ("u5", "oncall", "disk pressure on the checkout nodes"),
+    ]
+    m.ingest(
+        [
+            {
+                "id": i,
+                "workspace_id": "acme",
+                "agent_id": agent,
+                "type": "peer.escalation",
+                "summary": text,
+                "ts": (NOW - timedelta(hours=n)).isoformat(),
+            }
+            for n, (i, agent, text) in enumerate(events)
+        ]
+        + [{"id": "x1", "workspace_id": "orbit", "type": "peer.escalation", "summary": "orbit"}]
+    )
+    m.index_once()
+    con = sqlite3.connect(db)
+    with con:
+        for n, score in enumerate(SCORES):
+            day = (NOW - timedelta(days=len(SCORES) - 1 - n)).date().isoformat()
+            con.execute(
+                "INSERT INTO memory_health_snapshots VALUES ('acme', '', ?, 70, 80, 60, 90, 75, ?)",
+                (day, score),
+            )
+    con.close()
+    yield m
+    m.close()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Browser]:
+    b = Browser(tmp_path / "profile")
+    yield b
+    b.close()
+
+
+def rows(b: Browser, table: str) -> list[str]:
+    ids: list[str] = b.eval(
+        f"[...document.querySelectorAll('#{table} tbody tr')].map(r => r.dataset.id)"
+    )
+    return ids
+
+
+def test_operator_page_in_a_real_browser(mem: Episodic, browser: Browser, tmp_path: Path) -> None:
+    _, admin = mem.create_key("acme", role="admin")
+    with serve(asgi(mem)) as base:
+        b = browser
+        # Without a key: the sign-in form.
+        b.navigate(f"{base}/ui/memories")
+        assert b.eval("document.querySelector('#login') !== null")
+        b.eval(f"document.querySelector('#key').value = {json.dumps('ep_k_wrong')}")
+        b.act_and_wait("document.querySelector('#login').submit()")
+        assert "unknown or revoked API key" in b.eval("document.querySelector('#error').innerText")
+        b.eval(f"document.querySelector('#key').value = {json.dumps(admin)}")
+        b.act_and_wait("document.querySelector('#signin').click()")
+        assert b.eval("location.pathname") == "/ui/memories"
+        assert b.eval("document.querySelector('#who').innerText").startswith("acme · admin")
+        assert rows(b, "memories") == ["u1", "u2", "u3", "u4", "u5"]  # never orbit's
+        # Content is shown as text, never run as markup.
+        assert b.eval("document.querySelectorAll('#memories script').length") == 0
+        assert "<script>" in b.eval("document.querySelector('#memories tbody tr').innerText")
+
+        # Filter by agent through the form.
+        b.eval("document.querySelector('#filters input[name=agent]').value = 'reviewer'")
+        b.act_and_wait("document.querySelector('#filters').submit()")
+        assert rows(b, "memories") == ["u3", "u4"]
+
+        # Retire one, forget another, with the row's own buttons.
+        b.act_and_wait("document.querySelector('tr[data-id=u3] button.retire').click()")
+        assert b.eval("document.querySelector('#flash').innerText") == "retired u3"
+        assert mem.store.get_memory("acme", "u3").status is MemoryStatus.RETIRED
+        assert b.eval("document.querySelector('tr[data-id=u3]').className") == "status-retired"
+        b.act_and_wait("document.querySelector('tr[data-id=u5] button.forget').click()")
+        assert b.eval("document.querySelector('#flash').innerText").startswith(
+            "forgot u5: 1 memories"
+        )
+        assert mem.store.get_memories("acme", ["u5"]) == []
+        assert "u5" not in rows(b, "memories")
+
+        # A recall with its trace: the kept hit, and what was dropped where and why.
+        b.navigate(f"{base}/ui/recall")
+        b.eval("document.querySelector('#q').value = 'checkout deploy'")
+        b.eval("document.querySelector('#recall input[name=k]').value = '1'")
+        b.act_and_wait("document.querySelector('#run').click()")
+        hits = rows(b, "hits")
+        assert len(hits) == 1 and hits[0] in {"u1", "u2", "u4"}
+        stages = b.eval("[...document.querySelectorAll('#trace thead th')].map(t => t.innerText)")
+        assert stages[0] == "memory" and stages[-1] == "outcome" and len(stages) >= 4
+        outcomes = b.eval(
+            "[...document.querySelectorAll('#trace tbody tr')]"
+            ".map(r => r.lastElementChild.innerText)"
+        )
+        assert outcomes[0] == "kept #1"
+        assert any(o.startswith("dropped at ") and "beyond k" in o for o in outcomes)
+        assert "u3" not in rows(b, "trace")  # retired: not a candidate at all
+        assert mem.store.get_memory("acme", hits[0]).reference_count == 0  # looking is not using
+        shot = b.screenshot(tmp_path / "recall.png")
+        assert png_size(shot) == (WIDTH, HEIGHT) and len(shot) > 10_000
+
+        # The health trend as an inline SVG chart, one point per snapshot.
+        b.navigate(f"{base}/ui/health")
+        assert b.eval("document.querySelector('#score').innerText").startswith("Health 81 (green)")
+        assert b.eval("document.querySelectorAll('#trend circle').length") == len(SCORES)
+        points = b.eval("document.querySelector('#trend polyline').getAttribute('points')")
+        ys = [float(p.split(",")[1]) for p in points.split()]
+        assert ys == sorted(ys, reverse=True)  # scores rise, so the line climbs
+        shot = b.screenshot(tmp_path / "health.png")
+        assert png_size(shot) == (WIDTH, HEIGHT) and len(shot) > 10_000
+
+        # Signing out forgets the key.
+        b.act_and_wait("document.querySelector('header form button').click()")
+        assert b.eval("document.querySelector('#login') !== null")
