@@ -502,9 +502,10 @@ def bearer_secret(request: Request) -> str | None:
 
 def start_background_jobs(mem: Episodic) -> None:
     """What ``episodic serve`` runs beside the API, once per server (the parent process
-    when there are several workers): the indexer and, with issue 5, memory upkeep."""
+    when there are several workers): the indexer, and memory upkeep's schedule (nightly
+    decay, reviews, daily consolidation and health; episodic.upkeep.scheduler)."""
     mem.start_indexer()
-    # Issue 5: start memory upkeep's scheduler here (the one call site).
+    mem.scheduler().start()
 
 
 def principal(request: Request) -> Principal:
