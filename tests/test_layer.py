@@ -147,3 +147,36 @@ def test_recalled_text_cannot_close_the_episodes_block(
     layer.on_complete(hostile, conversation="evil")
     text = layer.recall(4000).text
     assert text.count(EPISODES_CLOSE) == 1 and text.count(EPISODES_OPEN) == 1
+
+
+def test_a_runs_output_reviews_what_was_recalled_for_it(
+    layer: MemoryLayer, clock: list[datetime]
+) -> None:
+    complete_runs(layer, clock)
+    clock[0] = NOW + timedelta(days=5)
+    # Before the next run the agent recalls; the answer then uses what it recalled.
+    hits = layer.recall_memory("refund idempotency key", k=3)
+    assert hits
+    recalled = layer.memory.recall(
+        "refund idempotency key", workspace="acme", agent="helper", resource="user:dana", k=3
+    ).hits
+    before = {h.id: h.memory.stability for h in recalled}
+    layer.on_complete(
+        [
+            {"role": "user", "content": "Partial refunds fail again, what did we do last time?"},
+            {
+                "role": "assistant",
+                "content": "Last time we fixed partial refunds by sending a fresh idempotency "
+                "key per refund; I am doing the same now.",
+            },
+        ],
+        conversation="run-5",
+    )
+    after = {m.id: m.stability for m in layer.memory.store.get_memories("acme", list(before))}
+    assert any(after[i] is not None and after[i] != before[i] for i in before)
+
+
+def test_nudge_needs_an_agent(layer: MemoryLayer) -> None:
+    assert layer.nudge("session-1") is None  # nothing written since: not due
+    with pytest.raises(InvalidInput):
+        MemoryLayer(layer.memory, workspace="acme").nudge("s")

@@ -7,7 +7,11 @@ resource:
 - ``recall(budget_tokens)`` before a run: the episodes that fit a token budget, newest
   first (or most relevant to a query first), as an ``<episodes>`` block;
 - ``on_complete(transcript)`` after a run: the transcript becomes a conversation, is
-  segmented at once (the run is over) and comes back as episodes.
+  segmented at once (the run is over) and comes back as episodes; the run's assistant
+  output also rates the memories recalled for it (seed 003's review, FSRS).
+
+``nudge(session_id)`` is seed 000's memory reminder (60 new journal entries since the
+agent last wrote a ``memory.updated``; once per session).
 
 Plus seed 004's per-turn pieces: ``auto_inject(message)`` (the top 12 entries for the
 user's message, newest first, in a ``<memory>`` block with ages like "(2 days ago)") and
@@ -223,9 +227,21 @@ class MemoryLayer:
                 payload={"outcome": outcome} if outcome else None,
             )
         self.memory.segment(flush=True, workspace=self.workspace, conversation=conversation)
+        output = "\n".join(
+            str(item.get("content", "")) for item in transcript if item.get("role") == "assistant"
+        )
+        if output.strip():
+            # What the run recalled is rated by how much its answer used it.
+            self.memory.review(self.workspace, output, agent=self.agent)
         return self.memory.recent(
             workspace=self.workspace, conversation=conversation, limit=MAX_EPISODES
         )
+
+    def nudge(self, session_id: str) -> str | None:
+        """The memory reminder for this session, when it is due (seed 000), else None."""
+        if self.agent is None:
+            raise InvalidInput("agent", "a nudge is per agent: create the layer with agent=")
+        return self.memory.memory_nudge(self.workspace, self.agent, session_id)
 
     # -- seed 004 ----------------------------------------------------------------------
     def auto_inject(
