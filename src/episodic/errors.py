@@ -3,6 +3,7 @@
     EpisodicError
     ├── InvalidInput(field)          bad caller input; names the offending field
     ├── StoreError                   the database refused or failed
+    │   ├── StoreUnavailable         the database server cannot be reached (HTTP 503)
     │   └── NotFound(id)             no such memory/event in this workspace
     ├── EmbedderError
     │   ├── EmbedderUnavailable      cannot reach or load the embedder
@@ -35,6 +36,10 @@ class InvalidInput(EpisodicError, ValueError):
 
 class StoreError(EpisodicError):
     """The storage backend failed or refused an operation."""
+
+
+class StoreUnavailable(StoreError):
+    """The database server is down or unreachable; the call may succeed later."""
 
 
 class NotFound(StoreError, KeyError):

@@ -1,12 +1,14 @@
 """Storage backends behind one protocol.
 
 ``open_store(url)`` picks the backend from the URL: ``sqlite:///relative/path.db``,
-``sqlite:////absolute/path.db``, ``sqlite:///:memory:`` or a plain file path.
+``sqlite:////absolute/path.db``, ``sqlite:///:memory:`` or a plain file path; or
+``postgresql://user:password@host:port/dbname`` for the PostgreSQL backend.
 """
 
 from __future__ import annotations
 
 import os
+from typing import cast
 
 from episodic.errors import InvalidInput
 from episodic.store.base import (
@@ -35,11 +37,11 @@ def open_store(
     if "://" in raw:
         scheme = raw.partition("://")[0].lower()
         if scheme in _POSTGRES_SCHEMES:
-            raise InvalidInput(
-                "db",
-                "PostgreSQL support comes in a later release; "
-                "use sqlite:///path/to/memory.db for now",
-            )
+            # Imported here: a SQLite user never loads psycopg.
+            from episodic.store.postgres import PostgresStore
+
+            # cast until every Store method is implemented there (issue 7, in progress)
+            return cast(Store, PostgresStore(raw, tracer=tracer, read_only=read_only))
         if scheme != "sqlite":
             raise InvalidInput(
                 "db",

@@ -28,6 +28,7 @@ ASCII words, so other scripts are tokenized exactly as by unicode61.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -47,10 +48,7 @@ def _run(conn: sqlite3.Connection, statements: str) -> None:
             conn.execute(statement)
 
 
-def m001_initial(conn: sqlite3.Connection) -> None:
-    _run(
-        conn,
-        f"""
+_M001_SQL = f"""
 CREATE TABLE events (
   id              TEXT PRIMARY KEY,
   workspace_id    TEXT NOT NULL,
@@ -234,8 +232,18 @@ CREATE TABLE memory_health_snapshots (
   score         REAL NOT NULL,
   PRIMARY KEY (workspace_id, crew_id, snapshot_date)
 )
-""",
-    )
+"""
+
+
+def m001_initial(conn: sqlite3.Connection) -> None:
+    _run(conn, _M001_SQL)
+
+
+_M002_SQL = """
+CREATE INDEX memories_sparse_scope ON memories (
+  workspace_id, seq, status, agent_id, crew_id, base_importance, resource_id, conversation_id
+)
+"""
 
 
 def m002_sparse_scope_index(conn: sqlite3.Connection) -> None:
@@ -248,33 +256,10 @@ def m002_sparse_scope_index(conn: sqlite3.Connection) -> None:
     makes the same lookups 2-2.5x cheaper. ``workspace_id`` leads so that one workspace's
     entries sit together in a database shared by several. Queries name it with
     ``INDEXED BY``, so its name is part of the schema contract."""
-    _run(
-        conn,
-        """
-CREATE INDEX memories_sparse_scope ON memories (
-  workspace_id, seq, status, agent_id, crew_id, base_importance, resource_id, conversation_id
-)
-""",
-    )
+    _run(conn, _M002_SQL)
 
 
-def m003_conversations(conn: sqlite3.Connection) -> None:
-    """Conversation memory, key expansion and memory state for upkeep.
-
-    - ``events.episode_id``: the episode a message was segmented into; NULL while the
-      message waits (``events_pending_messages`` finds those without scanning the journal).
-    - ``memories.keys``: derived search keys (an episode's title and keyphrases, facts, the
-      speaker and the date), indexed by FTS5 as a column of its own so bm25 can weigh them
-      apart from the content. The FTS table is rebuilt with it.
-    - ``memories.content_hash``: sha256 of an entry's normalised text, for seed 004's
-      dedupe within a scope.
-    - FSRS state (``stability``, ``difficulty``, ``last_reviewed_at``) and
-      ``consolidated_at`` (seed 003), NULL until an episode or a review sets them.
-    - ``memories_sparse_scope`` gains ``type``, so a search limited to some types still
-      reads only the covering index."""
-    _run(
-        conn,
-        f"""
+_M003_SQL = f"""
 ALTER TABLE events ADD COLUMN episode_id TEXT;
 
 CREATE INDEX events_pending_messages ON events (workspace_id, conversation_id, ts)
@@ -336,37 +321,28 @@ CREATE TRIGGER memories_fts_au AFTER UPDATE OF seq, content, keys, payload ON me
   INSERT INTO memories_fts (rowid, content, keys, payload)
     VALUES (new.seq, new.content, new.keys, new.payload);
 END
-""",
-    )
+"""
+
+
+def m003_conversations(conn: sqlite3.Connection) -> None:
+    """Conversation memory, key expansion and memory state for upkeep.
+
+    - ``events.episode_id``: the episode a message was segmented into; NULL while the
+      message waits (``events_pending_messages`` finds those without scanning the journal).
+    - ``memories.keys``: derived search keys (an episode's title and keyphrases, facts, the
+      speaker and the date), indexed by FTS5 as a column of its own so bm25 can weigh them
+      apart from the content. The FTS table is rebuilt with it.
+    - ``memories.content_hash``: sha256 of an entry's normalised text, for seed 004's
+      dedupe within a scope.
+    - FSRS state (``stability``, ``difficulty``, ``last_reviewed_at``) and
+      ``consolidated_at`` (seed 003), NULL until an episode or a review sets them.
+    - ``memories_sparse_scope`` gains ``type``, so a search limited to some types still
+      reads only the covering index."""
+    _run(conn, _M003_SQL)
 
 
 # -- issue 5: upkeep -------------------------------------------------------------------
-def m004_upkeep(conn: sqlite3.Connection) -> None:
-    """Memory upkeep: reviews, leases, compaction, archive, nudges.
-
-    - ``memory_sources`` is rebuilt without its foreign key to ``events``: compaction moves
-      aged journal rows to ``events_archive``, and the memories made from them must keep
-      citing them. A source id now names an event in ``events`` *or* ``events_archive``;
-      the store checks that on insert (``SqliteStore._check_sources``) instead of the
-      key. (PostgreSQL: ``ALTER TABLE memory_sources DROP CONSTRAINT ...``.) The key to
-      ``memories`` stays. Rows are copied in rowid order, the order sources are read in.
-    - ``events_archive`` gains the scope columns (agent, crew, resource, conversation) so
-      archived rows stay inspectable per agent.
-    - ``memory_reviews``: one row per recall (seed 003's pending review): the memories
-      returned, their dense cosines (for the health score's efficiency), the query and
-      the scope; claimed by a review job (``claimed_by``/``claimed_until``, the portable
-      twin of ``FOR UPDATE SKIP LOCKED``) and closed with ``reviewed_at`` and an outcome.
-    - ``upkeep_leases``: one row per (job, scope) held until ``expires_at``; a second
-      runner of the same job skips instead of doing the work twice. ``upkeep_runs`` logs
-      every run (the scheduler reads the last successful one).
-    - ``memory_compactions``: which memory a compacted one was merged into, and how alike
-      they were (the loser stays in ``memories`` with status ``compacted``).
-    - ``memory_nudges``: the sessions a memory nudge was already given in (once each).
-    - Indexes for the follow-up messages of a conversation, an agent's last
-      ``memory.updated`` event and the memories waiting for consolidation."""
-    _run(
-        conn,
-        """
+_M004_SQL = """
 CREATE TABLE memory_sources_v4 (
   memory_id TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
   event_id  TEXT NOT NULL,
@@ -461,25 +437,37 @@ CREATE INDEX events_memory_updated ON events (workspace_id, agent_id, ts)
 
 CREATE INDEX memories_unconsolidated ON memories (workspace_id, type)
   WHERE consolidated_at IS NULL AND status = 'active'
-""",
-    )
+"""
+
+
+def m004_upkeep(conn: sqlite3.Connection) -> None:
+    """Memory upkeep: reviews, leases, compaction, archive, nudges.
+
+    - ``memory_sources`` is rebuilt without its foreign key to ``events``: compaction moves
+      aged journal rows to ``events_archive``, and the memories made from them must keep
+      citing them. A source id now names an event in ``events`` *or* ``events_archive``;
+      the store checks that on insert (``SqliteStore._check_sources``) instead of the
+      key. (PostgreSQL: ``ALTER TABLE memory_sources DROP CONSTRAINT ...``.) The key to
+      ``memories`` stays. Rows are copied in rowid order, the order sources are read in.
+    - ``events_archive`` gains the scope columns (agent, crew, resource, conversation) so
+      archived rows stay inspectable per agent.
+    - ``memory_reviews``: one row per recall (seed 003's pending review): the memories
+      returned, their dense cosines (for the health score's efficiency), the query and
+      the scope; claimed by a review job (``claimed_by``/``claimed_until``, the portable
+      twin of ``FOR UPDATE SKIP LOCKED``) and closed with ``reviewed_at`` and an outcome.
+    - ``upkeep_leases``: one row per (job, scope) held until ``expires_at``; a second
+      runner of the same job skips instead of doing the work twice. ``upkeep_runs`` logs
+      every run (the scheduler reads the last successful one).
+    - ``memory_compactions``: which memory a compacted one was merged into, and how alike
+      they were (the loser stays in ``memories`` with status ``compacted``).
+    - ``memory_nudges``: the sessions a memory nudge was already given in (once each).
+    - Indexes for the follow-up messages of a conversation, an agent's last
+      ``memory.updated`` event and the memories waiting for consolidation."""
+    _run(conn, _M004_SQL)
 
 
 # -- issue 6 (the service): keys, markdown import state ------------------------------
-def m005_service(conn: sqlite3.Connection) -> None:
-    """The service's tables (issue 6; m004 belongs to memory upkeep).
-
-    - ``api_keys``: HTTP API keys, stored only as the sha256 of the secret. A key binds
-      its holder to one workspace and a role (agent -> scope own, lead -> crew_shared,
-      admin -> the whole workspace), optionally to one agent or crew. Revoked keys stay
-      listed with ``revoked_at`` set.
-    - ``import_files``: change detection for ``episodic import`` (seed 001's file_meta):
-      one row per markdown file already imported from a root, with the mtime, size and
-      sha256 it had, and the memory it became; a re-run reads only files whose mtime or
-      size moved and rewrites only those whose hash changed."""
-    _run(
-        conn,
-        """
+_M005_SQL = """
 CREATE TABLE api_keys (
   id           TEXT PRIMARY KEY,
   key_hash     TEXT NOT NULL UNIQUE,
@@ -507,8 +495,21 @@ CREATE TABLE import_files (
 );
 
 CREATE INDEX import_files_memory ON import_files (memory_id)
-""",
-    )
+"""
+
+
+def m005_service(conn: sqlite3.Connection) -> None:
+    """The service's tables (issue 6; m004 belongs to memory upkeep).
+
+    - ``api_keys``: HTTP API keys, stored only as the sha256 of the secret. A key binds
+      its holder to one workspace and a role (agent -> scope own, lead -> crew_shared,
+      admin -> the whole workspace), optionally to one agent or crew. Revoked keys stay
+      listed with ``revoked_at`` set.
+    - ``import_files``: change detection for ``episodic import`` (seed 001's file_meta):
+      one row per markdown file already imported from a root, with the mtime, size and
+      sha256 it had, and the memory it became; a re-run reads only files whose mtime or
+      size moved and rewrites only those whose hash changed."""
+    _run(conn, _M005_SQL)
 
 
 MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
@@ -569,3 +570,109 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
             raise
         applied.append(version)
     return applied
+
+
+# -- PostgreSQL: the same migrations, rendered for the server ---------------------------
+# The SQLite steps above are the one source of truth for the schema. A PostgreSQL database
+# applies the same numbered steps: each statement translated (types, identity keys), the
+# SQLite-only machinery left out (FTS5 tables and the triggers that feed them, the
+# in-process matrix's generation triggers), and a few statements of its own per version
+# (pgvector, tsvector + GIN, the has_vector trigger). tests/test_store_schema.py holds the
+# two to the same tables and columns.
+#
+# Times stay fixed-format UTC text on both backends (TS_FORMAT sorts chronologically), and
+# text columns compare bytewise (COLLATE "C", SQLite's BINARY), so every query orders rows
+# the same way on both and `episodic migrate` copies rows value for value.
+
+_SQLITE_ONLY = re.compile(
+    r"^\s*(CREATE VIRTUAL TABLE|CREATE TRIGGER|DROP TRIGGER|DROP TABLE memories_fts"
+    r"|INSERT INTO memories_fts)\b",
+    re.IGNORECASE,
+)
+_PG_TYPES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"\bINTEGER PRIMARY KEY( AUTOINCREMENT)?"),
+        "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+    ),
+    (re.compile(r"\bINTEGER\b"), "BIGINT"),
+    (re.compile(r"\bREAL\b"), "DOUBLE PRECISION"),
+    (re.compile(r"\bBLOB\b"), "BYTEA"),
+    (re.compile(r"\bTEXT\b"), 'TEXT COLLATE "C"'),
+    (re.compile(r"\)\s*WITHOUT ROWID"), ")"),
+    (re.compile(r"\s+ORDER BY rowid"), ""),
+)
+
+# What the text-search leg indexes, and how ts_rank weighs it: content is weight A,
+# the JSON payload B, derived keys D (see the store's ranking weights).
+_PG_TSV_V1 = (
+    "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS ("
+    "setweight(to_tsvector('english', content), 'A') || "
+    "setweight(to_tsvector('english', payload), 'B')) STORED"
+)
+_PG_TSV_V3 = (
+    "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS ("
+    "setweight(to_tsvector('english', content), 'A') || "
+    "setweight(to_tsvector('english', payload), 'B') || "
+    "setweight(to_tsvector('english', keys), 'D')) STORED"
+)
+
+_PG_EXTRAS: dict[int, tuple[str, ...]] = {
+    1: (
+        # The column takes its dimension (vector(dim)) and its HNSW index when the first
+        # vectors arrive: the model, hence the dimension, is not known before.
+        "ALTER TABLE memory_vectors ALTER COLUMN vector TYPE vector USING NULL",
+        """CREATE FUNCTION episodic_vector_flag() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    UPDATE memories SET has_vector = 1 WHERE id = NEW.memory_id;
+    RETURN NEW;
+  END IF;
+  UPDATE memories SET has_vector = 0 WHERE id = OLD.memory_id;
+  RETURN OLD;
+END $$""",
+        "CREATE TRIGGER memory_vectors_flag AFTER INSERT OR DELETE ON memory_vectors "
+        "FOR EACH ROW EXECUTE FUNCTION episodic_vector_flag()",
+        _PG_TSV_V1,
+        "CREATE INDEX memories_tsv ON memories USING GIN (tsv)",
+        # SQLite reads a memory's sources in rowid order; this is that order here.
+        "ALTER TABLE memory_sources ADD COLUMN seq BIGINT GENERATED BY DEFAULT AS IDENTITY",
+    ),
+    3: (
+        "ALTER TABLE memories DROP COLUMN tsv",
+        _PG_TSV_V3,
+        "CREATE INDEX memories_tsv ON memories USING GIN (tsv)",
+    ),
+    # m004 rebuilt memory_sources (dropping its foreign key to events).
+    4: ("ALTER TABLE memory_sources ADD COLUMN seq BIGINT GENERATED BY DEFAULT AS IDENTITY",),
+}
+
+# Columns only the PostgreSQL schema has (the schema test allows these and no others).
+POSTGRES_ONLY_COLUMNS = frozenset({("memories", "tsv"), ("memory_sources", "seq")})
+# Tables only the SQLite schema has: FTS5's and its shadow tables.
+SQLITE_ONLY_TABLE_PREFIX = "memories_fts"
+
+
+def _to_postgres(statement: str) -> str:
+    for pattern, replacement in _PG_TYPES:
+        statement = pattern.sub(replacement, statement)
+    return statement
+
+
+def postgres_statements(version: int) -> list[str]:
+    """The statements migration ``version`` runs on PostgreSQL, in order."""
+    sql = _SQL_OF[version]
+    translated = [
+        _to_postgres(statement)
+        for statement in sql.split(";\n\n")
+        if statement.strip() and not _SQLITE_ONLY.match(statement)
+    ]
+    return translated + list(_PG_EXTRAS.get(version, ()))
+
+
+_SQL_OF: dict[int, str] = {
+    1: _M001_SQL,
+    2: _M002_SQL,
+    3: _M003_SQL,
+    4: _M004_SQL,
+    5: _M005_SQL,
+}

@@ -1,0 +1,221 @@
+"""PostgreSQL plumbing shared by every part of ``PostgresStore``: the connection pool,
+migrations, transactions, error mapping.
+
+The store's methods live in mixins (``writes``, ``search``, ``upkeep``, ``service``), one
+module per area, all built on ``PgBase``. Every method takes a connection from the pool
+for one transaction (``_read`` or ``_write``) and gives it back, so one store serves many
+threads, and several processes share one database.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+import psycopg
+import psycopg_pool
+from pgvector.psycopg import register_vector
+
+from episodic.errors import StoreError, StoreUnavailable
+from episodic.store.migrations import LATEST_VERSION, MIGRATIONS, TS_FORMAT, postgres_statements
+
+Tracer = Callable[[str, Sequence[Any]], None]
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+# A pool of this many connections per store: request threads, the indexer and upkeep
+# jobs each hold one for a transaction at a time.
+POOL_MAX = int(os.environ.get("EPISODIC_PG_POOL", "8"))
+# How long a caller waits for a connection (and a new connection for the server) before
+# the call fails with StoreUnavailable: fail fast, the HTTP layer answers 503.
+CONNECT_TIMEOUT_S = 5.0
+# Serialises migrations across processes (pg_advisory_xact_lock key).
+_MIGRATE_LOCK = 0x6570_6D69  # "epmi"
+
+
+def display_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return parts._replace(netloc=netloc).geturl()
+
+
+def libpq_url(url: str) -> str:
+    """A ``postgresql+psycopg://`` or ``postgres://`` URL as libpq takes it."""
+    scheme, sep, rest = url.partition("://")
+    if scheme.lower() in ("postgresql+psycopg", "postgres"):
+        return f"postgresql{sep}{rest}"
+    return url
+
+
+@contextmanager
+def map_errors(url: str) -> Iterator[None]:
+    """Turn every psycopg failure into a ``StoreError`` that keeps the cause; a lost or
+    unreachable server becomes ``StoreUnavailable``."""
+    try:
+        yield
+    except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+        raise StoreUnavailable(
+            f"PostgreSQL at {display_url(url)} is unreachable ({str(exc).strip()}); "
+            "check that the server runs and the URL is right"
+        ) from exc
+    except psycopg.Error as exc:
+        raise StoreError(f"postgresql: {str(exc).strip()}") from exc
+
+
+def _migrate(conn: Conn) -> list[int]:
+    """Apply every pending migration, each in its own transaction with its ledger row;
+    an advisory lock keeps two processes from applying the same step."""
+    applied: list[int] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+    for version, name, _step in MIGRATIONS:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+            done = conn.execute(
+                "SELECT 1 FROM schema_migrations WHERE version = %s", (version,)
+            ).fetchone()
+            if done:
+                continue
+            for statement in postgres_statements(version):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (%s, %s, %s)",
+                (version, name, datetime.now(UTC).strftime(TS_FORMAT)),
+            )
+        applied.append(version)
+    return applied
+
+
+def current_version(conn: Conn) -> int:
+    row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return 0
+    got = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    return int(got[0] or 0) if got else 0
+
+
+class PgBase:
+    """Pool, migrations and transactions; the mixins add the ``Store`` methods."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        tracer: Tracer | None = None,
+        read_only: bool = False,
+        pool_max: int | None = None,
+    ) -> None:
+        self.url = url
+        self.read_only = read_only
+        self.in_memory = False
+        self._conninfo = libpq_url(url)
+        self._tracer = tracer
+        self._closed = False
+        self._lock = threading.Lock()
+        with map_errors(url):
+            # Migrate (and create the vector extension) on a plain connection first: the
+            # pool's connections register the vector type, which must exist by then.
+            with psycopg.connect(
+                self._conninfo, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S)
+            ) as conn:
+                if read_only:
+                    version = current_version(conn)
+                    if version < LATEST_VERSION:
+                        raise StoreError(
+                            f"{display_url(url)} is at schema v{version}, this episodic needs "
+                            f"v{LATEST_VERSION}; open it once read-write to migrate it"
+                        )
+                else:
+                    _migrate(conn)
+                    version = current_version(conn)
+            if version > LATEST_VERSION:
+                raise StoreError(
+                    f"{display_url(url)} is at schema v{version}, newer than this episodic "
+                    f"knows (v{LATEST_VERSION}); upgrade episodic"
+                )
+            self._pool = psycopg_pool.ConnectionPool(
+                self._conninfo,
+                min_size=1,
+                max_size=max(1, pool_max or POOL_MAX),
+                kwargs={"connect_timeout": int(CONNECT_TIMEOUT_S)},
+                configure=register_vector,
+                timeout=CONNECT_TIMEOUT_S,
+                # A connection the server dropped is noticed and replaced before use.
+                check=psycopg_pool.ConnectionPool.check_connection,
+                open=False,
+            )
+            self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+
+    # -- plumbing --------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"the store {display_url(self.url)} is closed; open a new one")
+
+    def _exec(self, conn: Conn, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        if self._tracer is not None:
+            self._tracer(sql, params)
+        return conn.execute(sql, params if params else None)
+
+    def _executemany(self, conn: Conn, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if self._tracer is not None:
+            self._tracer(sql, rows)
+        if rows:
+            with conn.cursor() as cur:
+                cur.executemany(sql, rows)
+
+    @contextmanager
+    def _write(self) -> Iterator[Conn]:
+        """One read-write transaction on a pooled connection."""
+        self._check_open()
+        with map_errors(self.url), self._pool.connection() as conn, conn.transaction():
+            if self.read_only:
+                conn.execute("SET TRANSACTION READ ONLY")
+            yield conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Conn]:
+        """One read-only snapshot, so several statements see the same commit."""
+        self._check_open()
+        with map_errors(self.url), self._pool.connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn
+
+    # -- lifecycle -------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._pool.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({display_url(self.url)!r})"
+
+    def schema_version(self) -> int:
+        self._check_open()
+        with map_errors(self.url), self._pool.connection() as conn:
+            return current_version(conn)

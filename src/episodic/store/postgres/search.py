@@ -1,0 +1,9 @@
+"""PostgresStore: search (see the package docstring)."""
+
+from __future__ import annotations
+
+from episodic.store.postgres.connection import PgBase
+
+
+class SearchMixin(PgBase):
+    pass

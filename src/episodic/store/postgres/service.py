@@ -1,0 +1,9 @@
+"""PostgresStore: service (see the package docstring)."""
+
+from __future__ import annotations
+
+from episodic.store.postgres.connection import PgBase
+
+
+class ServiceMixin(PgBase):
+    pass
