@@ -34,7 +34,9 @@ def normalise_scope(flt: ScopeFilter) -> Scope | None:
     return scope
 
 
-def scope_where(flt: ScopeFilter, *, alias: str = "") -> tuple[str, list[Any]]:
+def scope_where(
+    flt: ScopeFilter, *, alias: str = "", mark: str = "?"
+) -> tuple[str, list[Any]]:
     """The WHERE fragment that limits ``memories`` rows to what ``flt`` may see.
 
     Always ``workspace_id = ?``. Scope own adds ``agent_id = ?``; crew_shared adds the
@@ -42,21 +44,24 @@ def scope_where(flt: ScopeFilter, *, alias: str = "") -> tuple[str, list[Any]]:
     ``CREW_SHARED_MIN_BASE_IMPORTANCE`` (just the crew part without an agent). With no
     scope each of agent/crew that is given narrows. resource_id and conversation_id narrow
     under any scope. An empty id counts as not given. ``alias`` qualifies the columns
-    (``"m"`` gives ``m.agent_id``)."""
+    (``"m"`` gives ``m.agent_id``). ``mark`` is the driver's placeholder (``%s`` for
+    psycopg)."""
+    if mark not in ("?", "%s"):
+        raise ValueError(f"unsupported placeholder {mark!r}")
     if alias not in _ALIASES:
         raise ValueError(f"unsupported table alias {alias!r}")
     col = f"{alias}." if alias else ""
     scope = normalise_scope(flt)
 
-    clauses = [f"{col}workspace_id = ?"]
+    clauses = [f"{col}workspace_id = {mark}"]
     params: list[Any] = [flt.workspace_id]
     if scope is Scope.OWN:
-        clauses.append(f"{col}agent_id = ?")
+        clauses.append(f"{col}agent_id = {mark}")
         params.append(flt.agent_id)
     elif scope is Scope.CREW_SHARED:
-        crew_part = f"({col}crew_id = ? AND {col}base_importance >= ?)"
+        crew_part = f"({col}crew_id = {mark} AND {col}base_importance >= {mark})"
         if flt.agent_id:
-            clauses.append(f"({col}agent_id = ? OR {crew_part})")
+            clauses.append(f"({col}agent_id = {mark} OR {crew_part})")
             params += [flt.agent_id, flt.crew_id, CREW_SHARED_MIN_BASE_IMPORTANCE]
         else:
             clauses.append(crew_part)
@@ -65,16 +70,16 @@ def scope_where(flt: ScopeFilter, *, alias: str = "") -> tuple[str, list[Any]]:
         for name in ("agent_id", "crew_id"):
             value = getattr(flt, name)
             if value:
-                clauses.append(f"{col}{name} = ?")
+                clauses.append(f"{col}{name} = {mark}")
                 params.append(value)
     for name in ("resource_id", "conversation_id"):
         value = getattr(flt, name)
         if value:
-            clauses.append(f"{col}{name} = ?")
+            clauses.append(f"{col}{name} = {mark}")
             params.append(value)
     if flt.types is not None:
         # An empty tuple asks for no type at all: it matches nothing, never everything.
-        marks = ", ".join("?" * len(flt.types)) or "NULL"
+        marks = ", ".join([mark] * len(flt.types)) or "NULL"
         clauses.append(f"{col}type IN ({marks})")
         params.extend(flt.types)
     return " AND ".join(clauses), params
