@@ -93,8 +93,6 @@ def test_open_store_understands_the_documented_urls(
 @pytest.mark.parametrize(
     ("url", "says"),
     [
-        ("postgresql://localhost/episodic", "later release"),
-        ("postgres://u@h/db", "later release"),
         ("mysql://localhost/db", "unknown database URL scheme 'mysql'"),
         ("sqlite://host/x.db", "names a host"),
         ("sqlite:///", "no database path"),

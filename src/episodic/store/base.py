@@ -304,6 +304,22 @@ class Store(Protocol):
         the store already holds vectors of another model or dimension. Returns rows written."""
         ...
 
+    def index_pending(
+        self,
+        limit: int,
+        model_id: str,
+        dim: int,
+        embed: Callable[[list[str]], Vector],
+    ) -> list[tuple[PendingVector, Vector]]:
+        """Embed (``embed(texts) -> float32[n, dim]``) and store vectors for up to
+        ``limit`` pending memories, oldest first; returns what was indexed.
+
+        A backend shared by several processes claims the rows first, so two workers never
+        embed the same memory: PostgreSQL locks them (``FOR UPDATE SKIP LOCKED``) in one
+        transaction that also stores the vectors; a worker killed mid-batch releases its
+        rows with its connection. Whatever ``embed`` raises propagates, nothing stored."""
+        ...
+
     def vector_model(self) -> tuple[str, int] | None:
         """(model id, dim) of the stored vectors, or None when there are none."""
         ...

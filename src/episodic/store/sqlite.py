@@ -600,6 +600,23 @@ class SqliteStore:
             ).fetchall()
         return [PendingVector(memory_id=r[0], workspace_id=r[1], content=r[2]) for r in rows]
 
+    def index_pending(
+        self,
+        limit: int,
+        model_id: str,
+        dim: int,
+        embed: Callable[[list[str]], Vector],
+    ) -> list[tuple[PendingVector, Vector]]:
+        # One writer per file: no claim needed, and embedding outside the write
+        # transaction keeps ingest from waiting on the model.
+        pending = self.pending_vectors(limit)
+        if not pending:
+            return []
+        vectors = embed([p.content for p in pending])
+        rows = [(p.memory_id, vectors[i]) for i, p in enumerate(pending)]
+        self.put_vectors(model_id, dim, rows)
+        return [(p, vectors[i]) for i, p in enumerate(pending)]
+
     def _stored_model(self) -> tuple[str, int] | None:
         row = self._execute("SELECT model, dim FROM memory_vectors LIMIT 1").fetchone()
         return None if row is None else (str(row[0]), int(row[1]))

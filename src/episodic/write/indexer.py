@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from episodic.embed.base import Embedder
-from episodic.errors import EmbedderError, EpisodicError, ModelMismatch
+from episodic.errors import EmbedderError, EpisodicError, ModelMismatch, StoreUnavailable
 from episodic.store.base import Store, Vector
 from episodic.upkeep import relations
 
@@ -26,6 +26,8 @@ log = logging.getLogger("episodic.indexer")
 
 SWEEP_INTERVAL_S = 30.0
 SWEEP_BATCH = 64
+# The longest wait between sweeps while the database is down.
+MAX_BACKOFF_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,18 +62,24 @@ class Indexer:
 
     def sweep_once(self) -> SweepResult:
         """Embed up to one batch of pending memories. Never raises for embedder outages."""
-        pending = self.store.pending_vectors(self.batch)
-        if not pending:
-            return SweepResult(0, 0)
+        attempted = 0
+
+        def embed(texts: list[str]) -> Vector:
+            nonlocal attempted
+            attempted = len(texts)
+            return self.embedder.embed_batch(texts)
+
         try:
-            vectors = self.embedder.embed_batch([p.content for p in pending])
+            done = self.store.index_pending(
+                self.batch, self.embedder.model_id, self.embedder.dim, embed
+            )
+        except ModelMismatch:
+            raise
         except EmbedderError as exc:
-            log.warning("embedding %d memories failed, retrying next sweep: %s", len(pending), exc)
-            return SweepResult(0, len(pending), str(exc))
-        rows = [(p.memory_id, vectors[i]) for i, p in enumerate(pending)]
-        written = self.store.put_vectors(self.embedder.model_id, self.embedder.dim, rows)
-        self._link([(p.memory_id, p.workspace_id, vectors[i]) for i, p in enumerate(pending)])
-        return SweepResult(written, 0)
+            log.warning("embedding %d memories failed, retrying next sweep: %s", attempted, exc)
+            return SweepResult(0, attempted, str(exc))
+        self._link([(p.memory_id, p.workspace_id, vector) for p, vector in done])
+        return SweepResult(len(done), 0)
 
     def drain(self) -> SweepResult:
         """Sweep until nothing is pending or a sweep fails (``index --once``, ``reindex``)."""
@@ -118,16 +126,26 @@ class Indexer:
             self._thread = None
 
     def run(self) -> None:
-        """Sweep until stopped; a full batch sweeps again at once, otherwise wait."""
+        """Sweep until stopped; a full batch sweeps again at once, otherwise wait. While
+        the database is unreachable the wait doubles (up to ``MAX_BACKOFF_S``), and the
+        first sweep that gets through resumes the normal pace."""
+        outages = 0
         while not self._stop.is_set():
             try:
                 result = self.sweep_once()
             except ModelMismatch as exc:
                 log.error("indexer stopped: %s", exc)
                 return
+            except StoreUnavailable as exc:
+                outages += 1
+                wait = backoff_s(self.interval_s, outages)
+                log.warning("database unreachable, next sweep in %.1f s: %s", wait, exc)
+                self._stop.wait(wait)
+                continue
             except Exception:  # the loop must survive anything one sweep hits
                 log.exception("indexer sweep failed; retrying after the poll interval")
                 result = SweepResult(0, 1)
+            outages = 0
             if result.embedded >= self.batch and not result.failed:
                 continue
             if self.after_sweep is not None:
@@ -136,3 +154,10 @@ class Indexer:
                 except Exception:  # as above: the loop outlives one bad run
                     log.exception("work after the sweep failed; retrying after the interval")
             self._stop.wait(self.interval_s)
+
+
+def backoff_s(interval_s: float, outages: int) -> float:
+    """The wait after ``outages`` failed sweeps in a row: from a second (or the poll
+    interval, if shorter) doubling each time, never past ``MAX_BACKOFF_S``."""
+    first = min(1.0, interval_s)
+    return float(min(MAX_BACKOFF_S, first * 2 ** max(0, outages - 1)))

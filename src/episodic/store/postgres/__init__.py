@@ -9,10 +9,12 @@ Selected by a ``postgresql://`` URL. The schema is SQLite's, rendered for the se
   conversations waiting to be segmented
 - ``upkeep``: decay, reviews, consolidation, compaction, health, leases and nudges
 - ``service``: API keys, listing and status, markdown import state, restore and forget
+- ``claims``: background work several processes share (indexing), claimed row by row
 """
 
 from __future__ import annotations
 
+from episodic.store.postgres.claims import ClaimsMixin
 from episodic.store.postgres.connection import PgBase, Tracer, display_url
 from episodic.store.postgres.search import SearchMixin
 from episodic.store.postgres.service import ServiceMixin
@@ -20,7 +22,7 @@ from episodic.store.postgres.upkeep import UpkeepMixin
 from episodic.store.postgres.writes import WritesMixin
 
 
-class PostgresStore(WritesMixin, SearchMixin, UpkeepMixin, ServiceMixin, PgBase):
+class PostgresStore(WritesMixin, SearchMixin, UpkeepMixin, ServiceMixin, ClaimsMixin, PgBase):
     """A memory database on a PostgreSQL server. See ``Store`` for the contract."""
 
 

@@ -176,6 +176,13 @@ class PgBase:
             with conn.cursor() as cur:
                 cur.executemany(sql, rows)
 
+    def _store_vectors(
+        self, conn: Conn, model_id: str, dim: int, rows: Sequence[tuple[str, Any]]
+    ) -> int:
+        """Store vectors inside the caller's transaction (WritesMixin implements it; the
+        claims mixin needs it on the connection that holds its row locks)."""
+        raise NotImplementedError
+
     @contextmanager
     def _write(self) -> Iterator[Conn]:
         """One read-write transaction on a pooled connection."""

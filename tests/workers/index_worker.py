@@ -1,0 +1,37 @@
+"""One indexing worker process for the multi-worker tests: sweeps the database at URL with
+the real local embedder until nothing is left, appending the ids of every batch it
+committed to LOG (one line per memory, flushed per batch).
+
+usage: python index_worker.py URL LOG BATCH
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from episodic.config import Settings
+from episodic.embed import make_embedder
+from episodic.store import open_store
+
+
+def main() -> None:
+    url, log_path, batch = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
+    embedder = make_embedder(Settings.from_env(embedder="local"))
+    assert embedder is not None
+    store = open_store(url)
+    idle = 0
+    with log_path.open("a", encoding="utf-8") as log:
+        log.write("started\n")
+        log.flush()
+        while idle < 3:
+            done = store.index_pending(batch, embedder.model_id, embedder.dim, embedder.embed_batch)
+            idle = 0 if done else idle + 1
+            if done:
+                log.write("".join(f"{p.memory_id}\n" for p, _ in done))
+                log.flush()
+    store.close()
+
+
+if __name__ == "__main__":
+    main()
