@@ -41,11 +41,11 @@ def clock() -> list[datetime]:
 
 
 @pytest.fixture
-def svc(clock: list[datetime]) -> Iterator[Episodic]:
+def svc(clock: list[datetime], db_url: str) -> Iterator[Episodic]:
     # No embedder: segmentation by the rules alone (the surprise channel is tested on its
     # own and with the real model below); recall is sparse-only.
     mem = Episodic(
-        store=open_store("sqlite:///:memory:"),
+        store=open_store(db_url),
         embedder=None,
         settings=Settings(),
         clock=lambda: clock[0],

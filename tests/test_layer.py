@@ -42,9 +42,9 @@ def clock() -> list[datetime]:
 
 
 @pytest.fixture
-def layer(clock: list[datetime]) -> Iterator[MemoryLayer]:
+def layer(clock: list[datetime], db_url: str) -> Iterator[MemoryLayer]:
     mem = Episodic(
-        store=open_store("sqlite:///:memory:"),
+        store=open_store(db_url),
         embedder=None,
         settings=Settings(embedder="none"),
         clock=lambda: clock[0],

@@ -45,9 +45,9 @@ def fake() -> FakeEmbedder:
 
 
 @pytest.fixture
-def svc(fake: FakeEmbedder) -> Iterator[Episodic]:
+def svc(fake: FakeEmbedder, db_url: str) -> Iterator[Episodic]:
     mem = Episodic(
-        store=open_store("sqlite:///:memory:"),
+        store=open_store(db_url),
         embedder=fake,
         settings=Settings(),
         clock=lambda: NOW,

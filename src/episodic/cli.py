@@ -543,6 +543,14 @@ def bench_locomo(
         str | None,
         typer.Option("--keys", help="Key expansion on|off (default: EPISODIC_KEY_EXPANSION)."),
     ] = None,
+    bench_db: Annotated[
+        str | None,
+        typer.Option(
+            "--bench-db",
+            help="An EMPTY database to run in, e.g. postgresql://... to measure that "
+            "backend (default: a throwaway SQLite file).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evidence recall of each recall policy on LoCoMo (one workspace per conversation).
@@ -573,6 +581,7 @@ def bench_locomo(
             settings,
             progress=lambda line: err.print(f"[dim]{line}[/dim]", markup=True),
             ingest=ingest,
+            db_url=bench_db,
         )
     if as_json:
         _print_json(report)
@@ -1189,6 +1198,113 @@ def mcp_command(
             server.run("stdio")
         else:
             server.run("streamable-http", host=host, port=port)
+
+
+@app.command()
+def migrate(
+    source: Annotated[
+        str,
+        typer.Option(
+            "--from", help="The SQLite memory to copy: sqlite:///path/memory.db or a file path."
+        ),
+    ],
+    target: Annotated[
+        str,
+        typer.Option(
+            "--to", help="The PostgreSQL database: postgresql://user:password@host:5432/dbname."
+        ),
+    ],
+    batch: Annotated[
+        int, typer.Option("--batch", help="Rows per committed batch.", show_default=True)
+    ] = 2000,
+    verify_only: Annotated[
+        bool,
+        typer.Option("--verify-only", help="Copy nothing; only compare counts and checksums."),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy a whole memory from SQLite to PostgreSQL: events, memories and their sources,
+    vectors, the embedding cache, relations, the archive, health history, reviews, upkeep
+    runs, compactions, nudges, API keys and import records.
+
+    The target's schema is created first; vectors get their pgvector type and HNSW index.
+    Interrupted (Ctrl-C, a crash, a lost connection), the same command continues where
+    it stopped, copying nothing twice. At the end every table is verified: row counts
+    and a checksum of every value must be equal on both sides (exit status 1 if not).
+    The SQLite file is only read; stop writers to it while it is copied.
+
+    Example: episodic migrate --from sqlite:///./.episodic/memory.db --to postgresql://me@db/mem
+    """
+    from rich.progress import MofNCompleteColumn, TimeRemainingColumn
+
+    from episodic.store import transfer
+
+    def run(listener: transfer.Listener | None) -> transfer.MigrateReport:
+        return transfer.migrate(
+            source, target, batch=batch, verify_only=verify_only, listener=listener
+        )
+
+    try:
+        with _errors():
+            if not err.is_terminal:
+                report = run(None)
+            else:
+                with Progress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeRemainingColumn(),
+                    console=err,
+                    transient=True,
+                ) as bar:
+                    report = run(_MigrateBar(bar))
+    except KeyboardInterrupt:
+        err.print("interrupted: run the same command again to continue the copy")
+        raise typer.Exit(130) from None
+    if as_json:
+        _print_json(report.to_json())
+    else:
+        table = Table(title=f"{report.source} -> {report.target}")
+        for column in ("table", "source rows", "target rows", "copied now", "checksum"):
+            table.add_column(column, justify="left" if column == "table" else "right")
+        for t in report.tables:
+            same = t.source_sha256 == t.target_sha256
+            table.add_row(
+                t.name,
+                str(t.source_rows),
+                str(t.target_rows),
+                str(t.copied),
+                "equal" if same else "[red]DIFFERENT[/red]",
+            )
+        out.print(table)
+    if not report.ok:
+        err.print(
+            f"[red]error:[/red] the target differs from the source in "
+            f"{', '.join(report.mismatched)}: rows changed in the source after they were "
+            "copied, or the target holds other data; stop every writer to the source and copy "
+            "into an empty database",
+            markup=True,
+        )
+        raise typer.Exit(1)
+
+
+class _MigrateBar:
+    """`episodic migrate`'s progress: one bar at a time, for the table being copied or
+    checked."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.tasks: dict[str, Any] = {}
+
+    def start(self, label: str, total: int | None, done: int = 0) -> None:
+        for task in self.tasks.values():
+            self.bar.update(task, visible=False)
+        if total != 0:
+            self.tasks[label] = self.bar.add_task(label, total=total, completed=done)
+
+    def advance(self, label: str, rows: int) -> None:
+        if label in self.tasks:
+            self.bar.advance(self.tasks[label], rows)
 
 
 def main() -> None:

@@ -375,8 +375,12 @@ def run_locomo(
     observe: Callable[[QuestionRun], None] | None = None,
     progress: Callable[[str], None] | None = None,
     ingest: str = "turn",
+    db_url: str | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; the result is what ``episodic bench locomo --json`` prints.
+
+    ``db_url`` names an empty database to run in (e.g. PostgreSQL, to compare backends);
+    by default a throwaway SQLite file.
 
     ``observe`` sees every question's outcome (tests use it to look inside); ``progress``
     receives one line per phase. ``ingest`` "conversation" feeds the turns in as chat
@@ -408,7 +412,7 @@ def run_locomo(
         clock = _Clock()
         mem = stack.enter_context(
             Episodic(
-                store=open_store(f"sqlite:///{Path(tmp) / 'locomo.db'}"),
+                store=open_store(db_url or f"sqlite:///{Path(tmp) / 'locomo.db'}"),
                 embedder=embedder,
                 settings=settings,
                 clock=clock,

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import os
-from typing import cast
 
 from episodic.errors import InvalidInput
 from episodic.store.base import (
@@ -40,8 +39,7 @@ def open_store(
             # Imported here: a SQLite user never loads psycopg.
             from episodic.store.postgres import PostgresStore
 
-            # cast until every Store method is implemented there (issue 7, in progress)
-            return cast(Store, PostgresStore(raw, tracer=tracer, read_only=read_only))
+            return PostgresStore(raw, tracer=tracer, read_only=read_only)
         if scheme != "sqlite":
             raise InvalidInput(
                 "db",

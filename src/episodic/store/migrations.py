@@ -611,9 +611,9 @@ _PG_TSV_V1 = (
 )
 _PG_TSV_V3 = (
     "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS ("
-    "setweight(to_tsvector('english', content), 'A') || "
-    "setweight(to_tsvector('english', payload), 'B') || "
-    "setweight(to_tsvector('english', keys), 'D')) STORED"
+    "setweight(to_tsvector('english', episodic_fold(content)), 'A') || "
+    "setweight(to_tsvector('english', episodic_fold(payload)), 'B') || "
+    "setweight(to_tsvector('english', episodic_fold(keys)), 'D')) STORED"
 )
 
 _PG_EXTRAS: dict[int, tuple[str, ...]] = {
@@ -639,6 +639,11 @@ END $$""",
     ),
     3: (
         "ALTER TABLE memories DROP COLUMN tsv",
+        # FTS5's unicode61 removes diacritics; this does the same for the combining marks
+        # U+0300-U+036F (pgserver ships no unaccent; the store folds query words alike).
+        "CREATE FUNCTION episodic_fold(text) RETURNS text LANGUAGE sql IMMUTABLE "
+        "PARALLEL SAFE STRICT RETURN normalize(regexp_replace(normalize($1, NFD), "
+        "'[\\u0300-\\u036f]', '', 'g'), NFC)",
         _PG_TSV_V3,
         "CREATE INDEX memories_tsv ON memories USING GIN (tsv)",
     ),

@@ -34,9 +34,7 @@ def normalise_scope(flt: ScopeFilter) -> Scope | None:
     return scope
 
 
-def scope_where(
-    flt: ScopeFilter, *, alias: str = "", mark: str = "?"
-) -> tuple[str, list[Any]]:
+def scope_where(flt: ScopeFilter, *, alias: str = "", mark: str = "?") -> tuple[str, list[Any]]:
     """The WHERE fragment that limits ``memories`` rows to what ``flt`` may see.
 
     Always ``workspace_id = ?``. Scope own adds ``agent_id = ?``; crew_shared adds the

@@ -38,6 +38,12 @@ CONNECT_TIMEOUT_S = 5.0
 _MIGRATE_LOCK = 0x6570_6D69  # "epmi"
 
 
+def _has_nul(*values: Any) -> bool:
+    """Whether a text value holds NUL, which PostgreSQL text cannot (SQLite's can): such a
+    value matches no stored row, and a row holding one cannot be stored."""
+    return any(isinstance(v, str) and "\x00" in v for v in values)
+
+
 def display_url(url: str) -> str:
     """The URL without its password, for messages."""
     parts = urlsplit(url)
@@ -169,18 +175,27 @@ class PgBase:
             self._tracer(sql, params)
         return conn.execute(sql, params if params else None)
 
-    def _executemany(self, conn: Conn, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def _executemany(self, conn: Conn, sql: str, rows: Sequence[Sequence[Any]]) -> int:
+        """Run one statement per row, in order and pipelined; returns the rows changed in
+        all (row by row keeps SQLite's semantics where two rows touch the same target)."""
         if self._tracer is not None:
             self._tracer(sql, rows)
-        if rows:
-            with conn.cursor() as cur:
-                cur.executemany(sql, rows)
+        if not rows:
+            return 0
+        with conn.cursor() as cur:
+            cur.executemany(sql, rows)
+            return max(cur.rowcount, 0)
 
     def _store_vectors(
         self, conn: Conn, model_id: str, dim: int, rows: Sequence[tuple[str, Any]]
     ) -> int:
         """Store vectors inside the caller's transaction (WritesMixin implements it; the
         claims mixin needs it on the connection that holds its row locks)."""
+        raise NotImplementedError
+
+    def _insert_memories(self, conn: Conn, memories: Sequence[Any], now: str) -> int:
+        """Insert memories and their sources inside the caller's transaction (WritesMixin
+        implements it; upkeep's consolidation writes its rules on its own connection)."""
         raise NotImplementedError
 
     @contextmanager

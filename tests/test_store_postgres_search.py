@@ -1,0 +1,289 @@
+"""PostgresStore's retrieval legs beyond the contract: the HNSW index under scopes it
+cannot serve alone (pgvector 0.6 scans at most ``hnsw.ef_search`` rows before the WHERE
+clause), batched dense search against SqliteStore's, how the sparse leg builds and ranks
+its tsquery, and relation upserts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from episodic.errors import ModelMismatch
+from episodic.model import Candidate, Scope, ScopeFilter
+from episodic.store import SqliteStore, Store
+from episodic.store.base import Relation, Vector
+from episodic.store.postgres import PostgresStore
+from store_contract import DIM, MODEL, event, memory_of, remember, sparse_ids
+
+ACME = ScopeFilter("acme")
+
+
+@pytest.fixture
+def store(pg_url: str) -> Iterator[PostgresStore]:
+    s = PostgresStore(pg_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def indexed_store(pg_url: str) -> Iterator[PostgresStore]:
+    """A store whose planner always takes the HNSW index for a nearest-first scan (with
+    sequential scans off, as a large table would have it), so the index's ef_search
+    limit is what the searches meet."""
+    dbname = conninfo_to_dict(pg_url)["dbname"]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{dbname}" SET enable_seqscan = off')
+    s = PostgresStore(pg_url)
+    yield s
+    s.close()
+
+
+def unit_rows(n: int, seed: int) -> Vector:
+    rows: Vector = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows
+
+
+def seed_agents(store: Store, vectors: Vector, agents: list[str], ws: str = "acme") -> list[str]:
+    ids = [f"{ws}-{i:05d}" for i in range(len(vectors))]
+    events = [
+        event(i, ws, agent_id=a, minutes=n)
+        for n, (i, a) in enumerate(zip(ids, agents, strict=True))
+    ]
+    step = 500
+    for start in range(0, len(ids), step):
+        chunk = events[start : start + step]
+        store.append(chunk, [memory_of(e) for e in chunk])
+        rows = zip(ids[start : start + step], vectors[start : start + step], strict=True)
+        store.put_vectors(MODEL, DIM, list(rows))
+    return ids
+
+
+def brute_force(
+    vectors: Vector, ids: list[str], visible: list[bool], query: Vector, limit: int
+) -> list[tuple[str, float]]:
+    scores = vectors @ (query / np.linalg.norm(query))
+    order = sorted((i for i in range(len(ids)) if visible[i]), key=lambda i: (-scores[i], i))
+    return [(ids[i], float(scores[i])) for i in order[:limit]]
+
+
+def pairs(found: list[Candidate]) -> list[tuple[str, float]]:
+    return [(c.memory_id, c.score) for c in found]
+
+
+def assert_same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
+    assert [i for i, _ in got] == [i for i, _ in want]
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
+
+
+# -- dense -------------------------------------------------------------------------------
+def uses_hnsw(store: PostgresStore, query: Vector) -> bool:
+    with store._read() as conn:
+        plan = conn.execute(
+            "EXPLAIN SELECT memory_id FROM memory_vectors ORDER BY vector <=> %s LIMIT 40",
+            (query,),
+        ).fetchall()
+    return any("memory_vectors_hnsw" in row[0] for row in plan)
+
+
+def test_a_narrow_scope_is_answered_exactly_although_the_index_sees_few_of_its_rows(
+    indexed_store: PostgresStore,
+) -> None:
+    n = 1500
+    vectors = unit_rows(n, seed=5)
+    # One agent holds 1 memory in 100: the ef_search (40) nearest rows of the whole
+    # table hold about none of them.
+    agents = ["rare" if i % 100 == 7 else f"a{i % 3}" for i in range(n)]
+    ids = seed_agents(indexed_store, vectors, agents)
+    small = unit_rows(12, seed=6)
+    small_ids = seed_agents(indexed_store, small, ["b"] * 12, ws="tiny")
+    query = vectors[3] + 0.3 * vectors[4]
+    assert uses_hnsw(indexed_store, query), "the test needs the index in the plan"
+
+    rare = ScopeFilter("acme", Scope.OWN, agent_id="rare")
+    got = indexed_store.search_dense(rare, query, 10)
+    assert_same(pairs(got), brute_force(vectors, ids, [a == "rare" for a in agents], query, 10))
+    assert [c.rank for c in got] == list(range(1, 11))
+    everything = indexed_store.search_dense(rare, query, 100)
+    assert len(everything) == agents.count("rare")
+
+    # A small workspace next to a large one: the same shortfall, the same exact answer.
+    tiny = indexed_store.search_dense(ScopeFilter("tiny"), query, 5)
+    assert_same(pairs(tiny), brute_force(small, small_ids, [True] * 12, query, 5))
+
+    # The whole workspace fills its answer from the index (approximate, so compare sets
+    # loosely: an HNSW graph this small finds the true neighbours).
+    whole = indexed_store.search_dense(ACME, query, 10)
+    want = brute_force(vectors, ids, [True] * n, query, 10)
+    assert len({c.memory_id for c in whole} & {i for i, _ in want}) >= 9
+    assert [c.score for c in whole] == sorted((c.score for c in whole), reverse=True)
+
+
+def test_a_limit_beyond_ef_search_max_still_returns_everything_in_scope(
+    indexed_store: PostgresStore,
+) -> None:
+    n = 1200
+    vectors = unit_rows(n, seed=8)
+    ids = seed_agents(indexed_store, vectors, ["a"] * n)
+    query = vectors[0]
+    got = indexed_store.search_dense(ACME, query, 1100)
+    assert_same(pairs(got), brute_force(vectors, ids, [True] * n, query, 1100))
+
+
+def test_many_queries_with_a_floor_and_exclusions_under_a_narrow_scope(
+    indexed_store: PostgresStore,
+) -> None:
+    n = 1500
+    vectors = unit_rows(n, seed=9)
+    agents = ["rare" if i % 50 == 1 else "common" for i in range(n)]
+    ids = seed_agents(indexed_store, vectors, agents)
+    rare_rows = [i for i in range(n) if agents[i] == "rare"]
+    # Queries close to rare memories: each has neighbours above the floor in scope.
+    queries = np.stack([vectors[i] + 0.2 * vectors[i + 1] for i in rare_rows[:4]])
+    exclude = [[ids[rare_rows[0]]], [], [ids[rare_rows[2]], ids[rare_rows[3]]], []]
+    flt = ScopeFilter("acme", Scope.OWN, agent_id="rare")
+    got = indexed_store.search_dense_many(flt, queries, 3, min_score=0.2, exclude=exclude)
+    for j, found in enumerate(got):
+        visible = [agents[i] == "rare" and ids[i] not in exclude[j] for i in range(n)]
+        want = [(i, s) for i, s in brute_force(vectors, ids, visible, queries[j], 3) if s >= 0.2]
+        assert_same(pairs(found), want)
+
+
+@pytest.fixture
+def both(store: PostgresStore) -> Iterator[tuple[PostgresStore, SqliteStore]]:
+    lite = SqliteStore(":memory:")
+    yield store, lite
+    lite.close()
+
+
+def test_dense_many_gives_what_sqlite_gives(both: tuple[PostgresStore, SqliteStore]) -> None:
+    pg, lite = both
+    n = 300
+    vectors = unit_rows(n, seed=13)
+    agents = [f"a{i % 4}" for i in range(n)]
+    for s in (pg, lite):
+        ids = seed_agents(s, vectors, agents)
+    queries = unit_rows(5, seed=14) * 3.0  # not unit length: both normalise
+    exclude = [ids[:40], [], ids[::2], [], ids[5:6]]
+    for flt in (ACME, ScopeFilter("acme", Scope.OWN, agent_id="a2")):
+        for min_score in (None, 0.3):
+            args: dict[str, Any] = {"min_score": min_score, "exclude": exclude}
+            got = pg.search_dense_many(flt, queries, 7, **args)
+            want = lite.search_dense_many(flt, queries, 7, **args)
+            for g, w in zip(got, want, strict=True):
+                assert_same(pairs(g), pairs(w))
+                assert [c.rank for c in g] == [c.rank for c in w]
+    # A zero row has no direction: every row scores 0 (SQLite's tie order is arbitrary).
+    zero = np.zeros((1, DIM), np.float32)
+    assert [c.score for c in pg.search_dense_many(ACME, zero, 7)[0]] == [0.0] * 7
+    assert pg.search_dense_many(ACME, zero, 7, min_score=0.3) == [[]]
+
+
+def test_dense_many_of_another_dimension_is_a_model_mismatch(store: PostgresStore) -> None:
+    remember(store, event("m1"))
+    store.put_vectors(MODEL, DIM, [("m1", unit_rows(1, seed=1)[0])])
+    with pytest.raises(ModelMismatch):
+        store.search_dense_many(ACME, np.ones((2, DIM + 1), np.float32), 3)
+    with pytest.raises(ModelMismatch):
+        store.search_dense(ACME, np.ones(DIM - 1, np.float32), 3)
+
+
+# -- sparse ------------------------------------------------------------------------------
+def test_a_prefix_only_for_a_word_the_workspace_does_not_hold(store: PostgresStore) -> None:
+    remember(
+        store,
+        event("running", summary="running late again"),
+        event("runbook", summary="the runbook moved"),
+        event("auth", summary="authentication outage"),
+    )
+    # "run" is a word here (the stem of "running"): no prefix, so no "runbook".
+    assert sparse_ids(store, ACME, "run") == ["running"]
+    # Nobody wrote "auth" or "runb": they were typed in part.
+    assert sparse_ids(store, ACME, "auth") == ["auth"]
+    assert sparse_ids(store, ACME, "runb") == ["runbook"]
+    # Another workspace holding the whole word changes nothing here.
+    remember(store, event("theirs", "beta", summary="auth token"))
+    assert sparse_ids(store, ACME, "auth") == ["auth"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "deploy & !rollback | x:*",
+        "deploy' | 'rollback",
+        "deploy\\' rollback",
+        "(deploy <-> rollback)",
+        "deploy:A rollback:*B",
+        "'); DROP TABLE memories; --",
+        "the of and",
+    ],
+)
+def test_tsquery_syntax_in_user_text_is_just_words(store: PostgresStore, query: str) -> None:
+    remember(store, event("m1", summary="deploy then rollback"), event("m2", summary="other"))
+    got = sparse_ids(store, ACME, query)
+    if "deploy" in query or "rollback" in query:
+        assert got == ["m1"]
+    else:
+        assert got == []
+    assert store.get_memory("acme", "m1").content == "deploy then rollback"
+
+
+def test_a_query_word_with_diacritics_also_finds_it_without(store: PostgresStore) -> None:
+    remember(
+        store,
+        event("plain", summary="the cafe opens at nine"),
+        event("accented", summary="Zürich office moved"),
+    )
+    assert sparse_ids(store, ACME, "Café") == ["plain"]
+    assert sparse_ids(store, ACME, "zürich") == ["accented"]
+    assert sparse_ids(store, ACME, "zür") == ["accented"]  # a prefix, both ways
+
+
+def test_sparse_weighs_content_above_payload_above_keys(store: PostgresStore) -> None:
+    a = event("content", summary="quarantine the artefact")
+    b = event("payload", summary="a decision", payload={"why": "quarantine"})
+    c = event("keys", summary="a decision too")
+    store.append([a, b, c], [memory_of(a), memory_of(b), memory_of(c, keys="quarantine")])
+    got = store.search_sparse(ACME, "quarantine", 10)
+    assert [x.memory_id for x in got] == ["content", "payload", "keys"]
+    assert got[0].score > got[1].score > got[2].score > 0
+
+
+def test_a_common_terms_old_match_is_found_through_a_rarer_term(store: PostgresStore) -> None:
+    store.sparse_term_window = 5
+    old = event("old", summary="deploy zebra crossing", minutes=0)
+    recent = [event(f"r{i}", summary=f"deploy number {i}", minutes=10 + i) for i in range(20)]
+    remember(store, old, *recent)
+    got = sparse_ids(store, ACME, "deploy zebra", limit=3)
+    assert got[0] == "old"
+    # The common term alone ranks its newest window only.
+    assert set(sparse_ids(store, ACME, "deploy", limit=3)) <= {f"r{i}" for i in range(15, 20)}
+
+
+def test_sparse_respects_scope_and_status_in_every_window(store: PostgresStore) -> None:
+    store.sparse_term_window = 2
+    events = [event(f"m{i}", summary="deploy", agent_id=f"a{i % 2}", minutes=i) for i in range(9)]
+    remember(store, *events)
+    own = ScopeFilter("acme", Scope.OWN, agent_id="a0")
+    assert set(sparse_ids(store, own, "deploy", limit=10)) == {f"m{i}" for i in range(0, 9, 2)}
+    assert sparse_ids(store, ScopeFilter("beta"), "deploy") == []
+
+
+# -- neighbours and relations ------------------------------------------------------------
+def test_an_anchor_without_neighbours_maps_to_an_empty_list(store: PostgresStore) -> None:
+    remember(store, event("t0", conversation_id="c1"), event("t1", conversation_id="c2"))
+    assert store.neighbours(ACME, ["t0", "t1"], 2) == {"t0": [], "t1": []}
+    assert store.neighbours(ACME, ["t0"], 0) == {}
+
+
+def test_an_edge_given_twice_in_one_call_keeps_the_last_weight(store: PostgresStore) -> None:
+    remember(store, event("a"), event("b"))
+    edges = [Relation("a", "b", "similar", 0.8), Relation("a", "b", "similar", 0.9)]
+    store.add_relations("acme", edges)
+    assert store.related(ACME, ["a"]) == {"a": [("b", 0.9)]}
+    assert store.related(ACME, ["b"]) == {"b": [("a", 0.9)]}
