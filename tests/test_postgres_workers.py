@@ -94,7 +94,8 @@ def test_four_workers_index_each_memory_exactly_once_even_when_one_is_killed(
         for start in range(0, MEMORIES, 2000):
             store.append(events[start : start + 2000], memories[start : start + 2000])
 
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # One model thread per worker: four workers share two cores.
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "EPISODIC_EMBED_THREADS": "1"}
     logs = [tmp_path / f"worker{i}.log" for i in range(WORKERS)]
     procs = [
         subprocess.Popen(

@@ -35,6 +35,7 @@ from episodic.recall.render import fit_block, fit_memory_block
 from episodic.recall.trace import DROP_BUDGET
 from episodic.store import open_store
 from episodic.store.base import Store, StoreStats
+from episodic.store.urls import display_url
 from episodic.upkeep import compact as compact_job
 from episodic.upkeep import consolidate as consolidate_job
 from episodic.upkeep import decay as decay_job
@@ -623,12 +624,16 @@ class Episodic(Operations):
         try:
             stats = self.store.stats()
             meta = self.store.meta()
+            engine = (
+                f"PostgreSQL {meta['server_version']}, pgvector {meta.get('pgvector_version')}"
+                if "server_version" in meta
+                else str(meta.get("journal_mode", "?"))
+            )
             checks.append(
                 Check(
                     "store",
                     "ok",
-                    f"{self.store.url} (schema v{stats.schema_version}, "
-                    f"{meta.get('journal_mode', '?')})",
+                    f"{display_url(self.store.url)} (schema v{stats.schema_version}, {engine})",
                 )
             )
         except Exception as exc:  # doctor reports every failure instead of dying

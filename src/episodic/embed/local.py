@@ -321,7 +321,11 @@ def _session_options() -> Any:
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = min(os.cpu_count() or 1, 4)
+    # Several worker processes on one host (`episodic index` x N) each want one thread.
+    threads = os.environ.get("EPISODIC_EMBED_THREADS", "").strip()
+    opts.intra_op_num_threads = (
+        max(1, int(threads)) if threads.isdigit() else min(os.cpu_count() or 1, 4)
+    )
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

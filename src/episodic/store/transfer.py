@@ -41,9 +41,10 @@ from episodic.store import _POSTGRES_SCHEMES
 from episodic.store.dense import LE_FLOAT32
 from episodic.store.migrations import LATEST_VERSION, POSTGRES_ONLY_COLUMNS, current_version
 from episodic.store.postgres import PostgresStore
-from episodic.store.postgres.connection import Conn, display_url, libpq_url, map_errors
+from episodic.store.postgres.connection import Conn, map_errors
 from episodic.store.postgres.writes import HNSW_MAX_DIM
 from episodic.store.sqlite import sqlite_target
+from episodic.store.urls import display_url, libpq_url
 
 DEFAULT_BATCH = 2000
 _MAX_INDEX_MEMORY_KB = 1024 * 1024

@@ -15,11 +15,12 @@ Selected by a ``postgresql://`` URL. The schema is SQLite's, rendered for the se
 from __future__ import annotations
 
 from episodic.store.postgres.claims import ClaimsMixin
-from episodic.store.postgres.connection import PgBase, Tracer, display_url
+from episodic.store.postgres.connection import PgBase, Tracer
 from episodic.store.postgres.search import SearchMixin
 from episodic.store.postgres.service import ServiceMixin
 from episodic.store.postgres.upkeep import UpkeepMixin
 from episodic.store.postgres.writes import WritesMixin
+from episodic.store.urls import display_url
 
 
 class PostgresStore(WritesMixin, SearchMixin, UpkeepMixin, ServiceMixin, ClaimsMixin, PgBase):

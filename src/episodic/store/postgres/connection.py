@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import urlsplit
 
 import psycopg
 import psycopg_pool
@@ -24,6 +23,7 @@ from pgvector.psycopg import register_vector
 
 from episodic.errors import StoreError, StoreUnavailable
 from episodic.store.migrations import LATEST_VERSION, MIGRATIONS, TS_FORMAT, postgres_statements
+from episodic.store.urls import display_url, libpq_url
 
 Tracer = Callable[[str, Sequence[Any]], None]
 Conn = psycopg.Connection[tuple[Any, ...]]
@@ -42,23 +42,6 @@ def _has_nul(*values: Any) -> bool:
     """Whether a text value holds NUL, which PostgreSQL text cannot (SQLite's can): such a
     value matches no stored row, and a row holding one cannot be stored."""
     return any(isinstance(v, str) and "\x00" in v for v in values)
-
-
-def display_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return parts._replace(netloc=netloc).geturl()
-
-
-def libpq_url(url: str) -> str:
-    """A ``postgresql+psycopg://`` or ``postgres://`` URL as libpq takes it."""
-    scheme, sep, rest = url.partition("://")
-    if scheme.lower() in ("postgresql+psycopg", "postgres"):
-        return f"postgresql{sep}{rest}"
-    return url
 
 
 @contextmanager

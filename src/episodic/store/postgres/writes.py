@@ -34,7 +34,6 @@ from episodic.store.postgres.connection import (
     PgBase,
     _has_nul,
     current_version,
-    display_url,
 )
 from episodic.store.sql import scope_where
 from episodic.store.sqlite import (
@@ -48,6 +47,7 @@ from episodic.store.sqlite import (
     _unique,
     ts_text,
 )
+from episodic.store.urls import display_url
 
 # pg_advisory_xact_lock keys (the migration lock is "epmi").
 _VECTORS_LOCK = 0x6570_7663  # "epvc": shared by vector writes, exclusive for clear_vectors
