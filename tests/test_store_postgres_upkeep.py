@@ -147,6 +147,19 @@ def test_retirement_and_compaction_keep_the_payload_text_shape(
     }
 
 
+def test_a_payload_that_jsonb_refuses_does_not_break_upkeep(
+    store: PostgresStore, pg_url: str
+) -> None:
+    # JSON text may escape a NUL ("\u0000"); PostgreSQL's jsonb refuses it. Such a row must
+    # read as "no keys", not fail every upkeep query of its workspace.
+    nul = json.dumps({"phase": "p1", "domain": "task", "flashbulb": True, "note": "a\x00b"})
+    with psycopg.connect(pg_url) as conn:
+        put_memory(conn, "bad", NOW, payload=nul)
+        put_memory(conn, "ok", NOW, payload='{"phase": "p1", "domain": "task"}')
+    assert store.consolidation_backlog("acme").unconsolidated >= 2
+    assert store.retire_phase("acme", "p1", NOW) == ["ok"]
+
+
 # -- several processes -------------------------------------------------------------------
 def test_one_lease_holder_among_racing_processes(pg_url: str) -> None:
     for round_ in range(5):

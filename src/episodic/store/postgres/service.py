@@ -544,7 +544,7 @@ class ServiceMixin(PgBase):
         if spec.whole_workspace:
             review_where, review_params = "workspace_id = %s", [ws]
         else:
-            clauses = [f"memory_ids::jsonb ?| ARRAY{_FORGOTTEN_MEMORIES}"]
+            clauses = [f"episodic_jsonb(memory_ids) ?| ARRAY{_FORGOTTEN_MEMORIES}"]
             review_params = [ws]
             for column in ("agent_id", "conversation_id"):
                 if getattr(spec, column):

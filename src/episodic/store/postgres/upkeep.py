@@ -321,7 +321,7 @@ class UpkeepMixin(PgBase):
             row = self._exec(
                 conn,
                 "SELECT count(*), count(*) FILTER (WHERE type = 'episode' "
-                "AND payload::jsonb -> 'flashbulb' IN ('true'::jsonb, '1'::jsonb)) "
+                "AND episodic_jsonb(payload) -> 'flashbulb' IN ('true'::jsonb, '1'::jsonb)) "
                 "FROM memories WHERE workspace_id = %s AND consolidated_at IS NULL "
                 "AND status = 'active' AND type <> ALL(%s::text[])",
                 (workspace_id, list(exclude_types)),
@@ -548,7 +548,7 @@ class UpkeepMixin(PgBase):
             rows = self._exec(
                 conn,
                 "SELECT m.id, m.payload FROM memories m "
-                "CROSS JOIN LATERAL (SELECT m.payload::jsonb AS j) p "
+                "CROSS JOIN LATERAL (SELECT episodic_jsonb(m.payload) AS j) p "
                 "WHERE m.workspace_id = %s AND m.status = 'active' "
                 "AND p.j -> 'domain' = to_jsonb(%s::text) "
                 "AND (p.j -> 'phase' = to_jsonb(%s::text) OR p.j -> 'stage' = to_jsonb(%s::text)) "
