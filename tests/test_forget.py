@@ -1,9 +1,9 @@
 """Forgetting: after ``forget``, nothing of the forgotten data can be recalled (any policy,
-either leg), exported or found in any table, and everything else is untouched."""
+either leg), exported or found in any table, and everything else is untouched. On both
+backends."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from conftest import raw_execute, raw_rows, sql_text
 from episodic import POLICIES, Episodic, Settings
 from episodic.cli import app
 from episodic.embed.cache import content_hash
@@ -43,8 +44,8 @@ def fake() -> FakeEmbedder:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path}/forget.db"
+def db(db_url: str) -> str:
+    return db_url
 
 
 @pytest.fixture
@@ -89,15 +90,13 @@ def seed(mem: Episodic, tmp_path: Path) -> None:
         "acme", [Relation("g1", "k1", "similar", 0.9), Relation("k2", "g2", "similar", 0.85)]
     )
     # Compaction (issue 5) keeps aged journal rows in the archive under the event's id.
-    con = sqlite3.connect(mem.store.url.removeprefix("sqlite:///"))
-    with con:
-        con.execute(
-            "INSERT INTO events_archive (id, workspace_id, ts, type, severity, summary, payload, "
-            "archived_at, agent_id) VALUES ('g1', 'acme', ?, 'peer.escalation', 'warn', ?, "
-            "'{}', ?, 'ghost')",
-            ((NOW - timedelta(days=300)).isoformat(), f"archived {MARK} row", NOW.isoformat()),
-        )
-    con.close()
+    raw_execute(
+        mem.store.url,
+        "INSERT INTO events_archive (id, workspace_id, ts, type, severity, summary, payload, "
+        "archived_at, agent_id) VALUES ('g1', 'acme', "
+        f"{sql_text((NOW - timedelta(days=300)).isoformat())}, 'peer.escalation', 'warn', "
+        f"{sql_text(f'archived {MARK} row')}, '{{}}', {sql_text(NOW.isoformat())}, 'ghost')",
+    )
     mem.export_markdown(tmp_path / "before")
     assert mem.import_markdown(tmp_path / "before").errors == []
     # Recalls record pending reviews (issue 5): the ghost's own query, and the keeper's
@@ -107,38 +106,62 @@ def seed(mem: Episodic, tmp_path: Path) -> None:
     assert {h.id for h in keeper.hits} & {"g1", "g2"}
 
 
-def every_text_row(path: str) -> list[tuple[str, str]]:
-    """(table, cell) for every text cell of every table, FTS shadow tables included."""
-    con = sqlite3.connect(path)
+def every_text_row(url: str) -> list[tuple[str, str]]:
+    """(table, cell) for every text cell of every table: on SQLite the FTS shadow tables
+    included, on PostgreSQL every text, bytea and tsvector column (``memories.tsv``)."""
     found = []
-    tables = [
-        r[0]
-        for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        if r[0] != "memories_fts"
-    ]
-    for table in tables:
-        for row in con.execute(f'SELECT * FROM "{table}"'):
+    if is_sqlite(url):
+        tables = [
+            r[0]
+            for r in raw_rows(url, "SELECT name FROM sqlite_master WHERE type = 'table'")
+            if r[0] != "memories_fts"
+        ]
+        selects = {table: f'SELECT * FROM "{table}"' for table in tables}
+    else:
+        columns: dict[str, list[str]] = {}
+        for table, column, kind in raw_rows(
+            url,
+            "SELECT table_name, column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = 'public' "
+            "AND data_type IN ('text', 'character varying', 'bytea', 'tsvector', 'jsonb')",
+        ):
+            cast = "" if kind == "bytea" else "::text"
+            columns.setdefault(table, []).append(f'"{column}"{cast}')
+        assert '"tsv"::text' in columns["memories"]  # the search index is a column here
+        selects = {
+            table: f'SELECT {", ".join(cols)} FROM "{table}"' for table, cols in columns.items()
+        }
+    for table, sql in selects.items():
+        for row in raw_rows(url, sql):
             for cell in row:
-                if isinstance(cell, str | bytes):
-                    text = cell if isinstance(cell, str) else cell.decode("latin-1")
+                if isinstance(cell, str | bytes | memoryview):
+                    text = cell if isinstance(cell, str) else bytes(cell).decode("latin-1")
                     found.append((table, text))
-    con.close()
     return found
 
 
-def fts_terms(path: str) -> set[str]:
-    con = sqlite3.connect(path)
-    con.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, memories_fts, 'row')")
-    terms = {r[0] for r in con.execute("SELECT term FROM temp.vocab")}
-    con.close()
-    return terms
+def search_terms(url: str) -> set[str]:
+    """The full-text index's vocabulary: FTS5's terms, or every lexeme of the tsvectors."""
+    if is_sqlite(url):
+        import sqlite3
+
+        con = sqlite3.connect(url.removeprefix("sqlite:///"))
+        con.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, memories_fts, 'row')")
+        terms = {r[0] for r in con.execute("SELECT term FROM temp.vocab")}
+        con.close()
+        return terms
+    return {r[0] for r in raw_rows(url, "SELECT word FROM ts_stat('SELECT tsv FROM memories')")}
+
+
+def is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite:///")
 
 
 def test_forget_an_agent_leaves_nothing_searchable_or_exportable(
     mem: Episodic, fake: FakeEmbedder, tmp_path: Path
 ) -> None:
     seed(mem, tmp_path)
-    path = mem.store.url.removeprefix("sqlite:///")
+    url = mem.store.url
     ghost_ids = {m.id for m in mem.list_memories(ScopeFilter("acme", agent_id="ghost")).items}
     derived = {
         m.id
@@ -146,14 +169,15 @@ def test_forget_an_agent_leaves_nothing_searchable_or_exportable(
         if m.type in ("episode", "entry", "learning") and set(m.source_event_ids) & ghost_ids
     }
     assert len(ghost_ids) >= 4 and derived  # journal rows, messages; episode and entries
-    assert MARK in fts_terms(path)
-    assert any(MARK in text for _, text in every_text_row(path))
-    assert MARK.encode() in Path(path).read_bytes() + _wal(path)
+    assert MARK in search_terms(url)
+    assert any(MARK in text for t, text in every_text_row(url) if t == "memories")
+    if is_sqlite(url):
+        assert MARK.encode() in _file_bytes(url)
     kept_before = {m.id for m in mem.list_memories(ScopeFilter("acme", agent_id="keeper")).items}
     helper_before = {m.id for m in mem.list_memories(ScopeFilter("acme", agent_id="helper")).items}
-    cache_before = _count(path, "SELECT count(*) FROM embedding_cache")
+    cache_before = _count(url, "SELECT count(*) FROM embedding_cache")
 
-    reviews_before = _count(path, "SELECT count(*) FROM memory_reviews")
+    reviews_before = _count(url, "SELECT count(*) FROM memory_reviews")
     assert reviews_before >= 2
     counts = mem.forget(workspace="acme", agent="ghost")
     assert counts.extensions >= 2  # both reviews above
@@ -177,17 +201,20 @@ def test_forget_an_agent_leaves_nothing_searchable_or_exportable(
     mem.export_markdown(tmp_path / "after", workspace="acme")
     exported = [p.read_text() for p in (tmp_path / "after").rglob("*") if p.is_file()]
     assert exported and not any(MARK in text for text in exported)
-    # Every table (FTS shadow tables included), the FTS vocabulary, the file itself.
-    assert not [(t, text[:80]) for t, text in every_text_row(path) if MARK in text]
-    assert not {t for t in fts_terms(path) if t.startswith(MARK[:5])}
-    assert MARK.encode() not in Path(path).read_bytes() + _wal(path)
+    # Every table (FTS shadow tables or the tsvector column included), the search
+    # vocabulary and, on SQLite (secure_delete), the file itself. PostgreSQL keeps dead
+    # tuples in its data files until a VACUUM (see the README).
+    assert not [(t, text[:80]) for t, text in every_text_row(url) if MARK in text]
+    assert not {t for t in search_terms(url) if t.startswith(MARK[:5])}
+    if is_sqlite(url):
+        assert MARK.encode() not in _file_bytes(url)
     assert mem.recall("nightly batch window", workspace="orbit").hits[0].id == "o1"
     for sql in (
         "SELECT count(*) FROM memories WHERE workspace_id = 'acme' AND agent_id = 'ghost'",
         "SELECT count(*) FROM events WHERE workspace_id = 'acme' AND agent_id = 'ghost'",
         "SELECT count(*) FROM events_archive",
     ):
-        assert _count(path, sql) == 0, sql
+        assert _count(url, sql) == 0, sql
     for table, column in (
         ("memory_relations", "src"),
         ("memory_relations", "dst"),
@@ -196,13 +223,14 @@ def test_forget_an_agent_leaves_nothing_searchable_or_exportable(
         ("memory_sources", "event_id"),
         ("import_files", "memory_id"),
     ):
-        marks = ",".join("?" * len(gone))
-        assert _count(path, f"SELECT count(*) FROM {table} WHERE {column} IN ({marks})", gone) == 0
-    hashes = [content_hash(f"{MARK} rollback of the checkout cache")]
-    assert _count(path, "SELECT count(*) FROM embedding_cache WHERE content_hash = ?", hashes) == 0
-    shared = [content_hash(SHARED)]
-    assert _count(path, "SELECT count(*) FROM embedding_cache WHERE content_hash = ?", shared) == 1
-    assert _count(path, "SELECT count(*) FROM embedding_cache") < cache_before
+        ids = ", ".join(sql_text(i) for i in gone)
+        assert _count(url, f"SELECT count(*) FROM {table} WHERE {column} IN ({ids})") == 0
+    cached = "SELECT count(*) FROM embedding_cache WHERE content_hash = "
+    assert (
+        _count(url, cached + sql_text(content_hash(f"{MARK} rollback of the checkout cache"))) == 0
+    )
+    assert _count(url, cached + sql_text(content_hash(SHARED))) == 1
+    assert _count(url, "SELECT count(*) FROM embedding_cache") < cache_before
     # Everyone else is untouched; the helper's messages lose only the episode's keys.
     assert {m.id for m in mem.list_memories(ScopeFilter("acme", agent_id="keeper")).items} == (
         kept_before
@@ -271,14 +299,12 @@ def test_cli_forget_asks_before_a_whole_workspace(
     assert '"memories": 1' in result.stdout
 
 
-def _count(path: str, sql: str, params: Any = ()) -> int:
-    con = sqlite3.connect(path)
-    try:
-        return int(con.execute(sql, tuple(params)).fetchone()[0])
-    finally:
-        con.close()
+def _count(url: str, sql: str) -> int:
+    return int(raw_rows(url, sql)[0][0])
 
 
-def _wal(path: str) -> bytes:
-    wal = Path(path + "-wal")
-    return wal.read_bytes() if wal.exists() else b""
+def _file_bytes(url: str) -> bytes:
+    """The SQLite file and its write-ahead log, as stored on disk."""
+    path = Path(url.removeprefix("sqlite:///"))
+    wal = path.with_name(path.name + "-wal")
+    return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")

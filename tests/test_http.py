@@ -1,16 +1,16 @@
-"""The HTTP API over a real uvicorn server on a loopback port (fake embedder: fast)."""
+"""The HTTP API over a real uvicorn server on a loopback port (fake embedder: fast), once
+over a SQLite file and once over PostgreSQL."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from conftest import raw_execute, raw_rows
 from episodic import Episodic, Settings
 from episodic.embed.fake import FakeEmbedder
 from episodic.http import MAX_BODY_BYTES, asgi
@@ -31,12 +31,17 @@ def ev(i: str, ws: str, summary: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def mem(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Episodic]:
-    db = tmp_path_factory.mktemp("http") / "m.db"
-    m = Episodic(
-        store=open_store(f"sqlite:///{db}"), embedder=FakeEmbedder(dim=256), settings=Settings()
-    )
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def mem(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Episodic]:
+    # One database per backend for the whole module: the tests below build on each
+    # other's writes (keys, events), as a long-running server's would.
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('http') / 'm.db'}"
+    else:
+        url = request.getfixturevalue("pg_module_url")
+    m = Episodic(store=open_store(url), embedder=FakeEmbedder(dim=256), settings=Settings())
     yield m
     m.close()
 
@@ -337,15 +342,13 @@ def test_health_is_404_until_a_snapshot_then_newest_first(
     with client(base, keys["orbit"]) as c:
         r = c.get("/v1/health")
         assert r.status_code == 404 and error_of(r)["code"] == "not_found"
-        db = sqlite3.connect(mem.store.url.removeprefix("sqlite:///"))
-        with db:
-            for day, score in (("2026-11-20", 40.0), ("2026-11-21", 62.0), ("2026-11-22", 81.0)):
-                db.execute(
-                    "INSERT INTO memory_health_snapshots "
-                    "VALUES ('orbit', '', ?, 80, 80, 80, 80, 80, ?)",
-                    (day, score),
-                )
-        db.close()
+        raw_execute(
+            mem.store.url,
+            "INSERT INTO memory_health_snapshots VALUES "
+            "('orbit', '', '2026-11-20', 80, 80, 80, 80, 80, 40.0), "
+            "('orbit', '', '2026-11-21', 80, 80, 80, 80, 80, 62.0), "
+            "('orbit', '', '2026-11-22', 80, 80, 80, 80, 80, 81.0)",
+        )
         body = c.get("/v1/health", params={"history": 5}).json()
         assert (body["score"], body["band"], body["snapshot_date"]) == (81.0, "green", "2026-11-22")
         assert [(h["snapshot_date"], h["band"]) for h in body["history"]] == [
@@ -548,9 +551,8 @@ def _jsonable(value: Any) -> bool:
 
 
 def test_keys_are_stored_only_as_hashes(mem: Episodic, keys: dict[str, str]) -> None:
-    db = sqlite3.connect(Path(mem.store.url.removeprefix("sqlite:///")))
-    rows = db.execute("SELECT * FROM api_keys").fetchall()
-    db.close()
+    rows = raw_rows(mem.store.url, "SELECT * FROM api_keys")
+    assert len(rows) >= len(keys)
     flat = repr(rows)
     for secret in keys.values():
         assert secret not in flat
@@ -575,6 +577,29 @@ def test_the_page_uses_the_same_keys_and_scopes(
         assert r.status_code == 200 and 'data-id="a2"' not in r.text
         c.post("/ui/logout")
         assert c.get("/ui/memories").status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("get", "/v1/recent?agent=%00", None),
+        ("get", "/v1/recent?conversation=a%00b", None),
+        ("get", "/v1/memories?agent=%00", None),
+        ("get", "/v1/memories?crew=%00", None),
+        ("post", "/v1/recall", {"query": "checkout", "agent": "\x00"}),
+        ("post", "/v1/render", {"query": "checkout", "agent": "dep\x00loyer"}),
+    ],
+)
+def test_a_nul_in_a_filter_matches_nothing(
+    base: str, keys: dict[str, str], method: str, path: str, body: Any
+) -> None:
+    # SQLite text can hold NUL; PostgreSQL's cannot, so the store must answer "nothing
+    # here" instead of failing on the parameter.
+    with client(base, keys["admin"]) as c:
+        r = c.request(method, path, json=body) if body is not None else c.request(method, path)
+    assert r.status_code == 200, r.text
+    found = r.json()
+    assert not (found.get("episodes") or found.get("items") or found.get("hits")), found
 
 
 def test_random_query_strings_and_paths_never_get_a_5xx(base: str, keys: dict[str, str]) -> None:

@@ -94,11 +94,10 @@ async def exercise(client: Client) -> None:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path}/mcp.db"
-    with Episodic.open(url, settings=Settings(embedder="none")) as mem:
+def db(db_url: str) -> str:
+    with Episodic.open(db_url, settings=Settings(embedder="none")) as mem:
         assert mem.ingest(EVENTS).stored == 3
-    return url
+    return db_url
 
 
 def test_stdio_server_with_the_sdk_client(db: str) -> None:

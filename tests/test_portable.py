@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from conftest import raw_execute
 from episodic import Episodic, Settings
 from episodic.cli import app
 from episodic.embed.fake import FakeEmbedder
@@ -99,30 +100,24 @@ def fake() -> FakeEmbedder:
     return FakeEmbedder(dim=64)
 
 
-def new_mem(path: Path, fake: FakeEmbedder) -> Episodic:
-    return Episodic(store=open_store(f"sqlite:///{path}"), embedder=fake, settings=Settings())
+def new_mem(url: str, fake: FakeEmbedder) -> Episodic:
+    return Episodic(store=open_store(url), embedder=fake, settings=Settings())
 
 
 @pytest.fixture
-def source(tmp_path: Path, fake: FakeEmbedder) -> Iterator[Episodic]:
-    mem = new_mem(tmp_path / "a.db", fake)
+def source(db_url: str, fake: FakeEmbedder) -> Iterator[Episodic]:
+    mem = new_mem(db_url, fake)
     events, ms = memories()
     mem.store.append(events, ms)
-    con_episode = "ep-1"
     # src-1 was taken by an episode: the journal must keep that, or it would be segmented again.
-    import sqlite3
-
-    con = sqlite3.connect(tmp_path / "a.db")
-    with con:
-        con.execute("UPDATE events SET episode_id = ? WHERE id = 'src-1'", (con_episode,))
-    con.close()
+    raw_execute(db_url, "UPDATE events SET episode_id = 'ep-1' WHERE id = 'src-1'")
     mem.index_once()
     yield mem
     mem.close()
 
 
 def test_export_import_round_trips_every_field(
-    source: Episodic, tmp_path: Path, fake: FakeEmbedder
+    source: Episodic, tmp_path: Path, fake: FakeEmbedder, new_db_url: Callable[[], str]
 ) -> None:
     out = tmp_path / "export"
     report = source.export_markdown(out)
@@ -133,7 +128,7 @@ def test_export_import_round_trips_every_field(
     assert (out / "acme" / "crews" / "ops" / "agents" / "helper").is_dir()
     assert (out / "acme" / "crews" / "ops" / "%2Ehidden.md").is_file()
 
-    target = new_mem(tmp_path / "b.db", fake)
+    target = new_mem(new_db_url(), fake)
     result = target.import_markdown(out)
     assert result.errors == [] and (result.inserted, result.events_inserted) == (4, 2)
     for m in ms:
@@ -187,7 +182,7 @@ def test_reruns_touch_only_what_changed_and_hand_edits_update(
 
 
 def test_reindex_from_a_folder_mirrors_it_reusing_cached_embeddings(
-    source: Episodic, tmp_path: Path, fake: FakeEmbedder
+    source: Episodic, tmp_path: Path, fake: FakeEmbedder, new_db_url: Callable[[], str]
 ) -> None:
     out = tmp_path / "export"
     source.export_markdown(out)
@@ -200,14 +195,14 @@ def test_reindex_from_a_folder_mirrors_it_reusing_cached_embeddings(
     # would have answered (same hashes): here the cache is the new database's own.
     runner = CliRunner()
     env = {"EPISODIC_EMBEDDER": "none"}
-    db = f"sqlite:///{tmp_path}/c.db"
+    db = new_db_url()
     result = runner.invoke(app, ["--db", db, "reindex", "--from", str(out), "--json"], env=env)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["inserted"] == 3
 
 
 def test_malformed_files_are_reported_by_path_and_the_rest_import(
-    tmp_path: Path, fake: FakeEmbedder
+    tmp_path: Path, fake: FakeEmbedder, db_url: str
 ) -> None:
     folder = tmp_path / "hand"
     (folder / "acme").mkdir(parents=True)
@@ -228,7 +223,7 @@ def test_malformed_files_are_reported_by_path_and_the_rest_import(
     for name, text in cases.items():
         (folder / "acme" / name).write_text(text, encoding="utf-8")
     (folder / "acme" / "latin1.md").write_bytes("---\nid: l1\n---\ncaf\xe9".encode("latin-1"))
-    mem = new_mem(tmp_path / "h.db", fake)
+    mem = new_mem(db_url, fake)
     report = mem.import_markdown(folder)
     errors = {e.path: e.field for e in report.errors}
     assert errors == {

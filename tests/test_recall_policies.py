@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -120,10 +120,8 @@ def test_pool_sizes_follow_each_seed() -> None:
 
 
 @pytest.fixture
-def mem() -> Iterator[Episodic]:
-    m = Episodic(
-        store=open_store("sqlite:///:memory:"), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW
-    )
+def mem(db_url: str) -> Iterator[Episodic]:
+    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
     yield m
     m.close()
 
@@ -315,20 +313,20 @@ def test_institutional_memories_always_render_under_their_own_budget(mem: Episod
     assert "never deploy on fridays" in quiet and quiet.endswith("</recalled-memory>")
 
 
-def test_llm_key_terms_feed_the_lexical_leg_and_fall_back_to_the_raw_text() -> None:
+def test_llm_key_terms_feed_the_lexical_leg_and_fall_back_to_the_raw_text(
+    db_url: str, new_db_url: Callable[[], str]
+) -> None:
     from episodic.errors import LLMError
     from episodic.llm import ScriptedLLM
 
-    def service(llm: ScriptedLLM) -> Episodic:
-        m = Episodic(
-            store=open_store("sqlite:///:memory:"), embedder=None, llm=llm, clock=lambda: NOW
-        )
+    def service(llm: ScriptedLLM, url: str) -> Episodic:
+        m = Episodic(store=open_store(url), embedder=None, llm=llm, clock=lambda: NOW)
         add(m, "pg", "postgres replica fell behind during the vacuum", days=1)
         add(m, "dns", "coredns stub zone typo broke resolution", days=1)
         return m
 
     llm = ScriptedLLM([{"terms": ["postgres", "replica", "vacuum"]}])
-    with service(llm) as m:
+    with service(llm, db_url) as m:
         question = "why was the read database stale this morning?"
         assert m.recall(question, workspace="w").hits == []  # off by default, no word matches
         assert llm.calls == []
@@ -337,7 +335,7 @@ def test_llm_key_terms_feed_the_lexical_leg_and_fall_back_to_the_raw_text() -> N
         assert result.trace is not None and result.trace.lexical_query == "postgres replica vacuum"
         assert "stale this morning" in llm.calls[0].user
     broken = ScriptedLLM([LLMError("down"), LLMError("down")])
-    with service(broken) as m:
+    with service(broken, new_db_url()) as m:
         raw = m.recall("coredns stub zone", workspace="w", key_terms=True)
         assert [h.id for h in raw.hits] == ["dns"]  # fell back to the words as typed
 

@@ -287,3 +287,24 @@ def test_an_edge_given_twice_in_one_call_keeps_the_last_weight(store: PostgresSt
     store.add_relations("acme", edges)
     assert store.related(ACME, ["a"]) == {"a": [("b", 0.9)]}
     assert store.related(ACME, ["b"]) == {"b": [("a", 0.9)]}
+
+
+def test_a_rare_term_outweighs_a_common_one(store: PostgresStore) -> None:
+    # ts_rank weighed both words alike; bm25's idf puts the memory with the rare word
+    # first although the other holds the common word twice.
+    rare = event("rare", summary="zebra meeting", minutes=0)
+    common = event("common", summary="meeting meeting notes", minutes=1)
+    filler = [event(f"f{i}", summary=f"meeting {i}", minutes=2 + i) for i in range(8)]
+    remember(store, rare, common, *filler)
+    assert sparse_ids(store, ACME, "meeting zebra", limit=2)[0] == "rare"
+
+
+def test_a_term_in_most_memories_only_fills_a_short_answer(store: PostgresStore) -> None:
+    store.sparse_rare_budget = 5  # below the terms' 12 matches: the plan applies
+    many = [event(f"m{i}", summary=f"status update {i}", minutes=i) for i in range(10)]
+    remember(store, *many, event("x", summary="status of the kraken", minutes=20))
+    # "status" is in every memory: dropped while "kraken" remains, used only to fill.
+    got = store.search_sparse(ACME, "status kraken", 3)
+    assert got[0].memory_id == "x"
+    assert len(got) == 3 and all(c.score > 0 for c in got)
+    assert got[0].score > got[1].score

@@ -12,7 +12,7 @@ import pytest
 from episodic import POLICIES, Episodic, InvalidInput, Settings
 from episodic.embed.fake import FakeEmbedder
 from episodic.model import Event, Memory, MemoryStatus, ScopeFilter
-from episodic.store import SqliteStore
+from episodic.store import open_store
 from episodic.upkeep.compact import plan_merges
 
 NOW = datetime(2026, 11, 24, 4, 0, tzinfo=UTC)
@@ -62,9 +62,9 @@ def test_what_counts_as_a_near_duplicate(a: Memory, b: Memory, merged: bool) -> 
 
 
 @pytest.fixture
-def svc() -> Iterator[Episodic]:
+def svc(db_url: str) -> Iterator[Episodic]:
     m = Episodic(
-        store=SqliteStore(":memory:"),
+        store=open_store(db_url),
         embedder=FakeEmbedder(dim=512),
         settings=Settings(archive_after_days=90),
         clock=lambda: NOW,

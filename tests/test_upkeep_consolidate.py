@@ -13,7 +13,7 @@ from episodic import Episodic, LLMError, Settings
 from episodic.embed.fake import FakeEmbedder
 from episodic.llm import ScriptedLLM
 from episodic.model import Event, Memory, ScopeFilter
-from episodic.store import SqliteStore
+from episodic.store import open_store
 from episodic.upkeep.consolidate import (
     CONSOLIDATED_TYPE,
     OFFLINE_CONSOLIDATOR,
@@ -46,9 +46,11 @@ def ev(i: str, summary: str, minutes: int, agent: str = "a1", crew: str = "c") -
     }
 
 
-def make(llm: ScriptedLLM | None = None, embedder: bool = True, **settings: Any) -> Episodic:
+def make(
+    url: str, llm: ScriptedLLM | None = None, embedder: bool = True, **settings: Any
+) -> Episodic:
     return Episodic(
-        store=SqliteStore(":memory:"),
+        store=open_store(url),
         embedder=FakeEmbedder(dim=1024) if embedder else None,
         settings=Settings(**settings),
         clock=lambda: NOW,
@@ -57,8 +59,8 @@ def make(llm: ScriptedLLM | None = None, embedder: bool = True, **settings: Any)
 
 
 @pytest.fixture
-def svc() -> Iterator[Episodic]:
-    mem = make()
+def svc(db_url: str) -> Iterator[Episodic]:
+    mem = make(db_url)
     mem.ingest([ev(i, t, n) for n, (i, t) in enumerate(GROUPS.items())])
     mem.index_once()
     yield mem
@@ -95,8 +97,8 @@ def test_offline_summaries_of_each_cluster_with_their_evidence(svc: Episodic) ->
     assert again.detail["clusters"] == 0 and len(derived(svc)) == 2
 
 
-def test_without_vectors_memories_cluster_by_shared_words() -> None:
-    with make(embedder=False) as mem:
+def test_without_vectors_memories_cluster_by_shared_words(db_url: str) -> None:
+    with make(db_url, embedder=False) as mem:
         mem.ingest([ev(i, t, n) for n, (i, t) in enumerate(GROUPS.items())])
         (result,) = mem.consolidate(workspace="acme")
         assert result.detail["clusters"] == 2
@@ -106,16 +108,16 @@ def test_without_vectors_memories_cluster_by_shared_words() -> None:
         }
 
 
-def llm_svc(replies: list[Any]) -> tuple[Episodic, ScriptedLLM]:
+def llm_svc(url: str, replies: list[Any]) -> tuple[Episodic, ScriptedLLM]:
     llm = ScriptedLLM(replies)
-    mem = make(llm)
+    mem = make(url, llm)
     # One cluster only: the three cache memories.
     mem.ingest([ev(i, GROUPS[i], n) for n, i in enumerate(("c1", "c2", "c3", "lone"))])
     mem.index_once()
     return mem, llm
 
 
-def test_llm_rules_are_checked_against_the_cluster() -> None:
+def test_llm_rules_are_checked_against_the_cluster(db_url: str) -> None:
     reply = {
         "items": [
             {
@@ -130,7 +132,7 @@ def test_llm_rules_are_checked_against_the_cluster() -> None:
              "evidence": ["m2", "m3", "m3"], "confidence": 1.7},
         ]
     }  # fmt: skip
-    mem, llm = llm_svc([reply])
+    mem, llm = llm_svc(db_url, [reply])
     with mem:
         (result,) = mem.consolidate(workspace="acme")
         assert (result.detail["rules"], result.detail["facts"]) == (1, 1)
@@ -159,8 +161,8 @@ def test_llm_rules_are_checked_against_the_cluster() -> None:
         [{"items": [{"kind": "opinion"}]}, "not json at all"],  # schema, then a bad retry
     ],
 )
-def test_an_llm_failure_falls_back_to_a_labelled_summary(replies: list[Any]) -> None:
-    mem, _ = llm_svc(replies)
+def test_an_llm_failure_falls_back_to_a_labelled_summary(db_url: str, replies: list[Any]) -> None:
+    mem, _ = llm_svc(db_url, replies)
     with mem:
         (result,) = mem.consolidate(workspace="acme")
         (m,) = derived(mem)
@@ -169,8 +171,8 @@ def test_an_llm_failure_falls_back_to_a_labelled_summary(replies: list[Any]) -> 
         assert result.detail["summaries"] == 1
 
 
-def test_memory_text_cannot_close_the_prompts_data_block() -> None:
-    mem, llm = llm_svc([{"items": []}])
+def test_memory_text_cannot_close_the_prompts_data_block(db_url: str) -> None:
+    mem, llm = llm_svc(db_url, [{"items": []}])
     with mem:
         hostile = Event("evil", "acme", NOW, "note", summary="x")
         mem.store.append(
@@ -186,8 +188,8 @@ def test_memory_text_cannot_close_the_prompts_data_block() -> None:
         assert prompt.count("</memories>") == 1 and "&lt;/memories>" in prompt
 
 
-def test_flashbulbs_and_the_backlog_trigger_consolidation() -> None:
-    with make(consolidate_threshold=4) as mem:
+def test_flashbulbs_and_the_backlog_trigger_consolidation(db_url: str) -> None:
+    with make(db_url, consolidate_threshold=4) as mem:
         mem.ingest([ev(i, GROUPS[i], n) for n, i in enumerate(("c1", "c2", "c3"))])
         mem.index_once()
         assert due_reason(mem.store, "acme", 4) is None
@@ -207,9 +209,9 @@ def test_flashbulbs_and_the_backlog_trigger_consolidation() -> None:
 
 
 def test_the_sweeper_consolidates_at_once_after_a_flashbulb_episode(
-    monkeypatch: pytest.MonkeyPatch,
+    db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with make() as mem:
+    with make(db_url) as mem:
         mem.ingest([ev(i, GROUPS[i], n) for n, i in enumerate(("c1", "c2"))])
         mem.index_once()
         flash = Event("flash", "acme", NOW, "message", summary="x", conversation_id="k")

@@ -11,15 +11,15 @@ import pytest
 from episodic import Episodic, InvalidInput, Settings
 from episodic.embed.fake import FakeEmbedder
 from episodic.model import Event, Memory
-from episodic.store import SqliteStore
+from episodic.store import open_store
 
 NOW = datetime(2026, 11, 24, 3, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def svc() -> Iterator[Episodic]:
+def svc(db_url: str) -> Iterator[Episodic]:
     mem = Episodic(
-        store=SqliteStore(":memory:"),
+        store=open_store(db_url),
         embedder=FakeEmbedder(dim=256),
         settings=Settings(),
         clock=lambda: NOW,

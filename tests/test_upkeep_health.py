@@ -11,7 +11,7 @@ import pytest
 from episodic import Episodic, InvalidInput, Settings
 from episodic.model import Event, Memory
 from episodic.scoring import health as h
-from episodic.store import SqliteStore
+from episodic.store import Store, open_store
 from episodic.store.base import Relation, ReviewRequest
 from episodic.upkeep.health import compute_health
 
@@ -26,15 +26,13 @@ def axis(i: int) -> np.ndarray:
 
 
 @pytest.fixture
-def svc() -> Iterator[Episodic]:
-    mem = Episodic(
-        store=SqliteStore(":memory:"), embedder=None, settings=Settings(), clock=lambda: NOW
-    )
+def svc(db_url: str) -> Iterator[Episodic]:
+    mem = Episodic(store=open_store(db_url), embedder=None, settings=Settings(), clock=lambda: NOW)
     yield mem
     mem.close()
 
 
-def add(store: SqliteStore, id: str, days: float, crew: str = "c1") -> None:
+def add(store: Store, id: str, days: float, crew: str = "c1") -> None:
     ts = NOW - timedelta(days=days)
     e = Event(id=id, workspace_id="acme", ts=ts, type="note", summary=f"note {id}", crew_id=crew)
     m = Memory(id=id, workspace_id="acme", ts=ts, type="note", content=e.summary, crew_id=crew,
@@ -42,7 +40,7 @@ def add(store: SqliteStore, id: str, days: float, crew: str = "c1") -> None:
     store.append([e], [m])
 
 
-def build(store: SqliteStore) -> None:
+def build(store: Store) -> None:
     """16 memories, all 45 days old. 12 have vectors: 4 themes of 3 identical vectors
     (axes 0-3). 3 of the 12 have an edge."""
     for i in range(16):
@@ -111,7 +109,6 @@ def test_sparkline_uses_a_fixed_0_to_100_scale() -> None:
 # -- a snapshot of hand-built memories ---------------------------------------------------
 def test_snapshot_of_a_workspace_by_hand(svc: Episodic) -> None:
     store = svc.store
-    assert isinstance(store, SqliteStore)
     build(store)
     snap = compute_health(store, "acme", None, NOW)
     # median age 45 days -> 100 x (1 - 45/180)
@@ -138,7 +135,6 @@ def test_snapshot_of_a_workspace_by_hand(svc: Episodic) -> None:
 
 def test_a_crew_snapshot_sees_only_the_crews_memories(svc: Episodic) -> None:
     store = svc.store
-    assert isinstance(store, SqliteStore)
     build(store)
     crew = compute_health(store, "acme", "c2", NOW)
     # c2: m08..m15, of which m08..m11 have vectors (axes 2 and 3).
@@ -156,7 +152,6 @@ def test_memory_health_is_none_until_a_snapshot_then_latest_with_history(
     svc: Episodic,
 ) -> None:
     store = svc.store
-    assert isinstance(store, SqliteStore)
     build(store)
     assert svc.memory_health("acme") is None
     for days in (2, 1, 0):

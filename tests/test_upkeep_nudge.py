@@ -10,16 +10,14 @@ from typing import Any
 import pytest
 
 from episodic import Episodic, InvalidInput, Settings
-from episodic.store import SqliteStore
+from episodic.store import open_store
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def svc() -> Iterator[Episodic]:
-    m = Episodic(
-        store=SqliteStore(":memory:"), embedder=None, settings=Settings(), clock=lambda: NOW
-    )
+def svc(db_url: str) -> Iterator[Episodic]:
+    m = Episodic(store=open_store(db_url), embedder=None, settings=Settings(), clock=lambda: NOW)
     yield m
     m.close()
 

@@ -13,7 +13,7 @@ import pytest
 from episodic import Episodic, InvalidInput, Settings, StoreError
 from episodic.embed.fake import FakeEmbedder
 from episodic.model import ScopeFilter
-from episodic.store import SqliteStore
+from episodic.store import open_store
 from episodic.upkeep.relations import SIMILAR_MIN_COSINE, link_similar, similar_edges
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
@@ -31,9 +31,9 @@ def ev(i: str, summary: str, ws: str = "acme", agent: str = "deployer", minutes:
     }
 
 
-def make(**settings: Any) -> Episodic:
+def make(url: str, **settings: Any) -> Episodic:
     return Episodic(
-        store=SqliteStore(":memory:"),
+        store=open_store(url),
         embedder=FakeEmbedder(dim=1024),
         settings=Settings(**settings),
         clock=lambda: NOW,
@@ -41,8 +41,8 @@ def make(**settings: Any) -> Episodic:
 
 
 @pytest.fixture
-def svc() -> Iterator[Episodic]:
-    mem = make()
+def svc(db_url: str) -> Iterator[Episodic]:
+    mem = make(db_url)
     yield mem
     mem.close()
 
@@ -109,8 +109,8 @@ def test_index_one_links_a_new_memory_to_existing_ones(svc: Episodic) -> None:
     assert {(s, d) for s, d, _ in edges(svc)} == {("hot", "a")}
 
 
-def test_within_a_batch_only_earlier_members_are_linked() -> None:
-    store = SqliteStore(":memory:")
+def test_within_a_batch_only_earlier_members_are_linked(db_url: str) -> None:
+    store = open_store(db_url)
     mem = Episodic(store=store, embedder=FakeEmbedder(dim=64), settings=Settings())
     mem.ingest([ev("p", BASE), ev("q", BASE, minutes=1)])
     rows = mem.store.pending_vectors(10)
@@ -134,8 +134,8 @@ def test_a_linking_failure_never_undoes_the_embedding(
     assert svc.store.stats().pending_vectors == 0
 
 
-def test_the_walk_is_off_by_default_and_on_for_configured_agents() -> None:
-    with make(memory_walk_depth=(("deployer", 1),)) as mem:
+def test_the_walk_is_off_by_default_and_on_for_configured_agents(db_url: str) -> None:
+    with make(db_url, memory_walk_depth=(("deployer", 1),)) as mem:
         mem.ingest(
             [
                 ev("a", BASE),

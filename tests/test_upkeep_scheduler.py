@@ -1,21 +1,20 @@
-"""The scheduler (what runs when) and jobs run twice at once on one SQLite file: no
-double work, no lost update."""
+"""The scheduler (what runs when) and jobs run twice at once on one database (a SQLite
+file, or PostgreSQL): no double work, no lost update."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import raw_rows
 from episodic import Episodic, InvalidInput, Settings
 from episodic.embed.fake import FakeEmbedder
 from episodic.model import ScopeFilter
-from episodic.store import SqliteStore
+from episodic.store import open_store
 from episodic.upkeep.consolidate import CONSOLIDATED_TYPE, consolidate
 from episodic.upkeep.scheduler import scheduled_before
 
@@ -47,19 +46,18 @@ def events(ws: str = "acme") -> list[dict[str, Any]]:
     ]
 
 
-def open_svc(path: Path, clock: Clock) -> Episodic:
+def open_svc(url: str, clock: Clock) -> Episodic:
     return Episodic(
-        store=SqliteStore(path), embedder=FakeEmbedder(dim=1024), settings=Settings(), clock=clock
+        store=open_store(url), embedder=FakeEmbedder(dim=1024), settings=Settings(), clock=clock
     )
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / "shared.db"
-    with open_svc(path, Clock(NOON)) as mem:
+def db(db_url: str) -> str:
+    with open_svc(db_url, Clock(NOON)) as mem:
         mem.ingest(events("acme") + events("beta"))
         mem.index_once()
-    return path
+    return db_url
 
 
 @pytest.mark.parametrize(
@@ -79,7 +77,7 @@ def ran(results: list[Any]) -> list[tuple[str, str]]:
     return sorted((r.job, r.scope) for r in results if r.status == "ok")
 
 
-def test_what_runs_when(db: Path) -> None:
+def test_what_runs_when(db: str) -> None:
     clock = Clock(NOON)
     with open_svc(db, clock) as mem:
         sched = mem.scheduler()
@@ -106,10 +104,10 @@ def test_what_runs_when(db: Path) -> None:
         assert ("health", "acme") in daily and ("decay", "") not in daily
 
 
-def test_a_backlog_triggers_consolidation_on_the_review_tick(db: Path) -> None:
+def test_a_backlog_triggers_consolidation_on_the_review_tick(db: str) -> None:
     clock = Clock(NOON)
     with Episodic(
-        store=SqliteStore(db),
+        store=open_store(db),
         embedder=FakeEmbedder(dim=1024),
         settings=Settings(consolidate_threshold=4, daily_at="23:59", decay_at="23:59"),
         clock=clock,
@@ -120,7 +118,7 @@ def test_a_backlog_triggers_consolidation_on_the_review_tick(db: Path) -> None:
         assert all(r.detail["trigger"] == "threshold" for r in triggered)
 
 
-def test_the_thread_starts_ticks_and_stops(db: Path) -> None:
+def test_the_thread_starts_ticks_and_stops(db: str) -> None:
     with open_svc(db, Clock(NOON)) as mem:
         sched = mem.scheduler(tick_s=0.05)
         sched.start()
@@ -134,16 +132,12 @@ def test_the_thread_starts_ticks_and_stops(db: Path) -> None:
 
 
 # -- two at once ---------------------------------------------------------------------------
-def derived_count(db: Path) -> int:
-    with sqlite3.connect(db) as raw:
-        return int(
-            raw.execute(
-                "SELECT count(*) FROM memories WHERE type = ?", (CONSOLIDATED_TYPE,)
-            ).fetchone()[0]
-        )
+def derived_count(db: str) -> int:
+    sql = f"SELECT count(*) FROM memories WHERE type = '{CONSOLIDATED_TYPE}'"
+    return int(raw_rows(db, sql)[0][0])
 
 
-def test_two_consolidations_at_once_do_the_work_once(db: Path) -> None:
+def test_two_consolidations_at_once_do_the_work_once(db: str) -> None:
     """The lease: the second runner is skipped while the first works."""
     barrier = threading.Barrier(2)
     results: dict[str, Any] = {}
@@ -181,7 +175,7 @@ def test_two_consolidations_at_once_do_the_work_once(db: Path) -> None:
     assert derived_count(db) == 2  # one per cluster
 
 
-def test_without_the_lease_the_claim_still_keeps_work_single(db: Path) -> None:
+def test_without_the_lease_the_claim_still_keeps_work_single(db: str) -> None:
     """Two consolidations that planned the same clusters race to store them: the store's
     claim lets one win each cluster and refuses the other whole."""
     barrier = threading.Barrier(2, timeout=10)
@@ -190,7 +184,7 @@ def test_without_the_lease_the_claim_still_keeps_work_single(db: Path) -> None:
 
     def runner() -> None:
         try:
-            store = SqliteStore(db)
+            store = open_store(db)
             save = store.store_consolidation
 
             def in_step(*a: Any, **k: Any) -> bool:
@@ -216,7 +210,7 @@ def test_without_the_lease_the_claim_still_keeps_work_single(db: Path) -> None:
     assert derived_count(db) == 2
 
 
-def test_two_review_jobs_at_once_rate_each_recall_once(db: Path) -> None:
+def test_two_review_jobs_at_once_rate_each_recall_once(db: str) -> None:
     clock = Clock(NOON)
     with open_svc(db, clock) as mem:
         for i in range(20):
@@ -246,11 +240,8 @@ def test_two_review_jobs_at_once_rate_each_recall_once(db: Path) -> None:
         t.join(60)
     rated = sum(o.detail.get("reviews", 0) for o in outcomes if o.status == "ok")
     assert rated == 20
-    with sqlite3.connect(db) as raw:
-        closed = raw.execute(
-            "SELECT count(*) FROM memory_reviews WHERE reviewed_at IS NOT NULL"
-        ).fetchone()[0]
-        assert closed == 20
+    closed = raw_rows(db, "SELECT count(*) FROM memory_reviews WHERE reviewed_at IS NOT NULL")
+    assert closed == [(20,)]
     with open_svc(db, clock) as mem:
         # Each memory was reviewed once (a second review within the day is skipped), so
         # its FSRS state is that of one first review: easy for acme-0, whose words the
@@ -260,7 +251,7 @@ def test_two_review_jobs_at_once_rate_each_recall_once(db: Path) -> None:
         assert (a0.stability, a1.stability) == pytest.approx((8.2956, 2.3065))
 
 
-def test_decay_while_recalls_mark_references_loses_no_update(db: Path) -> None:
+def test_decay_while_recalls_mark_references_loses_no_update(db: str) -> None:
     stop = threading.Event()
     errors: list[BaseException] = []
 
@@ -304,7 +295,7 @@ def test_schedule_settings_are_checked_by_name(env: dict[str, str], field: str) 
         Settings.from_env(env)
 
 
-def test_schedule_settings_from_the_environment(db: Path) -> None:
+def test_schedule_settings_from_the_environment(db: str) -> None:
     s = Settings.from_env(
         {
             "EPISODIC_DAILY_AT": "05:30",

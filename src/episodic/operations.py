@@ -67,6 +67,7 @@ class ReferenceBuffer:
         self._pending: dict[str, dict[str, int]] = {}
         self._last: dict[str, datetime] = {}
         self._lock = threading.Lock()
+        self._flushing = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -80,18 +81,21 @@ class ReferenceBuffer:
             self._last[workspace] = at
 
     def flush(self) -> None:
-        with self._lock:
-            pending, last = self._pending, self._last
-            self._pending, self._last = {}, {}
-        for workspace, counts in pending.items():
-            # mark_referenced adds 1 per id: a memory returned n times goes in n rounds.
-            for level in range(1, max(counts.values()) + 1):
-                ids = [i for i, n in counts.items() if n >= level]
-                try:
-                    self.store.mark_referenced(workspace, ids, last[workspace])
-                except StoreError as exc:
-                    log.warning("reference marks for %s not written: %s", workspace, exc)
-                    break
+        # Held while a batch is written: flush() returns only once every mark added before
+        # it is stored, even when the background thread had already taken them.
+        with self._flushing:
+            with self._lock:
+                pending, last = self._pending, self._last
+                self._pending, self._last = {}, {}
+            for workspace, counts in pending.items():
+                # mark_referenced adds 1 per id: a memory returned n times goes in n rounds.
+                for level in range(1, max(counts.values()) + 1):
+                    ids = [i for i, n in counts.items() if n >= level]
+                    try:
+                        self.store.mark_referenced(workspace, ids, last[workspace])
+                    except StoreError as exc:
+                        log.warning("reference marks for %s not written: %s", workspace, exc)
+                        break
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):

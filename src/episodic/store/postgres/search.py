@@ -19,23 +19,20 @@ stopwords (``without_stopwords``), at most ``MAX_FTS_TERMS``, OR-joined; like SQ
 budgeted mode, a token of 3+ characters is searched as a whole (stemmed) word when the
 workspace holds that word and as a prefix (``:*``) only when it does not (a word typed in
 part). Each token becomes a quoted tsquery lexeme, so nothing a user types is read as
-tsquery syntax. Each term contributes its newest matches in scope (all of them for a rare
-term, at most ``sparse_term_window`` for a common one); the union is ranked with
-``ts_rank`` over every term.
+tsquery syntax. Ranking is FTS5's bm25 computed in SQL (``_SPARSE_SCORE_SQL``), with
+SqliteStore's term plan (``plan_terms``, ``SPARSE_RARE_BUDGET``, ``SPARSE_MAX_SHARE``):
+document counts per term in the workspace (capped at half of it, cached a few seconds)
+give each term its idf and sort terms into rare (all matches scored), common (the newest
+``sparse_term_window`` matches of each and of all together) and dropped (only to fill a
+short answer); a one-term query ranks its newest window, as on SQLite.
 
-How ranking differs from SQLite's BM25 (FTS5 ``bm25`` with column weights content 1.0,
-payload 0.5, keys 0.1):
+How ranking still differs from SQLite's BM25:
 
-- no IDF: ``ts_rank`` weighs every query term the same, so a word found in most memories
-  counts as much as a rare one (BM25 weights a term by ln((N - n + 0.5) / (n + 0.5)));
-  stopwords are left out as on SQLite, other common words are not;
-- term frequency saturates differently: ``ts_rank`` adds, per term, its best occurrence's
-  weight plus later occurrences' weights / i², scaled by 1/1.645, then averages over the
-  query's terms (BM25: tf x (k1 + 1) / (tf + k1 x (1 - b + b x len / avglen)));
-- length: ``ts_rank``'s normalisation 1 divides by 1 + ln(document length in words);
-  BM25 normalises by the length relative to the average, per column;
-- weights apply per occurrence by label (A 1.0, B 0.5, D 0.1, as ``{D, C, B, A}``), where
-  FTS5 weights each column's whole BM25 term;
+- idf, N and the average length are per workspace (FTS5's are over the whole table), the
+  average length from a sample of ``SPARSE_LENGTH_SAMPLE`` memories; a document's length
+  is its number of distinct lexemes without stopwords (FTS5: every token);
+- labels weigh occurrences (A 1.0, B 0.5, D 0.1) where FTS5 weighs columns, which for a
+  term's weighted frequency is the same;
 - stemming: PostgreSQL's english Snowball stemmer where FTS5 uses Porter (mostly the same
   stems; Snowball's "english" is Porter2), and PostgreSQL's english stopword list is
   applied to the query on top of NLTK's (the two lists nearly coincide);
@@ -54,6 +51,7 @@ Scores keep SQLite's direction: higher is better, every match scores above 0.
 from __future__ import annotations
 
 import json
+import time
 import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
@@ -64,16 +62,29 @@ import psycopg
 
 from episodic.errors import ModelMismatch, NotFound, StoreError
 from episodic.model import Candidate, ScopeFilter, utcnow
-from episodic.scoring.fts import MAX_FTS_TERMS, MIN_PREFIX_CHARS, fts_tokens
+from episodic.scoring.fts import (
+    BM25_K1,
+    MAX_FTS_TERMS,
+    MIN_PREFIX_CHARS,
+    TermPlan,
+    bm25_idf,
+    fts_tokens,
+    plan_terms,
+)
 from episodic.scoring.stopwords import without_stopwords
 from episodic.store.base import Relation, Vector
 from episodic.store.dense import unit_vector
-from episodic.store.postgres.connection import Conn, PgBase
+from episodic.store.postgres.connection import Conn, PgBase, _has_nul
 from episodic.store.sql import scope_where
 from episodic.store.sqlite import (
     BM25_CONTENT_WEIGHT,
     BM25_KEYS_WEIGHT,
     BM25_PAYLOAD_WEIGHT,
+    DOC_COUNT_CACHE_TERMS,
+    DOC_COUNT_TTL_S,
+    SPARSE_MAX_SHARE,
+    SPARSE_RARE_BUDGET,
+    _DocCounts,
     _parse_ts,
     _unique,
     ts_text,
@@ -93,11 +104,14 @@ SPARSE_TERM_WINDOW = 1000
 # ...and a long query shares this many among its terms, since each candidate costs a
 # ts_rank over every term (~2-8 us a row, against ~1-2 for FTS5's bm25).
 SPARSE_SCORED_ROWS = 3000
-# ts_rank's normalisation: 1 divides the rank by 1 + ln(document length), the nearest
-# thing it has to BM25's length normalisation.
-TS_RANK_NORMALISATION = 1
-# ts_rank's weights array (a literal in the SQL) is ordered {D, C, B, A}; C is unused.
-_TS_RANK_WEIGHTS = f"{{{BM25_KEYS_WEIGHT}, 0, {BM25_PAYLOAD_WEIGHT}, {BM25_CONTENT_WEIGHT}}}"
+# FTS5's bm25 b (fts5_aux.c; k1 is BM25_K1).
+BM25_B = 0.75
+# The average document length (bm25's avglen) is taken over this many of the workspace's
+# memories, any of them: reading every row's tsvector would cost a scan per few seconds.
+SPARSE_LENGTH_SAMPLE = 1000
+# The score of a candidate none of whose lexemes bm25 could attribute to a query term
+# (the tsquery matched it through a stemming corner case): still a match, so above 0.
+SPARSE_MIN_SCORE = 1e-9
 
 
 def _lexeme(token: str, *, prefix: bool) -> str:
@@ -135,6 +149,8 @@ class SearchMixin(PgBase):
     # Attributes, not constants, so tests and benchmarks can shrink them.
     sparse_term_window: int = SPARSE_TERM_WINDOW
     sparse_scored_rows: int = SPARSE_SCORED_ROWS
+    sparse_rare_budget: int = SPARSE_RARE_BUDGET
+    _sparse_counts: _SparseCache | None = None
 
     def _fetch(self, conn: Conn, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """``_exec(...).fetchall()`` that never lets psycopg prepare the statement. A
@@ -149,6 +165,8 @@ class SearchMixin(PgBase):
     # -- dense ------------------------------------------------------------------------
     def search_dense(self, flt: ScopeFilter, query: Vector, limit: int) -> list[Candidate]:
         where, params = scope_where(flt, alias="m", mark="%s")
+        if _has_nul(*params):  # PostgreSQL text holds no NUL: nothing matches
+            return []
         if limit <= 0:
             return []
         q = np.asarray(query, dtype=np.float32).reshape(-1)
@@ -177,6 +195,8 @@ class SearchMixin(PgBase):
         exclude: Sequence[Sequence[str]] | None = None,
     ) -> list[list[Candidate]]:
         where, params = scope_where(flt, alias="m", mark="%s")
+        if _has_nul(*params):  # PostgreSQL text holds no NUL: nothing matches
+            return [[] for _ in range(len(queries))]
         q = np.asarray(queries, dtype=np.float32)
         if q.ndim != 2:
             raise ModelMismatch("?", 0, "the queries", int(q.size))
@@ -244,64 +264,185 @@ class SearchMixin(PgBase):
     # -- sparse -----------------------------------------------------------------------
     def search_sparse(self, flt: ScopeFilter, text: str, limit: int) -> list[Candidate]:
         where, params = scope_where(flt, alias="m", mark="%s")
+        if _has_nul(*params):  # PostgreSQL text holds no NUL: nothing matches
+            return []
         tokens = without_stopwords(fts_tokens(text))[:MAX_FTS_TERMS]
         if not tokens or limit <= 0:
             return []
-        window = max(limit, min(self.sparse_term_window, self.sparse_scored_rows // len(tokens)))
         with self._read() as conn:
-            terms = self._sparse_terms(conn, flt.workspace_id, tokens)
-            branch = (
-                "(SELECT m.seq FROM memories m WHERE m.tsv @@ to_tsquery('english', %s) "
-                f"AND m.status = 'active' AND {where} ORDER BY m.seq DESC LIMIT %s)"
-            )
-            args: list[Any] = []
-            for term in terms:
-                args += [term, *params, window]
-            # The ranked rows are looked up by seq from an array: joined to the union
-            # instead, the planner (which cannot estimate the union's size) may hash the
-            # whole table.
-            sql = (
-                f"WITH hits AS ({' UNION '.join([branch] * len(terms))}) "
-                f"SELECT m.id, ts_rank('{_TS_RANK_WEIGHTS}'::real[], m.tsv, "
-                f"to_tsquery('english', %s), {TS_RANK_NORMALISATION}) AS score "
-                "FROM memories m WHERE m.seq = ANY(ARRAY(SELECT seq FROM hits)) "
-                "ORDER BY score DESC, m.seq LIMIT %s"
-            )
-            args += [" | ".join(terms), limit]
+            total, avgdl, terms, counts = self._sparse_stats(conn, flt.workspace_id, tokens)
+            if len(terms) == 1:
+                # One term: as SQLite's window, its newest matches (bm25 over one term
+                # orders them by little more than their length).
+                plan = TermPlan(rare=(), common=(0,))
+            else:
+                plan = plan_terms(
+                    counts,
+                    total_rows=total,
+                    budget=self.sparse_rare_budget,
+                    max_share=SPARSE_MAX_SHARE,
+                )
+            sql, args = self._sparse_sql(where, params, terms, plan, limit)
+            lexemes = [(i, v, t.prefix) for i, t in enumerate(terms, start=1) for v in t.variants]
+            args += [[x[0] for x in lexemes], [x[1] for x in lexemes], [x[2] for x in lexemes]]
+            args += [
+                [bm25_idf(n, total) for n in counts],
+                [i in plan.dropped for i in range(len(terms))],
+                avgdl,
+                limit,
+            ]
             rows = self._fetch(conn, sql, args)
         return [
             Candidate(memory_id=memory_id, score=float(score), rank=rank)
             for rank, (memory_id, score) in enumerate(rows, start=1)
         ]
 
-    def _sparse_terms(self, conn: Conn, workspace_id: str, tokens: Sequence[str]) -> list[str]:
-        """Each token as tsquery text (``_term``): the whole word, or its prefix when the
-        token is long enough for one and the workspace holds no memory with the whole
-        word.
+    def _sparse_sql(
+        self,
+        where: str,
+        params: Sequence[Any],
+        terms: Sequence[_Term],
+        plan: TermPlan,
+        limit: int,
+    ) -> tuple[str, list[Any]]:
+        """The scoring statement and the parameters of its candidates (the caller appends
+        the rest: the lexeme arrays, idf, dropped, avgdl and limit): candidates, then
+        bm25 over them (``_SPARSE_SCORE_SQL``).
 
-        As on SQLite (``SqliteStore._sparse_words``): stems already match a word's
-        inflections, so a prefix adds only the longer words that start the same way
-        ("art" -> "artifact", "article"), at the cost of merging all their posting
-        lists; a word the workspace lacks was most likely typed in part ("auth",
-        "kube"), and only then is the prefix worth it. One EXISTS per such token, each
-        planned for its own word (GIN for a rare one, the first rows for a common one)."""
-        candidates = [t for t in tokens if len(t) >= MIN_PREFIX_CHARS]
-        held: dict[str, bool] = {}
-        if candidates:
-            probe = (
-                "EXISTS (SELECT 1 FROM memories WHERE workspace_id = %s "
-                "AND tsv @@ to_tsquery('english', %s))"
+        Candidates: every in-scope match of a rare term (their counts add up to at most
+        ``sparse_rare_budget``), the newest ``window`` in-scope matches of each common
+        term and of all common terms together, and, only while those are fewer than
+        ``limit``, the newest matches of the dropped terms (scored with the dropped terms
+        alone, as SQLite fills a short answer)."""
+        branch = (
+            "(SELECT m.seq FROM memories m WHERE m.tsv @@ to_tsquery('english', %s) "
+            f"AND m.status = 'active' AND {where} ORDER BY m.seq DESC LIMIT %s)"
+        )
+        common = [terms[i].query for i in plan.common]
+        window = max(
+            limit, min(self.sparse_term_window, self.sparse_scored_rows // max(1, len(common)))
+        )
+        queries: list[tuple[str, int]] = []
+        if plan.rare:
+            queries.append((" | ".join(terms[i].query for i in plan.rare), self.sparse_rare_budget))
+        queries += [(q, window) for q in common]
+        if len(common) > 1:
+            queries.append((" & ".join(common), window))
+        args: list[Any] = []
+        for query, cap in queries:
+            args += [query, *params, cap]
+        kept = (
+            " UNION ".join([branch] * len(queries))
+            if queries
+            else "SELECT NULL::bigint WHERE false"
+        )
+        dropped = " | ".join(terms[i].query for i in plan.dropped)
+        fill = "SELECT NULL::bigint WHERE false"
+        if dropped:
+            fill = (
+                "SELECT m.seq FROM memories m WHERE (SELECT count(*) FROM kept) < %s "
+                "AND m.tsv @@ to_tsquery('english', %s) "
+                f"AND m.status = 'active' AND {where} ORDER BY m.seq DESC LIMIT %s"
             )
-            args: list[Any] = []
-            for token in candidates:
-                args += [workspace_id, _term(token, prefix=False)]
-            row = self._fetch(conn, "SELECT " + ", ".join([probe] * len(candidates)), args)[0]
-            held = dict(zip(candidates, (bool(v) for v in row), strict=True))
-        terms = [
-            _term(t, prefix=len(t) >= MIN_PREFIX_CHARS and not held.get(t, False)) for t in tokens
-        ]
-        # Two prefixes may now be the same term: keep one.
-        return list(dict.fromkeys(terms))
+            args += [limit, dropped, *params, limit]
+        sql = _SPARSE_SCORE_SQL.format(kept=kept, fill=fill)
+        return sql, args
+
+    def _sparse_stats(
+        self, conn: Conn, workspace_id: str, tokens: Sequence[str]
+    ) -> tuple[int, float, list[_Term], list[int]]:
+        """(memories in the workspace, their average length in lexemes, the query's
+        terms, how many memories of the workspace each term matches up to half of them).
+
+        A token becomes its whole (stemmed) word when the workspace holds that word, else
+        its prefix when it is long enough for one. As on SQLite
+        (``SqliteStore._sparse_words``): stems already match a word's inflections, so a
+        prefix adds only the longer words that start the same way ("art" -> "artifact",
+        "article"), at the cost of merging all their posting lists; a word the workspace
+        lacks was most likely typed in part ("auth", "kube"), and only then is the prefix
+        worth it.
+
+        Everything comes from one statement, and only what the cache (a few seconds,
+        like SqliteStore's ``_DocCounts``) does not hold: each count is its own
+        ``LIMIT`` over the GIN index, planned for its own word, and a prefix is counted
+        only when its whole word matches nothing. Past half the workspace, idf is
+        floored: counting further orders nothing."""
+        cache = self._sparse_cache()
+        now = time.monotonic()
+        known = cache.workspace(workspace_id, now)
+        keys = {t: f"{workspace_id}\x00{_term(t, prefix=False)}" for t in tokens}
+        prefix_keys = {t: f"{workspace_id}\x00{_term(t, prefix=True)}" for t in tokens}
+        whole = {t: cache.counts.get(keys[t], now) for t in tokens}
+        prefixed: dict[str, int | None] = {}
+        for t in tokens:
+            if len(t) >= MIN_PREFIX_CHARS and whole[t] == 0:
+                prefixed[t] = cache.counts.get(prefix_keys[t], now)
+        missing = [t for t in tokens if whole[t] is None]
+        missing += [t for t, n in prefixed.items() if n is None and whole[t] is not None]
+        if known is None or missing:
+            count = (
+                "(SELECT count(*) FROM (SELECT 1 FROM memories WHERE workspace_id = %s "
+                "AND tsv @@ to_tsquery('english', %s) LIMIT (SELECT n / 2 + 1 FROM n)) c)"
+            )
+            stat = (
+                "SELECT count(*) AS n, (SELECT avg(length(tsv)) FROM (SELECT tsv FROM memories "
+                "WHERE workspace_id = %s LIMIT %s) s) AS avgdl "
+                "FROM memories WHERE workspace_id = %s"
+                if known is None
+                else "SELECT %s::bigint AS n, %s::float8 AS avgdl"
+            )
+            stat_args: list[Any] = (
+                [workspace_id, SPARSE_LENGTH_SAMPLE, workspace_id]
+                if known is None
+                else [known[0], known[1]]
+            )
+            cols: list[str] = []
+            col_args: list[Any] = []
+            for t in missing:
+                if whole[t] is None and len(t) >= MIN_PREFIX_CHARS:
+                    # The prefix's count only where the whole word matches nothing: a
+                    # CASE runs its subquery only when taken.
+                    cols.append(
+                        f"(SELECT ARRAY[w, CASE WHEN w = 0 THEN {count} END] "
+                        f"FROM (SELECT {count} AS w OFFSET 0) s)"
+                    )
+                    col_args += [workspace_id, _term(t, prefix=True)]
+                    col_args += [workspace_id, _term(t, prefix=False)]
+                elif whole[t] is None:
+                    cols.append(f"ARRAY[{count}, NULL]")
+                    col_args += [workspace_id, _term(t, prefix=False)]
+                else:
+                    cols.append(f"ARRAY[NULL, {count}]")
+                    col_args += [workspace_id, _term(t, prefix=True)]
+            sql = f"WITH n AS MATERIALIZED ({stat}) SELECT n.n, n.avgdl"
+            sql += "".join(f", {c}" for c in cols) + " FROM n"
+            row = self._fetch(conn, sql, [*stat_args, *col_args])[0]
+            known = (int(row[0]), float(row[1] or 0.0))
+            cache.put_workspace(workspace_id, known, now)
+            for t, pair in zip(missing, row[2:], strict=True):
+                if pair[0] is not None:
+                    whole[t] = int(pair[0])
+                    cache.counts.put(keys[t], int(pair[0]), now)
+                if pair[1] is not None:
+                    prefixed[t] = int(pair[1])
+                    cache.counts.put(prefix_keys[t], int(pair[1]), now)
+        terms: dict[str, int] = {}
+        found: list[_Term] = []
+        for t in tokens:
+            prefix = len(t) >= MIN_PREFIX_CHARS and whole[t] == 0
+            query = _term(t, prefix=prefix)
+            if query in terms:
+                continue  # two prefixes may now be the same term: keep one
+            n = prefixed.get(t) if prefix else whole[t]
+            terms[query] = int(n or 0)
+            found.append(_Term(query, _variants(t), prefix))
+        return known[0], known[1], found, list(terms.values())
+
+    def _sparse_cache(self) -> _SparseCache:
+        cache = self._sparse_counts
+        if cache is None:
+            cache = self._sparse_counts = _SparseCache()
+        return cache
 
     # -- recency and conversations ------------------------------------------------------
     def search_recent(
@@ -314,6 +455,8 @@ class SearchMixin(PgBase):
         types: Sequence[str] | None = None,
     ) -> list[Candidate]:
         where, params = scope_where(flt, alias="m", mark="%s")
+        if _has_nul(*params):  # PostgreSQL text holds no NUL: nothing matches
+            return []
         if limit <= 0 or (types is not None and not types):
             return []
         bounds = ""
@@ -344,6 +487,8 @@ class SearchMixin(PgBase):
         if radius <= 0 or not ids:
             return {}
         where, params = scope_where(flt, alias="m", mark="%s")
+        if _has_nul(*params):  # PostgreSQL text holds no NUL: nothing matches
+            return {}
         # A turn's neighbours are the turns of its type around it, not the episodes and
         # entries made from them; anchors are any memory of the workspace, neighbours only
         # active ones the filter sees. The LEFT JOIN keeps anchors without neighbours.
@@ -382,8 +527,8 @@ class SearchMixin(PgBase):
         return found
 
     def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
-        wanted = _unique(ids)
-        if not wanted:
+        wanted = [i for i in _unique(ids) if not _has_nul(i)]
+        if not wanted or _has_nul(workspace_id):
             return {}
         with self._read() as conn:
             rows = self._exec(
@@ -441,6 +586,8 @@ class SearchMixin(PgBase):
         if not wanted:
             return {}
         where, params = scope_where(flt, alias="m", mark="%s")
+        if _has_nul(*params):  # PostgreSQL text holds no NUL: nothing matches
+            return {}
         ws = flt.workspace_id
         with self._read() as conn:
             # Edges point from the newer memory to the older; both directions are related.
@@ -562,3 +709,81 @@ def _dense_sql(
     args += [exact, *complete_params]
     args += [query, workspace_id, *params, *exact_params, query, limit]
     return sql, args
+
+
+class _Term:
+    """One query term: its tsquery text, the words it stands for (a token with
+    diacritics also without them) and whether they match as prefixes."""
+
+    __slots__ = ("prefix", "query", "variants")
+
+    def __init__(self, query: str, variants: list[str], prefix: bool) -> None:
+        self.query = query
+        self.variants = variants
+        self.prefix = prefix
+
+
+def _variants(token: str) -> list[str]:
+    return list(dict.fromkeys([token, _fold(token)]))
+
+
+class _SparseCache:
+    """Document counts per (workspace, term) and each workspace's (memories, average
+    length), each for ``DOC_COUNT_TTL_S`` seconds: counts grow as memories arrive, and a
+    few seconds old they still weigh and sort terms right."""
+
+    def __init__(self) -> None:
+        self.counts = _DocCounts(DOC_COUNT_TTL_S, DOC_COUNT_CACHE_TERMS)
+        self._workspaces: dict[str, tuple[int, float, float]] = {}
+
+    def workspace(self, workspace_id: str, now: float) -> tuple[int, float] | None:
+        entry = self._workspaces.get(workspace_id)
+        if entry is None or entry[2] <= now:
+            return None
+        return entry[0], entry[1]
+
+    def put_workspace(self, workspace_id: str, stats: tuple[int, float], now: float) -> None:
+        if len(self._workspaces) >= DOC_COUNT_CACHE_TERMS:
+            self._workspaces.clear()
+        self._workspaces[workspace_id] = (stats[0], stats[1], now + DOC_COUNT_TTL_S)
+
+
+# Per position, the weight of its label: content A, payload B, derived keys D (C unused),
+# as FTS5 weighs its columns.
+_LABEL_WEIGHT = (
+    f"CASE w WHEN 'A' THEN {BM25_CONTENT_WEIGHT} WHEN 'B' THEN {BM25_PAYLOAD_WEIGHT} "
+    f"WHEN 'D' THEN {BM25_KEYS_WEIGHT} ELSE 0 END"
+)
+
+# bm25 over the candidates, as FTS5 computes it: per term, f = the label-weighted count
+# of its occurrences, score += idf x f x (k1 + 1) / (f + k1 x (1 - b + b x len / avglen)).
+# A candidate found only through the dropped terms is scored with those alone, every
+# other with the kept terms alone. The candidates' ids come from an array of seqs: joined
+# to the union instead, the planner (which cannot estimate its size) may hash the whole
+# table. ``fill`` is tested first: it is empty unless the kept terms found few rows.
+_SPARSE_SCORE_SQL = (
+    "WITH kept(seq) AS MATERIALIZED ({kept}), fill(seq) AS MATERIALIZED ({fill}), "
+    "lex AS MATERIALIZED (SELECT DISTINCT q.term, q.prefix, l.lexeme "
+    " FROM unnest(%s::int[], %s::text[], %s::bool[]) AS q(term, word, prefix)"
+    " CROSS JOIN LATERAL unnest(to_tsvector('english', q.word)) AS l), "
+    "p AS MATERIALIZED (SELECT %s::float8[] AS idf, %s::bool[] AS dropped,"
+    " greatest(%s::float8, 1) AS avgdl), "
+    "seqs AS MATERIALIZED (SELECT ARRAY(SELECT seq FROM kept) AS kept,"
+    " ARRAY(SELECT seq FROM fill) AS fill,"
+    " ARRAY(SELECT seq FROM kept UNION SELECT seq FROM fill) AS every), "
+    "cand AS MATERIALIZED (SELECT m.id, m.seq, m.tsv,"
+    " (m.seq = ANY((SELECT fill FROM seqs)::bigint[])"
+    "  AND m.seq <> ALL((SELECT kept FROM seqs)::bigint[])) AS fill"
+    " FROM memories m WHERE m.seq = ANY((SELECT every FROM seqs)::bigint[])) "
+    "SELECT c.id, coalesce(s.score, " + repr(SPARSE_MIN_SCORE) + ") AS score "
+    "FROM cand c CROSS JOIN p CROSS JOIN LATERAL ("
+    f" SELECT sum(p.idf[t.term] * t.f * {BM25_K1 + 1}"
+    f"  / (t.f + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(c.tsv) / p.avgdl))) AS score"
+    " FROM (SELECT x.term, sum(" + _LABEL_WEIGHT + ") AS f"
+    "  FROM (SELECT DISTINCT lx.term, u.lexeme, u.weights FROM unnest(c.tsv) AS u"
+    "   JOIN lex lx ON u.lexeme = lx.lexeme"
+    "   OR (lx.prefix AND starts_with(u.lexeme, lx.lexeme))) AS x,"
+    "  unnest(x.weights) AS w GROUP BY x.term) AS t"
+    " WHERE p.dropped[t.term] = c.fill) AS s "
+    "ORDER BY score DESC, c.seq LIMIT %s"
+)

@@ -380,8 +380,8 @@ class WritesMixin(PgBase):
         return dropped
 
     def get_vectors(self, workspace_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
-        wanted = _unique(memory_ids)
-        if not wanted:
+        wanted = [i for i in _unique(memory_ids) if not _has_nul(i)]
+        if not wanted or _has_nul(workspace_id):
             return {}
         with self._read() as conn:
             rows = self._exec(
