@@ -86,6 +86,7 @@ CENTRES = 200
 NOISE = 0.6
 HOLDBACK = 10_000
 WARM_UP = 20
+HELD_OUT = 1000
 DENSE_QUERIES = 200
 EF_SWEEP = (40, 64, 100, 200, 400)
 SERVER_SETTINGS = {"shared_buffers": "4GB", "max_wal_size": "4GB"}
@@ -110,9 +111,56 @@ def sentence(rnd: random.Random, n_words: int) -> str:
     return " ".join(rnd.choices(WORDS, cum_weights=CUM_WEIGHTS, k=n_words))
 
 
-def centres() -> Vectors:
-    out: Vectors = np.random.default_rng(3).standard_normal((CENTRES, DIM)).astype(np.float32)
-    return out
+class Source:
+    """The vectors: the same rows and queries on every run, for both backends.
+
+    ``clustered``: CENTRES random centres plus NOISE x N(0, 1) per row (bench_spine's and
+    bench_http's). ``minilm``: bench_dense's rows with the spectrum of real MiniLM
+    embeddings (half a real LoCoMo turn plus a draw from the turns' Gaussian); queries
+    are held-out real turns. Needs ../shared/data/locomo10.json; embeds its turns once
+    (cached like ``episodic bench locomo`` does)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        rng = np.random.default_rng(3)
+        self.centre: Vectors = rng.standard_normal((CENTRES, DIM)).astype(np.float32)
+        self.real: Vectors = np.zeros((0, DIM), np.float32)
+        self.held_out: Vectors = np.zeros((0, DIM), np.float32)
+        if kind == "minilm":
+            from bench_dense import real_turn_vectors
+
+            real = real_turn_vectors()
+            order = np.random.default_rng(7).permutation(len(real))
+            self.held_out, self.real = real[order[:HELD_OUT]], real[order[HELD_OUT:]]
+            self.mean = self.real.mean(axis=0)
+            cov = np.cov((self.real - self.mean).T) + 1e-6 * np.eye(DIM)
+            self.chol = np.linalg.cholesky(cov)
+
+    def describe(self) -> str:
+        if self.kind == "clustered":
+            return f"{CENTRES} centres + {NOISE} x N(0, 1) noise, 384-d"
+        return (
+            f"MiniLM spectrum: 0.5 x a real LoCoMo turn + 0.7 x N(mean, cov of "
+            f"{len(self.real)} turns), 384-d; queries: held-out real turns"
+        )
+
+    def rows(self, start: int, count: int) -> Vectors:
+        rng = np.random.default_rng([5, start])
+        if self.kind == "clustered":
+            return clustered(rng, count, self.centre)
+        noise = (self.chol @ rng.standard_normal((DIM, count))).T + self.mean
+        out = 0.5 * self.real[rng.integers(0, len(self.real), count)] + 0.7 * noise
+        out /= np.linalg.norm(out, axis=1, keepdims=True)
+        unit: Vectors = out.astype(np.float32)
+        return unit
+
+    def queries(self, count: int) -> Vectors:
+        if self.kind == "clustered":
+            return clustered(np.random.default_rng(11), count, self.centre)
+        assert count <= len(self.held_out), f"at most {len(self.held_out)} queries"
+        out: Vectors = self.held_out[:count].astype(np.float32)
+        out /= np.linalg.norm(out, axis=1, keepdims=True)
+        return out
 
 
 def clustered(rng: np.random.Generator, count: int, centre: Vectors) -> Vectors:
@@ -147,31 +195,27 @@ def chunk_rows(start: int, stop: int) -> tuple[list[Event], list[Memory]]:
     return events, memories
 
 
-def chunk_vectors(start: int, stop: int, centre: Vectors) -> Vectors:
-    return clustered(np.random.default_rng([5, start]), stop - start, centre)
-
-
-def vector_batches(n: int, centre: Vectors) -> Iterator[tuple[int, Vectors]]:
+def vector_batches(n: int, src: Source) -> Iterator[tuple[int, Vectors]]:
     for start in range(0, n, VECTOR_BATCH):
-        yield start, chunk_vectors(start, min(n, start + VECTOR_BATCH), centre)
+        yield start, src.rows(start, min(n, start + VECTOR_BATCH) - start)
 
 
 def batch_rows(start: int, vecs: Vectors) -> list[tuple[str, Any]]:
     return [(f"m{start + j}", vecs[j]) for j in range(len(vecs))]
 
 
-def queries(count: int, centre: Vectors) -> tuple[list[str], Vectors]:
+def queries(count: int, src: Source) -> tuple[list[str], Vectors]:
     rnd = random.Random(23)
     texts = list(dict.fromkeys(sentence(rnd, rnd.randint(3, 7)) for _ in range(count * 2)))
     texts = texts[:count]
-    return texts, clustered(np.random.default_rng(11), len(texts), centre)
+    return texts, src.queries(len(texts))
 
 
-def exact_top(n: int, centre: Vectors, qv: Vectors, k: int) -> list[list[str]]:
+def exact_top(n: int, src: Source, qv: Vectors, k: int) -> list[list[str]]:
     """The exact top k of every query by cosine over all n vectors (chunked numpy)."""
     best_scores = np.full((len(qv), 0), -np.inf, dtype=np.float32)
     best_ids = np.zeros((len(qv), 0), dtype=np.int64)
-    for start, vecs in vector_batches(n, centre):
+    for start, vecs in vector_batches(n, src):
         scores = qv @ vecs.T
         all_scores = np.concatenate([best_scores, scores], axis=1)
         all_ids = np.concatenate(
@@ -255,7 +299,7 @@ def build_both(
     pg: PostgresStore,
     pg_url: str,
     args: argparse.Namespace,
-    centre: Vectors,
+    src: Source,
 ) -> tuple[Build, Build]:
     sb, pb = Build(), Build()
     for start in range(0, n, APPEND_BATCH):
@@ -275,7 +319,7 @@ def build_both(
     held: list[tuple[str, Any]] = []
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.add_notice_handler(lambda d: pb.notices.append(str(d.message_primary)))
-        for start, vecs in vector_batches(n, centre):
+        for start, vecs in vector_batches(n, src):
             rows = batch_rows(start, vecs)
             sb.vectors_s += timed(sq.put_vectors, MODEL_ID, DIM, rows)
             now = rows[: max(0, first_held - start)]
@@ -318,7 +362,7 @@ def build_both(
             pb.note = "store: index created with the first batch, every row inserted into it"
         pb.vacuum_s = timed(conn.execute, "VACUUM ANALYZE")
         log(f"  VACUUM ANALYZE: {pb.vacuum_s:.1f}s")
-    sb.index_s = timed(sq.search_dense, ScopeFilter(WS), centre[0], 100)
+    sb.index_s = timed(sq.search_dense, ScopeFilter(WS), src.queries(1)[0], 100)
     sb.note = "index: the first search loads the matrix and trains the inverted file"
     log(f"  sqlite dense index load: {sb.index_s:.1f}s")
     return sb, pb
@@ -438,11 +482,11 @@ class Row:
 
 
 def run_size(
-    n: int, admin_url: str, args: argparse.Namespace, command: str
+    n: int, admin_url: str, args: argparse.Namespace, command: str, src: Source
 ) -> tuple[list[Row], list[tuple[int, float, float, float]]]:
-    centre = centres()
     # The two index modes are cached apart: a store-mode build takes much longer.
-    key = f"{n}" if args.pg_index == "bulk" else f"{n}_store"
+    key = f"{n}" + ("" if args.vectors == "clustered" else f"_{args.vectors}")
+    key += "" if args.pg_index == "bulk" else "_store"
     sqlite_path = CACHE / f"sqlite_{key}.db"
     manifest_path = CACHE / f"manifest_{key}.json"
     dbname = f"bench_{key}"
@@ -465,7 +509,7 @@ def run_size(
             conn.execute(f"DROP DATABASE IF EXISTS {dbname} WITH (FORCE)")
             conn.execute(f"CREATE DATABASE {dbname}")
         with SqliteStore(str(sqlite_path)) as sq, PostgresStore(pg_url) as pg:
-            sb, pb = build_both(n, sq, pg, pg_url, args, centre)
+            sb, pb = build_both(n, sq, pg, pg_url, args, src)
         manifest = Manifest(
             n=n,
             built_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -480,7 +524,7 @@ def run_size(
         cached = f"cached, built {manifest.built_at}"
         log(f"\n## {n} memories: reusing the databases built {manifest.built_at}")
 
-    texts, qv = queries(args.queries, centre)
+    texts, qv = queries(args.queries, src)
     embedder = FixedVectors(dict(zip(texts, qv, strict=True)))
     with SqliteStore(str(sqlite_path)) as sq, PostgresStore(pg_url) as pg:
         mems = {
@@ -494,7 +538,7 @@ def run_size(
         own = recall_times(mems, texts, args.policy, {"agent": "agent3", "scope": "own"})
         log(f"  recall done ({len(texts)} queries x 2 scopes x 2 backends)")
         dq = qv[:DENSE_QUERIES]
-        exact = exact_top(n, centre, dq, 100)
+        exact = exact_top(n, src, dq, 100)
         exact10 = [e[:10] for e in exact]
         quality = {
             name: (
@@ -604,6 +648,7 @@ def main() -> None:
     parser.add_argument("--pg-url", default=None, help="an existing server (else pgserver)")
     parser.add_argument("--reuse", action="store_true", help="reuse complete cached builds")
     parser.add_argument("--pg-index", choices=("bulk", "store"), default="bulk")
+    parser.add_argument("--vectors", choices=("clustered", "minilm"), default="clustered")
     parser.add_argument("--build-mem", default="4GB", help="maintenance_work_mem (bulk)")
     parser.add_argument(
         "--build-workers",
@@ -621,12 +666,13 @@ def main() -> None:
     log(f"machine: {machine()}")
     log(f"load average before: {loadavg()}")
     t_start = time.perf_counter()
+    src = Source(args.vectors)
     with nullcontext(args.pg_url) if args.pg_url else own_server(CACHE / "pgdata") as admin_url:
         log(f"postgres: {server_settings(admin_url)}")
         rows: list[Row] = []
         sweeps: dict[int, list[tuple[int, float, float, float]]] = {}
         for n in sizes:
-            got, sweep = run_size(n, admin_url, args, command)
+            got, sweep = run_size(n, admin_url, args, command, src)
             rows += got
             sweeps[n] = sweep
             log(f"  load average: {loadavg()}")
@@ -634,8 +680,8 @@ def main() -> None:
     log(
         f"\n(policy {args.policy}, k=5, {args.queries} queries of 3-7 words, embedding "
         f"excluded, interleaved per query after {WARM_UP} warm-up recalls each; dense "
-        f"quality over {DENSE_QUERIES} query vectors; vectors: {CENTRES} centres + "
-        f"{NOISE} x N(0, 1) noise, 384-d; medians of one run)"
+        f"quality over {DENSE_QUERIES} query vectors; vectors: {src.describe()}; medians "
+        "of one run)"
     )
     log(f"load average after: {loadavg()}; wall time {minutes(time.perf_counter() - t_start)}")
 
