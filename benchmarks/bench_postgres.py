@@ -2,13 +2,17 @@
 
     .venv/bin/python benchmarks/bench_postgres.py [--sizes 10000,100000,1000000]
         [--queries 300] [--policy default] [--pg-url URL] [--reuse]
-        [--pg-index bulk|store]
+        [--pg-index bulk|store] [--vectors clustered|minilm] [--no-recall]
 
 For each size N, one workspace of N memories (journal events with ~18-word summaries from
-bench_spine's vocabulary, 20 agents, 5 crews) with clustered 384-d unit vectors stored
-under the local MiniLM's model id (200 random centres plus 0.6 x Gaussian noise per row,
-as bench_spine and bench_http build theirs), written to both backends chunk by chunk from
-the same generated rows:
+bench_spine's vocabulary, 20 agents, 5 crews) with 384-d unit vectors stored under the
+local MiniLM's model id, written to both backends chunk by chunk from the same generated
+rows. ``--vectors clustered`` (the default): 200 random centres plus 0.6 x Gaussian noise
+per row, as bench_spine and bench_http build theirs; isotropic noise in 384 dimensions
+crowds each query's neighbours together (at 1M the exact 10th and 100th nearest differ by
+~0.01 in cosine), a hard case for HNSW. ``--vectors minilm``: bench_dense's rows with the
+spectrum of real MiniLM embeddings, queries held-out real LoCoMo turns (needs
+../shared/data/locomo10.json; embeds its ~5.9k turns once, cached).
 
 1. build: ``store.append`` in batches of 10k, then ``store.put_vectors`` in batches of
    5k, each timed alone (generating the rows is not). SQLite's index is its in-process
@@ -28,7 +32,7 @@ the same generated rows:
 2. recall: the same queries (3-7 words, precomputed vectors so embedding is excluded)
    through ``Episodic.recall`` (policy ``default``, k=5) against both backends,
    interleaved query by query, after 20 untimed warm-up recalls each; whole workspace and
-   ``own`` scope (agent3 of 20); p50/p95.
+   ``own`` scope (agent3 of 20); p50/p95. ``--no-recall`` skips this step.
 3. dense quality: for 200 query vectors, ``store.search_dense(ScopeFilter(ws), q, 10)``
    against the exact top 10 (numpy over the same vectors): mean overlap (recall@10); the
    same for the top 100 recall's dense leg asks for; and on PostgreSQL, recall@10 and
@@ -44,6 +48,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import platform
 import random
@@ -533,10 +538,13 @@ def run_size(
                 store=pg, embedder=embedder, settings=Settings(), clock=lambda: NOW
             ),
         }
-        recall_times(mems, texts[:WARM_UP], args.policy, {})
-        whole = recall_times(mems, texts, args.policy, {})
-        own = recall_times(mems, texts, args.policy, {"agent": "agent3", "scope": "own"})
-        log(f"  recall done ({len(texts)} queries x 2 scopes x 2 backends)")
+        if args.no_recall:
+            whole = own = {name: [math.nan] for name in mems}
+        else:
+            recall_times(mems, texts[:WARM_UP], args.policy, {})
+            whole = recall_times(mems, texts, args.policy, {})
+            own = recall_times(mems, texts, args.policy, {"agent": "agent3", "scope": "own"})
+            log(f"  recall done ({len(texts)} queries x 2 scopes x 2 backends)")
         dq = qv[:DENSE_QUERIES]
         exact = exact_top(n, src, dq, 100)
         exact10 = [e[:10] for e in exact]
@@ -592,6 +600,10 @@ def minutes(s: float) -> str:
     return f"{s:.1f}s" if s < 120 else f"{s / 60:.1f} min"
 
 
+def ms(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f} ms"
+
+
 def report(rows: Sequence[Row], sweeps: dict[int, list[tuple[int, float, float, float]]]) -> None:
     log(
         "\n| size | backend | build (ingest + index) | append | vectors | index | "
@@ -603,8 +615,8 @@ def report(rows: Sequence[Row], sweeps: dict[int, list[tuple[int, float, float, 
         index = b.index_s + b.vacuum_s + b.incremental_s
         log(
             f"| {r.n:,} | {r.backend} | {minutes(b.total_s)} | {minutes(b.append_s)} | "
-            f"{minutes(b.vectors_s)} | {minutes(index)} | {r.p50:.2f} ms | {r.p95:.2f} ms | "
-            f"{r.own_p50:.2f} ms | {r.own_p95:.2f} ms | {r.recall10:.3f} | {r.recall100:.3f} |"
+            f"{minutes(b.vectors_s)} | {minutes(index)} | {ms(r.p50)} | {ms(r.p95)} | "
+            f"{ms(r.own_p50)} | {ms(r.own_p95)} | {r.recall10:.3f} | {r.recall100:.3f} |"
         )
     log("\nbuild detail (seconds; rows/s over N):")
     for r in rows:
@@ -648,6 +660,7 @@ def main() -> None:
     parser.add_argument("--pg-url", default=None, help="an existing server (else pgserver)")
     parser.add_argument("--reuse", action="store_true", help="reuse complete cached builds")
     parser.add_argument("--pg-index", choices=("bulk", "store"), default="bulk")
+    parser.add_argument("--no-recall", action="store_true", help="build and dense quality only")
     parser.add_argument("--vectors", choices=("clustered", "minilm"), default="clustered")
     parser.add_argument("--build-mem", default="4GB", help="maintenance_work_mem (bulk)")
     parser.add_argument(
@@ -677,11 +690,15 @@ def main() -> None:
             sweeps[n] = sweep
             log(f"  load average: {loadavg()}")
         report(rows, sweeps)
+    timing = (
+        "recall not timed (--no-recall)"
+        if args.no_recall
+        else f"policy {args.policy}, k=5, {args.queries} queries of 3-7 words, embedding "
+        f"excluded, interleaved per query after {WARM_UP} warm-up recalls each"
+    )
     log(
-        f"\n(policy {args.policy}, k=5, {args.queries} queries of 3-7 words, embedding "
-        f"excluded, interleaved per query after {WARM_UP} warm-up recalls each; dense "
-        f"quality over {DENSE_QUERIES} query vectors; vectors: {src.describe()}; medians "
-        "of one run)"
+        f"\n({timing}; dense quality over {DENSE_QUERIES} query vectors; vectors: "
+        f"{src.describe()}; medians of one run)"
     )
     log(f"load average after: {loadavg()}; wall time {minutes(time.perf_counter() - t_start)}")
 
