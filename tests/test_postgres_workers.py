@@ -1,7 +1,12 @@
 """Several indexing workers against one PostgreSQL database: 20,000 memories, 4 worker
-processes with the real local model, one of them killed with SIGKILL mid-sweep. Every
-memory ends up with exactly one vector, none is missed, and no committed batch is
-indexed twice (the workers claim rows with FOR UPDATE SKIP LOCKED)."""
+processes, one of them killed with SIGKILL mid-sweep. Every memory ends up with exactly
+one vector, none is missed, and no committed batch is indexed twice (the workers claim
+rows with FOR UPDATE SKIP LOCKED).
+
+Here the workers embed with the deterministic hashing embedder, so the run takes seconds
+and tests the claims; tests/stress/test_postgres_workers.py (``make stress``) runs the same
+scenario with the real local model, where each claim is held through ~0.1 s of embedding
+(about four minutes on two cores)."""
 
 from __future__ import annotations
 
@@ -89,6 +94,10 @@ def _ids(log: Path) -> list[str]:
 def test_four_workers_index_each_memory_exactly_once_even_when_one_is_killed(
     pg_url: str, tmp_path: Path
 ) -> None:
+    four_workers_one_killed(pg_url, tmp_path, "fake")
+
+
+def four_workers_one_killed(pg_url: str, tmp_path: Path, embedder: str) -> None:
     events, memories = _memories(MEMORIES)
     with PostgresStore(pg_url) as store:
         for start in range(0, MEMORIES, 2000):
@@ -99,7 +108,7 @@ def test_four_workers_index_each_memory_exactly_once_even_when_one_is_killed(
     logs = [tmp_path / f"worker{i}.log" for i in range(WORKERS)]
     procs = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), pg_url, str(log), str(BATCH)],
+            [sys.executable, str(WORKER), pg_url, str(log), str(BATCH), embedder],
             env=env,
             stderr=subprocess.PIPE,
         )
