@@ -8,9 +8,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
-from stress.load import READ_KINDS, WRITE_KINDS, LoadConfig, run_load
+from episodic import Episodic, Settings
+from stress.load import (
+    READ_KINDS,
+    WRITE_KINDS,
+    LoadConfig,
+    LoadReport,
+    Written,
+    check,
+    run_load,
+    store_readback,
+)
 
 
 @pytest.mark.model
@@ -29,3 +40,50 @@ def test_concurrent_writes_and_recalls_lose_nothing_and_never_fail(
     kinds = {w.kind for w in report.written}
     assert kinds == {"event", "message", "memory"}
     assert report.episodes > 0  # backfilled conversations were segmented under load
+
+
+# -- the verdicts can fail: what the driver calls a lost write, an error, a leak ------------
+def test_a_write_missing_or_changed_in_the_store_is_reported(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/m.db"
+    with Episodic.open(db, settings=Settings(embedder="none")) as mem:
+        mem.ingest([{"id": "e1", "workspace_id": "w", "type": "tool.call", "summary": "kept"}])
+        mem.ingest([{"id": "e2", "workspace_id": "w", "type": "tool.call", "summary": "real"}])
+    report = LoadReport(LoadConfig(db=db))
+    report.written = [
+        Written("event", "w", "e1", "kept"),
+        Written("event", "w", "e2", "what was sent"),
+        Written("event", "w", "never-stored", "x"),
+        Written("event", "other", "e1", "kept"),  # in another workspace it is not there
+    ]
+    store_readback(report)
+    assert report.lost == ["never-stored", "e1"] and report.altered == ["e2"]
+    assert any("2 acknowledged writes lost" in p for p in report.problems(check_rss=False))
+
+
+def test_a_failed_or_foreign_response_is_an_error() -> None:
+    def response(status: int, body: object) -> httpx.Response:
+        return httpx.Response(status, json=body)
+
+    assert check("recall", response(200, {"hits": [{"workspace_id": "w"}]}), "w", 0) is None
+    assert check("recall", response(200, {"hits": [{"workspace_id": "x"}]}), "w", 0)
+    assert check("recall", response(500, {"error": {}}), "w", 0)
+    assert check("recall", response(422, {"error": {}}), "w", 0)  # every request is valid
+    assert check("message", response(201, {"id": "m"}), "w", 0) is None
+    assert check("message", response(200, {"id": "m"}), "w", 0)
+    assert check("event", response(200, {"stored": 3, "errors": []}), "w", 3) is None
+    assert check("event", response(200, {"stored": 2, "errors": []}), "w", 3)
+
+
+def test_rss_is_flat_within_the_tolerance_and_growth_past_it_is_reported() -> None:
+    mb = 2**20
+    report = LoadReport(LoadConfig(db="sqlite:///unused.db"), duration_s=100)
+    report.rss = [(t, (300 + (40 if t < 25 else 0)) * mb) for t in range(0, 100, 2)]
+    assert report.rss_flat()  # only warm-up grew
+    report.rss = [(t, (300 + 2 * t) * mb) for t in range(0, 100, 2)]  # +2 MB/s: a leak
+    assert not report.rss_flat()
+    assert any(p.startswith("RSS grew") for p in report.problems())
+    # The tolerance is the larger of 10% and 50 MB.
+    report.rss = [(t, (1000 if t < 75 else 1090) * mb) for t in range(0, 100, 2)]
+    assert report.rss_flat()
+    report.rss = [(t, (1000 if t < 75 else 1110) * mb) for t in range(0, 100, 2)]
+    assert not report.rss_flat()

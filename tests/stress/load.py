@@ -158,6 +158,7 @@ class LoadReport:
     altered: list[str] = field(default_factory=list)
     api_missing: list[str] = field(default_factory=list)
     rss: list[tuple[float, int]] = field(default_factory=list)  # (seconds, bytes)
+    backlog: list[tuple[float, int]] = field(default_factory=list)  # (seconds, unindexed)
     server_faults: list[str] = field(default_factory=list)
     server_exit: int | None = None
     exited_during_load: bool = False
@@ -266,8 +267,12 @@ class LoadReport:
                 ),
                 "writes lost": len(self.lost),
                 "episodes segmented during the run": self.episodes,
-                "unindexed after the run / drain time": (
-                    f"{self.pending_after_drain} / {self.drain_s:.1f} s"
+                "unindexed memories: most during the run / at its end": (
+                    f"{max((n for _, n in self.backlog), default=0)} / "
+                    f"{self.backlog[-1][1] if self.backlog else 0}"
+                ),
+                "indexer drain after the run / unindexed left": (
+                    f"{self.drain_s:.1f} s / {self.pending_after_drain}"
                 ),
                 "server RSS start / 2nd-quarter median / last-quarter median": (
                     f"{start:.0f} / {second:.0f} / {last:.0f} MB "
@@ -529,15 +534,19 @@ def check(kind: str, response: httpx.Response, workspace: str, sent: int) -> str
 
 
 # -- afterwards ---------------------------------------------------------------------------
-def sample_rss(
-    pid: int, t0: list[float], out: list[tuple[float, int]], stop: threading.Event, every: float
+def sample(
+    config: LoadConfig, pid: int, t0: list[float], report: LoadReport, stop: threading.Event
 ) -> None:
-    while not stop.is_set():
-        try:
-            out.append((time.perf_counter() - t0[0], rss_bytes(pid)))
-        except (OSError, RuntimeError):
-            return  # the process is gone; the report says so
-        stop.wait(every)
+    """Every ``rss_every_s``: the server's RSS, and how many memories wait for a vector."""
+    with open_store(config.db) as store:
+        while not stop.is_set():
+            t = time.perf_counter() - t0[0]
+            try:
+                report.rss.append((t, rss_bytes(pid)))
+            except (OSError, RuntimeError):
+                return  # the process is gone; the report says so
+            report.backlog.append((t, store.stats().pending_vectors))
+            stop.wait(config.rss_every_s)
 
 
 def drain(config: LoadConfig, report: LoadReport) -> None:
@@ -621,9 +630,7 @@ def run_load(config: LoadConfig) -> LoadReport:
         t0 = [time.perf_counter()]
         stop = threading.Event()
         sampler = threading.Thread(
-            target=sample_rss,
-            args=(proc.pid, t0, report.rss, stop, config.rss_every_s),
-            daemon=True,
+            target=sample, args=(config, proc.pid, t0, report, stop), daemon=True
         )
         sampler.start()
         try:
