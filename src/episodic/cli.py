@@ -448,13 +448,25 @@ def render(
 
 
 @app.command()
-def doctor(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Check the database and the embedder, and say how to fix what is wrong.
+def doctor(
+    ctx: typer.Context,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Also check that the keyword index, the vectors and the link tables agree "
+            "with the memories (reads every row).",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check the database and the embedder, and say how to fix what is wrong; exit 1 on
+    any error.
 
-    Example: episodic doctor --json
+    Example: episodic doctor --deep --json
     """
     with _errors(), _open(ctx) as mem:
-        report = mem.doctor()
+        report = mem.doctor(deep=deep)
     if as_json:
         _print_json(report.to_json())
     else:

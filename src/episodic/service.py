@@ -101,6 +101,8 @@ class Check:
     status: str  # "ok" | "warn" | "error"
     detail: str
     fix: str | None = None
+    # Rows (or engine messages) found wrong; deep checks only.
+    count: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +120,13 @@ class DoctorReport:
             "episodic": self.episodic,
             "ok": self.ok,
             "checks": [
-                {"name": c.name, "status": c.status, "detail": c.detail, "fix": c.fix}
+                {
+                    "name": c.name,
+                    "status": c.status,
+                    "detail": c.detail,
+                    "fix": c.fix,
+                    "count": c.count,
+                }
                 for c in self.checks
             ],
             "stats": None
@@ -618,7 +626,10 @@ class Episodic(Operations):
     def stats(self, workspace: str | None = None) -> StoreStats:
         return self.store.stats(workspace)
 
-    def doctor(self) -> DoctorReport:
+    def doctor(self, *, deep: bool = False) -> DoctorReport:
+        """Check the database and the embedder. ``deep`` also checks that the keyword
+        index, the vectors and the link tables agree with the journal and the memories
+        (``Store.deep_check``; it reads every row)."""
         checks: list[Check] = []
         stats: StoreStats | None = None
         try:
@@ -677,6 +688,13 @@ class Episodic(Operations):
                     "run `episodic index --once` (or keep `episodic index` running)",
                 )
             )
+        if deep and stats is not None:
+            try:
+                found = self.store.deep_check()
+            except Exception as exc:  # as above: a failed check is reported, not raised
+                checks.append(Check("deep", "error", f"the deep check failed: {exc}"))
+            else:
+                checks += [Check(c.name, c.status, c.detail, c.fix, c.count) for c in found]
         return DoctorReport(mode, checks, stats)
 
     # -- upkeep (issue 5) ----------------------------------------------------------

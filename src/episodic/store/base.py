@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from episodic.model import Candidate, Event, Memory, MemoryStatus, ScopeFilter
+from episodic.store.integrity import IntegrityCheck
 from episodic.tenancy import ApiKey
 
 Vector = npt.NDArray[np.float32]
@@ -686,4 +687,11 @@ class Store(Protocol):
 
     def last_run(self, job: str, scope: str) -> datetime | None:
         """When ``job`` last finished ``ok`` on ``scope``."""
+        ...
+
+    # -- integrity (issue 8) ---------------------------------------------------------
+    def deep_check(self) -> list[IntegrityCheck]:
+        """``episodic doctor --deep``: the engine's own checks, and whether the derived
+        data (keyword index, vectors, has_vector, link tables) agrees with the journal
+        and the memories; one ``IntegrityCheck`` per question. Reads only."""
         ...

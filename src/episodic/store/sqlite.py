@@ -37,6 +37,7 @@ from episodic.scoring.decay import (
     REFERENCE_BOOST_DIVISOR,
 )
 from episodic.scoring.fts import bm25_term_ceiling, fts_terms, fts_whole_word, plan_terms
+from episodic.store import sqlite_integrity
 from episodic.store.base import (
     AppendResult,
     ArchivedEvent,
@@ -59,6 +60,7 @@ from episodic.store.base import (
     Vector,
 )
 from episodic.store.dense import LE_FLOAT32, DenseIndex, DenseRows, unit_vector
+from episodic.store.integrity import IntegrityCheck
 from episodic.store.migrations import LATEST_VERSION, current_version, migrate
 from episodic.store.sql import normalise_scope, scope_where
 from episodic.tenancy import ApiKey
@@ -1829,6 +1831,20 @@ class SqliteStore:
         return _opt_ts(row[0])
 
     # -- diagnostics -----------------------------------------------------------------
+    def deep_check(self) -> list[IntegrityCheck]:
+        def execute(sql: str) -> sqlite3.Cursor:
+            return self._execute(sql)
+
+        with self._read():
+            checks = sqlite_integrity.read_checks(execute)
+        if self.read_only:
+            engine = sqlite_integrity.fts_engine_check(execute, writable=False)
+        else:
+            # FTS5's check is an INSERT: a short write transaction of its own.
+            with self._write():
+                engine = sqlite_integrity.fts_engine_check(execute, writable=True)
+        return [checks[0], engine, *checks[1:]]
+
     def meta(self) -> dict[str, Any]:
         with self._lock, _map_errors():
             self._check_open()

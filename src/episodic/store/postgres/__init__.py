@@ -10,12 +10,14 @@ Selected by a ``postgresql://`` URL. The schema is SQLite's, rendered for the se
 - ``upkeep``: decay, reviews, consolidation, compaction, health, leases and nudges
 - ``service``: API keys, listing and status, markdown import state, restore and forget
 - ``claims``: background work several processes share (indexing), claimed row by row
+- ``integrity``: ``episodic doctor --deep``'s checks
 """
 
 from __future__ import annotations
 
 from episodic.store.postgres.claims import ClaimsMixin
 from episodic.store.postgres.connection import PgBase, Tracer
+from episodic.store.postgres.integrity import IntegrityMixin
 from episodic.store.postgres.search import SearchMixin
 from episodic.store.postgres.service import ServiceMixin
 from episodic.store.postgres.upkeep import UpkeepMixin
@@ -23,7 +25,9 @@ from episodic.store.postgres.writes import WritesMixin
 from episodic.store.urls import display_url
 
 
-class PostgresStore(WritesMixin, SearchMixin, UpkeepMixin, ServiceMixin, ClaimsMixin, PgBase):
+class PostgresStore(
+    WritesMixin, SearchMixin, UpkeepMixin, ServiceMixin, ClaimsMixin, IntegrityMixin, PgBase
+):
     """A memory database on a PostgreSQL server. See ``Store`` for the contract."""
 
 

@@ -1,0 +1,142 @@
+"""PostgresStore: its part of ``episodic doctor --deep`` (see ``episodic.store.integrity``).
+
+- ``postgres.indexes``: every index of the schema is valid and ready (``pg_index``; a
+  ``CREATE INDEX CONCURRENTLY`` or a ``REINDEX`` that died leaves one invalid, and the
+  planner then ignores it), and the HNSW index exists once the vectors are typed.
+- ``postgres.tsv``: the keyword leg reads the generated ``tsv`` column: it must still be
+  generated, and every row's value must be what its text gives now.
+- ``vectors.shape``: one model per store, each vector of its row's ``dim`` and of the
+  column's type, finite and unit length (pgvector refuses NaN on input; checked anyway).
+
+Everything runs in one repeatable-read snapshot, beside live writers.
+"""
+
+from __future__ import annotations
+
+from episodic.store.integrity import (
+    ERROR,
+    FIX_REINDEX,
+    MODELS_SQL,
+    OK,
+    UNIT_TOLERANCE,
+    IntegrityCheck,
+    model_problems,
+    portable_checks,
+    verdict,
+)
+from episodic.store.migrations import _PG_TSV_V3
+from episodic.store.postgres.connection import Conn, PgBase
+from episodic.store.postgres.writes import HNSW_MAX_DIM
+
+_TSV_PREFIX = "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS "
+# The expression the tsv column is generated from (migration 3).
+TSV_EXPRESSION = _PG_TSV_V3.removeprefix(_TSV_PREFIX).removesuffix(" STORED")
+FIX_TSV = (
+    "recreate the column: ALTER TABLE memories DROP COLUMN tsv; "
+    f"{_PG_TSV_V3}; CREATE INDEX memories_tsv ON memories USING GIN (tsv)"
+)
+
+_BAD_INDEXES_SQL = (
+    "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+    "JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace "
+    "WHERE n.nspname = current_schema() AND NOT (i.indisvalid AND i.indisready) "
+    "ORDER BY c.relname"
+)
+_COLUMN_DIM_SQL = (
+    "SELECT atttypmod FROM pg_attribute "
+    "WHERE attrelid = 'memory_vectors'::regclass AND attname = 'vector'"
+)
+
+
+class IntegrityMixin(PgBase):
+    def deep_check(self) -> list[IntegrityCheck]:
+        with self._read() as conn:
+
+            def count(sql: str) -> int:
+                row = self._exec(conn, sql).fetchone()
+                return int(row[0]) if row else 0
+
+            return [
+                self._index_check(conn),
+                self._tsv_check(conn),
+                self._vector_shape_check(conn),
+                *portable_checks(count),
+            ]
+
+    def _index_check(self, conn: Conn) -> IntegrityCheck:
+        bad = [str(r[0]) for r in self._exec(conn, _BAD_INDEXES_SQL).fetchall()]
+        row = self._exec(conn, _COLUMN_DIM_SQL).fetchone()
+        typed = row is not None and int(row[0]) > 0
+        wants_hnsw = typed and row is not None and int(row[0]) <= HNSW_MAX_DIM
+        hnsw = self._exec(conn, "SELECT to_regclass('memory_vectors_hnsw') IS NOT NULL").fetchone()
+        missing = wants_hnsw and not (hnsw and hnsw[0])
+        if not bad and not missing:
+            return IntegrityCheck("postgres.indexes", OK, 0, "every index is valid and ready")
+        parts = []
+        fixes = []
+        if bad:
+            parts.append(f"{len(bad)} invalid indexes: {', '.join(bad)}")
+            fixes.append(f"REINDEX INDEX {bad[0]}" + (" (and each other one)" if bad[1:] else ""))
+        if missing:
+            parts.append("1 missing HNSW index memory_vectors_hnsw (dense search scans)")
+            fixes.append("`episodic reindex` (it builds the HNSW index again)")
+        return IntegrityCheck(
+            "postgres.indexes",
+            ERROR,
+            len(bad) + int(missing),
+            "; ".join(parts),
+            "run " + "; ".join(fixes),
+        )
+
+    def _tsv_check(self, conn: Conn) -> IntegrityCheck:
+        row = self._exec(
+            conn,
+            "SELECT attgenerated FROM pg_attribute "
+            "WHERE attrelid = 'memories'::regclass AND attname = 'tsv' AND NOT attisdropped",
+        ).fetchone()
+        if row is None:
+            return IntegrityCheck(
+                "postgres.tsv", ERROR, 1, "memories.tsv is missing: keyword recall fails", FIX_TSV
+            )
+        not_generated = 0 if str(row[0]) == "s" else 1
+        stale = self._exec(
+            conn, f"SELECT count(*) FROM memories WHERE tsv IS DISTINCT FROM ({TSV_EXPRESSION})"
+        ).fetchone()
+        return verdict(
+            "postgres.tsv",
+            [
+                (not_generated, "tsv column no longer generated from the text (writes skip it)"),
+                (int(stale[0]) if stale else 0, "memories whose tsv differs from their text"),
+            ],
+            fix=FIX_TSV,
+            clean="every memory's tsv matches its text",
+        )
+
+    def _vector_shape_check(self, conn: Conn) -> IntegrityCheck:
+        models = [(str(m), int(d), int(n)) for m, d, n in self._exec(conn, MODELS_SQL).fetchall()]
+        row = self._exec(conn, _COLUMN_DIM_SQL).fetchone()
+        column_dim = int(row[0]) if row is not None and int(row[0]) > 0 else None
+        measured = self._exec(
+            conn,
+            "SELECT "
+            "count(*) FILTER (WHERE vector_dims(vector) <> dim), "
+            "count(*) FILTER (WHERE %s::int IS NOT NULL AND vector_dims(vector) <> %s::int), "
+            "count(*) FILTER (WHERE EXISTS (SELECT 1 FROM unnest(vector::real[]) AS x "
+            "WHERE x = 'NaN'::real OR x = 'Infinity'::real OR x = '-Infinity'::real)), "
+            "count(*) FILTER (WHERE abs(vector_norm(vector) - 1.0) > %s) "
+            "FROM memory_vectors",
+            (column_dim, column_dim, UNIT_TOLERANCE),
+        ).fetchone()
+        wrong_dim, wrong_type, bad_values, not_unit = (int(v) for v in (measured or (0,) * 4))
+        return verdict(
+            "vectors.shape",
+            [
+                *model_problems(models),
+                (wrong_dim, "vectors whose length is not their dim"),
+                (wrong_type, f"vectors not of the column's type vector({column_dim})"),
+                (bad_values, "vectors holding NaN or infinity"),
+                (not_unit, "vectors that are not unit length"),
+            ],
+            fix=FIX_REINDEX,
+            clean="one model, every vector of its dimension, finite and unit length",
+        )

@@ -1,0 +1,188 @@
+"""SQLite's part of ``episodic doctor --deep`` (see ``episodic.store.integrity``).
+
+- ``sqlite.integrity``: ``PRAGMA integrity_check`` (every page, every index entry).
+- ``fts.integrity``: FTS5's own ``integrity-check`` command with rank 1, which also
+  compares the index with its external content (``memories``). It is an INSERT, so it
+  needs a read-write open and takes the write lock while it runs.
+- ``fts.mirror``: which rows disagree, by name. The FTS5 index holds one document per
+  memory (``memories_fts_docsize``); a row missing there is missing from keyword recall,
+  an extra one points at nothing. For the text, the memories are tokenized again into a
+  temporary contentless FTS5 table with the same tokenizer, and both indexes are read
+  term by term (``fts5vocab``, one row per token instance): a memory whose tokens differ
+  is indexed under text it no longer has.
+- ``vectors.shape``: byte length against ``dim``, one model per store, finite and unit
+  length values.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from episodic.store.dense import LE_FLOAT32
+from episodic.store.integrity import (
+    ERROR,
+    FIX_REINDEX,
+    MODELS_SQL,
+    OK,
+    UNIT_TOLERANCE,
+    WARN,
+    IntegrityCheck,
+    model_problems,
+    portable_checks,
+    verdict,
+)
+from episodic.store.migrations import FTS_TOKENIZER
+
+Execute = Callable[[str], sqlite3.Cursor]
+
+# The columns memories_fts indexes (migration 3), in its order.
+FTS_COLUMNS = ("content", "keys", "payload")
+_SHADOW = "episodic_fts_check"
+_VECTOR_PAGE = 2_000
+
+FIX_FTS = (
+    "rebuild the keyword index from the memories: sqlite3 DB "
+    "\"INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')\""
+)
+FIX_FILE = (
+    "the file is damaged: restore a backup, or salvage it with `sqlite3 DB .recover | "
+    "sqlite3 NEW.db` and point --db at NEW.db; then run `episodic doctor --deep` again"
+)
+
+
+def file_check(execute: Execute) -> IntegrityCheck:
+    messages = [str(row[0]) for row in execute("PRAGMA integrity_check")]
+    if messages == ["ok"]:
+        return IntegrityCheck("sqlite.integrity", OK, 0, "PRAGMA integrity_check: ok")
+    shown = "; ".join(messages[:3]) + (" ..." if len(messages) > 3 else "")
+    return IntegrityCheck(
+        "sqlite.integrity", ERROR, len(messages), f"PRAGMA integrity_check: {shown}", FIX_FILE
+    )
+
+
+def fts_engine_check(execute: Execute, *, writable: bool) -> IntegrityCheck:
+    if not writable:
+        return IntegrityCheck(
+            "fts.integrity",
+            WARN,
+            0,
+            "FTS5's integrity-check was not run: the store is open read-only",
+            "run `episodic doctor --deep` with a read-write --db",
+        )
+    try:
+        execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
+    except sqlite3.DatabaseError as exc:
+        return IntegrityCheck(
+            "fts.integrity",
+            ERROR,
+            1,
+            f"FTS5 integrity-check failed ({exc}): the keyword index does not match the memories",
+            FIX_FTS,
+        )
+    return IntegrityCheck("fts.integrity", OK, 0, "FTS5 integrity-check: ok")
+
+
+def mirror_check(execute: Execute) -> IntegrityCheck:
+    def count(sql: str) -> int:
+        return int(execute(sql).fetchone()[0])
+
+    missing = count(
+        "SELECT count(*) FROM memories m "
+        "WHERE NOT EXISTS (SELECT 1 FROM memories_fts_docsize d WHERE d.id = m.seq)"
+    )
+    extra = count(
+        "SELECT count(*) FROM memories_fts_docsize d "
+        "WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.seq = d.id)"
+    )
+    columns = ", ".join(FTS_COLUMNS)
+    try:
+        execute(
+            f"CREATE VIRTUAL TABLE temp.{_SHADOW} USING fts5 ({columns}, content = '', "
+            f"tokenize = '{FTS_TOKENIZER}')"
+        )
+        execute(
+            f"INSERT INTO temp.{_SHADOW} (rowid, {columns}) SELECT seq, {columns} FROM memories"
+        )
+        vocab = "CREATE VIRTUAL TABLE temp.{} USING fts5vocab({}, instance)"
+        execute(vocab.format(f"{_SHADOW}_i", f"temp, {_SHADOW}"))
+        execute(vocab.format(f"{_SHADOW}_m", "main, memories_fts"))
+        token = "term, doc, col, offset"
+        differs = count(
+            "SELECT count(*) FROM ("
+            f"SELECT doc FROM (SELECT {token} FROM temp.{_SHADOW}_m "
+            f"EXCEPT SELECT {token} FROM temp.{_SHADOW}_i) "
+            f"UNION SELECT doc FROM (SELECT {token} FROM temp.{_SHADOW}_i "
+            f"EXCEPT SELECT {token} FROM temp.{_SHADOW}_m)) AS changed "
+            "WHERE doc IN (SELECT seq FROM memories) "
+            "AND doc IN (SELECT id FROM memories_fts_docsize)"
+        )
+    finally:
+        for table in (f"{_SHADOW}_m", f"{_SHADOW}_i", _SHADOW):
+            execute(f"DROP TABLE IF EXISTS temp.{table}")
+    return verdict(
+        "fts.mirror",
+        [
+            (missing, "memories missing from the keyword index"),
+            (extra, "keyword index rows with no memory"),
+            (differs, "memories indexed under text they no longer have"),
+        ],
+        fix=FIX_FTS,
+        clean="the keyword index holds every memory, with its current text",
+    )
+
+
+def vector_shape_check(execute: Execute) -> IntegrityCheck:
+    models: Sequence[tuple[str, int, int]] = [
+        (str(m), int(d), int(n)) for m, d, n in execute(MODELS_SQL)
+    ]
+    wrong_size = bad_values = not_unit = 0
+    cursor = execute("SELECT vector, dim FROM memory_vectors")
+    while rows := cursor.fetchmany(_VECTOR_PAGE):
+        size, values, unit = blob_problems([(bytes(b), int(d)) for b, d in rows])
+        wrong_size, bad_values, not_unit = wrong_size + size, bad_values + values, not_unit + unit
+    return verdict(
+        "vectors.shape",
+        [
+            *model_problems(models),
+            (wrong_size, "vectors whose byte length is not 4 x their dim"),
+            (bad_values, "vectors holding NaN or infinity"),
+            (not_unit, "vectors that are not unit length"),
+        ],
+        fix=FIX_REINDEX,
+        clean="one model, every vector of its dimension, finite and unit length",
+    )
+
+
+def blob_problems(rows: Sequence[tuple[bytes, int]]) -> tuple[int, int, int]:
+    """SQLite's vector blobs (little-endian float32) with their stated dim: how many have
+    the wrong byte length, how many hold NaN/inf, how many are not unit length."""
+    wrong_size = bad_values = not_unit = 0
+    for blob, dim in rows:
+        if len(blob) != 4 * int(dim) or dim <= 0:
+            wrong_size += 1
+            continue
+        arr = np.frombuffer(blob, LE_FLOAT32)
+        if not bool(np.isfinite(arr).all()):
+            bad_values += 1
+        elif abs(float(np.linalg.norm(arr.astype(np.float64))) - 1.0) > UNIT_TOLERANCE:
+            not_unit += 1
+    return wrong_size, bad_values, not_unit
+
+
+def read_checks(execute: Execute) -> list[IntegrityCheck]:
+    """Every check that only reads (run inside one read transaction)."""
+
+    def count(sql: str) -> int:
+        row: Any = execute(sql).fetchone()
+        return int(row[0])
+
+    return [
+        file_check(execute),
+        mirror_check(execute),
+        vector_shape_check(execute),
+        *portable_checks(count),
+    ]
