@@ -281,10 +281,11 @@ class MemoryLayer:
         return [
             {
                 "content": escape_text(h.memory.content),
-                "type": h.memory.type,
+                # Types, sources and evidence are caller-written too: escaped like content.
+                "type": escape_text(h.memory.type),
                 "age_seconds": round(h.age_seconds, 3),
-                "source": h.to_json()["source"],
-                "evidence": h.to_json()["evidence"],
+                "source": _escaped(h.to_json()["source"]),
+                "evidence": _escaped(h.to_json()["evidence"]),
                 "score": round(h.score, 6),
             }
             for h in found.hits
@@ -295,6 +296,10 @@ class MemoryLayer:
         return self.memory.recent(
             workspace=self.workspace, agent=self.agent, resource=self.resource, limit=limit
         )
+
+
+def _escaped(value: object) -> str | None:
+    return None if value is None else escape_text(str(value))
 
 
 def episode_line(episode: Memory) -> str:

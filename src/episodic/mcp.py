@@ -74,6 +74,10 @@ def _fail(exc: EpisodicError) -> ToolError:
     return ToolError(str(exc))
 
 
+def _escaped(value: object) -> str | None:
+    return None if value is None else escape_text(str(value))
+
+
 def build_server(mem: Episodic, binding: Binding) -> MCPServer:
     """The MCP server over ``mem``, acting as ``binding``."""
     caller = binding.principal()
@@ -98,23 +102,26 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
             )
         except EpisodicError as exc:
             raise _fail(exc) from exc
-        return {
+        out: dict[str, Any] = {
             "note": UNTRUSTED_NOTE,
             "memories": [
                 {
                     "id": h.id,
+                    # Types and sources are caller-written strings too: escaped like content.
                     "content": escape_text(h.memory.content),
-                    "type": h.memory.type,
+                    "type": escape_text(h.memory.type),
                     "age": relative_age(h.age_seconds),
                     "score": round(h.score, 4),
-                    "source": h.to_json()["source"],
-                    "evidence": None
-                    if h.to_json()["evidence"] is None
-                    else escape_text(str(h.to_json()["evidence"])),
+                    "source": _escaped(h.to_json()["source"]),
+                    "evidence": _escaped(h.to_json()["evidence"]),
                 }
                 for h in result.hits
             ],
         }
+        if result.warnings:
+            # A degraded recall (embedder down: keyword search only) says so to the model.
+            out["warnings"] = [escape_text(w) for w in result.warnings]
+        return out
 
     @server.tool(
         name="remember",

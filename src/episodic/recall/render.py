@@ -31,18 +31,35 @@ MEMORY_DESCRIPTION = (
 
 # Whitespace of every kind (newlines, Unicode line/paragraph separators) folds to one space.
 _WS = re.compile(r"\s+")
-# C0/C1 controls, zero-width and bidi-control characters can hide or reorder text.
+# Characters that hide, reorder or smuggle text: C0/C1 controls (whitespace among them is
+# folded first), every format character (Unicode category Cf: zero-width, bidi controls,
+# soft hyphen, the invisible "tag" letters U+E0020-E007F a model still reads), lone
+# surrogates, variation selectors and the blank Hangul fillers.
 _INVISIBLE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+    "[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd"
+    "\u070f\u0890\u0891\u08e2\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u206f\u3164\ud800-\udfff\ufe00-\ufe0f\ufeff\uffa0"
+    "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
+# Every character whose compatibility decomposition holds a "<" (fullwidth, small form,
+# "not less-than"): a tokenizer that normalises (NFKC, or NFKD and drops accents) would
+# turn it into one, so it is escaped like "<" itself, as a visible character reference.
+_LESS_THAN = re.compile("[<\u226e\ufe64\uff1c]")
+
+
+def _lt_ref(match: re.Match[str]) -> str:
+    c = match.group()
+    return "&lt;" if c == "<" else f"&#x{ord(c):X};"
 
 
 def escape_text(text: str) -> str:
     """Make recalled text inert inside the block: no tags, no line breaks, no invisibles."""
-    text = _INVISIBLE.sub("", text)
+    # Whitespace first, so a line break or a separator between two words leaves a space.
+    text = _INVISIBLE.sub("", _WS.sub(" ", text))
     # Escaping "<" alone is enough: without it no tag can open or close, and "->" or "a > b"
     # stay readable.
-    text = text.replace("<", "&lt;")
+    text = _LESS_THAN.sub(_lt_ref, text)
     return _WS.sub(" ", text).strip()
 
 

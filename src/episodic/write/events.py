@@ -59,7 +59,8 @@ def parse_event(
     unknown = sorted(obj.keys() - KNOWN_FIELDS)
     if unknown:
         raise InvalidInput(
-            str(unknown[0]), f"unknown field; known fields are {', '.join(sorted(KNOWN_FIELDS))}"
+            _field_name(unknown[0]),
+            f"unknown field; known fields are {', '.join(sorted(KNOWN_FIELDS))}",
         )
 
     ids: dict[str, str | None] = {name: _opt_id(obj, name) for name in ID_FIELDS}
@@ -84,6 +85,10 @@ def parse_event(
     if not isinstance(summary, str):
         raise InvalidInput("summary", f"expected a string, got {type(summary).__name__}")
     _check_utf8("summary", summary)
+    if "\x00" in summary:
+        # PostgreSQL text cannot hold a NUL: refused here on every backend, so the same
+        # journal ingests (and migrates) the same way, and one bad line never fails its batch.
+        raise InvalidInput("summary", "cannot hold a NUL (0x00) character")
     if len(summary) > settings.max_text_chars:
         raise InvalidInput(
             "summary",
@@ -167,6 +172,12 @@ def read_jsonl(
             )
         except InvalidInput as exc:
             yield number, LineError(number, exc.field, exc.message)
+
+
+def _field_name(key: str) -> str:
+    """A key as an error names it: quoted when it is empty, padded or holds characters
+    that would hide it or break the error's line."""
+    return key if key and key.isprintable() and key.strip() == key else repr(key)
 
 
 def _opt_id(obj: Mapping[str, Any], name: str) -> str | None:
