@@ -10,16 +10,19 @@ import random
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from typer.testing import CliRunner
 
+from conftest import raw_rows
 from episodic import Episodic
 from episodic.cli import app
 from episodic.config import Settings
 from episodic.embed import FakeEmbedder
+from episodic.embed.base import Embedder
 from episodic.store import open_store
 
 WORKER = Path(__file__).with_name("workers") / "crash_worker.py"
@@ -146,21 +149,209 @@ def mismatches(report: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def start_worker(*args: str, stdout: IO[str] | int = subprocess.PIPE) -> subprocess.Popen[str]:
+def start_worker(log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """A crash worker writing its stdout to ``log`` and its stderr beside it."""
     env = {**os.environ, "EPISODIC_EMBEDDER": "none", "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen(
-        [sys.executable, str(WORKER), *args],
-        stdout=stdout,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
+    with log.open("wb") as out, log.with_suffix(".err").open("wb") as err:
+        return subprocess.Popen(
+            [sys.executable, str(WORKER), *args], stdout=out, stderr=err, env=env
+        )
+
+
+def wait_for_line(
+    proc: subprocess.Popen[bytes], log: Path, needle: str, timeout_s: float = 120.0
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if needle in lines(log):
+            return
+        if proc.poll() is not None:
+            raise AssertionError(
+                f"worker exited {proc.returncode} before {needle!r}: "
+                + log.with_suffix(".err").read_text(encoding="utf-8", errors="replace")[-2000:]
+            )
+        time.sleep(0.02)
+    raise AssertionError(f"{needle!r} never appeared in {log}")
+
+
+def lines(log: Path) -> list[str]:
+    """The complete lines of a worker's output (a line cut by the kill is not one)."""
+    text = log.read_text(encoding="utf-8") if log.exists() else ""
+    return text.split("\n")[:-1]
+
+
+def kill(proc: subprocess.Popen[bytes]) -> bool:
+    """SIGKILL; True if it was still running (reaped either way, so its pid is gone)."""
+    running = proc.poll() is None
+    if running:
+        proc.kill()
+    proc.wait()
+    return running
+
+
+@dataclass
+class Tally:
+    """What a series of kills of one kind observed."""
+
+    kills: int = 0
+    acknowledged: int = 0
+    lost: int = 0
+    mismatches: list[str] = field(default_factory=list)
+    reruns_ok: int = 0
+    leases_recovered: int = 0
+    finished_before_kill: int = 0
+
+    def note(self, url: str, when: str) -> None:
+        """Run `doctor --deep` and keep every mismatch it reports."""
+        code, report = doctor_deep(url)
+        bad = mismatches(report)
+        self.mismatches += [f"{when}: {c['name']}: {c['detail']}" for c in bad]
+        if code != 0 and not bad:
+            self.mismatches.append(f"{when}: exit {code}: {report}")
+
+
+def _in_list(ids: list[str]) -> str:
+    return ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+
+
+def missing(url: str, table: str, ids: list[str]) -> int:
+    found: set[str] = set()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        found.update(
+            str(r[0])
+            for r in raw_rows(url, f"SELECT id FROM {table} WHERE id IN ({_in_list(chunk)})")
+        )
+    return len(set(ids) - found)
+
+
+def memory(url: str, embedder: Embedder | None = None) -> Episodic:
+    return Episodic(
+        store=open_store(url),
+        embedder=embedder,
+        clock=lambda: NOW,
+        llm=None,
+        settings=fake_settings(),
     )
 
 
-def wait_for_line(path: Path, needle: str, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if path.exists() and needle in path.read_text(encoding="utf-8"):
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{needle!r} never appeared in {path}")
+def sweep_and_check(url: str, embedder: Embedder) -> int:
+    """The sweeper finishes what the killed processes left: afterwards every active memory
+    has exactly one vector. Returns the memories that were left to embed."""
+    with memory(url, embedder) as mem:
+        left = mem.index_once().embedded
+    wrong = raw_rows(
+        url,
+        "SELECT count(*) FROM memories m WHERE m.status = 'active' AND "
+        "(SELECT count(*) FROM memory_vectors v WHERE v.memory_id = m.id) <> 1",
+    )[0][0]
+    assert wrong == 0, f"{wrong} active memories without exactly one vector after a sweep"
+    return left
+
+
+def writer_kills(url: str, kills: int, rng: random.Random, tmp: Path, *, batch: int = 5) -> Tally:
+    """Kill a writer at random points while an indexer sweeps the same database."""
+    tally = Tally()
+    load = start_worker(tmp / "load.out", "index", url, "fake", "16", "forever")
+    try:
+        for r in range(kills):
+            log = tmp / f"writer-{r}.out"
+            proc = start_worker(log, "write", url, f"w{r}", str(batch))
+            wait_for_line(proc, log, "started")
+            time.sleep(rng.uniform(0.0, 0.8))
+            assert kill(proc), "the writer ended by itself"
+            acked = [line for line in lines(log) if line != "started"]
+            tally.kills += 1
+            tally.acknowledged += len(acked)
+            tally.lost += missing(url, "events", acked)
+            tally.note(url, f"writer kill {r}")
+    finally:
+        kill(load)
+    # A journal event admitted as a memory shares its id with the memory.
+    orphans = raw_rows(
+        url,
+        "SELECT count(*) FROM events e WHERE e.admitted = 1 "
+        "AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = e.id)",
+    )[0][0]
+    tally.lost += int(orphans)
+    sweep_and_check(url, FakeEmbedder())
+    tally.note(url, "after the writer kills and a sweep")
+    return tally
+
+
+def indexer_kills(
+    url: str, kills: int, rng: random.Random, tmp: Path, *, embedder: str = "fake", fresh: int = 120
+) -> Tally:
+    """Kill an indexer at random points of its sweep; new memories arrive between kills."""
+    tally = Tally()
+    for r in range(kills):
+        with memory(url) as mem:
+            mem.ingest([journal_event(f"i{r}", i, rng) for i in range(fresh)])
+        log = tmp / f"indexer-{r}.out"
+        proc = start_worker(log, "index", url, embedder, "8")
+        wait_for_line(proc, log, "started")
+        time.sleep(rng.uniform(0.0, 0.5))
+        if kill(proc):
+            tally.kills += 1
+        else:
+            tally.finished_before_kill += 1
+        tally.acknowledged += sum(int(x.split()[1]) for x in lines(log) if x.startswith("swept"))
+        tally.note(url, f"indexer kill {r}")
+    sweep_and_check(url, FakeEmbedder() if embedder == "fake" else embedder_for(embedder))
+    tally.note(url, "after the indexer kills and a sweep")
+    return tally
+
+
+def embedder_for(name: str) -> Embedder:
+    from episodic.embed import make_embedder
+
+    made = make_embedder(Settings.from_env(embedder=name))
+    assert made is not None
+    return made
+
+
+UPKEEP_JOBS = ("compact", "consolidate", "decay", "health")
+
+
+def upkeep_kills(url: str, kills: int, rng: random.Random, tmp: Path, *, fresh: int = 80) -> Tally:
+    """Kill upkeep jobs mid-run; the same job run again right after must run (its dead
+    runner's lease recovered) and complete, and leave nothing half-applied."""
+    tally = Tally()
+    for r in range(kills):
+        job = UPKEEP_JOBS[r % len(UPKEEP_JOBS)]
+        with memory(url, FakeEmbedder()) as mem:
+            mem.ingest([journal_event(f"u{r}", i, rng) for i in range(fresh)])
+            mem.index_once()
+        log = tmp / f"upkeep-{r}.out"
+        proc = start_worker(log, "upkeep", url, job)
+        wait_for_line(proc, log, "start")
+        time.sleep(rng.uniform(0.0, 0.4))
+        if kill(proc) and not any(x.startswith("done") for x in lines(log)):
+            tally.kills += 1
+        else:
+            tally.finished_before_kill += 1
+        held = raw_rows(url, "SELECT count(*) FROM upkeep_leases")[0][0]
+        tally.note(url, f"{job} kill {r}")
+        with memory(url, FakeEmbedder()) as mem:
+            results = rerun(mem, job)
+        statuses = [res.status for res in results]
+        if statuses and all(s == "ok" for s in statuses):
+            tally.reruns_ok += 1
+            tally.leases_recovered += int(held)
+        else:
+            tally.mismatches.append(f"{job} re-run after kill {r}: {statuses}")
+        left = raw_rows(url, "SELECT count(*) FROM upkeep_leases")[0][0]
+        if left:
+            tally.mismatches.append(f"{job} re-run after kill {r} left {left} leases held")
+        tally.note(url, f"{job} re-run {r}")
+    return tally
+
+
+def rerun(mem: Episodic, job: str) -> list[Any]:
+    if job == "decay":
+        return [mem.decay()]
+    if job == "compact":
+        return list(mem.compact())
+    if job == "consolidate":
+        return list(mem.consolidate())
+    return list(mem.health_snapshot())

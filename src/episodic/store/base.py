@@ -674,6 +674,10 @@ class Store(Protocol):
 
     def release_lease(self, job: str, scope: str, holder: str) -> None: ...
 
+    def lease_holder(self, job: str, scope: str) -> str | None:
+        """Who holds the lease of ``(job, scope)`` now, expired or not; None if nobody."""
+        ...
+
     def record_run(
         self,
         job: str,

@@ -1789,6 +1789,13 @@ class SqliteStore:
             ).fetchone()
         return row is not None and row[0] == holder
 
+    def lease_holder(self, job: str, scope: str) -> str | None:
+        with self._read():
+            row = self._execute(
+                "SELECT holder FROM upkeep_leases WHERE job = ? AND scope = ?", (job, scope)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
     def release_lease(self, job: str, scope: str, holder: str) -> None:
         with self._write():
             self._execute(

@@ -3,8 +3,12 @@
 A job takes a lease on ``(job, scope)`` in the store before it works (``scope`` is a
 workspace id, or ``""`` for a job over every workspace). A second runner finds the lease
 held and skips: no double work. The lease expires after ``ttl_s``, so a crashed runner
-blocks the job only that long. Every run, skipped ones included, is logged in the store
-(``upkeep_runs``); the scheduler reads the last successful run to decide what is due.
+blocks the job only that long; a runner killed on this machine (its holder id names the
+host and the process) blocks it not at all: the next runner sees the process is gone and
+takes the lease over. Host names must then differ between machines sharing a database.
+
+Every run, skipped ones included, is logged in the store (``upkeep_runs``); the
+scheduler reads the last successful run to decide what is due.
 
 Work inside a job that several runners may still share (reviews) claims rows instead;
 writes that read a value first are compare-and-set in the store. Leases only keep the
@@ -38,6 +42,23 @@ STATUS_ERROR = "error"
 def new_holder() -> str:
     """A lease holder id unique to this process and thread, readable in ``upkeep_runs``."""
     return f"{os.uname().nodename}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:8]}"
+
+
+def holder_is_dead(holder: str) -> bool:
+    """Whether ``holder`` (a ``new_holder`` id) names a process of this machine that no
+    longer runs. A holder of another machine, or one that cannot be read, counts as
+    alive: its lease then only expires."""
+    node, _, rest = holder.partition(":")
+    pid_text = rest.partition(":")[0]
+    if node != os.uname().nodename or not pid_text.isdigit() or int(pid_text) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +104,17 @@ def run_exclusive(
     holder = holder or new_holder()
     started = clock()
     t0 = time.perf_counter()
-    if not store.acquire_lease(job, scope, holder, started, ttl_s):
+    acquired = store.acquire_lease(job, scope, holder, started, ttl_s)
+    if not acquired:
+        stale = store.lease_holder(job, scope)
+        if stale is not None and holder_is_dead(stale):
+            # Its runner was killed (SIGKILL, OOM) on this machine: nobody works under
+            # it, so the job need not wait out the TTL. Released by name, then acquired
+            # as usual: of two runners recovering it at once, one gets it.
+            log.warning("upkeep %s on %r: recovering the lease of dead %s", job, scope, stale)
+            store.release_lease(job, scope, stale)
+            acquired = store.acquire_lease(job, scope, holder, started, ttl_s)
+    if not acquired:
         detail = {"reason": "another runner holds the lease"}
         finished = clock()
         store.record_run(job, scope, holder, started, finished, STATUS_SKIPPED, detail)

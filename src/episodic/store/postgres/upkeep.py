@@ -673,6 +673,15 @@ class UpkeepMixin(PgBase):
             ).fetchone()
         return row is not None and row[0] == holder
 
+    def lease_holder(self, job: str, scope: str) -> str | None:
+        with self._read() as conn:
+            row = self._exec(
+                conn,
+                "SELECT holder FROM upkeep_leases WHERE job = %s AND scope = %s",
+                (job, scope),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
     def release_lease(self, job: str, scope: str, holder: str) -> None:
         with self._write() as conn:
             self._exec(
