@@ -234,6 +234,7 @@ class Episodic(Operations):
         if embedder is None:
             reason = self._embedder_error or "EPISODIC_EMBEDDER=none"
             return MODE_SPARSE_ONLY, reason
+        self._expect_stored_dim(embedder)
         try:
             embedder.embed_batch(["episodic health probe"])
         except EmbedderError as exc:
@@ -257,7 +258,17 @@ class Episodic(Operations):
         stored = self.store.vector_model()
         if stored is not None and stored[0] != embedder.model_id:
             raise ModelMismatch(stored[0], stored[1], embedder.model_id, embedder.dim)
+        self._expect_stored_dim(embedder)
         self._model_checked = True
+
+    def _expect_stored_dim(self, embedder: Embedder) -> None:
+        """Tell a remote embedder the dimension of the vectors stored for its model: left
+        to learn it from its first answer, a server that comes up answering garbage would
+        teach it a wrong one, and every good answer after would be refused."""
+        expect = getattr(embedder, "expect_dim", None)
+        stored = self.store.vector_model()
+        if callable(expect) and stored is not None and stored[0] == embedder.model_id:
+            expect(stored[1])
 
     def _vectors(self) -> QueryVectors | None:
         embedder = self.embedder
@@ -477,6 +488,9 @@ class Episodic(Operations):
                 "reindex needs an embedder; set EPISODIC_EMBEDDER (see `episodic doctor`)",
             )
         self.store.clear_vectors()
+        expect = getattr(embedder, "expect_dim", None)
+        if callable(expect):
+            expect(None)  # nothing stored: the model's next answer says its dimension
         self._model_checked = False
         self._query_vectors = None
         indexer = self.indexer()

@@ -85,6 +85,14 @@ class _RemoteEmbedder:
         ]
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
 
+    def expect_dim(self, dim: int | None) -> None:
+        """Refuse answers that are not ``dim``-d from now on (the dimension of the vectors
+        already stored for this model); None forgets it, and the next answer teaches it."""
+        if dim is not None and dim < 1:
+            raise InvalidInput("dim", f"must be positive, got {dim}")
+        with self._dim_lock:
+            self._dim = dim
+
     def probe(self) -> int:
         """Embed one short text to check the server is reachable and sane; returns the dim."""
         return int(self._embed_chunk([PROBE_TEXT]).shape[1])

@@ -1,0 +1,218 @@
+"""Outages: the embedder down, slow or answering garbage, and the LLM down or hostile.
+
+The embedder is a real HTTP server speaking Ollama's protocol (tests/embed_server.py) that
+the real ``OllamaEmbedder`` talks to; the LLM is the scripted chat server
+(tests/chat_server.py) behind the real ``OpenAICompatLLM``. For every failure mode: ingest
+keeps working and acknowledges, recall answers from the sparse leg and says why, nothing
+garbage is stored, and once the server is back everything pending gets indexed and recall
+is back to vector mode. LLM-backed steps fall back to their offline paths and nothing that
+failed validation is stored.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from conftest import raw_rows
+from embed_server import DIM, FAILURES, MODEL, EmbedServer, running_embed_server
+from episodic import Episodic, Settings
+from episodic.cli import app as cli_app
+from episodic.http import asgi
+from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR
+from episodic.store import open_store
+from servers import serve
+
+NOW = datetime.now(UTC)
+TIMEOUT_S = 0.4
+
+
+def settings_for(srv: EmbedServer, **extra: Any) -> Settings:
+    return Settings(
+        embedder="ollama",
+        ollama_url=srv.url,
+        ollama_model=MODEL,
+        embed_timeout_s=TIMEOUT_S,
+        **extra,
+    )
+
+
+def events(tag: str, n: int, ws: str = "acme") -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"{tag}-{i}",
+            "workspace_id": ws,
+            "type": "peer.escalation",
+            "summary": f"{tag} checkout incident number {i}: cache {tag}{i} evicted",
+            "ts": (NOW - timedelta(minutes=n - i)).isoformat(),
+        }
+        for i in range(n)
+    ]
+
+
+def vector_census(db_url: str, mem: Episodic, ws: str = "acme") -> tuple[int, int]:
+    """(vectors stored, vectors that are garbage: wrong dim, NaN/inf, not unit length)."""
+    ids = [r[0] for r in raw_rows(db_url, f"SELECT id FROM memories WHERE workspace_id = '{ws}'")]
+    vectors = mem.store.get_vectors(ws, ids)
+    dims = raw_rows(db_url, "SELECT DISTINCT dim FROM memory_vectors")
+    bad = sum(
+        1
+        for v in vectors.values()
+        if v.shape != (DIM,)
+        or not np.isfinite(v).all()
+        or abs(float(np.linalg.norm(v)) - 1.0) > 1e-3
+    )
+    bad += sum(1 for (d,) in dims if d != DIM)
+    return len(vectors), bad
+
+
+@pytest.fixture
+def embed_server() -> Iterator[EmbedServer]:
+    with running_embed_server() as srv:
+        yield srv
+
+
+# -- the embedder --------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", FAILURES)
+def test_embedder_failure_degrades_to_sparse_and_recovers(
+    db_url: str, embed_server: EmbedServer, mode: str
+) -> None:
+    srv = embed_server
+    with Episodic.open(db_url, settings=settings_for(srv)) as mem:
+        assert mem.ingest(events("before", 4)).admitted == 4
+        assert mem.index_once().embedded == 4
+        assert mem.recall("checkout incident", workspace="acme").mode == MODE_VECTOR
+
+        srv.set(mode)
+        # Ingest never waits for the embedder: it acknowledges at once.
+        started = time.monotonic()
+        report = mem.ingest(events("during", 5))
+        assert report.ok and report.stored == 5 and report.admitted == 5
+        assert time.monotonic() - started < TIMEOUT_S
+        mem.add_message(
+            "the during-outage message about invoices", workspace="acme", conversation="c1"
+        )
+
+        swept = mem.index_once()
+        assert swept.embedded == 0 and swept.failed > 0 and swept.error
+        assert mem.stats("acme").pending_vectors == 6
+
+        # A query never embedded before (the LRU would answer a repeated one).
+        result = mem.recall("during checkout incident evicted", workspace="acme")
+        assert result.mode == MODE_SPARSE_ONLY
+        assert len(result.warnings) == 1
+        assert result.warnings[0].startswith("embedder unavailable, sparse-only recall: ")
+        assert "Ollama" in result.warnings[0] or "127.0.0.1" in result.warnings[0]
+        assert {h.id for h in result.hits} & {f"during-{i}" for i in range(5)}
+        block = mem.render("during invoices message", workspace="acme")
+        assert "invoices" in block
+
+        stored, garbage = vector_census(db_url, mem)
+        assert (stored, garbage) == (4, 0)
+
+        srv.set("up")
+        recovered = mem.index_once()
+        assert recovered.failed == 0 and recovered.embedded == 6
+        assert mem.stats("acme").pending_vectors == 0
+        assert vector_census(db_url, mem) == (10, 0)
+        back = mem.recall("during checkout incident evicted again", workspace="acme")
+        assert back.mode == MODE_VECTOR and back.warnings == []
+        assert {h.id for h in back.hits} & {f"during-{i}" for i in range(5)}
+
+
+@pytest.mark.parametrize("mode", ["wrong_dim", "nan", "down"])
+def test_garbage_at_first_contact_never_sticks(
+    db_url: str, embed_server: EmbedServer, mode: str
+) -> None:
+    """A process that starts while the server answers garbage (it has never seen a good
+    answer) degrades the same way, and recovers without a restart."""
+    srv = embed_server
+    with Episodic.open(db_url, settings=settings_for(srv)) as mem:
+        mem.ingest(events("old", 3))
+        assert mem.index_once().embedded == 3
+    srv.set(mode)
+    with Episodic.open(db_url, settings=settings_for(srv)) as mem:
+        mem.ingest(events("new", 3))
+        result = mem.recall("new checkout incident", workspace="acme")
+        assert result.mode == MODE_SPARSE_ONLY and result.warnings
+        assert {h.id for h in result.hits} & {"new-0", "new-1", "new-2"}
+        swept = mem.index_once()
+        assert swept.embedded == 0 and swept.error
+        assert vector_census(db_url, mem) == (3, 0)
+        srv.set("up")
+        assert mem.index_once().embedded == 3
+        assert vector_census(db_url, mem) == (6, 0)
+        back = mem.recall("new checkout incident evicted", workspace="acme")
+        assert back.mode == MODE_VECTOR and back.warnings == []
+
+
+def test_the_sweeper_indexes_everything_once_the_server_is_back(
+    db_url: str, embed_server: EmbedServer
+) -> None:
+    srv = embed_server
+    srv.set("down")
+    settings = settings_for(srv, sweep_interval_s=0.05)
+    with Episodic.open(db_url, settings=settings) as mem:
+        assert mem.start_indexer()
+        for round_ in range(3):
+            assert mem.ingest(events(f"r{round_}", 4)).admitted == 4
+            time.sleep(0.15)  # a few sweeps fail meanwhile
+        assert mem.stats("acme").pending_vectors == 12
+        srv.set("up")
+        deadline = time.monotonic() + 20
+        while mem.stats("acme").pending_vectors and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert mem.stats("acme").pending_vectors == 0
+        assert vector_census(db_url, mem) == (12, 0)
+
+
+def test_http_and_cli_say_recall_is_sparse_only(tmp_path: Any, embed_server: EmbedServer) -> None:
+    srv = embed_server
+    db_url = f"sqlite:///{tmp_path}/m.db"
+    mem = Episodic(store=open_store(db_url), settings=settings_for(srv))
+    key = mem.create_key("acme", role="admin")[1]
+    try:
+        with (
+            serve(asgi(mem)) as base,
+            httpx.Client(
+                base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=30
+            ) as http,
+        ):
+            srv.set("http500")
+            r = http.post("/v1/events", json={"events": events("api", 3)})
+            assert r.status_code == 200 and r.json()["stored"] == 3, r.text
+            r = http.post("/v1/recall", json={"workspace": "acme", "query": "api checkout"})
+            body = r.json()
+            assert r.status_code == 200 and body["mode"] == MODE_SPARSE_ONLY, body
+            assert "HTTP 500" in body["warnings"][0]
+            assert {h["id"] for h in body["hits"]} >= {"api-0", "api-1", "api-2"}
+            r = http.post("/v1/render", json={"workspace": "acme", "query": "api evicted"})
+            assert r.json()["mode"] == MODE_SPARSE_ONLY and "api" in r.json()["block"]
+            srv.set("up")
+            assert mem.index_once().embedded == 3
+            r = http.post("/v1/recall", json={"workspace": "acme", "query": "api incident"})
+            assert r.json()["mode"] == MODE_VECTOR and r.json()["warnings"] == []
+    finally:
+        mem.close()
+
+    srv.set("down")
+    env = {
+        "EPISODIC_DB": db_url,
+        "EPISODIC_EMBEDDER": "ollama",
+        "EPISODIC_OLLAMA_URL": srv.url,
+        "EPISODIC_OLLAMA_MODEL": MODEL,
+        "EPISODIC_EMBED_TIMEOUT": str(TIMEOUT_S),
+    }
+    out = CliRunner().invoke(
+        cli_app, ["recall", "cli checkout api", "--workspace", "acme"], env=env
+    )
+    assert out.exit_code == 0, out.stderr
+    assert "warning: embedder unavailable, sparse-only recall" in out.stderr
+    assert "3 memories (sparse-only" in out.stdout
