@@ -2,6 +2,7 @@
 
     EpisodicError
     ├── InvalidInput(field)          bad caller input; names the offending field
+    │   └── IdTaken(refused)         an id another workspace already uses
     ├── StoreError                   the database refused or failed
     │   ├── StoreUnavailable         the database server cannot be reached (HTTP 503)
     │   └── NotFound(id)             no such memory/event in this workspace
@@ -32,6 +33,23 @@ class InvalidInput(EpisodicError, ValueError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}")
+
+
+class IdTaken(InvalidInput):
+    """Event and memory ids are unique across the whole store, not per workspace: a write
+    whose id another workspace already uses is refused (nothing of it is written) instead
+    of being skipped as a duplicate. The message never names the other workspace."""
+
+    def __init__(self, refused: list[tuple[str, str]]) -> None:
+        self.refused = refused  # (workspace, id) of each write refused
+        ids = list(dict.fromkeys(i for _, i in refused))
+        self.ids = ids
+        shown = ", ".join(repr(i) for i in ids[:5]) + (" ..." if len(ids) > 5 else "")
+        super().__init__(
+            "id",
+            f"{shown} already used by another workspace; ids are unique across the "
+            "store: choose another id, or leave it out to get a new one",
+        )
 
 
 class StoreError(EpisodicError):

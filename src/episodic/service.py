@@ -18,7 +18,7 @@ from typing import Any
 from episodic.config import Settings
 from episodic.embed import CachedEmbedder, make_embedder
 from episodic.embed.base import Embedder
-from episodic.errors import EmbedderError, InvalidInput, ModelMismatch
+from episodic.errors import EmbedderError, IdTaken, InvalidInput, ModelMismatch
 from episodic.llm.base import LLM
 from episodic.llm.steps import key_terms as extract_key_terms
 from episodic.model import Event, Hit, Memory, Query, Scope, ScopeFilter, utcnow
@@ -431,31 +431,45 @@ class Episodic(Operations):
         progress: Callable[[int], None] | None = None,
     ) -> IngestReport:
         report = IngestReport()
-        batch: list[Event] = []
+        batch: list[tuple[int, Event]] = []
 
         def flush() -> None:
             if not batch:
                 return
-            memories = admitted_memories(batch, now, keys=self.settings.key_expansion)
-            result = self.store.append(batch, memories)
-            report.stored += result.events_inserted
-            report.duplicates += result.events_duplicate
-            report.admitted += result.memories_inserted
+            done = len(batch)
+            while batch:
+                events = [e for _, e in batch]
+                memories = admitted_memories(events, now, keys=self.settings.key_expansion)
+                try:
+                    result = self.store.append(events, memories)
+                except IdTaken as exc:
+                    # Another workspace's id: that line is refused, the rest go in.
+                    refused = set(exc.refused)
+                    for line, e in batch:
+                        if (e.workspace_id, e.id) in refused:
+                            report.errors.append(LineError(line, exc.field, exc.message))
+                    batch[:] = [(n, e) for n, e in batch if (e.workspace_id, e.id) not in refused]
+                    continue
+                report.stored += result.events_inserted
+                report.duplicates += result.events_duplicate
+                report.admitted += result.memories_inserted
+                break
             if progress is not None:
-                progress(len(batch))
+                progress(done)
             batch.clear()
 
-        for _, item in parsed:
+        for line, item in parsed:
             report.received += 1
             if isinstance(item, LineError):
                 report.errors.append(item)
                 if progress is not None:
                     progress(1)
                 continue
-            batch.append(item)
+            batch.append((line, item))
             if len(batch) >= INGEST_BATCH:
                 flush()
         flush()
+        report.errors.sort(key=lambda e: e.line)
         return report
 
     def index_once(self) -> SweepResult:

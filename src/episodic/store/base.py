@@ -33,6 +33,26 @@ class AppendResult:
     memories_inserted: int
 
 
+def taken_ids(
+    events: Sequence[Event], memories: Sequence[Memory], owners: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The (workspace, id) items of an append whose id another workspace holds. ``owners``
+    are the (id, workspace) rows the store holds for the batch's ids (journal, archive
+    and memories), read after the batch's own inserts, inside its transaction: of two
+    workspaces sending one id in the same batch, the first holds it. Ids are unique
+    across the store, so without this check such a write is skipped as a "duplicate" of
+    another workspace's data; ``append`` refuses it with ``IdTaken`` instead."""
+    held: dict[str, set[str]] = {}
+    for row_id, workspace in owners:
+        held.setdefault(row_id, set()).add(workspace)
+    items = [(e.workspace_id, e.id) for e in events] + [(m.workspace_id, m.id) for m in memories]
+    taken: dict[tuple[str, str], None] = {}
+    for workspace, item_id in items:
+        if held.get(item_id, {workspace}) - {workspace}:
+            taken[(workspace, item_id)] = None
+    return list(taken)
+
+
 RELATIONS = ("similar", "supports", "contradicts")
 
 
@@ -276,9 +296,11 @@ class Store(Protocol):
     def append(self, events: Sequence[Event], memories: Sequence[Memory]) -> AppendResult:
         """Store events and the memories admitted from them, in one transaction.
 
-        Idempotent: an event whose id already exists is skipped, and so is any memory whose
-        id already exists. Events with no memory in ``memories`` are marked as skipped by
-        admission so no sweep ever looks at them again."""
+        Idempotent: an event whose id already exists in the same workspace is skipped, and
+        so is any memory whose id already exists there. Ids are unique across the store:
+        when one is another workspace's, the whole call is refused with ``IdTaken``
+        (nothing written) rather than skipped. Events with no memory in ``memories`` are
+        marked as skipped by admission so no sweep ever looks at them again."""
         ...
 
     # -- reading -------------------------------------------------------------------

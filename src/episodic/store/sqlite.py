@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from episodic.errors import InvalidInput, ModelMismatch, NotFound, StoreError
+from episodic.errors import IdTaken, InvalidInput, ModelMismatch, NotFound, StoreError
 from episodic.model import Candidate, Event, Memory, MemoryStatus, Role, ScopeFilter, utcnow
 from episodic.scoring.decay import (
     DECAY_FLOOR,
@@ -58,6 +58,7 @@ from episodic.store.base import (
     ReviewRequest,
     StoreStats,
     Vector,
+    taken_ids,
 )
 from episodic.store.dense import LE_FLOAT32, DenseIndex, DenseRows, unit_vector
 from episodic.store.integrity import IntegrityCheck
@@ -417,11 +418,31 @@ class SqliteStore:
                     event_rows,
                 ).rowcount
             memories_inserted = self._insert_memories(memories, now)
+            if inserted < len(event_rows) or memories_inserted < len(memories):
+                self._refuse_taken(events, memories)
         return AppendResult(
             events_inserted=inserted,
             events_duplicate=len(events) - inserted,
             memories_inserted=memories_inserted,
         )
+
+    def _refuse_taken(self, events: Sequence[Event], memories: Sequence[Memory]) -> None:
+        """Raise ``IdTaken`` (the caller's write rolls back) when a skipped id is another
+        workspace's: see ``taken_ids``. Only runs when something was skipped."""
+        owners: list[tuple[str, str]] = []
+        for table, ids in (
+            ("events", [e.id for e in events]),
+            ("events_archive", [e.id for e in events]),
+            ("memories", [m.id for m in memories]),
+        ):
+            for chunk in _chunks(_unique(ids)):
+                marks = _placeholders(len(chunk))
+                owners += self._execute(
+                    f"SELECT id, workspace_id FROM {table} WHERE id IN ({marks})", chunk
+                ).fetchall()
+        taken = taken_ids(events, memories, owners)
+        if taken:
+            raise IdTaken(taken)
 
     def _insert_memories(self, memories: Sequence[Memory], now: str) -> int:
         """INSERT OR IGNORE the memories and their sources, inside the caller's write."""

@@ -25,9 +25,16 @@ from typing import Any
 import numpy as np
 from pgvector import Vector as PgVector
 
-from episodic.errors import InvalidInput, ModelMismatch, NotFound
+from episodic.errors import IdTaken, InvalidInput, ModelMismatch, NotFound
 from episodic.model import Event, Memory, ScopeFilter, utcnow
-from episodic.store.base import AppendResult, PendingConversation, PendingVector, StoreStats, Vector
+from episodic.store.base import (
+    AppendResult,
+    PendingConversation,
+    PendingVector,
+    StoreStats,
+    Vector,
+    taken_ids,
+)
 from episodic.store.dense import LE_FLOAT32, unit_vector
 from episodic.store.postgres.connection import (
     Conn,
@@ -132,12 +139,32 @@ class WritesMixin(PgBase):
             # inserting right now, waits for that row and is then skipped and not counted.
             inserted = self._executemany(conn, INSERT_EVENT_SQL, event_rows)
             memories_inserted = self._executemany(conn, INSERT_MEMORY_SQL, memory_rows)
+            if inserted < len(event_rows) or memories_inserted < len(memory_rows):
+                self._refuse_taken(conn, events, memories)
             self._insert_sources(conn, memories)
         return AppendResult(
             events_inserted=inserted,
             events_duplicate=len(events) - inserted,
             memories_inserted=memories_inserted,
         )
+
+    def _refuse_taken(
+        self, conn: Conn, events: Sequence[Event], memories: Sequence[Memory]
+    ) -> None:
+        """Raise ``IdTaken`` (the transaction rolls back) when a skipped id is another
+        workspace's: see ``taken_ids``. Only runs when something was skipped."""
+        event_ids = [i for i in _unique([e.id for e in events]) if not _has_nul(i)]
+        memory_ids = [i for i in _unique([m.id for m in memories]) if not _has_nul(i)]
+        owners = self._exec(
+            conn,
+            "SELECT id, workspace_id FROM events WHERE id = ANY(%s) "
+            "UNION ALL SELECT id, workspace_id FROM events_archive WHERE id = ANY(%s) "
+            "UNION ALL SELECT id, workspace_id FROM memories WHERE id = ANY(%s)",
+            (event_ids, event_ids, memory_ids),
+        ).fetchall()
+        taken = taken_ids(events, memories, [(str(i), str(w)) for i, w in owners])
+        if taken:
+            raise IdTaken(taken)
 
     def _insert_memories(self, conn: Conn, memories: Sequence[Memory], now: str) -> int:
         """Insert the memories (an id already stored is skipped) and their sources, inside
