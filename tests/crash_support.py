@@ -17,7 +17,6 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from conftest import raw_rows
 from episodic import Episodic
 from episodic.cli import app
 from episodic.config import Settings
@@ -116,6 +115,23 @@ def populate(url: str, n: int, *, seed: int = 7, tag: str = "p") -> Episodic:
 
 
 runner = CliRunner()
+
+
+def raw_rows(url: str, sql: str) -> list[tuple[Any, ...]]:
+    """tests/conftest.py's ``raw_rows`` (not importable from tests/stress, whose own
+    conftest takes the name)."""
+    if url.startswith("sqlite:///"):
+        import sqlite3
+
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+        try:
+            return [tuple(r) for r in conn.execute(sql).fetchall()]
+        finally:
+            conn.close()
+    import psycopg
+
+    with psycopg.connect(url) as pg:
+        return [tuple(r) for r in pg.execute(sql).fetchall()]
 
 
 def doctor_deep(url: str) -> tuple[int, dict[str, Any]]:

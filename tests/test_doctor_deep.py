@@ -19,7 +19,9 @@ from conftest import _create_db, _drop_db, _with_db, raw_execute, raw_rows
 from crash_support import DEEP_NAMES, doctor_deep, mismatches, populate
 
 # A memory that has a vector, and another workspace's memory (for cross-workspace damage).
-VECTORED = "(SELECT memory_id FROM memory_vectors ORDER BY memory_id LIMIT 1)"
+# Each kind of damage hits its own memory ("{v}"), so several can be planted in one copy.
+VECTORED = "'{v}'"
+VICTIMS = [f"p-{n}" for n in range(5, 60, 4)]
 OTHER = "(SELECT id FROM memories WHERE workspace_id = 'orbit' ORDER BY id LIMIT 1)"
 ACME = "(SELECT id FROM memories WHERE workspace_id = 'acme' ORDER BY id LIMIT 1)"
 _copies = itertools.count()
@@ -69,6 +71,7 @@ def test_a_lived_in_memory_is_clean(populated: str) -> None:
     assert set(counts.values()) == {0}
 
 
+@pytest.mark.parametrize("populated", ["sqlite"], indirect=True)
 def test_without_deep_the_row_checks_do_not_run(populated: str) -> None:
     from crash_support import runner
     from episodic.cli import app
@@ -110,10 +113,8 @@ DAMAGE: dict[str, tuple[list[str], list[str], str]] = {
     ),
     "indexed flag without a vector": (
         [
-            f"UPDATE memories SET has_vector = 1 WHERE id = {VECTORED}",
-            "DELETE FROM memory_vectors WHERE memory_id = "
-            "(SELECT id FROM memories WHERE has_vector = 1 ORDER BY id LIMIT 1)",
-            "UPDATE memories SET has_vector = 1 WHERE has_vector = 0",
+            "DROP TRIGGER memory_vectors_ad",
+            f"DELETE FROM memory_vectors WHERE memory_id = {VECTORED}",
         ],
         [
             "ALTER TABLE memory_vectors DISABLE TRIGGER memory_vectors_flag",
@@ -252,11 +253,39 @@ def _assert_reported(url: str, check: str) -> None:
     assert found[check]["count"] >= 1 and found[check]["fix"], found[check]
 
 
+def _planted(kind: str, url: str, victim: str) -> list[str]:
+    sqlite_sql, pg_sql, _ = DAMAGE[kind]
+    return [
+        sql.replace("'{v}'", f"'{victim}'") for sql in (sqlite_sql if _is_sqlite(url) else pg_sql)
+    ]
+
+
+def _is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite")
+
+
 @pytest.mark.parametrize("kind", sorted(DAMAGE))
-def test_each_kind_of_damage_is_named(populated: str, kind: str) -> None:
-    sqlite_sql, pg_sql, check = DAMAGE[kind]
-    _run_damage(populated, sqlite_sql if populated.startswith("sqlite") else pg_sql)
-    _assert_reported(populated, check)
+def test_each_kind_of_damage_is_named_on_sqlite(
+    tmp_path: Path, goldens: dict[str, str], kind: str
+) -> None:
+    url = f"sqlite:///{tmp_path}/m.db"
+    shutil.copy(goldens["sqlite"].removeprefix("sqlite:///"), url.removeprefix("sqlite:///"))
+    _run_damage(url, _planted(kind, url, VICTIMS[0]))
+    _assert_reported(url, DAMAGE[kind][2])
+
+
+def test_every_kind_of_damage_at_once_is_named(populated: str) -> None:
+    """Each kind on its own memory, all in one copy (a PostgreSQL copy costs a database)."""
+    expected: dict[str, int] = {}
+    for kind, victim in zip(sorted(DAMAGE), VICTIMS, strict=False):
+        _run_damage(populated, _planted(kind, populated, victim))
+        expected[DAMAGE[kind][2]] = expected.get(DAMAGE[kind][2], 0) + 1
+    code, report = doctor_deep(populated)
+    found = {c["name"]: c for c in report["checks"]}
+    assert code == 1
+    for check, planted in expected.items():
+        assert found[check]["status"] == "error" and found[check]["fix"], found[check]
+        assert found[check]["count"] >= planted, found[check]
 
 
 @pytest.mark.parametrize("kind", sorted(SQLITE_DAMAGE))
@@ -270,10 +299,16 @@ def test_sqlite_engine_damage_is_named(tmp_path: Path, goldens: dict[str, str], 
         _assert_reported(url, "fts.integrity")
 
 
-@pytest.mark.parametrize("kind", sorted(POSTGRES_DAMAGE))
 @pytest.mark.parametrize("populated", ["postgres"], indirect=True)
-def test_postgres_engine_damage_is_named(populated: str, kind: str) -> None:
-    pg_url = populated
-    statements, check = POSTGRES_DAMAGE[kind]
-    _run_damage(pg_url, statements)
-    _assert_reported(pg_url, check)
+def test_postgres_engine_damage_is_named(populated: str) -> None:
+    for kind in sorted(POSTGRES_DAMAGE):
+        _run_damage(populated, POSTGRES_DAMAGE[kind][0])
+    code, report = doctor_deep(populated)
+    found = {c["name"]: c for c in report["checks"]}
+    assert code == 1
+    assert found["postgres.tsv"]["status"] == "error"
+    assert found["postgres.tsv"]["count"] == 2  # no longer generated, and one row stale
+    assert found["postgres.indexes"]["status"] == "error"
+    assert "memories_tsv" in found["postgres.indexes"]["detail"]
+    assert "memory_vectors_hnsw" in found["postgres.indexes"]["detail"]
+    assert found["postgres.indexes"]["count"] == 2
