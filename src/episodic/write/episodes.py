@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from episodic.embed.base import Embedder
-from episodic.errors import EmbedderError
+from episodic.errors import EmbedderError, NotFound
 from episodic.llm.base import LLM
 from episodic.model import Memory, ScopeFilter
 from episodic.scoring.retrievability import initial_difficulty, initial_stability
@@ -119,7 +119,19 @@ class EpisodeWriter:
             if conversation_id is not None and pending.conversation_id != conversation_id:
                 continue
             report.conversations += 1
-            self._conversation(pending.workspace_id, pending.conversation_id, now, flush, report)
+            try:
+                self._conversation(
+                    pending.workspace_id, pending.conversation_id, now, flush, report
+                )
+            except NotFound as exc:
+                # Its messages were forgotten while it was being written (the store will
+                # not close an episode over messages that are gone): nothing is left to
+                # segment, and the other conversations still are.
+                log.info(
+                    "conversation %s changed while it was segmented, skipped: %s",
+                    pending.conversation_id,
+                    exc,
+                )
         return report
 
     # -- one conversation ------------------------------------------------------------
