@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,6 +43,28 @@ class ChatServer:
     requests: list[Recorded] = field(default_factory=list)
     replies: list[Reply] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
+    # Answers requests once ``replies`` is empty (instead of HTTP 599), for tests that
+    # answer by what is asked rather than in a scripted order.
+    responder: Callable[[Recorded], Reply] | None = None
+
+    @staticmethod
+    def completion(content: str | None, *, finish: str = "stop") -> bytes:
+        """A chat-completions body whose message is ``content``."""
+        return json.dumps(
+            {
+                "id": "chatcmpl-x",
+                "object": "chat.completion",
+                "created": 1_700_000_000,
+                "model": MODEL,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": finish,
+                    }
+                ],
+            }
+        ).encode()
 
     def reply(self, content: str | None, *, finish: str = "stop", delay: float = 0.0) -> None:
         body = {
@@ -97,6 +119,8 @@ def running_chat_server() -> Iterator[ChatServer]:
             )
             if srv.replies:
                 status, body, delay = srv.replies.pop(0)
+            elif srv.responder is not None:
+                status, body, delay = srv.responder(srv.requests[-1])
             else:
                 # A test that makes more requests than it scripted fails loudly, not silently.
                 status, body, delay = 599, b'{"error": {"message": "no scripted reply"}}', 0.0

@@ -14,6 +14,7 @@ from episodic import Episodic, InvalidInput, Settings
 from episodic.llm.openai_compat import OpenAICompatLLM
 from episodic.store import open_store
 from episodic.write.episodes import episode_json
+from episodic.write.extract import content_hash
 
 T0 = datetime(2026, 5, 8, 13, 0, tzinfo=UTC)
 
@@ -279,9 +280,11 @@ def test_the_llm_path_titles_extracts_and_learns(chat: Any, clock: list[datetime
     shown = episode_json(episode)
     assert shown["title"].startswith("Partial refunds failed")
     assert shown["described_by"] == f"llm:{mem.llm.model_id}"  # type: ignore[union-attr]
-    assert [d["content"] for d in episode.payload["extraction_dropped"]] == [
-        "The customer wants a discount."
+    # Dropped text is never stored (a payload is searched): its hash is, for audits.
+    assert [d["content_sha256"] for d in episode.payload["extraction_dropped"]] == [
+        content_hash("The customer wants a discount.")
     ]
+    assert mem.recall("customer discount", workspace="acme", policy="bm25").hits == []
     (entry,) = mem.recall("idempotency key refund", workspace="acme", types=("entry",)).hits
     assert entry.to_json()["source"] == "user_accepted_assistant_proposal"
     assert entry.to_json()["evidence"] == "Let's send a fresh key per refund."

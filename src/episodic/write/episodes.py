@@ -59,8 +59,6 @@ EPISODE_BASE_IMPORTANCE = 0.65
 ENTRY_BASE_IMPORTANCE = 0.5
 # Conversations handled per run; the rest wait for the next one.
 CONVERSATIONS_PER_RUN = 500
-# Shown in an episode's record of what extraction dropped.
-_DROP_CONTENT_CHARS = 200
 
 
 @dataclass(slots=True)
@@ -435,8 +433,13 @@ def _with_drops(episode: Memory, dropped: Sequence[Dropped]) -> Memory:
     from dataclasses import replace
 
     payload = dict(episode.payload)
+    # What was dropped failed a check, and often came from a model: its text is logged,
+    # never stored, since a payload is searched (a hijacked model could otherwise plant
+    # search terms in the episode). Its hash still lets an audit match it to the log.
+    for d in dropped:
+        log.info("episode %s: dropped an entry (%s): %r", episode.id, d.reason, d.content[:200])
     payload["extraction_dropped"] = [
-        {"reason": d.reason, "detail": d.detail, "content": d.content[:_DROP_CONTENT_CHARS]}
+        {"reason": d.reason, "detail": d.detail, "content_sha256": content_hash(d.content)}
         for d in dropped
     ]
     return replace(episode, payload=payload)
