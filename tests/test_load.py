@@ -29,8 +29,16 @@ def test_concurrent_writes_and_recalls_lose_nothing_and_never_fail(
     db_url: str, tmp_path: Path
 ) -> None:
     # A short sweep interval, so the indexer embeds and segments during the 15 s, not after.
+    # Short conversations, so that clients finish some and forget them within the 15 s.
     config = LoadConfig(
-        db=db_url, clients=16, seconds=15, sweep_interval_s=2, log_dir=tmp_path, api_readback=100
+        db=db_url,
+        clients=16,
+        seconds=15,
+        sweep_interval_s=2,
+        messages_per_conversation=3,
+        seed_events=40,  # a small backlog: the indexer then catches up within the run
+        log_dir=tmp_path,
+        api_readback=100,
     )
     report = run_load(config)
     print(report.figures())

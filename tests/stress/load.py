@@ -1,7 +1,7 @@
 """Load on ``episodic serve``: many concurrent clients mixing writes and recalls.
 
     .venv/bin/python tests/stress/load.py --db URL [--clients 64] [--seconds 600]
-        [--workspaces 4] [--sweep-interval S] [--json]
+        [--workspaces 4] [--sweep-interval S] [--workers N] [--json]
 
 1. seeds the database (in-process, before the server starts): a few workspaces, each with
    an admin key, and per client an agent key and a lead key bound to the client's agent
@@ -13,14 +13,17 @@
    no think time) for ``seconds``. Each owns one workspace and loops over a mix of ~30%
    writes (journal event batches, conversation messages - some live, some backfilled
    hours ago so the sweeper segments them into episodes under load - and remembered
-   notes), each carrying an id the client keeps once the server acknowledged it, and
-   ~70% reads (recall and render with random policies, keys, scopes, k and explain; the
-   newest episodes). Every request's latency and status is recorded;
-4. samples the server process's RSS every ``rss_every_s`` seconds;
+   notes), each carrying an id the client keeps once the server acknowledged it, ~68%
+   reads (recall and render with random policies, keys, scopes, k and explain; the
+   newest episodes) and ~2% forgets of the client's latest finished conversation (which
+   the sweeper may be segmenting at that moment). Every request's latency and status is
+   recorded;
+4. samples the server process's RSS (with its workers') and the number of memories
+   waiting for a vector every ``rss_every_s`` seconds;
 5. afterwards: waits for the indexer to embed everything, reads a sample of the
    acknowledged writes back through the API, stops the server with Ctrl-C (it must exit
    0), then reads every acknowledged write back from the store directly and compares its
-   text.
+   text, and checks that nothing of a forgotten conversation is left.
 
 What counts as an error (all requests are valid, so any status other than the expected
 2xx): a 4xx or 5xx, a connection error, a timeout (``timeout_s``), a response that does
@@ -72,17 +75,19 @@ RSS_TOLERANCE_BYTES = 50 * 1024 * 1024
 POLICIES = ("default", "crewship", "teaparty", "plastmem", "n8n", "bm25", "dense")
 WRITE_KINDS = ("event", "message", "memory")
 READ_KINDS = ("recall", "render", "recent")
-# The request mix (kind, weight): 30% writes, 70% reads.
+OTHER_KINDS = ("forget",)
+# The request mix (kind, weight): 30% writes, 68% reads, 2% forgets.
 MIX = (
     ("event", 14),
     ("message", 13),
     ("memory", 3),
-    ("recall", 56),
+    ("recall", 54),
+    ("forget", 2),
     ("render", 8),
     ("recent", 6),
 )
 SEED_EVENTS_PER_WORKSPACE = 200
-MESSAGES_PER_CONVERSATION = 12
+MESSAGES_PER_CONVERSATION = 6
 # fmt: off
 WORDS = (
     "checkout", "payment", "cart", "invoice", "refund", "ledger", "billing", "deploy",
@@ -123,6 +128,15 @@ class Written:
 
 
 @dataclass
+class Forgotten:
+    """A conversation forgotten during the load: none of it may be left afterwards."""
+
+    workspace: str
+    conversation: str
+    ids: list[str]
+
+
+@dataclass
 class Client:
     index: int
     workspace: str
@@ -140,9 +154,12 @@ class LoadConfig:
     seconds: float = 600.0
     workspaces: int = 4
     sweep_interval_s: float | None = None  # None: the server's default
+    workers: int = 1  # serve --workers
+    messages_per_conversation: int = MESSAGES_PER_CONVERSATION
+    seed_events: int = SEED_EVENTS_PER_WORKSPACE  # per workspace, before the server starts
     timeout_s: float = 30.0
     rss_every_s: float = 2.0
-    drain_timeout_s: float = 180.0
+    stall_s: float = 120.0  # the indexer's longest pause after the load (its poll is 30 s)
     api_readback: int = 300
     seed: int = 8
     log_dir: Path | None = None
@@ -155,6 +172,8 @@ class LoadReport:
     samples: list[Sample] = field(default_factory=list)
     written: list[Written] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)
+    forgotten: list[Forgotten] = field(default_factory=list)
+    resurfaced: list[str] = field(default_factory=list)  # forgotten, yet still stored
     altered: list[str] = field(default_factory=list)
     api_missing: list[str] = field(default_factory=list)
     rss: list[tuple[float, int]] = field(default_factory=list)  # (seconds, bytes)
@@ -201,6 +220,8 @@ class LoadReport:
             found.append(f"{len(self.lost)} acknowledged writes lost, e.g. {self.lost[:5]}")
         if self.altered:
             found.append(f"{len(self.altered)} writes stored with other text: {self.altered[:5]}")
+        if self.resurfaced:
+            found.append(f"forgotten data still stored: {self.resurfaced[:5]}")
         if self.api_missing:
             found.append(f"{len(self.api_missing)} writes not readable through the API")
         if self.server_faults:
@@ -243,15 +264,15 @@ class LoadReport:
             "duration": f"{self.duration_s:.0f} s",
             "clients": self.config.clients,
             "workspaces": self.config.workspaces,
-            "requests": self.count(WRITE_KINDS + READ_KINDS),
-            "throughput": f"{self.count(WRITE_KINDS + READ_KINDS) / d:.1f} requests/s",
+            "requests": len(self.samples),
+            "throughput": f"{len(self.samples) / d:.1f} requests/s",
             "writes/s": f"{self.count(WRITE_KINDS) / d:.1f}",
             "reads/s (recall, render, recent)": f"{self.count(READ_KINDS) / d:.1f}",
         }
         for label, kinds in (
             ("writes", WRITE_KINDS),
             ("reads", READ_KINDS),
-            *((k, (k,)) for k in WRITE_KINDS + READ_KINDS),
+            *((k, (k,)) for k in WRITE_KINDS + READ_KINDS + OTHER_KINDS),
         ):
             p50, p95, p99 = self.percentiles(kinds)
             out[f"{label}: requests, p50 / p95 / p99"] = (
@@ -266,6 +287,9 @@ class LoadReport:
                     + ")"
                 ),
                 "writes lost": len(self.lost),
+                "conversations forgotten under load / found afterwards": (
+                    f"{len(self.forgotten)} / {len(self.resurfaced)}"
+                ),
                 "episodes segmented during the run": self.episodes,
                 "unindexed memories: most during the run / at its end": (
                     f"{max((n for _, n in self.backlog), default=0)} / "
@@ -294,15 +318,29 @@ def free_port() -> int:
 
 
 def rss_bytes(pid: int) -> int:
-    """Resident set size of ``pid``: psutil when installed, else Linux's /proc."""
+    """Resident set size of ``pid`` and its children (``--workers``): psutil when
+    installed, else Linux's /proc."""
     try:
         import psutil
     except ImportError:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-        raise RuntimeError(f"no VmRSS for pid {pid}") from None
-    return int(psutil.Process(pid).memory_info().rss)
+        return sum(_proc_rss(p) for p in _proc_tree(pid))
+    proc = psutil.Process(pid)
+    return sum(int(p.memory_info().rss) for p in (proc, *proc.children(recursive=True)))
+
+
+def _proc_tree(pid: int) -> list[int]:
+    found = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            found.extend(_proc_tree(int(child)))
+    return found
+
+
+def _proc_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
 @contextmanager
@@ -322,6 +360,8 @@ def served(config: LoadConfig, log_path: Path) -> Iterator[tuple[subprocess.Pope
         str(port),
         "--log-level",
         "warning",
+        "--workers",
+        str(config.workers),
     ]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
@@ -366,7 +406,7 @@ def seed(config: LoadConfig) -> list[Client]:
         now = datetime.now(UTC)
         for ws in workspaces:
             events = []
-            for n in range(SEED_EVENTS_PER_WORKSPACE):
+            for n in range(config.seed_events):
                 kind, severity = rnd.choice(ADMITTED + NOT_ADMITTED)
                 events.append(
                     {
@@ -390,6 +430,15 @@ def words(rnd: random.Random, n: int) -> str:
 
 
 # -- the clients --------------------------------------------------------------------------
+@dataclass
+class ClientState:
+    n: int = 0  # requests sent
+    conversation: int = 0  # the one being written
+    in_conversation: int = 0  # its messages so far
+    backfill: bool = False
+    finished: list[str] = field(default_factory=list)  # conversations not forgotten yet
+
+
 class Driver:
     def __init__(self, config: LoadConfig, base: str, clients: list[Client]) -> None:
         self.config = config
@@ -397,6 +446,8 @@ class Driver:
         self.clients = clients
         self.samples: list[Sample] = []
         self.written: list[Written] = []
+        self.by_conversation: dict[str, list[Written]] = {}
+        self.forgotten: list[Forgotten] = []
         self.t0 = 0.0
         self.kinds = [k for k, _ in MIX]
         self.weights = [w for _, w in MIX]
@@ -406,28 +457,31 @@ class Driver:
         deadline = self.t0 + self.config.seconds
         await asyncio.gather(*(self.client_loop(c, deadline) for c in self.clients))
 
+    def kept(self) -> list[Written]:
+        """The acknowledged writes, less those a later forget removed."""
+        gone = {i for f in self.forgotten for i in f.ids}
+        return [w for w in self.written if w.id not in gone]
+
     async def client_loop(self, me: Client, deadline: float) -> None:
         rnd = random.Random(self.config.seed * 1000 + me.index)
         limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
         timeout = httpx.Timeout(self.config.timeout_s)
-        state = {"n": 0, "conversation": 0, "in_conversation": 0, "backfill": False}
+        state = ClientState()
         async with httpx.AsyncClient(base_url=self.base, limits=limits, timeout=timeout) as http:
             while time.perf_counter() < deadline:
                 kind = rnd.choices(self.kinds, self.weights)[0]
-                state["n"] += 1
+                if kind == "forget" and not state.finished:
+                    kind = "recall"
+                state.n += 1
                 await self.one(http, me, rnd, kind, state)
 
     async def one(
-        self,
-        http: httpx.AsyncClient,
-        me: Client,
-        rnd: random.Random,
-        kind: str,
-        state: dict[str, Any],
+        self, http: httpx.AsyncClient, me: Client, rnd: random.Random, kind: str, state: ClientState
     ) -> None:
-        n = state["n"]
+        n = state.n
         key = me.agent_key
         pending: list[Written] = []
+        conversation = ""
         method, path = "POST", ""
         body: dict[str, Any] | None = None
         params: dict[str, Any] | None = None
@@ -448,23 +502,25 @@ class Driver:
             body = {"events": events}
         elif kind == "message":
             path = "/v1/messages"
-            if state["in_conversation"] >= MESSAGES_PER_CONVERSATION:
-                state["conversation"] += 1
-                state["in_conversation"] = 0
+            if state.in_conversation >= self.config.messages_per_conversation:
+                state.finished.append(f"conv-{me.index}-{state.conversation}")
+                state.conversation += 1
+                state.in_conversation = 0
                 # Half the conversations are transcripts imported from hours ago: idle past
                 # the hard gap, so the sweeper segments them into episodes mid-load.
-                state["backfill"] = rnd.random() < 0.5
-            state["in_conversation"] += 1
+                state.backfill = rnd.random() < 0.5
+            state.in_conversation += 1
             mid = f"msg-{me.index}-{n}"
             text = words(rnd, rnd.randint(4, 30))
+            conversation = f"conv-{me.index}-{state.conversation}"
             body = {
-                "conversation": f"conv-{me.index}-{state['conversation']}",
+                "conversation": conversation,
                 "text": text,
-                "role": "user" if state["in_conversation"] % 2 else "assistant",
+                "role": "user" if state.in_conversation % 2 else "assistant",
                 "id": mid,
             }
-            if state["backfill"]:
-                ts = datetime.now(UTC) - timedelta(hours=6, minutes=-state["in_conversation"])
+            if state.backfill:
+                ts = datetime.now(UTC) - timedelta(hours=6, minutes=-state.in_conversation)
                 body["ts"] = ts.isoformat()
             pending.append(Written("message", me.workspace, mid, text))
         elif kind == "memory":
@@ -473,6 +529,11 @@ class Driver:
             text = f"{words(rnd, rnd.randint(5, 15))} note{me.index}x{n}"
             body = {"content": text, "id": mid, "importance": round(rnd.random(), 2)}
             pending.append(Written("memory", me.workspace, mid, text))
+        elif kind == "forget":
+            # The latest finished conversation: the sweeper may be segmenting it now.
+            path, key = "/v1/forget", me.admin_key
+            conversation = state.finished.pop()
+            body = {"conversation": conversation}
         elif kind in ("recall", "render"):
             path = f"/v1/{kind}"
             body = {
@@ -510,8 +571,17 @@ class Driver:
             error = f"{type(exc).__name__}: {exc}"
         latency = time.perf_counter() - start
         self.samples.append(Sample(kind, start - self.t0, latency, status, error))
-        if error is None:
+        if kind == "forget":
+            # Even a failed forget may have removed them: only a clean one is checked.
+            writes = self.by_conversation.pop(conversation, [])
+            if error is None:
+                self.forgotten.append(Forgotten(me.workspace, conversation, [w.id for w in writes]))
+            else:
+                self.written = [w for w in self.written if w not in writes]
+        elif error is None:
             self.written.extend(pending)
+            if conversation:
+                self.by_conversation.setdefault(conversation, []).extend(pending)
 
 
 def check(kind: str, response: httpx.Response, workspace: str, sent: int) -> str | None:
@@ -550,14 +620,17 @@ def sample(
 
 
 def drain(config: LoadConfig, report: LoadReport) -> None:
-    """Wait for the indexer to embed everything written (it keeps sweeping on its own)."""
-    start = time.monotonic()
+    """Wait for the indexer to embed everything written (it keeps sweeping on its own).
+    Under full load it may fall behind, so the wait is as long as it keeps making
+    progress: it gives up after ``stall_s`` without one more memory indexed."""
+    start = last_progress = time.monotonic()
     with open_store(config.db) as store:
-        while True:
-            pending = store.stats().pending_vectors
-            if pending == 0 or time.monotonic() - start > config.drain_timeout_s:
-                break
+        pending = fewest = store.stats().pending_vectors
+        while pending > 0 and time.monotonic() - last_progress < config.stall_s:
             time.sleep(1.0)
+            pending = store.stats().pending_vectors
+            if pending < fewest:
+                fewest, last_progress = pending, time.monotonic()
     report.pending_after_drain = pending
     report.drain_s = time.monotonic() - start
 
@@ -608,6 +681,11 @@ def store_readback(report: LoadReport) -> None:
                     report.lost.append(w.id)
                 elif event.summary != w.text:
                     report.altered.append(w.id)
+        for gone in report.forgotten:
+            left = [e.id for e in store.get_events(gone.workspace, gone.ids)]
+            flt = ScopeFilter(workspace_id=gone.workspace, conversation_id=gone.conversation)
+            left += [c.memory_id for c in store.search_recent(flt, 1000)]
+            report.resurfaced += [f"{gone.conversation}: {i}" for i in left]
         report.episodes = sum(
             len(store.search_recent(ScopeFilter(workspace_id=ws), 100_000, types=(EPISODE_TYPE,)))
             for ws in by_ws
@@ -640,7 +718,8 @@ def run_load(config: LoadConfig) -> LoadReport:
         finally:
             stop.set()
             sampler.join(10)
-        report.samples, report.written = driver.samples, driver.written
+        report.samples, report.written = driver.samples, driver.kept()
+        report.forgotten = driver.forgotten
         report.load_average = os.getloadavg()
         report.exited_during_load = proc.poll() is not None
         if not report.exited_during_load:
@@ -664,6 +743,7 @@ def main() -> None:
     parser.add_argument(
         "--sweep-interval", type=float, default=None, help="seconds; default: the server's"
     )
+    parser.add_argument("--workers", type=int, default=1, help="serve --workers")
     parser.add_argument("--timeout", type=float, default=30.0, help="per request, seconds")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
@@ -673,6 +753,7 @@ def main() -> None:
         seconds=args.seconds,
         workspaces=args.workspaces,
         sweep_interval_s=args.sweep_interval,
+        workers=args.workers,
         timeout_s=args.timeout,
     )
     report = run_load(config)
