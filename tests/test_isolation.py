@@ -18,6 +18,7 @@ from episodic import Episodic
 from episodic.config import Settings
 from episodic.embed.fake import FakeEmbedder
 from episodic.errors import IdTaken
+from episodic.model import ScopeFilter
 from episodic.store import open_store
 from isolation_machine import postgres_backend, run, sqlite_backend
 
@@ -81,3 +82,30 @@ def test_an_id_another_workspace_holds_is_refused_not_skipped(db_url: str) -> No
         # Once a forgets it, the id is free for b.
         ep.forget(workspace="a", memory="shared-1")
         assert ep.ingest([_event("b", "beta rollout plan")]).stored == 1
+
+
+def test_a_consolidated_rule_goes_with_the_evidence_it_quotes(db_url: str) -> None:
+    """Found by the machine: forgetting an agent left the rule consolidation had drawn from
+    its memories, quoting their text, in every recall and export."""
+    with Episodic(
+        store=open_store(db_url), embedder=FakeEmbedder(64), settings=Settings(), llm=None
+    ) as ep:
+        text = "The postgres replica lag alarm fired during the nightly billing backup window"
+        for n, agent in enumerate(("alice", "bob", "bob")):
+            ep.remember(f"{text} note{n}{agent}", workspace="w", agent=agent)
+        ep.remember(f"{text} note0alice", workspace="other", agent="alice")
+        ep.index_once()
+        [first] = ep.consolidate(workspace="w")
+        [rule] = first.detail["derived"]
+        assert "note0alice" in ep.memory(ScopeFilter("w"), rule).content
+
+        ep.forget(workspace="w", agent="alice")
+        left = raw_rows(db_url, "SELECT id, content FROM memories WHERE workspace_id = 'w'")
+        assert rule not in {i for i, _ in left}
+        assert not [c for _, c in left if "note0alice" in c]
+        # The other workspace's identical memory is untouched.
+        assert len(raw_rows(db_url, "SELECT id FROM memories WHERE workspace_id = 'other'")) == 1
+        # bob's two notes are unconsolidated again: a new rule, without alice's words.
+        [second] = ep.consolidate(workspace="w")
+        [again] = second.detail["derived"]
+        assert "note0alice" not in ep.memory(ScopeFilter("w"), again).content

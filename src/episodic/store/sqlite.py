@@ -2189,11 +2189,26 @@ class SqliteStore:
                 "JOIN memories m ON m.id = s.memory_id AND m.workspace_id = ?",
                 (ws,),
             )
+            # A consolidated rule quotes its evidence: it goes with any of it.
+            self._execute(
+                "INSERT OR IGNORE INTO forget_memories SELECT r.src FROM memory_relations r "
+                "JOIN forget_memories f ON f.id = r.dst "
+                "JOIN memories m ON m.id = r.src AND m.workspace_id = ? "
+                "WHERE r.relation = 'supports'",
+                (ws,),
+            )
             self._execute(
                 "INSERT OR IGNORE INTO forget_events SELECT e.id FROM events e "
                 "JOIN forget_memories f ON f.id = e.id WHERE e.workspace_id = ?",
                 (ws,),
             )
+        # The rest of a forgotten rule's evidence may be consolidated again.
+        self._execute(
+            "UPDATE memories SET consolidated_at = NULL WHERE +workspace_id = ? AND id IN "
+            "(SELECT r.dst FROM memory_relations r JOIN forget_memories f ON f.id = r.src "
+            "WHERE r.relation = 'supports') AND id NOT IN (SELECT id FROM forget_memories)",
+            (ws,),
+        )
         contents = [
             row[0]
             for row in self._execute(

@@ -444,6 +444,15 @@ class ServiceMixin(PgBase):
                 "ON CONFLICT DO NOTHING",
                 (ws,),
             )
+            # A consolidated rule quotes its evidence: it goes with any of it.
+            self._exec(
+                conn,
+                "INSERT INTO forget_memories SELECT r.src FROM memory_relations r "
+                "JOIN forget_memories f ON f.id = r.dst "
+                "JOIN memories m ON m.id = r.src AND m.workspace_id = %s "
+                "WHERE r.relation = 'supports' ON CONFLICT DO NOTHING",
+                (ws,),
+            )
             self._exec(
                 conn,
                 "INSERT INTO forget_events SELECT e.id FROM events e "
@@ -451,6 +460,14 @@ class ServiceMixin(PgBase):
                 "ON CONFLICT DO NOTHING",
                 (ws,),
             )
+        # The rest of a forgotten rule's evidence may be consolidated again.
+        self._exec(
+            conn,
+            "UPDATE memories SET consolidated_at = NULL WHERE workspace_id = %s AND id IN "
+            "(SELECT r.dst FROM memory_relations r JOIN forget_memories f ON f.id = r.src "
+            f"WHERE r.relation = 'supports') AND id NOT IN {_FORGOTTEN_MEMORIES}",
+            (ws,),
+        )
         # Messages that stay but whose episode goes keep only their own keys.
         orphans = self._exec(
             conn,
