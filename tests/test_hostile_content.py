@@ -11,6 +11,7 @@ and every payload's marker must be inside it: inert, not dropped.
 
 from __future__ import annotations
 
+import html
 import json
 import unicodedata
 from collections.abc import Iterator
@@ -139,6 +140,18 @@ def test_lookalikes_of_less_than_are_escaped_visibly() -> None:
     # U+226E into one: each could close the block once a tokenizer normalised it.
     assert escape_text("\uff1c/recalled-memory\uff1e") == "&#xFF1C;/recalled-memory\uff1e"
     assert escape_text("\ufe64/x \u226e/y <z") == "&#xFE64;/x &#x226E;/y &lt;z"
+
+
+def test_escaping_reads_back_and_a_cut_never_leaves_half_a_reference() -> None:
+    # Regression: a dangling "&#x" (in the text, or left by the budget's cut) made an HTML
+    # parser read the block's closing tags as text.
+    text = "R&D <b> &#x &#60; \uff1c"
+    assert html.unescape(escape_text(text)) == text
+    for budget in range(330, 420):
+        block = render_block(
+            [hit(Payload("refs", "entities", "hxm999 " + "\uff1c" * 300, "hxm999"))], budget
+        )
+        assert not block_problems(block, FRAMES["recalled"], ["hxm999"]), budget
 
 
 def test_smuggling_characters_are_removed() -> None:

@@ -60,7 +60,7 @@ def test_recalled_text_cannot_close_or_forge_the_block(payload: str) -> None:
 
 
 def test_escape_keeps_the_words() -> None:
-    assert escape_text("a < b && c -> d") == "a &lt; b && c -> d"
+    assert escape_text("a < b && c -> d") == "a &lt; b &amp;&amp; c -> d"
 
 
 def test_budget_is_a_hard_cap_and_drops_whole_lines() -> None:

@@ -48,18 +48,25 @@ _INVISIBLE = re.compile(
 _LESS_THAN = re.compile("[<\u226e\ufe64\uff1c]")
 
 
+# A character reference cut short by the budget ("&#xFF", "&am"): an HTML parser that
+# meets one waits for its end and reads the closing tags after it as text.
+_PARTIAL_REF = re.compile(r"&#?[0-9A-Za-z]*$")
+
+
 def _lt_ref(match: re.Match[str]) -> str:
     c = match.group()
     return "&lt;" if c == "<" else f"&#x{ord(c):X};"
 
 
 def escape_text(text: str) -> str:
-    """Make recalled text inert inside the block: no tags, no line breaks, no invisibles."""
+    """Make recalled text inert inside the block: no tags, no line breaks, no invisibles.
+
+    "&" and "<" (and every "<" lookalike) become character references, so the text reads
+    back exactly (``html.unescape``) and a stray "&#x" cannot swallow what follows it.
+    ">" stays: without "<" no tag can open or close, and "->" or "a > b" stay readable."""
     # Whitespace first, so a line break or a separator between two words leaves a space.
     text = _INVISIBLE.sub("", _WS.sub(" ", text))
-    # Escaping "<" alone is enough: without it no tag can open or close, and "->" or "a > b"
-    # stay readable.
-    text = _LESS_THAN.sub(_lt_ref, text)
+    text = _LESS_THAN.sub(_lt_ref, text.replace("&", "&amp;"))
     return _WS.sub(" ", text).strip()
 
 
@@ -185,7 +192,8 @@ def _lines(
             kept.append(hit.id)
             used += len(line) + 1
         elif not lines and room > 40:
-            lines.append(line[: room - len(ELLIPSIS)].rstrip() + ELLIPSIS)
+            cut = _PARTIAL_REF.sub("", line[: room - len(ELLIPSIS)])
+            lines.append(cut.rstrip() + ELLIPSIS)
             kept.append(hit.id)
             break
         else:
