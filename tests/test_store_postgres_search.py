@@ -308,3 +308,63 @@ def test_a_term_in_most_memories_only_fills_a_short_answer(store: PostgresStore)
     assert got[0].memory_id == "x"
     assert len(got) == 3 and all(c.score > 0 for c in got)
     assert got[0].score > got[1].score
+
+
+def test_counts_past_the_cap_are_estimated_from_the_newest_memories(
+    store: PostgresStore,
+) -> None:
+    # 600 memories; "alpha" in every other one, "beta" in every tenth, "gamma" in 7 of
+    # them. Counted exactly up to 40 matches, past that from the newest 100 memories.
+    store.sparse_exact_count, store.sparse_count_sample = 40, 100
+    store.sparse_rare_budget = 20
+    rows = []
+    for i in range(600):
+        words = ["alpha"] if i % 2 == 0 else ["filler"]
+        words += ["beta"] if i % 10 == 0 else []
+        words += ["gamma"] if i in (3, 50, 120, 333, 400, 501, 599) else []
+        rows.append(event(f"m{i:03d}", summary=" ".join(words), minutes=i))
+    remember(store, *rows)
+    with store._read() as conn:
+        total, _, terms, counts = store._sparse_stats(conn, "acme", ["alpha", "beta", "gamma"])
+    assert total == 600
+    assert [t.query for t in terms] == ["'alpha'", "'beta'", "'gamma'"]
+    # alpha: 50 of the newest 100 -> 300 (never past half the workspace plus one, where
+    # idf is floored); beta: 10 of 100 -> 60 (exactly right here: the terms are spread
+    # evenly); gamma: under the cap, counted exactly.
+    assert counts == [300, 60, 7]
+    # A small workspace is still counted exactly, whatever the terms' counts.
+    store.sparse_count_sample = 1000
+    store._sparse_counts = None
+    with store._read() as conn:
+        _, _, _, counts = store._sparse_stats(conn, "acme", ["alpha", "beta", "gamma"])
+    assert counts == [300, 60, 7]
+    # ...and a term past the cap in a workspace whose newest memories lack it is not
+    # estimated below the cap it reached.
+    store.sparse_count_sample = 100
+    store._sparse_counts = None
+    remember(store, *[event(f"n{i:03d}", summary="filler", minutes=700 + i) for i in range(100)])
+    with store._read() as conn:
+        _, _, _, counts = store._sparse_stats(conn, "acme", ["beta"])
+    assert counts == [40]
+    # Ranking still finds the rare term's every match.
+    found = sparse_ids(store, ScopeFilter("acme"), "gamma beta", limit=7)
+    assert sorted(found) == ["m003", "m050", "m120", "m333", "m400", "m501", "m599"]
+
+
+def test_a_large_workspace_is_sized_from_the_planners_statistics(
+    store: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import episodic.store.postgres.search as search
+
+    remember(store, *[event(f"m{i:03d}", summary=f"note {i}", minutes=i) for i in range(300)])
+    remember(store, *[event(f"o{i:03d}", "other", summary="note", minutes=i) for i in range(50)])
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("ANALYZE memories")
+    monkeypatch.setattr(search, "SPARSE_EXACT_TOTAL", 100)
+    with store._read() as conn:
+        big, avgdl = store._workspace_size(conn, "acme")
+        small, _ = store._workspace_size(conn, "other")
+    # Past 100 counted rows, the statistics' estimate (exact after ANALYZE of a small
+    # table); under it, the exact count.
+    assert (big, small) == (300, 50)
+    assert avgdl == pytest.approx(2.0)
