@@ -71,7 +71,6 @@ from episodic import Episodic, Settings
 from episodic.embed.base import Matrix
 from episodic.model import Event, Memory, ScopeFilter
 from episodic.store.postgres import PostgresStore
-from episodic.store.postgres import search as pg_search
 from episodic.store.sqlite import SqliteStore
 from episodic.write.events import parse_event
 from episodic.write.journal import admitted_memories
@@ -390,11 +389,10 @@ def ef_sweep(
 ) -> list[tuple[int, float, float, float]]:
     """(ef_search, recall@10, p50 ms, p95 ms) of search_dense(limit 10) per ef floor."""
     out = []
-    saved = pg_search.EF_SEARCH_MIN
     flt = ScopeFilter(WS)
     try:
         for ef in EF_SWEEP:
-            pg_search.EF_SEARCH_MIN = ef
+            pg.ef_search_floor = ef
             found, times = [], []
             for q in qv:
                 t0 = time.perf_counter()
@@ -402,7 +400,7 @@ def ef_sweep(
                 times.append((time.perf_counter() - t0) * 1000)
             out.append((ef, overlap(found, exact10, 10), pct(times, 50), pct(times, 95)))
     finally:
-        pg_search.EF_SEARCH_MIN = saved
+        pg.ef_search_floor = None
     return out
 
 
@@ -642,7 +640,9 @@ def report(rows: Sequence[Row], sweeps: dict[int, list[tuple[int, float, float, 
         )
         for notice in dict.fromkeys(b.notices):
             log(f"  notice: {notice}")
-    log("\nPostgreSQL search_dense(limit 10), hnsw.ef_search floor swept (store default 40):")
+    log(
+        "\nPostgreSQL search_dense(limit 10), hnsw.ef_search floor swept (store default: 40, scaled with the table past 100k):"
+    )
     log("| size | ef_search | recall@10 vs exact | p50 | p95 |")
     log("|---|---|---|---|---|")
     for n, sweep in sweeps.items():

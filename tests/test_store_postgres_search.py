@@ -368,3 +368,35 @@ def test_a_large_workspace_is_sized_from_the_planners_statistics(
     # table); under it, the exact count.
     assert (big, small) == (300, 50)
     assert avgdl == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    ("rows", "floor"),
+    [(0, 40), (50_000, 40), (100_000, 40), (400_000, 80), (1_000_000, 126), (10**7, 200)],
+)
+def test_the_ef_search_floor_grows_with_the_table(rows: int, floor: int) -> None:
+    from episodic.store.postgres.search import ef_floor_for
+
+    assert ef_floor_for(rows) == floor
+
+
+def test_dense_searches_run_with_the_floor_for_the_tables_size(
+    indexed_store: PostgresStore, pg_url: str
+) -> None:
+    seen: list[Any] = []
+    indexed_store._tracer = lambda sql, params: seen.append((sql, params))
+    query = unit_rows(1, 7)[0]
+    indexed_store.search_dense(ScopeFilter("acme"), query, 5)
+    assert ("40",) in [p for _, p in seen]
+    # The catalog says a million vectors (as after ANALYZE of a large table): the floor
+    # rises once the cached size expires; a pinned floor wins over both.
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE pg_class SET reltuples = 1e6 WHERE oid = 'memory_vectors'::regclass")
+    indexed_store._ef_floor_cache = None
+    seen.clear()
+    indexed_store.search_dense(ScopeFilter("acme"), query, 5)
+    assert ("126",) in [p for _, p in seen]
+    indexed_store.ef_search_floor = 64
+    seen.clear()
+    indexed_store.search_dense_many(ScopeFilter("acme"), unit_rows(2, 8), 5)
+    assert [p for _, p in seen].count(("64",)) == 2

@@ -51,6 +51,7 @@ Scores keep SQLite's direction: higher is better, every match scores above 0.
 from __future__ import annotations
 
 import json
+import math
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -93,6 +94,14 @@ from episodic.store.sqlite import (
 # hnsw.ef_search bounds: pgvector's default and its maximum.
 EF_SEARCH_MIN = 40
 EF_SEARCH_MAX = 1000
+# An HNSW graph's recall at a given ef_search falls as the table grows (on bench_postgres's
+# clustered vectors, recall@10 at ef 40: 1.00 at 10k, 0.96 at 100k, 0.66 at 1M). The floor
+# grows with the square root of the vectors stored past EF_SCALE_ROWS (40 at 100k, ~126
+# at 1M), up to EF_FLOOR_MAX; the table's size is the catalog's estimate, read again
+# after EF_FLOOR_TTL_S.
+EF_SCALE_ROWS = 100_000
+EF_FLOOR_MAX = 200
+EF_FLOOR_TTL_S = 60.0
 # The index is asked for this many times the rows wanted (plus the ids excluded), so a
 # scope that sees most of the table still fills its answer from the index alone.
 EF_SEARCH_FACTOR = 2
@@ -172,7 +181,10 @@ class SearchMixin(PgBase):
     sparse_rare_budget: int = SPARSE_RARE_BUDGET
     sparse_exact_count: int = SPARSE_EXACT_COUNT
     sparse_count_sample: int = SPARSE_COUNT_SAMPLE
+    # None: scaled with the table (``ef_floor``); a number pins it (benchmarks sweep it).
+    ef_search_floor: int | None = None
     _sparse_counts: _SparseCache | None = None
+    _ef_floor_cache: tuple[int, float] | None = None
 
     def _fetch(self, conn: Conn, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """``_exec(...).fetchall()`` that never lets psycopg prepare the statement. A
@@ -193,10 +205,10 @@ class SearchMixin(PgBase):
             return []
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         unit = unit_vector(q)
-        ef = _ef_search(limit)
-        sql, args = _dense_sql(where, params, flt.workspace_id, unit, limit, ef)
         try:
             with self._read() as conn:
+                ef = _ef_search(limit, floor=self.ef_floor(conn))
+                sql, args = _dense_sql(where, params, flt.workspace_id, unit, limit, ef)
                 self._set_ef_search(conn, ef)
                 rows = self._fetch(conn, sql, args)
         except StoreError as exc:
@@ -232,11 +244,12 @@ class SearchMixin(PgBase):
         excluded = [_unique(ids) for ids in exclude] if exclude is not None else [[]] * b
         try:
             with self._read() as conn:
+                floor = self.ef_floor(conn)
                 # One statement per query, all sent before any answer is read.
                 with conn.pipeline():
                     cursors = []
                     for i in range(b):
-                        ef = _ef_search(limit, len(excluded[i]))
+                        ef = _ef_search(limit, len(excluded[i]), floor=floor)
                         self._set_ef_search(conn, ef)
                         sql, args = _dense_sql(
                             where,
@@ -264,6 +277,22 @@ class SearchMixin(PgBase):
             ]
             for rows in found
         ]
+
+    def ef_floor(self, conn: Conn) -> int:
+        """The least ``hnsw.ef_search`` a dense search runs with: ``ef_search_floor`` if
+        set, else scaled with the vectors stored (see ``EF_SCALE_ROWS``)."""
+        if self.ef_search_floor is not None:
+            return self.ef_search_floor
+        now = time.monotonic()
+        cached = self._ef_floor_cache
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        (rows,) = self._fetch(
+            conn, "SELECT reltuples FROM pg_class WHERE oid = 'memory_vectors'::regclass", []
+        )[0]
+        floor = ef_floor_for(max(float(rows), 0.0))
+        self._ef_floor_cache = (floor, now + EF_FLOOR_TTL_S)
+        return floor
 
     def _set_ef_search(self, conn: Conn, ef: int) -> None:
         # Also no parallel workers: the exact fallback sits behind a one-time filter, and a
@@ -694,8 +723,18 @@ class SearchMixin(PgBase):
         return out
 
 
-def _ef_search(limit: int, excluded: int = 0) -> int:
-    return min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, EF_SEARCH_FACTOR * limit + excluded))
+def ef_floor_for(rows: float) -> int:
+    """The ef_search floor for a table of ``rows`` vectors (see ``EF_SCALE_ROWS``).
+
+    >>> [ef_floor_for(n) for n in (0, 100_000, 400_000, 1_000_000, 10_000_000)]
+    [40, 40, 80, 126, 200]
+    """
+    scaled = round(EF_SEARCH_MIN * math.sqrt(max(rows, 0.0) / EF_SCALE_ROWS))
+    return min(EF_FLOOR_MAX, max(EF_SEARCH_MIN, scaled))
+
+
+def _ef_search(limit: int, excluded: int = 0, *, floor: int = EF_SEARCH_MIN) -> int:
+    return min(EF_SEARCH_MAX, max(floor, EF_SEARCH_FACTOR * limit + excluded))
 
 
 def _dense_sql(
