@@ -641,7 +641,8 @@ def report(rows: Sequence[Row], sweeps: dict[int, list[tuple[int, float, float, 
         for notice in dict.fromkeys(b.notices):
             log(f"  notice: {notice}")
     log(
-        "\nPostgreSQL search_dense(limit 10), hnsw.ef_search floor swept (store default: 40, scaled with the table past 100k):"
+        "\nPostgreSQL search_dense(limit 10), hnsw.ef_search floor swept (store default: "
+        "40, growing with the table past 100k rows, 126 at 1M):"
     )
     log("| size | ef_search | recall@10 vs exact | p50 | p95 |")
     log("|---|---|---|---|---|")
