@@ -65,6 +65,7 @@ from episodic.recall.policies import POLICIES
 from episodic.store import open_store
 from episodic.upkeep.consolidate import CONSOLIDATED_TYPE
 from episodic.write.dedupe import DEDUPE_COSINE
+from episodic.write.episodes import SegmentReport
 from episodic.write.extract import KNOWN_HASH, SIMILAR, content_hash
 
 WORKSPACES = ("ws1", "ws2", "ws3")
@@ -222,6 +223,19 @@ class IsolationMachine(RuleBasedStateMachine):
             llm=None,
         )
 
+        # The indexer's follow-up segments idle conversations: the same work, per
+        # workspace, so the dedupe drops it makes are checked too.
+        self.ep._segment_quietly = self._segment_after_sweep  # type: ignore[method-assign]
+
+    def _segment_after_sweep(self) -> None:
+        episodes = 0
+        for ws in WORKSPACES:
+            report = self.ep.segment(workspace=ws)
+            self._check_segment(ws, report)
+            episodes += report.episodes
+        if episodes:
+            self.ep.consolidate_if_due()
+
     def teardown(self) -> None:
         self.ep.close()
         self.truth.close()
@@ -256,6 +270,7 @@ class IsolationMachine(RuleBasedStateMachine):
                         }
                     ]
                 )
+        self.ep.index_once()  # similar edges from the start, so the walk has somewhere to go
         OPS["seed"] += 1
 
     @rule(
@@ -361,10 +376,12 @@ class IsolationMachine(RuleBasedStateMachine):
     @rule(
         ws=st.sampled_from(WORKSPACES),
         agent=st.sampled_from(AGENTS),
-        resource=st.sampled_from((*RESOURCES, None)),
+        # Entry dedupe works per (workspace, agent, resource): mostly the agent's own
+        # resource and untagged texts, so repeats (and cross-workspace twins) are common.
+        resource=st.sampled_from(("own", "own", "own", *RESOURCES, None)),
         conversation=st.sampled_from(CONVERSATIONS),
         body=st.integers(0, len(BODIES) - 1),
-        tagged=st.booleans(),
+        tagged=st.sampled_from((False, False, True)),
         role=st.sampled_from(("user", "user", "assistant")),
         message_id=st.sampled_from((*SHARED_IDS, None, None, None)),
     )
@@ -380,6 +397,8 @@ class IsolationMachine(RuleBasedStateMachine):
         message_id: str | None,
     ) -> None:
         self._op("message")
+        if resource == "own":
+            resource = RESOURCES[AGENTS.index(agent)]
         holder = self.truth.owners().get(message_id) if message_id else None
         refused = False
         try:
@@ -427,12 +446,19 @@ class IsolationMachine(RuleBasedStateMachine):
     @rule()
     def index(self) -> None:
         self._op("index")
+        count = "SELECT count(*) FROM memory_relations WHERE relation = 'similar'"
+        edges = int(self.truth.rows(count)[0][0])
         self.ep.index_once()  # embeds, links similar edges, segments idle conversations
+        OPS["similar_edges"] += max(0, int(self.truth.rows(count)[0][0]) - edges)
 
     @rule(ws=st.sampled_from(WORKSPACES))
     def segment(self, ws: str) -> None:
         self._op("segment")
-        report = self.ep.segment(flush=True, workspace=ws)
+        self._check_segment(ws, self.ep.segment(flush=True, workspace=ws))
+
+    def _check_segment(self, ws: str, report: SegmentReport) -> None:
+        OPS["episodes"] += report.episodes
+        OPS["entries"] += report.entries
         if not report.dropped:
             return
         rows = [r for r in self.truth.memories().values() if r.type == "entry"]
@@ -472,11 +498,11 @@ class IsolationMachine(RuleBasedStateMachine):
     RECALL_ARGS: dict[str, Any] = dict(  # noqa: RUF012 - hypothesis strategies, read once
         data=st.data(),
         ws=st.sampled_from(WORKSPACES),
-        agent=st.sampled_from((*AGENTS, None)),
-        resource=st.sampled_from((*RESOURCES, None)),
+        agent=st.sampled_from((*AGENTS, None, None)),
+        resource=st.sampled_from((*RESOURCES, None, None, None)),
         policy=st.sampled_from(POLICY_NAMES),
         walk=st.sampled_from((0, 1)),
-        k=st.sampled_from((None, 3, 10)),
+        k=st.sampled_from((1, 2, None, 10)),  # small k leaves room for the walk
     )
 
     # Three rules share the recall, so reads get a fair share of the steps.
