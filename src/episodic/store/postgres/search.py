@@ -31,6 +31,9 @@ How ranking still differs from SQLite's BM25:
 - idf, N and the average length are per workspace (FTS5's are over the whole table), the
   average length from a sample of ``SPARSE_LENGTH_SAMPLE`` memories; a document's length
   is its number of distinct lexemes without stopwords (FTS5: every token);
+- in a large workspace N and the counts of common terms are estimates (see
+  ``_sparse_stats``): past 50k memories N is the planner's statistic, and a term
+  matching more than 2,000 of more than 4,000 memories is counted in the newest 4,000;
 - labels weigh occurrences (A 1.0, B 0.5, D 0.1) where FTS5 weighs columns, which for a
   term's weighted frequency is the same;
 - stemming: PostgreSQL's english Snowball stemmer where FTS5 uses Porter (mostly the same
