@@ -270,6 +270,20 @@ class IsolationMachine(RuleBasedStateMachine):
                         }
                     ]
                 )
+        # Twin entries: each workspace's alice says the same two things in c1, so the
+        # second workspace's extraction would drop them as known if dedupe crossed over.
+        for ws in WORKSPACES:
+            for body in (0, 3):
+                self.now += STEP
+                self.ep.add_message(
+                    self._text(ws, "alice", body, False),
+                    workspace=ws,
+                    conversation="c1",
+                    agent="alice",
+                    resource="repo",
+                    name="alice",
+                )
+            self._check_segment(ws, self.ep.segment(flush=True, workspace=ws))
         self.ep.index_once()  # similar edges from the start, so the walk has somewhere to go
         OPS["seed"] += 1
 
