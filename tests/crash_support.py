@@ -306,7 +306,8 @@ def indexer_kills(
         log = tmp / f"indexer-{r}.out"
         proc = start_worker(log, "index", url, embedder, "8")
         wait_for_line(proc, log, "started")
-        time.sleep(rng.uniform(0.0, 0.5))
+        # The real model needs seconds for the whole backlog: kills land early and late.
+        time.sleep(rng.uniform(0.0, 0.5 if embedder == "fake" else 4.0))
         if kill(proc):
             tally.kills += 1
         else:
@@ -341,7 +342,7 @@ def upkeep_kills(url: str, kills: int, rng: random.Random, tmp: Path, *, fresh: 
         log = tmp / f"upkeep-{r}.out"
         proc = start_worker(log, "upkeep", url, job)
         wait_for_line(proc, log, "start")
-        time.sleep(rng.uniform(0.0, 0.4))
+        time.sleep(rng.uniform(0.0, 0.25))
         if kill(proc) and not any(x.startswith("done") for x in lines(log)):
             tally.kills += 1
         else:

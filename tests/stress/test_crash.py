@@ -40,7 +40,7 @@ def figures() -> Iterator[None]:
             rows[f"acknowledged events lost, {backend}"] = t.lost
         if kind == "indexer":
             rows[f"indexer finished before its kill, {backend}"] = t.finished_before_kill
-            rows[f"vectors committed before the kills, {backend}"] = f"{t.acknowledged:,}"
+            rows[f"vectors committed by the killed indexers, {backend}"] = f"{t.acknowledged:,}"
         if kind == "upkeep":
             rows[f"upkeep job finished before its kill, {backend}"] = t.finished_before_kill
             rows[f"killed jobs re-run at once and ok, {backend}"] = t.reruns_ok
