@@ -291,6 +291,11 @@ def parse_file(text: str) -> Memory:
         head = yaml.safe_load(text[len(FRONTMATTER) + 1 : end + 1])
     except yaml.YAMLError as exc:
         raise InvalidInput("frontmatter", f"not valid YAML: {exc}") from None
+    except ValueError as exc:
+        # YAML that parses but holds no Python value: 2026-02-30, a 5000-digit integer.
+        raise InvalidInput("frontmatter", f"unreadable YAML value: {exc}") from None
+    except RecursionError:
+        raise InvalidInput("frontmatter", "unreadable YAML: nested too deeply") from None
     if not isinstance(head, Mapping):
         raise InvalidInput("frontmatter", "expected key: value lines")
     unknown = sorted(str(k) for k in head if k not in _KNOWN)
@@ -416,7 +421,11 @@ def _when(head: Mapping[str, Any], name: str) -> datetime | None:
             ) from None
     else:
         raise InvalidInput(name, "expected an ISO 8601 time")
-    return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
+    try:
+        return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
+    except OverflowError:
+        # 0001-01-01T00:00+01:00 is a valid ISO time whose UTC falls before year 1.
+        raise InvalidInput(name, "out of range in UTC") from None
 
 
 def _event(obj: Any) -> tuple[Event, str | None]:

@@ -130,6 +130,8 @@ def fit_block(
     block, kept = _fit(hits, max_chars, head, [BLOCK_CLOSE], hit_line, type_caps)
     if not block and kept_standing:
         block = "\n".join([*head, BLOCK_CLOSE])
+        if len(block) > max_chars:
+            return "", []  # the budget does not even hold the frame
     return block, kept_standing + kept
 
 

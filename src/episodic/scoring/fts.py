@@ -25,8 +25,11 @@ from dataclasses import dataclass
 
 from episodic.scoring.stopwords import without_stopwords
 
-# Categories that continue a token: letters, numbers and the marks that modify them.
+# Categories that continue a token: letters, numbers and the marks that modify them...
 _TOKEN_CATEGORY_INITIALS = frozenset("LNM")
+# ...and private-use characters, which FTS5's unicode61 tokenizer keeps inside a token: a
+# query split at one would ask for a fragment the index does not hold.
+_TOKEN_CATEGORIES = frozenset({"Co"})
 
 # Terms of 3+ characters match as prefixes; shorter ones would match half the index.
 MIN_PREFIX_CHARS = 3
@@ -52,7 +55,8 @@ def fts_tokens(text: str) -> list[str]:
         current.clear()
 
     for ch in text.lower():
-        if unicodedata.category(ch)[0] in _TOKEN_CATEGORY_INITIALS:
+        category = unicodedata.category(ch)
+        if category[0] in _TOKEN_CATEGORY_INITIALS or category in _TOKEN_CATEGORIES:
             current.append(ch)
         else:
             flush()

@@ -26,6 +26,8 @@ MAX_ID_CHARS = 256
 # One scan finds both: control characters, and lone surrogates (not encodable as UTF-8).
 _ID_UNSAFE = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# The JSON escapes that may decode to one: "\ud800" to "\udfff", any case.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 # Re-serialising parsed JSON can outgrow its source text (1e15 -> 1000000000000000.0).
 _MAX_REENCODE_GROWTH = 5
 DEFAULT_EVENT_TYPE = "note"
@@ -48,12 +50,19 @@ def new_event_id() -> str:
 
 
 def parse_event(
-    obj: Any, *, settings: Settings, now: datetime, source_bytes: int | None = None
+    obj: Any,
+    *,
+    settings: Settings,
+    now: datetime,
+    source_bytes: int | None = None,
+    may_hold_surrogates: bool = True,
 ) -> Event:
     """Validate one event object; raise ``InvalidInput`` naming the first bad field.
 
     ``source_bytes`` is the size of the JSON text the object was parsed from, if known: a
-    payload inside it cannot be larger, which spares serialising it again to measure it."""
+    payload inside it cannot be larger, which spares serialising it again to measure it.
+    ``may_hold_surrogates`` False says the source was UTF-8 bytes without a
+    ``\\ud800``-``\\udfff`` escape: no lone surrogate can be in it."""
     if not isinstance(obj, Mapping):
         raise InvalidInput("event", f"expected a JSON object, got {type(obj).__name__}")
     unknown = sorted(obj.keys() - KNOWN_FIELDS)
@@ -98,6 +107,10 @@ def parse_event(
 
     payload = _opt_object(obj, "payload")
     refs = _opt_object(obj, "refs")
+    if may_hold_surrogates:
+        # A lone surrogate cannot be stored as UTF-8: PostgreSQL failed the whole batch.
+        _check_json_utf8("payload", payload)
+        _check_json_utf8("refs", refs)
     if (
         source_bytes is not None
         and source_bytes * _MAX_REENCODE_GROWTH <= settings.max_payload_bytes
@@ -160,6 +173,13 @@ def read_jsonl(
                 LineError(number, "json", f"malformed JSON: {exc.msg} at column {exc.colno}"),
             )
             continue
+        except ValueError as exc:
+            # Valid JSON Python refuses to hold: an integer of over 4300 digits.
+            yield number, LineError(number, "json", f"unreadable JSON: {exc}")
+            continue
+        except RecursionError:
+            yield number, LineError(number, "json", "unreadable JSON: nested too deeply")
+            continue
         try:
             yield (
                 number,
@@ -168,6 +188,8 @@ def read_jsonl(
                     settings=settings,
                     now=now,
                     source_bytes=len(raw) if isinstance(raw, bytes) else 4 * len(raw),
+                    may_hold_surrogates=not isinstance(raw, bytes)
+                    or _SURROGATE_ESCAPE.search(text) is not None,
                 ),
             )
         except InvalidInput as exc:
@@ -235,6 +257,13 @@ def _check_refs(refs: Mapping[str, Any]) -> None:
         )
 
 
+def _check_json_utf8(name: str, value: Mapping[str, Any]) -> None:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(name, "contains text that is not valid UTF-8") from None
+
+
 def _check_utf8(name: str, value: str) -> None:
     # Lone surrogates (from "\ud800" escapes or surrogateescape decoding) cannot be stored
     # as UTF-8; refuse them here rather than fail deep inside the database driver.
@@ -253,4 +282,8 @@ def _parse_ts(value: Any, now: datetime) -> datetime:
         raise InvalidInput("ts", f"not an ISO 8601 time: {value!r}") from None
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)  # naive times are taken as UTC
-    return ts.astimezone(UTC)
+    try:
+        return ts.astimezone(UTC)
+    except OverflowError:
+        # 0001-01-01T00:00+01:00 is a valid ISO time whose UTC falls before year 1.
+        raise InvalidInput("ts", f"out of range in UTC: {value!r}") from None
