@@ -211,6 +211,17 @@ def test_jsonl_errors_name_the_line_and_field_and_keep_the_rest() -> None:
 
 def test_jsonl_ingest_on_both_backends(db_url: str) -> None:
     with memory_db(db_url) as mem:
+        # Found by fuzzing: a lone-surrogate escape in payload or refs failed the whole
+        # batch on PostgreSQL (UnicodeEncodeError) instead of refusing its line.
+        report = mem.ingest_lines(
+            [
+                b'{"workspace_id":"w","id":"s1","payload":{"a":"\\ud800"}}',
+                b'{"workspace_id":"w","id":"s2","refs":{"\\uDFFF":1}}',
+                b'{"workspace_id":"w","id":"s3","payload":{"ok":"\\ud83d\\ude00"}}',
+            ]
+        )
+        assert [(e.line, e.field) for e in report.errors] == [(1, "payload"), (2, "refs")]
+        assert report.stored == 1
 
         @fuzz(60)
         @given(lines=LINES)
@@ -261,13 +272,18 @@ def test_markdown_files_import_or_name_the_bad_field(mem: Episodic, text: str) -
 def test_markdown_import_keeps_the_good_files(db_url: str, tmp_path: Path) -> None:
     """Found by fuzzing: a file whose YAML parses but holds no Python value (a date that
     does not exist, a 5000-digit integer, nesting past the recursion limit) or whose time
-    is before year 1 in UTC stopped the whole import."""
+    is before year 1 in UTC, or that holds a lone surrogate, stopped the whole import."""
     bad = {
         "date.md": "---\nid: b1\nworkspace: w\nts: 2026-02-30\n---\nx\n",
         "int.md": "---\nid: b2\nworkspace: w\nimportance: " + "1" * 5000 + "\n---\nx\n",
         "deep.md": "---\nid: b3\nworkspace: w\npayload: " + "[" * 3000 + "\n---\nx\n",
         "early.md": "---\nid: b4\nworkspace: w\nts: 0001-01-01 00:00:00+01:00\n---\nx\n",
+        # YAML's escape for a lone surrogate, which no database stores: it failed the
+        # restore with UnicodeEncodeError on both backends.
+        "surrogate.md": '---\nid: "b5\\ud800"\nworkspace: w\n---\nx\n',
+        "payload.md": '---\nid: b6\nworkspace: w\npayload: {a: "\\udfff"}\n---\nx\n',
     }
+    fields = {"early.md": "ts", "surrogate.md": "id", "payload.md": "payload"}
     for name, text in bad.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "good.md").write_text("---\nid: g1\nworkspace: w\n---\nkept\n")
@@ -275,7 +291,7 @@ def test_markdown_import_keeps_the_good_files(db_url: str, tmp_path: Path) -> No
         report = import_markdown(mem.store, tmp_path)
         assert report.inserted == 1
         assert sorted((e.path, e.field) for e in report.errors) == sorted(
-            [(name, "ts" if name == "early.md" else "frontmatter") for name in bad]
+            [(name, fields.get(name, "frontmatter")) for name in bad]
         )
 
 

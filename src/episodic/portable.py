@@ -304,6 +304,10 @@ def parse_file(text: str) -> Memory:
     content = body[:-1] if body.endswith("\n") else body
     if not content.strip():
         raise InvalidInput("content", "the body (the memory's text) is empty")
+    # YAML's "\ud800" escape gives a lone surrogate, which no database can store.
+    for key, value in [*head.items(), ("content", content)]:
+        if _holds_surrogate(value):
+            raise InvalidInput(str(key), "contains text that is not valid UTF-8")
     payload = _mapping(head, "payload")
     for name in ("source", "evidence"):
         value = _text(head, name)
@@ -351,6 +355,16 @@ def parse_file(text: str) -> Memory:
         last_reviewed_at=_when(head, "last_reviewed"),
         consolidated_at=_when(head, "consolidated_at"),
     )
+
+
+def _holds_surrogate(value: object) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except (TypeError, ValueError, RecursionError):
+        return False  # not JSON at all: the field's own check names it
+    return False
 
 
 def _required(head: Mapping[str, Any], name: str) -> str:
