@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -508,7 +509,14 @@ def start_background_jobs(mem: Episodic) -> None:
     mem.scheduler().start()
 
 
-def principal(request: Request) -> Principal:
+# Declares the bearer key in the OpenAPI spec; ``principal`` reads and checks the header
+# itself, so a missing or bad key is the API's own 401 body.
+_BEARER = HTTPBearer(auto_error=False, description="an API key: `episodic keys create`")
+
+
+def principal(
+    request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
+) -> Principal:
     """The caller: the API key in ``Authorization: Bearer``."""
     mem: Episodic = request.app.state.episodic
     return mem.authenticate(bearer_secret(request))
@@ -548,7 +556,12 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
     gate = FairGate(RECALL_SLOTS)
     _install_error_handlers(app)
 
-    @app.get("/healthz", response_model=HealthzOut, tags=["health"])
+    @app.get(
+        "/healthz",
+        response_model=HealthzOut,
+        responses={503: {"model": ErrorOut, "description": "the database is unreachable"}},
+        tags=["health"],
+    )
     def healthz() -> dict[str, Any]:
         """Liveness and the recall mode; no key needed."""
         mode = app.state.mode or mem.embedder_status()[0]
