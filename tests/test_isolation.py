@@ -79,6 +79,15 @@ def test_an_id_another_workspace_holds_is_refused_not_skipped(db_url: str) -> No
         both = ep.ingest([_event("c", "gamma plan", "pair-1"), _event("d", "delta plan", "pair-1")])
         assert both.stored == 1 and [(e.line, e.field) for e in both.errors] == [(2, "id")]
 
+        # Found by the stress run: an event of e the journal kept without a memory, then a
+        # batch where f sends that id (refused) before e repeats it (a plain duplicate).
+        quiet = {"id": "quiet-1", "workspace_id": "e", "type": "exec.output_chunk"}
+        assert ep.ingest([quiet]).admitted == 0
+        mixed = ep.ingest([_event("f", "phi plan", "quiet-1"), quiet])
+        assert [(e.line, e.field) for e in mixed.errors] == [(1, "id")]
+        assert (mixed.stored, mixed.duplicates) == (0, 1)
+        assert raw_rows(db_url, "SELECT id FROM memories WHERE id = 'quiet-1'") == []
+
         # Once a forgets it, the id is free for b.
         ep.forget(workspace="a", memory="shared-1")
         assert ep.ingest([_event("b", "beta rollout plan")]).stored == 1

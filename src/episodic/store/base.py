@@ -34,23 +34,34 @@ class AppendResult:
 
 
 def taken_ids(
-    events: Sequence[Event], memories: Sequence[Memory], owners: Sequence[tuple[str, str]]
+    events: Sequence[Event],
+    memories: Sequence[Memory],
+    journal: Sequence[tuple[str, str]],
+    stored: Sequence[tuple[str, str]],
 ) -> list[tuple[str, str]]:
-    """The (workspace, id) items of an append whose id another workspace holds. ``owners``
-    are the (id, workspace) rows the store holds for the batch's ids (journal, archive
-    and memories), read after the batch's own inserts, inside its transaction: of two
-    workspaces sending one id in the same batch, the first holds it. Ids are unique
-    across the store, so without this check such a write is skipped as a "duplicate" of
-    another workspace's data; ``append`` refuses it with ``IdTaken`` instead."""
-    held: dict[str, set[str]] = {}
-    for row_id, workspace in owners:
-        held.setdefault(row_id, set()).add(workspace)
+    """The (workspace, id) items of an append whose id another workspace holds.
+    ``journal`` and ``stored`` are the (id, workspace) rows of the journal (with its
+    archive) and of ``memories`` for the batch's ids, read after the batch's own inserts,
+    inside its transaction: of two workspaces sending one id in the same batch, the first
+    holds it. Ids are unique across the store, so without this check such a write is
+    skipped as a "duplicate" of another workspace's data; ``append`` refuses it with
+    ``IdTaken`` instead.
+
+    The journal decides first: a memory row may have been inserted by an item that is
+    itself refused. Only when no event is refused are memories compared (a memory whose
+    id another workspace's memory holds), so the caller's retry without the refused
+    items sees true owners."""
     items = [(e.workspace_id, e.id) for e in events] + [(m.workspace_id, m.id) for m in memories]
-    taken: dict[tuple[str, str], None] = {}
-    for workspace, item_id in items:
-        if held.get(item_id, {workspace}) - {workspace}:
-            taken[(workspace, item_id)] = None
-    return list(taken)
+    for rows in (journal, stored):
+        holder = dict(rows)
+        taken = {
+            (workspace, item_id): None
+            for workspace, item_id in items
+            if holder.get(item_id, workspace) != workspace
+        }
+        if taken:
+            return list(taken)
+    return []
 
 
 RELATIONS = ("similar", "supports", "contradicts")

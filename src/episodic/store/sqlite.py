@@ -429,18 +429,19 @@ class SqliteStore:
     def _refuse_taken(self, events: Sequence[Event], memories: Sequence[Memory]) -> None:
         """Raise ``IdTaken`` (the caller's write rolls back) when a skipped id is another
         workspace's: see ``taken_ids``. Only runs when something was skipped."""
-        owners: list[tuple[str, str]] = []
-        for table, ids in (
-            ("events", [e.id for e in events]),
-            ("events_archive", [e.id for e in events]),
-            ("memories", [m.id for m in memories]),
+        journal: list[tuple[str, str]] = []
+        stored: list[tuple[str, str]] = []
+        for table, ids, into in (
+            ("events", [e.id for e in events], journal),
+            ("events_archive", [e.id for e in events], journal),
+            ("memories", [m.id for m in memories], stored),
         ):
             for chunk in _chunks(_unique(ids)):
                 marks = _placeholders(len(chunk))
-                owners += self._execute(
+                into += self._execute(
                     f"SELECT id, workspace_id FROM {table} WHERE id IN ({marks})", chunk
                 ).fetchall()
-        taken = taken_ids(events, memories, owners)
+        taken = taken_ids(events, memories, journal, stored)
         if taken:
             raise IdTaken(taken)
 

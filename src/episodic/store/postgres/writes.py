@@ -228,14 +228,21 @@ class WritesMixin(PgBase):
         workspace's: see ``taken_ids``. Only runs when something was skipped."""
         event_ids = [i for i in _unique([e.id for e in events]) if not _has_nul(i)]
         memory_ids = [i for i in _unique([m.id for m in memories]) if not _has_nul(i)]
-        owners = self._exec(
+        journal = self._exec(
             conn,
             "SELECT id, workspace_id FROM events WHERE id = ANY(%s) "
-            "UNION ALL SELECT id, workspace_id FROM events_archive WHERE id = ANY(%s) "
-            "UNION ALL SELECT id, workspace_id FROM memories WHERE id = ANY(%s)",
-            (event_ids, event_ids, memory_ids),
+            "UNION ALL SELECT id, workspace_id FROM events_archive WHERE id = ANY(%s)",
+            (event_ids, event_ids),
         ).fetchall()
-        taken = taken_ids(events, memories, [(str(i), str(w)) for i, w in owners])
+        stored = self._exec(
+            conn, "SELECT id, workspace_id FROM memories WHERE id = ANY(%s)", (memory_ids,)
+        ).fetchall()
+        taken = taken_ids(
+            events,
+            memories,
+            [(str(i), str(w)) for i, w in journal],
+            [(str(i), str(w)) for i, w in stored],
+        )
         if taken:
             raise IdTaken(taken)
 
