@@ -201,6 +201,15 @@ class LoadReport:
         last = [b for t, b in self.rss if t >= 3 * span / 4] or [self.rss[-1][1]]
         return self.rss[0][1], int(statistics.median(second)), int(statistics.median(last))
 
+    def rss_tenths(self) -> list[int]:
+        """The RSS sample closest after each tenth of the run: the shape of any growth."""
+        out: list[int] = []
+        for tenth in range(11):
+            after = [b for t, b in self.rss if t >= tenth * self.duration_s / 10]
+            if after:
+                out.append(after[0])
+        return out
+
     def rss_limit(self) -> int:
         _, second, _ = self.rss_quarters()
         return second + max(int(second * RSS_TOLERANCE_FRACTION), RSS_TOLERANCE_BYTES)
@@ -301,6 +310,9 @@ class LoadReport:
                 "server RSS start / 2nd-quarter median / last-quarter median": (
                     f"{start:.0f} / {second:.0f} / {last:.0f} MB "
                     f"(limit {self.rss_limit() / 2**20:.0f} MB)"
+                ),
+                "server RSS at each tenth of the run (MB)": " ".join(
+                    str(b // 2**20) for b in self.rss_tenths()
                 ),
                 "load average (1/5/15 min) at the end": " / ".join(
                     f"{v:.2f}" for v in self.load_average
