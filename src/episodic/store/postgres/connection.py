@@ -34,10 +34,6 @@ POOL_MAX = int(os.environ.get("EPISODIC_PG_POOL", "8"))
 # How long a caller waits for a connection (and a new connection for the server) before
 # the call fails with StoreUnavailable: fail fast, the HTTP layer answers 503.
 CONNECT_TIMEOUT_S = 5.0
-# ... unless every connection of the pool is open and in use: the server is up and the
-# process is busy, so the caller queues for this long in all. (Under load - 64 HTTP
-# clients on 2 cores - waits past 5 s were common and failed as "unreachable".)
-BUSY_WAIT_S = 30.0
 # Serialises migrations across processes (pg_advisory_xact_lock key).
 _MIGRATE_LOCK = 0x6570_6D69  # "epmi"
 
@@ -185,36 +181,11 @@ class PgBase:
         implements it; upkeep's consolidation writes its rules on its own connection)."""
         raise NotImplementedError
 
-    def _getconn(self) -> Conn:
-        """A connection from the pool; ``PoolTimeout`` when none came in time."""
-        waited = 0.0
-        while True:
-            try:
-                conn: Conn = self._pool.getconn(timeout=CONNECT_TIMEOUT_S)
-                return conn
-            except psycopg_pool.PoolTimeout:
-                waited += CONNECT_TIMEOUT_S
-                # Fewer connections than the pool's maximum: it could not open more, so
-                # the server may be down. All of them open and lent out: load; wait on.
-                busy = self._pool.get_stats().get("pool_size", 0) >= self._pool.max_size
-                if not busy or waited >= BUSY_WAIT_S:
-                    raise
-
-    @contextmanager
-    def _connection(self) -> Iterator[Conn]:
-        """``pool.connection()``, with ``_getconn``'s patience under load."""
-        conn = self._getconn()
-        try:
-            with conn:
-                yield conn
-        finally:
-            self._pool.putconn(conn)
-
     @contextmanager
     def _write(self) -> Iterator[Conn]:
         """One read-write transaction on a pooled connection."""
         self._check_open()
-        with map_errors(self.url), self._connection() as conn, conn.transaction():
+        with map_errors(self.url), self._pool.connection() as conn, conn.transaction():
             if self.read_only:
                 conn.execute("SET TRANSACTION READ ONLY")
             yield conn
@@ -223,7 +194,7 @@ class PgBase:
     def _read(self) -> Iterator[Conn]:
         """One read-only snapshot, so several statements see the same commit."""
         self._check_open()
-        with map_errors(self.url), self._connection() as conn, conn.transaction():
+        with map_errors(self.url), self._pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn
 
@@ -251,5 +222,5 @@ class PgBase:
 
     def schema_version(self) -> int:
         self._check_open()
-        with map_errors(self.url), self._connection() as conn:
+        with map_errors(self.url), self._pool.connection() as conn:
             return current_version(conn)
