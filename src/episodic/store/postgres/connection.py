@@ -36,6 +36,9 @@ POOL_MAX = int(os.environ.get("EPISODIC_PG_POOL", "8"))
 CONNECT_TIMEOUT_S = 5.0
 # Serialises migrations across processes (pg_advisory_xact_lock key).
 _MIGRATE_LOCK = 0x6570_6D69  # "epmi"
+# Held shared by an indexer's claim (tried, never waited for) and exclusively by forget
+# before it locks the tables: see ClaimsMixin.index_pending.
+FORGET_LOCK = 0x6570_6667  # "epfg"
 
 
 def _has_nul(*values: Any) -> bool:
