@@ -672,6 +672,10 @@ class WritesMixin(PgBase):
         now = ts_text(utcnow())
         wanted = _unique(message_ids)
         with self._write() as conn:
+            # Tables in forget's order (events, then memories): this transaction writes
+            # both, and taking memories first deadlocked with a forget holding events
+            # (found under load).
+            self._exec(conn, "LOCK TABLE events IN ROW EXCLUSIVE MODE")
             # The episode's row is the claim: a second closer of the same episode waits
             # for the first one's insert, then inserts nothing and changes nothing.
             if not self._exec(conn, INSERT_MEMORY_SQL, _memory_row(episode, now)).rowcount:
