@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from episodic.embed.fake import FakeEmbedder
-from episodic.errors import StoreUnavailable
+from episodic.errors import StoreBusy, StoreUnavailable
 from episodic.store import SqliteStore
 from episodic.store.base import PendingVector, Vector
 from episodic.write.indexer import MAX_BACKOFF_S, Indexer, backoff_s
@@ -77,4 +77,34 @@ def test_the_sweeper_backs_off_while_the_database_is_down_then_indexes_everythin
     gaps = [b - a for a, b in zip(store.calls, store.calls[1:], strict=False)][:3]
     # 0.1 s, 0.2 s, 0.4 s after the three failures: each wait longer than the last.
     assert gaps[0] >= 0.09 and gaps[1] >= 0.19 and gaps[2] >= 0.39
+    store.close()
+
+
+class BusyStore(FlakyStore):
+    """A store whose pool is busy (not down) for the first ``down`` sweeps."""
+
+    def index_pending(
+        self, limit: int, model_id: str, dim: int, embed: Callable[[list[str]], Vector]
+    ) -> list[tuple[PendingVector, Vector]]:
+        self.calls.append(time.monotonic())
+        if len(self.calls) <= self.down:
+            raise StoreBusy("PostgreSQL at db:5432 is busy (test)")
+        return SqliteStore.index_pending(self, limit, model_id, dim, embed)
+
+
+def test_a_busy_database_keeps_the_normal_pace() -> None:
+    store = BusyStore(down=4)
+    remember(store, *(event(f"e{i}", summary=f"deploy step {i}") for i in range(5)))
+    indexer = Indexer(store, FakeEmbedder(dim=8), interval_s=0.1, link_similar=False)
+    done = threading.Event()
+    indexer.after_sweep = lambda: done.set() if not store.stats().pending_vectors else None
+    indexer.start()
+    try:
+        assert done.wait(10), "the sweeper never got through"
+    finally:
+        indexer.stop()
+    assert store.stats().vectors == 5
+    gaps = [b - a for a, b in zip(store.calls, store.calls[1:], strict=False)][:4]
+    # Backing off would have waited 0.1, 0.2, 0.4, 0.8 s: busy waits the interval each time.
+    assert all(gap < 0.35 for gap in gaps), gaps
     store.close()

@@ -66,6 +66,7 @@ def test_requests_fail_fast_while_the_database_is_down_and_nothing_acknowledged_
                 assert time.monotonic() - started < 12, "a request hung on the lost database"
                 assert r.status_code == 503, (path, r.status_code, r.text)
                 error = r.json()["error"]
+                assert error["code"] == "store_unavailable"  # down, not busy
                 assert "unreachable" in error["message"] and "PostgreSQL" in error["message"]
             time.sleep(1.0)  # the sweeper meets the outage too
 

@@ -60,6 +60,11 @@ class StoreUnavailable(StoreError):
     """The database server is down or unreachable; the call may succeed later."""
 
 
+class StoreBusy(StoreError):
+    """Every pooled database connection stayed in use past the wait: the server is
+    overloaded, not down; the call may succeed in a moment."""
+
+
 class NotFound(StoreError, KeyError):
     """No such object in the caller's workspace."""
 

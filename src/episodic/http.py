@@ -35,6 +35,7 @@ from episodic.errors import (
     LLMError,
     ModelMismatch,
     NotFound,
+    StoreBusy,
     StoreError,
     Unauthenticated,
     UnknownPolicy,
@@ -56,6 +57,8 @@ MAX_TEXT_CHARS = 16_384
 MAX_ID_CHARS = 256
 MAX_RENDER_CHARS = 100_000
 MAX_FORGET_DAYS = 36_500
+# Seconds a client is told to wait before retrying a call the database was too busy for.
+BUSY_RETRY_AFTER_S = 1
 
 # The one table from error to HTTP status: (error type, status, code). First match wins.
 ERROR_STATUS: tuple[tuple[type[Exception], int, str], ...] = (
@@ -66,6 +69,7 @@ ERROR_STATUS: tuple[tuple[type[Exception], int, str], ...] = (
     (NotFound, 404, "not_found"),
     (ModelMismatch, 409, "model_mismatch"),
     (EmbedderError, 503, "embedder_unavailable"),
+    (StoreBusy, 503, "store_busy"),
     (StoreError, 503, "store_unavailable"),
     (LLMError, 502, "llm_failed"),
     (EpisodicError, 400, "error"),
@@ -559,7 +563,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
     @app.get(
         "/healthz",
         response_model=HealthzOut,
-        responses={503: {"model": ErrorOut, "description": "the database is unreachable"}},
+        responses={503: {"model": ErrorOut, "description": "the database is unreachable or busy"}},
         tags=["health"],
     )
     def healthz() -> dict[str, Any]:
@@ -857,6 +861,8 @@ def _install_error_handlers(app: FastAPI) -> None:
         if isinstance(exc, NotFound):
             message = f"no {exc.id} here" if exc.id == "health snapshot" else str(exc)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        if isinstance(exc, StoreBusy):
+            headers = {"Retry-After": str(BUSY_RETRY_AFTER_S)}
         return JSONResponse(error_body(code, message, field), status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)

@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from episodic.config import parse_clock
-from episodic.errors import InvalidInput
+from episodic.errors import InvalidInput, StoreBusy, StoreUnavailable
 from episodic.upkeep import compact, consolidate, decay, health, reviews
 from episodic.upkeep.consolidate import TRIGGER_DAILY, due_reason
 from episodic.upkeep.lease import JobResult
@@ -89,6 +89,8 @@ class UpkeepScheduler:
         def attempt(name: str, run: Callable[[], list[JobResult]]) -> None:
             try:
                 results.extend(run())
+            except (StoreBusy, StoreUnavailable) as exc:  # no fault of the job: no trace
+                log.warning("upkeep job %s did not run (%s); it runs when next due", name, exc)
             except Exception:  # one failing job must not stop the others
                 log.exception("upkeep job %s failed; it runs again when next due", name)
 
@@ -140,6 +142,9 @@ class UpkeepScheduler:
                     continue
                 try:
                     out += run(job, ws)
+                except (StoreBusy, StoreUnavailable) as exc:
+                    failed += 1
+                    log.warning("daily upkeep %s of workspace %r waits: %s", job, ws, exc)
                 except Exception:  # the next tick retries it; other workspaces go on
                     failed += 1
                     log.exception("daily upkeep %s of workspace %r failed", job, ws)
@@ -173,6 +178,8 @@ class UpkeepScheduler:
         while not self._stop.is_set():
             try:
                 self.run_pending()
+            except (StoreBusy, StoreUnavailable) as exc:
+                log.warning("upkeep tick skipped, trying again next tick: %s", exc)
             except Exception:  # the loop outlives anything one tick hits (a locked db ...)
                 log.exception("upkeep tick failed; trying again next tick")
             self._stop.wait(self.tick_s)

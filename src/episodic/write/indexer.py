@@ -18,7 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from episodic.embed.base import Embedder
-from episodic.errors import EmbedderError, EpisodicError, ModelMismatch, StoreUnavailable
+from episodic.errors import (
+    EmbedderError,
+    EpisodicError,
+    ModelMismatch,
+    StoreBusy,
+    StoreUnavailable,
+)
 from episodic.store.base import Store, Vector
 from episodic.upkeep import relations
 
@@ -141,6 +147,11 @@ class Indexer:
                 wait = backoff_s(self.interval_s, outages)
                 log.warning("database unreachable, next sweep in %.1f s: %s", wait, exc)
                 self._stop.wait(wait)
+                continue
+            except StoreBusy as exc:
+                # Busy is not down: no backoff, the next sweep comes at the normal pace.
+                log.info("database busy, next sweep in %.1f s: %s", self.interval_s, exc)
+                self._stop.wait(self.interval_s)
                 continue
             except Exception:  # the loop must survive anything one sweep hits
                 log.exception("indexer sweep failed; retrying after the poll interval")

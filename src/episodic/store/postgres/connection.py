@@ -21,7 +21,7 @@ import psycopg
 import psycopg_pool
 from pgvector.psycopg import register_vector
 
-from episodic.errors import StoreError, StoreUnavailable
+from episodic.errors import StoreBusy, StoreError, StoreUnavailable
 from episodic.store.migrations import LATEST_VERSION, MIGRATIONS, TS_FORMAT, postgres_statements
 from episodic.store.urls import display_url, libpq_url
 
@@ -36,9 +36,9 @@ POOL_MAX = int(os.environ.get("EPISODIC_PG_POOL", "8"))
 CONNECT_TIMEOUT_S = 5.0
 # Serialises migrations across processes (pg_advisory_xact_lock key).
 _MIGRATE_LOCK = 0x6570_6D69  # "epmi"
-# Held shared by an indexer's claim (tried, never waited for) and exclusively by forget
-# before it locks the tables: see ClaimsMixin.index_pending.
-FORGET_LOCK = 0x6570_6667  # "epfg"
+# The first key of an indexer's claim on a row (pg_try_advisory_xact_lock(CLAIM_LOCK, seq)):
+# two-key advisory locks never collide with the one-key locks above. See ClaimsMixin.
+CLAIM_LOCK = 0x6570_636C  # "epcl"
 
 
 def _has_nul(*values: Any) -> bool:
@@ -47,13 +47,35 @@ def _has_nul(*values: Any) -> bool:
     return any(isinstance(v, str) and "\x00" in v for v in values)
 
 
+def pool_is_full(pool: psycopg_pool.ConnectionPool[Any]) -> bool:
+    """Whether every connection the pool may hold is open and lent out: a wait for one
+    that timed out then means too much work, not a server that is gone (whose
+    connections the pool drops, and fails to replace)."""
+    stats = pool.get_stats()
+    return stats.get("pool_size", 0) >= stats.get("pool_max", 1) and not stats.get(
+        "pool_available", 0
+    )
+
+
 @contextmanager
-def map_errors(url: str) -> Iterator[None]:
+def map_errors(url: str, pool: psycopg_pool.ConnectionPool[Any] | None = None) -> Iterator[None]:
     """Turn every psycopg failure into a ``StoreError`` that keeps the cause; a lost or
-    unreachable server becomes ``StoreUnavailable``."""
+    unreachable server becomes ``StoreUnavailable``, a wait for a connection of a pool
+    that is busy with other calls ``StoreBusy``."""
     try:
         yield
-    except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+    except psycopg_pool.PoolTimeout as exc:
+        if pool is not None and pool_is_full(pool):
+            raise StoreBusy(
+                f"PostgreSQL at {display_url(url)} is busy: all {pool.max_size} connections "
+                f"of this process stayed in use for {CONNECT_TIMEOUT_S:g} s; retry shortly, "
+                "or raise EPISODIC_PG_POOL"
+            ) from exc
+        raise StoreUnavailable(
+            f"PostgreSQL at {display_url(url)} is unreachable ({str(exc).strip()}); "
+            "check that the server runs and the URL is right"
+        ) from exc
+    except psycopg.OperationalError as exc:
         raise StoreUnavailable(
             f"PostgreSQL at {display_url(url)} is unreachable ({str(exc).strip()}); "
             "check that the server runs and the URL is right"
@@ -188,7 +210,7 @@ class PgBase:
     def _write(self) -> Iterator[Conn]:
         """One read-write transaction on a pooled connection."""
         self._check_open()
-        with map_errors(self.url), self._pool.connection() as conn, conn.transaction():
+        with map_errors(self.url, self._pool), self._pool.connection() as conn, conn.transaction():
             if self.read_only:
                 conn.execute("SET TRANSACTION READ ONLY")
             yield conn
@@ -197,7 +219,7 @@ class PgBase:
     def _read(self) -> Iterator[Conn]:
         """One read-only snapshot, so several statements see the same commit."""
         self._check_open()
-        with map_errors(self.url), self._pool.connection() as conn, conn.transaction():
+        with map_errors(self.url, self._pool), self._pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn
 
@@ -225,5 +247,5 @@ class PgBase:
 
     def schema_version(self) -> int:
         self._check_open()
-        with map_errors(self.url), self._pool.connection() as conn:
+        with map_errors(self.url, self._pool), self._pool.connection() as conn:
             return current_version(conn)

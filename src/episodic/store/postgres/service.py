@@ -30,7 +30,7 @@ from episodic.store.base import (
     ImportedFile,
     RestoreResult,
 )
-from episodic.store.postgres.connection import FORGET_LOCK, Conn, PgBase, _has_nul
+from episodic.store.postgres.connection import Conn, PgBase, _has_nul
 from episodic.store.sql import scope_where
 from episodic.store.sqlite import (
     _EVENT_COLUMNS,
@@ -395,10 +395,6 @@ class ServiceMixin(PgBase):
             where.append("ts < %s")
             params.append(ts_text(spec.before))
         with self._write() as conn:
-            # First the indexers' claims in flight (no new one starts meanwhile: see
-            # ClaimsMixin), so the table lock below is not queued behind a batch being
-            # embedded, with every append queued behind it.
-            self._exec(conn, "SELECT pg_advisory_xact_lock(%s)", (FORGET_LOCK,))
             # Writers of these tables wait until the forget commits (see the module
             # docstring); events first, as appends and archiving take them.
             self._exec(conn, "LOCK TABLE events, memories, events_archive IN EXCLUSIVE MODE")
