@@ -20,6 +20,7 @@ import pytest
 from episodic.config import Settings
 from episodic.embed import Embedder, MiniLMEmbedder, make_embedder
 from episodic.embed import local as local_mod
+from episodic.embed.local import ATTENTION_BUDGET, _chunks
 from episodic.errors import EmbedderUnavailable
 
 pytestmark = pytest.mark.model
@@ -246,3 +247,26 @@ def test_no_weights_anywhere_says_how_to_install(
     # The service turns this into sparse-only mode rather than crashing.
     with pytest.raises(EmbedderUnavailable):
         make_embedder(Settings(embedder="local", cache_dir=tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("lengths", "size", "runs"),
+    [
+        ([5] * 70, 32, [32, 32, 6]),  # short texts: full batches
+        ([128] * 40, 32, [32, 8]),  # 32 x 128^2 is the budget exactly
+        ([256] * 20, 32, [8, 8, 4]),  # twice as long: a quarter of the rows
+        ([5] * 30 + [256] * 4, 32, [30, 4]),  # the long ones start a run of their own
+        ([2000], 32, [1]),  # past the budget alone: still embedded, in a run of one
+        ([10] * 9, 4, [4, 4, 1]),  # the row limit still holds
+    ],
+)
+def test_runs_keep_rows_times_length_squared_within_the_budget(
+    lengths: list[int], size: int, runs: list[int]
+) -> None:
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    chunks = list(_chunks(order, lengths, size))
+    assert [len(c) for c in chunks] == runs
+    assert [i for c in chunks for i in c] == order  # every text once, in length order
+    for chunk in chunks:
+        if len(chunk) > 1:  # one text alone may exceed it: it has to be embedded anyway
+            assert len(chunk) * max(lengths[i] for i in chunk) ** 2 <= ATTENTION_BUDGET

@@ -35,6 +35,11 @@ HF_REPO_DIR = "models--sentence-transformers--all-MiniLM-L6-v2"
 REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 # Sorted batches of this size keep padding low; larger ones stop paying off on 2-4 cores.
 DEFAULT_BATCH = 32
+# A run's memory grows with rows x length^2 (the attention scores of every head), so long
+# texts go in fewer rows per run: 32 rows of 128 tokens, 8 of 256. A long text is a large
+# matrix on its own, so smaller batches of them cost no throughput; what they save is
+# the model's scratch memory, which onnxruntime's arena otherwise keeps at its peak.
+ATTENTION_BUDGET = 32 * 128 * 128
 
 _OPSET = 20  # first opset with an exact (erf) Gelu operator
 _IR_VERSION = 10
@@ -301,6 +306,7 @@ class _Runtime:
     tokenizer: Any  # tokenizers.Tokenizer, truncating, not padding
     graph_source: str  # "cache" | "built, cached" | "built, in memory"
     onnx_path: Path | None
+    run_options: Any = None  # onnxruntime.RunOptions: see _shrinking_run
 
 
 _RUNTIMES: dict[Path, _Runtime] = {}
@@ -408,7 +414,7 @@ def _load_runtime(model_dir: Path, cache_dir: Path | None) -> _Runtime:
         except Exception:  # onnxruntime's errors share no public base class
             session = None
         if session is not None and _is_ours(session):
-            return _Runtime(session, tokenizer, "cache", path)
+            return _Runtime(session, tokenizer, "cache", path, _shrinking_run())
 
     data = _build_bytes(model_dir, shape)
     source = "built, in memory"
@@ -422,7 +428,7 @@ def _load_runtime(model_dir: Path, cache_dir: Path | None) -> _Runtime:
         session = _open_session(data)
     except Exception as exc:
         raise EmbedderUnavailable(f"onnxruntime rejected the MiniLM graph: {exc}") from exc
-    return _Runtime(session, tokenizer, source, path)
+    return _Runtime(session, tokenizer, source, path, _shrinking_run())
 
 
 def _runtime(model_dir: Path, cache_dir: Path | None) -> _Runtime:
@@ -491,7 +497,7 @@ class MiniLMEmbedder:
         # Similar lengths share a batch, so little compute is spent on padding.
         order = sorted(range(n), key=lambda i: len(ids[i]))
         out = np.empty((n, DIM), dtype=np.float32)
-        for chunk in _chunks(order, self.batch_size):
+        for chunk in _chunks(order, [len(t) for t in ids], self.batch_size):
             longest = max(len(ids[i]) for i in chunk)
             input_ids = np.zeros((len(chunk), longest), dtype=np.int64)
             mask = np.zeros((len(chunk), longest), dtype=np.int64)
@@ -499,12 +505,36 @@ class MiniLMEmbedder:
                 input_ids[row, : len(ids[i])] = ids[i]
                 mask[row, : len(ids[i])] = 1
             (vectors,) = rt.session.run(
-                ["sentence_embedding"], {"input_ids": input_ids, "attention_mask": mask}
+                ["sentence_embedding"],
+                {"input_ids": input_ids, "attention_mask": mask},
+                rt.run_options,
             )
             out[chunk] = vectors
         return check_matrix(out, n, DIM, source=MODEL_ID)
 
 
-def _chunks(items: list[int], size: int) -> Iterator[list[int]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+def _shrinking_run() -> Any:
+    """Run options that give back, after each run, what the run grew onnxruntime's
+    arena by: without them a server keeps its busiest moment's scratch memory for good
+    (measured under load: the arena was half of the process's memory, grown through the
+    run)."""
+    import onnxruntime as ort
+
+    opts = ort.RunOptions()
+    opts.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return opts
+
+
+def _chunks(order: list[int], lengths: list[int], size: int) -> Iterator[list[int]]:
+    """``order`` (indices sorted by length, shortest first) cut into runs of at most
+    ``size`` rows whose rows x longest^2 stays within ``ATTENTION_BUDGET`` (a text longer
+    than the budget allows still gets a run of its own)."""
+    chunk: list[int] = []
+    for i in order:
+        longest = max(lengths[i], 1)
+        if chunk and (len(chunk) >= size or (len(chunk) + 1) * longest**2 > ATTENTION_BUDGET):
+            yield chunk
+            chunk = []
+        chunk.append(i)
+    if chunk:
+        yield chunk
