@@ -18,7 +18,7 @@ from episodic import Episodic, Settings
 from episodic.cli import app
 from episodic.embed.fake import FakeEmbedder
 from episodic.model import Event, Memory, MemoryStatus, ScopeFilter
-from episodic.portable import JOURNAL_FILE, relative_path
+from episodic.portable import JOURNAL_FILE, parse_file, relative_path, render_file
 from episodic.store import open_store
 
 T0 = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
@@ -269,3 +269,16 @@ def test_cli_export_then_import(tmp_path: Path, source: Episodic) -> None:
     assert source.store.get_memories("acme", ["n1"])[0].content == "plain note"
     listed = source.list_memories(ScopeFilter("acme"), limit=10).items
     assert len(listed) == 3
+
+
+@pytest.mark.parametrize(
+    "crew",
+    ['crew: ""', "crew: ''", "crew: >-\n", "crew: |-\n", "crew:"],
+)
+def test_an_empty_scope_id_is_none_and_round_trips(crew: str) -> None:
+    # Found by the markdown fuzzer: a folded scalar with nothing in it read as crew ""
+    # (a scope no file path can hold), and came back from its own export as no crew.
+    text = f"---\nid: m2\ntype: learning\nworkspace: acme\n{crew}\n---\nthe body\n"
+    memory = parse_file(text)
+    assert memory.crew_id is None
+    assert parse_file(render_file(memory)) == memory
