@@ -25,6 +25,7 @@ from episodic.errors import (
     StoreBusy,
     StoreUnavailable,
 )
+from episodic.heap import HeapTrimmer
 from episodic.store.base import Store, Vector
 from episodic.upkeep import relations
 
@@ -63,6 +64,7 @@ class Indexer:
         self.after_sweep = after_sweep
         # Seed 000's LinkSimilarOnIndex: `similar` edges for every memory indexed.
         self.link_similar = link_similar
+        self.heap = HeapTrimmer()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -157,6 +159,8 @@ class Indexer:
                 log.exception("indexer sweep failed; retrying after the poll interval")
                 result = SweepResult(0, 1)
             outages = 0
+            if result.embedded:
+                self.heap.maybe_trim()  # the batch's scratch memory goes back to the OS
             if result.embedded >= self.batch and not result.failed:
                 continue
             if self.after_sweep is not None:
