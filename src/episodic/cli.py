@@ -931,8 +931,10 @@ def serve(
 
     import uvicorn
 
+    from episodic.heap import limit_arenas
     from episodic.http import asgi, start_background_jobs
 
+    limit_arenas()  # before uvicorn's and the jobs' threads: see episodic.heap
     if workers < 1:
         err.print("[red]error:[/red] --workers: must be 1 or more", markup=True)
         raise typer.Exit(2)

@@ -4,40 +4,57 @@ Embedding a batch allocates tens of MB of scratch memory for a moment. glibc's m
 keeps what is freed in its heaps (one per thread that allocated, up to 8 per core) for
 reuse, so a server's RSS climbs with every new peak and never comes back down: under the
 64-client load test it held ~580 MB while ~230 MB was in use (memray). ``malloc_trim``
-returns the free pages of every heap. Elsewhere (macOS, musl) it is a no-op.
+returns the free pages of every heap, and a server caps the number of heaps
+(``limit_arenas``): a page half used by one thread's heap cannot be returned, and forty
+request threads spread the same allocations over sixteen heaps. Elsewhere (macOS, musl)
+both are no-ops.
 """
 
 from __future__ import annotations
 
 import ctypes
-import logging
+import os
 import sys
 import threading
 import time
 from collections.abc import Callable
-
-log = logging.getLogger("episodic.heap")
+from typing import Any
 
 # Trimming walks every heap under its lock (a few ms); more often than this gains nothing.
 MIN_TRIM_INTERVAL_S = 5.0
+# Heaps for a server process: its threads mostly take turns (the GIL), and the model's own
+# threads allocate from their arena-backed pool, so two are plenty.
+SERVER_ARENAS = 2
+_M_ARENA_MAX = -8  # mallopt parameter, from glibc's malloc.h
 
 
-def _find_trim() -> Callable[[int], int] | None:
+def _glibc(name: str, *argtypes: Any) -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return None
-    trim = getattr(libc, "malloc_trim", None)  # musl's libc has none
-    if trim is None:
+    fn = getattr(libc, name, None)  # musl's libc has neither
+    if fn is None:
         return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return trim  # type: ignore[no-any-return]
+    fn.argtypes = list(argtypes)
+    fn.restype = ctypes.c_int
+    return fn  # type: ignore[no-any-return]
 
 
-_TRIM = _find_trim()
+_TRIM = _glibc("malloc_trim", ctypes.c_size_t)
+_MALLOPT = _glibc("mallopt", ctypes.c_int, ctypes.c_int)
+
+
+def limit_arenas(arenas: int = SERVER_ARENAS) -> bool:
+    """Cap this process's malloc heaps, and those of processes it starts (worker
+    processes read ``MALLOC_ARENA_MAX``). Call before threads start. A cap the user set
+    in the environment is left as it is. Returns whether the cap is in force."""
+    if os.environ.get("MALLOC_ARENA_MAX"):
+        return True  # glibc read it at start-up
+    os.environ["MALLOC_ARENA_MAX"] = str(arenas)
+    return _MALLOPT is not None and _MALLOPT(_M_ARENA_MAX, arenas) == 1
 
 
 class HeapTrimmer:
