@@ -370,4 +370,7 @@ def test_bm25_idf_is_fts5s(matching: int) -> None:
 
 def test_bm25_idf_has_fts5s_floor() -> None:
     assert bm25_idf(60, 100) == 1e-6
+    # Counts above the rows (estimates, or taken seconds apart): found everywhere.
+    assert bm25_idf(1, 0) == 1e-6
+    assert bm25_idf(150, 100) == 1e-6
     assert bm25_idf(0, 100) == pytest.approx(5.3033, abs=1e-4)  # ln(100.5 / 0.5)

@@ -211,6 +211,20 @@ def test_a_prefix_only_for_a_word_the_workspace_does_not_hold(store: PostgresSto
     assert sparse_ids(store, ACME, "auth") == ["auth"]
 
 
+def test_a_search_right_after_the_first_writes_of_an_empty_workspace(
+    store: PostgresStore,
+) -> None:
+    # Found by the isolation state machine: the workspace's size is cached for a few
+    # seconds, so a search of an empty workspace, then a write, then a search for other
+    # words counted one match among zero memories, and idf's log failed ("math domain
+    # error": a 500).
+    assert sparse_ids(store, ACME, "anything at all") == []
+    remember(store, event("e1", summary="the deploy failed yesterday"))
+    assert sparse_ids(store, ACME, "what failed yesterday") == ["e1"]
+    remember(store, event("e2", summary="it failed again"))
+    assert set(sparse_ids(store, ACME, "failed")) <= {"e1", "e2"}
+
+
 @pytest.mark.parametrize(
     "query",
     [

@@ -108,7 +108,10 @@ BM25_MIN_IDF = 1e-6
 
 
 def bm25_idf(doc_count: int, total_rows: int) -> float:
-    """The idf FTS5's bm25 gives a term found in ``doc_count`` of ``total_rows`` rows."""
+    """The idf FTS5's bm25 gives a term found in ``doc_count`` of ``total_rows`` rows.
+    A count above the rows (both estimated, or taken a few seconds apart, as PostgreSQL's
+    cached statistics are) is a term found everywhere: the floor."""
+    doc_count = min(doc_count, total_rows)
     idf = math.log((total_rows - doc_count + 0.5) / (doc_count + 0.5))
     return max(idf, BM25_MIN_IDF)
 
