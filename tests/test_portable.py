@@ -17,6 +17,7 @@ from conftest import raw_execute
 from episodic import Episodic, Settings
 from episodic.cli import app
 from episodic.embed.fake import FakeEmbedder
+from episodic.errors import InvalidInput
 from episodic.model import Event, Memory, MemoryStatus, ScopeFilter
 from episodic.portable import JOURNAL_FILE, parse_file, relative_path, render_file
 from episodic.store import open_store
@@ -282,3 +283,13 @@ def test_an_empty_scope_id_is_none_and_round_trips(crew: str) -> None:
     memory = parse_file(text)
     assert memory.crew_id is None
     assert parse_file(render_file(memory)) == memory
+
+
+@pytest.mark.parametrize("key", ["'': x", "? \n", "' ': 1"])
+def test_a_field_with_an_empty_name_is_refused_naming_the_frontmatter(key: str) -> None:
+    # Found by the markdown fuzzer: the error named the field "" (nothing to point at).
+    text = f"---\nid: m1\ntype: note\nworkspace: acme\n{key}\n---\nthe body\n"
+    with pytest.raises(InvalidInput) as caught:
+        parse_file(text)
+    assert caught.value.field == "frontmatter"
+    assert "empty name" in caught.value.message

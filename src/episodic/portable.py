@@ -298,7 +298,12 @@ def parse_file(text: str) -> Memory:
         raise InvalidInput("frontmatter", "unreadable YAML: nested too deeply") from None
     if not isinstance(head, Mapping):
         raise InvalidInput("frontmatter", "expected key: value lines")
-    unknown = sorted(str(k) for k in head if k not in _KNOWN)
+    unknown = sorted("" if k is None else str(k) for k in head if k not in _KNOWN)
+    if unknown and not unknown[0].strip():
+        # A key of nothing ("? " or "'': x" in YAML) cannot name the field at fault.
+        raise InvalidInput(
+            "frontmatter", f"a field with an empty name; known fields are {', '.join(FIELDS)}"
+        )
     if unknown:
         raise InvalidInput(unknown[0], f"unknown field; known fields are {', '.join(FIELDS)}")
     content = body[:-1] if body.endswith("\n") else body
