@@ -45,6 +45,7 @@ TARGETS = {
 # Past this a harness is stuck, not slow (each input takes milliseconds).
 INPUT_TIMEOUT_S = 60
 DONE = re.compile(r"^Done (\d+) runs in (\d+) second", re.M)
+EXECUTED = re.compile(r"^stat::number_of_executed_units:\s*(\d+)", re.M)
 
 
 def start_harness(target: str, workdir: Path) -> tuple[subprocess.Popen[bytes], Path]:
@@ -112,7 +113,9 @@ def test_fuzz_at_full_size(tmp_path: Path, pg_url: str) -> None:
     for target, (process, log, workdir) in harnesses.items():
         output = log.read_text(errors="replace")
         done = DONE.search(output)
-        runs = int(done.group(1)) if done else 0
+        # A harness stopped by a failing input prints no "Done" line, only its stats.
+        executed = EXECUTED.search(output)
+        runs = int(done.group(1)) if done else int(executed.group(1)) if executed else 0
         crashes = len(list(workdir.glob("crash-*"))) + len(list(workdir.glob("timeout-*")))
         exceptions = output.count("Uncaught Python exception")
         name = TARGETS[target]
