@@ -38,12 +38,21 @@ def test_backoff_doubles_from_a_second_up_to_the_cap(
     assert backoff_s(interval, outages) == pytest.approx(wait)
 
 
-class FlakyStore(SqliteStore):
-    """A store whose database is 'down' for the first ``down`` sweeps."""
+DOWN = StoreUnavailable("PostgreSQL at db:5432 is unreachable (test)")
 
-    def __init__(self, down: int) -> None:
+
+class FlakyStore(SqliteStore):
+    """A store whose database is 'down' (or busy: ``fails_with``) for the first ``down``
+    sweeps."""
+
+    def __init__(
+        self,
+        down: int,
+        fails_with: Exception = DOWN,
+    ) -> None:
         super().__init__(":memory:")
         self.down = down
+        self.fails_with = fails_with
         self.calls: list[float] = []
 
     def index_pending(
@@ -51,7 +60,7 @@ class FlakyStore(SqliteStore):
     ) -> list[tuple[PendingVector, Vector]]:
         self.calls.append(time.monotonic())
         if len(self.calls) <= self.down:
-            raise StoreUnavailable("PostgreSQL at db:5432 is unreachable (test)")
+            raise self.fails_with
         return super().index_pending(limit, model_id, dim, embed)
 
 
@@ -80,20 +89,8 @@ def test_the_sweeper_backs_off_while_the_database_is_down_then_indexes_everythin
     store.close()
 
 
-class BusyStore(FlakyStore):
-    """A store whose pool is busy (not down) for the first ``down`` sweeps."""
-
-    def index_pending(
-        self, limit: int, model_id: str, dim: int, embed: Callable[[list[str]], Vector]
-    ) -> list[tuple[PendingVector, Vector]]:
-        self.calls.append(time.monotonic())
-        if len(self.calls) <= self.down:
-            raise StoreBusy("PostgreSQL at db:5432 is busy (test)")
-        return SqliteStore.index_pending(self, limit, model_id, dim, embed)
-
-
 def test_a_busy_database_keeps_the_normal_pace() -> None:
-    store = BusyStore(down=4)
+    store = FlakyStore(down=4, fails_with=StoreBusy("PostgreSQL at db:5432 is busy (test)"))
     remember(store, *(event(f"e{i}", summary=f"deploy step {i}") for i in range(5)))
     indexer = Indexer(store, FakeEmbedder(dim=8), interval_s=0.1, link_similar=False)
     done = threading.Event()

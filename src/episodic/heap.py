@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -58,13 +57,13 @@ def limit_arenas(arenas: int = SERVER_ARENAS) -> bool:
 
 
 class HeapTrimmer:
-    """``maybe_trim()`` after work that allocated a lot; trims at most once per interval."""
+    """``maybe_trim()`` after work that allocated a lot; trims at most once per interval.
+    One per loop (the indexer's thread): not shared between threads."""
 
     def __init__(self, min_interval_s: float = MIN_TRIM_INTERVAL_S) -> None:
         self.min_interval_s = min_interval_s
         self.trims = 0
         self._last = float("-inf")
-        self._lock = threading.Lock()
 
     @property
     def available(self) -> bool:
@@ -73,13 +72,10 @@ class HeapTrimmer:
     def maybe_trim(self) -> bool:
         """Give free heap pages back now unless that was done within the interval;
         returns whether it trimmed."""
-        if _TRIM is None:
+        now = time.monotonic()
+        if _TRIM is None or now - self._last < self.min_interval_s:
             return False
-        with self._lock:
-            now = time.monotonic()
-            if now - self._last < self.min_interval_s:
-                return False
-            self._last = now
+        self._last = now
         _TRIM(0)
         self.trims += 1
         return True
