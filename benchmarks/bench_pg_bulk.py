@@ -40,7 +40,7 @@ from bench_postgres import (
     with_db,
 )
 from episodic.store.postgres import PostgresStore
-from episodic.store.postgres import writes as pg_writes
+from episodic.store.postgres import connection as pg_connection
 
 ROW_BY_ROW = 10**12
 
@@ -53,7 +53,7 @@ def main() -> None:
     print(f"$ {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"machine: {machine()}; load average before: {loadavg()}")
     src = Source("clustered")
-    paths = {"copy": pg_writes.COPY_MIN_ROWS, "rows": ROW_BY_ROW}
+    paths = {"copy": pg_connection.COPY_MIN_ROWS, "rows": ROW_BY_ROW}
     spent = {name: {"append": 0.0, "vectors": 0.0} for name in paths}
     server = nullcontext(args.pg_url) if args.pg_url else own_server(CACHE / "pgdata")
     with server as admin:
@@ -69,14 +69,14 @@ def main() -> None:
             for start in range(0, args.n, APPEND_BATCH):
                 events, memories = chunk_rows(start, min(args.n, start + APPEND_BATCH))
                 for name, store in stores.items():
-                    pg_writes.COPY_MIN_ROWS = paths[name]
+                    pg_connection.COPY_MIN_ROWS = paths[name]
                     t0 = time.perf_counter()
                     store.append(events, memories)
                     spent[name]["append"] += time.perf_counter() - t0
             for start, vecs in vector_batches(args.n, src):
                 rows = batch_rows(start, vecs)
                 for name, store in stores.items():
-                    pg_writes.COPY_MIN_ROWS = paths[name]
+                    pg_connection.COPY_MIN_ROWS = paths[name]
                     t0 = time.perf_counter()
                     store.put_vectors(MODEL_ID, DIM, rows)
                     spent[name]["vectors"] += time.perf_counter() - t0
@@ -85,7 +85,7 @@ def main() -> None:
         finally:
             for store in stores.values():
                 store.close()
-            pg_writes.COPY_MIN_ROWS = paths["copy"]
+            pg_connection.COPY_MIN_ROWS = paths["copy"]
     print(f"\n{args.n:,} memories, one run, chunks alternating between the two paths:")
     print("| path | append | vectors | total | rows/s (total) |")
     print("|---|---|---|---|---|")

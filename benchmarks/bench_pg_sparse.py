@@ -28,7 +28,7 @@ from episodic.model import ScopeFilter
 from episodic.scoring.fts import MAX_FTS_TERMS, fts_tokens
 from episodic.scoring.stopwords import without_stopwords
 from episodic.store.postgres import PostgresStore
-from episodic.store.postgres.search import SPARSE_COUNT_SAMPLE
+from episodic.store.postgres.sparse import SPARSE_COUNT_SAMPLE
 
 
 def pct(values: list[float], q: float) -> float:

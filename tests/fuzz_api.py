@@ -1,4 +1,4 @@
-"""schemathesis against a running ``episodic serve``-style server (issue 8, fuzzing).
+"""schemathesis against a running ``episodic serve``-style server (the fuzzing suites).
 
 ``seed_server`` fills a database with two workspaces, keys of every role and a few
 memories; ``fuzz_api`` loads the server's own ``/openapi.json`` and sends each operation

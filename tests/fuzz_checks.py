@@ -1,4 +1,4 @@
-"""What must hold for any input to the four fuzzed targets (issue 8, fuzzing).
+"""What must hold for any input to the four fuzzed targets (the fuzzing suites).
 
 Shared by the hypothesis properties of tests/test_fuzz.py (CI size) and the atheris
 harnesses of tests/stress/fuzz/ (a million inputs each), so both check the same thing.

@@ -89,7 +89,7 @@ def seed(mem: Episodic, tmp_path: Path) -> None:
     mem.store.add_relations(
         "acme", [Relation("g1", "k1", "similar", 0.9), Relation("k2", "g2", "similar", 0.85)]
     )
-    # Compaction (issue 5) keeps aged journal rows in the archive under the event's id.
+    # Compaction keeps aged journal rows in the archive under the event's id.
     raw_execute(
         mem.store.url,
         "INSERT INTO events_archive (id, workspace_id, ts, type, severity, summary, payload, "
@@ -99,7 +99,7 @@ def seed(mem: Episodic, tmp_path: Path) -> None:
     )
     mem.export_markdown(tmp_path / "before")
     assert mem.import_markdown(tmp_path / "before").errors == []
-    # Recalls record pending reviews (issue 5): the ghost's own query, and the keeper's
+    # Recalls record pending reviews (seed 003): the ghost's own query, and the keeper's
     # operator recall that returned the ghost's memories.
     mem.recall(f"my {MARK} card", workspace="acme", agent="ghost")
     keeper = mem.recall("checkout outage rollback", workspace="acme", k=10)

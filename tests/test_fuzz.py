@@ -1,4 +1,4 @@
-"""Fuzzing at CI size (issue 8): hypothesis properties of the four input-facing targets
+"""Fuzzing at CI size: hypothesis properties of the four input-facing targets
 (tests/fuzz_checks.py says what must hold) and a short schemathesis run against a real
 server. `make stress` runs the same checks under atheris, a million inputs each, and
 schemathesis with many more examples (tests/stress/test_fuzz.py)."""

@@ -16,7 +16,7 @@ from episodic.errors import IdTaken
 from episodic.model import Event, Memory
 from episodic.store.base import AppendResult
 from episodic.store.postgres import PostgresStore
-from episodic.store.postgres import writes as pg_writes
+from episodic.store.postgres import connection as pg_connection
 from store_contract import event, memory_of
 
 BIG = 450  # above COPY_MIN_ROWS
@@ -52,10 +52,10 @@ def _both(
     write: Callable[[PostgresStore], AppendResult],
 ) -> tuple[AppendResult, AppendResult]:
     """``write`` on the first database through COPY, on the second row by row."""
-    assert BIG >= pg_writes.COPY_MIN_ROWS
+    assert BIG >= pg_connection.COPY_MIN_ROWS
     with PostgresStore(urls[0]) as store:
         copied = write(store)
-    monkeypatch.setattr(pg_writes, "COPY_MIN_ROWS", 10**9)
+    monkeypatch.setattr(pg_connection, "COPY_MIN_ROWS", 10**9)
     with PostgresStore(urls[1]) as store:
         row_by_row = write(store)
     monkeypatch.undo()

@@ -258,6 +258,16 @@ def test_a_query_word_with_diacritics_also_finds_it_without(store: PostgresStore
     assert sparse_ids(store, ACME, "zür") == ["accented"]  # a prefix, both ways
 
 
+def test_a_word_of_only_diacritics_is_searched_without_an_empty_lexeme(
+    store: PostgresStore,
+) -> None:
+    # Its folded form is "": an empty tsquery lexeme is a syntax error (found by the
+    # sparse fuzz test with the query "\u0300\u0300").
+    remember(store, event("m1", summary="deploy then rollback"))
+    assert sparse_ids(store, ACME, "\u0300\u0300") == []
+    assert sparse_ids(store, ACME, "deploy \u0300\u0301") == ["m1"]
+
+
 def test_sparse_weighs_content_above_payload_above_keys(store: PostgresStore) -> None:
     a = event("content", summary="quarantine the artefact")
     b = event("payload", summary="a decision", payload={"why": "quarantine"})
@@ -368,13 +378,13 @@ def test_counts_past_the_cap_are_estimated_from_the_newest_memories(
 def test_a_large_workspace_is_sized_from_the_planners_statistics(
     store: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import episodic.store.postgres.search as search
+    import episodic.store.postgres.sparse as sparse
 
     remember(store, *[event(f"m{i:03d}", summary=f"note {i}", minutes=i) for i in range(300)])
     remember(store, *[event(f"o{i:03d}", "other", summary="note", minutes=i) for i in range(50)])
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("ANALYZE memories")
-    monkeypatch.setattr(search, "SPARSE_EXACT_TOTAL", 100)
+    monkeypatch.setattr(sparse, "SPARSE_EXACT_TOTAL", 100)
     with store._read() as conn:
         big, avgdl = store._workspace_size(conn, "acme")
         small, _ = store._workspace_size(conn, "other")

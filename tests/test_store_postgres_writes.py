@@ -15,7 +15,7 @@ import pytest
 from episodic.errors import ModelMismatch
 from episodic.model import Memory
 from episodic.store.postgres import PostgresStore
-from episodic.store.postgres.writes import HNSW_MAX_DIM
+from episodic.store.postgres.vectors import HNSW_MAX_DIM
 from store_contract import DIM, MODEL, T0, axis, event, memory_of, remember
 
 # How long a writer must stay blocked for the test to call it waiting on a lock.

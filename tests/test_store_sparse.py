@@ -243,7 +243,7 @@ def test_document_counts_are_cached_for_a_few_seconds(
     fill(store, "d", 30, "deploy rollback {i}")
     now = [1000.0]
     clock = SimpleNamespace(monotonic=lambda: now[0])
-    monkeypatch.setattr("episodic.store.sqlite.time", clock)  # this module's clock only
+    monkeypatch.setattr("episodic.store.sqlite.sparse.time", clock)  # this module's clock only
     counted: list[Any] = []
     store._tracer = lambda sql, params: counted.extend(params) if "count(*)" in sql else None
     sparse_ids(store, ACME, "zebrafish deploy")

@@ -358,7 +358,7 @@ def test_threads_can_share_one_store(file_store: SqliteStore) -> None:
 def test_locked_database_becomes_a_store_error(
     file_store: SqliteStore, raw: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("episodic.store.sqlite.BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr("episodic.store.sqlite.connection.BUSY_TIMEOUT_MS", 50)
     file_store._conn.execute("PRAGMA busy_timeout = 50")
     raw.execute("BEGIN IMMEDIATE")
     try:

@@ -18,9 +18,9 @@ def test_v3_data_survives_and_sources_lose_only_the_events_key(
     path = tmp_path / "v3.db"
     monkeypatch.setattr(m, "MIGRATIONS", m.MIGRATIONS[:3])
     monkeypatch.setattr(m, "LATEST_VERSION", 3)
-    import episodic.store.sqlite as sqlite_module
+    import episodic.store.sqlite.connection as sqlite_connection
 
-    monkeypatch.setattr(sqlite_module, "LATEST_VERSION", 3)
+    monkeypatch.setattr(sqlite_connection, "LATEST_VERSION", 3)
     with SqliteStore(path) as v3:
         e1, e2 = event("e1"), event("e2")
         v3.append([e1, e2], [memory_of(e1, source_event_ids=("e2", "e1"))])

@@ -46,7 +46,7 @@ class Settings:
     # keyphrases, extracted facts); see benchmarks/README.md for what it changes.
     key_expansion: bool = True
     cache_dir: Path = field(default_factory=_default_cache_dir)
-    # -- upkeep (issue 5) -------------------------------------------------------------
+    # -- upkeep ----------------------------------------------------------------------
     decay_formula: str = "crewship"  # or "prominence" (seed 001)
     decay_at: str = "03:00"  # UTC, nightly decay
     daily_at: str = "04:00"  # UTC, daily compaction, consolidation and health snapshot
@@ -116,7 +116,7 @@ def _num(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
-# -- upkeep (issue 5) ------------------------------------------------------------------
+# -- upkeep ----------------------------------------------------------------------------
 DECAY_FORMULA_CHOICES = ("crewship", "prominence")
 MAX_WALK_DEPTH = 1  # the read-time walk is one hop (seed 000)
 

@@ -40,9 +40,8 @@ from episodic.errors import (
     Unauthenticated,
     UnknownPolicy,
 )
-from episodic.operations import MAX_PAGE, SOURCES, memory_json
 from episodic.recall.engine import RecallResult
-from episodic.service import Episodic
+from episodic.service import MAX_PAGE, SOURCES, Episodic, memory_json
 from episodic.tenancy import Principal
 from episodic.write.episodes import episode_json
 

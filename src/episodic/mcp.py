@@ -24,9 +24,8 @@ import episodic
 from episodic.errors import EpisodicError, NotFound
 from episodic.layer import RECALL_MEMORY_TOOL
 from episodic.model import Role
-from episodic.operations import SOURCES
 from episodic.recall.render import escape_text, relative_age
-from episodic.service import Episodic
+from episodic.service import SOURCES, Episodic
 from episodic.tenancy import ApiKey, Principal, parse_role
 
 DEFAULT_MCP_PORT = 8766

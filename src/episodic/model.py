@@ -1,8 +1,9 @@
 """The vocabulary: events, memories, queries and hits.
 
 An *event* is one journal entry as an agent or its runtime wrote it. A *memory* is the
-retrievable unit; today each admitted event becomes one memory with the same id, later
-issues add memories made from several events (episodes, consolidated rules).
+retrievable unit: an admitted journal event becomes one memory with the same id, and
+some memories are made from several events (episodes, entries and learnings drawn from a
+conversation, consolidated rules).
 All times are timezone-aware UTC datetimes.
 """
 

@@ -16,7 +16,7 @@ Decision order in :func:`admit`:
 3. The always-admitted types.
 4. ``keeper.decision`` and ``mission.status_change`` at ``warn`` or ``error`` only.
 5. ``peer.conversation`` only when ``payload.state == "escalated"``.
-6. ``message`` (a chat message, issue 4) when ``payload.role`` is ``user`` or
+6. ``message`` (a chat message of a conversation) when ``payload.role`` is ``user`` or
    ``assistant``: what was said is conversation memory. Tool output and system prompts
    stay with the conversation as events but are not memories.
 7. Everything else: refused.

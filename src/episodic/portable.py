@@ -38,7 +38,7 @@ import yaml
 
 from episodic.errors import EpisodicError, InvalidInput
 from episodic.model import SEVERITIES, Event, Memory, MemoryStatus, ScopeFilter
-from episodic.store.base import ImportedFile, Store
+from episodic.store.service import ImportedFile, ServiceStore
 
 JOURNAL_FILE = "_journal.jsonl"
 FRONTMATTER = "---"
@@ -220,7 +220,9 @@ def event_json(event: Event, episode_id: str | None) -> dict[str, Any]:
     }
 
 
-def export_markdown(store: Store, directory: Path, *, workspace: str | None = None) -> ExportReport:
+def export_markdown(
+    store: ServiceStore, directory: Path, *, workspace: str | None = None
+) -> ExportReport:
     """Write the memories of one workspace (or all) under ``directory``. Markdown files of
     an exported workspace that no memory wrote are removed, so the folder is a snapshot."""
     names = [workspace] if workspace is not None else store.workspaces()
@@ -262,7 +264,7 @@ def export_markdown(store: Store, directory: Path, *, workspace: str | None = No
     )
 
 
-def _all_memories(store: Store, workspace: str) -> Iterator[Memory]:
+def _all_memories(store: ServiceStore, workspace: str) -> Iterator[Memory]:
     before: tuple[datetime, str] | None = None
     while True:
         page = store.list_memories(ScopeFilter(workspace), EXPORT_PAGE, before=before)
@@ -510,7 +512,7 @@ class _Journals:
         return found
 
 
-def import_markdown(store: Store, directory: Path, *, mirror: bool = False) -> ImportReport:
+def import_markdown(store: ServiceStore, directory: Path, *, mirror: bool = False) -> ImportReport:
     """Import the markdown memories under ``directory``; with ``mirror``, memories of the
     workspaces found there that no file holds (any more) are removed too (their events
     stay)."""

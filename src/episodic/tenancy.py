@@ -1,4 +1,4 @@
-"""API keys and what a key may see (issue 6). Pure: no I/O.
+"""API keys and what a key may see. Pure: no I/O.
 
 A key binds its holder to one workspace and a role. Seed 000's role mapping decides the
 recall scope: an ``agent`` key recalls with scope ``own`` (its agent's memories), a

@@ -271,7 +271,8 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
         if caller is None:
             return to_login()
         health = mem.memory_health(caller.workspace_id, caller.key.crew_id, history=60)
-        # Only HealthView.to_json()'s documented keys are used (issue 5 owns the type).
+        # Only HealthView.to_json()'s documented keys are used (the upkeep package owns
+        # the type).
         view = None if health is None else health.to_json()
         chart = ""
         if view is not None:

@@ -49,7 +49,7 @@ def figures() -> Iterator[None]:
     if rows:
         record(
             "crash",
-            "Crash safety: SIGKILLed writers, indexers and upkeep jobs (issue 8)",
+            "Crash safety: SIGKILLed writers, indexers and upkeep jobs",
             COMMAND,
             rows,
             "Writer: journal events in batches of 5, each batch's ids printed once `ingest` "

@@ -1,4 +1,4 @@
-"""`make stress`: fuzzing at full size (issue 8).
+"""`make stress`: fuzzing at full size.
 
 Four atheris harnesses (tests/stress/fuzz/), each a subprocess running at least a million
 inputs under libFuzzer with the episodic modules instrumented, while schemathesis sends

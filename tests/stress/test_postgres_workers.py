@@ -18,7 +18,7 @@ def test_four_workers_with_the_local_model(pg_url: str, tmp_path: Path) -> None:
     four_workers_one_killed(pg_url, tmp_path, "local")
     record(
         "workers",
-        "PostgreSQL: four indexing workers, one killed (issue 7)",
+        "PostgreSQL: four indexing workers, one killed",
         "make stress (pytest tests/stress/test_postgres_workers.py)",
         {
             "memories": f"{MEMORIES:,}",

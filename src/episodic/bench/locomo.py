@@ -41,7 +41,7 @@ from episodic.store import open_store
 
 GRANULARITIES = ("turn", "session")
 # How conversations go in: each turn as a journal event ("turn"), or as chat messages that
-# segmentation turns into episodes, entries and keys ("conversation", issue 4).
+# segmentation turns into episodes, entries and keys ("conversation").
 INGEST_MODES = ("turn", "conversation")
 # What a conversation-mode recall ranks: the turns themselves and the entries drawn from
 # them (each credited to the turn its evidence was quoted from). Episodes span many

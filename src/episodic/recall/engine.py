@@ -36,7 +36,8 @@ from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import scope_level, scope_multiplier
 from episodic.scoring.temporal import TimeWindow, time_boost
 from episodic.scoring.topk import clamp_k, cosine_times_importance
-from episodic.store.base import ReviewRequest, Store
+from episodic.store.search import SearchStore
+from episodic.store.upkeep import ReviewRequest
 
 log = logging.getLogger("episodic.recall")
 
@@ -88,7 +89,7 @@ class QueryVectors:
 
 
 def run_recall(
-    store: Store,
+    store: SearchStore,
     vectors: QueryVectors | None,
     query: Query,
     policy: RecallPolicy,
@@ -328,7 +329,7 @@ def _one_per_source(
 
 
 def _walk(
-    store: Store, flt: ScopeFilter, hits: list[Hit], now: datetime, trace: Trace | None
+    store: SearchStore, flt: ScopeFilter, hits: list[Hit], now: datetime, trace: Trace | None
 ) -> list[Hit]:
     """One hop along `similar` edges: each hit's related memories not already recalled,
     scored parent score x edge weight, after the hits themselves."""
@@ -361,7 +362,9 @@ def _walk(
     return walked
 
 
-def _time_windows(store: Store, flt: ScopeFilter, text: str, now: datetime) -> list[TimeWindow]:
+def _time_windows(
+    store: SearchStore, flt: ScopeFilter, text: str, now: datetime
+) -> list[TimeWindow]:
     """The query's time expressions, with "before/after <event>" dated by the best
     lexical match for the event; anchors that match nothing are dropped."""
     windows: list[TimeWindow] = []
@@ -464,7 +467,7 @@ def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: Reca
 
 
 def _trace_scope_drops(
-    store: Store,
+    store: SearchStore,
     trace: Trace,
     flt: ScopeFilter,
     qvec: Vector | None,

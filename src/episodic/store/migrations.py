@@ -341,7 +341,7 @@ def m003_conversations(conn: sqlite3.Connection) -> None:
     _run(conn, _M003_SQL)
 
 
-# -- issue 5: upkeep -------------------------------------------------------------------
+# -- memory upkeep ---------------------------------------------------------------------
 _M004_SQL = """
 CREATE TABLE memory_sources_v4 (
   memory_id TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
@@ -466,7 +466,7 @@ def m004_upkeep(conn: sqlite3.Connection) -> None:
     _run(conn, _M004_SQL)
 
 
-# -- issue 6 (the service): keys, markdown import state ------------------------------
+# -- the service: keys, markdown import state ------------------------------------------
 _M005_SQL = """
 CREATE TABLE api_keys (
   id           TEXT PRIMARY KEY,
@@ -499,7 +499,7 @@ CREATE INDEX import_files_memory ON import_files (memory_id)
 
 
 def m005_service(conn: sqlite3.Connection) -> None:
-    """The service's tables (issue 6; m004 belongs to memory upkeep).
+    """The service's tables (m004 belongs to memory upkeep).
 
     - ``api_keys``: HTTP API keys, stored only as the sha256 of the secret. A key binds
       its holder to one workspace and a role (agent -> scope own, lead -> crew_shared,

@@ -1,5 +1,7 @@
-"""Pure SQL builders shared by the store's queries: they return ``(sql, params)`` and touch
-no database, so the isolation rules can be tested on their own."""
+"""The SQL text both backends render: the shared column lists, and pure builders that
+return ``(sql, params)`` and touch no database, so the isolation rules can be tested on
+their own. Each backend writes its own statements around them (``?`` for SQLite, ``%s``
+for psycopg)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,80 @@ from typing import Any
 
 from episodic.errors import InvalidInput
 from episodic.model import Scope, ScopeFilter
-from episodic.store.base import CREW_SHARED_MIN_BASE_IMPORTANCE
+
+# A lead's crew_shared view: its own entries plus crew entries that carry a type,
+# severity or priority bonus (base importance above a routine info entry's 0.5).
+CREW_SHARED_MIN_BASE_IMPORTANCE = 0.55
 
 # Column prefixes callers may ask for; anything else would be spliced into SQL unchecked.
 _ALIASES = frozenset({"", "m"})
+
+# -- the columns both backends read and write, in the order ``episodic.store.rows`` takes
+MEMORY_COLUMNS = (
+    "id, workspace_id, crew_id, agent_id, resource_id, conversation_id, ts, type, severity, "
+    "content, payload, base_importance, importance, reference_count, last_referenced_at, "
+    "status, created_at, keys, content_hash, stability, difficulty, last_reviewed_at, "
+    "consolidated_at"
+)
+EVENT_COLUMNS = (
+    "id, workspace_id, crew_id, agent_id, resource_id, conversation_id, ts, type, severity, "
+    "summary, payload, refs"
+)
+KEY_COLUMNS = "id, workspace_id, role, agent_id, crew_id, label, created_at, revoked_at"
+REVIEW_COLUMNS = (
+    "id, workspace_id, agent_id, crew_id, conversation_id, query, memory_ids, cosines, recalled_at"
+)
+SNAPSHOT_COLUMNS = "snapshot_date, freshness, coverage, coherence, efficiency, reachability, score"
+EVENT_INSERT_COLUMNS = (
+    "id",
+    "workspace_id",
+    "crew_id",
+    "agent_id",
+    "resource_id",
+    "conversation_id",
+    "ts",
+    "type",
+    "severity",
+    "summary",
+    "payload",
+    "refs",
+    "admitted",
+    "created_at",
+)
+MEMORY_INSERT_COLUMNS = (
+    "id",
+    "workspace_id",
+    "crew_id",
+    "agent_id",
+    "resource_id",
+    "conversation_id",
+    "ts",
+    "type",
+    "severity",
+    "content",
+    "payload",
+    "base_importance",
+    "importance",
+    "reference_count",
+    "last_referenced_at",
+    "status",
+    "created_at",
+    "updated_at",
+    "keys",
+    "content_hash",
+    "stability",
+    "difficulty",
+    "last_reviewed_at",
+    "consolidated_at",
+)
+
+
+def update_memory_sql(mark: str) -> str:
+    """``UPDATE memories`` of every column but the id and workspace, then ``WHERE id``:
+    the parameters are ``memory_row(m, now)[2:]`` and the id (restore overwrites a memory
+    field by field). ``mark`` is the driver's placeholder."""
+    sets = ", ".join(f"{column} = {mark}" for column in MEMORY_INSERT_COLUMNS[2:])
+    return f"UPDATE memories SET {sets} WHERE id = {mark}"
 
 
 def normalise_scope(flt: ScopeFilter) -> Scope | None:

@@ -42,7 +42,7 @@ from episodic.store.dense import LE_FLOAT32
 from episodic.store.migrations import LATEST_VERSION, POSTGRES_ONLY_COLUMNS, current_version
 from episodic.store.postgres import PostgresStore
 from episodic.store.postgres.connection import Conn, map_errors
-from episodic.store.postgres.writes import HNSW_MAX_DIM
+from episodic.store.postgres.vectors import HNSW_MAX_DIM
 from episodic.store.sqlite import sqlite_target
 from episodic.store.urls import display_url, libpq_url
 

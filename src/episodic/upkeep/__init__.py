@@ -1,4 +1,4 @@
-"""Memory upkeep (issue 5): the jobs that keep a memory's scores honest and its size in
+"""Memory upkeep: the jobs that keep a memory's scores honest and its size in
 check, and the schedule that runs them.
 
     decay        importance from base importance, age and references (nightly)

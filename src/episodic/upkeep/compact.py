@@ -35,7 +35,7 @@ from episodic.model import Memory
 from episodic.scoring.mmr import jaccard, tokens
 from episodic.scoring.similarity import near_duplicates
 from episodic.store.base import ArchivedEvent as ArchivedEvent
-from episodic.store.base import Merge, Store
+from episodic.store.upkeep import Merge, UpkeepStore
 from episodic.write.messages import MESSAGE_TYPE
 
 JOB = "compact"
@@ -49,7 +49,7 @@ TASK_DOMAIN = "task"
 _UNICODE_WORD = re.compile(r"\w+")
 
 
-def archive(store: Store, workspace: str, now: datetime, after_days: float) -> int:
+def archive(store: UpkeepStore, workspace: str, now: datetime, after_days: float) -> int:
     """Move the workspace's journal rows older than ``after_days`` to the archive."""
     if after_days <= 0:
         raise InvalidInput("archive_after_days", f"must be positive, got {after_days}")
@@ -129,7 +129,7 @@ def _merge(survivor: Memory, losers: Sequence[tuple[Memory, float]]) -> Merge:
     )
 
 
-def merge_near_duplicates(store: Store, workspace: str, now: datetime) -> tuple[int, int]:
+def merge_near_duplicates(store: UpkeepStore, workspace: str, now: datetime) -> tuple[int, int]:
     """Plan and apply merges over the workspace's active memories; returns (merges
     planned, memories compacted)."""
     memories: list[Memory] = []
@@ -146,7 +146,11 @@ def merge_near_duplicates(store: Store, workspace: str, now: datetime) -> tuple[
 
 
 def run_compaction(
-    store: Store, workspace: str, now: datetime, *, archive_after_days: float = ARCHIVE_AFTER_DAYS
+    store: UpkeepStore,
+    workspace: str,
+    now: datetime,
+    *,
+    archive_after_days: float = ARCHIVE_AFTER_DAYS,
 ) -> dict[str, Any]:
     archived = archive(store, workspace, now, archive_after_days)
     merges, compacted = merge_near_duplicates(store, workspace, now)
@@ -158,7 +162,7 @@ def run_compaction(
     }
 
 
-def retire_phase(store: Store, workspace: str, phase: str, now: datetime) -> list[str]:
+def retire_phase(store: UpkeepStore, workspace: str, phase: str, now: datetime) -> list[str]:
     """Stage retirement: retire the task memories of ``phase``; returns their ids."""
     if not workspace or not workspace.strip():
         raise InvalidInput("workspace", "required: retirement runs inside one workspace")

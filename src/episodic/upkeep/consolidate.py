@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -51,7 +51,8 @@ from episodic.policy import base_importance
 from episodic.scoring.mmr import jaccard, tokens
 from episodic.scoring.review import STEM_CHARS, content_words
 from episodic.scoring.similarity import leader_clusters, near_duplicates
-from episodic.store.base import Relation, Store
+from episodic.store.upkeep import UpkeepStore
+from episodic.store.vectors import Relation, VectorStore
 from episodic.upkeep.prompts import (
     CONSOLIDATE_SCHEMA,
     DEFAULT_UPKEEP_PROMPTS,
@@ -84,6 +85,11 @@ TRIGGER_MANUAL = "manual"
 TRIGGER_DAILY = "daily"
 TRIGGER_THRESHOLD = "threshold"
 TRIGGER_FLASHBULB = "flashbulb"
+
+
+class ConsolidationStore(UpkeepStore, VectorStore, Protocol):
+    """What consolidation reads and writes: the upkeep rows, and the stored vectors of
+    the memories it clusters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +133,7 @@ class ConsolidationReport:
         }
 
 
-def due_reason(store: Store, workspace: str, threshold: int) -> str | None:
+def due_reason(store: UpkeepStore, workspace: str, threshold: int) -> str | None:
     """Why the workspace should be consolidated now (a flashbulb episode waits, or the
     backlog reached ``threshold``), or None."""
     backlog = store.consolidation_backlog(workspace, EXCLUDED_TYPES)
@@ -138,7 +144,9 @@ def due_reason(store: Store, workspace: str, threshold: int) -> str | None:
     return None
 
 
-def cluster(store: Store, workspace: str, memories: Sequence[Memory]) -> list[list[Memory]]:
+def cluster(
+    store: ConsolidationStore, workspace: str, memories: Sequence[Memory]
+) -> list[list[Memory]]:
     """Clusters of related memories (step 2 of the module docstring)."""
     n = len(memories)
     if n < MIN_EVIDENCE:
@@ -221,7 +229,7 @@ def llm_items(
 
 
 def consolidate(
-    store: Store,
+    store: ConsolidationStore,
     workspace: str,
     *,
     now: datetime,

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from episodic.errors import InvalidInput
-from episodic.store.base import DECAY_FORMULAS, Store
+from episodic.store.upkeep import DECAY_FORMULAS, UpkeepStore
 
 JOB = "decay"
 
@@ -34,7 +34,7 @@ def check_formula(formula: str) -> str:
 
 
 def run_decay(
-    store: Store, now: datetime, *, formula: str = "crewship", workspace: str | None = None
+    store: UpkeepStore, now: datetime, *, formula: str = "crewship", workspace: str | None = None
 ) -> dict[str, Any]:
     """Recompute importance; returns what changed (for the run log and ``--json``)."""
     check_formula(formula)

@@ -18,13 +18,15 @@ from typing import Any
 from episodic.errors import InvalidInput
 from episodic.model import ScopeFilter
 from episodic.scoring import health as h
-from episodic.store.base import HealthFacts, HealthSnapshot, Store
+from episodic.store.upkeep import HealthFacts, HealthSnapshot, UpkeepStore
 
 JOB = "health"
 HISTORY = 30
 
 
-def compute_health(store: Store, workspace: str, crew: str | None, now: datetime) -> HealthSnapshot:
+def compute_health(
+    store: UpkeepStore, workspace: str, crew: str | None, now: datetime
+) -> HealthSnapshot:
     """Today's (``now``'s UTC date) snapshot of a workspace, or of one crew in it."""
     facts = store.health_facts(workspace, now)
     empty = HealthFacts(active=0, vectored=0, linked=0, median_age_days=None)
@@ -32,7 +34,7 @@ def compute_health(store: Store, workspace: str, crew: str | None, now: datetime
 
 
 def _snapshot(
-    store: Store, workspace: str, crew: str | None, facts: HealthFacts, now: datetime
+    store: UpkeepStore, workspace: str, crew: str | None, facts: HealthFacts, now: datetime
 ) -> HealthSnapshot:
     flt = ScopeFilter(workspace_id=workspace, crew_id=crew)
     matrix = store.vector_matrix(flt)
@@ -58,7 +60,7 @@ def _snapshot(
     )
 
 
-def snapshot_workspace(store: Store, workspace: str, now: datetime) -> list[HealthSnapshot]:
+def snapshot_workspace(store: UpkeepStore, workspace: str, now: datetime) -> list[HealthSnapshot]:
     """Compute and store today's snapshot of the workspace and of each of its crews."""
     facts = store.health_facts(workspace, now)
     snaps = [_snapshot(store, workspace, crew, f, now) for crew, f in facts.items()]
@@ -135,7 +137,7 @@ class HealthView:
 
 
 def health_view(
-    store: Store, workspace: str, crew: str | None = None, *, history: int = HISTORY
+    store: UpkeepStore, workspace: str, crew: str | None = None, *, history: int = HISTORY
 ) -> HealthView | None:
     """The latest snapshot and up to ``history`` older ones; None before the first."""
     if not workspace or not workspace.strip():

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from episodic.store.base import Store
+from episodic.store.upkeep import UpkeepStore
 
 log = logging.getLogger("episodic.upkeep")
 
@@ -90,7 +90,7 @@ class JobResult:
 
 
 def run_exclusive(
-    store: Store,
+    store: UpkeepStore,
     job: str,
     scope: str,
     work: Callable[[], Mapping[str, Any]],

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from episodic.errors import InvalidInput
-from episodic.store.base import Store
+from episodic.store.upkeep import UpkeepStore
 
 NUDGE_THRESHOLD = 60  # raised from 30 in seed 000: at 30 it fired on nearly every session
 MEMORY_UPDATED = "memory.updated"
@@ -27,7 +27,7 @@ NUDGE_TEXT = (
 
 
 def memory_nudge(
-    store: Store,
+    store: UpkeepStore,
     workspace: str,
     agent: str,
     session_id: str,

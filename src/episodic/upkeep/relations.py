@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from episodic.model import ScopeFilter
-from episodic.store.base import Relation, Store, Vector
+from episodic.store.vectors import Relation, Vector, VectorStore
 
 SIMILAR_MIN_COSINE = 0.80
 SIMILAR_TOP = 3
@@ -32,7 +32,7 @@ SUPPORTS_WEIGHT = 1.0
 
 
 def similar_edges(
-    store: Store, workspace_id: str, memory_ids: Sequence[str], vectors: Vector
+    store: VectorStore, workspace_id: str, memory_ids: Sequence[str], vectors: Vector
 ) -> list[Relation]:
     """The ``similar`` edges of freshly indexed memories (rows of ``vectors``, in index
     order) to the memories of the workspace indexed before each of them."""
@@ -54,7 +54,7 @@ def similar_edges(
     ]
 
 
-def link_similar(store: Store, rows: Sequence[tuple[str, str, Vector]]) -> int:
+def link_similar(store: VectorStore, rows: Sequence[tuple[str, str, Vector]]) -> int:
     """Add ``similar`` edges for freshly indexed memories: ``rows`` of (memory id,
     workspace id, vector) in index order, any workspaces. Returns edges written."""
     by_workspace: dict[str, list[tuple[str, Vector]]] = {}

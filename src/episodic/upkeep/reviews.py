@@ -41,7 +41,7 @@ from episodic.scoring.review import (
     rating_for_overlap,
     usage_overlap,
 )
-from episodic.store.base import FsrsUpdate, PendingReview, ReviewOutcome, Store
+from episodic.store.upkeep import FsrsUpdate, PendingReview, ReviewOutcome, UpkeepStore
 from episodic.upkeep.lease import new_holder
 from episodic.upkeep.prompts import (
     DEFAULT_UPKEEP_PROMPTS,
@@ -140,7 +140,7 @@ def rate(
 
 
 def _review_one(
-    store: Store, review: PendingReview, output: str, now: datetime, llm: LLM | None
+    store: UpkeepStore, review: PendingReview, output: str, now: datetime, llm: LLM | None
 ) -> tuple[ReviewOutcome, ReviewReport]:
     request = review.request
     report = ReviewReport(reviews=1)
@@ -163,7 +163,7 @@ def _review_one(
 
 
 def review_output(
-    store: Store,
+    store: UpkeepStore,
     workspace: str,
     output_text: str,
     *,
@@ -198,7 +198,7 @@ def review_output(
     return report
 
 
-def follow_up_output(store: Store, review: PendingReview) -> str:
+def follow_up_output(store: UpkeepStore, review: PendingReview) -> str:
     """What the agent said after the recall: the assistant messages that followed it in
     its conversation (empty while there are none)."""
     request = review.request
@@ -215,7 +215,7 @@ def follow_up_output(store: Store, review: PendingReview) -> str:
 
 
 def run_reviews(
-    store: Store, now: datetime, *, llm: LLM | None, expiry: timedelta = REVIEW_EXPIRY
+    store: UpkeepStore, now: datetime, *, llm: LLM | None, expiry: timedelta = REVIEW_EXPIRY
 ) -> ReviewReport:
     """The scheduled job: rate conversation recalls by the messages that followed them,
     then close the recalls that waited longer than ``expiry`` as expired."""

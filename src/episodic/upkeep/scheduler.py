@@ -26,16 +26,14 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from episodic.config import parse_clock
+from episodic.config import Settings, parse_clock
 from episodic.errors import InvalidInput, StoreBusy, StoreUnavailable
+from episodic.store.upkeep import UpkeepStore
 from episodic.upkeep import compact, consolidate, decay, health, reviews
 from episodic.upkeep.consolidate import TRIGGER_DAILY, due_reason
 from episodic.upkeep.lease import JobResult
-
-if TYPE_CHECKING:
-    from episodic.service import Episodic
 
 log = logging.getLogger("episodic.upkeep.scheduler")
 
@@ -43,6 +41,20 @@ TICK_S = 60.0
 ALL_WORKSPACES = ""
 DAILY_MARKER = "daily"
 TRIGGER_CHECK = "consolidate-triggers"
+
+
+class UpkeepJobs(Protocol):
+    """The jobs the schedule runs, each under its lease (the service's upkeep area)."""
+
+    def decay(self) -> JobResult: ...
+
+    def run_reviews(self) -> JobResult: ...
+
+    def consolidate(self, *, workspace: str | None = None, trigger: str) -> list[JobResult]: ...
+
+    def compact(self, *, workspace: str | None = None) -> list[JobResult]: ...
+
+    def health_snapshot(self, *, workspace: str | None = None) -> list[JobResult]: ...
 
 
 def scheduled_before(now: datetime, clock: str) -> datetime:
@@ -53,37 +65,41 @@ def scheduled_before(now: datetime, clock: str) -> datetime:
 
 
 class UpkeepScheduler:
-    """Runs the upkeep jobs of one ``Episodic`` on their schedule."""
+    """Runs ``jobs`` on their schedule, reading when each last ran from ``store``."""
 
     def __init__(
         self,
-        memory: Episodic,
+        jobs: UpkeepJobs,
         *,
+        store: UpkeepStore,
+        settings: Settings,
+        clock: Callable[[], datetime],
         tick_s: float = TICK_S,
-        clock: Callable[[], datetime] | None = None,
     ) -> None:
         if tick_s <= 0:
             raise InvalidInput("tick_s", f"must be a positive number of seconds, got {tick_s}")
-        self.memory = memory
+        self.jobs = jobs
+        self.store = store
+        self.settings = settings
         self.tick_s = tick_s
-        self.clock = clock or memory.clock
+        self.clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     # -- when ----------------------------------------------------------------------
     def _daily_due(self, job: str, scope: str, at: str, now: datetime) -> bool:
-        last = self.memory.store.last_run(job, scope)
+        last = self.store.last_run(job, scope)
         return last is None or last < scheduled_before(now, at)
 
     def _period_due(self, job: str, scope: str, period_s: float, now: datetime) -> bool:
-        last = self.memory.store.last_run(job, scope)
+        last = self.store.last_run(job, scope)
         return last is None or (now - last).total_seconds() >= period_s
 
     # -- one tick ------------------------------------------------------------------
     def run_pending(self, now: datetime | None = None) -> list[JobResult]:
         """Run every job that is due at ``now``; returns what ran (skips included)."""
         now = now or self.clock()
-        settings = self.memory.settings
+        settings = self.settings
         results: list[JobResult] = []
 
         def attempt(name: str, run: Callable[[], list[JobResult]]) -> None:
@@ -95,9 +111,9 @@ class UpkeepScheduler:
                 log.exception("upkeep job %s failed; it runs again when next due", name)
 
         if self._daily_due(decay.JOB, ALL_WORKSPACES, settings.decay_at, now):
-            attempt(decay.JOB, lambda: [self.memory.decay()])
+            attempt(decay.JOB, lambda: [self.jobs.decay()])
         if self._period_due(reviews.JOB, ALL_WORKSPACES, settings.review_interval_s, now):
-            attempt(reviews.JOB, lambda: [self.memory.run_reviews()])
+            attempt(reviews.JOB, lambda: [self.jobs.run_reviews()])
         if self._period_due(TRIGGER_CHECK, ALL_WORKSPACES, settings.review_interval_s, now):
             attempt(consolidate.JOB, self._triggered_consolidations)
         if self._daily_due(DAILY_MARKER, ALL_WORKSPACES, settings.daily_at, now):
@@ -105,14 +121,14 @@ class UpkeepScheduler:
         return results
 
     def _triggered_consolidations(self) -> list[JobResult]:
-        store = self.memory.store
-        threshold = self.memory.settings.consolidate_threshold
+        store = self.store
+        threshold = self.settings.consolidate_threshold
         out: list[JobResult] = []
         started = self.clock()
         for ws in store.workspaces():
             reason = due_reason(store, ws, threshold)
             if reason is not None:
-                out += self.memory.consolidate(workspace=ws, trigger=reason)
+                out += self.jobs.consolidate(workspace=ws, trigger=reason)
         store.record_run(
             TRIGGER_CHECK, ALL_WORKSPACES, "scheduler", started, self.clock(), "ok", {}
         )
@@ -120,19 +136,19 @@ class UpkeepScheduler:
 
     def _daily(self, now: datetime) -> list[JobResult]:
         """Compaction, consolidation and health for every workspace not done today."""
-        store = self.memory.store
-        at = self.memory.settings.daily_at
+        store = self.store
+        at = self.settings.daily_at
         out: list[JobResult] = []
         started = self.clock()
         failed = 0
-        memory = self.memory
+        jobs = self.jobs
 
         def run(job: str, ws: str) -> list[JobResult]:
             if job == compact.JOB:
-                return memory.compact(workspace=ws)
+                return jobs.compact(workspace=ws)
             if job == consolidate.JOB:
-                return memory.consolidate(workspace=ws, trigger=TRIGGER_DAILY)
-            return memory.health_snapshot(workspace=ws)
+                return jobs.consolidate(workspace=ws, trigger=TRIGGER_DAILY)
+            return jobs.health_snapshot(workspace=ws)
 
         for ws in store.workspaces():
             # In this order: merged duplicates are not consolidated twice, and the health

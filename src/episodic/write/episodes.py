@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -34,7 +34,9 @@ from episodic.errors import EmbedderError, NotFound
 from episodic.llm.base import LLM
 from episodic.model import Memory, ScopeFilter
 from episodic.scoring.retrievability import initial_difficulty, initial_stability
-from episodic.store.base import Store, Vector
+from episodic.store.search import SearchStore
+from episodic.store.vectors import Vector, VectorStore
+from episodic.store.writes import WriteStore
 from episodic.write.dedupe import drop_known_hashes, drop_similar
 from episodic.write.describe import EpisodeText, describe_episode
 from episodic.write.extract import Dropped, Entry, content_hash, extract_entries
@@ -85,12 +87,17 @@ class SegmentReport:
         }
 
 
+class EpisodeStore(WriteStore, VectorStore, SearchStore, Protocol):
+    """What segmentation touches: the conversations' messages and the episodes closed
+    from them, the messages' vectors, and a dense search to dedupe new entries."""
+
+
 class EpisodeWriter:
     """Runs segmentation, description and extraction over pending conversations."""
 
     def __init__(
         self,
-        store: Store,
+        store: EpisodeStore,
         *,
         embedder: Embedder | None,
         llm: LLM | None,

@@ -231,7 +231,7 @@ def _opt_object(obj: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 
 def _check_message(conversation_id: str | None, payload: Mapping[str, Any]) -> None:
-    """A chat message belongs to a conversation and says who spoke (issue 4)."""
+    """A chat message belongs to a conversation and says who spoke."""
     if conversation_id is None:
         raise InvalidInput(
             "conversation_id", "required for a message (the conversation it belongs to)"

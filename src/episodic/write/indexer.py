@@ -26,7 +26,7 @@ from episodic.errors import (
     StoreUnavailable,
 )
 from episodic.heap import HeapTrimmer
-from episodic.store.base import Store, Vector
+from episodic.store.vectors import Vector, VectorStore
 from episodic.upkeep import relations
 
 log = logging.getLogger("episodic.indexer")
@@ -47,7 +47,7 @@ class SweepResult:
 class Indexer:
     def __init__(
         self,
-        store: Store,
+        store: VectorStore,
         embedder: Embedder,
         *,
         batch: int = SWEEP_BATCH,

@@ -2,15 +2,20 @@
 (tsvector + GIN), through psycopg 3 and a connection pool.
 
 Selected by a ``postgresql://`` URL. The schema is SQLite's, rendered for the server by
-``episodic.store.migrations.postgres_statements``; the methods are split by area:
+``episodic.store.migrations.postgres_statements``. The methods are split by area, with
+the same module names as ``episodic.store.sqlite`` so the two read side by side:
 
-- ``writes``: appending events and memories, vectors and the embedding cache, reading back
-- ``search``: the dense (HNSW), sparse (tsvector), recent and neighbour legs; relations;
-  conversations waiting to be segmented
-- ``upkeep``: decay, reviews, consolidation, compaction, health, leases and nudges
+- ``connection``: the pool, migrations, transactions, error mapping
+- ``writes``: appending events and memories, closing episodes, reading them back
+- ``search``: the dense (HNSW), recent and neighbour legs; relations one edge away; what
+  a recall writes back (references, pending reviews)
+- ``sparse``: the BM25 leg over the generated tsvector
+- ``vectors``: vectors, the embedding cache, the similar edges the indexer draws
+- ``claims``: the indexer's claim on pending memories, row by row across processes
+- ``upkeep``: decay, consolidation, compaction, health, nudges, leases and the run log
+- ``reviews``: the review job's claims, outcomes and FSRS state
 - ``service``: API keys, listing and status, markdown import state, restore and forget
-- ``claims``: background work several processes share (indexing), claimed row by row
-- ``integrity``: ``episodic doctor --deep``'s checks
+- ``integrity``: what ``episodic doctor`` reads, and its deep checks
 """
 
 from __future__ import annotations
@@ -18,15 +23,27 @@ from __future__ import annotations
 from episodic.store.postgres.claims import ClaimsMixin
 from episodic.store.postgres.connection import PgBase, Tracer
 from episodic.store.postgres.integrity import IntegrityMixin
+from episodic.store.postgres.reviews import ReviewsMixin
 from episodic.store.postgres.search import SearchMixin
 from episodic.store.postgres.service import ServiceMixin
+from episodic.store.postgres.sparse import SparseMixin
 from episodic.store.postgres.upkeep import UpkeepMixin
+from episodic.store.postgres.vectors import VectorsMixin
 from episodic.store.postgres.writes import WritesMixin
 from episodic.store.urls import display_url
 
 
 class PostgresStore(
-    WritesMixin, SearchMixin, UpkeepMixin, ServiceMixin, ClaimsMixin, IntegrityMixin, PgBase
+    WritesMixin,
+    SearchMixin,
+    SparseMixin,
+    VectorsMixin,
+    ClaimsMixin,
+    UpkeepMixin,
+    ReviewsMixin,
+    ServiceMixin,
+    IntegrityMixin,
+    PgBase,
 ):
     """A memory database on a PostgreSQL server. See ``Store`` for the contract."""
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from episodic.store.base import PendingVector, Vector
 from episodic.store.postgres.connection import CLAIM_LOCK, PgBase
+from episodic.store.vectors import PendingVector, Vector
 
 # A worker looks for unclaimed rows among this many times its batch of the oldest
 # pending ones: enough for a dozen workers sweeping side by side.

@@ -1,10 +1,10 @@
 """PostgreSQL plumbing shared by every part of ``PostgresStore``: the connection pool,
 migrations, transactions, error mapping.
 
-The store's methods live in mixins (``writes``, ``search``, ``upkeep``, ``service``), one
-module per area, all built on ``PgBase``. Every method takes a connection from the pool
-for one transaction (``_read`` or ``_write``) and gives it back, so one store serves many
-threads, and several processes share one database.
+The store's methods live in mixins, one module per area, all built on ``PgBase``. Every
+method takes a connection from the pool for one transaction (``_read`` or ``_write``) and
+gives it back, so one store serves many threads, and several processes share one
+database.
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ from episodic.store.urls import display_url, libpq_url
 Tracer = Callable[[str, Sequence[Any]], None]
 Conn = psycopg.Connection[tuple[Any, ...]]
 
+# Batches of at least this many rows are staged with COPY (``WritesMixin._copy_insert``,
+# ``VectorsMixin._copy_vectors``): a statement per row costs ~0.2 ms of parsing and round
+# trip.
+COPY_MIN_ROWS = 200
 # A pool of this many connections per store: request threads, the indexer and upkeep
 # jobs each hold one for a transaction at a time.
 POOL_MAX = int(os.environ.get("EPISODIC_PG_POOL", "8"))
@@ -194,11 +198,34 @@ class PgBase:
             cur.executemany(sql, rows)
             return max(cur.rowcount, 0)
 
+    def _fetch(self, conn: Conn, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """``_exec(...).fetchall()`` that never lets psycopg prepare the statement. A
+        prepared statement may switch to a generic plan, made without the parameters'
+        values; the search plans hinge on them (a tsquery term's frequency decides
+        between walking the newest rows and the GIN index; a scope's size between
+        index and exact scans), so each search is planned for its own values."""
+        if self._tracer is not None:
+            self._tracer(sql, params)
+        return conn.execute(sql, params, prepare=False).fetchall()
+
+    def _bulk(self, rows: int) -> bool:
+        """Whether a batch of ``rows`` is staged with COPY rather than sent row by row."""
+        return rows >= COPY_MIN_ROWS
+
+    # -- what one area asks of another (each implemented by the mixin named) ----------
     def _store_vectors(
         self, conn: Conn, model_id: str, dim: int, rows: Sequence[tuple[str, Any]]
     ) -> int:
-        """Store vectors inside the caller's transaction (WritesMixin implements it; the
+        """Store vectors inside the caller's transaction (VectorsMixin implements it; the
         claims mixin needs it on the connection that holds its row locks)."""
+        raise NotImplementedError
+
+    def _stored_model(self, conn: Conn) -> tuple[str, int] | None:
+        """(model, dim) of the stored vectors (VectorsMixin implements it)."""
+        raise NotImplementedError
+
+    def _column_dim(self, conn: Conn) -> int | None:
+        """The dimension the vector column is typed with (VectorsMixin implements it)."""
         raise NotImplementedError
 
     def _insert_memories(self, conn: Conn, memories: Sequence[Any], now: str) -> int:

@@ -1,4 +1,6 @@
-"""PostgresStore: its part of ``episodic doctor --deep`` (see ``episodic.store.integrity``).
+"""PostgresStore: what ``episodic doctor`` reads: ``stats``, ``meta`` and the deep check
+(``episodic doctor --deep``; the checks both backends share are
+``episodic.store.integrity``). PostgreSQL's own checks:
 
 - ``postgres.indexes``: every index of the schema is valid and ready (``pg_index``; a
   ``CREATE INDEX CONCURRENTLY`` or a ``REINDEX`` that died leaves one invalid, and the
@@ -13,6 +15,9 @@ Everything runs in one repeatable-read snapshot, beside live writers.
 
 from __future__ import annotations
 
+from typing import Any
+
+from episodic.store.base import StoreStats
 from episodic.store.integrity import (
     ERROR,
     FIX_REINDEX,
@@ -25,8 +30,9 @@ from episodic.store.integrity import (
     verdict,
 )
 from episodic.store.migrations import _PG_TSV_V3
-from episodic.store.postgres.connection import Conn, PgBase
-from episodic.store.postgres.writes import HNSW_MAX_DIM
+from episodic.store.postgres.connection import Conn, PgBase, current_version
+from episodic.store.postgres.vectors import COLUMN_DIM_SQL, HNSW_MAX_DIM
+from episodic.store.urls import display_url
 
 _TSV_PREFIX = "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS "
 # The expression the tsv column is generated from (migration 3).
@@ -42,13 +48,74 @@ _BAD_INDEXES_SQL = (
     "WHERE n.nspname = current_schema() AND NOT (i.indisvalid AND i.indisready) "
     "ORDER BY c.relname"
 )
-_COLUMN_DIM_SQL = (
-    "SELECT atttypmod FROM pg_attribute "
-    "WHERE attrelid = 'memory_vectors'::regclass AND attname = 'vector'"
-)
 
 
 class IntegrityMixin(PgBase):
+    def stats(self, workspace_id: str | None = None) -> StoreStats:
+        where, params = ("WHERE workspace_id = %s", [workspace_id]) if workspace_id else ("", [])
+        both = "AND workspace_id = %s" if workspace_id else ""
+        with self._read() as conn:
+            row = self._exec(
+                conn,
+                f"SELECT (SELECT count(*) FROM events {where}), "
+                f"(SELECT count(*) FROM memories {where}), "
+                f"(SELECT count(*) FROM memories WHERE status = 'active' {both}), "
+                f"(SELECT count(*) FROM memory_vectors {where}), "
+                "(SELECT count(*) FROM memories WHERE has_vector = 0 AND status = 'active' "
+                f"{both})",
+                params * 5,
+            ).fetchone()
+            model = self._stored_model(conn)
+            version = current_version(conn)
+        assert row is not None
+        events, memories, active, vectors, pending = (int(v) for v in row)
+        return StoreStats(
+            events=events,
+            memories=memories,
+            active_memories=active,
+            vectors=vectors,
+            pending_vectors=pending,
+            vector_model=None if model is None else model[0],
+            vector_dim=None if model is None else model[1],
+            schema_version=version,
+        )
+
+    def meta(self) -> dict[str, Any]:
+        with self._read() as conn:
+            row = self._exec(
+                conn,
+                "SELECT current_setting('server_version'), "
+                "(SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
+                "current_database(), pg_database_size(current_database()), "
+                "pg_total_relation_size('memory_vectors'), current_setting('wal_level'), "
+                "to_regclass('memory_vectors_hnsw') IS NOT NULL",
+            ).fetchone()
+            version = current_version(conn)
+            dim = self._column_dim(conn)
+        assert row is not None
+        server, pgvector, database, db_bytes, vector_bytes, wal_level, hnsw = row
+        pool = self._pool.get_stats()
+        return {
+            "backend": "postgresql",
+            "url": display_url(self.url),
+            # SQLite's file path; here the database on the server.
+            "path": str(database),
+            "read_only": self.read_only,
+            "server_version": str(server),
+            "pgvector_version": None if pgvector is None else str(pgvector),
+            "schema_version": version,
+            # PostgreSQL always journals through its write-ahead log.
+            "journal_mode": "wal",
+            "wal_level": str(wal_level),
+            "database_bytes": int(db_bytes),
+            "vector_bytes": int(vector_bytes),
+            "vector_column_dim": dim,
+            "hnsw_index": bool(hnsw),
+            "pool_max": self._pool.max_size,
+            "pool_size": int(pool.get("pool_size", 0)),
+            "pool_available": int(pool.get("pool_available", 0)),
+        }
+
     def deep_check(self) -> list[IntegrityCheck]:
         with self._read() as conn:
 
@@ -65,7 +132,7 @@ class IntegrityMixin(PgBase):
 
     def _index_check(self, conn: Conn) -> IntegrityCheck:
         bad = [str(r[0]) for r in self._exec(conn, _BAD_INDEXES_SQL).fetchall()]
-        row = self._exec(conn, _COLUMN_DIM_SQL).fetchone()
+        row = self._exec(conn, COLUMN_DIM_SQL).fetchone()
         typed = row is not None and int(row[0]) > 0
         wants_hnsw = typed and row is not None and int(row[0]) <= HNSW_MAX_DIM
         hnsw = self._exec(conn, "SELECT to_regclass('memory_vectors_hnsw') IS NOT NULL").fetchone()
@@ -114,7 +181,7 @@ class IntegrityMixin(PgBase):
 
     def _vector_shape_check(self, conn: Conn) -> IntegrityCheck:
         models = [(str(m), int(d), int(n)) for m, d, n in self._exec(conn, MODELS_SQL).fetchall()]
-        row = self._exec(conn, _COLUMN_DIM_SQL).fetchone()
+        row = self._exec(conn, COLUMN_DIM_SQL).fetchone()
         column_dim = int(row[0]) if row is not None and int(row[0]) > 0 else None
         measured = self._exec(
             conn,

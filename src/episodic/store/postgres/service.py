@@ -18,58 +18,46 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 
 from episodic.errors import InvalidInput, NotFound, StoreError
 from episodic.model import Event, Memory, MemoryStatus, ScopeFilter, utcnow
-from episodic.store.base import (
-    ForgetCounts,
-    ForgetSpec,
-    HealthSnapshot,
-    ImportedFile,
-    RestoreResult,
-)
 from episodic.store.postgres.connection import Conn, PgBase, _has_nul
-from episodic.store.sql import scope_where
-from episodic.store.sqlite import (
-    _EVENT_COLUMNS,
-    _KEY_COLUMNS,
-    _MEMORY_COLUMNS,
-    _api_key,
-    _event,
-    _json,
-    _memory,
-    _memory_row,
-    _only_age,
-    _unique,
+from episodic.store.rows import (
+    api_key_from_row,
+    event_from_row,
+    json_text,
+    memory_from_row,
+    memory_row,
     ts_text,
+    unique,
+)
+from episodic.store.service import ForgetCounts, ForgetSpec, ImportedFile, RestoreResult
+from episodic.store.sql import (
+    EVENT_COLUMNS,
+    KEY_COLUMNS,
+    MEMORY_COLUMNS,
+    MEMORY_INSERT_COLUMNS,
+    scope_where,
+    update_memory_sql,
 )
 from episodic.tenancy import ApiKey
 
 # A memory's columns followed by its source events in the order they were stored, so one
 # query gives whole memories (``FROM memories m``).
 _MEMORY_WITH_SOURCES = (
-    f"{_MEMORY_COLUMNS}, (SELECT array_agg(s.event_id ORDER BY s.seq) FROM memory_sources s "
+    f"{MEMORY_COLUMNS}, (SELECT array_agg(s.event_id ORDER BY s.seq) FROM memory_sources s "
     "WHERE s.memory_id = m.id)"
 )
 _INSERT_MEMORY = (
-    "INSERT INTO memories (id, workspace_id, crew_id, agent_id, resource_id, conversation_id, "
-    "ts, type, severity, content, payload, base_importance, importance, reference_count, "
-    "last_referenced_at, status, created_at, updated_at, keys, content_hash, stability, "
-    "difficulty, last_reviewed_at, consolidated_at) VALUES "
-    f"({', '.join(['%s'] * 24)}) "
+    f"INSERT INTO memories ({', '.join(MEMORY_INSERT_COLUMNS)}) "
+    f"VALUES ({', '.join(['%s'] * len(MEMORY_INSERT_COLUMNS))}) "
     # A row already there is locked, not changed ("WHERE false"): restore then compares
     # and overwrites it with no other import or forget in between.
     "ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id WHERE false"
 )
-_UPDATE_MEMORY = (
-    "UPDATE memories SET crew_id = %s, agent_id = %s, resource_id = %s, conversation_id = %s, "
-    "ts = %s, type = %s, severity = %s, content = %s, payload = %s, base_importance = %s, "
-    "importance = %s, reference_count = %s, last_referenced_at = %s, status = %s, "
-    "created_at = %s, updated_at = %s, keys = %s, content_hash = %s, stability = %s, "
-    "difficulty = %s, last_reviewed_at = %s, consolidated_at = %s WHERE id = %s"
-)
+_UPDATE_MEMORY = update_memory_sql("%s")
 # The sets of ids one forget removes; dropped with its transaction.
 _FORGET_TABLES = ("forget_events", "forget_memories")
 _FORGOTTEN_MEMORIES = "(SELECT id FROM forget_memories)"
@@ -78,7 +66,7 @@ _FORGOTTEN_EVENTS = "(SELECT id FROM forget_events)"
 
 def _whole(row: Sequence[Any]) -> Memory:
     """A ``_MEMORY_WITH_SOURCES`` row as a memory."""
-    return _memory(row[:-1], row[-1] or ())
+    return memory_from_row(row[:-1], row[-1] or ())
 
 
 def _refuse_nul(obj: Memory | Event | ApiKey, prefix: str = "") -> None:
@@ -115,9 +103,9 @@ class ServiceMixin(PgBase):
             return None
         with self._read() as conn:
             row = self._exec(
-                conn, f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = %s", (key_hash,)
+                conn, f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = %s", (key_hash,)
             ).fetchone()
-        return None if row is None else _api_key(row)
+        return None if row is None else api_key_from_row(row)
 
     def api_keys(self, workspace_id: str | None = None) -> list[ApiKey]:
         if _has_nul(workspace_id):
@@ -125,9 +113,9 @@ class ServiceMixin(PgBase):
         where, params = ("WHERE workspace_id = %s", (workspace_id,)) if workspace_id else ("", ())
         with self._read() as conn:
             rows = self._exec(
-                conn, f"SELECT {_KEY_COLUMNS} FROM api_keys {where} ORDER BY created_at, id", params
+                conn, f"SELECT {KEY_COLUMNS} FROM api_keys {where} ORDER BY created_at, id", params
             ).fetchall()
-        return [_api_key(row) for row in rows]
+        return [api_key_from_row(row) for row in rows]
 
     def revoke_api_key(self, key_id: str, at: datetime) -> ApiKey | None:
         if _has_nul(key_id):
@@ -138,10 +126,10 @@ class ServiceMixin(PgBase):
             row = self._exec(
                 conn,
                 "UPDATE api_keys SET revoked_at = coalesce(revoked_at, %s) WHERE id = %s "
-                f"RETURNING {_KEY_COLUMNS}",
+                f"RETURNING {KEY_COLUMNS}",
                 (ts_text(at), key_id),
             ).fetchone()
-        return None if row is None else _api_key(row)
+        return None if row is None else api_key_from_row(row)
 
     # -- browsing --------------------------------------------------------------------
     def list_memories(
@@ -190,7 +178,7 @@ class ServiceMixin(PgBase):
     def events_with_episodes(
         self, workspace_id: str, ids: Sequence[str]
     ) -> list[tuple[Event, str | None]]:
-        wanted = [i for i in _unique(ids) if not _has_nul(i)]
+        wanted = [i for i in unique(ids) if not _has_nul(i)]
         if not wanted or _has_nul(workspace_id):
             return []
         with self._read() as conn:
@@ -198,40 +186,12 @@ class ServiceMixin(PgBase):
                 row[0]: row
                 for row in self._exec(
                     conn,
-                    f"SELECT {_EVENT_COLUMNS}, episode_id FROM events WHERE workspace_id = %s "
+                    f"SELECT {EVENT_COLUMNS}, episode_id FROM events WHERE workspace_id = %s "
                     "AND id = ANY(%s::text[])",
                     (workspace_id, wanted),
                 ).fetchall()
             }
-        return [(_event(rows[i]), rows[i][-1]) for i in wanted if i in rows]
-
-    def health_snapshots(
-        self, workspace_id: str, crew_id: str | None, limit: int
-    ) -> list[HealthSnapshot]:
-        if limit <= 0 or _has_nul(workspace_id, crew_id):
-            return []
-        with self._read() as conn:
-            rows = self._exec(
-                conn,
-                "SELECT snapshot_date, freshness, coverage, coherence, efficiency, reachability, "
-                "score FROM memory_health_snapshots WHERE workspace_id = %s AND crew_id = %s "
-                "ORDER BY snapshot_date DESC LIMIT %s",
-                (workspace_id, crew_id or "", limit),
-            ).fetchall()
-        return [
-            HealthSnapshot(
-                workspace_id=workspace_id,
-                crew_id=crew_id or None,
-                snapshot_date=date.fromisoformat(r[0]),
-                freshness=float(r[1]),
-                coverage=float(r[2]),
-                coherence=float(r[3]),
-                efficiency=float(r[4]),
-                reachability=float(r[5]),
-                score=float(r[6]),
-            )
-            for r in rows
-        ]
+        return [(event_from_row(rows[i]), rows[i][-1]) for i in wanted if i in rows]
 
     # -- markdown import -------------------------------------------------------------
     def restore(
@@ -246,7 +206,7 @@ class ServiceMixin(PgBase):
             _refuse_nul(event, "events.")
             if _has_nul(episode):
                 raise InvalidInput("events.episode_id", "cannot hold a NUL (0x00) character")
-        values = _memory_row(memory, now)
+        values = memory_row(memory, now)
         with self._write() as conn:
             events_inserted = self._executemany(
                 conn,
@@ -266,8 +226,8 @@ class ServiceMixin(PgBase):
                         e.type,
                         e.severity,
                         e.summary,
-                        _json("payload", e.payload),
-                        _json("refs", e.refs),
+                        json_text("payload", e.payload),
+                        json_text("refs", e.refs),
                         now,
                         episode,
                     )
@@ -299,7 +259,7 @@ class ServiceMixin(PgBase):
     def _restore_sources(self, conn: Conn, memory: Memory) -> None:
         """Store a memory's sources in order; each must be an event in the journal or its
         archive (the only guard: migration 4 dropped the foreign key)."""
-        wanted = _unique(memory.source_event_ids)
+        wanted = unique(memory.source_event_ids)
         if not wanted:
             return
         found = {
@@ -363,7 +323,7 @@ class ServiceMixin(PgBase):
                 )
 
     def delete_memories(self, workspace_id: str, ids: Sequence[str]) -> int:
-        wanted = [i for i in _unique(ids) if not _has_nul(i)]
+        wanted = [i for i in unique(ids) if not _has_nul(i)]
         if not wanted or _has_nul(workspace_id):
             return 0
         # Sources, vectors, edges and compaction records cascade; the tsvector is a column.
@@ -471,7 +431,7 @@ class ServiceMixin(PgBase):
         # Messages that stay but whose episode goes keep only their own keys.
         orphans = self._exec(
             conn,
-            f"SELECT {_EVENT_COLUMNS} FROM events WHERE workspace_id = %s AND type = 'message' "
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE workspace_id = %s AND type = 'message' "
             f"AND episode_id IN {_FORGOTTEN_MEMORIES} AND id NOT IN {_FORGOTTEN_EVENTS}",
             (ws,),
         ).fetchall()
@@ -486,7 +446,7 @@ class ServiceMixin(PgBase):
                 (
                     ts_text(utcnow()),
                     [row[0] for row in orphans],
-                    [rekey(_event(row)) for row in orphans],
+                    [rekey(event_from_row(row)) for row in orphans],
                     ws,
                 ),
             ).rowcount
@@ -567,7 +527,7 @@ class ServiceMixin(PgBase):
                 if getattr(spec, column):
                     clauses.append(f"{column} = %s")
                     review_params.append(getattr(spec, column))
-            if spec.before is not None and _only_age(spec):
+            if spec.before is not None and spec.age_only:
                 clauses.append("recalled_at < %s")
                 review_params.append(ts_text(spec.before))
             review_where = f"workspace_id = %s AND ({' OR '.join(clauses)})"

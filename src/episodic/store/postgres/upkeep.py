@@ -1,6 +1,7 @@
-"""PostgresStore: upkeep (see the package docstring).
+"""PostgresStore: the upkeep jobs' reads and writes (``UpkeepStore``; see
+``episodic.store.upkeep``). The review job's part is ``episodic.store.postgres.reviews``.
 
-Decay, reviews, consolidation, archive, compaction, retirement, health, nudges and
+Decay, consolidation, archive, compaction, retirement, health, nudges and
 leases: ``SqliteStore``'s behaviour, made safe for several processes sharing the
 database. Where SQLite relied on one writer at a time, claims here are row locks
 (``FOR UPDATE``, ``SKIP LOCKED`` where another worker may simply take other rows) or
@@ -19,8 +20,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
+
 from episodic.errors import InvalidInput, NotFound
-from episodic.model import Memory, utcnow
+from episodic.model import Memory, ScopeFilter, utcnow
 from episodic.scoring.decay import (
     DECAY_FLOOR,
     DECAY_HORIZON_DAYS,
@@ -28,31 +31,28 @@ from episodic.scoring.decay import (
     PROMINENCE_DECAY_FLOOR,
     REFERENCE_BOOST_DIVISOR,
 )
-from episodic.store.base import (
+from episodic.store.postgres.connection import Conn, PgBase, _has_nul
+from episodic.store.postgres.vectors import array_of
+from episodic.store.rows import (
+    json_text,
+    memory_from_row,
+    opt_ts,
+    parse_ts,
+    snapshot_from_row,
+    ts_text,
+    unique,
+)
+from episodic.store.sql import MEMORY_COLUMNS, SNAPSHOT_COLUMNS, scope_where
+from episodic.store.upkeep import (
+    ARCHIVE_PAYLOAD_CHARS,
+    DECAY_CHUNK_ROWS,
     ArchivedEvent,
     ConsolidationBacklog,
-    FsrsUpdate,
     HealthFacts,
     HealthSnapshot,
     Merge,
-    PendingReview,
-    Relation,
-    ReviewOutcome,
-    ReviewRequest,
 )
-from episodic.store.postgres.connection import Conn, PgBase
-from episodic.store.sqlite import (
-    _MEMORY_COLUMNS,
-    ARCHIVE_PAYLOAD_CHARS,
-    DECAY_CHUNK_ROWS,
-    _json,
-    _memory,
-    _opt_ts,
-    _parse_ts,
-    _pending_review,
-    _unique,
-    ts_text,
-)
+from episodic.store.vectors import Relation, Vector
 
 # ``episodic.scoring.decay``'s formulas in SQL, as SqliteStore's ``_DECAY_SQL`` but
 # without julianday(): the age comes from the text timestamps as exact epoch seconds.
@@ -76,16 +76,11 @@ _DECAY_SQL = {
     ),
 }
 
-_REVIEW_COLUMNS = (
-    "r.id, r.workspace_id, r.agent_id, r.crew_id, r.conversation_id, r.query, r.memory_ids, "
-    "r.cosines, r.recalled_at"
-)
-
 
 def _with_keys(payload: str, keys: Mapping[str, Any]) -> str:
     """A stored payload with ``keys`` set, as SQLite's json_set writes it (existing keys
     keep their place, new ones go last, compact separators)."""
-    return _json("payload", {**json.loads(payload), **keys})
+    return json_text("payload", {**json.loads(payload), **keys})
 
 
 class UpkeepMixin(PgBase):
@@ -132,137 +127,6 @@ class UpkeepMixin(PgBase):
                 changed += self._exec(conn, sql, params).rowcount
         return changed
 
-    # -- reviews ---------------------------------------------------------------------
-    def add_review(self, review: ReviewRequest) -> int:
-        with self._write() as conn:
-            row = self._exec(
-                conn,
-                "INSERT INTO memory_reviews (workspace_id, agent_id, crew_id, conversation_id, "
-                "query, memory_ids, cosines, recalled_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
-                "RETURNING id",
-                (
-                    review.workspace_id,
-                    review.agent_id,
-                    review.crew_id,
-                    review.conversation_id,
-                    review.query,
-                    json.dumps(list(review.memory_ids)),
-                    json.dumps(list(review.cosines)),
-                    ts_text(review.recalled_at),
-                ),
-            ).fetchone()
-        return int(row[0]) if row else 0
-
-    def claim_reviews(
-        self,
-        holder: str,
-        now: datetime,
-        *,
-        lease_s: float,
-        limit: int,
-        workspace_id: str | None = None,
-        agent_id: str | None = None,
-        conversation_id: str | None = None,
-        only_conversations: bool = False,
-        recalled_before: datetime | None = None,
-    ) -> list[PendingReview]:
-        if limit <= 0:
-            return []
-        narrow, params = "", []
-        for column, value in (
-            ("workspace_id", workspace_id),
-            ("agent_id", agent_id),
-            ("conversation_id", conversation_id),
-        ):
-            if value:
-                narrow += f" AND {column} = %s"
-                params.append(value)
-        if only_conversations:
-            narrow += " AND conversation_id IS NOT NULL"
-        if recalled_before is not None:
-            narrow += " AND recalled_at < %s"
-            params.append(ts_text(recalled_before))
-        # SKIP LOCKED: a row another claimer is taking is left to it; one it has just
-        # committed is re-checked against the new claimed_until and dropped.
-        with self._write() as conn:
-            rows = self._exec(
-                conn,
-                "WITH picked AS (SELECT id FROM memory_reviews WHERE reviewed_at IS NULL"
-                f" AND (claimed_until IS NULL OR claimed_until <= %s){narrow}"
-                " ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) "
-                "UPDATE memory_reviews r SET claimed_by = %s, claimed_until = %s "
-                f"FROM picked WHERE r.id = picked.id RETURNING {_REVIEW_COLUMNS}",
-                (
-                    ts_text(now),
-                    *params,
-                    limit,
-                    holder,
-                    ts_text(now + timedelta(seconds=lease_s)),
-                ),
-            ).fetchall()
-        return sorted((_pending_review(row) for row in rows), key=lambda r: r.id)
-
-    def release_reviews(self, holder: str, ids: Sequence[int]) -> None:
-        if not ids:
-            return
-        with self._write() as conn:
-            self._exec(
-                conn,
-                "UPDATE memory_reviews SET claimed_by = NULL, claimed_until = NULL "
-                "WHERE id = ANY(%s::bigint[]) AND claimed_by = %s AND reviewed_at IS NULL",
-                ([int(i) for i in ids], holder),
-            )
-
-    def finish_reviews(self, holder: str, outcomes: Sequence[ReviewOutcome], at: datetime) -> int:
-        if not outcomes:
-            return 0
-        stamp = ts_text(at)
-        with self._write() as conn:
-            # claimed_until > at: a claim that lapsed may already be someone else's.
-            return self._executemany(
-                conn,
-                "UPDATE memory_reviews SET reviewed_at = %s, outcome = %s, ratings = %s, "
-                "claimed_until = NULL WHERE id = %s AND claimed_by = %s AND claimed_until > %s "
-                "AND reviewed_at IS NULL",
-                [
-                    (
-                        stamp,
-                        o.outcome,
-                        json.dumps({"rated_by": o.rated_by, "ratings": dict(o.ratings)}),
-                        int(o.review_id),
-                        holder,
-                        stamp,
-                    )
-                    for o in outcomes
-                ],
-            )
-
-    def apply_reviews(self, workspace_id: str, updates: Sequence[FsrsUpdate]) -> int:
-        if not updates:
-            return 0
-        now = ts_text(utcnow())
-        with self._write() as conn:
-            # The compare-and-set is in the WHERE: a concurrent job's committed update is
-            # re-checked after its row lock is released, and this one then changes nothing.
-            return self._executemany(
-                conn,
-                "UPDATE memories SET stability = %s, difficulty = %s, last_reviewed_at = %s, "
-                "updated_at = %s WHERE workspace_id = %s AND id = %s "
-                "AND last_reviewed_at IS NOT DISTINCT FROM %s",
-                [
-                    (
-                        float(u.stability),
-                        float(u.difficulty),
-                        ts_text(u.reviewed_at),
-                        now,
-                        workspace_id,
-                        u.memory_id,
-                        None if u.expected_last_review is None else ts_text(u.expected_last_review),
-                    )
-                    for u in updates
-                ],
-            )
-
     # -- consolidation ---------------------------------------------------------------
     def scan_memories(
         self,
@@ -290,12 +154,12 @@ class UpkeepMixin(PgBase):
         with self._read() as conn:
             rows = self._exec(
                 conn,
-                f"SELECT seq, {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(clauses)} "
+                f"SELECT seq, {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(clauses)} "
                 f"ORDER BY seq {order} LIMIT %s",
                 (*params, limit),
             ).fetchall()
             sources = self._upkeep_sources(conn, [r[1] for r in rows])
-        page = [_memory(row[1:], sources.get(row[1], ())) for row in rows]
+        page = [memory_from_row(row[1:], sources.get(row[1], ())) for row in rows]
         next_cursor = int(rows[-1][0]) if len(rows) == limit else 0
         return page, next_cursor
 
@@ -342,7 +206,7 @@ class UpkeepMixin(PgBase):
                 raise InvalidInput(
                     "workspace_id", f"memory {m.id} is not of the workspace {workspace_id}"
                 )
-        wanted = _unique(members)
+        wanted = unique(members)
         now = ts_text(utcnow())
         with self._write() as conn:
             # The claim: lock the members (in id order, so two consolidations naming
@@ -408,7 +272,7 @@ class UpkeepMixin(PgBase):
         return int(row[0]) if row else 0
 
     def archived_events(self, workspace_id: str, ids: Sequence[str]) -> list[ArchivedEvent]:
-        wanted = _unique(ids)
+        wanted = unique(ids)
         if not wanted:
             return []
         with self._read() as conn:
@@ -426,12 +290,12 @@ class UpkeepMixin(PgBase):
             ArchivedEvent(
                 id=r[0],
                 workspace_id=r[1],
-                ts=_parse_ts(r[2]),
+                ts=parse_ts(r[2]),
                 type=r[3],
                 severity=r[4],
                 summary=r[5],
                 payload=r[6],
-                archived_at=_parse_ts(r[7]),
+                archived_at=parse_ts(r[7]),
                 agent_id=r[8],
                 crew_id=r[9],
                 resource_id=r[10],
@@ -447,7 +311,7 @@ class UpkeepMixin(PgBase):
         stamp, now = ts_text(at), ts_text(utcnow())
         with self._write() as conn:
             for merge in merges:
-                ids = _unique([merge.survivor_id, *(loser for loser, _ in merge.losers)])
+                ids = unique([merge.survivor_id, *(loser for loser, _ in merge.losers)])
                 # Locked, then re-checked by PostgreSQL: a memory compacted or retired by
                 # another process meanwhile drops out and the merge is skipped.
                 found = {
@@ -525,7 +389,7 @@ class UpkeepMixin(PgBase):
         return applied
 
     def compacted_into(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str]:
-        wanted = _unique(ids)
+        wanted = unique(ids)
         if not wanted:
             return {}
         with self._read() as conn:
@@ -592,7 +456,7 @@ class UpkeepMixin(PgBase):
                 continue  # memories of no crew count only in the workspace's row
             median: float | None = None
             if lower is not None and upper is not None:
-                ages = [(now - _parse_ts(t)).total_seconds() / 86_400.0 for t in (lower, upper)]
+                ages = [(now - parse_ts(t)).total_seconds() / 86_400.0 for t in (lower, upper)]
                 median = sum(ages) / len(ages)
             facts[None if whole else crew] = HealthFacts(
                 active=int(active),
@@ -601,6 +465,24 @@ class UpkeepMixin(PgBase):
                 median_age_days=median,
             )
         return {k: facts[k] for k in sorted(facts, key=lambda c: (c is not None, c or ""))}
+
+    def vector_matrix(self, flt: ScopeFilter) -> Vector:
+        where, params = scope_where(flt, alias="m", mark="%s")
+        sql = (
+            "SELECT v.vector FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
+            f"WHERE v.workspace_id = %s AND {where} AND m.status = 'active' ORDER BY v.seq"
+        )
+        args = (flt.workspace_id, *params)
+        with self._read() as conn:
+            if self._tracer is not None:
+                self._tracer(sql, args)
+            # Binary: a whole workspace's vectors, parsed from text, cost several times more.
+            with conn.cursor(binary=True) as cur:
+                rows = cur.execute(sql, args).fetchall()
+        if not rows:
+            return np.zeros((0, 0), np.float32)
+        matrix: Vector = np.stack([array_of(r[0]) for r in rows])
+        return matrix
 
     def put_health_snapshot(self, snapshot: HealthSnapshot) -> None:
         with self._write() as conn:
@@ -625,6 +507,21 @@ class UpkeepMixin(PgBase):
                     snapshot.score,
                 ),
             )
+
+    def health_snapshots(
+        self, workspace_id: str, crew_id: str | None, limit: int
+    ) -> list[HealthSnapshot]:
+        if limit <= 0 or _has_nul(workspace_id, crew_id):
+            return []
+        with self._read() as conn:
+            rows = self._exec(
+                conn,
+                f"SELECT {SNAPSHOT_COLUMNS} FROM memory_health_snapshots "
+                "WHERE workspace_id = %s AND crew_id = %s "
+                "ORDER BY snapshot_date DESC LIMIT %s",
+                (workspace_id, crew_id or "", limit),
+            ).fetchall()
+        return [snapshot_from_row(workspace_id, crew_id, r) for r in rows]
 
     # -- nudges ----------------------------------------------------------------------
     def events_since_memory_update(self, workspace_id: str, agent_id: str, cap: int) -> int:
@@ -712,7 +609,7 @@ class UpkeepMixin(PgBase):
                     ts_text(started_at),
                     ts_text(finished_at),
                     status,
-                    _json("detail", detail),
+                    json_text("detail", detail),
                 ),
             )
 
@@ -724,4 +621,4 @@ class UpkeepMixin(PgBase):
                 "AND status = 'ok'",
                 (job, scope),
             ).fetchone()
-        return _opt_ts(row[0]) if row else None
+        return opt_ts(row[0]) if row else None

@@ -1,4 +1,6 @@
-"""SQLite's part of ``episodic doctor --deep`` (see ``episodic.store.integrity``).
+"""SqliteStore: what ``episodic doctor`` reads: ``stats``, ``meta`` and the deep check
+(``episodic doctor --deep``; the checks both backends share are
+``episodic.store.integrity``). SQLite's own checks:
 
 - ``sqlite.integrity``: ``PRAGMA integrity_check`` (every page, every index entry).
 - ``fts.integrity``: FTS5's own ``integrity-check`` command with rank 1, which also
@@ -16,12 +18,14 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from episodic.store.base import StoreStats
 from episodic.store.dense import LE_FLOAT32
 from episodic.store.integrity import (
     ERROR,
@@ -35,7 +39,8 @@ from episodic.store.integrity import (
     portable_checks,
     verdict,
 )
-from episodic.store.migrations import FTS_TOKENIZER
+from episodic.store.migrations import FTS_TOKENIZER, current_version
+from episodic.store.sqlite.connection import SqliteBase, map_errors
 
 Execute = Callable[[str], sqlite3.Cursor]
 
@@ -186,3 +191,77 @@ def read_checks(execute: Execute) -> list[IntegrityCheck]:
         vector_shape_check(execute),
         *portable_checks(count),
     ]
+
+
+class IntegrityMixin(SqliteBase):
+    def stats(self, workspace_id: str | None = None) -> StoreStats:
+        where, params = ("WHERE workspace_id = ?", (workspace_id,)) if workspace_id else ("", ())
+        both = "AND workspace_id = ?" if workspace_id else ""
+        with self._read():
+            events = self._execute(f"SELECT count(*) FROM events {where}", params).fetchone()[0]
+            memories, active = self._execute(
+                "SELECT count(*), coalesce(sum(status = 'active'), 0) FROM memories " + where,
+                params,
+            ).fetchone()
+            vectors = self._execute(
+                f"SELECT count(*) FROM memory_vectors {where}", params
+            ).fetchone()[0]
+            pending = self._execute(
+                "SELECT count(*) FROM memories WHERE has_vector = 0 AND status = 'active' " + both,
+                params,
+            ).fetchone()[0]
+            model = self._stored_model()
+            version = current_version(self._conn)
+        return StoreStats(
+            events=int(events),
+            memories=int(memories),
+            active_memories=int(active),
+            vectors=int(vectors),
+            pending_vectors=int(pending),
+            vector_model=None if model is None else model[0],
+            vector_dim=None if model is None else model[1],
+            schema_version=version,
+        )
+
+    def deep_check(self) -> list[IntegrityCheck]:
+        def execute(sql: str) -> sqlite3.Cursor:
+            return self._execute(sql)
+
+        with self._read():
+            checks = read_checks(execute)
+        if self.read_only:
+            engine = fts_engine_check(execute, writable=False)
+        else:
+            # FTS5's check is an INSERT: a short write transaction of its own.
+            with self._write():
+                engine = fts_engine_check(execute, writable=True)
+        return [checks[0], engine, *checks[1:]]
+
+    def meta(self) -> dict[str, Any]:
+        with self._lock, map_errors():
+            self._check_open()
+
+            def pragma(name: str) -> Any:
+                return self._execute(f"PRAGMA {name}").fetchone()[0]
+
+            facts: dict[str, Any] = {
+                "backend": "sqlite",
+                "url": self.url,
+                "path": self.path,
+                "read_only": self.read_only,
+                "sqlite_version": sqlite3.sqlite_version,
+                "schema_version": current_version(self._conn),
+                "journal_mode": pragma("journal_mode"),
+                "page_size": int(pragma("page_size")),
+                "page_count": int(pragma("page_count")),
+                "freelist_count": int(pragma("freelist_count")),
+                "file_bytes": 0,
+                "wal_bytes": 0,
+            }
+        if not self.in_memory:
+            for key, suffix in (("file_bytes", ""), ("wal_bytes", "-wal")):
+                try:
+                    facts[key] = os.path.getsize(self.path + suffix)
+                except OSError:
+                    facts[key] = 0
+        return facts

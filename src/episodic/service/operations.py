@@ -1,8 +1,9 @@
-"""The service's operator-facing methods (issue 6), mixed into ``Episodic``.
+"""The service's operator area: API keys, browsing and editing memories one by one,
+remembering a note directly, forgetting, and markdown export/import.
 
-API keys, browsing and editing memories one by one, remembering a note directly,
-forgetting, and markdown export/import. The HTTP API, the MCP server, the operator's page
-and the CLI all call these; none of them touches the store.
+The HTTP API, the MCP server, the operator's page and the CLI all reach these through
+``Episodic``; none of them touches the store. A caller acting for an API key sees only
+what the key's scope allows, and finds no trace of the rest (``NotFound``, never a hint).
 """
 
 from __future__ import annotations
@@ -10,19 +11,17 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import logging
-import os
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from episodic.config import Settings
-from episodic.errors import Forbidden, InvalidInput, NotFound, StoreError, Unauthenticated
+from episodic.errors import Forbidden, InvalidInput, NotFound, Unauthenticated
 from episodic.model import Event, Memory, MemoryStatus, Role, ScopeFilter
-from episodic.store.base import ForgetCounts, ForgetSpec, Store
+from episodic.service.context import Context
+from episodic.service.writing import Writing
+from episodic.store.service import ForgetCounts, ForgetSpec
 from episodic.store.sql import scope_allows
 from episodic.tenancy import (
     KEY_PREFIX,
@@ -32,18 +31,12 @@ from episodic.tenancy import (
     new_secret,
     parse_role,
 )
-from episodic.write.episodes import EPISODE_TYPE
 from episodic.write.events import parse_event
 from episodic.write.journal import memory_from_event
 from episodic.write.messages import MESSAGE_TYPE, message_keys, message_of
 
 if TYPE_CHECKING:
-    from episodic.embed.base import Embedder
     from episodic.portable import ExportReport, ImportReport
-    from episodic.recall.engine import QueryVectors
-    from episodic.write.indexer import SweepResult
-
-log = logging.getLogger("episodic")
 
 # n8n's provenance values (seed 004) for a remembered note that cites its evidence.
 SOURCES = ("user_assertion", "user_accepted_assistant_proposal", "verified_assistant_finding")
@@ -51,65 +44,6 @@ MAX_PAGE = 200
 DEFAULT_PAGE = 50
 MAX_SECRET_CHARS = 200
 REMEMBER_TYPE = "note"
-
-
-MARK_FLUSH_S = 1.0
-
-
-class ReferenceBuffer:
-    """Reference marks waiting to be written: (workspace, memory) -> how many recalls
-    returned it, and the time of the last. A background thread writes them every
-    ``interval_s`` seconds; ``stop`` writes what is left."""
-
-    def __init__(self, store: Store, interval_s: float) -> None:
-        self.store = store
-        self.interval_s = interval_s
-        self._pending: dict[str, dict[str, int]] = {}
-        self._last: dict[str, datetime] = {}
-        self._lock = threading.Lock()
-        self._flushing = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def add(self, workspace: str, ids: list[str], at: datetime) -> None:
-        if not ids:
-            return
-        with self._lock:
-            counts = self._pending.setdefault(workspace, {})
-            for memory_id in ids:
-                counts[memory_id] = counts.get(memory_id, 0) + 1
-            self._last[workspace] = at
-
-    def flush(self) -> None:
-        # Held while a batch is written: flush() returns only once every mark added before
-        # it is stored, even when the background thread had already taken them.
-        with self._flushing:
-            with self._lock:
-                pending, last = self._pending, self._last
-                self._pending, self._last = {}, {}
-            for workspace, counts in pending.items():
-                # mark_referenced adds 1 per id: a memory returned n times goes in n rounds.
-                for level in range(1, max(counts.values()) + 1):
-                    ids = [i for i, n in counts.items() if n >= level]
-                    try:
-                        self.store.mark_referenced(workspace, ids, last[workspace])
-                    except StoreError as exc:
-                        log.warning("reference marks for %s not written: %s", workspace, exc)
-                        break
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.flush()
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="episodic-marks", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
-        self.flush()
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,59 +105,9 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 class Operations:
-    """Mixed into ``Episodic``; relies on the attributes declared here."""
-
-    store: Store
-    settings: Settings
-    clock: Callable[[], datetime]
-    _query_vectors: QueryVectors | None
-    _marks: ReferenceBuffer | None = None
-
-    def defer_marks(self, interval_s: float = MARK_FLUSH_S) -> None:
-        """Batch the reference marks of recalls and write them every ``interval_s``
-        seconds instead of once per recall (a long-running server: one write transaction
-        per recall would serialise every reader behind the writer)."""
-        if self._marks is None:
-            self._marks = ReferenceBuffer(self.store, interval_s)
-            self._marks.start()
-
-    def flush_marks(self, *, stop: bool = False) -> None:
-        """Write the batched marks now (and stop batching with ``stop``)."""
-        marks = self._marks
-        if marks is None:
-            return
-        if stop:
-            self._marks = None
-            marks.stop()
-        else:
-            marks.flush()
-
-    def batch_query_embeddings(self) -> None:
-        """Let concurrent recalls share model calls for their query embeddings (a server
-        with many clients; see ``episodic.embed.batching``). Off with
-        EPISODIC_QUERY_BATCHING=0."""
-        from episodic.embed.batching import BatchingEmbedder
-        from episodic.recall.engine import QueryVectors
-
-        embedder = self.embedder
-        if embedder is None or os.environ.get("EPISODIC_QUERY_BATCHING", "1") == "0":
-            return
-        self._query_vectors = QueryVectors(BatchingEmbedder(embedder))
-
-    def _forget_query_cache(self) -> None:
-        # Recent query embeddings are keyed by query text: drop them with the data.
-        if self._query_vectors is not None:
-            old = self._query_vectors
-            self._query_vectors = type(old)(old.embedder, old.size)
-
-    if TYPE_CHECKING:
-
-        def index_one(self, workspace_id: str, memory_id: str) -> bool: ...
-
-        def index_once(self) -> SweepResult: ...
-
-        @property
-        def embedder(self) -> Embedder | None: ...
+    def __init__(self, ctx: Context, writing: Writing) -> None:
+        self.ctx = ctx
+        self.writing = writing
 
     # -- API keys ----------------------------------------------------------------------
     def create_key(
@@ -250,16 +134,19 @@ class Operations:
             agent_id=agent,
             crew_id=crew,
             label=label,
-            created_at=self.clock(),
+            created_at=self.ctx.clock(),
         )
-        self.store.add_api_key(key, hash_secret(secret))
+        self.ctx.store.add_api_key(key, hash_secret(secret))
         return key, secret
 
     def list_keys(self, workspace: str | None = None) -> list[ApiKey]:
-        return self.store.api_keys(workspace)
+        """Every key (of one workspace), oldest first, revoked ones included."""
+        return self.ctx.store.api_keys(workspace)
 
     def revoke_key(self, key_id: str) -> ApiKey:
-        key = self.store.revoke_api_key(key_id, self.clock())
+        """Revoke a key (a second revoke keeps the first time); ``NotFound`` for no such
+        key."""
+        key = self.ctx.store.revoke_api_key(key_id, self.ctx.clock())
         if key is None:
             raise NotFound(key_id)
         return key
@@ -271,7 +158,7 @@ class Operations:
             raise Unauthenticated("an API key is required: send Authorization: Bearer <key>")
         if not secret.startswith(KEY_PREFIX) or len(secret) > MAX_SECRET_CHARS:
             raise Unauthenticated("unknown or revoked API key")
-        key = self.store.api_key_by_hash(hash_secret(secret))
+        key = self.ctx.store.api_key_by_hash(hash_secret(secret))
         if key is None or not key.active:
             raise Unauthenticated("unknown or revoked API key")
         return Principal(key)
@@ -291,7 +178,7 @@ class Operations:
             raise InvalidInput("limit", f"must be 1-{MAX_PAGE}")
         statuses = None if status is None else [_status(status)]
         before = None if cursor is None else decode_cursor(cursor)
-        items = self.store.list_memories(flt, limit + 1, statuses=statuses, before=before)
+        items = self.ctx.store.list_memories(flt, limit + 1, statuses=statuses, before=before)
         more = len(items) > limit
         items = items[:limit]
         return MemoryPage(items, encode_cursor(items[-1]) if more and items else None)
@@ -299,20 +186,20 @@ class Operations:
     def memory(self, flt: ScopeFilter, memory_id: str) -> Memory:
         """One memory ``flt`` can see; ``NotFound`` otherwise (also for another
         workspace's or another agent's id: no existence hints)."""
-        found = self.store.get_memories(flt.workspace_id, [memory_id])
+        found = self.ctx.store.get_memories(flt.workspace_id, [memory_id])
         if not found or not scope_allows(flt, found[0]):
             raise NotFound(memory_id)
         return found[0]
 
     def memories(self, flt: ScopeFilter, ids: list[str]) -> list[Memory]:
         """Those of ``ids`` that ``flt`` can see, in the order asked."""
-        found = self.store.get_memories(flt.workspace_id, ids)
+        found = self.ctx.store.get_memories(flt.workspace_id, ids)
         return [m for m in found if scope_allows(flt, m)]
 
     def retire(self, flt: ScopeFilter, memory_id: str) -> Memory:
         """Mark a memory retired: kept, exported, never recalled again."""
         self.memory(flt, memory_id)
-        return self.store.set_status(flt.workspace_id, memory_id, MemoryStatus.RETIRED)
+        return self.ctx.store.set_status(flt.workspace_id, memory_id, MemoryStatus.RETIRED)
 
     def remember(
         self,
@@ -347,7 +234,7 @@ class Operations:
             body["source"] = source
         if evidence is not None:
             body["evidence"] = evidence
-        now = self.clock()
+        now = self.ctx.clock()
         event = parse_event(
             {
                 "id": id,
@@ -361,23 +248,15 @@ class Operations:
                 "payload": body,
                 "refs": {"episodic": True},
             },
-            settings=self.settings,
+            settings=self.ctx.settings,
             now=now,
         )
-        memory = memory_from_event(event, now, keys=self.settings.key_expansion)
+        memory = memory_from_event(event, now, keys=self.ctx.settings.key_expansion)
         if importance is not None:
             memory = replace(memory, base_importance=importance, importance=importance)
-        self.store.append([event], [memory])
-        self.index_one(event.workspace_id, event.id)
-        return self.store.get_memory(event.workspace_id, event.id)
-
-    def recent_in(self, flt: ScopeFilter, limit: int = 10) -> list[Memory]:
-        """The newest episodes ``flt`` can see, newest first (``recent`` under a key's
-        scope)."""
-        if limit <= 0:
-            raise InvalidInput("limit", "must be a positive number of episodes")
-        found = self.store.search_recent(flt, limit, types=(EPISODE_TYPE,))
-        return self.store.get_memories(flt.workspace_id, [c.memory_id for c in found])
+        self.ctx.store.append([event], [memory])
+        self.writing.index_one(event.workspace_id, event.id)
+        return self.ctx.store.get_memory(event.workspace_id, event.id)
 
     # -- forgetting ----------------------------------------------------------------------
     def forget(
@@ -408,10 +287,10 @@ class Operations:
             if not older_than_days > 0:
                 raise InvalidInput("older_than_days", "must be a positive number of days")
             try:
-                before = self.clock() - timedelta(days=older_than_days)
+                before = self.ctx.clock() - timedelta(days=older_than_days)
             except OverflowError:
                 raise InvalidInput("older_than_days", "too large") from None
-        expand = self.settings.key_expansion
+        expand = self.ctx.settings.key_expansion
 
         def rekey(event: Event) -> str:
             if not expand:
@@ -419,7 +298,7 @@ class Operations:
             message = message_of(event)
             return message_keys(message.name, message.role, message.ts)
 
-        counts = self.store.forget(
+        counts = self.ctx.store.forget(
             ForgetSpec(
                 workspace_id=workspace,
                 agent_id=agent,
@@ -430,7 +309,7 @@ class Operations:
             ),
             rekey=rekey,
         )
-        self._forget_query_cache()
+        self.ctx.models.forget_query_cache()
         return counts
 
     def forget_memory_as(self, caller: Principal, memory_id: str) -> ForgetCounts:
@@ -444,7 +323,7 @@ class Operations:
     def retire_as(self, caller: Principal, memory_id: str) -> Memory:
         """Retire one memory on behalf of a key; the same rule as ``forget_memory_as``."""
         self._owned_by(caller, memory_id, "retire")
-        return self.store.set_status(caller.workspace_id, memory_id, MemoryStatus.RETIRED)
+        return self.ctx.store.set_status(caller.workspace_id, memory_id, MemoryStatus.RETIRED)
 
     def _owned_by(self, caller: Principal, memory_id: str, verb: str) -> Memory:
         if not caller.is_admin and caller.key.agent_id is None:
@@ -461,15 +340,15 @@ class Operations:
         """Write memories as markdown files with YAML frontmatter (seed 001)."""
         from episodic.portable import export_markdown
 
-        return export_markdown(self.store, Path(directory), workspace=workspace)
+        return export_markdown(self.ctx.store, Path(directory), workspace=workspace)
 
     def import_markdown(self, directory: str | Path, *, mirror: bool = False) -> ImportReport:
         """Read markdown memories back (only files changed since the last import), then
         embed what changed; ``mirror`` also removes memories no file holds."""
         from episodic.portable import import_markdown
 
-        report = import_markdown(self.store, Path(directory), mirror=mirror)
-        result = self.index_once()
+        report = import_markdown(self.ctx.store, Path(directory), mirror=mirror)
+        result = self.writing.index_once()
         return replace(report, embedded=result.embedded, embed_error=result.error)
 
 

@@ -1,4 +1,4 @@
-"""The Store contract for upkeep (issue 5): decay, reviews, consolidation, archive,
+"""The Store contract for upkeep: decay, reviews, consolidation, archive,
 compaction, retirement, health, nudges and leases.
 
 ``StoreContract`` inherits it, so every backend bound to the store contract runs it too.
@@ -24,7 +24,7 @@ from episodic.store.base import (
     ReviewRequest,
     Store,
 )
-from store_contract import DIM, MODEL, T0, event, memory_of, remember, vec
+from store_contract.helpers import DIM, MODEL, T0, event, memory_of, remember, vec
 
 NOW = T0 + timedelta(days=400)
 
@@ -38,7 +38,7 @@ def aged(id: str, days: float, *, ws: str = "acme", **fields: object) -> Event:
 DECAY_CASES = [(d, r) for d in (1, 180, 365) for r in (0, 1, 7)]
 
 
-class UpkeepStoreContract:
+class UpkeepContract:
     # -- decay -------------------------------------------------------------------------
     @pytest.mark.parametrize("formula", ["crewship", "prominence"])
     def test_decay_matches_the_scoring_formula_row_by_row(self, store: Store, formula: str) -> None:

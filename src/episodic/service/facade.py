@@ -1,0 +1,218 @@
+"""``Episodic``: the one object every interface (Python API, CLI, HTTP, MCP) calls.
+
+It is composed of area objects, each in its own module, and forwards each public method
+to the area that implements it (the method's docstring is there):
+
+- ``writing``: the journal, chat messages, segmentation into episodes, the indexer
+- ``recalling``: recall, the injection block, the newest episodes, reference marks
+- ``upkeep``: decay, reviews, consolidation, compaction, health, and their schedule
+- ``operations``: API keys, memories one by one, remember, forget, markdown
+- ``models``: the embedder and the LLM, and what is built on them
+- ``doctor``: the checks of ``episodic doctor``
+
+What spans areas stays here: opening and closing, and the indexer's follow-up after a
+sweep (segment idle conversations, then consolidate a flashbulb at once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from types import TracebackType
+from typing import Concatenate, Generic, ParamSpec, TypeVar, overload
+
+from episodic.config import Settings
+from episodic.embed.base import Embedder
+from episodic.llm.base import LLM
+from episodic.model import utcnow
+from episodic.service.context import Context
+from episodic.service.doctor import DoctorReport, run_doctor
+from episodic.service.models import UNSET, Models, _Unset
+from episodic.service.operations import Operations
+from episodic.service.recalling import Recalling
+from episodic.service.upkeep import Upkeep
+from episodic.service.writing import Writing
+from episodic.store import open_store
+from episodic.store.base import Store, StoreStats
+
+P = ParamSpec("P")
+R = TypeVar("R")
+AreaT = TypeVar("AreaT")
+
+
+class Forward(Generic[AreaT, P, R]):
+    """A facade method that is an area's method: ``recall = Forward("_recalling",
+    Recalling.recall)`` makes ``mem.recall`` the bound ``mem._recalling.recall``, with
+    its signature and docstring (type checkers see the area method's parameters)."""
+
+    def __init__(self, area: str, method: Callable[Concatenate[AreaT, P], R]) -> None:
+        self.area = area
+        self.name = method.__name__
+        self.__doc__ = method.__doc__
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Forward[AreaT, P, R]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type) -> Callable[P, R]: ...
+
+    def __get__(self, obj: object | None, owner: type) -> Forward[AreaT, P, R] | Callable[P, R]:
+        if obj is None:
+            return self
+        bound: Callable[P, R] = getattr(getattr(obj, self.area), self.name)
+        return bound
+
+
+class Episodic:
+    """Episodic memory for agents. Use as a context manager, or call ``close()``."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        embedder: Embedder | _Unset | None = UNSET,
+        settings: Settings | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        llm: LLM | _Unset | None = UNSET,
+    ) -> None:
+        settings = settings or Settings.from_env()
+        # Looked up when a sweep ends, not now: a caller may replace the follow-up.
+        self._models = Models(
+            store, settings, embedder=embedder, llm=llm, after_sweep=lambda: self._segment_quietly()
+        )
+        self._ctx = Context(store=store, settings=settings, clock=clock, models=self._models)
+        self._writing = Writing(self._ctx)
+        self._recalling = Recalling(self._ctx)
+        self._upkeep = Upkeep(self._ctx)
+        self._operations = Operations(self._ctx, self._writing)
+
+    @classmethod
+    def open(
+        cls,
+        db_url: str | None = None,
+        *,
+        settings: Settings | None = None,
+        embedder: Embedder | _Unset | None = UNSET,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> Episodic:
+        settings = settings or Settings.from_env()
+        store = open_store(db_url or settings.db_url)
+        return cls(store=store, embedder=embedder, settings=settings, clock=clock)
+
+    # -- what every area shares --------------------------------------------------------
+    @property
+    def store(self) -> Store:
+        return self._ctx.store
+
+    @property
+    def settings(self) -> Settings:
+        return self._ctx.settings
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        return self._ctx.clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], datetime]) -> None:
+        self._ctx.clock = clock
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The configured embedder, created on first use; None means sparse-only."""
+        return self._models.embedder
+
+    @property
+    def llm(self) -> LLM | None:
+        """The configured LLM (EPISODIC_LLM_URL/MODEL), created on first use; None = the
+        offline fallbacks run."""
+        return self._models.llm
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def close(self) -> None:
+        self._upkeep.stop()
+        self._models.stop()
+        self._ctx.store.close()
+
+    def __enter__(self) -> Episodic:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _segment_quietly(self) -> None:
+        # The sweeper's follow-up: conversations idle past the hard gap become episodes
+        # without anyone flushing them; a flashbulb among them is consolidated at once.
+        report = self.segment()
+        if report.episodes:
+            self.consolidate_if_due()
+
+    def stats(self, workspace: str | None = None) -> StoreStats:
+        return self._ctx.store.stats(workspace)
+
+    def doctor(self, *, deep: bool = False) -> DoctorReport:
+        """Check the database and the embedder. ``deep`` also checks that the keyword
+        index, the vectors and the link tables agree with the journal and the memories
+        (``Store.deep_check``; it reads every row)."""
+        return run_doctor(self._ctx, deep=deep)
+
+    # -- the models (episodic.service.models) ----------------------------------------
+    embedder_status = Forward("_models", Models.embedder_status)
+    warn_if_sparse_only = Forward("_models", Models.warn_if_sparse_only)
+    indexer = Forward("_models", Models.indexer)
+    batch_query_embeddings = Forward("_models", Models.batch_query_embeddings)
+
+    # -- writing (episodic.service.writing) ------------------------------------------
+    ingest = Forward("_writing", Writing.ingest)
+    ingest_lines = Forward("_writing", Writing.ingest_lines)
+    add_event = Forward("_writing", Writing.add_event)
+    add_message = Forward("_writing", Writing.add_message)
+    episode_writer = Forward("_writing", Writing.episode_writer)
+    segment = Forward("_writing", Writing.segment)
+    index_once = Forward("_writing", Writing.index_once)
+    index_one = Forward("_writing", Writing.index_one)
+    start_indexer = Forward("_writing", Writing.start_indexer)
+    reindex = Forward("_writing", Writing.reindex)
+
+    # -- recalling (episodic.service.recalling) ----------------------------------------
+    recall = Forward("_recalling", Recalling.recall)
+    render = Forward("_recalling", Recalling.render)
+    render_explained = Forward("_recalling", Recalling.render_explained)
+    recent = Forward("_recalling", Recalling.recent)
+    recent_in = Forward("_recalling", Recalling.recent_in)
+    defer_marks = Forward("_recalling", Recalling.defer_marks)
+    flush_marks = Forward("_recalling", Recalling.flush_marks)
+
+    # -- upkeep (episodic.service.upkeep) ----------------------------------------------
+    decay = Forward("_upkeep", Upkeep.decay)
+    review = Forward("_upkeep", Upkeep.review)
+    run_reviews = Forward("_upkeep", Upkeep.run_reviews)
+    consolidate = Forward("_upkeep", Upkeep.consolidate)
+    consolidate_if_due = Forward("_upkeep", Upkeep.consolidate_if_due)
+    compact = Forward("_upkeep", Upkeep.compact)
+    retire_phase = Forward("_upkeep", Upkeep.retire_phase)
+    archived_events = Forward("_upkeep", Upkeep.archived_events)
+    health_snapshot = Forward("_upkeep", Upkeep.health_snapshot)
+    memory_health = Forward("_upkeep", Upkeep.memory_health)
+    memory_nudge = Forward("_upkeep", Upkeep.memory_nudge)
+    scheduler = Forward("_upkeep", Upkeep.scheduler)
+
+    # -- operations (episodic.service.operations) --------------------------------------
+    create_key = Forward("_operations", Operations.create_key)
+    list_keys = Forward("_operations", Operations.list_keys)
+    revoke_key = Forward("_operations", Operations.revoke_key)
+    authenticate = Forward("_operations", Operations.authenticate)
+    list_memories = Forward("_operations", Operations.list_memories)
+    memory = Forward("_operations", Operations.memory)
+    memories = Forward("_operations", Operations.memories)
+    retire = Forward("_operations", Operations.retire)
+    retire_as = Forward("_operations", Operations.retire_as)
+    remember = Forward("_operations", Operations.remember)
+    forget = Forward("_operations", Operations.forget)
+    forget_memory_as = Forward("_operations", Operations.forget_memory_as)
+    export_markdown = Forward("_operations", Operations.export_markdown)
+    import_markdown = Forward("_operations", Operations.import_markdown)

@@ -1,0 +1,187 @@
+"""The models behind the service: the embedder and the LLM, each created on first use,
+and what is built on them (the query-vector cache and the indexer).
+
+No embedder is not an error: recall runs sparse-only (keyword recall, no vectors), and
+says so once where a long-running interface starts (``warn_if_sparse_only``) and in
+``doctor``. No LLM runs the offline fallbacks of every LLM step.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+from collections.abc import Callable
+
+from episodic.config import Settings
+from episodic.embed import CachedEmbedder, make_embedder
+from episodic.embed.base import Embedder
+from episodic.errors import EmbedderError, ModelMismatch
+from episodic.llm.base import LLM
+from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR, QueryVectors
+from episodic.store.base import Store
+from episodic.write.indexer import Indexer
+
+log = logging.getLogger("episodic")
+
+
+class _Unset(enum.Enum):
+    UNSET = "UNSET"
+
+
+UNSET = _Unset.UNSET  # "not given": take it from the settings (None means "off")
+
+
+class Models:
+    """The embedder, the LLM, the query-vector cache and the indexer of one service."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        *,
+        embedder: Embedder | _Unset | None,
+        llm: LLM | _Unset | None,
+        after_sweep: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self._embedder: Embedder | _Unset | None = embedder
+        self._embedder_error: str | None = None
+        self._llm: LLM | _Unset | None = llm
+        self._after_sweep = after_sweep
+        self._query_vectors: QueryVectors | None = None
+        self._indexer: Indexer | None = None
+        self._model_checked = False
+
+    # -- the embedder --------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder | None:
+        """The configured embedder, created on first use; None means sparse-only."""
+        if self._embedder is UNSET:
+            try:
+                self._embedder = make_embedder(self.settings)
+            except EmbedderError as exc:
+                self._embedder_error = str(exc)
+                log.warning("no embedder available, running sparse-only: %s", exc)
+                self._embedder = None
+        return self._embedder
+
+    @property
+    def llm(self) -> LLM | None:
+        """The configured LLM (EPISODIC_LLM_URL/MODEL), created on first use; None = the
+        offline fallbacks run."""
+        if self._llm is UNSET:
+            from episodic.llm import make_llm
+
+            self._llm = make_llm(self.settings)
+        return self._llm
+
+    def embedder_status(self) -> tuple[str, str]:
+        """("vector" | "sparse-only", why). Loads or probes the embedder once."""
+        embedder = self.embedder
+        if embedder is None:
+            reason = self._embedder_error or "EPISODIC_EMBEDDER=none"
+            return MODE_SPARSE_ONLY, reason
+        self._expect_stored_dim(embedder)
+        try:
+            embedder.embed_batch(["episodic health probe"])
+        except EmbedderError as exc:
+            return MODE_SPARSE_ONLY, str(exc)
+        return MODE_VECTOR, f"{embedder.model_id} ({embedder.dim}-d)"
+
+    def warn_if_sparse_only(self) -> str:
+        """Called when a long-running interface starts: the degraded mode is never silent."""
+        mode, why = self.embedder_status()
+        if mode == MODE_SPARSE_ONLY:
+            log.warning(
+                "episodic is running sparse-only (keyword recall, no vectors): %s. "
+                "Run `episodic doctor` for how to fix it.",
+                why,
+            )
+        return mode
+
+    def _check_model(self, embedder: Embedder) -> None:
+        if self._model_checked:
+            return
+        stored = self.store.vector_model()
+        if stored is not None and stored[0] != embedder.model_id:
+            raise ModelMismatch(stored[0], stored[1], embedder.model_id, embedder.dim)
+        self._expect_stored_dim(embedder)
+        self._model_checked = True
+
+    def _expect_stored_dim(self, embedder: Embedder) -> None:
+        """Tell a remote embedder the dimension of the vectors stored for its model: left
+        to learn it from its first answer, a server that comes up answering garbage would
+        teach it a wrong one, and every good answer after would be refused."""
+        expect = getattr(embedder, "expect_dim", None)
+        stored = self.store.vector_model()
+        if callable(expect) and stored is not None and stored[0] == embedder.model_id:
+            expect(stored[1])
+
+    # -- what is built on it ---------------------------------------------------------
+    def query_vectors(self) -> QueryVectors | None:
+        """The recall's query embeddings (a small cache by text); None when sparse-only."""
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        self._check_model(embedder)
+        if self._query_vectors is None:
+            self._query_vectors = QueryVectors(embedder)
+        return self._query_vectors
+
+    def embedder_for_writes(self) -> Embedder | None:
+        # Not cached: what segmentation embeds (messages the sweep has not reached, new
+        # entries) is stored as those memories' vectors at once.
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        self._check_model(embedder)
+        return embedder
+
+    def indexer(self) -> Indexer | None:
+        """The background indexer (created on first use, not started); None when
+        sparse-only. ``ModelMismatch`` when the store holds another model's vectors."""
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        self._check_model(embedder)
+        if self._indexer is None:
+            self._indexer = Indexer(
+                self.store,
+                CachedEmbedder(embedder, self.store),
+                batch=self.settings.sweep_batch,
+                interval_s=self.settings.sweep_interval_s,
+                after_sweep=self._after_sweep,
+            )
+        return self._indexer
+
+    def vectors_cleared(self, embedder: Embedder) -> None:
+        """Every vector was dropped (a reindex): the next store decides the model again."""
+        expect = getattr(embedder, "expect_dim", None)
+        if callable(expect):
+            expect(None)  # nothing stored: the model's next answer says its dimension
+        self._model_checked = False
+        self._query_vectors = None
+
+    def batch_query_embeddings(self) -> None:
+        """Let concurrent recalls share model calls for their query embeddings (a server
+        with many clients; see ``episodic.embed.batching``). Off with
+        EPISODIC_QUERY_BATCHING=0."""
+        from episodic.embed.batching import BatchingEmbedder
+
+        embedder = self.embedder
+        if embedder is None or os.environ.get("EPISODIC_QUERY_BATCHING", "1") == "0":
+            return
+        self._query_vectors = QueryVectors(BatchingEmbedder(embedder))
+
+    def forget_query_cache(self) -> None:
+        # Recent query embeddings are keyed by query text: drop them with the data.
+        if self._query_vectors is not None:
+            old = self._query_vectors
+            self._query_vectors = type(old)(old.embedder, old.size)
+
+    def stop(self) -> None:
+        if self._indexer is not None:
+            self._indexer.stop()
+            self._indexer = None

@@ -1,0 +1,296 @@
+"""The service's recall area: recall, the injection block, the newest episodes, and the
+reference marks recalls leave (batched on a server).
+
+The recall itself is ``episodic.recall.engine.run_recall``; this area resolves the
+caller's filters and policy, the agent's settings and the optional LLM key terms, and
+renders the block an agent injects.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from episodic.errors import InvalidInput, StoreError
+from episodic.llm.steps import key_terms as extract_key_terms
+from episodic.model import Hit, Memory, Query, Scope, ScopeFilter
+from episodic.recall.engine import RecallResult, run_recall
+from episodic.recall.policies import RecallPolicy, RenderStyle, get_policy
+from episodic.recall.render import fit_block, fit_memory_block
+from episodic.recall.trace import DROP_BUDGET
+from episodic.service.context import Context
+from episodic.store.search import SearchStore
+from episodic.write.episodes import EPISODE_TYPE
+
+log = logging.getLogger("episodic")
+
+# Memories of these types are standing knowledge (seed 001's institutional learnings).
+INSTITUTIONAL_TYPES = ("institutional",)
+INSTITUTIONAL_LIMIT = 20
+MARK_FLUSH_S = 1.0
+
+
+def parse_scope(value: Scope | str | None) -> Scope | None:
+    if value is None or isinstance(value, Scope):
+        return value
+    try:
+        return Scope(value)
+    except ValueError:
+        raise InvalidInput("scope", f"unknown scope {value!r}; use own or crew_shared") from None
+
+
+class ReferenceBuffer:
+    """Reference marks waiting to be written: (workspace, memory) -> how many recalls
+    returned it, and the time of the last. A background thread writes them every
+    ``interval_s`` seconds; ``stop`` writes what is left."""
+
+    def __init__(self, store: SearchStore, interval_s: float) -> None:
+        self.store = store
+        self.interval_s = interval_s
+        self._pending: dict[str, dict[str, int]] = {}
+        self._last: dict[str, datetime] = {}
+        self._lock = threading.Lock()
+        self._flushing = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, workspace: str, ids: list[str], at: datetime) -> None:
+        if not ids:
+            return
+        with self._lock:
+            counts = self._pending.setdefault(workspace, {})
+            for memory_id in ids:
+                counts[memory_id] = counts.get(memory_id, 0) + 1
+            self._last[workspace] = at
+
+    def flush(self) -> None:
+        # Held while a batch is written: flush() returns only once every mark added before
+        # it is stored, even when the background thread had already taken them.
+        with self._flushing:
+            with self._lock:
+                pending, last = self._pending, self._last
+                self._pending, self._last = {}, {}
+            for workspace, counts in pending.items():
+                # mark_referenced adds 1 per id: a memory returned n times goes in n rounds.
+                for level in range(1, max(counts.values()) + 1):
+                    ids = [i for i, n in counts.items() if n >= level]
+                    try:
+                        self.store.mark_referenced(workspace, ids, last[workspace])
+                    except StoreError as exc:
+                        log.warning("reference marks for %s not written: %s", workspace, exc)
+                        break
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.flush()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="episodic-marks", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        self.flush()
+
+
+class Recalling:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._marks: ReferenceBuffer | None = None
+
+    def recall(
+        self,
+        query: str,
+        *,
+        workspace: str,
+        agent: str | None = None,
+        crew: str | None = None,
+        resource: str | None = None,
+        conversation: str | None = None,
+        scope: Scope | str | None = None,
+        k: int | None = None,
+        policy: str | RecallPolicy | None = None,
+        mark: bool = True,
+        explain: bool = False,
+        walk: int | None = None,
+        key_terms: bool | None = None,
+        types: Sequence[str] | str | None = None,
+        review_conversation: str | None = None,
+    ) -> RecallResult:
+        """The memories that matter for ``query``, best first. Each hit returned is
+        marked referenced (it feeds importance) unless ``mark`` is False. With ``explain``
+        the result carries a ``Trace`` of every stage and every drop. ``walk`` = 1 adds
+        the memories one `similar` edge away from the hits (seed 000's
+        memory_walk_depth); None keeps the policy's setting. ``key_terms`` asks the
+        configured LLM for 5-8 search terms for the BM25 leg (seed 001; default from
+        EPISODIC_LLM_QUERY_TERMS, off); without an LLM, or when it fails, the raw text is
+        used. ``types`` limits recall to memories of those types (``message``,
+        ``episode``, ``entry``, ``learning`` or a journal type).
+
+        ``walk`` None takes the agent's ``Settings.memory_walk_depth``
+        when it has one. A marked recall also records a pending review (seed 003) unless
+        ``Settings.review_recalls`` is off; the review job rates it by the assistant
+        messages that follow in ``review_conversation`` (default: the conversation the
+        recall is narrowed to), or ``review()`` is handed the output."""
+        settings = self.ctx.settings
+        q = Query(
+            text=query,
+            workspace_id=workspace,
+            agent_id=agent,
+            crew_id=crew,
+            resource_id=resource,
+            conversation_id=conversation,
+            scope=parse_scope(scope),
+            k=k,
+            types=None if types is None else ((types,) if isinstance(types, str) else tuple(types)),
+        )
+        chosen = get_policy(policy)
+        if walk is None:
+            walk = settings.walk_depth_for(agent)  # per-agent memory_walk_depth
+        lexical: str | None = None
+        if settings.llm_query_terms if key_terms is None else key_terms:
+            terms = extract_key_terms(query, self.ctx.models.llm)
+            lexical = terms.text if terms.source == "llm" else None
+        now = self.ctx.clock()
+        deferred = mark and self._marks is not None  # the server batches its marks
+        result = run_recall(
+            self.ctx.store,
+            self.ctx.models.query_vectors(),
+            q,
+            chosen if walk is None else replace(chosen, walk_depth=walk),
+            now=now,
+            mark=mark and not deferred,
+            explain=explain,
+            lexical_query=lexical,
+            review=settings.review_recalls,
+            review_conversation=review_conversation,
+        )
+        if deferred and self._marks is not None:
+            self._marks.add(q.workspace_id, [h.id for h in result.hits], now)
+        return result
+
+    def render(
+        self,
+        /,
+        query: str,
+        *,
+        max_chars: int | None = None,
+        type_caps: Mapping[str, int] | None = None,
+        **filters: Any,
+    ) -> str:
+        """The injection block for ``query`` ("" when nothing is recalled): by default the
+        ``<recalled-memory>`` block; policies with seed 004's style give a ``<memory>``
+        block, newest first."""
+        return self.render_explained(query, max_chars=max_chars, type_caps=type_caps, **filters)[0]
+
+    def render_explained(
+        self,
+        /,
+        query: str,
+        *,
+        max_chars: int | None = None,
+        type_caps: Mapping[str, int] | None = None,
+        **filters: Any,
+    ) -> tuple[str, RecallResult]:
+        """``render`` plus the recall behind it; hits that did not fit the budget are
+        recorded in the trace (when ``explain=True``) as "over budget"."""
+        settings = self.ctx.settings
+        budget = settings.render_max_chars if max_chars is None else max_chars
+        if budget <= 0:
+            raise InvalidInput("max_chars", "must be a positive number of characters")
+        result = self.recall(query, **filters)
+        style = get_policy(filters.get("policy")).render
+        if style is RenderStyle.MEMORY_NEWEST_FIRST:
+            block, kept = fit_memory_block(result.hits, budget, type_caps=type_caps)
+        else:
+            standing = self._standing(filters)
+            recalled = [h for h in result.hits if h.memory.type not in INSTITUTIONAL_TYPES]
+            block, kept = fit_block(
+                recalled,
+                budget,
+                type_caps=type_caps,
+                standing=standing,
+                standing_chars=settings.institutional_chars,
+            )
+        if result.trace is not None:
+            for hit in result.hits:
+                if hit.id not in kept:
+                    result.trace.drop(hit.id, "render", DROP_BUDGET, f"{budget} chars")
+        return block, result
+
+    def _standing(self, filters: Mapping[str, Any]) -> list[Hit]:
+        """Institutional memories in scope, newest first: always shown, under their own
+        budget, never ranked against the recalled ones (seed 001)."""
+        if self.ctx.settings.institutional_chars <= 0:
+            return []
+        q = Query(
+            text="",
+            workspace_id=filters["workspace"],
+            agent_id=filters.get("agent"),
+            crew_id=filters.get("crew"),
+            resource_id=filters.get("resource"),
+            conversation_id=filters.get("conversation"),
+            scope=parse_scope(filters.get("scope")),
+        )
+        store = self.ctx.store
+        found = store.search_recent(
+            q.scope_filter(), INSTITUTIONAL_LIMIT, types=INSTITUTIONAL_TYPES
+        )
+        now = self.ctx.clock()
+        return [
+            Hit(memory=m, score=1.0, age_seconds=max(0.0, (now - m.ts).total_seconds()))
+            for m in store.get_memories(q.workspace_id, [c.memory_id for c in found])
+        ]
+
+    # -- the newest episodes (seed 003's recent_memory) --------------------------------
+    def recent(
+        self,
+        *,
+        workspace: str,
+        agent: str | None = None,
+        resource: str | None = None,
+        conversation: str | None = None,
+        limit: int = 10,
+    ) -> list[Memory]:
+        """The newest episodes, newest first (seed 003's recent_memory)."""
+        flt = ScopeFilter(
+            workspace_id=workspace,
+            agent_id=agent,
+            resource_id=resource,
+            conversation_id=conversation,
+        )
+        return self.recent_in(flt, limit)
+
+    def recent_in(self, flt: ScopeFilter, limit: int = 10) -> list[Memory]:
+        """The newest episodes ``flt`` can see, newest first (``recent`` under a key's
+        scope)."""
+        if limit <= 0:
+            raise InvalidInput("limit", "must be a positive number of episodes")
+        found = self.ctx.store.search_recent(flt, limit, types=(EPISODE_TYPE,))
+        return self.ctx.store.get_memories(flt.workspace_id, [c.memory_id for c in found])
+
+    # -- reference marks -----------------------------------------------------------
+    def defer_marks(self, interval_s: float = MARK_FLUSH_S) -> None:
+        """Batch the reference marks of recalls and write them every ``interval_s``
+        seconds instead of once per recall (a long-running server: one write transaction
+        per recall would serialise every reader behind the writer)."""
+        if self._marks is None:
+            self._marks = ReferenceBuffer(self.ctx.store, interval_s)
+            self._marks.start()
+
+    def flush_marks(self, *, stop: bool = False) -> None:
+        """Write the batched marks now (and stop batching with ``stop``)."""
+        marks = self._marks
+        if marks is None:
+            return
+        if stop:
+            self._marks = None
+            marks.stop()
+        else:
+            marks.flush()

@@ -1,0 +1,239 @@
+"""The service's write area: the journal (events, chat messages), segmentation into
+episodes, and the indexer that embeds what was written.
+
+Bad items never stop a batch: each is reported by position with the field at fault, and
+the good ones are stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from episodic.errors import IdTaken, InvalidInput
+from episodic.model import Event
+from episodic.service.context import Context
+from episodic.write.episodes import EpisodeWriter, SegmentReport
+from episodic.write.events import LineError, parse_event, read_jsonl
+from episodic.write.indexer import SweepResult
+from episodic.write.journal import admitted_memories
+from episodic.write.messages import MESSAGE_TYPE
+
+INGEST_BATCH = 1000
+
+
+@dataclass(slots=True)
+class IngestReport:
+    received: int = 0
+    stored: int = 0
+    duplicates: int = 0
+    admitted: int = 0
+    errors: list[LineError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "received": self.received,
+            "stored": self.stored,
+            "duplicates": self.duplicates,
+            "admitted": self.admitted,
+            "errors": [
+                {"line": e.line, "field": e.field, "message": e.message} for e in self.errors
+            ],
+        }
+
+
+class Writing:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    # -- the journal ---------------------------------------------------------------
+    def ingest(self, items: Iterable[Mapping[str, Any] | Event]) -> IngestReport:
+        """Validate and store events (JSON objects or ``Event``s). Bad items are reported
+        by position (1-based) and skipped; the good ones are stored."""
+        now = self.ctx.clock()
+        settings = self.ctx.settings
+
+        def numbered() -> Iterable[tuple[int, Event | LineError]]:
+            for n, item in enumerate(items, start=1):
+                if isinstance(item, Event):
+                    yield n, item
+                    continue
+                try:
+                    yield n, parse_event(item, settings=settings, now=now)
+                except InvalidInput as exc:
+                    yield n, LineError(n, exc.field, exc.message)
+
+        return self._store_parsed(numbered(), now)
+
+    def ingest_lines(
+        self, lines: Iterable[bytes | str], progress: Callable[[int], None] | None = None
+    ) -> IngestReport:
+        """Ingest JSON lines; malformed lines are reported by line number and skipped."""
+        now = self.ctx.clock()
+        parsed = read_jsonl(lines, settings=self.ctx.settings, now=now)
+        return self._store_parsed(parsed, now, progress)
+
+    def add_event(self, obj: Mapping[str, Any]) -> Event:
+        """Store one event; raises ``InvalidInput`` naming the bad field."""
+        now = self.ctx.clock()
+        event = parse_event(obj, settings=self.ctx.settings, now=now)
+        self.ctx.store.append(
+            [event], admitted_memories([event], now, keys=self.ctx.settings.key_expansion)
+        )
+        return event
+
+    def add_message(
+        self,
+        text: str,
+        *,
+        workspace: str,
+        conversation: str,
+        role: str = "user",
+        agent: str | None = None,
+        resource: str | None = None,
+        crew: str | None = None,
+        name: str | None = None,
+        ts: datetime | str | None = None,
+        id: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+    ) -> Event:
+        """Append one chat message to a conversation (``role``: user, assistant, tool or
+        system; ``name`` the speaker's name). It is stored at once; segmentation turns
+        the conversation's messages into episodes on the next ``segment`` (or indexer
+        sweep)."""
+        body: dict[str, Any] = {**(payload or {}), "role": role}
+        if name is not None:
+            body["name"] = name
+        obj: dict[str, Any] = {
+            "workspace_id": workspace,
+            "conversation_id": conversation,
+            "agent_id": agent,
+            "resource_id": resource,
+            "crew_id": crew,
+            "type": MESSAGE_TYPE,
+            "summary": text,
+            "payload": body,
+            "id": id,
+            "ts": ts.isoformat() if isinstance(ts, datetime) else ts,
+        }
+        return self.add_event(obj)
+
+    def _store_parsed(
+        self,
+        parsed: Iterable[tuple[int, Event | LineError]],
+        now: datetime,
+        progress: Callable[[int], None] | None = None,
+    ) -> IngestReport:
+        report = IngestReport()
+        batch: list[tuple[int, Event]] = []
+        store, keys = self.ctx.store, self.ctx.settings.key_expansion
+
+        def flush() -> None:
+            if not batch:
+                return
+            done = len(batch)
+            while batch:
+                events = [e for _, e in batch]
+                memories = admitted_memories(events, now, keys=keys)
+                try:
+                    result = store.append(events, memories)
+                except IdTaken as exc:
+                    # Another workspace's id: that line is refused, the rest go in.
+                    refused = set(exc.refused)
+                    for line, e in batch:
+                        if (e.workspace_id, e.id) in refused:
+                            report.errors.append(LineError(line, exc.field, exc.message))
+                    batch[:] = [(n, e) for n, e in batch if (e.workspace_id, e.id) not in refused]
+                    continue
+                report.stored += result.events_inserted
+                report.duplicates += result.events_duplicate
+                report.admitted += result.memories_inserted
+                break
+            if progress is not None:
+                progress(done)
+            batch.clear()
+
+        for line, item in parsed:
+            report.received += 1
+            if isinstance(item, LineError):
+                report.errors.append(item)
+                if progress is not None:
+                    progress(1)
+                continue
+            batch.append((line, item))
+            if len(batch) >= INGEST_BATCH:
+                flush()
+        flush()
+        report.errors.sort(key=lambda e: e.line)
+        return report
+
+    # -- episodes --------------------------------------------------------------------
+    def episode_writer(self) -> EpisodeWriter:
+        """Segmentation, description and extraction over pending conversations, with this
+        service's embedder, LLM (or offline fallbacks) and clock."""
+        return EpisodeWriter(
+            self.ctx.store,
+            embedder=self.ctx.models.embedder_for_writes(),
+            llm=self.ctx.models.llm,
+            clock=self.ctx.clock,
+            key_expansion=self.ctx.settings.key_expansion,
+        )
+
+    def segment(
+        self,
+        *,
+        flush: bool = False,
+        workspace: str | None = None,
+        conversation: str | None = None,
+    ) -> SegmentReport:
+        """Turn pending conversation messages into episodes. The last open segment of each
+        conversation waits for more messages unless ``flush`` (end of session) is set or
+        the conversation has been idle for over 3 hours."""
+        return self.episode_writer().run(
+            flush=flush, workspace_id=workspace, conversation_id=conversation
+        )
+
+    # -- the indexer -----------------------------------------------------------------
+    def index_once(self) -> SweepResult:
+        """Embed everything pending now (``episodic index --once``; the CLI then runs
+        ``segment``)."""
+        indexer = self.ctx.models.indexer()
+        if indexer is None:
+            return SweepResult(0, 0, "no embedder: sparse-only, nothing to index")
+        return indexer.drain()
+
+    def index_one(self, workspace_id: str, memory_id: str) -> bool:
+        """Embed one memory now, before the next sweep (a hot path that wants it
+        searchable by vector at once); False when sparse-only or the embedder failed (the
+        sweeper picks it up later)."""
+        indexer = self.ctx.models.indexer()
+        return False if indexer is None else indexer.index_one(workspace_id, memory_id)
+
+    def start_indexer(self) -> bool:
+        """Start the background sweeper; False (with a warning) when sparse-only."""
+        indexer = self.ctx.models.indexer()
+        if indexer is None:
+            self.ctx.models.warn_if_sparse_only()
+            return False
+        indexer.start()
+        return True
+
+    def reindex(self) -> SweepResult:
+        """Drop every vector and embed all memories again with the current embedder."""
+        embedder = self.ctx.models.embedder
+        if embedder is None:
+            raise InvalidInput(
+                "embedder",
+                "reindex needs an embedder; set EPISODIC_EMBEDDER (see `episodic doctor`)",
+            )
+        self.ctx.store.clear_vectors()
+        self.ctx.models.vectors_cleared(embedder)
+        indexer = self.ctx.models.indexer()
+        assert indexer is not None
+        return indexer.drain()

@@ -1,0 +1,73 @@
+"""Everything one recall touches: ``SearchStore``.
+
+The candidate legs (dense, sparse, recent), the conversation around a hit, the memory
+graph one edge away, the memories they name, and what a recall writes back: a reference
+mark on each hit (seed 000) and a pending review (seed 003). The recall engine needs
+nothing else from a store. Implemented by ``search.py`` and ``sparse.py`` (the BM25 leg)
+of each backend; the tuning both sparse legs share is ``episodic.store.sparse``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from episodic.model import Candidate, ScopeFilter
+from episodic.store.upkeep import ReviewRequest
+from episodic.store.vectors import Vector
+from episodic.store.writes import MemoryReader
+
+
+class SearchStore(MemoryReader, Protocol):
+    """The legs return ``Candidate``s best first; only active memories ``flt`` can see."""
+
+    def search_dense(self, flt: ScopeFilter, query: Vector, limit: int) -> list[Candidate]:
+        """Active memories visible through ``flt`` ranked by cosine to ``query`` (best first)."""
+        ...
+
+    def search_sparse(self, flt: ScopeFilter, text: str, limit: int) -> list[Candidate]:
+        """Active memories visible through ``flt`` ranked by BM25 for ``text`` (best first,
+        higher score = better). Raw user text goes in; escaping is the store's job."""
+        ...
+
+    def search_recent(
+        self,
+        flt: ScopeFilter,
+        limit: int,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[Candidate]:
+        """Active memories visible through ``flt``, newest first (score = POSIX time),
+        optionally only those with ``start <= ts < end`` and of the given types."""
+        ...
+
+    def neighbours(
+        self, flt: ScopeFilter, ids: Sequence[str], radius: int
+    ) -> dict[str, list[tuple[str, int]]]:
+        """For each id that belongs to a conversation: up to ``radius`` active memories of
+        its type just before and just after it in the same conversation, visible through
+        ``flt``, as (id, offset) with offset -1, -2 … before and +1, +2 … after."""
+        ...
+
+    def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
+        """The conversation of each of ``ids`` that is a memory of the workspace (None for
+        a memory outside any conversation); unknown ids are left out."""
+        ...
+
+    def related(
+        self, flt: ScopeFilter, ids: Sequence[str], relation: str = "similar"
+    ) -> dict[str, list[tuple[str, float]]]:
+        """For each id, the active memories one edge away (either direction) that ``flt``
+        can see, as (id, weight), heaviest first."""
+        ...
+
+    def mark_referenced(self, workspace_id: str, ids: Sequence[str], at: datetime) -> None:
+        """reference_count + 1 and last_referenced_at = at, for each id of that workspace."""
+        ...
+
+    def add_review(self, review: ReviewRequest) -> int:
+        """Record a pending review (one insert); returns its id."""
+        ...

@@ -1,0 +1,275 @@
+"""SQLite plumbing shared by every part of ``SqliteStore``: the connection, migrations,
+transactions, error mapping.
+
+One connection per store, shared by the indexer thread and request threads under a lock:
+``_read`` and ``_write`` hold it for one transaction each. The store's methods live in
+mixins, one module per area, all built on ``SqliteBase``, as ``episodic.store.postgres``'s
+are built on ``PgBase``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import quote
+
+from episodic.errors import InvalidInput, StoreError
+from episodic.model import Memory
+from episodic.store.dense import DenseIndex
+from episodic.store.migrations import LATEST_VERSION, current_version, migrate
+from episodic.store.vectors import PendingVector, Relation, Vector
+
+Tracer = Callable[[str, Sequence[Any]], None]
+
+MEMORY_URL = "sqlite:///:memory:"
+BUSY_TIMEOUT_MS = 5000
+# Well under SQLite's bound-parameter limit, and keeps each statement's plan small.
+IN_CHUNK = 500
+
+
+def sqlite_target(path_or_url: str | os.PathLike[str]) -> str:
+    """The file path (or ``:memory:``) a ``sqlite:///`` URL or plain path names.
+
+    ``sqlite:///rel/path.db`` is relative, ``sqlite:////abs/path.db`` absolute."""
+    raw = os.fspath(path_or_url)
+    if "://" in raw:
+        scheme, _, rest = raw.partition("://")
+        if scheme.lower() != "sqlite":
+            raise InvalidInput("db", f"not a sqlite URL: {raw!r}")
+        if not rest.startswith("/"):
+            raise InvalidInput(
+                "db", f"{raw!r} names a host; use sqlite:///relative.db or sqlite:////abs.db"
+            )
+        raw = rest[1:]
+    if not raw:
+        raise InvalidInput("db", "no database path given; e.g. sqlite:///./.episodic/memory.db")
+    if raw == ":memory:":
+        return raw
+    return str(Path(raw).expanduser())
+
+
+def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), IN_CHUNK):
+        yield items[start : start + IN_CHUNK]
+
+
+def placeholders(n: int) -> str:
+    return ",".join("?" * n)
+
+
+@contextmanager
+def map_errors() -> Iterator[None]:
+    """Turn every sqlite3 failure into a ``StoreError`` that keeps the cause."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        message = str(exc)
+        if "locked" in message or "busy" in message:
+            message = (
+                f"the database stayed locked by another writer for {BUSY_TIMEOUT_MS} ms "
+                f"({message}); retry, or check for a stuck process"
+            )
+        elif "readonly" in message:
+            message = f"the store is read-only ({message})"
+        else:
+            message = f"sqlite: {message}"
+        raise StoreError(message) from exc
+
+
+class SqliteBase:
+    """Connection, migrations and transactions; the mixins add the ``Store`` methods.
+    ``tracer(sql, params)`` sees every statement the store runs."""
+
+    def __init__(
+        self,
+        path_or_url: str | os.PathLike[str],
+        *,
+        tracer: Tracer | None = None,
+        read_only: bool = False,
+    ) -> None:
+        self.path = sqlite_target(path_or_url)
+        self.in_memory = self.path == ":memory:"
+        self.url = MEMORY_URL if self.in_memory else f"sqlite:///{Path(self.path).absolute()}"
+        self.read_only = read_only
+        self._tracer = tracer
+        self._lock = threading.RLock()
+        self._closed = False
+        self._dense: dict[str, DenseIndex] = {}
+        self._seen_stamp: tuple[int, int] = (-1, -1)
+        self._epoch = 0
+        with map_errors():
+            self._conn = self._connect()
+            try:
+                self._prepare()
+            except BaseException:
+                self._conn.close()
+                raise
+
+    def _connect(self) -> sqlite3.Connection:
+        # isolation_level=None: transactions are explicit (see _write/_read).
+        # check_same_thread=False: one connection serves every thread, under self._lock.
+        timeout = BUSY_TIMEOUT_MS / 1000
+        if self.in_memory:
+            return sqlite3.connect(
+                ":memory:", isolation_level=None, check_same_thread=False, timeout=timeout
+            )
+        if self.read_only:
+            uri = f"file:{quote(str(Path(self.path).absolute()))}?mode=ro"
+            return sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False, timeout=timeout
+            )
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        return sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=timeout
+        )
+
+    def _prepare(self) -> None:
+        for pragma in (
+            f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
+            "PRAGMA foreign_keys = ON",
+            "PRAGMA synchronous = NORMAL",
+        ):
+            self._execute(pragma)
+        if self.read_only:
+            version = current_version(self._conn)
+            if version < LATEST_VERSION:
+                raise StoreError(
+                    f"{self.url} is at schema v{version}, this episodic needs v{LATEST_VERSION};"
+                    " open it once read-write (`episodic init`) to migrate it"
+                )
+        else:
+            self._execute("PRAGMA journal_mode = WAL")
+            tracer = self._tracer
+            if tracer is not None:
+                # Migration steps run on the raw connection; show them to the tracer too.
+                self._conn.set_trace_callback(lambda sql: tracer(sql, ()))
+            try:
+                migrate(self._conn)
+            finally:
+                self._conn.set_trace_callback(None)
+            version = current_version(self._conn)
+        if version > LATEST_VERSION:
+            raise StoreError(
+                f"{self.url} is at schema v{version}, newer than this episodic knows "
+                f"(v{LATEST_VERSION}); upgrade episodic"
+            )
+
+    # -- plumbing --------------------------------------------------------------------
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        if self._tracer is not None:
+            self._tracer(sql, params)
+        return self._conn.execute(sql, params)
+
+    def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> sqlite3.Cursor:
+        if self._tracer is not None:
+            self._tracer(sql, rows)
+        return self._conn.executemany(sql, rows)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"the store {self.url} is closed; open a new one")
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction, taken up front so a busy writer is waited for here
+        rather than failing halfway through."""
+        with self._lock, map_errors():
+            self._check_open()
+            self._execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _read(self) -> Iterator[None]:
+        """One read snapshot, so several statements see the same commit."""
+        with self._lock, map_errors():
+            self._check_open()
+            self._execute("BEGIN")
+            try:
+                yield
+            finally:
+                self._execute("COMMIT")
+
+    # -- lifecycle -------------------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._dense.clear()
+            with map_errors():
+                self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.url!r})"
+
+    def schema_version(self) -> int:
+        with self._lock, map_errors():
+            self._check_open()
+            return current_version(self._conn)
+
+    # -- what one area asks of another (each implemented by the mixin named) ----------
+    def get_memories(self, workspace_id: str, ids: Sequence[str]) -> list[Memory]:
+        """WritesMixin implements it (the service reads back what it lists or changes)."""
+        raise NotImplementedError
+
+    def get_memory(self, workspace_id: str, memory_id: str) -> Memory:
+        """WritesMixin implements it."""
+        raise NotImplementedError
+
+    def _insert_memories(self, memories: Sequence[Memory], now: str) -> int:
+        """INSERT OR IGNORE memories and their sources inside the caller's write
+        (WritesMixin implements it; consolidation and restore store memories too)."""
+        raise NotImplementedError
+
+    def _check_sources(self, source_rows: Sequence[tuple[str, str]]) -> None:
+        """Refuse a source that is not a stored event (WritesMixin implements it)."""
+        raise NotImplementedError
+
+    def _sources_of(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """Each memory's source events in citation order (WritesMixin implements it)."""
+        raise NotImplementedError
+
+    def _insert_edges(self, edges: Sequence[Relation], now: str) -> int:
+        """Upsert edges inside the caller's write (VectorsMixin implements it;
+        consolidation writes its rules' edges in its own transaction)."""
+        raise NotImplementedError
+
+    def pending_vectors(self, limit: int) -> list[PendingVector]:
+        """VectorsMixin implements it (the indexer's claim reads it)."""
+        raise NotImplementedError
+
+    def put_vectors(self, model_id: str, dim: int, rows: Sequence[tuple[str, Vector]]) -> int:
+        """VectorsMixin implements it (the indexer's claim stores through it)."""
+        raise NotImplementedError
+
+    def _stored_model(self) -> tuple[str, int] | None:
+        """(model, dim) of the stored vectors (VectorsMixin implements it)."""
+        raise NotImplementedError
+
+    def _fresh_index(self, workspace_id: str) -> DenseIndex:
+        """The workspace's in-process dense index, up to date (SearchMixin implements
+        it; batched searches and the health job read it too)."""
+        raise NotImplementedError

@@ -1,0 +1,235 @@
+"""SqliteStore: the recall legs (dense, recent, neighbours), relations one edge away,
+and what a recall writes back (``SearchStore``; see ``episodic.store.search``). The BM25
+leg is ``episodic.store.sqlite.sparse``.
+
+The dense leg scans an in-process numpy matrix per workspace (``episodic.store.dense``);
+each search first asks SQLite, cheaply, whether anything changed since it last looked
+(``PRAGMA data_version`` sees commits of other connections, ``total_changes`` this one's)
+and then loads only the vectors written since, or the whole workspace again when rows were
+deleted or changed in place (see ``episodic.store.migrations`` for the bookkeeping).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+
+from episodic.model import Candidate, ScopeFilter, utcnow
+from episodic.store.dense import DenseIndex, DenseRows
+from episodic.store.rows import parse_ts, ts_text, unique
+from episodic.store.sql import normalise_scope, scope_where
+from episodic.store.sqlite.connection import IN_CHUNK, SqliteBase, map_errors, placeholders
+from episodic.store.upkeep import ReviewRequest
+from episodic.store.vectors import Vector
+
+
+class SearchMixin(SqliteBase):
+    # -- dense ------------------------------------------------------------------------
+    def search_dense(self, flt: ScopeFilter, query: Vector, limit: int) -> list[Candidate]:
+        scope = normalise_scope(flt)
+        if limit <= 0:
+            return []
+        with self._lock, map_errors():
+            self._check_open()
+            index = self._fresh_index(flt.workspace_id)
+            return index.search(flt, scope, query, limit)
+
+    def _fresh_index(self, workspace_id: str) -> DenseIndex:
+        """The workspace's dense index, brought up to date with every committed write.
+
+        Costs one PRAGMA when nothing was written anywhere since the last search, plus two
+        index lookups when something was; loads rows only when this workspace's vectors
+        changed."""
+        data_version = int(self._execute("PRAGMA data_version").fetchone()[0])
+        stamp = (data_version, self._conn.total_changes)
+        if stamp != self._seen_stamp:
+            self._seen_stamp = stamp
+            self._epoch += 1
+        index = self._dense.get(workspace_id)
+        if index is not None and index.epoch == self._epoch:
+            return index
+
+        self._execute("BEGIN")
+        try:
+            generation, max_seq = self._execute(
+                "SELECT (SELECT generation FROM vector_generations WHERE workspace_id = ?), "
+                "(SELECT max(seq) FROM memory_vectors WHERE workspace_id = ?)",
+                (workspace_id, workspace_id),
+            ).fetchone()
+            generation, max_seq = int(generation or 0), int(max_seq or 0)
+            if index is None or index.generation != generation or max_seq < index.max_seq:
+                index = DenseIndex()
+                index.upsert(self._dense_rows(workspace_id, after_seq=0))
+            elif max_seq > index.max_seq:
+                index.upsert(self._dense_rows(workspace_id, after_seq=index.max_seq))
+        finally:
+            self._execute("COMMIT")
+        index.generation, index.max_seq, index.epoch = generation, max_seq, self._epoch
+        self._dense[workspace_id] = index
+        return index
+
+    def _dense_rows(self, workspace_id: str, *, after_seq: int) -> DenseRows:
+        return DenseRows.from_records(
+            self._execute(
+                "SELECT v.memory_id, v.vector, v.model, m.agent_id, m.crew_id, m.resource_id, "
+                "m.conversation_id, m.base_importance, m.status, m.type "
+                "FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
+                "WHERE v.workspace_id = ? AND m.workspace_id = ? AND v.seq > ? "
+                "ORDER BY v.seq",
+                (workspace_id, workspace_id, after_seq),
+            ).fetchall()
+        )
+
+    # -- recent and the conversation around a hit ----------------------------------
+    def search_recent(
+        self,
+        flt: ScopeFilter,
+        limit: int,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[Candidate]:
+        where, params = scope_where(flt, alias="m")
+        if limit <= 0 or (types is not None and not types):
+            return []
+        bounds = ""
+        if types is not None:
+            bounds += f" AND m.type IN ({placeholders(len(types))})"
+            params.extend(types)
+        if start is not None:
+            bounds += " AND m.ts >= ?"
+            params.append(ts_text(start))
+        if end is not None:
+            bounds += " AND m.ts < ?"
+            params.append(ts_text(end))
+        with self._read():
+            rows = self._execute(
+                f"SELECT m.id, m.ts FROM memories m WHERE m.status = 'active' AND {where}"
+                f"{bounds} ORDER BY m.ts DESC, m.seq DESC LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+        return [
+            Candidate(memory_id=memory_id, score=parse_ts(ts).timestamp(), rank=rank)
+            for rank, (memory_id, ts) in enumerate(rows, start=1)
+        ]
+
+    def neighbours(
+        self, flt: ScopeFilter, ids: Sequence[str], radius: int
+    ) -> dict[str, list[tuple[str, int]]]:
+        if radius <= 0 or not ids:
+            return {}
+        wanted = unique(ids)
+        with self._read():
+            anchors = self._execute(
+                "SELECT id, conversation_id, ts, seq, type FROM memories WHERE +workspace_id = ? "
+                f"AND id IN ({placeholders(len(wanted))}) AND conversation_id IS NOT NULL",
+                (flt.workspace_id, *wanted),
+            ).fetchall()
+            return {
+                memory_id: [
+                    *self._adjacent(flt, conversation, kind, ts, seq, radius, before=True),
+                    *self._adjacent(flt, conversation, kind, ts, seq, radius, before=False),
+                ]
+                for memory_id, conversation, ts, seq, kind in anchors
+            }
+
+    def _adjacent(
+        self,
+        flt: ScopeFilter,
+        conversation: str,
+        kind: str,
+        ts: str,
+        seq: int,
+        radius: int,
+        *,
+        before: bool,
+    ) -> list[tuple[str, int]]:
+        where, params = scope_where(flt, alias="m")
+        op, order, sign = ("<", "DESC", -1) if before else (">", "ASC", 1)
+        rows = self._execute(
+            # "+m.status": walk the conversation's own index, not the workspace's timeline.
+            # "+m.type": a turn's neighbours are the turns around it, not the episodes and
+            # entries made from them.
+            f"SELECT m.id FROM memories m WHERE {where} AND m.conversation_id = ? "
+            f"AND +m.status = 'active' AND +m.type = ? AND (m.ts, m.seq) {op} (?, ?) "
+            f"ORDER BY m.ts {order}, m.seq {order} LIMIT ?",
+            (*params, conversation, kind, ts, seq, radius),
+        ).fetchall()
+        return [(row[0], sign * offset) for offset, row in enumerate(rows, start=1)]
+
+    def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
+        wanted = unique(ids)
+        found: dict[str, str | None] = {}
+        with self._read():
+            for start in range(0, len(wanted), IN_CHUNK):
+                chunk = wanted[start : start + IN_CHUNK]
+                found.update(
+                    self._execute(
+                        "SELECT id, conversation_id FROM memories WHERE +workspace_id = ? "
+                        f"AND id IN ({placeholders(len(chunk))})",
+                        (workspace_id, *chunk),
+                    ).fetchall()
+                )
+        return found
+
+    # -- the memory graph --------------------------------------------------------------
+    def related(
+        self, flt: ScopeFilter, ids: Sequence[str], relation: str = "similar"
+    ) -> dict[str, list[tuple[str, float]]]:
+        wanted = unique(ids)
+        if not wanted:
+            return {}
+        where, params = scope_where(flt, alias="m")
+        marks = placeholders(len(wanted))
+        found: dict[str, list[tuple[str, float]]] = {}
+        ws = flt.workspace_id
+        with self._read():
+            # Edges point from the newer memory to the older; both directions are related.
+            # Both ends are joined to memories so neither can be another workspace's.
+            rows = self._execute(
+                f"SELECT r.src, r.dst, r.weight FROM memory_relations r "
+                f"JOIN memories a ON a.id = r.src AND a.workspace_id = ? "
+                f"JOIN memories m ON m.id = r.dst AND m.status = 'active' AND {where} "
+                f"WHERE r.relation = ? AND r.src IN ({marks}) "
+                f"UNION ALL SELECT r.dst, r.src, r.weight FROM memory_relations r "
+                f"JOIN memories a ON a.id = r.dst AND a.workspace_id = ? "
+                f"JOIN memories m ON m.id = r.src AND m.status = 'active' AND {where} "
+                f"WHERE r.relation = ? AND r.dst IN ({marks}) ORDER BY 3 DESC",
+                (ws, *params, relation, *wanted, ws, *params, relation, *wanted),
+            ).fetchall()
+        for start, other, weight in rows:
+            found.setdefault(start, []).append((other, float(weight)))
+        return found
+
+    # -- what a recall writes back ---------------------------------------------------
+    def mark_referenced(self, workspace_id: str, ids: Sequence[str], at: datetime) -> None:
+        stamp, now = ts_text(at), ts_text(utcnow())
+        rows = [(stamp, now, workspace_id, memory_id) for memory_id in unique(ids)]
+        if not rows:
+            return
+        with self._write():
+            self._executemany(
+                "UPDATE memories SET reference_count = reference_count + 1, "
+                "last_referenced_at = ?, updated_at = ? WHERE +workspace_id = ? AND id = ?",
+                rows,
+            )
+
+    def add_review(self, review: ReviewRequest) -> int:
+        with self._write():
+            cursor = self._execute(
+                "INSERT INTO memory_reviews (workspace_id, agent_id, crew_id, conversation_id, "
+                "query, memory_ids, cosines, recalled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    review.workspace_id,
+                    review.agent_id,
+                    review.crew_id,
+                    review.conversation_id,
+                    review.query,
+                    json.dumps(list(review.memory_ids)),
+                    json.dumps(list(review.cosines)),
+                    ts_text(review.recalled_at),
+                ),
+            )
+            return int(cursor.lastrowid or 0)

@@ -1,0 +1,273 @@
+"""SqliteStore: appending events and memories, closing episodes, reading them back
+(``WriteStore`` and ``MemoryReader``; see ``episodic.store.writes``).
+
+One writer per file: ``append`` and ``close_episode`` are one ``BEGIN IMMEDIATE``
+transaction each, so a concurrent writer waits for the lock instead of interleaving.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from episodic.errors import IdTaken, InvalidInput, NotFound
+from episodic.model import Event, Memory, ScopeFilter, utcnow
+from episodic.store.rows import (
+    event_from_row,
+    event_row,
+    memory_from_row,
+    memory_row,
+    parse_ts,
+    ts_text,
+    unique,
+)
+from episodic.store.sql import (
+    EVENT_COLUMNS,
+    EVENT_INSERT_COLUMNS,
+    MEMORY_COLUMNS,
+    MEMORY_INSERT_COLUMNS,
+    scope_where,
+)
+from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
+from episodic.store.writes import AppendResult, PendingConversation, taken_ids
+
+# ?1..?14 are the event's columns; ?1 again is its id. An id already archived (upkeep
+# compaction) counts as a duplicate too.
+_INSERT_EVENT = (
+    f"INSERT OR IGNORE INTO events ({', '.join(EVENT_INSERT_COLUMNS)}) "
+    f"SELECT {','.join(f'?{i}' for i in range(1, len(EVENT_INSERT_COLUMNS) + 1))} "
+    "WHERE NOT EXISTS (SELECT 1 FROM events_archive WHERE id = ?1)"
+)
+_INSERT_MEMORY = (
+    f"INSERT OR IGNORE INTO memories ({', '.join(MEMORY_INSERT_COLUMNS)}) "
+    f"VALUES ({placeholders(len(MEMORY_INSERT_COLUMNS))})"
+)
+
+
+class WritesMixin(SqliteBase):
+    # -- writing ---------------------------------------------------------------------
+    def append(self, events: Sequence[Event], memories: Sequence[Memory]) -> AppendResult:
+        now = ts_text(utcnow())
+        admitted: set[str] = set()
+        for m in memories:
+            admitted.add(m.id)
+            admitted.update(m.source_event_ids)
+        event_rows = [event_row(e, admitted=e.id in admitted, now=now) for e in events]
+        with self._write():
+            inserted = 0
+            if event_rows:
+                inserted = self._executemany(_INSERT_EVENT, event_rows).rowcount
+            memories_inserted = self._insert_memories(memories, now)
+            if inserted < len(event_rows) or memories_inserted < len(memories):
+                self._refuse_taken(events, memories)
+        return AppendResult(
+            events_inserted=inserted,
+            events_duplicate=len(events) - inserted,
+            memories_inserted=memories_inserted,
+        )
+
+    def _refuse_taken(self, events: Sequence[Event], memories: Sequence[Memory]) -> None:
+        """Raise ``IdTaken`` (the caller's write rolls back) when a skipped id is another
+        workspace's: see ``taken_ids``. Only runs when something was skipped."""
+        journal: list[tuple[str, str]] = []
+        stored: list[tuple[str, str]] = []
+        for table, ids, into in (
+            ("events", [e.id for e in events], journal),
+            ("events_archive", [e.id for e in events], journal),
+            ("memories", [m.id for m in memories], stored),
+        ):
+            for chunk in chunks(unique(ids)):
+                marks = placeholders(len(chunk))
+                into += self._execute(
+                    f"SELECT id, workspace_id FROM {table} WHERE id IN ({marks})", chunk
+                ).fetchall()
+        taken = taken_ids(events, memories, journal, stored)
+        if taken:
+            raise IdTaken(taken)
+
+    def _insert_memories(self, memories: Sequence[Memory], now: str) -> int:
+        """INSERT OR IGNORE the memories and their sources, inside the caller's write."""
+        rows = [memory_row(m, now) for m in memories]
+        if not rows:
+            return 0
+        inserted = int(self._executemany(_INSERT_MEMORY, rows).rowcount)
+        source_rows = [(m.id, event_id) for m in memories for event_id in m.source_event_ids]
+        if source_rows:
+            self._check_sources(source_rows)
+            self._executemany(
+                "INSERT OR IGNORE INTO memory_sources (memory_id, event_id) VALUES (?, ?)",
+                source_rows,
+            )
+        return inserted
+
+    def _check_sources(self, source_rows: Sequence[tuple[str, str]]) -> None:
+        # The only guard since migration 4 dropped the foreign key: a source is an event
+        # in the journal or in its archive (compaction moves aged rows there).
+        wanted = unique([event_id for _, event_id in source_rows])
+        found: set[str] = set()
+        for chunk in chunks(wanted):
+            marks = placeholders(len(chunk))
+            found.update(
+                row[0]
+                for row in self._execute(
+                    f"SELECT id FROM events WHERE id IN ({marks}) "
+                    f"UNION ALL SELECT id FROM events_archive WHERE id IN ({marks})",
+                    (*chunk, *chunk),
+                )
+            )
+        for memory_id, event_id in source_rows:
+            if event_id not in found:
+                raise InvalidInput(
+                    "source_event_ids",
+                    f"memory {memory_id} cites event {event_id}, which is not stored; "
+                    "append the event in the same call or before",
+                )
+
+    # -- reading ---------------------------------------------------------------------
+    def get_memories(self, workspace_id: str, ids: Sequence[str]) -> list[Memory]:
+        wanted = unique(ids)
+        if not wanted:
+            return []
+        rows: dict[str, tuple[Any, ...]] = {}
+        with self._read():
+            for chunk in chunks(wanted):
+                for row in self._execute(
+                    # "+workspace_id" keeps the planner on the id key: left to itself it
+                    # walks the workspace index, every row of a large workspace.
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +workspace_id = ? "
+                    f"AND id IN ({placeholders(len(chunk))})",
+                    (workspace_id, *chunk),
+                ):
+                    rows[row[0]] = row
+            sources = self._sources_of(list(rows))
+        return [
+            memory_from_row(rows[memory_id], sources.get(memory_id, ()))
+            for memory_id in wanted
+            if memory_id in rows
+        ]
+
+    def get_memory(self, workspace_id: str, memory_id: str) -> Memory:
+        found = self.get_memories(workspace_id, [memory_id])
+        if not found:
+            raise NotFound(memory_id)
+        return found[0]
+
+    def get_events(self, workspace_id: str, ids: Sequence[str]) -> list[Event]:
+        wanted = unique(ids)
+        rows: dict[str, tuple[Any, ...]] = {}
+        with self._read():
+            for chunk in chunks(wanted):
+                for row in self._execute(
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE +workspace_id = ? "
+                    f"AND id IN ({placeholders(len(chunk))})",
+                    (workspace_id, *chunk),
+                ):
+                    rows[row[0]] = row
+        return [event_from_row(rows[event_id]) for event_id in wanted if event_id in rows]
+
+    def _sources_of(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        sources: dict[str, list[str]] = {}
+        for chunk in chunks(list(ids)):
+            for memory_id, event_id in self._execute(
+                "SELECT memory_id, event_id FROM memory_sources "
+                f"WHERE memory_id IN ({placeholders(len(chunk))}) ORDER BY rowid",
+                chunk,
+            ):
+                sources.setdefault(memory_id, []).append(event_id)
+        return sources
+
+    def workspaces(self) -> list[str]:
+        with self._read():
+            rows = self._execute(
+                "SELECT DISTINCT workspace_id FROM memories ORDER BY workspace_id"
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def known_hashes(self, flt: ScopeFilter, hashes: Sequence[str]) -> set[str]:
+        where, params = scope_where(flt, alias="m")
+        found: set[str] = set()
+        with self._read():
+            for chunk in chunks(unique(hashes)):
+                found.update(
+                    row[0]
+                    for row in self._execute(
+                        "SELECT DISTINCT m.content_hash FROM memories m "
+                        f"WHERE {where} AND m.status = 'active' "
+                        f"AND m.content_hash IN ({placeholders(len(chunk))})",
+                        (*params, *chunk),
+                    )
+                )
+        return found
+
+    # -- conversations ---------------------------------------------------------------
+    def pending_conversations(
+        self, limit: int, workspace_id: str | None = None
+    ) -> list[PendingConversation]:
+        if limit <= 0:
+            return []
+        where, params = ("AND workspace_id = ?", (workspace_id,)) if workspace_id else ("", ())
+        with self._read():
+            rows = self._execute(
+                "SELECT workspace_id, conversation_id, count(*), min(ts), max(ts) FROM events "
+                "INDEXED BY events_pending_messages "
+                f"WHERE type = 'message' AND episode_id IS NULL {where} "
+                "GROUP BY workspace_id, conversation_id ORDER BY min(ts), 1, 2 LIMIT ?",
+                (*params, limit),
+            ).fetchall()
+        return [
+            PendingConversation(ws, conv, int(n), parse_ts(oldest), parse_ts(newest))
+            for ws, conv, n, oldest, newest in rows
+        ]
+
+    def pending_messages(self, workspace_id: str, conversation_id: str) -> list[Event]:
+        with self._read():
+            rows = self._execute(
+                f"SELECT {EVENT_COLUMNS} FROM events INDEXED BY events_pending_messages "
+                "WHERE workspace_id = ? AND conversation_id = ? AND type = 'message' "
+                "AND episode_id IS NULL ORDER BY ts, rowid",
+                (workspace_id, conversation_id),
+            ).fetchall()
+        return [event_from_row(row) for row in rows]
+
+    def close_episode(
+        self,
+        episode: Memory,
+        message_ids: Sequence[str],
+        derived: Sequence[Memory],
+        keys: Mapping[str, str],
+    ) -> bool:
+        ws = episode.workspace_id
+        for m in derived:
+            if m.workspace_id != ws:
+                raise InvalidInput(
+                    "workspace_id", f"memory {m.id} is not of the episode's workspace {ws}"
+                )
+        now = ts_text(utcnow())
+        with self._write():
+            if self._execute("SELECT 1 FROM memories WHERE id = ?", (episode.id,)).fetchone():
+                return False
+            wanted = unique(message_ids)
+            found = {
+                row[0]
+                for chunk in chunks(wanted)
+                for row in self._execute(
+                    "SELECT id FROM events WHERE +workspace_id = ? AND type = 'message' "
+                    f"AND id IN ({placeholders(len(chunk))})",
+                    (ws, *chunk),
+                )
+            }
+            missing = [i for i in wanted if i not in found]
+            if missing:
+                raise NotFound(missing[0])
+            self._insert_memories([episode, *derived], now)
+            self._executemany(
+                "UPDATE events SET episode_id = ? WHERE id = ?",
+                [(episode.id, message_id) for message_id in wanted],
+            )
+            if keys:
+                self._executemany(
+                    "UPDATE memories SET keys = ?, updated_at = ? "
+                    "WHERE +workspace_id = ? AND id = ?",
+                    [(text, now, ws, memory_id) for memory_id, text in keys.items()],
+                )
+        return True
