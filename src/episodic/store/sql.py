@@ -18,22 +18,8 @@ CREW_SHARED_MIN_BASE_IMPORTANCE = 0.55
 _ALIASES = frozenset({"", "m"})
 
 # -- the columns both backends read and write, in the order ``episodic.store.rows`` takes
-MEMORY_COLUMNS = (
-    "id, workspace_id, crew_id, agent_id, resource_id, conversation_id, ts, type, severity, "
-    "content, payload, base_importance, importance, reference_count, last_referenced_at, "
-    "status, created_at, keys, content_hash, stability, difficulty, last_reviewed_at, "
-    "consolidated_at"
-)
-EVENT_COLUMNS = (
-    "id, workspace_id, crew_id, agent_id, resource_id, conversation_id, ts, type, severity, "
-    "summary, payload, refs"
-)
-KEY_COLUMNS = "id, workspace_id, role, agent_id, crew_id, label, created_at, revoked_at"
-REVIEW_COLUMNS = (
-    "id, workspace_id, agent_id, crew_id, conversation_id, query, memory_ids, cosines, recalled_at"
-)
-SNAPSHOT_COLUMNS = "snapshot_date, freshness, coverage, coherence, efficiency, reachability, score"
-EVENT_INSERT_COLUMNS = (
+# What every journal row and memory row begins with: who, when and what kind.
+_HEAD_COLUMNS = (
     "id",
     "workspace_id",
     "crew_id",
@@ -43,22 +29,10 @@ EVENT_INSERT_COLUMNS = (
     "ts",
     "type",
     "severity",
-    "summary",
-    "payload",
-    "refs",
-    "admitted",
-    "created_at",
 )
+EVENT_INSERT_COLUMNS = (*_HEAD_COLUMNS, "summary", "payload", "refs", "admitted", "created_at")
 MEMORY_INSERT_COLUMNS = (
-    "id",
-    "workspace_id",
-    "crew_id",
-    "agent_id",
-    "resource_id",
-    "conversation_id",
-    "ts",
-    "type",
-    "severity",
+    *_HEAD_COLUMNS,
     "content",
     "payload",
     "base_importance",
@@ -75,6 +49,17 @@ MEMORY_INSERT_COLUMNS = (
     "last_reviewed_at",
     "consolidated_at",
 )
+# Read back: a row's columns (an event's without its bookkeeping, a memory's without
+# updated_at), as ``event_from_row`` and ``memory_from_row`` take them.
+EVENT_COLUMNS = ", ".join((*_HEAD_COLUMNS, "summary", "payload", "refs"))
+MEMORY_COLUMNS = ", ".join(c for c in MEMORY_INSERT_COLUMNS if c != "updated_at")
+# A restored event also says which episode took it (``restore``).
+RESTORE_EVENT_COLUMNS = (*EVENT_INSERT_COLUMNS, "episode_id")
+KEY_COLUMNS = "id, workspace_id, role, agent_id, crew_id, label, created_at, revoked_at"
+REVIEW_COLUMNS = (
+    "id, workspace_id, agent_id, crew_id, conversation_id, query, memory_ids, cosines, recalled_at"
+)
+SNAPSHOT_COLUMNS = "snapshot_date, freshness, coverage, coherence, efficiency, reachability, score"
 
 
 def update_memory_sql(mark: str) -> str:

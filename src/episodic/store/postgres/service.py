@@ -27,7 +27,7 @@ from episodic.store.postgres.connection import Conn, PgBase, _has_nul
 from episodic.store.rows import (
     api_key_from_row,
     event_from_row,
-    json_text,
+    event_row,
     memory_from_row,
     memory_row,
     ts_text,
@@ -39,6 +39,7 @@ from episodic.store.sql import (
     KEY_COLUMNS,
     MEMORY_COLUMNS,
     MEMORY_INSERT_COLUMNS,
+    RESTORE_EVENT_COLUMNS,
     scope_where,
     update_memory_sql,
 )
@@ -58,6 +59,10 @@ _INSERT_MEMORY = (
     "ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id WHERE false"
 )
 _UPDATE_MEMORY = update_memory_sql("%s")
+_RESTORE_EVENT = (
+    f"INSERT INTO events ({', '.join(RESTORE_EVENT_COLUMNS)}) "
+    f"VALUES ({', '.join(['%s'] * len(RESTORE_EVENT_COLUMNS))}) ON CONFLICT (id) DO NOTHING"
+)
 # The sets of ids one forget removes; dropped with its transaction.
 _FORGET_TABLES = ("forget_events", "forget_memories")
 _FORGOTTEN_MEMORIES = "(SELECT id FROM forget_memories)"
@@ -210,29 +215,8 @@ class ServiceMixin(PgBase):
         with self._write() as conn:
             events_inserted = self._executemany(
                 conn,
-                "INSERT INTO events (id, workspace_id, crew_id, agent_id, resource_id, "
-                "conversation_id, ts, type, severity, summary, payload, refs, admitted, "
-                "created_at, episode_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                "%s, 1, %s, %s) ON CONFLICT (id) DO NOTHING",
-                [
-                    (
-                        e.id,
-                        e.workspace_id,
-                        e.crew_id,
-                        e.agent_id,
-                        e.resource_id,
-                        e.conversation_id,
-                        ts_text(e.ts),
-                        e.type,
-                        e.severity,
-                        e.summary,
-                        json_text("payload", e.payload),
-                        json_text("refs", e.refs),
-                        now,
-                        episode,
-                    )
-                    for e, episode in events
-                ],
+                _RESTORE_EVENT,
+                [(*event_row(e, admitted=True, now=now), episode) for e, episode in events],
             )
             if self._exec(conn, _INSERT_MEMORY, values).rowcount == 1:
                 self._restore_sources(conn, memory)

@@ -19,7 +19,7 @@ from episodic.model import Event, Memory, MemoryStatus, ScopeFilter, utcnow
 from episodic.store.rows import (
     api_key_from_row,
     event_from_row,
-    json_text,
+    event_row,
     memory_from_row,
     memory_row,
     text_sha256,
@@ -31,6 +31,7 @@ from episodic.store.sql import (
     EVENT_COLUMNS,
     KEY_COLUMNS,
     MEMORY_COLUMNS,
+    RESTORE_EVENT_COLUMNS,
     scope_where,
     update_memory_sql,
 )
@@ -38,6 +39,10 @@ from episodic.store.sqlite.connection import SqliteBase, chunks, map_errors, pla
 from episodic.tenancy import ApiKey
 
 _UPDATE_MEMORY = update_memory_sql("?")
+_RESTORE_EVENT = (
+    f"INSERT OR IGNORE INTO events ({', '.join(RESTORE_EVENT_COLUMNS)}) "
+    f"VALUES ({placeholders(len(RESTORE_EVENT_COLUMNS))})"
+)
 
 
 class ServiceMixin(SqliteBase):
@@ -154,28 +159,8 @@ class ServiceMixin(SqliteBase):
             events_inserted = 0
             if events:
                 events_inserted = self._executemany(
-                    "INSERT OR IGNORE INTO events (id, workspace_id, crew_id, agent_id, "
-                    "resource_id, conversation_id, ts, type, severity, summary, payload, refs, "
-                    "admitted, created_at, episode_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,1,?,?)",
-                    [
-                        (
-                            e.id,
-                            e.workspace_id,
-                            e.crew_id,
-                            e.agent_id,
-                            e.resource_id,
-                            e.conversation_id,
-                            ts_text(e.ts),
-                            e.type,
-                            e.severity,
-                            e.summary,
-                            json_text("payload", e.payload),
-                            json_text("refs", e.refs),
-                            now,
-                            episode,
-                        )
-                        for e, episode in events
-                    ],
+                    _RESTORE_EVENT,
+                    [(*event_row(e, admitted=True, now=now), episode) for e, episode in events],
                 ).rowcount
             row = self._execute(
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (memory.id,)
