@@ -24,7 +24,7 @@ def content_hash(text: str) -> str:
 
 @runtime_checkable
 class EmbeddingCache(Protocol):
-    """Where vectors are remembered. The SQLite Store implements this."""
+    """Where vectors are remembered: every store (``VectorStore.cache_get``, ``cache_put``)."""
 
     def cache_get(self, model_id: str, content_hashes: Sequence[str]) -> dict[str, Vector]:
         """The cached vectors among ``content_hashes`` for ``model_id``; misses are absent."""
