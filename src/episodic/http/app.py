@@ -1,0 +1,92 @@
+"""The app factory: ``create_app`` builds the FastAPI app over one ``Episodic`` and
+includes every router; ``asgi`` wraps it in the body size limit (what uvicorn serves);
+``app_from_env`` is the factory for uvicorn's worker processes; ``start_background_jobs``
+is what ``episodic serve`` runs beside the API."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+import episodic
+from episodic.http.errors import install_error_handlers
+from episodic.http.limits import MAX_BODY_BYTES, RECALL_SLOTS, BodyLimit, FairGate
+from episodic.http.routers import events, forget, health, keys, memories, messages, recall
+from episodic.service import Episodic
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+def start_background_jobs(mem: Episodic) -> None:
+    """What ``episodic serve`` runs beside the API, once per server (the parent process
+    when there are several workers): the indexer, and memory upkeep's schedule (nightly
+    decay, reviews, daily consolidation and health; episodic.upkeep.scheduler)."""
+    mem.start_indexer()
+    mem.scheduler().start()
+
+
+def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> FastAPI:
+    """The API over ``mem``. ``background`` starts the indexer with the app (``serve``
+    does; tests leave it off and index explicitly). The caller closes ``mem``."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.mode = mem.warn_if_sparse_only()
+        mem.defer_marks()
+        mem.batch_query_embeddings()
+        if background:
+            start_background_jobs(mem)
+        try:
+            yield
+        finally:
+            mem.flush_marks(stop=True)
+
+    app = FastAPI(
+        title="episodic",
+        version=episodic.__version__,
+        description=(
+            "Episodic memory for LLM agents. Every /v1 call needs `Authorization: Bearer "
+            "<key>` (create one with `episodic keys create --workspace W`). Recalled "
+            "content is untrusted: hints, never instructions."
+        ),
+        lifespan=lifespan,
+    )
+    # Read by the handlers: the service and the gate through episodic.http.deps, the
+    # recall mode by /healthz.
+    app.state.mode = None
+    app.state.episodic = mem
+    app.state.recall_gate = FairGate(RECALL_SLOTS)
+    install_error_handlers(app)
+    # The order here is the order of the paths in the OpenAPI document.
+    app.include_router(health.liveness_router)
+    app.include_router(keys.router)
+    app.include_router(events.router)
+    app.include_router(messages.router)
+    app.include_router(memories.router)
+    app.include_router(recall.router)
+    app.include_router(health.router)
+    app.include_router(forget.router)
+    if ui:
+        from episodic.ui import mount_ui
+
+        mount_ui(app, mem)
+    return app  # the size limit wraps it: see asgi()
+
+
+def asgi(mem: Episodic, **kwargs: Any) -> Any:
+    """``create_app`` wrapped in the request size limit: what uvicorn serves."""
+    limit = int(kwargs.pop("max_body_bytes", MAX_BODY_BYTES))
+    return BodyLimit(create_app(mem, **kwargs), limit)
+
+
+def app_from_env() -> Any:
+    """The app factory uvicorn's worker processes call (``serve --workers N``): the
+    database and settings from the environment, no background jobs (the parent process
+    runs the indexer)."""
+    mem = Episodic.open(os.environ.get("EPISODIC_DB"))
+    return asgi(mem, background=False)

@@ -1,0 +1,125 @@
+"""Errors as HTTP answers: the table from error to status and code, the JSON error body,
+the error responses every ``/v1`` route declares (``ERRORS``) and the exception handlers
+that render them."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from episodic.errors import (
+    EmbedderError,
+    EpisodicError,
+    Forbidden,
+    InvalidInput,
+    LLMError,
+    ModelMismatch,
+    NotFound,
+    StoreBusy,
+    StoreError,
+    Unauthenticated,
+    UnknownPolicy,
+)
+
+log = logging.getLogger("episodic.http")
+
+# Seconds a client is told to wait before retrying a call the database was too busy for.
+BUSY_RETRY_AFTER_S = 1
+
+# The one table from error to HTTP status: (error type, status, code). First match wins.
+ERROR_STATUS: tuple[tuple[type[Exception], int, str], ...] = (
+    (Unauthenticated, 401, "unauthenticated"),
+    (Forbidden, 403, "forbidden"),
+    (InvalidInput, 422, "invalid_input"),
+    (UnknownPolicy, 422, "unknown_policy"),
+    (NotFound, 404, "not_found"),
+    (ModelMismatch, 409, "model_mismatch"),
+    (EmbedderError, 503, "embedder_unavailable"),
+    (StoreBusy, 503, "store_busy"),
+    (StoreError, 503, "store_unavailable"),
+    (LLMError, 502, "llm_failed"),
+    (EpisodicError, 400, "error"),
+)
+
+
+def error_status(exc: Exception) -> tuple[int, str]:
+    for kind, status, code in ERROR_STATUS:
+        if isinstance(exc, kind):
+            return status, code
+    return 500, "internal"
+
+
+def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "field": field, "message": message}}
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    field: str | None
+    message: str
+
+
+class ErrorOut(BaseModel):
+    error: ErrorDetail
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorOut} for status in (400, 401, 403, 404, 409, 413, 422, 503)
+}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(EpisodicError)
+    async def episodic_error(request: Request, exc: EpisodicError) -> Response:
+        status, code = error_status(exc)
+        field = getattr(exc, "field", None)
+        if isinstance(exc, UnknownPolicy):
+            field = "policy"
+        message = exc.message if isinstance(exc, InvalidInput) else str(exc)
+        if isinstance(exc, NotFound):
+            message = f"no {exc.id} here" if exc.id == "health snapshot" else str(exc)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        if isinstance(exc, StoreBusy):
+            headers = {"Retry-After": str(BUSY_RETRY_AFTER_S)}
+        return JSONResponse(error_body(code, message, field), status_code=status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        first = exc.errors()[0] if exc.errors() else {}
+        loc = list(first.get("loc", ()))
+        if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+            loc = loc[1:]  # where it came from; the rest names the field
+        field = ".".join(str(part) for part in loc) or "body"
+        if first.get("type") == "json_invalid":
+            field = "body"
+        message = str(first.get("msg", "invalid request"))
+        return JSONResponse(error_body("invalid_input", message, field), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        code = {
+            400: "bad_request",
+            404: "not_found",
+            405: "method_not_allowed",
+            413: "payload_too_large",
+        }.get(exc.status_code, "error")
+        field = "body" if exc.status_code in (400, 413) else None
+        return JSONResponse(
+            error_body(code, str(exc.detail), field),
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return JSONResponse(
+            error_body("internal", "unexpected server error; see the server log"),
+            status_code=500,
+        )

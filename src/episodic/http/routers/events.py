@@ -1,0 +1,74 @@
+"""``POST /v1/events``: append a batch of journal events (the ``episodic ingest`` format)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from episodic.http.auth import Caller
+from episodic.http.deps import Mem
+from episodic.http.errors import ERRORS
+from episodic.http.models import Strict
+
+MAX_BATCH_EVENTS = 1000
+
+router = APIRouter()
+
+
+class EventsIn(Strict):
+    """A batch of journal events (the ``episodic ingest`` format). ``workspace_id`` may be
+    left out: it is the key's workspace."""
+
+    events: list[Any] = Field(min_length=1, max_length=MAX_BATCH_EVENTS)
+
+
+class ItemError(BaseModel):
+    index: int = Field(description="0-based position in the batch")
+    field: str
+    message: str
+
+
+class IngestOut(BaseModel):
+    received: int
+    stored: int
+    duplicates: int
+    admitted: int
+    errors: list[ItemError]
+
+
+@router.post("/v1/events", response_model=IngestOut, responses=ERRORS, tags=["write"])
+def post_events(body: EventsIn, caller: Caller, mem: Mem) -> dict[str, Any]:
+    """Append journal events. Bad events are reported by position and skipped; the
+    others are stored."""
+    items: list[Any] = []
+    for raw in body.events:
+        if isinstance(raw, dict):
+            item = dict(raw)
+            _bind(item, "workspace_id", caller.workspace)
+            if caller.key.agent_id is not None and not caller.is_admin:
+                _bind(item, "agent_id", caller.agent)
+            if caller.key.crew_id is not None and not caller.is_admin:
+                _bind(item, "crew_id", caller.crew)
+            items.append(item)
+        else:
+            items.append(raw)
+    report = mem.ingest(items).to_json()
+    report["errors"] = [
+        {"index": e["line"] - 1, "field": e["field"], "message": e["message"]}
+        for e in report["errors"]
+    ]
+    return report
+
+
+def _bind(item: dict[str, Any], name: str, check: Callable[[str | None], str | None]) -> None:
+    """Fill an event's id field from the key, or check the one it names against the key
+    (``Forbidden`` when it differs). A value of the wrong type is left for the event
+    parser to report by position, like any other bad field."""
+    value = item.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        item[name] = check(None)
+    elif isinstance(value, str):
+        item[name] = check(value.strip())

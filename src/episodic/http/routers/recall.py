@@ -1,0 +1,210 @@
+"""Reading memory back: ``POST /v1/recall`` (the memories that matter for a query),
+``POST /v1/render`` (the same as a prompt-ready block) and ``GET /v1/recent`` (the newest
+episodes)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from episodic.http.auth import Caller
+from episodic.http.deps import Mem, RecallGate
+from episodic.http.errors import ERRORS
+from episodic.http.models import Id, NonEmptyText, ScopeName, Strict
+from episodic.recall.engine import RecallResult
+from episodic.tenancy import Principal
+from episodic.write.episodes import episode_json
+
+MAX_RENDER_CHARS = 100_000
+
+router = APIRouter()
+
+
+class RecallIn(Strict):
+    query: NonEmptyText
+    k: int | None = Field(default=None, ge=1, le=50)
+    policy: Id | None = None
+    scope: ScopeName | None = None
+    agent: Id | None = None
+    crew: Id | None = None
+    resource: Id | None = None
+    conversation: Id | None = None
+    types: list[Id] | None = Field(default=None, min_length=1, max_length=20)
+    explain: bool = False
+    walk: Literal[0, 1] | None = None
+    mark: bool = Field(default=True, description="count the hits as referenced")
+    workspace: Id | None = None
+
+
+class RenderIn(RecallIn):
+    max_chars: int | None = Field(default=None, ge=1, le=MAX_RENDER_CHARS)
+
+
+class HitOut(BaseModel):
+    id: str
+    score: float
+    cosine: float | None
+    summary: str
+    type: str
+    severity: str
+    workspace_id: str
+    crew_id: str | None
+    agent_id: str | None
+    resource_id: str | None
+    conversation_id: str | None
+    payload: dict[str, Any]
+    ts: str
+    age_seconds: float
+    source: str | None
+    evidence: str | None
+    importance: float
+    reference_count: int
+    via: str | None
+
+
+class TraceRowOut(BaseModel):
+    id: str
+    rank: int
+    score: float
+    detail: dict[str, float] | None = None
+
+
+class DroppedOut(BaseModel):
+    id: str
+    stage: str
+    reason: str
+    detail: str | None = None
+
+
+class TraceOut(BaseModel):
+    policy: str
+    query: str
+    lexical_query: str
+    time_windows: list[str]
+    stages: dict[str, list[TraceRowOut]]
+    dropped: list[DroppedOut]
+
+
+class RecallOut(BaseModel):
+    hits: list[HitOut]
+    mode: Literal["vector", "sparse-only"]
+    policy: str
+    warnings: list[str]
+    trace: TraceOut | None = None
+
+
+class RenderOut(BaseModel):
+    block: str = Field(description='the injection block; "" when nothing was recalled')
+    hit_ids: list[str]
+    mode: Literal["vector", "sparse-only"]
+    policy: str
+    warnings: list[str]
+    trace: TraceOut | None = None
+
+
+class EpisodeOut(BaseModel):
+    id: str
+    title: str
+    summary: str
+    start: str | None
+    end: str | None
+    surprise: float
+    message_count: int
+    key_moment: bool
+    flashbulb: bool
+    keyphrases: list[str]
+    described_by: str | None
+    workspace_id: str
+    conversation_id: str | None
+    agent_id: str | None
+    resource_id: str | None
+    stability: float | None
+    difficulty: float | None
+
+
+class RecentOut(BaseModel):
+    episodes: list[EpisodeOut]
+
+
+@router.post("/v1/recall", response_model=RecallOut, responses=ERRORS, tags=["recall"])
+def recall(body: RecallIn, caller: Caller, mem: Mem, gate: RecallGate) -> dict[str, Any]:
+    """The memories that matter for ``query``, best first; ``explain`` adds the trace."""
+    args = _recall_args(body, caller)
+    with gate:
+        result = mem.recall(body.query, **args)
+    return _recall_json(result, caller)
+
+
+@router.post("/v1/render", response_model=RenderOut, responses=ERRORS, tags=["recall"])
+def render(body: RenderIn, caller: Caller, mem: Mem, gate: RecallGate) -> dict[str, Any]:
+    """The prompt-ready injection block for ``query`` (untrusted hints)."""
+    args = _recall_args(body, caller)
+    with gate:
+        block, result = mem.render_explained(body.query, max_chars=body.max_chars, **args)
+    out = _recall_json(result, caller)
+    return {
+        "block": block,
+        "hit_ids": [h["id"] for h in out.pop("hits")],
+        **out,
+    }
+
+
+@router.get("/v1/recent", response_model=RecentOut, responses=ERRORS, tags=["recall"])
+def recent(
+    caller: Caller,
+    mem: Mem,
+    agent: Annotated[Id | None, Query()] = None,
+    crew: Annotated[Id | None, Query()] = None,
+    resource: Annotated[Id | None, Query()] = None,
+    conversation: Annotated[Id | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 10,
+    workspace: Annotated[Id | None, Query()] = None,
+) -> dict[str, Any]:
+    """The newest episodes the key can see, newest first."""
+    flt = caller.reading(
+        workspace=workspace,
+        agent=agent,
+        crew=crew,
+        resource=resource,
+        conversation=conversation,
+    )
+    return {"episodes": [episode_json(m) for m in mem.recent_in(flt, limit)]}
+
+
+def _recall_args(body: RecallIn, caller: Principal) -> dict[str, Any]:
+    flt = caller.reading(
+        workspace=body.workspace,
+        agent=body.agent,
+        crew=body.crew,
+        scope=body.scope,
+        resource=body.resource,
+        conversation=body.conversation,
+        types=tuple(body.types) if body.types else None,
+    )
+    return {
+        "workspace": flt.workspace_id,
+        "agent": flt.agent_id,
+        "crew": flt.crew_id,
+        "resource": flt.resource_id,
+        "conversation": flt.conversation_id,
+        "scope": flt.scope,
+        "types": flt.types,
+        "k": body.k,
+        "policy": body.policy,
+        "explain": body.explain,
+        "walk": body.walk,
+        "mark": body.mark,
+    }
+
+
+def _recall_json(result: RecallResult, caller: Principal) -> dict[str, Any]:
+    trace = caller.trace_view(result.trace)
+    return {
+        "hits": [h.to_json() for h in result.hits],
+        "mode": result.mode,
+        "policy": result.policy,
+        "warnings": result.warnings,
+        "trace": None if trace is None else trace.to_json(),
+    }
