@@ -1,0 +1,59 @@
+"""The ``episodic`` command: a thin shell over ``Episodic``.
+
+Each command parses its options, calls one service method and prints the result, as a
+table for people or as JSON with ``--json`` for scripts. Errors become one message plus the
+next step, and a non-zero exit status.
+
+One module a command group: ``setup`` (init, doctor, demo), ``memory`` (ingest, index,
+recent, reindex, recall, render, forget), ``service`` (serve, keys, mcp), ``portability``
+(export, import, migrate), ``upkeep`` (consolidate, memory health, upkeep) and ``bench``;
+``common`` holds what they share. Only this module registers the commands and groups on
+the root app, so their order in ``episodic --help`` is set in one place.
+"""
+
+from __future__ import annotations
+
+from episodic.cli import bench, memory, portability, service, setup, upkeep
+from episodic.cli.common import app
+
+
+def _register() -> None:
+    """Put every command and group on ``app``, in the order ``episodic --help`` lists them
+    (typer lists the commands in the order they were added, then the groups)."""
+    commands = (
+        ("init", setup.init),
+        ("ingest", memory.ingest),
+        ("index", memory.index),
+        ("recent", memory.recent),
+        ("reindex", memory.reindex),
+        ("recall", memory.recall),
+        ("render", memory.render),
+        ("doctor", setup.doctor),
+        ("demo", setup.demo),
+        ("serve", service.serve),
+        ("forget", memory.forget),
+        ("export", portability.export),
+        ("import", portability.import_),
+        ("mcp", service.mcp_command),
+        ("migrate", portability.migrate),
+    )
+    for name, command in commands:
+        app.command(name)(command)
+    groups = (
+        ("bench", bench.bench_app),
+        ("consolidate", upkeep.consolidate_app),
+        ("memory", upkeep.memory_app),
+        ("upkeep", upkeep.upkeep_app),
+        ("keys", service.keys_app),
+    )
+    for name, group in groups:
+        app.add_typer(group, name=name)
+
+
+_register()
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    app()

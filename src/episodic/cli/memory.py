@@ -1,0 +1,421 @@
+"""The memory data commands: ``ingest`` journal events, ``index`` them (vectors and
+episodes), list the ``recent`` episodes, ``reindex``, ``recall`` and ``render`` what
+matters for a query, and ``forget`` for good.
+
+``episodic memory health`` is an upkeep command: see ``episodic.cli.upkeep``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, BinaryIO
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.table import Table
+
+from episodic.cli.common import ConversationOpt, JsonOpt, err, errors, open_memory, out, print_json
+from episodic.cli.portability import import_dir
+from episodic.errors import InvalidInput
+from episodic.recall.engine import RecallResult
+from episodic.recall.policies import POLICIES
+from episodic.recall.render import relative_age
+from episodic.recall.trace import Trace
+from episodic.service import Episodic
+from episodic.write.episodes import episode_json
+
+# Progress is shown for inputs larger than this (bytes); small files finish before it helps.
+PROGRESS_MIN_BYTES = 1_000_000
+
+WorkspaceOpt = Annotated[str, typer.Option("--workspace", "-w", help="Workspace to search.")]
+AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent id (needed by --scope own).")]
+CrewOpt = Annotated[
+    str | None, typer.Option("--crew", help="Crew id (needed by --scope crew_shared).")
+]
+ResourceOpt = Annotated[str | None, typer.Option("--resource", help="Narrow to one resource.")]
+ScopeOpt = Annotated[
+    str | None,
+    typer.Option("--scope", help="own | crew_shared; omitted = the whole workspace."),
+]
+KOpt = Annotated[int | None, typer.Option("-k", help="How many memories (1-50, default 5).")]
+TypeOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--type", help="Only memories of this type (repeatable): message, episode, entry, ..."
+    ),
+]
+PolicyOpt = Annotated[
+    str | None,
+    typer.Option("--policy", help=f"Recall policy: {', '.join(POLICIES)} (default: default)."),
+]
+ExplainOpt = Annotated[
+    bool, typer.Option("--explain", help="Show every stage's candidates and what was dropped why.")
+]
+
+
+def ingest(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(help="JSON-lines file of events, or - for stdin.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Store journal events, one JSON object per line.
+
+    Bad lines are reported by number and skipped; the rest are stored. Exit status is 1
+    when any line was rejected.
+
+    Example: episodic ingest journal.jsonl
+    """
+    with errors(), open_memory(ctx) as mem:
+        if file == "-":
+            report = mem.ingest_lines(sys.stdin.buffer)
+        else:
+            path = Path(file)
+            if not path.is_file():
+                raise InvalidInput("FILE", f"no such file: {file}")
+            with path.open("rb") as fh:
+                report = _ingest_with_progress(mem, fh, path.stat().st_size)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        out.print(
+            f"stored {report.stored} events ({report.admitted} admitted as memories, "
+            f"{report.duplicates} already present)"
+        )
+        for e in report.errors:
+            err.print(f"rejected {e}")
+        if report.errors:
+            err.print(f"{len(report.errors)} line(s) rejected; the others were stored")
+    if report.errors:
+        raise typer.Exit(1)
+
+
+def _ingest_with_progress(mem: Episodic, fh: BinaryIO, size: int) -> Any:
+    if size < PROGRESS_MIN_BYTES or not err.is_terminal:
+        return mem.ingest_lines(fh)
+    with Progress(
+        TextColumn("ingesting"), BarColumn(), TransferSpeedColumn(), console=err, transient=True
+    ) as bar:
+        task = bar.add_task("ingest", total=size)
+
+        def counted() -> Iterator[bytes]:
+            for line in fh:
+                bar.advance(task, len(line))
+                yield line
+
+        return mem.ingest_lines(counted())
+
+
+def index(
+    ctx: typer.Context,
+    once: Annotated[
+        bool, typer.Option("--once", help="Embed and segment what is pending, then exit.")
+    ] = False,
+    flush: Annotated[
+        bool,
+        typer.Option(
+            "--flush", help="Close every open conversation segment (end of session); with --once."
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Embed memories that have no vector yet and turn conversations into episodes
+    (runs the sweeper; Ctrl-C stops it).
+
+    Example: episodic index --once --flush
+    """
+    if flush and not once:
+        err.print("--flush closes the open segments once; use it with --once")
+        raise typer.Exit(2)
+    with errors(), open_memory(ctx) as mem:
+        if once:
+            result = mem.index_once()
+            report = mem.segment(flush=flush)
+            if as_json:
+                print_json(
+                    {
+                        "embedded": result.embedded,
+                        "failed": result.failed,
+                        "error": result.error,
+                        "segmentation": report.to_json(),
+                    }
+                )
+            else:
+                out.print(f"embedded {result.embedded} memories")
+                if report.conversations:
+                    out.print(
+                        f"{report.episodes} episode(s) from {report.messages} messages in "
+                        f"{report.conversations} conversation(s); {report.entries} entries, "
+                        f"{report.learnings} learnings; {report.waiting} messages wait for more"
+                    )
+                if result.error:
+                    err.print(f"[yellow]warning:[/yellow] {result.error}")
+            if result.failed:
+                raise typer.Exit(1)
+            return
+        if not mem.start_indexer():
+            err.print("sparse-only: nothing to embed; see `episodic doctor`")
+            raise typer.Exit(1)
+        out.print(f"indexer running every {mem.settings.sweep_interval_s:g}s; Ctrl-C to stop")
+        try:
+            import threading
+
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+
+
+def recent(
+    ctx: typer.Context,
+    workspace: Annotated[str, typer.Option("--workspace", "-w", help="Workspace id.")],
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's.")] = None,
+    resource: Annotated[
+        str | None, typer.Option("--resource", help="Only this resource's.")
+    ] = None,
+    conversation: Annotated[
+        str | None, typer.Option("--conversation", help="Only this conversation's.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many episodes.")] = 10,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the newest episodes, newest first.
+
+    Example: episodic recent --workspace acme --conversation chat-42 --json
+    """
+    with errors(), open_memory(ctx) as mem:
+        episodes = mem.recent(
+            workspace=workspace,
+            agent=agent,
+            resource=resource,
+            conversation=conversation,
+            limit=limit,
+        )
+        rows = [episode_json(m) for m in episodes]
+        if as_json:
+            print_json(rows)
+            return
+        if not rows:
+            out.print("no episodes yet (run `episodic index --once --flush` after a session)")
+            return
+        for row in rows:
+            mark = " [bold magenta]key moment[/bold magenta]" if row["key_moment"] else ""
+            out.print(
+                f"[bold]{escape(row['title'])}[/bold]{mark}\n"
+                f"  {row['start']} .. {row['end']} · {row['message_count']} messages · "
+                f"surprise {row['surprise']:.2f}\n  {escape(row['summary'])}"
+            )
+
+
+def reindex(
+    ctx: typer.Context,
+    from_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Rebuild the memories from this markdown folder (`episodic export`) instead: "
+            "changed files are re-read, memories no file holds are removed, and only new "
+            "text is embedded (the embedding cache answers for the rest).",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Drop every vector and embed all memories again with the current embedder.
+
+    Needed after changing EPISODIC_EMBEDDER or the model.
+    Example: EPISODIC_EMBEDDER=ollama episodic reindex
+    Example: episodic reindex --from ./memory-export
+    """
+    if from_dir is not None:
+        import_dir(ctx, from_dir, mirror=True, as_json=as_json)
+        return
+    with errors(), open_memory(ctx) as mem:
+        result = mem.reindex()
+        model = mem.embedder.model_id if mem.embedder else "?"
+        out.print(f"re-embedded {result.embedded} memories with {model}")
+        if result.error:
+            err.print(
+                f"[yellow]warning:[/yellow] {result.error}; run `episodic index --once` later"
+            )
+            raise typer.Exit(1)
+
+
+def recall(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What the agent is about to do or asks about.")],
+    workspace: WorkspaceOpt,
+    agent: AgentOpt = None,
+    crew: CrewOpt = None,
+    resource: ResourceOpt = None,
+    scope: ScopeOpt = None,
+    k: KOpt = None,
+    policy: PolicyOpt = None,
+    explain: ExplainOpt = False,
+    types: TypeOpt = None,
+    conversation: ConversationOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The past memories that matter for QUERY, best first.
+
+    Example: episodic recall "OOM in checkout" --workspace acme-shop --agent deployer --scope own
+    """
+    with errors(), open_memory(ctx) as mem:
+        result = mem.recall(
+            query,
+            explain=explain,
+            workspace=workspace,
+            agent=agent,
+            crew=crew,
+            resource=resource,
+            scope=scope,
+            k=k,
+            policy=policy,
+            types=types or None,
+            conversation=conversation,
+        )
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}")
+    if as_json:
+        hits = [h.to_json() for h in result.hits]
+        if result.trace is not None:
+            print_json({"hits": hits, "trace": result.trace.to_json()})
+        else:
+            print_json(hits)
+        return
+    _print_hits(result)
+    if result.trace is not None:
+        _print_trace(result.trace, out)
+
+
+def _print_trace(trace: Trace, console: Console) -> None:
+    console.print(
+        f"[bold]trace[/bold] policy {trace.policy}; lexical query {trace.lexical_query!r}"
+    )
+    if trace.time_windows:
+        console.print("time: " + "; ".join(trace.time_windows))
+    for name, rows in trace.stages.items():
+        shown = ", ".join(f"{r.rank}. {r.memory_id} ({r.score:.4f})" for r in rows[:10])
+        more = f" … +{len(rows) - 10}" if len(rows) > 10 else ""
+        console.print(f"  {name}: {shown or '(none)'}{more}")
+    for d in trace.dropped:
+        extra = f" ({d.detail})" if d.detail else ""
+        console.print(f"  dropped {d.memory_id} at {d.stage}: {d.reason}{extra}")
+
+
+def _print_hits(result: RecallResult) -> None:
+    if not result.hits:
+        out.print("no memories recalled")
+        return
+    table = Table(title=f"{len(result.hits)} memories ({result.mode}, policy {result.policy})")
+    for column in ("#", "score", "age", "type", "agent", "summary"):
+        table.add_column(column, overflow="fold")
+    for i, hit in enumerate(result.hits, start=1):
+        table.add_row(
+            str(i),
+            f"{hit.score:.3f}",
+            relative_age(hit.age_seconds),
+            hit.memory.type,
+            hit.memory.agent_id or "-",
+            hit.memory.content,
+        )
+    out.print(table)
+
+
+def render(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What the agent is about to do or asks about.")],
+    workspace: WorkspaceOpt,
+    agent: AgentOpt = None,
+    crew: CrewOpt = None,
+    resource: ResourceOpt = None,
+    scope: ScopeOpt = None,
+    k: KOpt = None,
+    policy: PolicyOpt = None,
+    max_chars: Annotated[
+        int | None, typer.Option("--max-chars", help="Character budget (default 2000).")
+    ] = None,
+    explain: ExplainOpt = False,
+    types: TypeOpt = None,
+    conversation: ConversationOpt = None,
+) -> None:
+    """The prompt-ready <recalled-memory> block for QUERY (prints nothing if none).
+
+    Example: episodic render "deploy checkout to production" --workspace acme-shop --max-chars 1200
+    """
+    with errors(), open_memory(ctx) as mem:
+        block, result = mem.render_explained(
+            query,
+            max_chars=max_chars,
+            workspace=workspace,
+            agent=agent,
+            crew=crew,
+            resource=resource,
+            scope=scope,
+            k=k,
+            policy=policy,
+            explain=explain,
+            types=types or None,
+            conversation=conversation,
+        )
+    if block:
+        sys.stdout.write(block + "\n")
+    if result.trace is not None:
+        _print_trace(result.trace, err)
+
+
+def forget(
+    ctx: typer.Context,
+    workspace: Annotated[str, typer.Option("--workspace", "-w", help="Workspace to forget in.")],
+    agent: Annotated[str | None, typer.Option("--agent", help="Everything of this agent.")] = None,
+    resource: Annotated[
+        str | None, typer.Option("--resource", help="Everything about this resource.")
+    ] = None,
+    conversation: Annotated[
+        str | None, typer.Option("--conversation", help="This whole conversation.")
+    ] = None,
+    memory: Annotated[str | None, typer.Option("--memory", help="One memory by id.")] = None,
+    older_than: Annotated[
+        float | None,
+        typer.Option("--older-than", help="Only what is older than this many days (retention)."),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Do not ask before forgetting a whole workspace.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Remove data for good: memories, events, search rows, vectors, edges, archive,
+    cached embeddings only it used, import records, and what was derived from it.
+
+    Filters combine; with none, the whole workspace is forgotten (asks first).
+    Example: episodic forget --workspace acme --agent deployer
+    Example: episodic forget --workspace acme --older-than 365
+    """
+    whole = all(v is None for v in (agent, resource, conversation, memory, older_than))
+    if (
+        whole
+        and not yes
+        and not typer.confirm(
+            f"forget everything in workspace {workspace!r}?", default=False, err=True
+        )
+    ):
+        err.print("nothing forgotten")
+        raise typer.Exit(1)
+    with errors(), open_memory(ctx) as mem:
+        counts = mem.forget(
+            workspace=workspace,
+            agent=agent,
+            resource=resource,
+            conversation=conversation,
+            memory=memory,
+            older_than_days=older_than,
+        )
+    if as_json:
+        print_json(counts.to_json())
+        return
+    out.print(
+        f"forgot {counts.memories} memories and {counts.events} events "
+        f"({counts.vectors} vectors, {counts.relations} edges, {counts.archived} archived, "
+        f"{counts.embedding_cache} cached embeddings)"
+    )

@@ -1,0 +1,179 @@
+"""Moving memory in and out: ``export`` to markdown files, ``import`` them back, and
+``migrate`` a SQLite memory to PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn
+from rich.table import Table
+
+from episodic.cli.common import JsonOpt, err, errors, open_memory, out, print_json
+
+
+def export(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Folder to write the markdown files to.")],
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "-w", help="Only this workspace.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write memories as markdown files with YAML frontmatter, one per memory, in folders
+    by scope (workspace/crews/C/agents/A/ID.md); the folder can rebuild the database.
+
+    Example: episodic export ./memory-export --workspace acme
+    """
+    with errors(), open_memory(ctx) as mem:
+        report = mem.export_markdown(directory, workspace=workspace)
+    if as_json:
+        print_json(report.to_json())
+        return
+    out.print(
+        f"exported {report.written + report.unchanged} memories of {report.workspaces} "
+        f"workspace(s) to {directory} ({report.written} written, {report.unchanged} unchanged, "
+        f"{report.removed} stale files removed, {report.events} journal events)"
+    )
+
+
+def import_(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Folder written by `episodic export`.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Read markdown memories into the database: new files are added, edited files update
+    their memory, unchanged files (same path, mtime and size) are not even read.
+
+    Malformed files are reported by path and skipped; exit status 1 if there were any.
+    Example: episodic import ./memory-export
+    """
+    import_dir(ctx, directory, mirror=False, as_json=as_json)
+
+
+def import_dir(ctx: typer.Context, directory: Path, *, mirror: bool, as_json: bool) -> None:
+    """Read ``directory`` into the database and print what changed; with ``mirror``, as
+    ``reindex --from`` asks, memories no file holds are removed too."""
+    with errors(), open_memory(ctx) as mem:
+        report = mem.import_markdown(directory, mirror=mirror)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        out.print(
+            f"{report.files} files: {report.inserted} new, {report.updated} updated, "
+            f"{report.unchanged + report.skipped_unchanged} unchanged, {report.removed} removed; "
+            f"{report.embedded} embedded"
+        )
+        for e in report.errors:
+            err.print(f"skipped {e}")
+        if report.embed_error:
+            err.print(f"[yellow]warning:[/yellow] {report.embed_error}")
+    if report.errors:
+        raise typer.Exit(1)
+
+
+def migrate(
+    source: Annotated[
+        str,
+        typer.Option(
+            "--from", help="The SQLite memory to copy: sqlite:///path/memory.db or a file path."
+        ),
+    ],
+    target: Annotated[
+        str,
+        typer.Option(
+            "--to", help="The PostgreSQL database: postgresql://user:password@host:5432/dbname."
+        ),
+    ],
+    batch: Annotated[
+        int, typer.Option("--batch", help="Rows per committed batch.", show_default=True)
+    ] = 2000,
+    verify_only: Annotated[
+        bool,
+        typer.Option("--verify-only", help="Copy nothing; only compare counts and checksums."),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy a whole memory from SQLite to PostgreSQL: events, memories and their sources,
+    vectors, the embedding cache, relations, the archive, health history, reviews, upkeep
+    runs, compactions, nudges, API keys and import records.
+
+    The target's schema is created first; vectors get their pgvector type and HNSW index.
+    Interrupted (Ctrl-C, a crash, a lost connection), the same command continues where
+    it stopped, copying nothing twice. At the end every table is verified: row counts
+    and a checksum of every value must be equal on both sides (exit status 1 if not).
+    The SQLite file is only read; stop writers to it while it is copied.
+
+    Example: episodic migrate --from sqlite:///./.episodic/memory.db --to postgresql://me@db/mem
+    """
+    from rich.progress import MofNCompleteColumn, TimeRemainingColumn
+
+    from episodic.store import transfer
+
+    def run(listener: transfer.Listener | None) -> transfer.MigrateReport:
+        return transfer.migrate(
+            source, target, batch=batch, verify_only=verify_only, listener=listener
+        )
+
+    try:
+        with errors():
+            if not err.is_terminal:
+                report = run(None)
+            else:
+                with Progress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeRemainingColumn(),
+                    console=err,
+                    transient=True,
+                ) as bar:
+                    report = run(_MigrateBar(bar))
+    except KeyboardInterrupt:
+        err.print("interrupted: run the same command again to continue the copy")
+        raise typer.Exit(130) from None
+    if as_json:
+        print_json(report.to_json())
+    else:
+        table = Table(title=f"{report.source} -> {report.target}")
+        for column in ("table", "source rows", "target rows", "copied now", "checksum"):
+            table.add_column(column, justify="left" if column == "table" else "right")
+        for t in report.tables:
+            same = t.source_sha256 == t.target_sha256
+            table.add_row(
+                t.name,
+                str(t.source_rows),
+                str(t.target_rows),
+                str(t.copied),
+                "equal" if same else "[red]DIFFERENT[/red]",
+            )
+        out.print(table)
+    if not report.ok:
+        err.print(
+            f"[red]error:[/red] the target differs from the source in "
+            f"{', '.join(report.mismatched)}: rows changed in the source after they were "
+            "copied, or the target holds other data; stop every writer to the source and copy "
+            "into an empty database",
+            markup=True,
+        )
+        raise typer.Exit(1)
+
+
+class _MigrateBar:
+    """`episodic migrate`'s progress: one bar at a time, for the table being copied or
+    checked."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.tasks: dict[str, Any] = {}
+
+    def start(self, label: str, total: int | None, done: int = 0) -> None:
+        for task in self.tasks.values():
+            self.bar.update(task, visible=False)
+        if total != 0:
+            self.tasks[label] = self.bar.add_task(label, total=total, completed=done)
+
+    def advance(self, label: str, rows: int) -> None:
+        if label in self.tasks:
+            self.bar.advance(self.tasks[label], rows)

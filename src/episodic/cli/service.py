@@ -1,0 +1,200 @@
+"""Running episodic as a service: ``serve`` the HTTP API and the operator's page, the API
+``keys`` it asks for, and ``mcp`` for models."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from episodic.cli.common import JsonOpt, err, errors, open_memory, out, print_json
+from episodic.errors import InvalidInput
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8765,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            help="Server processes (each keeps its own dense index in memory; the "
+            "indexer runs once, in the parent).",
+        ),
+    ] = 1,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the HTTP API (/v1, keys required), /healthz and the operator's page /ui, and
+    run the background indexer.
+
+    Example: episodic serve --port 8765   # then open http://127.0.0.1:8765/ui
+    """
+    import os
+
+    import uvicorn
+
+    from episodic.heap import limit_arenas
+    from episodic.http import asgi, start_background_jobs
+
+    limit_arenas()  # before uvicorn's and the jobs' threads: see episodic.heap
+    if workers < 1:
+        err.print("[red]error:[/red] --workers: must be 1 or more", markup=True)
+        raise typer.Exit(2)
+    with errors(), open_memory(ctx) as mem:
+        if workers > 1 and mem.store.url.endswith(":memory:"):
+            raise InvalidInput("workers", "worker processes cannot share an in-memory database")
+        out.print(f"episodic serving {mem.store.url} on http://{host}:{port} (/v1, /ui, /healthz)")
+        if workers == 1:
+            uvicorn.run(asgi(mem, background=True), host=host, port=port, log_level=log_level)
+            return
+        start_background_jobs(mem)
+        os.environ["EPISODIC_DB"] = mem.store.url
+        uvicorn.run(
+            "episodic.http:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+        )
+
+
+keys_app = typer.Typer(
+    help=(
+        "API keys for the HTTP API: each binds its holder to one workspace and a role "
+        "(agent: own memories; lead: crew_shared; admin: the whole workspace).\n\n"
+        "Example: episodic keys create --workspace acme --role admin --json"
+    ),
+    no_args_is_help=True,
+)
+
+
+@keys_app.command("create")
+def keys_create(
+    ctx: typer.Context,
+    workspace: Annotated[str, typer.Option("--workspace", "-w", help="The key's workspace.")],
+    role: Annotated[str, typer.Option("--role", help="agent | lead | admin.")] = "agent",
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Bind the key to this agent.")
+    ] = None,
+    crew: Annotated[str | None, typer.Option("--crew", help="Bind the key to this crew.")] = None,
+    label: Annotated[str, typer.Option("--label", help="A note for `keys list`.")] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Create an API key; the key is printed once and only its hash is stored.
+
+    Example: episodic keys create --workspace acme --role agent --agent deployer --json
+    """
+    with errors(), open_memory(ctx) as mem:
+        key, secret = mem.create_key(workspace, role=role, agent=agent, crew=crew, label=label)
+    if as_json:
+        print_json({"key": secret, **key.to_json()})
+        return
+    out.print(f"key {key.id} for workspace {key.workspace_id} ({key.role.value})")
+    sys.stdout.write(secret + "\n")
+    err.print("this is the only time the key is shown: store it now")
+
+
+@keys_app.command("list")
+def keys_list(
+    ctx: typer.Context,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "-w", help="Only this workspace's keys.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List API keys (never their secrets).
+
+    Example: episodic keys list --workspace acme
+    """
+    with errors(), open_memory(ctx) as mem:
+        keys = mem.list_keys(workspace)
+    if as_json:
+        print_json([k.to_json() for k in keys])
+        return
+    if not keys:
+        out.print("no keys")
+        return
+    table = Table()
+    for column in ("id", "workspace", "role", "agent", "crew", "label", "created", "revoked"):
+        table.add_column(column)
+    for k in keys:
+        row = k.to_json()
+        table.add_row(
+            k.id,
+            k.workspace_id,
+            k.role.value,
+            k.agent_id or "-",
+            k.crew_id or "-",
+            k.label,
+            row["created_at"] or "-",
+            row["revoked_at"] or "-",
+        )
+    out.print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    ctx: typer.Context,
+    key_id: Annotated[str, typer.Argument(help="The key's id (k_...), from `keys list`.")],
+) -> None:
+    """Revoke an API key: every request with it is refused from now on.
+
+    Example: episodic keys revoke k_3f9a1c2b7d4e
+    """
+    with errors(), open_memory(ctx) as mem:
+        key = mem.revoke_key(key_id)
+    out.print(f"revoked {key.id} ({key.workspace_id}, {key.role.value})")
+
+
+def mcp_command(
+    ctx: typer.Context,
+    workspace: Annotated[
+        str,
+        typer.Option(
+            "--workspace", "-w", envvar="EPISODIC_MCP_WORKSPACE", help="The workspace to serve."
+        ),
+    ],
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", envvar="EPISODIC_MCP_AGENT", help="Act as this agent."),
+    ] = None,
+    crew: Annotated[
+        str | None, typer.Option("--crew", envvar="EPISODIC_MCP_CREW", help="The agent's crew.")
+    ] = None,
+    role: Annotated[
+        str | None,
+        typer.Option(
+            "--role",
+            envvar="EPISODIC_MCP_ROLE",
+            help="agent (scope own) | lead (crew_shared) | admin (whole workspace); "
+            "default agent with --agent, else admin.",
+        ),
+    ] = None,
+    transport: Annotated[
+        str, typer.Option("--transport", help="stdio | http (streamable HTTP at /mcp).")
+    ] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="HTTP address.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="HTTP port.")] = 8766,
+) -> None:
+    """Serve memory to a model as MCP tools (recall_memory, remember, forget,
+    memory_health), bound to one workspace and agent.
+
+    Example: episodic mcp --workspace acme --agent deployer
+    Example: episodic mcp --workspace acme --agent deployer --transport http --port 8766
+    """
+    from episodic.mcp import Binding, build_server
+
+    if transport not in ("stdio", "http"):
+        err.print("[red]error:[/red] --transport: use stdio or http", markup=True)
+        raise typer.Exit(2)
+    with errors(), open_memory(ctx) as mem:
+        server = build_server(mem, Binding.of(workspace, agent, crew, role))
+        mem.warn_if_sparse_only()
+        if transport == "stdio":
+            server.run("stdio")
+        else:
+            server.run("streamable-http", host=host, port=port)

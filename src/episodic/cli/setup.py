@@ -1,0 +1,89 @@
+"""Getting started: ``init`` creates the database, ``doctor`` checks it and the embedder,
+``demo`` tries recall on a bundled journal."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from episodic.cli.common import JsonOpt, errors, open_memory, out, print_json
+
+
+def init(ctx: typer.Context) -> None:
+    """Create the database (or bring its schema up to date).
+
+    Example: episodic --db sqlite:///./memory.db init
+    """
+    with errors(), open_memory(ctx) as mem:
+        out.print(f"ready: {mem.store.url} (schema v{mem.store.schema_version()})")
+
+
+def doctor(
+    ctx: typer.Context,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Also check that the keyword index, the vectors and the link tables agree "
+            "with the memories (reads every row).",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check the database and the embedder, and say how to fix what is wrong; exit 1 on
+    any error.
+
+    Example: episodic doctor --deep --json
+    """
+    with errors(), open_memory(ctx) as mem:
+        report = mem.doctor(deep=deep)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        out.print(f"episodic: [bold]{report.episodic}[/bold]")
+        colours = {"ok": "green", "warn": "yellow", "error": "red"}
+        for c in report.checks:
+            out.print(f"[{colours[c.status]}]{c.status.upper():5}[/] {c.name}: {c.detail}")
+            if c.fix:
+                out.print(f"      fix: {c.fix}")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+DEMO_QUERIES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("OOM in checkout after a cache change", {"workspace": "acme-shop"}),
+    (
+        "production deployment denied by the keeper",
+        {"workspace": "acme-shop", "agent": "deployer", "scope": "own"},
+    ),
+    ("eval regression on the ranking model", {"workspace": "orbit-labs"}),
+)
+
+
+def sample_journal() -> Path:
+    return Path(str(resources.files("episodic") / "data" / "sample_journal.jsonl"))
+
+
+def demo(ctx: typer.Context) -> None:
+    """Ingest a bundled multi-agent journal, index it, and show three recalls.
+
+    Example: episodic --db sqlite:///./.episodic/demo.db demo
+    """
+    with errors(), open_memory(ctx) as mem:
+        with sample_journal().open("rb") as fh:
+            report = mem.ingest_lines(fh)
+        out.print(
+            f"[bold]1. ingest[/bold]: {report.received} journal events, "
+            f"{report.admitted} admitted as memories (new), {report.duplicates} already present"
+        )
+        mode = mem.warn_if_sparse_only()
+        result = mem.index_once()
+        out.print(f"[bold]2. index[/bold]: {result.embedded} memories embedded ({mode})")
+        for i, (query, filters) in enumerate(DEMO_QUERIES, start=3):
+            where = " ".join(f"--{key} {value}" for key, value in filters.items())
+            out.print(f"\n[bold]{i}. render[/bold] {query!r} {where}")
+            block = mem.render(query, k=4, **filters)
+            out.print(block or "(nothing recalled)", markup=False)
