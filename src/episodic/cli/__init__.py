@@ -4,7 +4,7 @@ Each command parses its options, calls one service method and prints the result,
 table for people or as JSON with ``--json`` for scripts. Errors become one message plus the
 next step, and a non-zero exit status.
 
-One module a command group: ``setup`` (init, doctor, demo), ``memory`` (ingest, index,
+One module a command group: ``getting_started`` (init, doctor, demo), ``memory`` (ingest, index,
 recent, reindex, recall, render, forget), ``service`` (serve, keys, mcp), ``portability``
 (export, import, migrate), ``upkeep`` (consolidate, memory health, upkeep) and ``bench``;
 ``common`` holds what they share. Only this module registers the commands and groups on
@@ -13,7 +13,7 @@ the root app, so their order in ``episodic --help`` is set in one place.
 
 from __future__ import annotations
 
-from episodic.cli import bench, memory, portability, service, setup, upkeep
+from episodic.cli import bench, getting_started, memory, portability, service, upkeep
 from episodic.cli.common import app
 
 
@@ -21,15 +21,15 @@ def _register() -> None:
     """Put every command and group on ``app``, in the order ``episodic --help`` lists them
     (typer lists the commands in the order they were added, then the groups)."""
     commands = (
-        ("init", setup.init),
+        ("init", getting_started.init),
         ("ingest", memory.ingest),
         ("index", memory.index),
         ("recent", memory.recent),
         ("reindex", memory.reindex),
         ("recall", memory.recall),
         ("render", memory.render),
-        ("doctor", setup.doctor),
-        ("demo", setup.demo),
+        ("doctor", getting_started.doctor),
+        ("demo", getting_started.demo),
         ("serve", service.serve),
         ("forget", memory.forget),
         ("export", portability.export),
