@@ -256,6 +256,7 @@ class MemoryLayer:
             workspace=self.workspace,
             agent=self.agent,
             resource=self.resource,
+            scope=self._scope,
             types=TOOL_TYPES,
             k=k,
             policy=self.policy,
@@ -274,6 +275,7 @@ class MemoryLayer:
             workspace=self.workspace,
             agent=self.agent,
             resource=self.resource,
+            scope=self._scope,
             types=TOOL_TYPES,
             k=k,
             policy=self.policy,
@@ -292,6 +294,11 @@ class MemoryLayer:
         ]
 
     # -- helpers -----------------------------------------------------------------------
+    @property
+    def _scope(self) -> str | None:
+        # Seed 004 reads and writes per agent + resource: an agent's layer sees its own.
+        return "own" if self.agent else None
+
     def _recent(self, limit: int) -> list[Memory]:
         return self.memory.recent(
             workspace=self.workspace, agent=self.agent, resource=self.resource, limit=limit
