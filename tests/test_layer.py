@@ -22,6 +22,7 @@ from episodic.layer import (
     MemoryLayer,
     estimate_tokens,
 )
+from episodic.llm.base import LLM
 from episodic.llm.openai_compat import OpenAICompatLLM
 from episodic.model import ScopeFilter
 from episodic.store import open_store
@@ -49,15 +50,19 @@ def clock() -> list[datetime]:
     return [NOW]
 
 
-@pytest.fixture
-def layer(clock: list[datetime], db_url: str) -> Iterator[MemoryLayer]:
-    mem = Episodic(
+def sparse_memory(db_url: str, clock: list[datetime], llm: LLM | None = None) -> Episodic:
+    return Episodic(
         store=open_store(db_url),
         embedder=None,
         settings=Settings(embedder="none"),
         clock=lambda: clock[0],
-        llm=None,
+        llm=llm,
     )
+
+
+@pytest.fixture
+def layer(clock: list[datetime], db_url: str) -> Iterator[MemoryLayer]:
+    mem = sparse_memory(db_url, clock)
     yield MemoryLayer(mem, workspace="acme", agent="helper", resource="user:dana")
     mem.close()
 
@@ -381,13 +386,7 @@ def test_the_llm_extractor_is_told_what_is_known_for_this_agent_and_user(
     with running_chat_server() as chat:
         chat.responder = answer_by_step(extracts)
         llm = OpenAICompatLLM(base_url=chat.base_url, model=MODEL, timeout_s=5.0)
-        mem = Episodic(
-            store=open_store(db_url),
-            embedder=None,
-            settings=Settings(embedder="none"),
-            clock=lambda: clock[0],
-            llm=llm,
-        )
+        mem = sparse_memory(db_url, clock, llm)
         with mem, llm:
             other = MemoryLayer(mem, workspace="acme", agent="someone-else", resource="user:dana")
             other.on_complete([{"role": "user", "content": elsewhere}])

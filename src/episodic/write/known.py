@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from episodic.model import ScopeFilter
 from episodic.store.search import SearchStore
 from episodic.store.vectors import Vector
+from episodic.write.extract import KNOWN_SHOWN
+from episodic.write.segment import centroid
 
-# As many as the extraction prompt shows (extract.KNOWN_SHOWN).
-KNOWN_MAX = 20
+# As many as the extraction prompt shows.
+KNOWN_MAX = KNOWN_SHOWN
 
 
 def known_notes(
@@ -32,7 +32,7 @@ def known_notes(
     episode described by ``text`` whose messages have ``vectors`` (None: not embedded),
     the most alike first."""
     legs: list[list[str]] = []
-    centre = _centre(vectors)
+    centre = centroid(vectors)
     if centre is not None:
         legs.append([c.memory_id for c in store.search_dense(flt, centre, limit)])
     if text.strip():
@@ -45,13 +45,3 @@ def known_notes(
     ids = ids[:limit]
     found = {m.id: m.content for m in store.get_memories(flt.workspace_id, ids)}
     return [found[i] for i in ids if i in found]
-
-
-def _centre(vectors: Sequence[Vector | None]) -> Vector | None:
-    """The normalised mean of the vectors given, or None when there are none."""
-    present = [v for v in vectors if v is not None]
-    if not present:
-        return None
-    mean = np.mean(np.stack(present), axis=0).astype(np.float32)
-    norm = float(np.linalg.norm(mean))
-    return mean / norm if norm > 0 else None
