@@ -123,7 +123,7 @@ class Recalled:
     text: str
     episodes: list[Memory]
     tokens: int
-    budget_tokens: int = BUDGET_MAX_TOKENS
+    budget_tokens: int
 
 
 class MemoryLayer:
