@@ -607,6 +607,29 @@ def test_offline_keeps_situations_and_drops_what_seed_004_excludes(
     assert bool(result.entries) is is_entry, kind
 
 
+@pytest.mark.parametrize(
+    ("sentence", "kept"),
+    [
+        # Openings that look like an exclusion but state a case.
+        ("I think the export broke after the upgrade to 3.2.", True),
+        ("It looks good on Chrome but breaks on Safari 17.", True),
+        ("The new dashboard looks great and loads in 200 ms now.", True),
+        ("Thanks to the new index, queries now run in 20 ms.", True),
+        ("We couldn't reach the mirror from the runners all morning.", True),
+        ("Checking the logs showed a 502 from the upstream proxy.", True),
+        ("Update: the export works again after the restart.", True),
+        # Greetings that name someone, compliments and wishes of luck.
+        ("Hey Nate, long time no see, how have you been?", False),
+        ("Wow Dave, those new headlights look great!", False),
+        ("Good luck with the launch next week, you will do great.", False),
+        ("I'm so glad you enjoyed the concert in Boston last night.", False),
+    ],
+)
+def test_offline_exclusions_at_the_edges(sentence: str, kept: bool) -> None:
+    result = extract_entries([msg("u", "user", sentence)], None)
+    assert bool(result.entries) is kept
+
+
 def test_offline_precision_and_recall_on_the_labelled_sentences() -> None:
     for items in (DEV, HELD_OUT):
         precision, recall = precision_recall(items, offline_picks(items))

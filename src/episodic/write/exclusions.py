@@ -66,7 +66,8 @@ _KINDS: tuple[tuple[str, str], ...] = (
         # A sentence that opens with a bare verb asks for something; it states nothing.
         r"|(?:remember|make sure|be sure|keep|use|answer|reply|respond|write|speak|format|"
         r"include|cite|mention|send|show|give|list|explain|summari[sz]e|translate|check|"
-        r"look|find|try|run|tell|ask|draft|create|remove|delete)\b(?!:)",
+        r"look|find|try|run|tell|ask|draft|create|remove|delete|take|go|come|enjoy|"
+        r"don't forget)\b(?!:)",
     ),
     (
         "advice",
@@ -89,6 +90,14 @@ _KINDS: tuple[tuple[str, str], ...] = (
         r"|(?:glad|happy|good|nice|great) to (?:hear|help|know|see|meet)\b"
         r"|(?:glad|happy) (?:i|we) could help\b"
         r"|(?:no (?:worries|problem)|sounds (?:good|great|perfect)|take care|talk soon)\b"
+        r"|(?:good luck|best of luck|congrat\w*|well done|way to go|keep (?:it )?up|"
+        r"long time no see|hang in there|sounds like)\b"
+        r"|(?:(?:i'm|i am) )?(?:so |really )?(?:glad|happy|thrilled|stoked|excited) "
+        r"(?:to hear|you|that you|for you)\b"
+        # A compliment on something just shown or told: "those headlights look great!"
+        r"|(?:[\w'-]+ ){0,4}(?:looks?|sounds?|seems?) (?:so |really |super |very |just )?"
+        r"(?:great|amazing|awesome|fun|cool|lovely|beautiful|wonderful|fantastic|"
+        r"incredible|delicious|nice|perfect)(?: to me| too| as always)?[\s!.…]*$"
         r"|(?:that|this|it)(?:'s| is| was| sounds| looks| seems| makes| feels)? "
         r"(?:(?:really|very|so|super|just|absolutely|totally|exactly|a lot of|perfect|total)"
         r" )*(?:great|good|perfect|awesome|amazing|wonderful|helpful|useful|fantastic|"

@@ -308,9 +308,12 @@ _QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
 # Pleasantries and acknowledgements in front of a statement ("Thanks, the build ...",
 # "Ok so - ...") are cut off; the rest of the sentence is still quoted verbatim.
 _LEADING_FILLER = re.compile(
-    r"^(?:(?:hi|hello|hey|thanks|thank you|thx|ok|okay|so|well|yes|yeah|yep|right|great|"
-    r"cool|sure|alright|anyway|also|oh|ah|hmm|awesome|perfect|wonderful|excellent|brilliant|"
-    r"amazing|fantastic|lovely|nice|sweet|good|got it|gotcha|noted|understood)\s*[,!.:;—–-]+\s*)+",
+    r"^(?:(?:(?:hi|hello|hey|wow|whoa|aww|oh|congrats|congratulations|thanks|thank you)"
+    # A greeting may name who it greets ("Hey Nate, ...", "Wow Dave! ...").
+    r"(?:\s+(?-i:[A-Z][\w'-]+))?"
+    r"|thx|ok|okay|so|well|yes|yeah|yep|right|great|cool|sure|alright|anyway|also|ah|hmm|"
+    r"awesome|perfect|wonderful|excellent|brilliant|amazing|fantastic|lovely|nice|sweet|"
+    r"good|got it|gotcha|noted|understood)\s*[,!.:;—–-]+\s*)+",
     re.IGNORECASE,
 )
 _QUESTION_END = re.compile(r"\?[\"'”’)\]]*$")
