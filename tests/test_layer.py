@@ -21,10 +21,12 @@ from episodic.layer import (
     RECALL_MEMORY_TOOL,
     MemoryLayer,
     estimate_tokens,
+    with_recency,
 )
 from episodic.llm.base import LLM
 from episodic.llm.openai_compat import OpenAICompatLLM
 from episodic.model import ScopeFilter
+from episodic.recall.policies import N8N, Factor, get_policy
 from episodic.store import open_store
 from episodic.write.episodes import episode_json
 from outage_support import step_of
@@ -309,12 +311,13 @@ def test_auto_inject_shows_entries_never_raw_messages_or_filler(
     )
     clock[0] = NOW + timedelta(days=3)
     notes = stored_notes(layer)
-    for message in ("partial refunds fail with 409", "thanks", "great, thanks for the refund fix"):
+    for message in ("partial refunds fail with 409", "great, thanks for the refund fix"):
         block = layer.auto_inject(message)
         assert block.startswith("<memory>"), message
         assert "Great, thanks!" not in block and "Good to hear" not in block
         lines = block_lines(block)
         assert lines and set(lines) <= notes, message  # entries and learnings only
+    assert layer.auto_inject("thanks") == ""  # no note matches: nothing is injected
     assert "We fixed it by sending a fresh idempotency key per refund." in block_lines(
         layer.auto_inject("partial refunds fail with 409")
     )
@@ -326,18 +329,24 @@ def test_auto_inject_weights_recency_by_default(layer: MemoryLayer, clock: list[
     fresh = "The payment gateway returned a 409 error again on partial refunds for the Berlin shop."
     layer.on_complete(stamped([{"role": "user", "content": old}], NOW - timedelta(days=400)))
     layer.on_complete(stamped([{"role": "user", "content": fresh}], NOW - timedelta(days=1)))
-    assert {old, fresh} <= stored_notes(layer)
+    # And one that only shares a word with the message, as most notes of a store would.
+    weak = "The office network gateway was replaced with new hardware last month."
+    layer.on_complete(stamped([{"role": "user", "content": weak}], NOW - timedelta(days=30)))
+    assert {old, fresh, weak} <= stored_notes(layer)
     message = "the payment gateway returns 409 on partial refunds"
 
     assert block_lines(layer.auto_inject(message, k=1)) == [fresh]
-    both = layer.auto_inject(message)
-    assert block_lines(both) == [fresh, old]  # newest first, with ages
-    assert "(1 day ago)" in both and "(1 year ago)" in both
-    # A policy named for the layer is used as given (here: no recency weighting).
-    plain = MemoryLayer(
-        layer.memory, workspace="acme", agent="helper", resource="user:dana", policy="bm25"
-    )
-    assert block_lines(plain.auto_inject(message, k=1)) == [old]
+    two = layer.auto_inject(message, k=2)
+    assert block_lines(two) == [fresh, old]  # newest first, with ages
+    assert "(1 day ago)" in two and "(1 year ago)" in two
+    # Whatever policy the layer ranks with, auto-inject weights it by recency.
+    for policy in ("bm25", "n8n"):
+        named = MemoryLayer(
+            layer.memory, workspace="acme", agent="helper", resource="user:dana", policy=policy
+        )
+        assert block_lines(named.auto_inject(message, k=1)) == [fresh], policy
+    assert with_recency(get_policy("bm25")).factors == (Factor.RECENCY_WEIGHT,)
+    assert with_recency(N8N) is N8N
 
 
 def test_auto_inject_reads_only_this_agents_notes_for_this_resource(

@@ -31,13 +31,13 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
 from episodic.errors import InvalidInput
 from episodic.model import Memory
-from episodic.recall.policies import N8N, RecallPolicy, get_policy
+from episodic.recall.policies import Factor, RecallPolicy, get_policy
 from episodic.recall.render import MEMORY_OPEN, escape_text, fit_memory_block
 from episodic.service import Episodic
 from episodic.write.episodes import ENTRY_TYPE, EPISODE_TYPE, LEARNING_TYPE, episode_json
@@ -129,9 +129,8 @@ class Recalled:
 class MemoryLayer:
     """Hooks for one agent's loop. ``order`` chooses what ``recall`` puts first when no
     query is given ("recent") or always by relevance ("relevant", needs a query).
-    ``policy`` ranks relevance-ordered episodes and ``recall_memory`` (default: the
-    ``default`` policy); ``auto_inject`` ranks with seed 004's ``n8n`` policy unless a
-    policy is given here."""
+    ``policy`` (default: ``default``) ranks relevance-ordered episodes, ``recall_memory``
+    and ``auto_inject``, which always adds seed 004's recency weighting to it."""
 
     def __init__(
         self,
@@ -155,7 +154,7 @@ class MemoryLayer:
         self.crew = crew
         self.order: Order = order
         self.policy = get_policy(policy)
-        self.inject_policy = N8N if policy is None else self.policy
+        self.inject_policy = with_recency(self.policy)
 
     # -- seed 002 ----------------------------------------------------------------------
     def init(self) -> LayerState:
@@ -315,6 +314,16 @@ class MemoryLayer:
         return self.memory.recent(
             workspace=self.workspace, agent=self.agent, resource=self.resource, limit=limit
         )
+
+
+def with_recency(policy: RecallPolicy) -> RecallPolicy:
+    """``policy`` with seed 004's recency weight, 0.5^(age_days/180), among its re-rank
+    factors (unchanged when it has it already, as ``n8n`` does)."""
+    if Factor.RECENCY_WEIGHT in policy.factors:
+        return policy
+    return replace(
+        policy, name=f"{policy.name}+recency", factors=(*policy.factors, Factor.RECENCY_WEIGHT)
+    )
 
 
 def clamp_budget(budget_tokens: int) -> int:
