@@ -443,3 +443,15 @@ def answer_by_step(
         return 200, ChatServer.completion(json.dumps(reply)), 0.0
 
     return answer
+
+
+def test_segment_takes_an_outcome_only_for_one_conversation(layer: MemoryLayer) -> None:
+    mem = layer.memory
+    for kwargs, field in (
+        ({"outcome": "success"}, "workspace"),
+        ({"outcome": "success", "workspace": "acme"}, "conversation"),
+        ({"outcome": 1, "workspace": "acme", "conversation": "c"}, "outcome"),
+    ):
+        with pytest.raises(InvalidInput) as bad:
+            mem.segment(flush=True, **kwargs)  # type: ignore[arg-type]
+        assert bad.value.field == field

@@ -200,8 +200,9 @@ class Writing:
         if outcome is not None:
             if not isinstance(outcome, str):
                 raise InvalidInput("outcome", "expected text")
-            if conversation is None or workspace is None:
-                raise InvalidInput("conversation", "an outcome belongs to one run's conversation")
+            for name, value in (("workspace", workspace), ("conversation", conversation)):
+                if value is None:
+                    raise InvalidInput(name, "an outcome belongs to one run's conversation")
         return self.episode_writer().run(
             flush=flush,
             workspace_id=workspace,
