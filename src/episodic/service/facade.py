@@ -155,13 +155,18 @@ class Episodic:
         flush: bool = False,
         workspace: str | None = None,
         conversation: str | None = None,
+        outcome: str | None = None,
     ) -> SegmentReport:
         """Turn pending conversation messages into episodes. The last open segment of each
         conversation waits for more messages unless ``flush`` (end of session) is set or
-        the conversation has been idle for over 3 hours. When episodes were closed, the
-        review job rates the recalls made in those conversations by what followed them
-        (seed 003: reviews run when segmentation does, not only on the schedule)."""
-        report = self._writing.segment(flush=flush, workspace=workspace, conversation=conversation)
+        the conversation has been idle for over 3 hours. ``outcome`` (seed 002: how the
+        run that wrote ``conversation`` ended) is kept on each episode closed now. When
+        episodes were closed, the review job rates the recalls made in those
+        conversations by what followed them (seed 003: reviews run when segmentation
+        does, not only on the schedule)."""
+        report = self._writing.segment(
+            flush=flush, workspace=workspace, conversation=conversation, outcome=outcome
+        )
         if report.episodes:
             try:
                 self._upkeep.run_reviews()

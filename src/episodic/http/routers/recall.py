@@ -134,6 +134,7 @@ class EpisodeOut(BaseModel):
     message_count: int
     key_moment: bool
     flashbulb: bool
+    outcome: str | None = Field(None, description="how the run that wrote it ended")
     keyphrases: list[str]
     described_by: str | None
     workspace_id: str
