@@ -16,6 +16,7 @@ from episodic.model import Event, Memory, ScopeFilter
 from episodic.store import open_store
 from episodic.upkeep.consolidate import (
     CONSOLIDATED_TYPE,
+    EVIDENCE_IDS,
     OFFLINE_CONSOLIDATOR,
     due_reason,
 )
@@ -81,13 +82,16 @@ def test_offline_summaries_of_each_cluster_with_their_evidence(svc: Episodic) ->
     assert result.ok
     assert result.detail["clusters"] == 2 and result.detail["summaries"] == 2
     assert result.detail["consolidated_by"] == [OFFLINE_CONSOLIDATOR]
-    rules = {frozenset(m.payload["evidence"]): m for m in derived(svc)}
+    rules = {frozenset(m.payload[EVIDENCE_IDS]): m for m in derived(svc)}
     assert set(rules) == {frozenset({"c1", "c2", "c3"}), frozenset({"r1", "r2"})}
     cache = rules[frozenset({"c1", "c2", "c3"})]
     assert cache.payload["kind"] == "summary"
     assert cache.payload["consolidated_by"] == OFFLINE_CONSOLIDATOR
-    assert cache.content.startswith("Recurring across 3 memories (")
-    assert "checkout" in cache.content and 0.0 <= cache.payload["confidence"] <= 1.0
+    assert cache.content == (
+        "Checkout pod OOM killed (3 memories, 2026-11-22): "
+        "checkout pod OOM killed after the cache TTL change in production again."
+    )
+    assert 0.0 <= cache.payload["confidence"] <= 1.0
     assert (cache.agent_id, cache.crew_id, cache.base_importance) == ("a1", "c", 0.7)
     assert supports(svc, cache.id) == {"c1", "c2", "c3"}
     for m in svc.store.get_memories("acme", list(GROUPS)):
@@ -102,7 +106,7 @@ def test_without_vectors_memories_cluster_by_shared_words(db_url: str) -> None:
         mem.ingest([ev(i, t, n) for n, (i, t) in enumerate(GROUPS.items())])
         (result,) = mem.consolidate(workspace="acme")
         assert result.detail["clusters"] == 2
-        assert {frozenset(m.payload["evidence"]) for m in derived(mem)} == {
+        assert {frozenset(m.payload[EVIDENCE_IDS]) for m in derived(mem)} == {
             frozenset({"c1", "c2", "c3"}),
             frozenset({"r1", "r2"}),
         }
@@ -167,7 +171,7 @@ def test_an_llm_failure_falls_back_to_a_labelled_summary(db_url: str, replies: l
         (result,) = mem.consolidate(workspace="acme")
         (m,) = derived(mem)
         assert m.payload["consolidated_by"] == f"{OFFLINE_CONSOLIDATOR} (llm failed)"
-        assert set(m.payload["evidence"]) == {"c1", "c2", "c3"}
+        assert set(m.payload[EVIDENCE_IDS]) == {"c1", "c2", "c3"}
         assert result.detail["summaries"] == 1
 
 
@@ -224,4 +228,4 @@ def test_the_sweeper_consolidates_at_once_after_a_flashbulb_episode(
         monkeypatch.setattr(mem, "segment", lambda **_: SegmentReport(episodes=1))
         mem._segment_quietly()
         (rule,) = derived(mem)
-        assert "ep1" in rule.payload["evidence"]
+        assert "ep1" in rule.payload[EVIDENCE_IDS]
