@@ -17,12 +17,23 @@ from episodic.store import open_store
 from episodic.upkeep.consolidate import (
     CONSOLIDATED_TYPE,
     EVIDENCE_IDS,
+    EXCLUDED_TYPES,
     OFFLINE_CONSOLIDATOR,
     due_reason,
 )
 from episodic.write.episodes import SegmentReport
 
 NOW = datetime(2026, 11, 24, 4, 0, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
 CACHE = "checkout pod OOM killed after the cache TTL change in production"
 RANK = "ranking model NDCG regression detected after the feature removal"
 GROUPS = {
@@ -229,3 +240,154 @@ def test_the_sweeper_consolidates_at_once_after_a_flashbulb_episode(
         mem._segment_quietly()
         (rule,) = derived(mem)
         assert "ep1" in rule.payload[EVIDENCE_IDS]
+
+
+# -- the trigger's backlog -----------------------------------------------------------------
+UNALIKE = {
+    "u0": "keeper denied the database migration approval for billing",
+    "u1": "quarterly invoice export to the finance bucket timed out",
+    "u2": CACHE + " again",
+    "u3": "the staging certificate expires next friday",
+    "u4": "vendor sandbox returned malformed JSON for refunds",
+}
+
+
+def backlog(mem: Episodic) -> int:
+    return mem.store.consolidation_backlog("acme", EXCLUDED_TYPES).unconsolidated
+
+
+def test_checks_after_a_run_with_nothing_new_do_nothing(db_url: str) -> None:
+    with make(db_url, consolidate_threshold=4) as mem:
+        mem.ingest([ev(i, t, n) for n, (i, t) in enumerate(UNALIKE.items())])
+        mem.index_once()
+        assert due_reason(mem.store, "acme", 4) == "threshold"
+        (first,) = mem.consolidate_if_due()
+        assert (first.detail["clusters"], first.detail["unclustered"]) == (0, 5)
+        # Looked at, alike to nothing: out of the backlog, so the next checks rest.
+        assert backlog(mem) == 0
+        for _ in range(3):
+            assert mem.consolidate_if_due() == []
+        # Waiting, not consolidated: nothing was derived from them.
+        assert all(m.consolidated_at is None for m in mem.store.get_memories("acme", list(UNALIKE)))
+        assert derived(mem) == []
+
+
+def test_scheduler_ticks_after_a_run_with_nothing_new_do_nothing(db_url: str) -> None:
+    clock = Clock(NOW)
+    settings = Settings(consolidate_threshold=4, daily_at="23:59", decay_at="23:59")
+    with Episodic(
+        store=open_store(db_url), embedder=FakeEmbedder(dim=1024), settings=settings, clock=clock
+    ) as mem:
+        mem.ingest([ev(i, t, n) for n, (i, t) in enumerate(UNALIKE.items())])
+        mem.index_once()
+        sched = mem.scheduler()
+
+        def consolidations() -> list[str]:
+            return [r.detail["trigger"] for r in sched.run_pending() if r.job == "consolidate"]
+
+        assert consolidations() == ["threshold"]
+        for _ in range(3):
+            clock.now += timedelta(seconds=settings.review_interval_s)
+            assert consolidations() == []
+
+
+def test_a_waiting_memory_joins_the_new_memory_alike_to_it(db_url: str) -> None:
+    with make(db_url, consolidate_threshold=4) as mem:
+        mem.ingest([ev(i, t, n) for n, (i, t) in enumerate(UNALIKE.items())])
+        mem.index_once()
+        mem.consolidate_if_due()
+        # One new memory alike to a waiting one: only the new one counts.
+        mem.ingest([ev("c-new", CACHE + " twice", 30)])
+        mem.index_once()
+        assert backlog(mem) == 1
+        (run,) = mem.consolidate(workspace="acme")
+        assert (run.detail["waiting"], run.detail["clusters"]) == (5, 1)
+        (summary,) = derived(mem)
+        assert set(summary.payload[EVIDENCE_IDS]) == {"u2", "c-new"}
+        assert supports(mem, summary.id) == {"u2", "c-new"}
+        taken = {m.id: m for m in mem.store.get_memories("acme", ["u2", "c-new", "u0"])}
+        assert taken["u2"].consolidated_at == NOW and taken["c-new"].consolidated_at == NOW
+        assert taken["u0"].consolidated_at is None and backlog(mem) == 0
+
+
+def test_a_flashbulb_alike_to_nothing_triggers_once(db_url: str) -> None:
+    with make(db_url) as mem:
+        flash = Event("flash", "acme", NOW, "message", summary="x", conversation_id="k")
+        mem.store.append(
+            [flash],
+            [Memory("ep1", "acme", NOW, "episode", "the office plants were watered today",
+                    conversation_id="k", payload={"flashbulb": True},
+                    source_event_ids=("flash",))],
+        )  # fmt: skip
+        (result,) = mem.consolidate_if_due()
+        assert result.detail["trigger"] == "flashbulb" and result.detail["clusters"] == 0
+        for _ in range(3):
+            assert due_reason(mem.store, "acme", 50) is None
+            assert mem.consolidate_if_due() == []
+
+
+# -- what an offline summary weighs --------------------------------------------------------
+def test_an_offline_summary_weighs_no_more_than_its_evidence(db_url: str) -> None:
+    # A note (base 0.5) and a later escalation (base 0.7) about the same incident.
+    note = {**ev("n1", CACHE + " again", 0), "type": "note", "refs": {"episodic": True}}
+    with make(db_url) as mem:
+        mem.ingest([note, ev("n2", CACHE + " twice", 40)])
+        mem.index_once()
+        mem.consolidate(workspace="acme")
+        (summary,) = derived(mem)
+        evidence = mem.store.get_memories("acme", ["n1", "n2"])
+        assert sorted(e.base_importance for e in evidence) == [0.5, 0.7]
+        assert summary.base_importance == summary.importance == 0.5
+        assert summary.ts == min(e.ts for e in evidence) < NOW
+        # Nightly decay folds age and references in: still no more than either.
+        mem.decay()
+        summary, *evidence = mem.store.get_memories("acme", [summary.id, "n1", "n2"])
+        assert all(summary.importance <= e.importance for e in evidence)
+        newest_first = [c.memory_id for c in mem.store.search_recent(ScopeFilter("acme"), 3)]
+        assert newest_first[0] == "n2"
+
+
+def test_llm_rules_carry_their_evidence_ids_and_seed_weight(db_url: str) -> None:
+    reply = {
+        "items": [
+            {
+                "kind": "rule",
+                "content": "When changing a cache TTL, agents should load-test checkout first.",
+                "evidence": ["m1", "m3"],
+                "confidence": 0.8,
+            }
+        ]
+    }
+    mem, _ = llm_svc(db_url, [reply])
+    with mem:
+        mem.consolidate(workspace="acme")
+        (rule,) = derived(mem)
+        assert set(rule.payload[EVIDENCE_IDS]) == supports(mem, rule.id)
+        assert len(rule.payload[EVIDENCE_IDS]) == 2
+        assert (rule.base_importance, rule.ts) == (0.7, NOW)
+
+
+# -- health ----------------------------------------------------------------------------------
+def test_consolidating_refreshes_the_health_snapshot(db_url: str) -> None:
+    clock = Clock(NOW)
+    with Episodic(
+        store=open_store(db_url), embedder=FakeEmbedder(dim=1024), settings=Settings(), clock=clock
+    ) as mem:
+        mem.ingest([ev(i, t, n) for n, (i, t) in enumerate(GROUPS.items())])
+        mem.index_once()
+        assert mem.memory_health("acme") is None
+        (result,) = mem.consolidate(workspace="acme")
+        view = mem.memory_health("acme")
+        assert view is not None and view.snapshot_date == "2026-11-24"
+        assert result.detail["health"] == {
+            "status": "ok",
+            "score": view.score,
+            "band": view.band,
+            "snapshot_date": "2026-11-24",
+        }
+        assert mem.memory_health("acme", "c") is not None  # and its crew's
+        # The next day, nothing new to consolidate: the run still refreshes the score.
+        clock.now = NOW + timedelta(days=1)
+        mem.consolidate()
+        view = mem.memory_health("acme")
+        assert view is not None and view.snapshot_date == "2026-11-25" and len(view.history) == 1

@@ -24,10 +24,11 @@ memories.
    - offline (or when the LLM fails): one ``summary`` written from the evidence itself
      (``episodic.upkeep.summary``: the subject they share, then their own sentences),
      labelled ``consolidated_by: offline:cluster-summary``. It restates; it does not
-     infer. So it never weighs more than what it restates: its base importance is the
-     lowest of its evidence's (at most seed 000's 0.7), and its time is its newest
-     evidence's, so neither importance nor recency can lift it above the memories it
-     copies.
+     infer, so it never weighs more than what it restates: its base importance (and
+     importance) is the lowest of its evidence's, at most seed 000's 0.7, and its time
+     is its oldest evidence's. Every factor recall multiplies in (importance and its
+     decay, recency, prominence, retrievability) then rates it at most as high as each
+     memory it copies, and a newest-first listing puts it after the newer ones.
 4. Each item is stored as a ``memory.consolidated`` memory (an LLM's: base importance
    0.7, seed 000's bonus, timed now) with ``supports`` edges (weight 1.0) to its
    evidence, and the evidence ids in ``payload["evidence_ids"]`` (so a reader of the row
@@ -305,11 +306,11 @@ def _memory(workspace: str, item: Item, members: Sequence[Memory], now: datetime
     ).hexdigest()[:24]
     base, importance, ts = CONSOLIDATED_BASE_IMPORTANCE, CONSOLIDATED_BASE_IMPORTANCE, now
     if item.kind == OFFLINE_KIND:
-        # A restatement weighs no more than the least of what it restates, and is as
-        # recent as the newest of it (see step 3 of the module docstring).
+        # A restatement weighs no more, and is no more recent, than any of what it
+        # restates (see step 3 of the module docstring).
         base = min(base, *(m.base_importance for m in evidence))
         importance = min(base, *(m.importance for m in evidence))
-        ts = max(m.ts for m in evidence)
+        ts = min(m.ts for m in evidence)
     return Memory(
         id=f"con_{digest}",
         workspace_id=workspace,
