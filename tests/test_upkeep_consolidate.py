@@ -262,11 +262,11 @@ def test_checks_after_a_run_with_nothing_new_do_nothing(db_url: str) -> None:
         mem.index_once()
         assert due_reason(mem.store, "acme", 4) == "threshold"
         (first,) = mem.consolidate_if_due()
-        assert (first.detail["clusters"], first.detail["unclustered"]) == (0, 5)
+        assert first.detail["clusters"] == 0
         # Looked at, alike to nothing: out of the backlog, so the next checks rest.
-        assert backlog(mem) == 0
         for _ in range(3):
             assert mem.consolidate_if_due() == []
+        assert backlog(mem) == 0 and first.detail["unclustered"] == 5
         # Waiting, not consolidated: nothing was derived from them.
         assert all(m.consolidated_at is None for m in mem.store.get_memories("acme", list(UNALIKE)))
         assert derived(mem) == []
@@ -391,3 +391,36 @@ def test_consolidating_refreshes_the_health_snapshot(db_url: str) -> None:
         mem.consolidate()
         view = mem.memory_health("acme")
         assert view is not None and view.snapshot_date == "2026-11-25" and len(view.history) == 1
+
+
+# -- with the real model: the 0.80 cosine of a cluster -------------------------------------
+@pytest.mark.model
+def test_with_the_model_a_new_memory_gathers_the_waiting_ones_alike_to_it(db_url: str) -> None:
+    from episodic.embed.local import MiniLMEmbedder
+
+    oom = "checkout-api pods were OOM killed after the cart cache size change"
+    out_of_memory = "checkout-api ran out of memory after the cart cache change"
+    latency = "cart service latency rose after the cache TTL change"
+    with Episodic(
+        store=open_store(db_url),
+        embedder=MiniLMEmbedder(),
+        settings=Settings(consolidate_threshold=3),
+        clock=lambda: NOW,
+    ) as mem:
+        mem.ingest([ev("oom", oom, 0), ev("mem", out_of_memory, 1), ev("lat", latency, 2)])
+        mem.index_once()
+        # MiniLM puts the two OOM reports 0.75 apart: below a cluster's 0.80.
+        (first,) = mem.consolidate_if_due()
+        assert first.detail["clusters"] == 0 and backlog(mem) == 0
+        assert mem.consolidate_if_due() == []
+        # A third report, 0.82 from each of them: it takes both along; latency waits on.
+        mem.ingest([ev("new", "the cart cache change made checkout pods run out of memory", 3)])
+        mem.index_once()
+        assert backlog(mem) == 1 and mem.consolidate_if_due() == []
+        (run,) = mem.consolidate(workspace="acme")
+        assert (run.detail["clusters"], run.detail["waiting"]) == (1, 3)
+        (summary,) = derived(mem)
+        assert set(summary.payload[EVIDENCE_IDS]) == {"oom", "mem", "new"}
+        assert summary.content.startswith("Cart cache (3 memories, 2026-11-22): " + oom + ".")
+        (lat,) = mem.store.get_memories("acme", ["lat"])
+        assert lat.consolidated_at is None
