@@ -257,19 +257,32 @@ def backlog(mem: Episodic) -> int:
 
 
 def test_checks_after_a_run_with_nothing_new_do_nothing(db_url: str) -> None:
+    # Neither a chat message nor a journal's own rule is for consolidation to take.
+    chat = {
+        **ev("chat", "what was the cache TTL?", 6),
+        "type": "message",
+        "conversation_id": "k1",
+        "payload": {"role": "user"},
+    }
+    rule = {
+        **ev("rule", "Rule: load-test checkout before a cache change", 7),
+        "type": CONSOLIDATED_TYPE,
+    }
     with make(db_url, consolidate_threshold=4) as mem:
-        mem.ingest([ev(i, t, n) for n, (i, t) in enumerate(UNALIKE.items())])
+        mem.ingest([ev(i, t, n) for n, (i, t) in enumerate(UNALIKE.items())] + [chat, rule])
         mem.index_once()
-        assert due_reason(mem.store, "acme", 4) == "threshold"
+        assert len(mem.store.get_memories("acme", ["chat", "rule"])) == 2
+        assert due_reason(mem.store, "acme", 4) == "threshold" and backlog(mem) == 5
         (first,) = mem.consolidate_if_due()
-        assert first.detail["clusters"] == 0
+        # The trigger counted what the run took.
+        assert first.detail["considered"] == 5 and first.detail["clusters"] == 0
         # Looked at, alike to nothing: out of the backlog, so the next checks rest.
         for _ in range(3):
             assert mem.consolidate_if_due() == []
         assert backlog(mem) == 0 and first.detail["unclustered"] == 5
         # Waiting, not consolidated: nothing was derived from them.
         assert all(m.consolidated_at is None for m in mem.store.get_memories("acme", list(UNALIKE)))
-        assert derived(mem) == []
+        assert first.detail["derived"] == []
 
 
 def test_scheduler_ticks_after_a_run_with_nothing_new_do_nothing(db_url: str) -> None:
