@@ -161,6 +161,9 @@ def test_llm_rules_are_checked_against_the_cluster(db_url: str) -> None:
         assert rule.payload["consolidated_by"] == "llm:scripted/scripted"
         assert fact.payload["confidence"] == 1.0  # clamped
         assert len(supports(mem, rule.id)) == 2 and len(supports(mem, fact.id)) == 2
+        # The evidence is on the row too; a rule is new knowledge: seed 000's weight, now.
+        assert set(rule.payload[EVIDENCE_IDS]) == supports(mem, rule.id)
+        assert (rule.base_importance, rule.ts) == (0.7, NOW)
         # Labels map to the cluster's members in the order the prompt listed them.
         prompt = llm.calls[0].user
         listed = [line.split(" ", 1)[0] for line in prompt.splitlines() if line[:1] == "m"]
@@ -358,26 +361,6 @@ def test_an_offline_summary_weighs_no_more_than_its_evidence(db_url: str) -> Non
         assert all(summary.importance <= e.importance for e in evidence)
         newest_first = [c.memory_id for c in mem.store.search_recent(ScopeFilter("acme"), 3)]
         assert newest_first[0] == "n2"
-
-
-def test_llm_rules_carry_their_evidence_ids_and_seed_weight(db_url: str) -> None:
-    reply = {
-        "items": [
-            {
-                "kind": "rule",
-                "content": "When changing a cache TTL, agents should load-test checkout first.",
-                "evidence": ["m1", "m3"],
-                "confidence": 0.8,
-            }
-        ]
-    }
-    mem, _ = llm_svc(db_url, [reply])
-    with mem:
-        mem.consolidate(workspace="acme")
-        (rule,) = derived(mem)
-        assert set(rule.payload[EVIDENCE_IDS]) == supports(mem, rule.id)
-        assert len(rule.payload[EVIDENCE_IDS]) == 2
-        assert (rule.base_importance, rule.ts) == (0.7, NOW)
 
 
 # -- health ----------------------------------------------------------------------------------
