@@ -141,7 +141,8 @@ class Upkeep:
 
     def consolidate_if_due(self, workspace: str | None = None) -> list[JobResult]:
         """Consolidate the workspaces holding a flashbulb episode or a backlog of at least
-        ``Settings.consolidate_threshold`` unconsolidated memories."""
+        ``Settings.consolidate_threshold`` memories no consolidation has looked at yet
+        (``episodic.upkeep.consolidate.due_reason``)."""
         results: list[JobResult] = []
         for ws in self._workspaces(workspace):
             reason = due_reason(self.ctx.store, ws, self.ctx.settings.consolidate_threshold)
