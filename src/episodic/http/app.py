@@ -36,7 +36,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.mode = mem.warn_if_sparse_only()
+        mem.warn_if_sparse_only()
         mem.defer_marks()
         mem.batch_query_embeddings()
         if background:
@@ -56,9 +56,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
         ),
         lifespan=lifespan,
     )
-    # Read by the handlers: the service and the gate through episodic.http.deps, the
-    # recall mode by /healthz.
-    app.state.mode = None
+    # Read by the handlers: the service and the gate through episodic.http.deps.
     app.state.episodic = mem
     app.state.recall_gate = FairGate(RECALL_SLOTS)
     install_error_handlers(app)

@@ -163,6 +163,7 @@ class Episodic:
     # -- the models (episodic.service.models) ----------------------------------------
     embedder_status = Forward("_models", Models.embedder_status)
     warn_if_sparse_only = Forward("_models", Models.warn_if_sparse_only)
+    recall_mode = Forward("_models", Models.recall_mode)
     indexer = Forward("_models", Models.indexer)
     batch_query_embeddings = Forward("_models", Models.batch_query_embeddings)
 
