@@ -15,7 +15,7 @@ from fastapi import FastAPI
 import episodic
 from episodic.http.errors import install_error_handlers
 from episodic.http.limits import MAX_BODY_BYTES, RECALL_SLOTS, BodyLimit, FairGate
-from episodic.http.routers import events, forget, health, keys, memories, messages, recall
+from episodic.http.routers import events, forget, health, journal, keys, memories, messages, recall
 from episodic.service import Episodic
 
 DEFAULT_HOST = "127.0.0.1"
@@ -67,6 +67,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
     app.include_router(messages.router)
     app.include_router(memories.router)
     app.include_router(recall.router)
+    app.include_router(journal.router)
     app.include_router(health.router)
     app.include_router(forget.router)
     if ui:

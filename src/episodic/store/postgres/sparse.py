@@ -412,17 +412,37 @@ _LABEL_WEIGHT = (
 )
 
 
-# bm25 over the candidates, as FTS5 computes it: per term, f = the label-weighted count
-# of its occurrences, score += idf x f x (k1 + 1) / (f + k1 x (1 - b + b x len / avglen)).
-# A candidate found only through the dropped terms is scored with those alone, every
-# other with the kept terms alone. The candidates' ids come from an array of seqs: joined
-# to the union instead, the planner (which cannot estimate its size) may hash the whole
-# table. ``fill`` is tested first: it is empty unless the kept terms found few rows.
-_SPARSE_SCORE_SQL = (
-    "WITH kept(seq) AS MATERIALIZED ({kept}), fill(seq) AS MATERIALIZED ({fill}), "
+# The query's lexemes, one row per (term number, lexeme, prefix or not), from three
+# parameters: the arrays of term numbers (1-based), words and prefix flags. A word may
+# stand for several lexemes, or none (a stopword).
+LEXEMES_CTE = (
     "lex AS MATERIALIZED (SELECT DISTINCT q.term, q.prefix, l.lexeme "
     " FROM unnest(%s::int[], %s::text[], %s::bool[]) AS q(term, word, prefix)"
-    " CROSS JOIN LATERAL unnest(to_tsvector('english', q.word)) AS l), "
+    " CROSS JOIN LATERAL unnest(to_tsvector('english', q.word)) AS l)"
+)
+# bm25 as FTS5 computes it, of a candidate ``c`` (its ``tsv``) against ``lex``, with
+# ``p.idf`` (by term number) and ``p.avgdl``: per term, f = the label-weighted count of
+# its occurrences, score += idf x f x (k1 + 1) / (f + k1 x (1 - b + b x len / avglen)).
+# The body of a LATERAL subquery; the caller may add a WHERE on the term (``t.term``).
+BM25_OF_CANDIDATE = (
+    f" SELECT sum(p.idf[t.term] * t.f * {BM25_K1 + 1}"
+    f"  / (t.f + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(c.tsv) / p.avgdl))) AS score"
+    " FROM (SELECT x.term, sum(" + _LABEL_WEIGHT + ") AS f"
+    "  FROM (SELECT DISTINCT lx.term, u.lexeme, u.weights FROM unnest(c.tsv) AS u"
+    "   JOIN lex lx ON u.lexeme = lx.lexeme"
+    "   OR (lx.prefix AND starts_with(u.lexeme, lx.lexeme))) AS x,"
+    "  unnest(x.weights) AS w GROUP BY x.term) AS t"
+)
+
+# bm25 over the candidates (``BM25_OF_CANDIDATE``). A candidate found only through the
+# dropped terms is scored with those alone, every other with the kept terms alone. The
+# candidates' ids come from an array of seqs: joined to the union instead, the planner
+# (which cannot estimate its size) may hash the whole table. ``fill`` is tested first: it
+# is empty unless the kept terms found few rows.
+_SPARSE_SCORE_SQL = (
+    "WITH kept(seq) AS MATERIALIZED ({kept}), fill(seq) AS MATERIALIZED ({fill}), "
+    + LEXEMES_CTE
+    + ", "
     "p AS MATERIALIZED (SELECT %s::float8[] AS idf, %s::bool[] AS dropped,"
     " greatest(%s::float8, 1) AS avgdl), "
     "seqs AS MATERIALIZED (SELECT ARRAY(SELECT seq FROM kept) AS kept,"
@@ -434,13 +454,7 @@ _SPARSE_SCORE_SQL = (
     " FROM memories m WHERE m.seq = ANY((SELECT every FROM seqs)::bigint[])) "
     "SELECT c.id, coalesce(s.score, " + repr(SPARSE_MIN_SCORE) + ") AS score "
     "FROM cand c CROSS JOIN p CROSS JOIN LATERAL ("
-    f" SELECT sum(p.idf[t.term] * t.f * {BM25_K1 + 1}"
-    f"  / (t.f + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(c.tsv) / p.avgdl))) AS score"
-    " FROM (SELECT x.term, sum(" + _LABEL_WEIGHT + ") AS f"
-    "  FROM (SELECT DISTINCT lx.term, u.lexeme, u.weights FROM unnest(c.tsv) AS u"
-    "   JOIN lex lx ON u.lexeme = lx.lexeme"
-    "   OR (lx.prefix AND starts_with(u.lexeme, lx.lexeme))) AS x,"
-    "  unnest(x.weights) AS w GROUP BY x.term) AS t"
-    " WHERE p.dropped[t.term] = c.fill) AS s "
+    + BM25_OF_CANDIDATE
+    + " WHERE p.dropped[t.term] = c.fill) AS s "
     "ORDER BY score DESC, c.seq LIMIT %s"
 )
