@@ -53,14 +53,14 @@ def journal(
         out.print("no journal events match")
         return
     table = Table(title=f"{len(hits)} journal events")
-    for column in ("#", "score", "ts", "type", "severity", "agent", "summary"):
+    for column in ("#", "id", "ts", "type", "severity", "agent", "summary"):
         table.add_column(column, overflow="fold")
     for i, hit in enumerate(hits, start=1):
-        # Text, not markup: a summary is whatever an agent wrote.
+        # Text, not markup: ids and summaries are whatever an agent wrote.
         summary = Text(hit.summary + (" (archived)" if hit.archived else ""))
         table.add_row(
             str(i),
-            f"{hit.score:.3f}",
+            Text(hit.id),
             hit.ts.isoformat(timespec="seconds"),
             Text(hit.type),
             hit.severity,

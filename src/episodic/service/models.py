@@ -94,12 +94,13 @@ class Models:
         return self._llm
 
     def embedder_status(self) -> tuple[str, str]:
-        """("vector" | "sparse-only", why), from one probe of the embedder now."""
-        embedder = self._calls()
+        """("vector" | "sparse-only", why), from one probe of the embedder now. What
+        ``doctor`` reports; it logs nothing and leaves ``state`` alone."""
+        return self._probe(self.embedder)
+
+    def _probe(self, embedder: Embedder | None) -> tuple[str, str]:
         if embedder is None:
-            reason = self._embedder_error or "EPISODIC_EMBEDDER=none"
-            self.state.saw(MODE_SPARSE_ONLY, reason)
-            return MODE_SPARSE_ONLY, reason
+            return MODE_SPARSE_ONLY, self._embedder_error or "EPISODIC_EMBEDDER=none"
         self._expect_stored_dim(embedder)
         try:
             embedder.embed_batch(["episodic health probe"])
@@ -107,11 +108,19 @@ class Models:
             return MODE_SPARSE_ONLY, str(exc)
         return MODE_VECTOR, f"{embedder.model_id} ({embedder.dim}-d)"
 
+    def _observed_probe(self) -> str:
+        """A probe whose outcome goes into ``state`` (and the log, on a change)."""
+        embedder = self._calls()
+        mode, why = self._probe(embedder)
+        if embedder is None:
+            self.state.saw(mode, why)  # nothing to call: the configuration is the state
+        return mode
+
     def warn_if_sparse_only(self) -> str:
         """Called when a long-running interface starts: probes the embedder, so that a
         sparse-only start is logged (once: ``EmbedderState`` logs changes only). Returns
         the mode."""
-        return self.embedder_status()[0]
+        return self._observed_probe()
 
     def recall_mode(self) -> str:
         """The recall mode now ("vector" | "sparse-only"), for ``/healthz``: what the
@@ -120,7 +129,7 @@ class Models:
         request sees its answer: an outage, or a recovery, shows without any traffic.
         Before any call at all, one probe now."""
         if self.embedder is None or self.state.mode is None:
-            return self.embedder_status()[0]
+            return self._observed_probe()
         if self.state.older_than(self.settings.sweep_interval_s):
             self._probe_in_background()
         return self.state.mode
@@ -131,7 +140,7 @@ class Models:
 
         def probe() -> None:
             try:
-                self.embedder_status()
+                self._observed_probe()
             except Exception as exc:  # the probe must never take the server down
                 log.debug("embedder probe failed: %s", exc)
             finally:
