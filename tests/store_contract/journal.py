@@ -142,6 +142,26 @@ class JournalContract:
         assert seen(ScopeFilter("orbit")) == {"theirs"}
         assert seen(ScopeFilter("nowhere")) == set()
 
+    def test_a_rare_word_is_found_however_old_beside_common_ones(self, store: Store) -> None:
+        # Small budgets, so that "deploy" is a common term here and only its newest rows
+        # are ranked, while "zorp" (rare) is found in the oldest row.
+        store.journal_rare_budget = 3  # type: ignore[attr-defined]
+        store.journal_window = 2  # type: ignore[attr-defined]
+        store.append(
+            [
+                event("oldest", summary="deploy zorp failed", minutes=0),
+                *[event(f"d{i}", summary=f"deploy log {i}", minutes=10 + i) for i in range(9)],
+            ],
+            [],
+        )
+        hits = found(store, ScopeFilter("acme"), "deploy zorp")
+        assert ids(hits)[0] == "oldest" and hits[0].score > hits[1].score
+        assert set(ids(hits)) == {"oldest", "d8", "d7"}
+        assert ids(found(store, ScopeFilter("acme"), "deploy")) == ["d8", "d7"]
+        assert ids(found(store, ScopeFilter("acme"), "zorp")) == ["oldest"]
+        agent_scope = ScopeFilter("acme", agent_id="nobody")
+        assert found(store, agent_scope, "deploy zorp") == []
+
     def test_user_text_is_never_query_syntax(self, store: Store) -> None:
         store.append([event("e1", summary='the "OOM" killer AND a NEAR miss')], [])
         for text in ('"OOM', "OOM*", "NEAR(oom killer", "summary:oom", "-oom", "oom & !killer"):

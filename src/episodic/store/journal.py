@@ -12,9 +12,14 @@ payload ``BM25_PAYLOAD_WEIGHT`` (``episodic.store.sparse``), over the query's te
 characters matched as prefixes). SQLite: FTS5's bm25 over ``journal_fts`` (migration
 6), whose statistics span the whole index. PostgreSQL: the same formula computed in SQL
 over the generated ``tsv`` columns (``episodic.store.postgres.journal``), with the
-statistics of the workspace's journal, as its memories' sparse leg does. Every match in
-scope is scored: a journal search is an operator's or an agent's lookup, not the recall
-hot path, and its cost grows with the matches (see the backends' modules).
+statistics of the workspace's journal, as its memories' sparse leg does.
+
+A journal is mostly high-volume chatter, where a word may be in a large share of the
+rows: scoring every match would cost seconds per query at a million events. So, as the
+memories' sparse leg does, the terms are sorted by how many rows they match
+(``plan_terms``): every row in scope holding a rare term is ranked, wherever it is; of
+the rows holding only common terms, the newest ``JOURNAL_WINDOW`` in scope (live, and
+archived) are. Within those candidates the order is BM25's over every term.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ from episodic.store.rows import parse_ts
 # Searches return at most this many events; more is a browse, not a search.
 MAX_JOURNAL_HITS = 100
 DEFAULT_JOURNAL_HITS = 20
+# Of the rows holding only a query's common terms, this many newest in scope (of the live
+# journal, and of the archive) are ranked; every row holding a rare term is.
+JOURNAL_WINDOW = 2000
 # What both backends read of a row found, in ``hit_from_row``'s order (then whether it is
 # archived, and its score).
 HIT_COLUMNS = ("id", "workspace_id", "ts", "type", "severity", "summary", "agent_id", "crew_id")

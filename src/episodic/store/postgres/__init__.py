@@ -38,6 +38,7 @@ from episodic.store.urls import display_url
 class PostgresStore(
     WritesMixin,
     SearchMixin,
+    JournalMixin,
     SparseMixin,
     VectorsMixin,
     ClaimsMixin,
@@ -45,7 +46,6 @@ class PostgresStore(
     ReviewsMixin,
     ServiceMixin,
     IntegrityMixin,
-    JournalMixin,
     PgBase,
 ):
     """A memory database on a PostgreSQL server. See ``Store`` for the contract."""

@@ -334,16 +334,19 @@ class SparseMixin(PgBase):
             found.append(_Term(query, _variants(t), prefix))
         return known[0], known[1], found, list(terms.values())
 
-    def _workspace_size(self, conn: Conn, workspace_id: str) -> tuple[int, float]:
-        """(memories in the workspace, their average length in lexemes, from a sample).
-        Counted exactly up to ``SPARSE_EXACT_TOTAL``; past it the planner's estimate from
-        the table's statistics (kept by autovacuum's ANALYZE), never below what was
-        counted: counting a million rows' index entries took ~0.7 s, and idf hardly
-        moves with N."""
+    def _workspace_size(
+        self, conn: Conn, workspace_id: str, table: str = "memories"
+    ) -> tuple[int, float]:
+        """(rows of ``table`` in the workspace, their average length in lexemes, from a
+        sample). Counted exactly up to ``SPARSE_EXACT_TOTAL``; past it the planner's
+        estimate from the table's statistics (kept by autovacuum's ANALYZE), never below
+        what was counted: counting a million rows' index entries took ~0.7 s, and idf
+        hardly moves with N. ``table`` is ours (memories, events, events_archive), never
+        a caller's text."""
         ((n, avgdl),) = self._fetch(
             conn,
-            "SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE workspace_id = %s "
-            "LIMIT %s) c), (SELECT avg(length(tsv)) FROM (SELECT tsv FROM memories "
+            f"SELECT (SELECT count(*) FROM (SELECT 1 FROM {table} WHERE workspace_id = %s "
+            f"LIMIT %s) c), (SELECT avg(length(tsv)) FROM (SELECT tsv FROM {table} "
             "WHERE workspace_id = %s LIMIT %s) s)",
             [workspace_id, SPARSE_EXACT_TOTAL, workspace_id, SPARSE_LENGTH_SAMPLE],
         )
@@ -351,7 +354,7 @@ class SparseMixin(PgBase):
         if total >= SPARSE_EXACT_TOTAL:
             ((plan,),) = self._fetch(
                 conn,
-                "EXPLAIN (FORMAT JSON) SELECT 1 FROM memories WHERE workspace_id = %s",
+                f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} WHERE workspace_id = %s",
                 [workspace_id],
             )
             plan = json.loads(plan) if isinstance(plan, str) else plan
