@@ -44,7 +44,7 @@ from episodic.store.sql import scope_where
 
 # A term found in more rows than the rare budget is counted in this many of the
 # workspace's newest live rows, and the count scaled to the workspace.
-JOURNAL_COUNT_SAMPLE = 4000
+JOURNAL_COUNT_SAMPLE = 2000
 _TABLES = ("events", "events_archive")
 _COLUMNS = ", ".join(f"e.{c}" for c in HIT_COLUMNS)
 
