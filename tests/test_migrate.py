@@ -416,7 +416,7 @@ def test_a_target_holding_other_data_is_refused(source: str, tmp_path: Path, pg_
 
 def test_a_source_at_an_older_schema_is_refused(source: str) -> None:
     with lite(source) as conn:
-        conn.execute(f"DELETE FROM schema_migrations WHERE version = {LATEST_VERSION}")
+        conn.execute("DELETE FROM schema_migrations WHERE version = ?", (LATEST_VERSION,))
     with pytest.raises(StoreError, match="open it once with this episodic"):
         migrate(source, "postgresql://nobody@127.0.0.1:1/never")
 

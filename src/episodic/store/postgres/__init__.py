@@ -13,7 +13,8 @@ the same module names as ``episodic.store.sqlite`` so the two read side by side:
 - ``journal``: keyword search of the journal itself (tsvector over events and their archive)
 - ``vectors``: vectors, the embedding cache, the similar edges the indexer draws
 - ``claims``: the indexer's claim on pending memories, row by row across processes
-- ``upkeep``: decay, consolidation, compaction, health, nudges, leases and the run log
+- ``upkeep``: decay, compaction, health, nudges, leases and the run log
+- ``consolidation``: the memories a consolidation looks at, its backlog, storing its rules
 - ``reviews``: the review job's claims, outcomes and FSRS state
 - ``service``: API keys, listing and status, markdown import state, restore and forget
 - ``integrity``: what ``episodic doctor`` reads, and its deep checks
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from episodic.store.postgres.claims import ClaimsMixin
 from episodic.store.postgres.connection import PgBase, Tracer
+from episodic.store.postgres.consolidation import ConsolidationMixin
 from episodic.store.postgres.integrity import IntegrityMixin
 from episodic.store.postgres.journal import JournalMixin
 from episodic.store.postgres.reviews import ReviewsMixin
@@ -43,6 +45,7 @@ class PostgresStore(
     VectorsMixin,
     ClaimsMixin,
     UpkeepMixin,
+    ConsolidationMixin,
     ReviewsMixin,
     ServiceMixin,
     IntegrityMixin,

@@ -11,7 +11,8 @@ same module names as ``episodic.store.postgres`` so the two read side by side:
 - ``journal``: keyword search of the journal itself (FTS5 over events and their archive)
 - ``vectors``: vectors, the embedding cache, the similar edges the indexer draws
 - ``claims``: the indexer's claim on pending memories (trivial here: one writer per file)
-- ``upkeep``: decay, consolidation, compaction, health, nudges, leases and the run log
+- ``upkeep``: decay, compaction, health, nudges, leases and the run log
+- ``consolidation``: the memories a consolidation looks at, its backlog, storing its rules
 - ``reviews``: the review job's claims, outcomes and FSRS state
 - ``service``: API keys, listing and status, markdown import state, restore and forget
 - ``integrity``: what ``episodic doctor`` reads, and its deep checks
@@ -29,6 +30,7 @@ from episodic.store.sqlite.connection import (
     Tracer,
     sqlite_target,
 )
+from episodic.store.sqlite.consolidation import ConsolidationMixin
 from episodic.store.sqlite.integrity import IntegrityMixin
 from episodic.store.sqlite.journal import JournalMixin
 from episodic.store.sqlite.reviews import ReviewsMixin
@@ -47,6 +49,7 @@ class SqliteStore(
     VectorsMixin,
     ClaimsMixin,
     UpkeepMixin,
+    ConsolidationMixin,
     ReviewsMixin,
     ServiceMixin,
     IntegrityMixin,
