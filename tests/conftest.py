@@ -7,6 +7,7 @@ from a migrated template (cheaper than migrating every time), dropped afterwards
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,16 @@ def raw_execute(url: str, sql: str) -> None:
 def sql_text(value: str) -> str:
     """``value`` as a SQL string literal (for the parameterless helpers above)."""
     return "'" + value.replace("'", "''") + "'"
+
+
+_THIS = sys.modules[__name__]  # while it is this module
+
+
+def pytest_plugin_registered(plugin: object) -> None:
+    # Test modules import helpers with ``from conftest import ...``. pytest imports every
+    # conftest.py outside a package as the module ``conftest``, so loading
+    # tests/scenarios/conftest.py would make that name point there for every test module
+    # collected after it: put this one back.
+    name = getattr(plugin, "__file__", None)
+    if name and Path(name).name == "conftest.py" and plugin is not _THIS:
+        sys.modules["conftest"] = _THIS
