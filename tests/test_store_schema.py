@@ -10,6 +10,7 @@ import psycopg
 
 from episodic.store.migrations import (
     LATEST_VERSION,
+    MIGRATIONS,
     POSTGRES_ONLY_COLUMNS,
     SQLITE_ONLY_TABLE_PREFIX,
     migrate,
@@ -50,4 +51,5 @@ def test_postgres_is_at_the_latest_version_and_reopening_applies_nothing(pg_url:
         assert store.schema_version() == LATEST_VERSION
     with psycopg.connect(pg_url) as conn:
         versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations")]
-    assert sorted(versions) == list(range(1, LATEST_VERSION + 1))
+    # Branches number their steps apart, so the list may have gaps until they merge.
+    assert sorted(versions) == [version for version, _, _ in MIGRATIONS]

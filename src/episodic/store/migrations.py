@@ -512,12 +512,32 @@ def m005_service(conn: sqlite3.Connection) -> None:
     _run(conn, _M005_SQL)
 
 
+# -- seed 001's reinforcement, counted once per session -------------------------------
+_M007_SQL = """
+ALTER TABLE memory_reviews ADD COLUMN reinforced_at TEXT;
+
+UPDATE memory_reviews SET reinforced_at = recalled_at;
+
+CREATE INDEX memory_reviews_unreinforced ON memory_reviews (workspace_id, conversation_id)
+  WHERE reinforced_at IS NULL AND conversation_id IS NOT NULL
+"""
+
+
+def m007_reinforcement(conn: sqlite3.Connection) -> None:
+    """``memory_reviews.reinforced_at``: when the end of the recall's session (its
+    conversation) counted it for seed 001's reinforcement (``reinforce_session``); NULL
+    while the session is open. Recalls recorded before this step count as done: an
+    upgrade does not reinforce the past."""
+    _run(conn, _M007_SQL)
+
+
 MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (1, "initial", m001_initial),
     (2, "sparse_scope_index", m002_sparse_scope_index),
     (3, "conversations", m003_conversations),
     (4, "upkeep", m004_upkeep),
     (5, "service", m005_service),
+    (7, "reinforcement", m007_reinforcement),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -691,4 +711,5 @@ _SQL_OF: dict[int, str] = {
     3: _M003_SQL,
     4: _M004_SQL,
     5: _M005_SQL,
+    7: _M007_SQL,
 }
