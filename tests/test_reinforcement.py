@@ -185,11 +185,9 @@ def test_learnings_carry_their_phase_and_stage_retirement_reaches_them(
     ingest = runner.invoke(app, ["ingest", "-"], env=env, input="\n".join(lines) + "\n")
     assert ingest.exit_code == 0, ingest.output
     flushed = runner.invoke(app, ["index", "--once", "--flush"], env=env)
+    recall = ["recall", "API endpoints contract tests", "-w", "acme", "--type", "learning"]
     assert flushed.exit_code == 0, flushed.output
-    shown = runner.invoke(
-        app, ["recall", "API endpoints contract tests", "-w", "acme", "--type", "learning", "--json"],
-        env=env,
-    )  # fmt: skip
+    shown = runner.invoke(app, [*recall, "--json"], env=env)
     assert shown.exit_code == 0, shown.output
     phases = {
         h["summary"]: h["payload"].get("phase")
@@ -206,9 +204,6 @@ def test_learnings_carry_their_phase_and_stage_retirement_reaches_them(
     assert retired.exit_code == 0, retired.output
     gone = json.loads(retired.stdout)["retired"]
     assert len(gone) == 1
-    left = runner.invoke(
-        app, ["recall", "API endpoints contract tests", "-w", "acme", "--type", "learning", "--json"],
-        env=env,
-    )  # fmt: skip
+    left = runner.invoke(app, [*recall, "--json"], env=env)
     learned = [h["summary"] for h in json.loads(left.stdout) if h["type"] == "learning"]
     assert learned == ["Never merge without running the contract tests."]

@@ -147,9 +147,7 @@ class ConsolidationBacklog:
 class ReinforcementStore(Protocol):
     """Seed 001's reinforcement: what the end of a session writes."""
 
-    def reinforce_session(
-        self, workspace_id: str, conversation_id: str, at: datetime
-    ) -> list[str]:
+    def reinforce_session(self, workspace_id: str, conversation_id: str, at: datetime) -> list[str]:
         """The end of a session (conversation): every active memory its recorded recalls
         returned (``ReviewRequest``s of that conversation, recalled up to ``at``, not yet
         counted) gets payload ``reinforcement_count`` + 1 and ``last_reinforced`` = the

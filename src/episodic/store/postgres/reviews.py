@@ -135,9 +135,7 @@ class ReviewsMixin(PgBase):
                 ],
             )
 
-    def reinforce_session(
-        self, workspace_id: str, conversation_id: str, at: datetime
-    ) -> list[str]:
+    def reinforce_session(self, workspace_id: str, conversation_id: str, at: datetime) -> list[str]:
         stamp, now = ts_text(at), ts_text(utcnow())
         day = at.astimezone(UTC).date().isoformat()
         with self._write() as conn:

@@ -121,9 +121,7 @@ class ReviewsMixin(SqliteBase):
             )
             return self._conn.total_changes - before
 
-    def reinforce_session(
-        self, workspace_id: str, conversation_id: str, at: datetime
-    ) -> list[str]:
+    def reinforce_session(self, workspace_id: str, conversation_id: str, at: datetime) -> list[str]:
         stamp, now = ts_text(at), ts_text(utcnow())
         day = at.astimezone(UTC).date().isoformat()
         reinforced: list[str] = []
