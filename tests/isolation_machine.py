@@ -524,7 +524,7 @@ class IsolationMachine(RuleBasedStateMachine):
     def recall_whole(self, **kw: Any) -> None:
         self._recall(scope=None, render=False, **kw)
 
-    @rule(scope=st.sampled_from(("own", "crew_shared")), **RECALL_ARGS)
+    @rule(scope=st.sampled_from(("own", "crew_shared", "levels")), **RECALL_ARGS)
     def recall_scoped(self, **kw: Any) -> None:
         self._recall(render=False, **kw)
 

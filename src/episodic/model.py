@@ -16,14 +16,20 @@ from enum import StrEnum
 from typing import Any
 
 SEVERITIES: tuple[str, ...] = ("debug", "info", "notice", "warn", "error")
+SCOPE_HELP = "use own, crew_shared or levels"
 PRIORITIES: tuple[str, ...] = ("pin", "high", "permanent")
 
 
 class Scope(StrEnum):
-    """Which part of a workspace a recall may see (seed 000)."""
+    """Which part of a workspace a recall may see (seed 000's own and crew_shared; seed
+    001's levels)."""
 
     OWN = "own"  # the agent's own past only; needs an agent
     CREW_SHARED = "crew_shared"  # own + high-value entries of the crew; needs a crew
+    # The whole workspace, every level of seed 001's tree: the agent and crew given name
+    # the asker (their memories are its team level, which the teaparty policy weighs
+    # most) instead of narrowing. Only a key that may read the whole workspace uses it.
+    LEVELS = "levels"
 
 
 class Role(StrEnum):
@@ -111,7 +117,8 @@ class Memory:
 class ScopeFilter:
     """Who may be seen. The store applies it inside every query, so a caller can never
     reach another workspace. With ``scope`` None the whole workspace is visible
-    (an operator's view), optionally narrowed by the agent/crew/resource ids given."""
+    (an operator's view), optionally narrowed by the agent/crew/resource ids given; with
+    ``levels`` too, but the agent and crew do not narrow."""
 
     workspace_id: str
     scope: Scope | None = None
@@ -178,7 +185,9 @@ class Hit:
 class Query:
     """A recall request. ``workspace_id`` is required; ``scope`` own needs an agent and
     crew_shared needs a crew (seed 000). With no scope the whole workspace is searched,
-    narrowed by whichever of agent/crew/resource/conversation are given."""
+    narrowed by whichever of agent/crew/resource/conversation are given; with ``levels``
+    (seed 001) it is searched whole but for resource/conversation, and the agent/crew
+    say who asks (its team level)."""
 
     text: str
     workspace_id: str
@@ -199,9 +208,7 @@ class Query:
             try:
                 object.__setattr__(self, "scope", Scope(self.scope))
             except ValueError:
-                raise InvalidInput(
-                    "scope", f"unknown scope {self.scope!r}; use own or crew_shared"
-                ) from None
+                raise InvalidInput("scope", f"unknown scope {self.scope!r}; {SCOPE_HELP}") from None
         if self.types is not None:
             types = (self.types,) if isinstance(self.types, str) else tuple(self.types)
             if not types or not all(isinstance(t, str) and t.strip() for t in types):

@@ -39,7 +39,11 @@ CrewOpt = Annotated[
 ResourceOpt = Annotated[str | None, typer.Option("--resource", help="Narrow to one resource.")]
 ScopeOpt = Annotated[
     str | None,
-    typer.Option("--scope", help="own | crew_shared; omitted = the whole workspace."),
+    typer.Option(
+        "--scope",
+        help="own | crew_shared | levels (the whole workspace; --agent/--crew say who asks, "
+        "for the teaparty policy's team level); omitted = the whole workspace.",
+    ),
 ]
 KOpt = Annotated[int | None, typer.Option("-k", help="How many memories (1-50, default 5).")]
 TypeOpt = Annotated[

@@ -17,7 +17,7 @@ from typing import Any
 
 from episodic.errors import InvalidInput, StoreError
 from episodic.llm.steps import key_terms as extract_key_terms
-from episodic.model import Hit, Memory, Query, Scope, ScopeFilter
+from episodic.model import SCOPE_HELP, Hit, Memory, Query, Scope, ScopeFilter
 from episodic.recall.engine import RecallResult, run_recall
 from episodic.recall.policies import RecallPolicy, RenderStyle, get_policy
 from episodic.recall.render import fit_block, fit_memory_block
@@ -40,7 +40,7 @@ def parse_scope(value: Scope | str | None) -> Scope | None:
     try:
         return Scope(value)
     except ValueError:
-        raise InvalidInput("scope", f"unknown scope {value!r}; use own or crew_shared") from None
+        raise InvalidInput("scope", f"unknown scope {value!r}; {SCOPE_HELP}") from None
 
 
 class ReferenceBuffer:
