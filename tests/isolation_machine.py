@@ -2,7 +2,7 @@
 
 Random sequences of writes (journal events, chat messages, notes), indexing, segmentation
 with entry dedupe, recall under every policy (walk on and off, whole workspace, ``own``,
-``crew_shared``, resource filters), rendering, consolidation, compaction, upkeep, markdown
+``crew_shared``, ``levels``, resource filters), rendering, consolidation, compaction, upkeep, markdown
 export and forgetting run against one ``Episodic`` on SQLite or PostgreSQL, with the fake
 embedder (the model does not matter here, the number of steps does).
 
