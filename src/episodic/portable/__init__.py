@@ -40,6 +40,7 @@ from episodic.errors import EpisodicError, InvalidInput
 from episodic.model import SEVERITIES, Event, Memory, MemoryStatus, ScopeFilter
 from episodic.portable.fields import (
     holds_surrogate,
+    load_frontmatter,
     mapping_field,
     number_field,
     opt_number_field,
@@ -301,17 +302,7 @@ def parse_file(text: str) -> Memory:
             raise InvalidInput("frontmatter", "no closing '---' line")
     else:
         body = text[end + len(FRONTMATTER) + 2 :]
-    try:
-        head = yaml.safe_load(text[len(FRONTMATTER) + 1 : end + 1])
-    except yaml.YAMLError as exc:
-        raise InvalidInput("frontmatter", f"not valid YAML: {exc}") from None
-    except ValueError as exc:
-        # YAML that parses but holds no Python value: 2026-02-30, a 5000-digit integer.
-        raise InvalidInput("frontmatter", f"unreadable YAML value: {exc}") from None
-    except RecursionError:
-        raise InvalidInput("frontmatter", "unreadable YAML: nested too deeply") from None
-    if not isinstance(head, Mapping):
-        raise InvalidInput("frontmatter", "expected key: value lines")
+    head = load_frontmatter(text[len(FRONTMATTER) + 1 : end + 1])
     unknown = sorted("" if k is None else str(k) for k in head if k not in _KNOWN)
     if unknown and not unknown[0].strip():
         # A key of nothing ("? " or "'': x" in YAML) cannot name the field at fault.

@@ -10,7 +10,26 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from typing import Any
 
+import yaml
+
 from episodic.errors import InvalidInput
+
+
+def load_frontmatter(text: str) -> Mapping[Any, Any]:
+    """The key: value lines of a frontmatter block (between its '---' lines) as parsed
+    YAML; ``InvalidInput`` on field "frontmatter" when they are not such lines."""
+    try:
+        head = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InvalidInput("frontmatter", f"not valid YAML: {exc}") from None
+    except ValueError as exc:
+        # YAML that parses but holds no Python value: 2026-02-30, a 5000-digit integer.
+        raise InvalidInput("frontmatter", f"unreadable YAML value: {exc}") from None
+    except RecursionError:
+        raise InvalidInput("frontmatter", "unreadable YAML: nested too deeply") from None
+    if not isinstance(head, Mapping):
+        raise InvalidInput("frontmatter", "expected key: value lines")
+    return head
 
 
 def holds_surrogate(value: object) -> bool:
