@@ -2,9 +2,10 @@
 
 Random sequences of writes (journal events, chat messages, notes), indexing, segmentation
 with entry dedupe, recall under every policy (walk on and off, whole workspace, ``own``,
-``crew_shared``, ``levels``, resource filters), rendering, consolidation, compaction, upkeep, markdown
-export and forgetting run against one ``Episodic`` on SQLite or PostgreSQL, with the fake
-embedder (the model does not matter here, the number of steps does).
+``crew_shared``, ``levels``, resource filters), rendering, consolidation, compaction,
+upkeep, markdown export and forgetting run against one ``Episodic`` on SQLite or
+PostgreSQL, with the fake embedder (the model does not matter here, the number of steps
+does).
 
 The workspaces are built to leak if a filter were missing: they share agent, crew,
 resource and conversation names, write the same sentences (so hash dedupe, similar
