@@ -191,6 +191,24 @@ def test_roles_map_to_recall_scopes(base: str, keys: dict[str, str]) -> None:
         assert {"a2", "a3"} <= hidden  # an admin may see what a narrower scope hid
 
 
+def test_only_a_key_that_reads_the_whole_workspace_recalls_by_levels(
+    base: str, keys: dict[str, str]
+) -> None:
+    # Scope levels (seed 001) searches every level of the workspace: wider than own or
+    # crew_shared, so an agent or lead key keeps its own scope.
+    for name in ("deployer", "lead"):
+        with client(base, keys[name]) as c:
+            r = c.post("/v1/recall", json={"query": "checkout", "scope": "levels"})
+            assert r.status_code == 403, r.text
+    with client(base, keys["admin"]) as c:
+        body = {"query": "checkout", "k": 10, "scope": "levels", "crew": "qa"}
+        r = c.post("/v1/recall", json={**body, "policy": "teaparty"})
+        assert r.status_code == 200, r.text
+        ids = {h["id"] for h in r.json()["hits"]}
+        assert {"a1", "a2", "a3"} <= ids  # the crew says who asks; it does not narrow
+        assert all(h["workspace_id"] == "acme" for h in r.json()["hits"])
+
+
 def test_events_batch_reports_bad_items_by_position_and_stores_the_rest(
     base: str, keys: dict[str, str], mem: Episodic
 ) -> None:
