@@ -20,22 +20,15 @@ from episodic.model import Memory, MemoryStatus
 NOW = datetime(2026, 11, 24, 15, 0, tzinfo=UTC)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> datetime:
-        return self.now
+@pytest.fixture
+def clock() -> list[datetime]:
+    """The service's time, which a test moves on by setting ``clock[0]``."""
+    return [NOW]
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def mem(db_url: str, clock: Clock) -> Iterator[Episodic]:
-    with Episodic.open(db_url, settings=Settings(embedder="none"), clock=clock) as m:
+def mem(db_url: str, clock: list[datetime]) -> Iterator[Episodic]:
+    with Episodic.open(db_url, settings=Settings(embedder="none"), clock=lambda: clock[0]) as m:
         yield m
 
 
@@ -77,7 +70,7 @@ def counts(mem: Episodic, *ids: str) -> dict[str, tuple[int, str | None, int]]:
 
 
 def test_a_session_reinforces_what_it_retrieved_once_at_its_end(
-    mem: Episodic, clock: Clock
+    mem: Episodic, clock: list[datetime]
 ) -> None:
     mem.store.append(
         [],
@@ -113,20 +106,20 @@ def test_a_session_reinforces_what_it_retrieved_once_at_its_end(
     assert counts(mem, "rollback")["rollback"] == (1, today, 4)
 
     # The next session of the same conversation counts its own recalls only.
-    clock.now = NOW + timedelta(days=2)
+    clock[0] = NOW + timedelta(days=2)
     again = mem.recall("warm after a deploy", review_conversation="s1", **ask)
     assert [h.id for h in again.hits] == ["warmup"]
-    talk(mem, "s1", clock.now - timedelta(minutes=5), "deploy went out", "cache warmed")
+    talk(mem, "s1", clock[0] - timedelta(minutes=5), "deploy went out", "cache warmed")
     mem.segment(flush=True, conversation="s1")
-    later = clock.now.date().isoformat()
+    later = clock[0].date().isoformat()
     assert counts(mem, "rollback", "warmup")["warmup"] == (2, later, 4)
     assert counts(mem, "rollback")["rollback"][:2] == (1, today)
 
     # s2 ends (idle past the hard gap, no flush): its one retrieval counts now.
     talk(mem, "s2", NOW - timedelta(minutes=10), "what was the rollback step?")
-    clock.now = NOW + timedelta(days=3)
+    clock[0] = NOW + timedelta(days=3)
     mem.segment()
-    assert counts(mem, "rollback")["rollback"][:2] == (2, clock.now.date().isoformat())
+    assert counts(mem, "rollback")["rollback"][:2] == (2, clock[0].date().isoformat())
 
 
 def test_reinforcement_feeds_the_teaparty_prominence(mem: Episodic) -> None:

@@ -449,11 +449,11 @@ def import_teaparty(
         raise InvalidInput("DIR", f"no such directory: {directory}")
     ws = _check_workspace(workspace)
     errors: list[FileError] = []
-    counts = dict.fromkeys(("files", "inserted", "updated", "unchanged"), 0)
+    files = inserted = updated = unchanged = 0
     owner: dict[str, str] = {}
     arrived = 0
     for rel, place, path in memory_files(directory):
-        counts["files"] += 1
+        files += 1
         try:
             for name in (place.project, place.crew, place.job):
                 opt_id({"path": name}, "path")
@@ -482,16 +482,17 @@ def import_teaparty(
                 continue
             arrived += 1
             owner[memory.id] = where
-            counts["inserted"] += result.inserted
-            counts["updated"] += result.updated
-            counts["unchanged"] += result.unchanged
+            inserted += result.inserted
+            updated += result.updated
+            unchanged += result.unchanged
+    # Every file is read: entries carry no file state of their own to skip by.
     return ImportReport(
         str(directory),
-        files=counts["files"],
-        read=counts["files"],
-        inserted=counts["inserted"],
-        updated=counts["updated"],
-        unchanged=counts["unchanged"],
+        files,
+        read=files,
+        inserted=inserted,
+        updated=updated,
+        unchanged=unchanged,
         errors=errors,
     )
 

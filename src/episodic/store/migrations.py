@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -559,6 +559,21 @@ def current_version(conn: sqlite3.Connection) -> int:
         return 0
     row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
     return int(row[0] or 0)
+
+
+def missing_versions(applied: Iterable[int]) -> list[int]:
+    """The known steps a database has not applied. Branches number their steps apart, so
+    a database at the highest version may still lack a lower one: readers that cannot
+    migrate check this, not the highest version."""
+    have = set(applied)
+    return [version for version, _, _ in MIGRATIONS if version not in have]
+
+
+def applied_versions(conn: sqlite3.Connection) -> list[int]:
+    """The versions a SQLite database has applied (none before any migration)."""
+    if current_version(conn) == 0:
+        return []
+    return [int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")]
 
 
 def migrate(conn: sqlite3.Connection) -> list[int]:
