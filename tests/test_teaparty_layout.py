@@ -295,6 +295,12 @@ id: aaaaaaaa-0000-4000-8000-000000000008
 ---
 A good institutional entry.
 """,
+    f"proj/.teaparty/jobs/j1/tasks/{PROJECT_CREW}/worktree/MEMORY.md": """\
+---
+id: aaaaaaaa-0000-4000-8000-000000000009
+---
+A task folder named like the project's own crew.
+""",
 }
 
 
@@ -324,6 +330,7 @@ def test_bad_entries_are_reported_by_file_line_and_field_and_the_rest_import(
         ("proj/MEMORY.md:7", "last_reinforced"),
         ("proj/MEMORY.md:13", "id"),  # a duplicate, named with the first one's place
         ("proj/MEMORY.md:18", "frontmatter"),  # never closed
+        (f"proj/.teaparty/jobs/j1/tasks/{PROJECT_CREW}/worktree/MEMORY.md", "path"),
     }
     duplicate = next(e for e in report["errors"] if e["path"] == "proj/MEMORY.md:13")
     assert "MEMORY.md:2" in duplicate["message"]

@@ -455,11 +455,10 @@ def import_teaparty(
     for rel, place, path in memory_files(directory):
         files += 1
         try:
-            for name in (place.project, place.crew, place.job):
-                opt_id({"path": name}, "path")
+            _check_folders(place, rel)
             text = path.read_bytes().decode("utf-8")
         except InvalidInput as exc:
-            errors.append(FileError(str(rel), exc.field, f"{exc.message} (a folder name)"))
+            errors.append(FileError(str(rel), exc.field, exc.message))
             continue
         except UnicodeDecodeError:
             errors.append(FileError(str(rel), "file", "not UTF-8 text"))
@@ -495,6 +494,18 @@ def import_teaparty(
         unchanged=unchanged,
         errors=errors,
     )
+
+
+def _check_folders(place: Place, rel: PurePosixPath) -> None:
+    """The folder names a file's ids come from must make valid ids, and name this file
+    again on export (a task folder named like the project crew would not)."""
+    for name in (place.project, place.crew, place.job):
+        try:
+            opt_id({"path": name}, "path")
+        except InvalidInput as exc:
+            raise InvalidInput("path", f"folder {name!r}: {exc.message}") from None
+    if path_of_place(place) != rel:
+        raise InvalidInput("path", f"a task folder may not be named {PROJECT_CREW!r}")
 
 
 def _id_of(entry: Entry) -> str | None:
