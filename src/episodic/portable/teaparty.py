@@ -475,12 +475,16 @@ def import_teaparty(
                 )
                 if memory.id in owner:
                     raise InvalidInput("id", f"{memory.id} is also the id of {owner[memory.id]}")
-                result = store.restore(memory, ())
+                # Stored as it reads: no write transaction (a re-run of an unchanged tree).
+                result = None if existing.get(memory.id) == memory else store.restore(memory, ())
             except InvalidInput as exc:
                 errors.append(FileError(where, exc.field, exc.message))
                 continue
             arrived += 1
             owner[memory.id] = where
+            if result is None:
+                unchanged += 1
+                continue
             inserted += result.inserted
             updated += result.updated
             unchanged += result.unchanged
