@@ -2,10 +2,9 @@
 
 Random sequences of writes (journal events, chat messages, notes), indexing, segmentation
 with entry dedupe, recall under every policy (walk on and off, whole workspace, ``own``,
-``crew_shared``, ``levels``, resource filters), rendering, consolidation, compaction,
-upkeep, markdown export and forgetting run against one ``Episodic`` on SQLite or
-PostgreSQL, with the fake embedder (the model does not matter here, the number of steps
-does).
+``crew_shared``, resource filters), rendering, consolidation, compaction, upkeep, markdown
+export and forgetting run against one ``Episodic`` on SQLite or PostgreSQL, with the fake
+embedder (the model does not matter here, the number of steps does).
 
 The workspaces are built to leak if a filter were missing: they share agent, crew,
 resource and conversation names, write the same sentences (so hash dedupe, similar
@@ -525,7 +524,7 @@ class IsolationMachine(RuleBasedStateMachine):
     def recall_whole(self, **kw: Any) -> None:
         self._recall(scope=None, render=False, **kw)
 
-    @rule(scope=st.sampled_from(("own", "crew_shared", "levels")), **RECALL_ARGS)
+    @rule(scope=st.sampled_from(("own", "crew_shared")), **RECALL_ARGS)
     def recall_scoped(self, **kw: Any) -> None:
         self._recall(render=False, **kw)
 
@@ -578,7 +577,8 @@ class IsolationMachine(RuleBasedStateMachine):
                 _fail(f"{where} belongs to {row.ws}")
             if hit.via is not None and truth.get(hit.via, row).ws != ws:
                 _fail(f"{where} was walked to from another workspace's {hit.via}")
-            if scope in ("own", None) and agent is not None and row.agent != agent:
+            # Naming an agent without a scope only says who asks (it weighs, not filters).
+            if scope == "own" and row.agent != agent:
                 _fail(f"{where} is agent {row.agent}'s, not {agent}'s")
             if scope == "crew_shared" and not (
                 row.agent == agent or (row.crew == CREW and row.base_importance >= 0.55)

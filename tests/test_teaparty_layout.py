@@ -119,23 +119,21 @@ def test_recall_weighs_the_askers_team_over_its_project_over_global(mem: Episodi
     ask = {"workspace": "acme", "policy": "teaparty", "k": 3, "mark": False}
     query = "flaky integration tests rerun"
     # Same words at three levels: team x 1.5, project x 1.2, global x 1.0.
-    hits = mem.recall(query, scope="levels", crew="task-api", **ask).hits
+    hits = mem.recall(query, crew="task-api", **ask).hits
     assert [h.id for h in hits] == [TEAM_FLAKY, PROJECT_FLAKY, GLOBAL_FLAKY]
     # Asked by another task, task-api's entry is just more of the project.
-    other = mem.recall(query, scope="levels", crew="task-ui", **ask).hits
+    other = mem.recall(query, crew="task-ui", **ask).hits
     assert other[-1].id == GLOBAL_FLAKY and {h.id for h in other[:2]} == {
         TEAM_FLAKY,
         PROJECT_FLAKY,
     }
-    # Without levels a crew narrows, as everywhere: only the team's own entries.
-    narrowed = mem.recall(query, crew="task-api", **ask).hits
+    # An explicit scope still filters: the crew's view holds only the team's entries.
+    narrowed = mem.recall(query, crew="task-api", scope="crew_shared", **ask).hits
     assert narrowed[0].id == TEAM_FLAKY and {h.memory.crew_id for h in narrowed} == {"task-api"}
 
 
 def test_render_always_shows_the_institutional_entries(mem: Episodic) -> None:
-    block = mem.render(
-        "idempotency header", workspace="acme", crew="task-api", scope="levels", policy="teaparty"
-    )
+    block = mem.render("idempotency header", workspace="acme", crew="task-api", policy="teaparty")
     assert "Idempotency-Key header" in block  # recalled
     for standing in ("second reviewer", "only the vault service", "refunds_v2 flag"):
         assert standing in block  # project and job institutional.md, never ranked
@@ -143,7 +141,7 @@ def test_render_always_shows_the_institutional_entries(mem: Episodic) -> None:
 
 def test_reinforcement_and_stage_retirement_reach_the_tree(mem: Episodic, tmp_path: Path) -> None:
     for _ in range(3):  # three retrievals in one session of the job
-        hits = mem.recall("idempotency header", workspace="acme", scope="levels",
+        hits = mem.recall("idempotency header", workspace="acme",
                           crew="task-api", policy="teaparty", k=1,
                           review_conversation=JOB).hits  # fmt: skip
         assert [h.id for h in hits] == [TEAM_HEADER]

@@ -16,20 +16,14 @@ from enum import StrEnum
 from typing import Any
 
 SEVERITIES: tuple[str, ...] = ("debug", "info", "notice", "warn", "error")
-SCOPE_HELP = "use own, crew_shared or levels"
 PRIORITIES: tuple[str, ...] = ("pin", "high", "permanent")
 
 
 class Scope(StrEnum):
-    """Which part of a workspace a recall may see (seed 000's own and crew_shared; seed
-    001's levels)."""
+    """Which part of a workspace a recall may see (seed 000)."""
 
     OWN = "own"  # the agent's own past only; needs an agent
     CREW_SHARED = "crew_shared"  # own + high-value entries of the crew; needs a crew
-    # The whole workspace, every level of seed 001's tree: the agent and crew given name
-    # the asker (their memories are its team level, which the teaparty policy weighs
-    # most) instead of narrowing. Only a key that may read the whole workspace uses it.
-    LEVELS = "levels"
 
 
 class Role(StrEnum):
@@ -117,8 +111,7 @@ class Memory:
 class ScopeFilter:
     """Who may be seen. The store applies it inside every query, so a caller can never
     reach another workspace. With ``scope`` None the whole workspace is visible
-    (an operator's view), optionally narrowed by the agent/crew/resource ids given; with
-    ``levels`` too, but the agent and crew do not narrow."""
+    (an operator's view), optionally narrowed by the agent/crew/resource ids given."""
 
     workspace_id: str
     scope: Scope | None = None
@@ -150,10 +143,19 @@ class Hit:
     bm25_rank: int | None = None
     dense_rank: int | None = None
     via: str | None = None  # reached by walking a `similar` edge from this hit
+    # The messages an episode was made from, when the recall's detail level shows them
+    # (seed 003: the top-ranked key moments come with their details).
+    details: tuple[Event, ...] = ()
 
     @property
     def id(self) -> str:
         return self.memory.id
+
+    @property
+    def moment(self) -> str | None:
+        """Seed 003's label of a surprising episode: "flashbulb" (surprise >= 0.85),
+        "key moment" (>= 0.7), or None."""
+        return moment_of(self.memory)
 
     def to_json(self) -> dict[str, Any]:
         m = self.memory
@@ -178,16 +180,41 @@ class Hit:
             "importance": round(m.importance, 6),
             "reference_count": m.reference_count,
             "via": self.via,
+            "moment": self.moment,
+            "details": [detail_json(e) for e in self.details],
         }
+
+
+def moment_of(m: Memory) -> str | None:
+    """ "flashbulb", "key moment" or None, from the flags segmentation set on an episode."""
+    if m.payload.get("flashbulb") is True:
+        return "flashbulb"
+    if m.payload.get("key_moment") is True:
+        return "key moment"
+    return None
+
+
+def detail_json(e: Event) -> dict[str, Any]:
+    """One message of an episode's details: who spoke, when, what was said."""
+    name = e.payload.get("name")
+    return {
+        "id": e.id,
+        "role": _text_or_none(e.payload.get("role")),
+        "name": name if isinstance(name, str) and name.strip() else None,
+        "ts": e.ts.isoformat(),
+        "text": e.summary,
+    }
 
 
 @dataclass(frozen=True, slots=True)
 class Query:
     """A recall request. ``workspace_id`` is required; ``scope`` own needs an agent and
-    crew_shared needs a crew (seed 000). With no scope the whole workspace is searched,
-    narrowed by whichever of agent/crew/resource/conversation are given; with ``levels``
-    (seed 001) it is searched whole but for resource/conversation, and the agent/crew
-    say who asks (its team level)."""
+    crew_shared needs a crew (seed 000).
+
+    Who is asking is not what may be seen: ``agent_id`` and ``crew_id`` name the asker,
+    whose team, project and workspace-wide memories seed 001's scope levels weigh; only
+    ``scope`` (which an API key sets) limits what is seen to them. With no scope the whole
+    workspace is searched, narrowed by the resource and conversation when given."""
 
     text: str
     workspace_id: str
@@ -208,7 +235,9 @@ class Query:
             try:
                 object.__setattr__(self, "scope", Scope(self.scope))
             except ValueError:
-                raise InvalidInput("scope", f"unknown scope {self.scope!r}; {SCOPE_HELP}") from None
+                raise InvalidInput(
+                    "scope", f"unknown scope {self.scope!r}; use own or crew_shared"
+                ) from None
         if self.types is not None:
             types = (self.types,) if isinstance(self.types, str) else tuple(self.types)
             if not types or not all(isinstance(t, str) and t.strip() for t in types):
@@ -220,11 +249,12 @@ class Query:
             raise InvalidInput("crew_id", "scope 'crew_shared' needs a crew (--crew)")
 
     def scope_filter(self) -> ScopeFilter:
+        """What may be seen: the asker's agent and crew narrow only under a scope."""
         return ScopeFilter(
             workspace_id=self.workspace_id,
             scope=self.scope,
-            agent_id=self.agent_id,
-            crew_id=self.crew_id,
+            agent_id=self.agent_id if self.scope is not None else None,
+            crew_id=self.crew_id if self.scope is not None else None,
             resource_id=self.resource_id,
             conversation_id=self.conversation_id,
             types=self.types,

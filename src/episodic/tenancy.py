@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from episodic.errors import Forbidden, InvalidInput
-from episodic.model import SCOPE_HELP, Role, Scope, ScopeFilter, scope_for_role
+from episodic.model import Role, Scope, ScopeFilter, scope_for_role
 from episodic.recall.trace import DROP_SCOPE, Trace
 
 KEY_PREFIX = "ep_"
@@ -138,7 +138,9 @@ class Principal:
             try:
                 scope = Scope(scope)
             except ValueError:
-                raise InvalidInput("scope", f"unknown scope {scope!r}; {SCOPE_HELP}") from None
+                raise InvalidInput(
+                    "scope", f"unknown scope {scope!r}; use own or crew_shared"
+                ) from None
         if forced is None:
             chosen = scope
         else:

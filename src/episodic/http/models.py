@@ -23,7 +23,7 @@ def _utf8(value: str) -> str:
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_utf8)]
 Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_utf8)]
 NonEmptyText = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_utf8)]
-ScopeName = Literal["own", "crew_shared", "levels"]
+ScopeName = Literal["own", "crew_shared"]
 
 
 class Strict(BaseModel):

@@ -32,7 +32,7 @@ global what belongs to none):
   institutional.md) have the crew ``PROJECT_CREW``, which makes them the project level;
 - the job is the ``conversation`` (TeaParty's session);
 - the task is the ``crew``: its worktree's entries are the team level of a recall with
-  ``--crew <task>`` (and ``--scope levels`` to search the whole tree);
+  ``--crew <task>`` (the asker; with no ``--scope`` the whole tree is searched);
 - the global files have no resource, crew or conversation.
 
 ``institutional.md`` entries become memories of type ``institutional`` (render always

@@ -249,7 +249,7 @@ class DenseIndex:
                 self._base[:n] >= CREW_SHARED_MIN_BASE_IMPORTANCE
             )
             mask &= (eq(self._agent, flt.agent_id) | crew_part) if flt.agent_id else crew_part
-        elif scope is None:
+        else:
             if flt.agent_id:
                 mask &= eq(self._agent, flt.agent_id)
             if flt.crew_id:

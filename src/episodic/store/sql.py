@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from episodic.errors import InvalidInput
-from episodic.model import SCOPE_HELP, Scope, ScopeFilter
+from episodic.model import Scope, ScopeFilter
 
 # A lead's crew_shared view: its own entries plus crew entries that carry a type,
 # severity or priority bonus (base importance above a routine info entry's 0.5).
@@ -81,7 +81,9 @@ def normalise_scope(flt: ScopeFilter) -> Scope | None:
     try:
         scope = Scope(flt.scope)
     except ValueError:
-        raise InvalidInput("scope", f"unknown scope {flt.scope!r}; {SCOPE_HELP}") from None
+        raise InvalidInput(
+            "scope", f"unknown scope {flt.scope!r}; use own or crew_shared"
+        ) from None
     if scope is Scope.OWN and not flt.agent_id:
         raise InvalidInput("agent_id", "scope 'own' needs an agent (--agent)")
     if scope is Scope.CREW_SHARED and not flt.crew_id:
@@ -95,10 +97,10 @@ def scope_where(flt: ScopeFilter, *, alias: str = "", mark: str = "?") -> tuple[
     Always ``workspace_id = ?``. Scope own adds ``agent_id = ?``; crew_shared adds the
     agent's own rows or the crew's rows whose base importance reaches
     ``CREW_SHARED_MIN_BASE_IMPORTANCE`` (just the crew part without an agent). With no
-    scope each of agent/crew that is given narrows; with ``levels`` neither does.
-    resource_id and conversation_id narrow under any scope. An empty id counts as not
-    given. ``alias`` qualifies the columns (``"m"`` gives ``m.agent_id``). ``mark`` is
-    the driver's placeholder (``%s`` for psycopg)."""
+    scope each of agent/crew that is given narrows. resource_id and conversation_id narrow
+    under any scope. An empty id counts as not given. ``alias`` qualifies the columns
+    (``"m"`` gives ``m.agent_id``). ``mark`` is the driver's placeholder (``%s`` for
+    psycopg)."""
     if mark not in ("?", "%s"):
         raise ValueError(f"unsupported placeholder {mark!r}")
     if alias not in _ALIASES:
@@ -119,7 +121,7 @@ def scope_where(flt: ScopeFilter, *, alias: str = "", mark: str = "?") -> tuple[
         else:
             clauses.append(crew_part)
             params += [flt.crew_id, CREW_SHARED_MIN_BASE_IMPORTANCE]
-    elif scope is None:
+    else:
         for name in ("agent_id", "crew_id"):
             value = getattr(flt, name)
             if value:
@@ -151,8 +153,6 @@ def scope_allows(flt: ScopeFilter, m: Any) -> bool:
             CREW_SHARED_MIN_BASE_IMPORTANCE
         )
         ok = bool(crew_part or (flt.agent_id and m.agent_id == flt.agent_id))
-    elif scope is Scope.LEVELS:
-        ok = True
     else:
         ok = all(
             not getattr(flt, name) or getattr(m, name) == getattr(flt, name)
