@@ -7,6 +7,7 @@ from a migrated template (cheaper than migrating every time), dropped afterwards
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,15 @@ def raw_execute(url: str, sql: str) -> None:
 def sql_text(value: str) -> str:
     """``value`` as a SQL string literal (for the parameterless helpers above)."""
     return "'" + value.replace("'", "''") + "'"
+
+
+# The helpers above are imported by test modules as ``from conftest import ...``. Every
+# conftest.py outside a package is loaded under that one module name, so once a deeper
+# one is loaded (tests/scenarios) the name points there: give it back to this file before
+# each test module is imported.
+_THIS_CONFTEST = sys.modules[__name__]
+
+
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    if isinstance(collector, pytest.Module):
+        sys.modules["conftest"] = _THIS_CONFTEST
