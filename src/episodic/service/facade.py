@@ -249,6 +249,8 @@ class Episodic:
     forget_memory_as = Forward("_operations", Operations.forget_memory_as)
     export_markdown = Forward("_operations", Operations.export_markdown)
     import_markdown = Forward("_operations", Operations.import_markdown)
+    export_teaparty = Forward("_operations", Operations.export_teaparty)
+    import_teaparty = Forward("_operations", Operations.import_teaparty)
 
     # -- the journal (episodic.service.journal) ----------------------------------------
     search_journal = Forward("_journal", Journal.search_journal)

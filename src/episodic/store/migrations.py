@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -586,6 +586,25 @@ def m006_journal_search(conn: sqlite3.Connection) -> None:
     _run(conn, _M006_SQL)
 
 
+# -- seed 001's reinforcement, counted once per session -------------------------------
+_M007_SQL = """
+ALTER TABLE memory_reviews ADD COLUMN reinforced_at TEXT;
+
+UPDATE memory_reviews SET reinforced_at = recalled_at;
+
+CREATE INDEX memory_reviews_unreinforced ON memory_reviews (workspace_id, conversation_id)
+  WHERE reinforced_at IS NULL AND conversation_id IS NOT NULL
+"""
+
+
+def m007_reinforcement(conn: sqlite3.Connection) -> None:
+    """``memory_reviews.reinforced_at``: when the end of the recall's session (its
+    conversation) counted it for seed 001's reinforcement (``reinforce_session``); NULL
+    while the session is open. Recalls recorded before this step count as done: an
+    upgrade does not reinforce the past."""
+    _run(conn, _M007_SQL)
+
+
 # -- consolidation: memories looked at and left unclustered ---------------------------
 _M008_SQL = """
 ALTER TABLE memories ADD COLUMN unclustered_at TEXT;
@@ -617,6 +636,7 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (4, "upkeep", m004_upkeep),
     (5, "service", m005_service),
     (6, "journal_search", m006_journal_search),
+    (7, "reinforcement", m007_reinforcement),
     (8, "unclustered", m008_unclustered),
 )
 
@@ -639,6 +659,21 @@ def current_version(conn: sqlite3.Connection) -> int:
         return 0
     row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
     return int(row[0] or 0)
+
+
+def missing_versions(applied: Iterable[int]) -> list[int]:
+    """The known steps a database has not applied. Branches number their steps apart, so
+    a database at the highest version may still lack a lower one: readers that cannot
+    migrate check this, not the highest version."""
+    have = set(applied)
+    return [version for version, _, _ in MIGRATIONS if version not in have]
+
+
+def applied_versions(conn: sqlite3.Connection) -> list[int]:
+    """The versions a SQLite database has applied (none before any migration)."""
+    if current_version(conn) == 0:
+        return []
+    return [int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")]
 
 
 def migrate(conn: sqlite3.Connection) -> list[int]:
@@ -813,5 +848,6 @@ _SQL_OF: dict[int, str] = {
     4: _M004_SQL,
     5: _M005_SQL,
     6: _M006_SQL,
+    7: _M007_SQL,
     8: _M008_SQL,
 }

@@ -72,13 +72,13 @@ def parse_event(
             f"unknown field; known fields are {', '.join(sorted(KNOWN_FIELDS))}",
         )
 
-    ids: dict[str, str | None] = {name: _opt_id(obj, name) for name in ID_FIELDS}
+    ids: dict[str, str | None] = {name: opt_id(obj, name) for name in ID_FIELDS}
     workspace = ids["workspace_id"]
     if workspace is None:
         raise InvalidInput("workspace_id", "required (the workspace this event belongs to)")
 
-    event_id = _opt_id(obj, "id") or new_event_id()
-    event_type = _opt_id(obj, "type") or DEFAULT_EVENT_TYPE
+    event_id = opt_id(obj, "id") or new_event_id()
+    event_type = opt_id(obj, "type") or DEFAULT_EVENT_TYPE
 
     severity = obj.get("severity", "info")
     if severity is None:
@@ -202,7 +202,10 @@ def _field_name(key: str) -> str:
     return key if key and key.isprintable() and key.strip() == key else repr(key)
 
 
-def _opt_id(obj: Mapping[str, Any], name: str) -> str | None:
+def opt_id(obj: Mapping[str, Any], name: str) -> str | None:
+    """The id ``obj[name]``: stripped text of at most ``MAX_ID_CHARS`` characters with no
+    control characters; None when absent or empty; ``InvalidInput`` naming ``name``
+    otherwise."""
     value = obj.get(name)
     if value is None:
         return None
