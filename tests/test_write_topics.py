@@ -82,7 +82,7 @@ def test_starts_are_validated(starts: list[int], expected: list[int]) -> None:
 def test_out_of_range_starts_are_reported(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="episodic.write"):
         assert topic_starts(CHAT, ScriptedLLM([{"starts": [3, 0, 12]}])) == [3]
-    assert "outside 1..6, ignored: [0, 12]" in caplog.text
+    assert "not candidates, ignored: [0, 12]" in caplog.text
 
 
 def test_llm_failure_is_none(caplog: pytest.LogCaptureFixture) -> None:
