@@ -26,8 +26,8 @@ longer than the hard gap.
 
 An episode's ``surprise`` is put on seed 003's scale (0 an expected turn, 0.3 a minor
 gain, 0.7 a significant pivot, 1 model-breaking) by ``episode_surprise``: how far the
-episode's opening (its first ``OPENING_MESSAGES`` spoken messages) is from the event model
-before it, above what an ordinary turn scores.
+episode's opening (its first ``OPENING_MESSAGES`` spoken messages; an episode of fewer has
+none) is from the event model before it, above what an ordinary turn scores.
 
 The constants are measured on ``tests/fixtures/segmentation.json`` with all-MiniLM-L6-v2
 (``benchmarks/bench_segmentation.py``): a lone chat message is a noisy sample, which is why
@@ -67,8 +67,10 @@ SURPRISE_MIN_SPREAD = 0.05
 # 0.71 at 6 and stays there (0.73 at 7 to 10), while every sample more keeps a short
 # episode from ever being split by surprise.
 MIN_SURPRISE_SAMPLES = 6
-# An episode's surprise reads its first two spoken messages: a lone short turn ("Got
-# it", "That split works well") is as far from everything as a real pivot is.
+# An episode's surprise reads its first two spoken messages, and an episode of one
+# spoken message has none: a lone short turn ("Got it", "Thanks, that worked!") is as far
+# from everything as a real pivot is. On the fixture, turns that start no episode score up
+# to 0.9 read alone (a flashbulb) and at most 0.65 read with the message after them.
 OPENING_MESSAGES = 2
 # What an ordinary turn scores: seed 003's 0.0. The median opening surprise of the
 # fixture's turns that start no episode is 0.48 with all-MiniLM-L6-v2.
@@ -116,8 +118,12 @@ def surprise(centroid: Vector | None, vector: Vector | None) -> float | None:
 def episode_surprise(before: Vector | None, opening: Sequence[Vector | None]) -> float:
     """An episode's surprise on seed 003's scale: ``surprise(before, mean of opening)``
     rescaled so that ``SURPRISE_BASELINE`` (an ordinary turn) is 0 and 1 stays 1. 0 when
-    there is nothing to compare (the first episode, no vectors)."""
-    raw = surprise(before, centroid(opening))
+    there is nothing to compare (the first episode, no vectors) or fewer than
+    ``OPENING_MESSAGES`` opening vectors to read."""
+    present = [v for v in opening if v is not None]
+    if len(present) < OPENING_MESSAGES:
+        return 0.0
+    raw = surprise(before, centroid(present))
     if raw is None:
         return 0.0
     return max(0.0, (raw - SURPRISE_BASELINE) / (1.0 - SURPRISE_BASELINE))
