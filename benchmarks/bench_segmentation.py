@@ -33,6 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from chat_server import MODEL, running_chat_server
+from episodic.embed.cache import CachedEmbedder, DictCache
 from episodic.embed.local import MiniLMEmbedder
 from episodic.llm.openai_compat import OpenAICompatLLM
 from episodic.write.segment import FLASHBULB_SURPRISE, KEY_MOMENT_SURPRISE
@@ -71,7 +72,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     conversations = load_fixture()
-    embedder = MiniLMEmbedder()
+    # Each text embedded once for the two paths and the ordinary-turn check.
+    embedder = CachedEmbedder(MiniLMEmbedder(), DictCache())
     n_messages = sum(len(c.messages) for c in conversations)
     kinds = {k: sum(k == v for c in conversations for v in c.boundaries.values()) for k in KINDS}
     report: dict[str, Any] = {

@@ -18,20 +18,10 @@ from episodic.cli import app
 from episodic.embed.fake import FakeEmbedder
 from episodic.layer import MemoryLayer
 from episodic.store import open_store
+from test_conversations import REFUND
 
 T0 = datetime(2026, 5, 8, 13, 0, tzinfo=UTC)
 
-REFUND = [
-    ("user", "Dana", "Partial refunds fail with HTTP 409 since Monday."),
-    ("assistant", "Helper", "The gateway rejects a refund whose idempotency key it has seen."),
-    (
-        "user",
-        "Dana",
-        "Right, we reuse the capture id as the key. Let's send a fresh key per refund.",
-    ),
-    ("assistant", "Helper", "Done: each refund now gets its own idempotency key."),
-    ("user", "Dana", "Confirmed, the 409s are gone."),
-]
 QUERY = "refund idempotency key gateway 409"
 
 

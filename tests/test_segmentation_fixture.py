@@ -11,14 +11,12 @@ path scored F1 0.11 exact and 0.36 within one, making 101 episodes where 40 are 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator
 
-import numpy as np
 import pytest
 
 from chat_server import MODEL, running_chat_server
-from episodic.embed.base import Matrix
+from episodic.embed.cache import CachedEmbedder, DictCache
 from episodic.embed.local import MiniLMEmbedder
 from episodic.llm.openai_compat import OpenAICompatLLM
 from episodic.write.segment import KEY_MOMENT_SURPRISE
@@ -36,46 +34,26 @@ pytestmark = pytest.mark.model
 ORDINARY = ("Got it", "Makes sense", "That split works well")
 
 
-class Remembering:
-    """MiniLM with a memory of what it embedded, so the module pays for each text once."""
-
-    def __init__(self) -> None:
-        self.inner = MiniLMEmbedder()
-        self.seen: dict[str, Any] = {}
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def embed_batch(self, texts: Sequence[str]) -> Matrix:
-        new = [t for t in dict.fromkeys(texts) if t not in self.seen]
-        if new:
-            self.seen.update(zip(new, self.inner.embed_batch(new), strict=True))
-        return np.stack([self.seen[t] for t in texts]) if texts else self.inner.embed_batch([])
-
-
 @pytest.fixture(scope="module")
 def conversations() -> list[Labelled]:
     return load_fixture()
 
 
 @pytest.fixture(scope="module")
-def embedder() -> Remembering:
-    return Remembering()
+def embedder() -> CachedEmbedder:
+    # Each text once for the whole module: both paths and the ordinary-turn check read
+    # the same messages.
+    return CachedEmbedder(MiniLMEmbedder(), DictCache())
 
 
 @pytest.fixture(scope="module")
-def offline(conversations: list[Labelled], embedder: Remembering) -> FixtureRun:
+def offline(conversations: list[Labelled], embedder: CachedEmbedder) -> FixtureRun:
     return segment_fixture(conversations, embedder)
 
 
 @pytest.fixture(scope="module")
 def with_llm(
-    conversations: list[Labelled], embedder: Remembering
+    conversations: list[Labelled], embedder: CachedEmbedder
 ) -> Iterator[tuple[FixtureRun, LabelledResponder]]:
     responder = LabelledResponder()
     with running_chat_server() as server:
@@ -124,7 +102,7 @@ def test_the_llm_is_asked_about_candidates_only_and_recovers_the_topics(
 
 
 def test_ordinary_turns_are_not_key_moments(
-    conversations: list[Labelled], embedder: Remembering
+    conversations: list[Labelled], embedder: CachedEmbedder
 ) -> None:
     scored = opening_surprises(conversations, embedder)
     texts = {(c.id, i): m.text for c in conversations for i, m in enumerate(c.messages)}

@@ -194,7 +194,10 @@ class Writing:
     ) -> SegmentReport:
         """Turn pending conversation messages into episodes. The last open segment of each
         conversation waits for more messages unless ``flush`` (end of session) is set or
-        the conversation has been idle for over 3 hours."""
+        the conversation has been idle for over 3 hours. With an embedder, the episodes,
+        entries and learnings made are embedded before this returns (searchable by
+        vector at once); those the embedder failed on are counted in the report's
+        ``unembedded`` and wait for the indexer's next sweep."""
         return self.episode_writer().run(
             flush=flush, workspace_id=workspace, conversation_id=conversation
         )
