@@ -577,7 +577,8 @@ class IsolationMachine(RuleBasedStateMachine):
                 _fail(f"{where} belongs to {row.ws}")
             if hit.via is not None and truth.get(hit.via, row).ws != ws:
                 _fail(f"{where} was walked to from another workspace's {hit.via}")
-            if scope in ("own", None) and agent is not None and row.agent != agent:
+            # Naming an agent without a scope only says who asks (it weighs, not filters).
+            if scope == "own" and row.agent != agent:
                 _fail(f"{where} is agent {row.agent}'s, not {agent}'s")
             if scope == "crew_shared" and not (
                 row.agent == agent or (row.crew == CREW and row.base_importance >= 0.55)

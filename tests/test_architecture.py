@@ -132,6 +132,7 @@ def test_both_backends_are_split_into_the_same_areas(backend: str) -> None:
         "vectors",
         "claims",
         "upkeep",
+        "consolidation",
         "reviews",
         "service",
         "integrity",

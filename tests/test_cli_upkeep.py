@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,15 +79,15 @@ def test_decay_and_the_formula_check(env: dict[str, str]) -> None:
 
 
 def test_consolidate_then_health(env: dict[str, str]) -> None:
-    code, out, _ = run(env, "consolidate", "run", "--workspace", "acme", "--json")
-    assert code == 0
-    (job,) = as_json(out)
-    assert job["detail"]["clusters"] == 1 and job["detail"]["summaries"] == 1
     code, out, err = run(env, "memory", "health", "--workspace", "acme")
     assert code == 1 and "no health snapshot yet for acme" in err
     assert "episodic upkeep health --workspace acme" in err
     code, out, _ = run(env, "memory", "health", "--workspace", "acme", "--json")
     assert code == 1 and out.strip() == "null"
+    code, out, _ = run(env, "consolidate", "run", "--workspace", "acme", "--json")
+    assert code == 0
+    (job,) = as_json(out)
+    assert job["detail"]["clusters"] == 1 and job["detail"]["summaries"] == 1
     assert run(env, "upkeep", "health")[0] == 0
     code, out, _ = run(env, "memory", "health", "--workspace", "acme", "--json")
     body = as_json(out)
@@ -95,6 +96,26 @@ def test_consolidate_then_health(env: dict[str, str]) -> None:
     assert code == 0 and "acme crew platform" in out and "trend, 1 snapshot(s)" in out
     # Sparse-only: nothing embedded, so coverage is 0 and the band is red.
     assert "coverage 0.0" in out and "red" in out
+
+
+def test_consolidate_run_refreshes_memory_health(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seed 000: `memory health` reads the latest snapshot, and triggering consolidation
+    is how an operator gets a fresh score sooner than the daily job."""
+    monkeypatch.setenv("EPISODIC_EMBEDDER", "none")
+    env = {"EPISODIC_DB": db_url}
+    lines = "\n".join(json.dumps(x) for x in EVENTS) + "\n"
+    assert run(env, "ingest", "-", input=lines)[0] == 0
+    assert run(env, "memory", "health", "--workspace", "acme")[0] == 1
+    before = datetime.now(UTC).date().isoformat()
+    code, out, _ = run(env, "consolidate", "run", "--workspace", "acme")
+    assert code == 0 and re.search(r"ok +consolidate on acme .*health status ok, score", out)
+    code, out, _ = run(env, "memory", "health", "--workspace", "acme", "--json")
+    body = as_json(out)
+    assert code == 0 and body["snapshot_date"] in {before, datetime.now(UTC).date().isoformat()}
+    code, out, _ = run(env, "memory", "health", "--workspace", "acme", "--crew", "platform")
+    assert code == 0 and "acme crew platform" in out
 
 
 def test_compact_retire_and_reviews(env: dict[str, str]) -> None:

@@ -231,7 +231,9 @@ def loaded(
     for i, p in enumerate(PAYLOADS):
         layer = MemoryLayer(mem, workspace=f"cv{i}", agent="agent")
         transcript = [
-            {"role": "user", "content": p.text},
+            # Said as a situation, so that offline extraction makes an entry of it and
+            # auto-inject (which shows entries only) meets the payload too.
+            {"role": "user", "content": f"The nightly export failed with this output: {p.text}"},
             {"role": "assistant", "content": f"Noted {p.marker}. {p.text[:300]}"},
         ]
         if i in refused:

@@ -87,8 +87,9 @@ async def exercise(client: Client) -> None:
     after = structured(await client.call_tool("recall_memory", {"query": "checkout cache TTL"}))
     assert stored["id"] not in [m["id"] for m in after["memories"]]
 
-    bad = await client.call_tool("recall_memory", {"query": "x", "k": 99})
-    assert bad.is_error
+    # Seed 000: an out-of-range k recalls the default 5, and the result says so.
+    wide = structured(await client.call_tool("recall_memory", {"query": "checkout", "k": 99}))
+    assert "k=99 is outside 1..50: recalled 5 instead" in wide["warnings"]
     health = structured(await client.call_tool("memory_health", {}))
     assert health == {"status": "no health snapshot yet"}
 

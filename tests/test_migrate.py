@@ -26,6 +26,7 @@ from episodic.cli import app
 from episodic.errors import InvalidInput, StoreError
 from episodic.model import Memory, Role, ScopeFilter
 from episodic.store.base import HealthSnapshot, ImportedFile, Merge, Relation, ReviewRequest
+from episodic.store.migrations import LATEST_VERSION
 from episodic.store.postgres import PostgresStore
 from episodic.store.sqlite import SqliteStore
 from episodic.store.transfer import TABLES, migrate
@@ -415,7 +416,7 @@ def test_a_target_holding_other_data_is_refused(source: str, tmp_path: Path, pg_
 
 def test_a_source_at_an_older_schema_is_refused(source: str) -> None:
     with lite(source) as conn:
-        conn.execute("DELETE FROM schema_migrations WHERE version = 5")
+        conn.execute("DELETE FROM schema_migrations WHERE version = ?", (LATEST_VERSION,))
     with pytest.raises(StoreError, match="open it once with this episodic"):
         migrate(source, "postgresql://nobody@127.0.0.1:1/never")
 

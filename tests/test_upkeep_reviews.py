@@ -118,8 +118,10 @@ def test_a_memory_reviewed_less_than_a_day_ago_is_skipped(svc: Episodic, clock: 
 def test_reviews_narrow_to_an_agent(svc: Episodic) -> None:
     put(svc, "one", CACHE, agent_id="a1")
     put(svc, "two", CACHE, agent_id="a2")
-    svc.recall("checkout cache", workspace="acme", agent="a1", policy="bm25")
-    svc.recall("checkout cache", workspace="acme", agent="a2", policy="bm25")
+    # Each agent sees only its own (an agent key's scope); naming the agent alone would
+    # only weigh the results.
+    svc.recall("checkout cache", workspace="acme", agent="a1", scope="own", policy="bm25")
+    svc.recall("checkout cache", workspace="acme", agent="a2", scope="own", policy="bm25")
     assert svc.review("acme", "cache TTL", agent="a2").reviews == 1
     assert svc.store.get_memory("acme", "one").last_reviewed_at is None
     assert pending(svc) == [(("one",), "checkout cache")]

@@ -24,7 +24,7 @@ import episodic
 from episodic.errors import EpisodicError, NotFound
 from episodic.layer import RECALL_MEMORY_TOOL
 from episodic.model import Role
-from episodic.recall.render import escape_text, relative_age
+from episodic.recall.render import detail_line, escape_text, relative_age
 from episodic.service import SOURCES, Episodic
 from episodic.tenancy import ApiKey, Principal, parse_role
 
@@ -87,7 +87,7 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
     @server.tool(name="recall_memory", description=RECALL_MEMORY_TOOL["function"]["description"])
     def recall_memory(
         query: Annotated[str, Field(description="What to look for.", max_length=16_384)],
-        k: Annotated[int, Field(description="How many memories (1-50).", ge=1, le=50)] = 5,
+        k: Annotated[int, Field(description="How many memories, 1-50; outside that range: 5.")] = 5,
     ) -> dict[str, Any]:
         try:
             flt = caller.reading()
@@ -113,6 +113,10 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
                     "score": round(h.score, 4),
                     "source": _escaped(h.to_json()["source"]),
                     "evidence": _escaped(h.to_json()["evidence"]),
+                    # Seed 003: a surprising episode says so, and the top-ranked key
+                    # moments bring the messages they were made from.
+                    "moment": h.moment,
+                    "details": [detail_line(e) for e in h.details],
                 }
                 for h in result.hits
             ],

@@ -143,10 +143,19 @@ class Hit:
     bm25_rank: int | None = None
     dense_rank: int | None = None
     via: str | None = None  # reached by walking a `similar` edge from this hit
+    # The messages an episode was made from, when the recall's detail level shows them
+    # (seed 003: the top-ranked key moments come with their details).
+    details: tuple[Event, ...] = ()
 
     @property
     def id(self) -> str:
         return self.memory.id
+
+    @property
+    def moment(self) -> str | None:
+        """Seed 003's label of a surprising episode: "flashbulb" (surprise >= 0.85),
+        "key moment" (>= 0.7), or None."""
+        return moment_of(self.memory)
 
     def to_json(self) -> dict[str, Any]:
         m = self.memory
@@ -171,14 +180,41 @@ class Hit:
             "importance": round(m.importance, 6),
             "reference_count": m.reference_count,
             "via": self.via,
+            "moment": self.moment,
+            "details": [detail_json(e) for e in self.details],
         }
+
+
+def moment_of(m: Memory) -> str | None:
+    """ "flashbulb", "key moment" or None, from the flags segmentation set on an episode."""
+    if m.payload.get("flashbulb") is True:
+        return "flashbulb"
+    if m.payload.get("key_moment") is True:
+        return "key moment"
+    return None
+
+
+def detail_json(e: Event) -> dict[str, Any]:
+    """One message of an episode's details: who spoke, when, what was said."""
+    name = e.payload.get("name")
+    return {
+        "id": e.id,
+        "role": _text_or_none(e.payload.get("role")),
+        "name": name if isinstance(name, str) and name.strip() else None,
+        "ts": e.ts.isoformat(),
+        "text": e.summary,
+    }
 
 
 @dataclass(frozen=True, slots=True)
 class Query:
     """A recall request. ``workspace_id`` is required; ``scope`` own needs an agent and
-    crew_shared needs a crew (seed 000). With no scope the whole workspace is searched,
-    narrowed by whichever of agent/crew/resource/conversation are given."""
+    crew_shared needs a crew (seed 000).
+
+    Who is asking is not what may be seen: ``agent_id`` and ``crew_id`` name the asker,
+    whose team, project and workspace-wide memories seed 001's scope levels weigh; only
+    ``scope`` (which an API key sets) limits what is seen to them. With no scope the whole
+    workspace is searched, narrowed by the resource and conversation when given."""
 
     text: str
     workspace_id: str
@@ -213,11 +249,12 @@ class Query:
             raise InvalidInput("crew_id", "scope 'crew_shared' needs a crew (--crew)")
 
     def scope_filter(self) -> ScopeFilter:
+        """What may be seen: the asker's agent and crew narrow only under a scope."""
         return ScopeFilter(
             workspace_id=self.workspace_id,
             scope=self.scope,
-            agent_id=self.agent_id,
-            crew_id=self.crew_id,
+            agent_id=self.agent_id if self.scope is not None else None,
+            crew_id=self.crew_id if self.scope is not None else None,
             resource_id=self.resource_id,
             conversation_id=self.conversation_id,
             types=self.types,

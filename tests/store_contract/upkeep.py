@@ -183,6 +183,30 @@ class UpkeepContract:
         backlog = store.consolidation_backlog("acme", exclude_types=("message",))
         assert (backlog.unconsolidated, backlog.flashbulbs) == (2, 1)
 
+    def test_unclustered_memories_leave_the_backlog_and_wait(self, store: Store) -> None:
+        remember(store, event("a"), event("b"), event("c"), event("z", "beta"))
+
+        def ids(looked_at: bool) -> list[str]:
+            page, _ = store.scan_memories(
+                "acme", limit=10, unconsolidated=True, unclustered=looked_at
+            )
+            return [m.id for m in page]
+
+        assert store.consolidation_backlog("acme").unconsolidated == 3
+        # Unknown ids and another workspace's memory are not marked.
+        assert store.mark_unclustered("acme", ["a", "b", "nope", "z"], NOW) == 2
+        assert store.consolidation_backlog("acme").unconsolidated == 1
+        assert store.consolidation_backlog("beta").unconsolidated == 1
+        assert (ids(True), ids(False)) == (["a", "b"], ["c"])
+        # Still unconsolidated: a later run may take a waiting memory into a cluster,
+        # which clears its mark; a consolidated memory is never marked.
+        assert store.store_consolidation("acme", [], [], ["a", "c"], NOW)
+        assert store.mark_unclustered("acme", ["a", "c"], NOW) == 0
+        assert (ids(True), ids(False)) == (["b"], [])
+        assert [m.id for m in store.scan_memories("acme", limit=10, unconsolidated=True)[0]] == [
+            "b"
+        ]
+
     def test_consolidation_is_stored_whole_and_claims_its_members(self, store: Store) -> None:
         remember(store, event("a"), event("b"), event("c"))
         rule = Memory(id="rule", workspace_id="acme", ts=T0, type="memory.consolidated",

@@ -23,7 +23,7 @@ from episodic.cli.portability import import_dir
 from episodic.errors import InvalidInput
 from episodic.recall.engine import RecallResult
 from episodic.recall.policies import POLICIES
-from episodic.recall.render import relative_age
+from episodic.recall.render import detail_line, relative_age
 from episodic.recall.trace import Trace
 from episodic.service import Episodic
 from episodic.write.episodes import episode_json
@@ -32,11 +32,26 @@ from episodic.write.episodes import episode_json
 PROGRESS_MIN_BYTES = 1_000_000
 
 WorkspaceOpt = Annotated[str, typer.Option("--workspace", "-w", help="Workspace to search.")]
-AgentOpt = Annotated[str | None, typer.Option("--agent", help="Agent id (needed by --scope own).")]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent", help="Who is asking: weighs their team's memories; --scope own: only theirs."
+    ),
+]
 CrewOpt = Annotated[
-    str | None, typer.Option("--crew", help="Crew id (needed by --scope crew_shared).")
+    str | None,
+    typer.Option(
+        "--crew", help="The asker's crew: weighs it; --scope crew_shared: only what it shares."
+    ),
 ]
 ResourceOpt = Annotated[str | None, typer.Option("--resource", help="Narrow to one resource.")]
+DetailOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--detail",
+        help="Which episodes show their messages: none, auto (key moments ranked 1-2), full.",
+    ),
+]
 ScopeOpt = Annotated[
     str | None,
     typer.Option("--scope", help="own | crew_shared; omitted = the whole workspace."),
@@ -261,6 +276,7 @@ def recall(
     explain: ExplainOpt = False,
     types: TypeOpt = None,
     conversation: ConversationOpt = None,
+    detail: DetailOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The past memories that matter for QUERY, best first.
@@ -280,6 +296,7 @@ def recall(
             policy=policy,
             types=types or None,
             conversation=conversation,
+            detail=detail,
         )
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}")
@@ -322,11 +339,16 @@ def _print_hits(result: RecallResult) -> None:
             str(i),
             f"{hit.score:.3f}",
             relative_age(hit.age_seconds),
-            hit.memory.type,
+            hit.memory.type + (f" ({hit.moment})" if hit.moment else ""),
             hit.memory.agent_id or "-",
             hit.memory.content,
         )
     out.print(table)
+    for i, hit in enumerate(result.hits, start=1):
+        if hit.details:
+            out.print(f"#{i} {hit.moment or hit.memory.type}, as it happened:", markup=False)
+            for event in hit.details:
+                out.print(f"  > {detail_line(event)}", markup=False)
 
 
 def render(
@@ -345,6 +367,7 @@ def render(
     explain: ExplainOpt = False,
     types: TypeOpt = None,
     conversation: ConversationOpt = None,
+    detail: DetailOpt = None,
 ) -> None:
     """The prompt-ready <recalled-memory> block for QUERY (prints nothing if none).
 
@@ -364,7 +387,10 @@ def render(
             explain=explain,
             types=types or None,
             conversation=conversation,
+            detail=detail,
         )
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}")
     if block:
         sys.stdout.write(block + "\n")
     if result.trace is not None:

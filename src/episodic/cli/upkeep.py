@@ -68,7 +68,8 @@ def consolidate_run(
     ctx: typer.Context, workspace: OptionalWorkspaceOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Consolidate now: rules and facts from clusters of related memories, each backed by
-    at least two of them (an LLM when EPISODIC_LLM_URL is set, else an offline summary).
+    at least two of them (an LLM when EPISODIC_LLM_URL is set, else an offline summary),
+    then refresh each workspace's health snapshot (see `episodic memory health`).
 
     Example: episodic consolidate run --workspace acme --json
     """
@@ -88,7 +89,8 @@ def memory_health(
 ) -> None:
     """The latest health snapshot (score, band, five metrics) and its trend.
 
-    Snapshots are taken daily by the scheduler, or by `episodic upkeep health`.
+    Snapshots are taken daily by the scheduler, and by `episodic consolidate run` or
+    `episodic upkeep health`.
     Example: episodic memory health --workspace acme --crew platform
     """
     with errors(), open_memory(ctx) as mem:

@@ -8,6 +8,7 @@ records every stage.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -32,10 +33,11 @@ from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
 from episodic.scoring.decay import prominence, recency_weight
 from episodic.scoring.fusion import rrf
 from episodic.scoring.mmr import mmr, tokens
+from episodic.scoring.prior import importance_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import scope_level, scope_multiplier
 from episodic.scoring.temporal import TimeWindow, time_boost
-from episodic.scoring.topk import clamp_k, cosine_times_importance
+from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
 from episodic.store.search import SearchStore
 from episodic.store.upkeep import ReviewRequest
 
@@ -111,6 +113,9 @@ def run_recall(
     pool = policy.pool_size(k)
     flt = query.scope_filter()
     warnings: list[str] = []
+    if query.k is not None and query.k != k:
+        # Seed 000: an out-of-range k is a mistake answered with the default, and said so.
+        warnings.append(f"k={query.k} is outside {MIN_K}..{MAX_K}: recalled {k} instead")
     text = query.text.strip()
     lexical = (lexical_query or "").strip() or text
     trace = Trace(policy.name, query.text, lexical) if explain else None
@@ -187,6 +192,8 @@ def run_recall(
         if missing:
             memories.update((m.id, m) for m in store.get_memories(query.workspace_id, missing))
 
+    cosines = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
+    dense_rank = {c.memory_id: c.rank for c in legs.get(Leg.DENSE.value, [])}
     if policy.dense_by_importance and Leg.DENSE.value in legs:
         fetch([c.memory_id for c in legs[Leg.DENSE.value]])
         legs[Leg.DENSE.value] = _by_importance(legs[Leg.DENSE.value], memories)
@@ -195,6 +202,10 @@ def run_recall(
                 "leg:dense x importance", [(c.memory_id, c.score) for c in legs[Leg.DENSE.value]]
             )
     fused = _fuse(legs, policy)
+    if policy.dense_by_importance and policy.fusion is Fusion.SCORE and Leg.DENSE.value in legs:
+        # Seed 000's Recall: ordered by cosine x importance, but each hit's score is its
+        # cosine, a similarity a caller can compare across queries.
+        fused = [(i, cosines[i]) for i, _ in fused]
     if trace is not None:
         trace.add_stage(f"fusion:{policy.fusion.value}", fused)
     if policy.neighbours > 0 and fused:
@@ -208,29 +219,43 @@ def run_recall(
         fused = lift_by_conversation(fused, conversations, policy.conversation_weight)
         if trace is not None:
             trace.add_stage("context:conversation", fused)
-    # Re-ranking, time and diversity look at every candidate; otherwise the order is final
-    # and only the head is needed (with room for rows retired since the legs ran).
+    # Time and diversity look at every candidate. Re-rank factors bounded within
+    # [lo, hi] can only lift a candidate whose fused score reaches lo / hi of the one at
+    # depth 2k: only those rows are fetched and re-ranked first (a row costs tens of
+    # microseconds, and deep pools hold hundreds). The first 2k places are then exact;
+    # when keeping one memory per source reaches past them, everything is re-ranked.
+    lo, hi = _factor_bounds(policy)
     reorders = bool(policy.factors) or bool(windows) or policy.diversity is Diversity.MMR
-    if reorders:
-        fetch([i for i, _ in fused])
-        fused = [(i, s) for i, s in fused if i in memories]
-
-    ranked, detail = _rerank(fused, memories, policy, query, now)
-    if trace is not None and policy.factors:
-        trace.add_stage("rerank:" + "x".join(f.value for f in policy.factors), ranked, detail)
-    if windows:
-        ranked = sorted(
-            (
-                (i, s * time_boost(memories[i].ts, windows, floor=policy.time_floor))
-                for i, s in ranked
-            ),
-            key=lambda pair: pair[1],
-            reverse=True,
-        )
-        if trace is not None:
+    whole = bool(windows) or policy.diversity is Diversity.MMR or lo <= 0 or hi == math.inf
+    depth = 2 * k
+    for everything in (whole, True):
+        head, tail = (fused, []) if everything or not reorders else _head(fused, lo / hi, depth)
+        if reorders:
+            fetch([i for i, _ in head])
+            head = [(i, s) for i, s in head if i in memories]
+        ranked, detail = _rerank(head, memories, policy, query, now)
+        # Below the head, lo x the fused score bounds what re-ranking could give.
+        ranked += [(i, s * lo) for i, s in tail]
+        reranked = ranked
+        if windows:
+            ranked = sorted(
+                (
+                    (i, s * time_boost(memories[i].ts, windows, floor=policy.time_floor))
+                    for i, s in ranked
+                ),
+                key=lambda pair: pair[1],
+                reverse=True,
+            )
+        survivors = _one_per_source(ranked, memories, fetch, k, None)
+        if everything or not tail or _within(survivors[:k], ranked[:depth]):
+            break
+    if trace is not None:
+        if policy.factors:
+            trace.add_stage("rerank:" + "x".join(f.value for f in policy.factors), reranked, detail)
+        if windows:
             trace.add_stage("time", ranked)
-
-    ranked = _one_per_source(ranked, memories, fetch, k, trace)
+        survivors = _one_per_source(ranked, memories, fetch, k, trace)
+    ranked = survivors
 
     if policy.diversity is Diversity.MMR:
         token_sets = {i: tokens(memories[i].content) for i, _ in ranked}
@@ -253,8 +278,6 @@ def run_recall(
             if i not in picked and i not in merged_ids:
                 trace.drop(i, "final", DROP_RANK, f"score {s:.4f}")
 
-    cosines = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
-    dense_rank = {c.memory_id: c.rank for c in legs.get(Leg.DENSE.value, [])}
     sparse_rank = {c.memory_id: c.rank for c in legs.get(Leg.SPARSE.value, [])}
     hits = [
         Hit(
@@ -293,6 +316,15 @@ def _source_key(m: Memory) -> str:
     return m.source_event_ids[0] if len(m.source_event_ids) == 1 else m.id
 
 
+def derived_from(m: Memory) -> tuple[str, ...]:
+    """The memories ``m`` was derived from and restates (a consolidated rule lists its
+    evidence), by id; () for a memory that stands on its own."""
+    evidence = m.payload.get("evidence_ids", m.payload.get("evidence"))
+    if isinstance(evidence, list) and all(isinstance(e, str) for e in evidence):
+        return tuple(evidence)
+    return ()
+
+
 def _one_per_source(
     ranked: list[tuple[str, float]],
     memories: dict[str, Memory],
@@ -300,31 +332,69 @@ def _one_per_source(
     k: int,
     trace: Trace | None,
 ) -> list[tuple[str, float]]:
-    """Keep the best-ranked memory of each source: an entry extracted from a message says
-    what the message says, and two slots for one piece of evidence crowd out another.
-    Walks down the ranking until ``k`` are kept, fetching rows as it goes."""
+    """The final order, walking down the ranking until ``k`` are kept (fetching rows as
+    it goes):
+
+    - one memory per source, the best-ranked: an entry extracted from a message says what
+      the message says, and two slots for one piece of evidence crowd out another;
+    - a memory derived from others (a consolidated rule) comes right after the last of
+      its evidence that is ranked too: a summary never displaces what it summarises."""
     out: list[tuple[str, float]] = []
     seen: dict[str, str] = {}
+    ahead = {i for i, _ in ranked}
+    waiting: dict[str, list[tuple[str, float]]] = {}  # evidence id -> summaries after it
+    pending: dict[str, set[str]] = {}  # summary id -> its evidence not yet placed
     kept = 0
+
+    def place(mid: str, score: float) -> None:
+        nonlocal kept
+        out.append((mid, score))
+        kept += 1
+        release(mid, score)
+
+    def release(mid: str, score: float) -> None:
+        # A summary follows its evidence, and scores no higher than what it follows.
+        for summary, own in waiting.pop(mid, []):
+            left = pending[summary]
+            left.discard(mid)
+            if not left:
+                del pending[summary]
+                place(summary, min(own, score))
+
     for start in range(0, len(ranked), 2 * k):
         chunk = ranked[start : start + 2 * k]
-        if kept >= k and trace is None:
+        if kept >= k and trace is None and not pending:
             out += chunk  # past k only the order matters, and it is unchanged
             continue
         fetch([i for i, _ in chunk])
         for mid, score in chunk:
+            ahead.discard(mid)
             m = memories.get(mid)
             if m is None:
+                release(mid, score)
                 continue
             key = _source_key(m)
             first = seen.get(key)
             if first is not None:
                 if trace is not None:
                     trace.drop(mid, "sources", DROP_SAME_SOURCE, f"says what {first} says")
+                release(mid, score)
                 continue
             seen[key] = mid
-            out.append((mid, score))
-            kept += 1
+            below = {e for e in derived_from(m) if e in ahead}
+            if below:
+                pending[mid] = below
+                for e in below:
+                    waiting.setdefault(e, []).append((mid, score))
+                continue
+            place(mid, score)
+    # Evidence that never came (no row any more): its summaries follow in rank order.
+    for mid, score in sorted(
+        {(s, sc) for lst in waiting.values() for s, sc in lst if s in pending},
+        key=lambda pair: -pair[1],
+    ):
+        pending.pop(mid, None)
+        out.append((mid, score))
     return out
 
 
@@ -414,6 +484,39 @@ def _fuse(legs: dict[str, list[Candidate]], policy: RecallPolicy) -> list[tuple[
     return rrf([[c.memory_id for c in leg] for leg in legs.values()], policy.rrf_k, weights)
 
 
+def _factor_bounds(policy: RecallPolicy) -> tuple[float, float]:
+    """The least and the most the policy's re-rank factors can multiply a score by;
+    (0, inf) when a factor has no useful bound."""
+    lo, hi = 1.0, 1.0
+    for factor in policy.factors:
+        if factor is Factor.IMPORTANCE_PRIOR:
+            lo *= importance_prior(0.0, policy.importance_weight)
+        elif factor is Factor.SCOPE_LEVEL:
+            multipliers = [m for _, m in policy.scope_multipliers] or [1.0]
+            lo, hi = lo * min(multipliers), hi * max(multipliers)
+        else:
+            return 0.0, math.inf
+    return lo, hi
+
+
+def _head(
+    fused: Sequence[tuple[str, float]], share: float, depth: int
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """(head, tail) of ``fused``: the candidates scoring at least ``share`` of the score
+    at ``depth``, in order, and the rest."""
+    if len(fused) <= depth:
+        return list(fused), []
+    cut = sorted((s for _, s in fused), reverse=True)[depth - 1] * share
+    head = [(i, s) for i, s in fused if s >= cut]
+    tail = [(i, s) for i, s in fused if s < cut]
+    return head, tail
+
+
+def _within(kept: Sequence[tuple[str, float]], exact: Sequence[tuple[str, float]]) -> bool:
+    ids = {i for i, _ in exact}
+    return all(i in ids for i, _ in kept)
+
+
 def _rerank(
     fused: list[tuple[str, float]],
     memories: dict[str, Memory],
@@ -441,6 +544,8 @@ def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: Reca
     age_days = max(0.0, (now - m.ts).total_seconds() / SECONDS_PER_DAY)
     if factor is Factor.IMPORTANCE:
         return m.importance
+    if factor is Factor.IMPORTANCE_PRIOR:
+        return importance_prior(m.importance, policy.importance_weight)
     if factor is Factor.PROMINENCE:
         # From base importance: the nightly decay already folded age and references into
         # `importance`, and seed 001's prominence applies them once.

@@ -16,6 +16,7 @@ from episodic.scoring.blend import BLEND_DENSE_WEIGHT, BLEND_SPARSE_WEIGHT
 from episodic.scoring.context import CONVERSATION_WEIGHT, NEIGHBOUR_WEIGHT
 from episodic.scoring.fusion import RRF_K
 from episodic.scoring.mmr import MMR_LAMBDA
+from episodic.scoring.prior import IMPORTANCE_PRIOR_WEIGHT
 from episodic.scoring.scope import SCOPE_MULTIPLIERS
 from episodic.scoring.topk import DENSE_OVERFETCH_FACTOR, DENSE_OVERFETCH_MIN
 
@@ -40,6 +41,7 @@ class Factor(StrEnum):
     """Multiplicative re-rank factors applied to the fused score."""
 
     IMPORTANCE = "importance"  # seed 000: x importance
+    IMPORTANCE_PRIOR = "importance_prior"  # x ((1 - w) + w x importance): a bounded prior
     PROMINENCE = "prominence"  # seed 001: importance x 90-day half-life x (1 + reinforcement)
     SCOPE_LEVEL = "scope_level"  # seed 001: team 1.5 / project 1.2 / global 1.0
     RETRIEVABILITY = "retrievability"  # seed 003: x FSRS retrievability
@@ -76,6 +78,8 @@ class RecallPolicy:
     blend_dense: float = BLEND_DENSE_WEIGHT
     blend_sparse: float = BLEND_SPARSE_WEIGHT
     factors: tuple[Factor, ...] = ()
+    # The share of the score importance governs under Factor.IMPORTANCE_PRIOR.
+    importance_weight: float = IMPORTANCE_PRIOR_WEIGHT
     # Seed 001's scope levels and their multipliers, as (level, multiplier) pairs.
     scope_multipliers: tuple[tuple[str, float], ...] = tuple(SCOPE_MULTIPLIERS.items())
     min_cosine: float = MIN_COSINE
@@ -122,6 +126,16 @@ CREWSHIP = RecallPolicy(
     fusion=Fusion.RRF,
     dense_by_importance=True,
     description="Crewship: dense (cosine x importance) + BM25, RRF k=60",
+)
+
+# Seed 000's pure-cosine Recall, kept for prompt injection where rank stability matters:
+# the dense leg alone, ordered by cosine x importance, each hit's score its cosine.
+CREWSHIP_DENSE = RecallPolicy(
+    name="crewship-dense",
+    legs=(Leg.DENSE,),
+    fusion=Fusion.SCORE,
+    dense_by_importance=True,
+    description="Crewship Recall: dense only, sorted by cosine x importance, score = cosine",
 )
 
 # Seed 001 (TeaParty): 0.7 x cosine + 0.3 x min-max BM25 over a 4 x k pool, x prominence,
@@ -182,7 +196,11 @@ DENSE = RecallPolicy(
 # - time-aware: "last week", "in May 2023", "before the conference" favour those times;
 # - conversational context: the turns next to a strong match share in its score, and
 #   every candidate gains half the best score in its conversation (LoCoMo R@10 0.734 ->
-#   0.763; 0.3 and 1.0 gave 0.755 and 0.754).
+#   0.763; 0.3 and 1.0 gave 0.755 and 0.754);
+# - importance as a bounded prior (seed 000's importance, kept by decay and references):
+#   it orders comparable matches and cannot bury a clearly better one;
+# - seed 001's scope levels when the query names who is asking (an agent or a crew): the
+#   asker's team x1.5, the rest of the project x1.2, workspace-wide memories x1.0.
 DEFAULT = RecallPolicy(
     name="default",
     legs=(Leg.DENSE, Leg.SPARSE),
@@ -194,11 +212,15 @@ DEFAULT = RecallPolicy(
     time_aware=True,
     neighbours=2,
     conversation_weight=CONVERSATION_WEIGHT,
-    description="blend 0.3 cosine + 0.7 BM25 over deep pools, time-aware, conversational context",
+    factors=(Factor.IMPORTANCE_PRIOR, Factor.SCOPE_LEVEL),
+    description=(
+        "blend 0.3 cosine + 0.7 BM25 over deep pools, time-aware, conversational context, "
+        "importance prior, scope levels"
+    ),
 )
 
 POLICIES: dict[str, RecallPolicy] = {
-    p.name: p for p in (DEFAULT, CREWSHIP, TEAPARTY, PLASTMEM, N8N, BM25, DENSE)
+    p.name: p for p in (DEFAULT, CREWSHIP, CREWSHIP_DENSE, TEAPARTY, PLASTMEM, N8N, BM25, DENSE)
 }
 
 

@@ -16,6 +16,7 @@ sweep (segment idle conversations, then consolidate a flashbulb at once).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
@@ -23,6 +24,7 @@ from typing import Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from episodic.config import Settings
 from episodic.embed.base import Embedder
+from episodic.errors import EpisodicError
 from episodic.llm.base import LLM
 from episodic.model import utcnow
 from episodic.service.context import Context
@@ -34,6 +36,9 @@ from episodic.service.upkeep import Upkeep
 from episodic.service.writing import Writing
 from episodic.store import open_store
 from episodic.store.base import Store, StoreStats
+from episodic.write.episodes import SegmentReport
+
+log = logging.getLogger("episodic")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -144,6 +149,31 @@ class Episodic:
     ) -> None:
         self.close()
 
+    def segment(
+        self,
+        *,
+        flush: bool = False,
+        workspace: str | None = None,
+        conversation: str | None = None,
+        outcome: str | None = None,
+    ) -> SegmentReport:
+        """Turn pending conversation messages into episodes. The last open segment of each
+        conversation waits for more messages unless ``flush`` (end of session) is set or
+        the conversation has been idle for over 3 hours. ``outcome`` (seed 002: how the
+        run that wrote ``conversation`` ended) is kept on each episode closed now. When
+        episodes were closed, the review job rates the recalls made in those
+        conversations by what followed them (seed 003: reviews run when segmentation
+        does, not only on the schedule)."""
+        report = self._writing.segment(
+            flush=flush, workspace=workspace, conversation=conversation, outcome=outcome
+        )
+        if report.episodes:
+            try:
+                self._upkeep.run_reviews()
+            except EpisodicError as exc:  # the episodes stand; the schedule retries reviews
+                log.warning("reviews after segmentation did not run: %s", exc)
+        return report
+
     def _segment_quietly(self) -> None:
         # The sweeper's follow-up: conversations idle past the hard gap become episodes
         # without anyone flushing them; a flashbulb among them is consolidated at once.
@@ -172,7 +202,6 @@ class Episodic:
     add_event = Forward("_writing", Writing.add_event)
     add_message = Forward("_writing", Writing.add_message)
     episode_writer = Forward("_writing", Writing.episode_writer)
-    segment = Forward("_writing", Writing.segment)
     index_once = Forward("_writing", Writing.index_once)
     index_one = Forward("_writing", Writing.index_one)
     start_indexer = Forward("_writing", Writing.start_indexer)

@@ -18,6 +18,7 @@ from typing import Any
 from episodic.errors import InvalidInput, StoreError
 from episodic.llm.steps import key_terms as extract_key_terms
 from episodic.model import Hit, Memory, Query, Scope, ScopeFilter
+from episodic.recall.details import check_detail, with_details
 from episodic.recall.engine import RecallResult, run_recall
 from episodic.recall.policies import RecallPolicy, RenderStyle, get_policy
 from episodic.recall.render import fit_block, fit_memory_block
@@ -122,19 +123,28 @@ class Recalling:
         key_terms: bool | None = None,
         types: Sequence[str] | str | None = None,
         review_conversation: str | None = None,
+        detail: str | None = None,
     ) -> RecallResult:
         """The memories that matter for ``query``, best first. Each hit returned is
         marked referenced (it feeds importance) unless ``mark`` is False. With ``explain``
-        the result carries a ``Trace`` of every stage and every drop. ``walk`` = 1 adds
-        the memories one `similar` edge away from the hits (seed 000's
-        memory_walk_depth); None keeps the policy's setting. ``key_terms`` asks the
-        configured LLM for 5-8 search terms for the BM25 leg (seed 001; default from
-        EPISODIC_LLM_QUERY_TERMS, off); without an LLM, or when it fails, the raw text is
-        used. ``types`` limits recall to memories of those types (``message``,
-        ``episode``, ``entry``, ``learning`` or a journal type).
+        the result carries a ``Trace`` of every stage and every drop.
 
-        ``walk`` None takes the agent's ``Settings.memory_walk_depth``
-        when it has one. A marked recall also records a pending review (seed 003) unless
+        ``agent`` and ``crew`` say who is asking: seed 001's scope levels weigh the
+        asker's team (x1.5) and project (x1.2) over workspace-wide memories (x1.0); only a
+        ``scope`` (own, crew_shared: what an API key sets) limits what is seen. ``k``
+        outside 1..50 recalls 5, with a warning in the result (seed 000).
+
+        ``walk`` = 1 adds the memories one `similar` edge away from the hits (seed 000's
+        memory_walk_depth); None takes the agent's ``Settings.memory_walk_depth`` when it
+        has one, else the policy's setting. ``key_terms`` asks the configured LLM for 5-8
+        search terms for the BM25 leg (seed 001; default from EPISODIC_LLM_QUERY_TERMS,
+        off); without an LLM, or when it fails, the raw text is used. ``types`` limits
+        recall to memories of those types (``message``, ``episode``, ``entry``,
+        ``learning`` or a journal type). ``detail`` (none | auto | full, default auto) says
+        which episodes come with their messages: seed 003's top-ranked key moments, by
+        default.
+
+        A marked recall also records a pending review (seed 003) unless
         ``Settings.review_recalls`` is off; the review job rates it by the assistant
         messages that follow in ``review_conversation`` (default: the conversation the
         recall is narrowed to), or ``review()`` is handed the output."""
@@ -173,7 +183,12 @@ class Recalling:
         )
         if deferred and self._marks is not None:
             self._marks.add(q.workspace_id, [h.id for h in result.hits], now)
-        return result
+        hits = with_details(
+            result.hits,
+            check_detail(detail),
+            lambda ids: self.ctx.store.get_events(q.workspace_id, ids),
+        )
+        return replace(result, hits=hits)
 
     def render(
         self,
@@ -225,27 +240,41 @@ class Recalling:
         return block, result
 
     def _standing(self, filters: Mapping[str, Any]) -> list[Hit]:
-        """Institutional memories in scope, newest first: always shown, under their own
-        budget, never ranked against the recalled ones (seed 001)."""
+        """Institutional memories, newest first: always shown, under their own budget,
+        never ranked against the recalled ones (seed 001). Whoever asks sees them: a
+        scope (an API key's) limits them to what it may see, plus the workspace-wide
+        ones, which belong to no agent and no crew."""
         if self.ctx.settings.institutional_chars <= 0:
             return []
-        q = Query(
-            text="",
-            workspace_id=filters["workspace"],
-            agent_id=filters.get("agent"),
-            crew_id=filters.get("crew"),
-            resource_id=filters.get("resource"),
-            conversation_id=filters.get("conversation"),
-            scope=parse_scope(filters.get("scope")),
-        )
+        workspace = filters["workspace"]
+        scope = parse_scope(filters.get("scope"))
         store = self.ctx.store
-        found = store.search_recent(
-            q.scope_filter(), INSTITUTIONAL_LIMIT, types=INSTITUTIONAL_TYPES
-        )
+        if scope is None:
+            flt = ScopeFilter(workspace_id=workspace)
+        else:
+            flt = ScopeFilter(
+                workspace_id=workspace,
+                scope=scope,
+                agent_id=filters.get("agent"),
+                crew_id=filters.get("crew"),
+            )
+        found = store.search_recent(flt, INSTITUTIONAL_LIMIT, types=INSTITUTIONAL_TYPES)
+        memories = store.get_memories(workspace, [c.memory_id for c in found])
+        if scope is not None:
+            wide = store.search_recent(
+                ScopeFilter(workspace_id=workspace), INSTITUTIONAL_LIMIT, types=INSTITUTIONAL_TYPES
+            )
+            seen = {m.id for m in memories}
+            memories += [
+                m
+                for m in store.get_memories(workspace, [c.memory_id for c in wide])
+                if m.agent_id is None and m.crew_id is None and m.id not in seen
+            ]
+            memories = sorted(memories, key=lambda m: (m.ts, m.id), reverse=True)
         now = self.ctx.clock()
         return [
             Hit(memory=m, score=1.0, age_seconds=max(0.0, (now - m.ts).total_seconds()))
-            for m in store.get_memories(q.workspace_id, [c.memory_id for c in found])
+            for m in memories[:INSTITUTIONAL_LIMIT]
         ]
 
     # -- the newest episodes (seed 003's recent_memory) --------------------------------

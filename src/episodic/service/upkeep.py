@@ -8,7 +8,9 @@ same job on the same workspace never work at once; the second one is skipped.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from episodic.errors import InvalidInput
@@ -27,6 +29,8 @@ from episodic.upkeep.lease import JobResult, run_exclusive
 from episodic.upkeep.nudge import memory_nudge
 from episodic.upkeep.reviews import ReviewReport, review_output, run_reviews
 from episodic.upkeep.scheduler import TICK_S, UpkeepScheduler
+
+log = logging.getLogger("episodic.upkeep")
 
 
 class Upkeep:
@@ -93,10 +97,17 @@ class Upkeep:
         )
 
     def consolidate(
-        self, *, workspace: str | None = None, trigger: str = TRIGGER_MANUAL
+        self,
+        *,
+        workspace: str | None = None,
+        trigger: str = TRIGGER_MANUAL,
+        refresh_health: bool = True,
     ) -> list[JobResult]:
         """Derive rules and facts from clusters of related memories, per workspace (all
-        when none is given); see ``episodic.upkeep.consolidate``."""
+        when none is given); see ``episodic.upkeep.consolidate``. Then, as seed 000's
+        consolidator does, refresh the workspace's health snapshot (its outcome is the
+        result's ``detail["health"]``); the daily schedule, which takes the snapshot
+        next anyway, passes ``refresh_health=False``."""
         store, models = self.ctx.store, self.ctx.models
 
         def work(ws: str) -> Callable[[], Mapping[str, Any]]:
@@ -105,13 +116,33 @@ class Upkeep:
                 store, ws, now=now, llm=models.llm, trigger=trigger
             ).to_json()
 
-        return [
-            self._exclusive(consolidate_job.JOB, ws, work(ws)) for ws in self._workspaces(workspace)
-        ]
+        results: list[JobResult] = []
+        for ws in self._workspaces(workspace):
+            result = self._exclusive(consolidate_job.JOB, ws, work(ws))
+            if refresh_health and result.ok:
+                health = self._health_after_consolidation(ws)
+                result = replace(result, detail={**result.detail, "health": health})
+            results.append(result)
+        return results
+
+    def _health_after_consolidation(self, workspace: str) -> dict[str, Any]:
+        """Today's health snapshot of a workspace just consolidated, in brief. A failure
+        is logged and reported, not raised: the consolidation is stored either way."""
+        try:
+            (result,) = self.health_snapshot(workspace=workspace)
+        except Exception as exc:  # the health job logged it as an error run
+            log.exception("health snapshot after consolidating %r failed", workspace)
+            return {"status": "error", "error": str(exc)[:200]}
+        brief: dict[str, Any] = {"status": result.status}
+        for snap in result.detail.get("snapshots", ()):
+            if snap["crew_id"] is None:  # the workspace's own, not a crew's
+                brief.update({k: snap[k] for k in ("score", "band", "snapshot_date")})
+        return brief
 
     def consolidate_if_due(self, workspace: str | None = None) -> list[JobResult]:
         """Consolidate the workspaces holding a flashbulb episode or a backlog of at least
-        ``Settings.consolidate_threshold`` unconsolidated memories."""
+        ``Settings.consolidate_threshold`` memories no consolidation has looked at yet
+        (``episodic.upkeep.consolidate.due_reason``)."""
         results: list[JobResult] = []
         for ws in self._workspaces(workspace):
             reason = due_reason(self.ctx.store, ws, self.ctx.settings.consolidate_threshold)

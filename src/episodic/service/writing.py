@@ -191,15 +191,26 @@ class Writing:
         flush: bool = False,
         workspace: str | None = None,
         conversation: str | None = None,
+        outcome: str | None = None,
     ) -> SegmentReport:
         """Turn pending conversation messages into episodes. The last open segment of each
         conversation waits for more messages unless ``flush`` (end of session) is set or
-        the conversation has been idle for over 3 hours. With an embedder, the episodes,
-        entries and learnings made are embedded before this returns (searchable by
-        vector at once); those the embedder failed on are counted in the report's
-        ``unembedded`` and wait for the indexer's next sweep."""
+        the conversation has been idle for over 3 hours. ``outcome`` (seed 002: how the
+        run that wrote ``conversation`` ended) is kept on each episode closed now. With an
+        embedder, the episodes, entries and learnings made are embedded before this
+        returns (searchable by vector at once); those the embedder failed on are counted
+        in the report's ``unembedded`` and wait for the indexer's next sweep."""
+        if outcome is not None:
+            if not isinstance(outcome, str):
+                raise InvalidInput("outcome", "expected text")
+            for name, value in (("workspace", workspace), ("conversation", conversation)):
+                if value is None:
+                    raise InvalidInput(name, "an outcome belongs to one run's conversation")
         return self.episode_writer().run(
-            flush=flush, workspace_id=workspace, conversation_id=conversation
+            flush=flush,
+            workspace_id=workspace,
+            conversation_id=conversation,
+            outcome=(outcome or "").strip() or None,
         )
 
     # -- the indexer -----------------------------------------------------------------

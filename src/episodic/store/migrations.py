@@ -512,12 +512,37 @@ def m005_service(conn: sqlite3.Connection) -> None:
     _run(conn, _M005_SQL)
 
 
+# -- consolidation: memories looked at and left unclustered ---------------------------
+_M008_SQL = """
+ALTER TABLE memories ADD COLUMN unclustered_at TEXT;
+
+DROP INDEX memories_unconsolidated;
+
+CREATE INDEX memories_consolidation_backlog ON memories (workspace_id, type)
+  WHERE consolidated_at IS NULL AND unclustered_at IS NULL AND status = 'active'
+"""
+
+
+def m008_unclustered(conn: sqlite3.Connection) -> None:
+    """Consolidation's backlog counts only what no run has looked at yet.
+
+    - ``memories.unclustered_at``: when a consolidation last looked at this memory and
+      found it no cluster. It stays unconsolidated (``consolidated_at`` NULL) and every
+      later run still offers it to the clusters of newer memories, but it no longer counts
+      towards the trigger: without this, a backlog of memories alike to nothing fired a
+      consolidation on every check. Storing it in a cluster clears it.
+    - ``memories_consolidation_backlog`` replaces ``memories_unconsolidated``: the
+      trigger's count reads only the memories no run has looked at."""
+    _run(conn, _M008_SQL)
+
+
 MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (1, "initial", m001_initial),
     (2, "sparse_scope_index", m002_sparse_scope_index),
     (3, "conversations", m003_conversations),
     (4, "upkeep", m004_upkeep),
     (5, "service", m005_service),
+    (8, "unclustered", m008_unclustered),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -691,4 +716,5 @@ _SQL_OF: dict[int, str] = {
     3: _M003_SQL,
     4: _M004_SQL,
     5: _M005_SQL,
+    8: _M008_SQL,
 }

@@ -5,7 +5,8 @@ stage retirement, health snapshots and the memory nudge, and the leases and run 
 let several schedulers share the jobs. Each method is one short statement or transaction
 so both backends run it safely beside recalls: claims and leases are compare-and-set
 updates (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), never read-modify-write across
-transactions. Implemented by ``upkeep.py`` and ``reviews.py`` of each backend.
+transactions. Implemented by ``upkeep.py``, ``consolidation.py`` and ``reviews.py`` of each
+backend.
 """
 
 from __future__ import annotations
@@ -137,8 +138,9 @@ class HealthSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class ConsolidationBacklog:
-    """Active memories no consolidation has taken yet, and how many of them are
-    flashbulb episodes (seed 003: a flashbulb triggers consolidation at once)."""
+    """Active memories no consolidation has looked at yet (neither taken into a cluster
+    nor left unclustered), and how many of them are flashbulb episodes (seed 003: a
+    flashbulb triggers consolidation at once)."""
 
     unconsolidated: int
     flashbulbs: int
@@ -208,16 +210,28 @@ class UpkeepStore(MemoryReader, Protocol):
         cursor: int = 0,
         limit: int,
         unconsolidated: bool = False,
+        unclustered: bool | None = None,
         exclude_types: Sequence[str] = (),
         newest_first: bool = False,
     ) -> tuple[list[Memory], int]:
         """Active memories of a workspace page by page: (page, next cursor; 0 at the end).
-        ``unconsolidated`` keeps those with no ``consolidated_at``."""
+        ``unconsolidated`` keeps those with no ``consolidated_at``; ``unclustered`` True
+        keeps those a consolidation left unclustered (``mark_unclustered``), False those
+        it did not, None both."""
         ...
 
     def consolidation_backlog(
         self, workspace_id: str, exclude_types: Sequence[str] = ()
-    ) -> ConsolidationBacklog: ...
+    ) -> ConsolidationBacklog:
+        """What the consolidation trigger counts: the active memories, not of
+        ``exclude_types``, with neither ``consolidated_at`` nor an unclustered mark."""
+        ...
+
+    def mark_unclustered(self, workspace_id: str, ids: Sequence[str], at: datetime) -> int:
+        """Mark memories a consolidation looked at and found no cluster for: they leave
+        the backlog (and stay unconsolidated, offered to later runs). Memories
+        consolidated meanwhile are left alone; returns how many were marked."""
+        ...
 
     def store_consolidation(
         self,
@@ -228,8 +242,9 @@ class UpkeepStore(MemoryReader, Protocol):
         at: datetime,
     ) -> bool:
         """In one transaction: store the derived rules/facts, their ``supports`` edges,
-        and set ``consolidated_at`` on ``members``. Refused (False, nothing written) when
-        any member was consolidated meanwhile or is no longer active: the claim."""
+        and set ``consolidated_at`` on ``members`` (clearing any unclustered mark).
+        Refused (False, nothing written) when any member was consolidated meanwhile or is
+        no longer active: the claim."""
         ...
 
     def archive_events(

@@ -1,40 +1,51 @@
 """Consolidation (seeds 000 and 003): rules and facts derived from clusters of related
 memories.
 
-1. Take the workspace's active memories no consolidation has taken yet, newest first (up
-   to ``CONSOLIDATE_BATCH``), leaving out chat messages (episodes and entries stand for
-   them) and earlier consolidations.
+1. Take the workspace's active memories no consolidation has taken yet, leaving out chat
+   messages (episodes and entries stand for them) and earlier consolidations: the newest
+   ``CONSOLIDATE_BATCH`` that no run has looked at, and the newest ``CONSOLIDATE_BATCH``
+   that an earlier run looked at and left unclustered ("waiting").
 2. Cluster them: two memories are linked when their cosine is >= ``CLUSTER_MIN_COSINE``
    (the ``similar`` edge threshold), or, when one has no vector yet, when the Jaccard
    similarity of their ``[a-z0-9_]+`` tokens is > ``CLUSTER_MIN_JACCARD``. Walking the
    memories from the most important, each one not yet taken leads a cluster of the
-   untaken memories linked to it (at most ``CLUSTER_MAX``); a memory linked to nothing
-   waits for a later run.
+   untaken memories linked to it (at most ``CLUSTER_MAX``). A memory linked to nothing
+   is marked unclustered (``UpkeepStore.mark_unclustered``): it leaves the backlog the
+   trigger counts, so a second check with nothing new does nothing, but it is waiting,
+   not done: every later run offers it again, so a new memory alike to it (the only
+   thing that can give it a cluster) takes it along. Only the new memory counts towards
+   the next trigger; the daily run looks at the waiting ones regardless.
 3. Each cluster becomes knowledge:
    - with an LLM: up to three rules ("When X, agents should Y.") or facts, each citing
      evidence by the labels the prompt showed (``upkeep.prompts``); the reply is
      schema-checked, labels outside the cluster are dropped, an item left with fewer than
      ``MIN_EVIDENCE`` distinct evidence memories is dropped, and confidence is clamped to
      [0, 1];
-   - offline (or when the LLM fails): one ``summary`` built from the evidence itself (the
-     words the memories share and the gist of each), labelled
-     ``consolidated_by: offline:cluster-summary``. It restates; it does not infer.
-4. Each item is stored as a ``memory.consolidated`` memory (base importance 0.7, seed
-   000's bonus) with ``supports`` edges (weight 1.0) to its evidence, and every memory
-   of the cluster gets ``consolidated_at``: in one transaction that is refused if another
-   run consolidated any of them meanwhile. A cluster the model found nothing in is not
-   offered again.
+   - offline (or when the LLM fails): one ``summary`` written from the evidence itself
+     (``episodic.upkeep.summary``: the subject they share, then their own sentences),
+     labelled ``consolidated_by: offline:cluster-summary``. It restates; it does not
+     infer, so it never weighs more than what it restates: its base importance (and
+     importance) is the lowest of its evidence's, at most seed 000's 0.7, and its time
+     is its oldest evidence's. Every factor recall multiplies in (importance and its
+     decay, recency, prominence, retrievability) then rates it at most as high as each
+     memory it copies, and a newest-first listing puts it after the newer ones.
+4. Each item is stored as a ``memory.consolidated`` memory (an LLM's: base importance
+   0.7, seed 000's bonus, timed now) with ``supports`` edges (weight 1.0) to its
+   evidence, and the evidence ids in ``payload["evidence_ids"]`` (so a reader of the row
+   alone knows them); every memory of the cluster gets ``consolidated_at``: in one
+   transaction that is refused if another run consolidated any of them meanwhile. A
+   cluster the model found nothing in is not offered again.
 
-When it runs: daily (the scheduler), when a workspace's backlog of unconsolidated
-memories reaches ``Settings.consolidate_threshold``, and at once when a flashbulb episode
-(surprise >= 0.85) arrives (``due_reason``); or ``episodic consolidate run``.
+When it runs: daily (the scheduler), when a workspace's backlog (the memories step 1
+would take that no run has looked at) reaches ``Settings.consolidate_threshold``, and at
+once when a flashbulb episode (surprise >= 0.85) arrives (``due_reason``); or ``episodic
+consolidate run``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,7 +60,6 @@ from episodic.llm.prompts import fill
 from episodic.model import Memory
 from episodic.policy import base_importance
 from episodic.scoring.mmr import jaccard, tokens
-from episodic.scoring.review import STEM_CHARS, content_words
 from episodic.scoring.similarity import leader_clusters, near_duplicates
 from episodic.store.upkeep import UpkeepStore
 from episodic.store.vectors import Relation, VectorStore
@@ -60,6 +70,7 @@ from episodic.upkeep.prompts import (
     upkeep_block,
 )
 from episodic.upkeep.relations import supports_edges
+from episodic.upkeep.summary import cluster_summary
 from episodic.write.messages import MESSAGE_TYPE
 
 log = logging.getLogger("episodic.upkeep.consolidate")
@@ -75,11 +86,10 @@ MIN_EVIDENCE = 2
 CONSOLIDATE_THRESHOLD = 50
 CONSOLIDATED_BASE_IMPORTANCE = base_importance(CONSOLIDATED_TYPE, "info", None)
 OFFLINE_CONSOLIDATOR = "offline:cluster-summary"
+OFFLINE_KIND = "summary"
+EVIDENCE_IDS = "evidence_ids"  # payload key: the ids of the memories an item rests on
 CONSOLIDATE_MAX_TOKENS = 1_024
 MEMORY_PROMPT_CHARS = 600
-SUMMARY_TERMS = 5
-SUMMARY_PARTS = 4
-SUMMARY_PART_CHARS = 160
 
 TRIGGER_MANUAL = "manual"
 TRIGGER_DAILY = "daily"
@@ -108,7 +118,9 @@ class ConsolidationReport:
     workspace: str
     trigger: str = TRIGGER_MANUAL
     considered: int = 0
+    waiting: int = 0
     clusters: int = 0
+    unclustered: int = 0
     derived: list[str] = field(default_factory=list)
     kinds: Counter[str] = field(default_factory=Counter)
     evidence: int = 0
@@ -121,7 +133,9 @@ class ConsolidationReport:
             "workspace": self.workspace,
             "trigger": self.trigger,
             "considered": self.considered,
+            "waiting": self.waiting,
             "clusters": self.clusters,
+            "unclustered": self.unclustered,
             "derived": list(self.derived),
             "rules": self.kinds.get("rule", 0),
             "facts": self.kinds.get("fact", 0),
@@ -170,20 +184,10 @@ def cluster(
 
 
 def offline_item(members: Sequence[Memory]) -> Item:
-    """A summary of a cluster built only from its evidence: the words at least two of them
-    share, and the first sentence of each (up to four)."""
-    counts: Counter[str] = Counter()
-    for m in members:
-        counts.update(_words(m.content))
-    shared = sorted((w for w, c in counts.items() if c >= 2), key=lambda w: (-counts[w], w))
-    terms = ", ".join(shared[:SUMMARY_TERMS])
-    parts = [_gist(m.content) for m in members[:SUMMARY_PARTS]]
-    more = len(members) - len(parts)
-    content = f"Recurring across {len(members)} memories" + (f" ({terms})" if terms else "")
-    content += ": " + " | ".join(parts) + (f" | and {more} more" if more > 0 else "")
+    """A summary of a cluster written only from its evidence (``cluster_summary``)."""
     return Item(
-        kind="summary",
-        content=content,
+        kind=OFFLINE_KIND,
+        content=cluster_summary(members),
         evidence=tuple(m.id for m in members),
         confidence=_cohesion(members),
         by=OFFLINE_CONSOLIDATOR,
@@ -239,16 +243,14 @@ def consolidate(
 ) -> ConsolidationReport:
     """Consolidate one workspace (see the module docstring)."""
     report = ConsolidationReport(workspace=workspace, trigger=trigger)
-    memories, _ = store.scan_memories(
-        workspace,
-        limit=CONSOLIDATE_BATCH,
-        unconsolidated=True,
-        exclude_types=EXCLUDED_TYPES,
-        newest_first=True,
-    )
-    report.considered = len(memories)
+    fresh = _unconsolidated(store, workspace, looked_at=False)
+    waiting = _unconsolidated(store, workspace, looked_at=True)
+    memories = fresh + waiting
+    report.considered, report.waiting = len(memories), len(waiting)
+    clustered: set[str] = set()
     for members in cluster(store, workspace, memories):
         report.clusters += 1
+        clustered.update(m.id for m in members)
         items: list[Item]
         if llm is None:
             items = [offline_item(members)]
@@ -278,7 +280,23 @@ def consolidate(
         report.kinds.update(item.kind for item in items)
         report.evidence += len({e for item in items for e in item.evidence})
         report.by.update(item.by for item in items)
+    alone = [m.id for m in fresh if m.id not in clustered]
+    report.unclustered = store.mark_unclustered(workspace, alone, now) if alone else 0
     return report
+
+
+def _unconsolidated(store: ConsolidationStore, workspace: str, *, looked_at: bool) -> list[Memory]:
+    """The newest ``CONSOLIDATE_BATCH`` memories step 1 takes, of those an earlier run
+    looked at and left unclustered (``looked_at``) or of the others."""
+    memories, _ = store.scan_memories(
+        workspace,
+        limit=CONSOLIDATE_BATCH,
+        unconsolidated=True,
+        unclustered=looked_at,
+        exclude_types=EXCLUDED_TYPES,
+        newest_first=True,
+    )
+    return memories
 
 
 def _memory(workspace: str, item: Item, members: Sequence[Memory], now: datetime) -> Memory:
@@ -286,24 +304,31 @@ def _memory(workspace: str, item: Item, members: Sequence[Memory], now: datetime
     digest = hashlib.sha256(
         "\x1f".join([workspace, item.kind, item.content, *sorted(item.evidence)]).encode()
     ).hexdigest()[:24]
+    base, importance, ts = CONSOLIDATED_BASE_IMPORTANCE, CONSOLIDATED_BASE_IMPORTANCE, now
+    if item.kind == OFFLINE_KIND:
+        # A restatement weighs no more, and is no more recent, than any of what it
+        # restates (see step 3 of the module docstring).
+        base = min(base, *(m.base_importance for m in evidence))
+        importance = min(base, *(m.importance for m in evidence))
+        ts = min(m.ts for m in evidence)
     return Memory(
         id=f"con_{digest}",
         workspace_id=workspace,
-        ts=now,
+        ts=ts,
         type=CONSOLIDATED_TYPE,
         content=item.content,
         payload={
             "kind": item.kind,
             "confidence": round(item.confidence, 4),
-            "evidence": list(item.evidence),
+            EVIDENCE_IDS: list(item.evidence),
             "consolidated_by": item.by,
             "cluster_size": len(members),
         },
         agent_id=_common(m.agent_id for m in evidence),
         crew_id=_common(m.crew_id for m in evidence),
         resource_id=_common(m.resource_id for m in evidence),
-        base_importance=CONSOLIDATED_BASE_IMPORTANCE,
-        importance=CONSOLIDATED_BASE_IMPORTANCE,
+        base_importance=base,
+        importance=importance,
         created_at=now,
     )
 
@@ -312,21 +337,6 @@ def _common(values: Any) -> str | None:
     """The value every evidence memory shares (None when they differ or have none)."""
     found = set(values)
     return next(iter(found)) if len(found) == 1 else None
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
-
-
-def _gist(text: str) -> str:
-    flat = " ".join(text.split())
-    first = _SENTENCE_END.split(flat, maxsplit=1)[0]
-    return first if len(first) <= SUMMARY_PART_CHARS else first[: SUMMARY_PART_CHARS - 1] + "…"
-
-
-def _words(text: str) -> set[str]:
-    """Whole content words (not stems) for the summary's list of shared terms."""
-    stems = content_words(text)
-    return {w for w in re.findall(r"[a-z0-9_]+", text.lower()) if w[:STEM_CHARS] in stems}
 
 
 def _cohesion(members: Sequence[Memory]) -> float:

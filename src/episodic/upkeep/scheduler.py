@@ -2,8 +2,9 @@
 
 - **decay**: nightly at ``Settings.decay_at`` (UTC, default 03:00), all workspaces;
 - **reviews**: every ``Settings.review_interval_s`` seconds (default 300);
-- **consolidation triggers**: at the same period, each workspace whose backlog reached
-  ``Settings.consolidate_threshold`` or that holds a flashbulb episode is consolidated;
+- **consolidation triggers**: at the same period, each workspace whose backlog (memories
+  no consolidation has looked at yet) reached ``Settings.consolidate_threshold`` or that
+  holds such a flashbulb episode is consolidated, and its health snapshot refreshed;
 - **daily**, at ``Settings.daily_at`` (UTC, default 04:00), per workspace: compaction
   (archive + near-duplicate merge), consolidation, then the health snapshot.
 
@@ -50,7 +51,9 @@ class UpkeepJobs(Protocol):
 
     def run_reviews(self) -> JobResult: ...
 
-    def consolidate(self, *, workspace: str | None = None, trigger: str) -> list[JobResult]: ...
+    def consolidate(
+        self, *, workspace: str | None = None, trigger: str, refresh_health: bool = True
+    ) -> list[JobResult]: ...
 
     def compact(self, *, workspace: str | None = None) -> list[JobResult]: ...
 
@@ -147,7 +150,8 @@ class UpkeepScheduler:
             if job == compact.JOB:
                 return jobs.compact(workspace=ws)
             if job == consolidate.JOB:
-                return jobs.consolidate(workspace=ws, trigger=TRIGGER_DAILY)
+                # The health snapshot is the next job of the day.
+                return jobs.consolidate(workspace=ws, trigger=TRIGGER_DAILY, refresh_health=False)
             return jobs.health_snapshot(workspace=ws)
 
         for ws in store.workspaces():

@@ -32,7 +32,7 @@ import numpy as np
 from episodic.embed.base import Embedder
 from episodic.errors import EmbedderError, NotFound
 from episodic.llm.base import LLM
-from episodic.model import Memory, ScopeFilter
+from episodic.model import Memory, Scope, ScopeFilter
 from episodic.scoring.retrievability import initial_difficulty, initial_stability
 from episodic.store.search import SearchStore
 from episodic.store.vectors import Vector, VectorStore
@@ -41,6 +41,7 @@ from episodic.write.dedupe import drop_known_hashes, drop_similar
 from episodic.write.describe import EpisodeText, describe_episode
 from episodic.write.extract import Dropped, Entry, content_hash, extract_entries
 from episodic.write.indexer import link_indexed
+from episodic.write.known import known_notes
 from episodic.write.learnings import Learning, extract_learnings
 from episodic.write.messages import Message, message_keys, message_of, spoken_content
 from episodic.write.segment import (
@@ -123,7 +124,10 @@ class EpisodeWriter:
         flush: bool = False,
         workspace_id: str | None = None,
         conversation_id: str | None = None,
+        outcome: str | None = None,
     ) -> SegmentReport:
+        """``outcome``: how the run that wrote the conversation ended (seed 002), kept on
+        each episode closed now."""
         report = SegmentReport()
         now = self.clock()
         for pending in self.store.pending_conversations(CONVERSATIONS_PER_RUN, workspace_id):
@@ -132,7 +136,7 @@ class EpisodeWriter:
             report.conversations += 1
             try:
                 self._conversation(
-                    pending.workspace_id, pending.conversation_id, now, flush, report
+                    pending.workspace_id, pending.conversation_id, now, flush, report, outcome
                 )
             except NotFound as exc:
                 # Its messages were forgotten while it was being written (the store will
@@ -147,7 +151,13 @@ class EpisodeWriter:
 
     # -- one conversation ------------------------------------------------------------
     def _conversation(
-        self, ws: str, conversation: str, now: datetime, flush: bool, report: SegmentReport
+        self,
+        ws: str,
+        conversation: str,
+        now: datetime,
+        flush: bool,
+        report: SegmentReport,
+        outcome: str | None = None,
     ) -> None:
         events = self.store.pending_messages(ws, conversation)
         messages = [message_of(e) for e in events]
@@ -184,7 +194,7 @@ class EpisodeWriter:
             if seg is closed[-1]:
                 # A learning that cites no message belongs to the session as a whole.
                 own += [ln for ln in learnings if ln.message_id is None]
-            self._episode(ws, conversation, messages, vectors, seg, by_id, own, report)
+            self._episode(ws, conversation, messages, vectors, seg, by_id, own, report, outcome)
 
     def _previous_centroid(self, ws: str, conversation: str) -> Vector | None:
         """The event model the conversation's last closed episode ended with (the
@@ -224,6 +234,7 @@ class EpisodeWriter:
         events: dict[str, Any],
         learnings: Sequence[Learning],
         report: SegmentReport,
+        outcome: str | None = None,
     ) -> None:
         part = list(messages[seg.start : seg.end])
         part_vectors = list(vectors[seg.start : seg.end])
@@ -250,6 +261,7 @@ class EpisodeWriter:
                 "boundary": seg.reason,
                 "key_moment": surprise >= KEY_MOMENT_SURPRISE,
                 "flashbulb": surprise >= FLASHBULB_SURPRISE,
+                **({"outcome": outcome} if outcome else {}),
             },
             conversation_id=conversation,
             crew_id=scope["crew_id"],
@@ -262,7 +274,21 @@ class EpisodeWriter:
             difficulty=initial_difficulty(),
             created_at=self.clock(),
         )
-        extraction = extract_entries(part, self.llm)
+        # Seed 004: what is already remembered for this agent and user is context for the
+        # extractor (never a source), so that it is not extracted again.
+        known = known_notes(
+            self.store,
+            ScopeFilter(
+                workspace_id=ws,
+                scope=Scope.OWN if scope["agent_id"] else None,
+                agent_id=scope["agent_id"],
+                resource_id=scope["resource_id"],
+                types=(ENTRY_TYPE, LEARNING_TYPE),
+            ),
+            f"{text.title} {text.summary}",
+            part_vectors,
+        )
+        extraction = extract_entries(part, self.llm, known=known)
         dropped = list(extraction.dropped)
         entries, entry_vectors, more = self._dedupe(ws, extraction.entries, events)
         dropped += more
@@ -291,10 +317,10 @@ class EpisodeWriter:
         )
         if not self.store.close_episode(episode, [m.id for m in part], derived, keys):
             return
-        known = {
+        embedded = {
             m.id: v for m, v in zip(entry_memories, entry_vectors, strict=True) if v is not None
         }
-        report.unembedded += self._embed_now(ws, [episode, *derived], known)
+        report.unembedded += self._embed_now(ws, [episode, *derived], embedded)
         report.episodes += 1
         report.messages += len(part)
         report.entries += len(entries)
@@ -433,6 +459,7 @@ def episode_json(m: Memory) -> dict[str, Any]:
         "message_count": int(p.get("message_count", len(m.source_event_ids))),
         "key_moment": bool(p.get("key_moment", False)),
         "flashbulb": bool(p.get("flashbulb", False)),
+        "outcome": p["outcome"] if isinstance(p.get("outcome"), str) else None,
         "keyphrases": list(p.get("keyphrases", [])),
         "described_by": p.get("described_by"),
         "workspace_id": m.workspace_id,

@@ -18,11 +18,18 @@ Repeats are dropped before the turn cap so that a repeat never takes the place o
 entry. Every entry that fails a check is recorded in ``Extraction.dropped`` with its reason.
 An ``LLMError`` falls back to the offline extraction with a warning.
 
+``known`` holds what is already remembered for this user (seed 004's ``<memory>``
+context): the model sees it as a ``<memory>`` block that is context, never a source, and
+on either path a candidate whose content words are nearly all in one known note restates
+it and is dropped (``restates_known``), before the turn cap.
+
 Offline, only the user speaks for themselves: each declarative sentence of a user message
 with real content (at least ``OFFLINE_MIN_WORDS`` words, ``OFFLINE_MIN_CONTENT_WORDS`` of
 them content words; no question, request, greeting or thanks; nothing inside a code fence
 or a ``>`` quote) becomes a ``user_assertion`` whose content and evidence are the sentence
-itself. The same cuts, repeat check and turn cap apply.
+itself. Seed 004's exclusions apply (``write.exclusions``): wishes and intentions,
+preferences and profile details, rules for the agent, generic advice, pleasantries and
+speculation are not entries. The same cuts, repeat check and turn cap apply.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from episodic.llm.prompts import (
     data_block,
     fill,
 )
+from episodic.write.exclusions import exclusion
 from episodic.write.messages import Message, transcript_json
 from episodic.write.text import (
     clip_messages,
@@ -83,8 +91,15 @@ OFFLINE_MIN_CONTENT_WORDS = 3
 # checked against the full messages.
 EXTRACT_INPUT_MAX_CHARS = 24_000
 EXTRACT_MAX_TOKENS = 2048
+# Known notes shown to the model: enough to recognise what is already remembered without
+# crowding out the transcript.
+KNOWN_SHOWN = 20
+KNOWN_SHOWN_CHARS = 400
+# A candidate with at least this share of its content words in one known note says
+# nothing new (a paraphrase that adds a cause or an outcome stays below it).
+RESTATES_SHARE = 0.8
 
-# Why an entry was dropped. Extraction uses the first eight; dedupe.py adds the last two.
+# Why an entry was dropped. Extraction uses the first nine; dedupe.py adds the last two.
 UNKNOWN_SOURCE = "unknown_source"
 EMPTY_CONTENT = "empty_content"
 EVIDENCE_TOO_SHORT = "evidence_too_short"
@@ -93,6 +108,7 @@ EVIDENCE_FROM_TOOL_OR_SYSTEM = "evidence_from_tool_or_system"
 EVIDENCE_NOT_FROM_USER = "evidence_not_from_user"
 DUPLICATE = "duplicate"
 OVER_TURN_CAP = "over_turn_cap"
+RESTATES_KNOWN = "restates_known"
 KNOWN_HASH = "known_hash"
 SIMILAR = "similar"
 REASONS: tuple[str, ...] = (
@@ -104,6 +120,7 @@ REASONS: tuple[str, ...] = (
     EVIDENCE_NOT_FROM_USER,
     DUPLICATE,
     OVER_TURN_CAP,
+    RESTATES_KNOWN,
     KNOWN_HASH,
     SIMILAR,
 )
@@ -157,8 +174,11 @@ def extract_entries(
     prompts: Prompts = DEFAULT_PROMPTS,
     max_chars: int = ENTRY_MAX_CHARS,
     per_turn: int = ENTRIES_PER_TURN,
+    known: Sequence[str] = (),
 ) -> Extraction:
     """Source-backed entries from ``messages``, with everything dropped on the way.
+    ``known``: the notes already remembered for this user, most relevant first (context
+    for the model and for the restatement check, never evidence).
 
     Never raises for LLM problems: they are logged and the offline extraction returned.
     """
@@ -168,11 +188,12 @@ def extract_entries(
         raise InvalidInput("per_turn", f"must not be negative, got {per_turn}")
     if not any(m.spoken and m.text.strip() for m in messages):
         return Extraction((), ())  # nothing anyone said: no possible evidence
+    notes = [n for n in (normalise(k) for k in known) if n]
     if llm is not None:
-        extraction = _extract_with_llm(messages, llm, prompts, max_chars, per_turn)
+        extraction = _extract_with_llm(messages, llm, prompts, max_chars, per_turn, notes)
         if extraction is not None:
             return extraction
-    return _extract_offline(messages, max_chars, per_turn)
+    return _extract_offline(messages, max_chars, per_turn, notes)
 
 
 # -- evidence ------------------------------------------------------------------------------
@@ -216,10 +237,19 @@ def evidence_failure(elsewhere: Message | None) -> tuple[str, str]:
 
 # -- the LLM path --------------------------------------------------------------------------
 def _extract_with_llm(
-    messages: Sequence[Message], llm: LLM, prompts: Prompts, max_chars: int, per_turn: int
+    messages: Sequence[Message],
+    llm: LLM,
+    prompts: Prompts,
+    max_chars: int,
+    per_turn: int,
+    known: Sequence[str],
 ) -> Extraction | None:
     transcript = transcript_json(clip_messages(messages, EXTRACT_INPUT_MAX_CHARS))
-    user = fill(prompts.extract_user, transcript=data_block("transcript", transcript))
+    user = fill(
+        prompts.extract_user,
+        memory=memory_block(known),
+        transcript=data_block("transcript", transcript),
+    )
     try:
         reply = llm.complete_json(
             prompts.extract_system, user, EXTRACT_SCHEMA, max_tokens=EXTRACT_MAX_TOKENS
@@ -258,8 +288,18 @@ def _extract_with_llm(
             extractor=extractor,
         )
         candidates.append((at, entry))
+    candidates = _without_restatements(candidates, known, dropped)
     entries = _cap(candidates, messages, per_turn, dropped)
     return Extraction(entries, tuple(dropped))
+
+
+def memory_block(known: Sequence[str]) -> str:
+    """The known notes as the prompt's ``<memory>`` data block and a blank line ("" when
+    none): the first ``KNOWN_SHOWN``, each cut to ``KNOWN_SHOWN_CHARS``."""
+    if not known:
+        return ""
+    lines = [f"- {cut_words(note, KNOWN_SHOWN_CHARS, ellipsis='…')}" for note in known]
+    return data_block("memory", "\n".join(lines[:KNOWN_SHOWN])) + "\n\n"
 
 
 # -- the offline path ----------------------------------------------------------------------
@@ -268,8 +308,12 @@ _QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
 # Pleasantries and acknowledgements in front of a statement ("Thanks, the build ...",
 # "Ok so - ...") are cut off; the rest of the sentence is still quoted verbatim.
 _LEADING_FILLER = re.compile(
-    r"^(?:(?:hi|hello|hey|thanks|thank you|thx|ok|okay|so|well|yes|yeah|yep|right|great|"
-    r"cool|sure|alright|anyway|also|oh|ah|hmm)\s*[,!.:;—–-]+\s*)+",
+    r"^(?:(?:(?:hi|hello|hey|wow|whoa|aww|oh|congrats|congratulations|thanks|thank you)"
+    # A greeting may name who it greets ("Hey Nate, ...", "Wow Dave! ...").
+    r"(?:\s+(?-i:[A-Z][\w'-]+))?"
+    r"|thx|ok|okay|so|well|yes|yeah|yep|right|great|cool|sure|alright|anyway|also|ah|hmm|"
+    r"awesome|perfect|wonderful|excellent|brilliant|amazing|fantastic|lovely|nice|sweet|"
+    r"good|got it|gotcha|noted|understood)\s*[,!.:;—–-]+\s*)+",
     re.IGNORECASE,
 )
 _QUESTION_END = re.compile(r"\?[\"'”’)\]]*$")
@@ -299,10 +343,14 @@ def _statements(text: str) -> Iterator[str]:
             continue
         if len(content_words(sentence)) < OFFLINE_MIN_CONTENT_WORDS:
             continue
+        if exclusion(sentence) is not None:
+            continue  # seed 004: a wish, a preference, a rule, advice ... is no entry
         yield sentence
 
 
-def _extract_offline(messages: Sequence[Message], max_chars: int, per_turn: int) -> Extraction:
+def _extract_offline(
+    messages: Sequence[Message], max_chars: int, per_turn: int, known: Sequence[str]
+) -> Extraction:
     candidates: list[tuple[int, Entry]] = []
     for i, message in enumerate(messages):
         if message.role != "user":
@@ -313,11 +361,37 @@ def _extract_offline(messages: Sequence[Message], max_chars: int, per_turn: int)
                 (i, Entry(text, "user_assertion", text, message.id, OFFLINE_EXTRACTOR))
             )
     dropped: list[Dropped] = []
+    candidates = _without_restatements(candidates, known, dropped)
     entries = _cap(candidates, messages, per_turn, dropped)
     return Extraction(entries, tuple(dropped))
 
 
-# -- shared caps ---------------------------------------------------------------------------
+# -- shared checks -------------------------------------------------------------------------
+def _stems(text: str) -> set[str]:
+    # A plural "s" off, so "refunds" restates "refund".
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in content_words(text)}
+
+
+def _without_restatements(
+    candidates: list[tuple[int, Entry]], known: Sequence[str], dropped: list[Dropped]
+) -> list[tuple[int, Entry]]:
+    """``candidates`` without those that restate a known note (``RESTATES_SHARE``)."""
+    if not known:
+        return candidates
+    notes = [_stems(note) for note in known]
+    kept: list[tuple[int, Entry]] = []
+    for at, entry in candidates:
+        words = _stems(entry.content)
+        share = max((len(words & n) / len(words) for n in notes), default=0.0) if words else 0.0
+        if share >= RESTATES_SHARE:
+            dropped.append(
+                Dropped(entry.content, RESTATES_KNOWN, f"{share:.0%} of its words are known")
+            )
+            continue
+        kept.append((at, entry))
+    return kept
+
+
 def turn_of(messages: Sequence[Message]) -> list[int]:
     """For each message, the index of the user message that opened its turn (-1 before
     the first user message)."""

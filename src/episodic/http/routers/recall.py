@@ -24,7 +24,10 @@ router = APIRouter()
 
 class RecallIn(Strict):
     query: NonEmptyText
-    k: int | None = Field(default=None, ge=1, le=50)
+    k: int | None = Field(
+        default=None,
+        description="how many memories, 1-50 (default 5); outside that range: 5, with a warning",
+    )
     policy: Id | None = None
     scope: ScopeName | None = None
     agent: Id | None = None
@@ -35,11 +38,24 @@ class RecallIn(Strict):
     explain: bool = False
     walk: Literal[0, 1] | None = None
     mark: bool = Field(default=True, description="count the hits as referenced")
+    detail: Literal["none", "auto", "full"] | None = Field(
+        default=None,
+        description="which episodes come with their messages: none, auto (the default: "
+        "key moments ranked in the top 2) or full (every episode)",
+    )
     workspace: Id | None = None
 
 
 class RenderIn(RecallIn):
     max_chars: int | None = Field(default=None, ge=1, le=MAX_RENDER_CHARS)
+
+
+class DetailOut(BaseModel):
+    id: str
+    role: str | None
+    name: str | None
+    ts: str
+    text: str
 
 
 class HitOut(BaseModel):
@@ -62,6 +78,10 @@ class HitOut(BaseModel):
     importance: float
     reference_count: int
     via: str | None
+    moment: Literal["key moment", "flashbulb"] | None = Field(
+        description="seed 003's label of a surprising episode"
+    )
+    details: list[DetailOut] = Field(description="the episode's messages, at this detail level")
 
 
 class TraceRowOut(BaseModel):
@@ -114,6 +134,7 @@ class EpisodeOut(BaseModel):
     message_count: int
     key_moment: bool
     flashbulb: bool
+    outcome: str | None = Field(None, description="how the run that wrote it ended")
     keyphrases: list[str]
     described_by: str | None
     workspace_id: str
@@ -196,6 +217,7 @@ def _recall_args(body: RecallIn, caller: Principal) -> dict[str, Any]:
         "explain": body.explain,
         "walk": body.walk,
         "mark": body.mark,
+        "detail": body.detail,
     }
 
 

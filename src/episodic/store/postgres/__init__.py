@@ -12,7 +12,8 @@ the same module names as ``episodic.store.sqlite`` so the two read side by side:
 - ``sparse``: the BM25 leg over the generated tsvector
 - ``vectors``: vectors, the embedding cache, the similar edges the indexer draws
 - ``claims``: the indexer's claim on pending memories, row by row across processes
-- ``upkeep``: decay, consolidation, compaction, health, nudges, leases and the run log
+- ``upkeep``: decay, compaction, health, nudges, leases and the run log
+- ``consolidation``: the memories a consolidation looks at, its backlog, storing its rules
 - ``reviews``: the review job's claims, outcomes and FSRS state
 - ``service``: API keys, listing and status, markdown import state, restore and forget
 - ``integrity``: what ``episodic doctor`` reads, and its deep checks
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from episodic.store.postgres.claims import ClaimsMixin
 from episodic.store.postgres.connection import PgBase, Tracer
+from episodic.store.postgres.consolidation import ConsolidationMixin
 from episodic.store.postgres.integrity import IntegrityMixin
 from episodic.store.postgres.reviews import ReviewsMixin
 from episodic.store.postgres.search import SearchMixin
@@ -40,6 +42,7 @@ class PostgresStore(
     VectorsMixin,
     ClaimsMixin,
     UpkeepMixin,
+    ConsolidationMixin,
     ReviewsMixin,
     ServiceMixin,
     IntegrityMixin,

@@ -10,7 +10,8 @@ same module names as ``episodic.store.postgres`` so the two read side by side:
 - ``sparse``: the BM25 leg over the FTS5 mirror
 - ``vectors``: vectors, the embedding cache, the similar edges the indexer draws
 - ``claims``: the indexer's claim on pending memories (trivial here: one writer per file)
-- ``upkeep``: decay, consolidation, compaction, health, nudges, leases and the run log
+- ``upkeep``: decay, compaction, health, nudges, leases and the run log
+- ``consolidation``: the memories a consolidation looks at, its backlog, storing its rules
 - ``reviews``: the review job's claims, outcomes and FSRS state
 - ``service``: API keys, listing and status, markdown import state, restore and forget
 - ``integrity``: what ``episodic doctor`` reads, and its deep checks
@@ -28,6 +29,7 @@ from episodic.store.sqlite.connection import (
     Tracer,
     sqlite_target,
 )
+from episodic.store.sqlite.consolidation import ConsolidationMixin
 from episodic.store.sqlite.integrity import IntegrityMixin
 from episodic.store.sqlite.reviews import ReviewsMixin
 from episodic.store.sqlite.search import SearchMixin
@@ -45,6 +47,7 @@ class SqliteStore(
     VectorsMixin,
     ClaimsMixin,
     UpkeepMixin,
+    ConsolidationMixin,
     ReviewsMixin,
     ServiceMixin,
     IntegrityMixin,

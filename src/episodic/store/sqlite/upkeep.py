@@ -1,7 +1,7 @@
 """SqliteStore: the upkeep jobs' reads and writes (``UpkeepStore``; see
-``episodic.store.upkeep``): decay, consolidation, compaction and retirement, health, the
-memory nudge, and the leases and run log of the scheduler. The review job's part is
-``episodic.store.sqlite.reviews``.
+``episodic.store.upkeep``): decay, compaction and retirement, health, the memory nudge,
+and the leases and run log of the scheduler. The review job's part is
+``episodic.store.sqlite.reviews``, consolidation's ``episodic.store.sqlite.consolidation``.
 
 Every method is one statement or one short transaction; claims and leases are
 compare-and-set UPDATEs, which PostgreSQL writes with FOR UPDATE SKIP LOCKED.
@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from episodic.errors import InvalidInput, NotFound
-from episodic.model import Memory, ScopeFilter, utcnow
+from episodic.errors import InvalidInput
+from episodic.model import ScopeFilter, utcnow
 from episodic.scoring.decay import (
     DECAY_FLOOR,
     DECAY_HORIZON_DAYS,
@@ -24,25 +24,23 @@ from episodic.scoring.decay import (
 )
 from episodic.store.rows import (
     json_text,
-    memory_from_row,
     opt_ts,
     parse_ts,
     snapshot_from_row,
     ts_text,
     unique,
 )
-from episodic.store.sql import MEMORY_COLUMNS, SNAPSHOT_COLUMNS, normalise_scope
+from episodic.store.sql import SNAPSHOT_COLUMNS, normalise_scope
 from episodic.store.sqlite.connection import SqliteBase, chunks, map_errors, placeholders
 from episodic.store.upkeep import (
     ARCHIVE_PAYLOAD_CHARS,
     DECAY_CHUNK_ROWS,
     ArchivedEvent,
-    ConsolidationBacklog,
     HealthFacts,
     HealthSnapshot,
     Merge,
 )
-from episodic.store.vectors import Relation, Vector
+from episodic.store.vectors import Vector
 
 # ``episodic.scoring.decay``'s formulas in SQL (SQLite >= 3.35 math functions; PostgreSQL
 # has the same ones, with ln(x)/ln(2) for log2). ?1 is `now`. Tests hold each equal to its
@@ -91,99 +89,6 @@ class UpkeepMixin(SqliteBase):
                 params += [start, start + DECAY_CHUNK_ROWS]
                 changed += self._execute(sql, params).rowcount
         return changed
-
-    # -- consolidation ---------------------------------------------------------------
-    def scan_memories(
-        self,
-        workspace_id: str,
-        *,
-        cursor: int = 0,
-        limit: int,
-        unconsolidated: bool = False,
-        exclude_types: Sequence[str] = (),
-        newest_first: bool = False,
-    ) -> tuple[list[Memory], int]:
-        if limit <= 0:
-            return [], 0
-        clauses = ["workspace_id = ?", "status = 'active'"]
-        params: list[Any] = [workspace_id]
-        if cursor:
-            clauses.append("seq < ?" if newest_first else "seq > ?")
-            params.append(cursor)
-        if unconsolidated:
-            clauses.append("consolidated_at IS NULL")
-        if exclude_types:
-            clauses.append(f"type NOT IN ({placeholders(len(exclude_types))})")
-            params.extend(exclude_types)
-        order = "DESC" if newest_first else "ASC"
-        with self._read():
-            rows = self._execute(
-                f"SELECT seq, {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(clauses)} "
-                f"ORDER BY seq {order} LIMIT ?",
-                (*params, limit),
-            ).fetchall()
-            sources = self._sources_of([r[1] for r in rows])
-        page = [memory_from_row(row[1:], sources.get(row[1], ())) for row in rows]
-        next_cursor = int(rows[-1][0]) if len(rows) == limit else 0
-        return page, next_cursor
-
-    def consolidation_backlog(
-        self, workspace_id: str, exclude_types: Sequence[str] = ()
-    ) -> ConsolidationBacklog:
-        skip = f"AND type NOT IN ({placeholders(len(exclude_types))})" if exclude_types else ""
-        with self._read():
-            count, flash = self._execute(
-                "SELECT count(*), coalesce(sum(type = 'episode' "
-                "AND json_extract(payload, '$.flashbulb') = 1), 0) "
-                "FROM memories INDEXED BY memories_unconsolidated WHERE workspace_id = ? "
-                f"AND consolidated_at IS NULL AND status = 'active' {skip}",
-                (workspace_id, *exclude_types),
-            ).fetchone()
-        return ConsolidationBacklog(unconsolidated=int(count), flashbulbs=int(flash))
-
-    def store_consolidation(
-        self,
-        workspace_id: str,
-        derived: Sequence[Memory],
-        edges: Sequence[Relation],
-        members: Sequence[str],
-        at: datetime,
-    ) -> bool:
-        for m in derived:
-            if m.workspace_id != workspace_id:
-                raise InvalidInput(
-                    "workspace_id", f"memory {m.id} is not of the workspace {workspace_id}"
-                )
-        wanted = unique(members)
-        now = ts_text(utcnow())
-        with self._write():
-            open_members = sum(
-                int(
-                    self._execute(
-                        "SELECT count(*) FROM memories WHERE +workspace_id = ? "
-                        f"AND id IN ({placeholders(len(chunk))}) AND status = 'active' "
-                        "AND consolidated_at IS NULL",
-                        (workspace_id, *chunk),
-                    ).fetchone()[0]
-                )
-                for chunk in chunks(wanted)
-            )
-            if open_members != len(wanted):
-                return False
-            self._insert_memories(derived, now)
-            ends = set(wanted) | {m.id for m in derived}
-            for e in edges:
-                for end in (e.src, e.dst):
-                    if end not in ends:
-                        raise NotFound(end)
-            if edges:
-                self._insert_edges(edges, now)
-            self._executemany(
-                "UPDATE memories SET consolidated_at = ?, updated_at = ? "
-                "WHERE +workspace_id = ? AND id = ?",
-                [(ts_text(at), now, workspace_id, memory_id) for memory_id in wanted],
-            )
-        return True
 
     # -- compaction and retirement ---------------------------------------------------
     def archive_events(
