@@ -144,7 +144,9 @@ def run_recall(
         try:
             qvec = vectors.get(stripped if windows else text)
         except EmbedderError as exc:
-            log.warning("query embedding failed, recalling sparse-only: %s", exc)
+            # The caller hears it in the result's warnings; the log hears of the outage
+            # once, from the service (episodic.service.embedder_state).
+            log.info("query embedding failed, recalling sparse-only: %s", exc)
             warnings.append(f"embedder unavailable, sparse-only recall: {exc}")
     elif Leg.DENSE in policy.legs:
         warnings.append("no embedder configured: sparse-only recall (see `episodic doctor`)")

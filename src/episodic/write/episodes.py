@@ -217,7 +217,7 @@ class EpisodeWriter:
             try:
                 fresh = self.embedder.embed_batch(texts)
             except EmbedderError as exc:
-                log.warning("segmentation runs without surprise for now: %s", exc)
+                log.info("segmentation runs without surprise for now: %s", exc)
             else:
                 rows = [(m.id, fresh[i]) for i, m in enumerate(missing)]
                 self.store.put_vectors(self.embedder.model_id, self.embedder.dim, rows)
@@ -371,7 +371,7 @@ class EpisodeWriter:
         try:
             matrix = self.embedder.embed_batch([e.content for e in kept])
         except EmbedderError as exc:
-            log.warning("entry dedupe by similarity skipped (embedder): %s", exc)
+            log.info("entry dedupe by similarity skipped (embedder): %s", exc)
             return kept, [None] * len(kept), dropped
         near: list[str] = []
         for i, e in enumerate(kept):

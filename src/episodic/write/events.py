@@ -274,16 +274,27 @@ def _check_utf8(name: str, value: str) -> None:
 def _parse_ts(value: Any, now: datetime) -> datetime:
     if value is None or value == "":
         return now
-    if not isinstance(value, str):
+    if not isinstance(value, str):  # JSON has no time type: a journal line holds text
         raise InvalidInput("ts", f"expected an ISO 8601 string, got {type(value).__name__}")
-    try:
-        ts = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise InvalidInput("ts", f"not an ISO 8601 time: {value!r}") from None
+    return parse_time("ts", value)
+
+
+def parse_time(field: str, value: Any) -> datetime:
+    """An ISO 8601 time (or a ``datetime``) in UTC; a naive one is taken as UTC.
+    ``InvalidInput`` naming ``field`` when it is not one."""
+    if isinstance(value, datetime):
+        ts = value
+    elif isinstance(value, str):
+        try:
+            ts = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidInput(field, f"not an ISO 8601 time: {value!r}") from None
+    else:
+        raise InvalidInput(field, f"expected an ISO 8601 string, got {type(value).__name__}")
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)  # naive times are taken as UTC
     try:
         return ts.astimezone(UTC)
     except OverflowError:
         # 0001-01-01T00:00+01:00 is a valid ISO time whose UTC falls before year 1.
-        raise InvalidInput("ts", f"out of range in UTC: {value!r}") from None
+        raise InvalidInput(field, f"out of range in UTC: {value!r}") from None
