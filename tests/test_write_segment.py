@@ -16,6 +16,7 @@ from episodic.write.segment import (
     KEY_MOMENT_SURPRISE,
     MAX_EPISODE_MESSAGES,
     MIN_EPISODE_MESSAGES,
+    MIN_SURPRISE_SAMPLES,
     REASON_HARD_GAP,
     REASON_SIZE,
     REASON_SOFT_GAP,
@@ -23,6 +24,8 @@ from episodic.write.segment import (
     REASON_SURPRISE,
     REASON_TOPIC,
     SOFT_GAP,
+    SURPRISE_BASELINE,
+    episode_surprise,
     segment,
     surprise,
 )
@@ -118,12 +121,13 @@ def test_a_soft_gap_inside_a_short_episode_is_not_a_boundary() -> None:
 
 
 def test_surprise_jump_starts_a_new_episode() -> None:
-    # Six messages about topic 0, then the conversation turns to topic 5.
-    vecs = [topic(0, 0.1, s) for s in range(6)] + [topic(5, 0.1, s) for s in range(6, 10)]
-    segs = segment(msgs(list(range(10))), vecs, now=T0 + timedelta(minutes=11), flush=True)
+    # Eight messages about topic 0 (seven surprises to judge a jump by), then the
+    # conversation turns to topic 5.
+    vecs = [topic(0, 0.1, s) for s in range(8)] + [topic(5, 0.1, s) for s in range(8, 12)]
+    segs = segment(msgs(list(range(12))), vecs, now=T0 + timedelta(minutes=13), flush=True)
     assert [(s.start, s.end, s.reason) for s in segs] == [
-        (0, 6, REASON_START),
-        (6, 10, REASON_SURPRISE),
+        (0, 8, REASON_START),
+        (8, 12, REASON_SURPRISE),
     ]
     assert segs[1].surprise > 0.8
     # An even conversation never splits on its own noise.
@@ -138,15 +142,54 @@ def test_no_surprise_boundary_before_the_minimum_size() -> None:
     assert len(segs) == 1
 
 
-def test_topic_channel_adds_boundaries_the_vectors_did_not_see() -> None:
+def test_surprise_waits_for_enough_samples_before_it_can_split() -> None:
+    # Three messages on topic 0, one off-topic turn (a short "Got it" is as far from
+    # everything), then topic 0 again: one episode. Before MIN_SURPRISE_SAMPLES surprises
+    # the spread of an episode says nothing, so a single far turn cannot split it...
+    vecs = [topic(0, 0.1, s) for s in range(3)] + [topic(9)]
+    vecs += [topic(0, 0.1, s) for s in range(4, 10)]
+    segs = segment(msgs(list(range(10))), vecs, now=T0, flush=True)
+    assert [(s.start, s.end) for s in segs] == [(0, 10)]
+    # ...while the same turn once the episode has enough samples is a jump.
+    assert MIN_SURPRISE_SAMPLES == 6
+    later = [topic(0, 0.1, s) for s in range(8)] + [topic(9), topic(9, 0.1, 9)]
+    later += [topic(9, 0.1, s) for s in range(10, 12)]
+    segs = segment(msgs(list(range(12))), later, now=T0, flush=True)
+    assert [(s.start, s.reason) for s in segs] == [(0, REASON_START), (8, REASON_SURPRISE)]
+
+
+def test_a_named_topic_is_never_held_back_by_the_minimum_size() -> None:
+    # The LLM judged messages 1 and 4: both open an episode, although the one before 1
+    # holds a single message and the one before 4 three.
     vecs = [topic(0, 0.1, s) for s in range(8)]
-    segs = segment(
-        msgs(list(range(8))), vecs, now=T0, flush=True, topic_starts=[4, 1]
-    )  # 1 is too early
+    segs = segment(msgs(list(range(8))), vecs, now=T0, flush=True, topic_starts=[4, 1])
     assert [(s.start, s.end, s.reason) for s in segs] == [
-        (0, 4, REASON_START),
+        (0, 1, REASON_START),
+        (1, 4, REASON_TOPIC),
         (4, 8, REASON_TOPIC),
     ]
+
+
+def test_a_candidate_the_llm_declined_is_not_split_by_surprise() -> None:
+    # An aside at message 8, then back to topic 0. The surprise alone splits there; the
+    # LLM, asked about it, said it starts no new topic, and that stands.
+    vecs = [topic(0, 0.1, s) for s in range(8)] + [topic(5)]
+    vecs += [topic(0, 0.1, s) for s in range(9, 12)]
+    args = (msgs(list(range(12))), vecs)
+    assert [s.start for s in segment(*args, now=T0, flush=True)] == [0, 8]
+    (one,) = segment(*args, now=T0, flush=True, topic_starts=[], topic_checked=[8])
+    assert (one.start, one.end) == (0, 12)
+
+
+def test_the_message_that_introduces_a_new_subject_goes_with_it() -> None:
+    # Message 8 leans to topic 5 but not enough to be a jump; message 9 is topic 5
+    # outright. The boundary the surprise finds at 9 moves to 8: a question goes with
+    # its answer.
+    leaning = (0.45 * topic(0) + 0.89 * topic(5)).astype(np.float32)
+    vecs = [topic(0, 0.1, s) for s in range(8)] + [leaning / np.linalg.norm(leaning)]
+    vecs += [topic(5, 0.1, s) for s in range(9, 12)]
+    segs = segment(msgs(list(range(12))), vecs, now=T0, flush=True)
+    assert [(s.start, s.reason) for s in segs] == [(0, REASON_START), (8, REASON_SURPRISE)]
 
 
 def test_size_cap_forces_a_split() -> None:
@@ -165,6 +208,23 @@ def test_tool_messages_never_open_an_episode_and_carry_no_surprise() -> None:
     vecs[4] = topic(9)  # wildly off-topic tool output
     segs = segment(msgs(list(range(7)), roles), vecs, now=T0, flush=True)
     assert len(segs) == 1
+
+
+@pytest.mark.parametrize(
+    ("opening", "expected"),
+    [
+        ([topic(0), topic(0, 0.05, 1)], 0.0),  # what came before: nothing new
+        ([topic(5), topic(5, 0.05, 1)], 1.0),  # orthogonal: model-breaking
+        ([topic(5)], 0.0),  # one message cannot tell a pivot from a "Thanks!"
+        ([topic(5), None], 0.0),
+    ],
+)
+def test_episode_surprise_on_the_seed_scale(opening: list[Vec | None], expected: float) -> None:
+    assert episode_surprise(topic(0), opening) == pytest.approx(expected, abs=0.05)
+    # Halfway between an ordinary turn's surprise and 1 is halfway up the scale.
+    halfway = 1.0 - (1.0 + SURPRISE_BASELINE) / 2.0  # the cosine that gives it
+    tilted = (halfway * topic(0) + np.sqrt(1 - halfway**2) * topic(5)).astype(np.float32)
+    assert episode_surprise(topic(0), [tilted, tilted]) == pytest.approx(0.5, abs=1e-4)
 
 
 def test_first_segment_surprise_is_measured_against_the_previous_episode() -> None:

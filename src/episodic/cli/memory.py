@@ -168,6 +168,12 @@ def index(
                     )
                 if result.error:
                     err.print(f"[yellow]warning:[/yellow] {result.error}")
+                if report.unembedded:
+                    err.print(
+                        f"[yellow]warning:[/yellow] the embedder failed on {report.unembedded} "
+                        "new episodes, entries or learnings: they are found by keywords now "
+                        "and by meaning after the next `episodic index`"
+                    )
             if result.failed:
                 raise typer.Exit(1)
             return

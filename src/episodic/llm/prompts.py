@@ -325,16 +325,19 @@ You find where the topic changes in a conversation, to split it into episodes.
 
 A new topic begins where the conversation turns to a different subject, task or question
 that does not continue what came before. A follow-up, a clarification, an answer or a
-small aside is not a new topic. List the "i" of the first message of every new topic, in
-increasing order. Never list 0: the first message always starts the first topic. An empty
-list means the whole conversation is one topic.
+small aside is not a new topic. You are given the "i" of the candidate messages, where
+the wording changed enough that a new topic may begin there; decide for each candidate
+whether it really begins a new topic. List the "i" of those that do, in increasing
+order; list only candidates. An empty list means no candidate begins a new topic.
 
 Reply with only a JSON object, no prose and no code fence:
 {{"starts": [4, 11]}}
 """
 
 TOPICS_USER = """\
-Find where new topics begin in this conversation.
+Candidate messages: {candidates}
+
+Which of the candidates begin a new topic in this conversation?
 
 {transcript}"""
 

@@ -196,7 +196,10 @@ class Writing:
         """Turn pending conversation messages into episodes. The last open segment of each
         conversation waits for more messages unless ``flush`` (end of session) is set or
         the conversation has been idle for over 3 hours. ``outcome`` (seed 002: how the
-        run that wrote ``conversation`` ended) is kept on each episode closed now."""
+        run that wrote ``conversation`` ended) is kept on each episode closed now. With an
+        embedder, the episodes, entries and learnings made are embedded before this
+        returns (searchable by vector at once); those the embedder failed on are counted
+        in the report's ``unembedded`` and wait for the indexer's next sweep."""
         if outcome is not None:
             if not isinstance(outcome, str):
                 raise InvalidInput("outcome", "expected text")

@@ -44,6 +44,7 @@ from episodic.store.writes import WriteStore
 from episodic.write.dedupe import drop_known_hashes, drop_similar
 from episodic.write.describe import EpisodeText, describe_episode
 from episodic.write.extract import Dropped, Entry, content_hash, extract_entries
+from episodic.write.indexer import link_indexed
 from episodic.write.known import known_notes
 from episodic.write.learnings import Learning, extract_learnings
 from episodic.write.messages import Message, message_keys, message_of, spoken_content
@@ -51,9 +52,10 @@ from episodic.write.segment import (
     FLASHBULB_SURPRISE,
     KEY_MOMENT_SURPRISE,
     Segment,
+    centroid,
     segment,
 )
-from episodic.write.topics import topic_starts
+from episodic.write.topics import topic_candidates, topic_starts
 
 log = logging.getLogger("episodic.episodes")
 
@@ -79,6 +81,9 @@ class SegmentReport:
     learnings: int = 0
     dropped: list[Dropped] = field(default_factory=list)
     waiting: int = 0  # messages left in open segments
+    # New episodes, entries and learnings the embedder failed on: stored, found by
+    # keywords, and embedded by the indexer's next sweep.
+    unembedded: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +94,7 @@ class SegmentReport:
             "learnings": self.learnings,
             "dropped": [{"reason": d.reason, "content": d.content[:80]} for d in self.dropped],
             "waiting": self.waiting,
+            "unembedded": self.unembedded,
         }
 
 
@@ -161,10 +167,21 @@ class EpisodeWriter:
         events = self.store.pending_messages(ws, conversation)
         messages = [message_of(e) for e in events]
         vectors = self._vectors(ws, messages)
-        topics: list[int] = []
-        if self.llm is not None and len(messages) > 1:
-            topics = topic_starts(messages, self.llm) or []
-        segments = segment(messages, vectors, now=now, flush=flush, topic_starts=topics)
+        candidates: list[int] = []
+        topics: list[int] | None = []
+        if self.llm is not None:
+            # Seed 003's topic channel: the LLM judges only what the pre-filter found.
+            candidates = topic_candidates(messages, vectors)
+            topics = topic_starts(messages, self.llm, candidates)
+        segments = segment(
+            messages,
+            vectors,
+            now=now,
+            flush=flush,
+            topic_starts=topics or [],
+            topic_checked=candidates if topics is not None else [],
+            previous_centroid=self._previous_centroid(ws, conversation),
+        )
         closed = [s for s in segments if s.closed]
         report.waiting += sum(len(s) for s in segments if not s.closed)
         if not closed:
@@ -190,6 +207,17 @@ class EpisodeWriter:
                 # A learning that cites no message belongs to the session as a whole.
                 own += [ln for ln in learnings if ln.message_id is None]
             self._episode(ws, conversation, messages, vectors, seg, by_id, own, report, outcome)
+
+    def _previous_centroid(self, ws: str, conversation: str) -> Vector | None:
+        """The event model the conversation's last closed episode ended with (the
+        centroid of its messages' vectors), so the next episode's surprise is measured
+        against what came before it, not against nothing."""
+        flt = ScopeFilter(workspace_id=ws, conversation_id=conversation)
+        found = self.store.search_recent(flt, 1, types=(EPISODE_TYPE,))
+        if not found:
+            return None
+        (last,) = self.store.get_memories(ws, [found[0].memory_id])
+        return centroid(list(self.store.get_vectors(ws, last.source_event_ids).values()))
 
     def _vectors(self, ws: str, messages: Sequence[Message]) -> list[Vector | None]:
         """Each spoken message's vector: stored ones, the rest embedded now and stored."""
@@ -301,21 +329,37 @@ class EpisodeWriter:
         )
         if not self.store.close_episode(episode, [m.id for m in part], derived, keys):
             return
-        if self.embedder is not None:
-            # Dedupe already embedded the entries: their vectors are stored now rather
-            # than computed again by the next sweep.
-            rows = [
-                (m.id, v)
-                for m, v in zip(entry_memories, entry_vectors, strict=True)
-                if v is not None
-            ]
-            if rows:
-                self.store.put_vectors(self.embedder.model_id, self.embedder.dim, rows)
+        embedded = {
+            m.id: v for m, v in zip(entry_memories, entry_vectors, strict=True) if v is not None
+        }
+        report.unembedded += self._embed_now(ws, [episode, *derived], embedded)
         report.episodes += 1
         report.messages += len(part)
         report.entries += len(entries)
         report.learnings += len(learnings)
         report.dropped += dropped
+
+    def _embed_now(self, ws: str, made: Sequence[Memory], known: dict[str, Vector]) -> int:
+        """Store the vectors of what an episode made (``known``: those dedupe already
+        computed), so a dense recall finds them when the call returns rather than after
+        the next sweep. Returns how many are left to the sweeper (the embedder failed)."""
+        if self.embedder is None:
+            return 0
+        missing = [m for m in made if m.id not in known]
+        rows = list(known.items())
+        left = 0
+        if missing:
+            try:
+                fresh = self.embedder.embed_batch([m.content for m in missing])
+            except EmbedderError as exc:
+                left = len(missing)
+                log.warning("%d new memories wait for the indexer's next sweep: %s", left, exc)
+            else:
+                rows += [(m.id, fresh[i]) for i, m in enumerate(missing)]
+        if rows:
+            self.store.put_vectors(self.embedder.model_id, self.embedder.dim, rows)
+            link_indexed(self.store, [(memory_id, ws, v) for memory_id, v in rows])
+        return left
 
     def _dedupe(
         self, ws: str, entries: Sequence[Entry], events: dict[str, Any]

@@ -114,12 +114,8 @@ class Indexer:
         return True
 
     def _link(self, rows: list[tuple[str, str, Vector]]) -> None:
-        if not self.link_similar or not rows:
-            return
-        try:
-            relations.link_similar(self.store, rows)
-        except EpisodicError as exc:
-            log.warning("linking %d indexed memories failed (still indexed): %s", len(rows), exc)
+        if self.link_similar:
+            link_indexed(self.store, rows)
 
     # -- background loop -------------------------------------------------------------
     def start(self) -> None:
@@ -171,6 +167,18 @@ class Indexer:
                 except Exception:  # as above: the loop outlives one bad run
                     log.exception("work after the sweep failed; retrying after the interval")
             self._stop.wait(self.interval_s)
+
+
+def link_indexed(store: VectorStore, rows: list[tuple[str, str, Vector]]) -> None:
+    """Seed 000's LinkSimilarOnIndex for memories whose vectors were just stored: ``rows``
+    of (memory id, workspace id, vector). A failure is logged and never undoes the
+    embedding."""
+    if not rows:
+        return
+    try:
+        relations.link_similar(store, rows)
+    except EpisodicError as exc:
+        log.warning("linking %d indexed memories failed (still indexed): %s", len(rows), exc)
 
 
 def backoff_s(interval_s: float, outages: int) -> float:
