@@ -48,6 +48,7 @@ CERT_RUN = [
     ),
     ("user", "The certificate renewal needs the security team, leave the deploy stopped."),
 ]
+FAILED_DEPLOY = "failed: certificate expired"
 # Asked on a later day in other words: no content word is shared with the refund run,
 # so only the dense (vector) leg can find it.
 PARAPHRASE = "overnight reimbursement job hangs talking to the card processor"
@@ -68,6 +69,13 @@ def layer(memory: Episodic) -> MemoryLayer:
 
 def outcomes(episodes: Sequence[Memory]) -> set[str | None]:
     return {episode_json(e)["outcome"] for e in episodes}
+
+
+def refund_then_failed_deploy(ops: MemoryLayer, clock: SimClock) -> None:
+    """Day 1: the refund batch is fixed. Day 2: the ledger deploy fails."""
+    ops.on_complete(run(clock, REFUND_RUN), conversation="run-refunds", outcome="success")
+    clock.advance(days=1)
+    ops.on_complete(run(clock, CERT_RUN), conversation="run-ledger-deploy", outcome=FAILED_DEPLOY)
 
 
 def filler_run(day: int) -> list[tuple[str, str]]:
@@ -99,9 +107,9 @@ def test_each_run_leaves_an_episode_with_its_outcome_and_the_next_run_finds_it(
     cert = ops.on_complete(
         run(clock, CERT_RUN),
         conversation="run-ledger-deploy",
-        outcome="failed: certificate expired",
+        outcome=FAILED_DEPLOY,
     )
-    assert cert and outcomes(cert) == {"failed: certificate expired"}
+    assert cert and outcomes(cert) == {FAILED_DEPLOY}
 
     # Days 3 to 8: routine runs, one a day.
     for day in range(6):
@@ -186,35 +194,23 @@ def test_a_failed_run_reads_as_failed_in_the_next_runs_prompt(
     memory: Episodic, clock: SimClock
 ) -> None:
     ops = layer(memory)
-    ops.on_complete(run(clock, REFUND_RUN), conversation="run-refunds", outcome="success")
-    clock.advance(days=1)
-    ops.on_complete(
-        run(clock, CERT_RUN),
-        conversation="run-ledger-deploy",
-        outcome="failed: certificate expired",
-    )
+    refund_then_failed_deploy(ops, clock)
     clock.advance(days=2)
     # The next run's prompt lists both runs, and says which one failed and why.
     lines = ops.recall(800).text.splitlines()
     deploy = next(line for line in lines if "ledger deploy" in line)
     refund = next(line for line in lines if "refund batch" in line)
-    assert "(outcome: failed: certificate expired)" in deploy
+    assert f"(outcome: {FAILED_DEPLOY})" in deploy
     assert "(outcome: success)" in refund and "failed" not in refund
     # Asked about the deploy, the run finds the failed attempt, marked as such.
     asked = ops.recall(300, "ledger deploy to eu-west", order="relevant")
     assert "run-ledger-deploy" in {e.conversation_id for e in asked.episodes}
-    assert "(outcome: failed: certificate expired) The ledger deploy" in asked.text
+    assert f"(outcome: {FAILED_DEPLOY}) The ledger deploy" in asked.text
 
 
 def test_the_same_memory_through_http_and_mcp(memory: Episodic, clock: SimClock) -> None:
     ops = layer(memory)
-    ops.on_complete(run(clock, REFUND_RUN), conversation="run-refunds", outcome="success")
-    clock.advance(days=1)
-    ops.on_complete(
-        run(clock, CERT_RUN),
-        conversation="run-ledger-deploy",
-        outcome="failed: certificate expired",
-    )
+    refund_then_failed_deploy(ops, clock)
     clock.advance(days=4)
 
     with http_client(memory, WORKSPACE) as client:
@@ -224,7 +220,7 @@ def test_the_same_memory_through_http_and_mcp(memory: Episodic, clock: SimClock)
         shown = {e["conversation_id"]: e["outcome"] for e in recent.json()["episodes"]}
         assert shown == {
             "run-refunds": "success",
-            "run-ledger-deploy": "failed: certificate expired",
+            "run-ledger-deploy": FAILED_DEPLOY,
         }
         # Recall finds the refund run's episode, with its outcome.
         found = client.post(
@@ -241,9 +237,15 @@ def test_the_same_memory_through_http_and_mcp(memory: Episodic, clock: SimClock)
         assert hits and hits[0]["conversation_id"] == "run-refunds"
         assert hits[0]["payload"]["outcome"] == "success"
 
-    # An agent's MCP tool, bound to the same agent, recalls the same run.
+    # The agent's MCP tool, bound to the same agent and team, recalls the same run when
+    # asked in other words (its messages and entries carry vectors).
     tool = mcp_call(
-        memory, "recall_memory", {"query": PARAPHRASE}, workspace=WORKSPACE, agent=AGENT
+        memory,
+        "recall_memory",
+        {"query": PARAPHRASE},
+        workspace=WORKSPACE,
+        agent=AGENT,
+        resource=TEAM,
     )
     contents = " ".join(m["content"] for m in tool["memories"]).lower()
     assert "refund batch" in contents and "connection pool" in contents
