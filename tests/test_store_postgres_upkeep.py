@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import psycopg
 import pytest
 
-from episodic.scoring.decay import decayed_importance, prominence
+from episodic.scoring.decay import decayed_importance, prominence_importance
 from episodic.store.base import Merge, ReviewRequest
 from episodic.store.postgres import PostgresStore, upkeep
 from episodic.store.sqlite import ts_text
@@ -98,9 +98,11 @@ def test_decay_in_sql_equals_the_python_formula(
         for i in range(60):
             age = timedelta(seconds=rng.uniform(-3 * 86_400, 500 * 86_400))
             base, refs = rng.uniform(0.05, 1.0), rng.choice([0, 1, 2, 3, 7, 40])
-            put_memory(conn, f"m{i:02}", NOW - age, base=base, refs=refs)
+            # Seed 000's count in its column, seed 001's in the payload.
+            uses = json.dumps({"reinforcement_count": refs})
+            put_memory(conn, f"m{i:02}", NOW - age, base=base, refs=refs, payload=uses)
             days = age.total_seconds() / 86_400.0
-            fn = decayed_importance if formula == "crewship" else prominence
+            fn = decayed_importance if formula == "crewship" else prominence_importance
             want[f"m{i:02}"] = fn(base, days, refs)
     assert store.decay_importance(NOW, formula=formula) == 60
     got = importances(pg_url)

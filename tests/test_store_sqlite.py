@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -311,6 +312,18 @@ def test_read_only_on_a_file_never_migrated_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
     sqlite3.connect(path).close()
     with pytest.raises(StoreError, match="episodic init"):
+        SqliteStore(path, read_only=True)
+
+
+def test_read_only_on_a_file_missing_a_lower_step_is_refused(tmp_path: Path) -> None:
+    # Branches number their migrations apart: a file can hold the highest version and
+    # still lack a lower one, which a reader that cannot migrate must not take for current.
+    path = tmp_path / "gap.db"
+    SqliteStore(path).close()
+    lower = MIGRATIONS[-2][0]
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("DELETE FROM schema_migrations WHERE version = ?", (lower,))
+    with pytest.raises(StoreError, match=f"lacks schema step\\(s\\) {lower} "):
         SqliteStore(path, read_only=True)
 
 

@@ -1,6 +1,6 @@
 """The Store contract, written only against the ``Store`` protocol and organised by the
-protocol's areas: ``writes``, ``search``, ``vectors``, ``upkeep`` and ``service``, one
-module each.
+protocol's areas: ``writes``, ``search``, ``vectors``, ``upkeep``, ``service`` and
+``journal``, one module each.
 
 A backend's test module binds it by subclassing ``StoreContract`` (as ``Test...``) and
 supplying a ``store`` fixture that yields a fresh, empty store. Dense tests use small
@@ -23,6 +23,7 @@ from store_contract.helpers import (
     sparse_ids,
     vec,
 )
+from store_contract.journal import JournalContract
 from store_contract.search import SearchContract
 from store_contract.service import ServiceContract
 from store_contract.upkeep import UpkeepContract
@@ -31,7 +32,12 @@ from store_contract.writes import WritesContract
 
 
 class StoreContract(
-    WritesContract, SearchContract, VectorsContract, UpkeepContract, ServiceContract
+    WritesContract,
+    SearchContract,
+    VectorsContract,
+    UpkeepContract,
+    ServiceContract,
+    JournalContract,
 ):
     """Behaviour every Store backend must show. Needs a ``store`` fixture. Here: what
     spans the areas (workspace isolation on every read) and the store as a whole."""

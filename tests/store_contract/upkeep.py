@@ -14,7 +14,7 @@ import pytest
 
 from episodic.errors import InvalidInput, NotFound
 from episodic.model import Event, Memory, MemoryStatus, Scope, ScopeFilter
-from episodic.scoring.decay import decayed_importance, prominence
+from episodic.scoring.decay import decayed_importance, prominence_importance
 from episodic.store.base import (
     FsrsUpdate,
     HealthSnapshot,
@@ -46,7 +46,9 @@ class UpkeepContract:
         for i, (days, refs) in enumerate(DECAY_CASES):
             e = aged(f"m{i}", days)
             rows.append((e, days, refs))
-            store.append([e], [memory_of(e, base=0.7, reference_count=refs)])
+            # Seed 000's count for crewship, seed 001's (payload) for prominence.
+            uses = {"reinforcement_count": refs}
+            store.append([e], [memory_of(e, base=0.7, reference_count=refs, payload=uses)])
         changed = store.decay_importance(NOW, formula=formula)
         assert changed == len(DECAY_CASES)
         got = {m.id: m.importance for m in store.get_memories("acme", [e.id for e, _, _ in rows])}
@@ -54,7 +56,7 @@ class UpkeepContract:
             want = (
                 decayed_importance(0.7, days, refs)
                 if formula == "crewship"
-                else prominence(0.7, days, refs)
+                else prominence_importance(0.7, days, refs)
             )
             assert got[e.id] == pytest.approx(want, abs=1e-9), (days, refs)
 
@@ -125,6 +127,37 @@ class UpkeepContract:
         assert [p.id for p in got] == [old]
         # Released at once: another claimer takes it without waiting for the lease.
         assert [p.id for p in store.claim_reviews("h3", NOW, lease_s=60, limit=5)] == [conv]
+
+    def test_a_session_end_reinforces_each_recalled_memory_once(self, store: Store) -> None:
+        a, b, gone = event("a"), event("b"), event("gone")
+        store.append(
+            [a, b, gone],
+            [
+                memory_of(a, payload={"reinforcement_count": 4, "k": 1}),
+                memory_of(b),
+                memory_of(gone, status=MemoryStatus.RETIRED),
+            ],
+        )
+        store.append([event("x", "beta")], [memory_of(event("x", "beta"))])
+        for ids in (("a", "b"), ("a",), ("gone", "a")):
+            store.add_review(ReviewRequest("acme", "q", ids, T0, conversation_id="s1"))
+        store.add_review(ReviewRequest("acme", "q", ("b",), T0, conversation_id="s2"))
+        store.add_review(
+            ReviewRequest("acme", "q", ("b",), NOW + timedelta(seconds=1), conversation_id="s1")
+        )  # after the end: next session
+        store.add_review(ReviewRequest("beta", "q", ("x",), T0, conversation_id="s1"))
+        assert store.reinforce_session("acme", "s1", NOW) == ["a", "b"]
+        a2, b2 = store.get_memories("acme", ["a", "b"])
+        day = NOW.date().isoformat()
+        # Existing keys keep their place; the count goes on from the stored one.
+        assert a2.payload == {"reinforcement_count": 5, "k": 1, "last_reinforced": day}
+        assert b2.payload == {"reinforcement_count": 1, "last_reinforced": day}
+        assert store.get_memory("acme", "gone").payload == {}  # retired: not reinforced
+        assert store.get_memory("beta", "x").payload == {}  # another workspace's session
+        assert store.reinforce_session("acme", "s1", NOW) == []  # counted once
+        later = NOW + timedelta(days=1)
+        assert store.reinforce_session("acme", "s1", later) == ["b"]
+        assert store.get_memory("acme", "b").payload["reinforcement_count"] == 2
 
     def test_fsrs_updates_are_compare_and_set(self, store: Store) -> None:
         remember(store, event("m1"), event("m2"))

@@ -6,14 +6,15 @@ next step, and a non-zero exit status.
 
 One module a command group: ``getting_started`` (init, doctor, demo), ``memory`` (ingest, index,
 recent, reindex, recall, render, forget), ``service`` (serve, keys, mcp), ``portability``
-(export, import, migrate), ``upkeep`` (consolidate, memory health, upkeep) and ``bench``;
+(export, import, migrate), ``upkeep`` (consolidate, memory health, upkeep), ``journal``
+(keyword search of the journal) and ``bench``;
 ``common`` holds what they share. Only this module registers the commands and groups on
 the root app, so their order in ``episodic --help`` is set in one place.
 """
 
 from __future__ import annotations
 
-from episodic.cli import bench, getting_started, memory, portability, service, upkeep
+from episodic.cli import bench, getting_started, journal, memory, portability, service, upkeep
 from episodic.cli.common import app
 
 
@@ -28,6 +29,7 @@ def _register() -> None:
         ("reindex", memory.reindex),
         ("recall", memory.recall),
         ("render", memory.render),
+        ("journal", journal.journal),
         ("doctor", getting_started.doctor),
         ("demo", getting_started.demo),
         ("serve", service.serve),

@@ -4,29 +4,61 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
 from episodic.cli.common import JsonOpt, err, errors, open_memory, out, print_json
+from episodic.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from episodic.portable.teaparty import TeaPartyExport
+
+LayoutOpt = Annotated[
+    str,
+    typer.Option(
+        "--layout",
+        help="plain: one file per memory, every field (the default); teaparty: seed 001's "
+        "tree of MEMORY.md and institutional.md files, several entries each.",
+        show_default=True,
+    ),
+]
+LAYOUTS = ("plain", "teaparty")
+
+
+def _layout(value: str) -> str:
+    if value not in LAYOUTS:
+        raise InvalidInput("layout", f"unknown layout {value!r}; use {' or '.join(LAYOUTS)}")
+    return value
 
 
 def export(
     ctx: typer.Context,
     directory: Annotated[Path, typer.Argument(help="Folder to write the markdown files to.")],
     workspace: Annotated[
-        str | None, typer.Option("--workspace", "-w", help="Only this workspace.")
+        str | None,
+        typer.Option("--workspace", "-w", help="Only this workspace (required by teaparty)."),
     ] = None,
+    layout: LayoutOpt = "plain",
     as_json: JsonOpt = False,
 ) -> None:
     """Write memories as markdown files with YAML frontmatter, one per memory, in folders
     by scope (workspace/crews/C/agents/A/ID.md); the folder can rebuild the database.
 
+    With --layout teaparty, write a workspace's learnings and institutional memories as
+    seed 001's tree instead: DIR/MEMORY.md (global), DIR/<project>/MEMORY.md and
+    institutional.md (project), DIR/<project>/.teaparty/jobs/<job>/institutional.md and
+    .../tasks/<task>/worktree/MEMORY.md (team); other files are left alone.
+
     Example: episodic export ./memory-export --workspace acme
+    Example: episodic export ~/teaparty --workspace acme --layout teaparty
     """
     with errors(), open_memory(ctx) as mem:
+        if _layout(layout) == "teaparty":
+            _print_tree(mem.export_teaparty(directory, workspace=workspace or ""), as_json)
+            return
         report = mem.export_markdown(directory, workspace=workspace)
     if as_json:
         print_json(report.to_json())
@@ -38,35 +70,72 @@ def export(
     )
 
 
+def _print_tree(tree: TeaPartyExport, as_json: bool) -> None:
+    if as_json:
+        print_json(tree.to_json())
+        return
+    out.print(
+        f"exported {tree.entries} entries of {tree.workspace} to {tree.files} files under "
+        f"{tree.directory} ({tree.written} written, {tree.unchanged} unchanged)"
+    )
+    for skipped in tree.skipped:
+        err.print(f"not exported: {skipped.memory_id}: {skipped.reason}", markup=False)
+
+
 def import_(
     ctx: typer.Context,
     directory: Annotated[Path, typer.Argument(help="Folder written by `episodic export`.")],
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace", "-w", help="The workspace a teaparty tree goes into (required by it)."
+        ),
+    ] = None,
+    layout: LayoutOpt = "plain",
     as_json: JsonOpt = False,
 ) -> None:
     """Read markdown memories into the database: new files are added, edited files update
     their memory, unchanged files (same path, mtime and size) are not even read.
 
-    Malformed files are reported by path and skipped; exit status 1 if there were any.
+    With --layout teaparty, read seed 001's tree (see `episodic export --help`): every
+    entry of every MEMORY.md and institutional.md, its level taken from its place.
+
+    Malformed files (or entries) are reported by path and skipped; exit status 1 if there
+    were any.
     Example: episodic import ./memory-export
+    Example: episodic import ~/teaparty --workspace acme --layout teaparty
     """
-    import_dir(ctx, directory, mirror=False, as_json=as_json)
+    import_dir(ctx, directory, mirror=False, as_json=as_json, layout=layout, workspace=workspace)
 
 
-def import_dir(ctx: typer.Context, directory: Path, *, mirror: bool, as_json: bool) -> None:
+def import_dir(
+    ctx: typer.Context,
+    directory: Path,
+    *,
+    mirror: bool,
+    as_json: bool,
+    layout: str = "plain",
+    workspace: str | None = None,
+) -> None:
     """Read ``directory`` into the database and print what changed; with ``mirror``, as
     ``reindex --from`` asks, memories no file holds are removed too."""
     with errors(), open_memory(ctx) as mem:
-        report = mem.import_markdown(directory, mirror=mirror)
+        if _layout(layout) == "teaparty":
+            report = mem.import_teaparty(directory, workspace=workspace or "")
+        else:
+            report = mem.import_markdown(directory, mirror=mirror)
     if as_json:
         print_json(report.to_json())
     else:
+        # The plain layout counts files (one memory each), the tree counts entries.
+        entries = " entries" if layout == "teaparty" else ""
         out.print(
             f"{report.files} files: {report.inserted} new, {report.updated} updated, "
-            f"{report.unchanged + report.skipped_unchanged} unchanged, {report.removed} removed; "
-            f"{report.embedded} embedded"
+            f"{report.unchanged + report.skipped_unchanged} unchanged{entries}, "
+            f"{report.removed} removed; {report.embedded} embedded"
         )
         for e in report.errors:
-            err.print(f"skipped {e}")
+            err.print(f"skipped {e}", markup=False)
         if report.embed_error:
             err.print(f"[yellow]warning:[/yellow] {report.embed_error}")
     if report.errors:

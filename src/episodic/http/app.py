@@ -15,7 +15,7 @@ from fastapi import FastAPI
 import episodic
 from episodic.http.errors import install_error_handlers
 from episodic.http.limits import MAX_BODY_BYTES, RECALL_SLOTS, BodyLimit, FairGate
-from episodic.http.routers import events, forget, health, keys, memories, messages, recall
+from episodic.http.routers import events, forget, health, journal, keys, memories, messages, recall
 from episodic.service import Episodic
 
 DEFAULT_HOST = "127.0.0.1"
@@ -36,7 +36,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.mode = mem.warn_if_sparse_only()
+        mem.warn_if_sparse_only()
         mem.defer_marks()
         mem.batch_query_embeddings()
         if background:
@@ -56,9 +56,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
         ),
         lifespan=lifespan,
     )
-    # Read by the handlers: the service and the gate through episodic.http.deps, the
-    # recall mode by /healthz.
-    app.state.mode = None
+    # Read by the handlers: the service and the gate through episodic.http.deps.
     app.state.episodic = mem
     app.state.recall_gate = FairGate(RECALL_SLOTS)
     install_error_handlers(app)
@@ -69,6 +67,7 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
     app.include_router(messages.router)
     app.include_router(memories.router)
     app.include_router(recall.router)
+    app.include_router(journal.router)
     app.include_router(health.router)
     app.include_router(forget.router)
     if ui:

@@ -30,7 +30,7 @@ from episodic.recall.trace import (
 )
 from episodic.scoring.blend import blend
 from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
-from episodic.scoring.decay import prominence, recency_weight
+from episodic.scoring.decay import prominence, recency_weight, reinforcement_of
 from episodic.scoring.fusion import rrf
 from episodic.scoring.mmr import mmr, tokens
 from episodic.scoring.prior import importance_prior
@@ -144,7 +144,9 @@ def run_recall(
         try:
             qvec = vectors.get(stripped if windows else text)
         except EmbedderError as exc:
-            log.warning("query embedding failed, recalling sparse-only: %s", exc)
+            # The caller hears it in the result's warnings; the log hears of the outage
+            # once, from the service (episodic.service.embedder_state).
+            log.info("query embedding failed, recalling sparse-only: %s", exc)
             warnings.append(f"embedder unavailable, sparse-only recall: {exc}")
     elif Leg.DENSE in policy.legs:
         warnings.append("no embedder configured: sparse-only recall (see `episodic doctor`)")
@@ -547,12 +549,12 @@ def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: Reca
     if factor is Factor.IMPORTANCE_PRIOR:
         return importance_prior(m.importance, policy.importance_weight)
     if factor is Factor.PROMINENCE:
-        # From base importance: the nightly decay already folded age and references into
-        # `importance`, and seed 001's prominence applies them once.
+        # From base importance: the nightly decay already folded age and reinforcement
+        # into `importance`, and seed 001's prominence applies them once.
         return prominence(
             m.base_importance,
             age_days,
-            m.reference_count,
+            reinforcement_of(m.payload),
             retired=m.status is not MemoryStatus.ACTIVE,
         )
     if factor is Factor.SCOPE_LEVEL:

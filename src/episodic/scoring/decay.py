@@ -3,7 +3,8 @@
 Three seeds, three curves, all pure functions of plain numbers:
 
 - seed 000 (Crewship): linear decay to a floor, boosted by how often a memory was recalled;
-- seed 001 (TeaParty): exponential decay with a 90-day half-life, multiplied by reinforcement;
+- seed 001 (TeaParty): exponential decay with a 90-day half-life, multiplied by reinforcement
+  (``reinforcement_count``: the sessions that retrieved the entry, kept in the payload);
 - seed 004 (n8n): a 180-day half-life recency weight.
 
 Negative ages (clock skew, a future timestamp) are treated as age 0 so that a bad clock
@@ -13,6 +14,8 @@ can never push a score above what a brand-new entry gets.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 # Seed 000
 DECAY_HORIZON_DAYS = 180  # linear recency reaches the floor at this age
@@ -22,6 +25,16 @@ REFERENCE_BOOST_DIVISOR = 8  # keeps recall feedback loops from swamping base im
 # Seed 001
 HALF_LIFE_DAYS = 90
 PROMINENCE_DECAY_FLOOR = 0.1  # applied to the decay term, not to the final prominence
+
+# Where seed 001's reinforcement lives: payload fields, as in TeaParty's frontmatter.
+REINFORCEMENT_COUNT = "reinforcement_count"
+LAST_REINFORCED = "last_reinforced"
+# A count past this is read as this: no session count gets near it, and it keeps a
+# hand-edited absurd value from overflowing the arithmetic. A stored number of 10**18 or
+# more is not a count at all and reads as 0 (a bigint holds it in SQL). The SQL twins in
+# both backends read the payload the same way.
+MAX_REINFORCEMENT = 1_000_000
+REINFORCEMENT_LIMIT = 10**18
 
 # Seed 004
 RECENCY_HALF_LIFE_DAYS = 180
@@ -58,6 +71,25 @@ def prominence(
         return 0.0
     decay = math.exp(-math.log(2) / HALF_LIFE_DAYS * max(0.0, age_days))
     return importance * max(PROMINENCE_DECAY_FLOOR, decay) * (1 + max(0, reinforcement_count))
+
+
+def reinforcement_of(payload: Mapping[str, Any]) -> int:
+    """Seed 001's ``reinforcement_count`` from a memory's payload: a whole number from 0 to
+    ``MAX_REINFORCEMENT``; anything else (absent, text, a fraction, a negative) counts 0."""
+    value = payload.get(REINFORCEMENT_COUNT)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    if not 0 <= value < REINFORCEMENT_LIMIT:
+        return 0
+    return min(value, MAX_REINFORCEMENT)
+
+
+def prominence_importance(base: float, age_days: float, reinforcement_count: int) -> float:
+    """The stored importance the nightly ``prominence`` decay writes: seed 001's
+    prominence clamped to [0, 1], since importance is a [0, 1] scale everywhere it is
+    read (render, crew_shared, admission floors). The recall-time factor stays unclamped:
+    there reinforcement may lift a memory above an unreinforced one of equal importance."""
+    return clamp01(prominence(base, age_days, reinforcement_count))
 
 
 def recency_weight(age_days: float) -> float:

@@ -7,6 +7,7 @@ to the area that implements it (the method's docstring is there):
 - ``recalling``: recall, the injection block, the newest episodes, reference marks
 - ``upkeep``: decay, reviews, consolidation, compaction, health, and their schedule
 - ``operations``: API keys, memories one by one, remember, forget, markdown
+- ``journal``: keyword search of the journal itself
 - ``models``: the embedder and the LLM, and what is built on them
 - ``doctor``: the checks of ``episodic doctor``
 
@@ -29,6 +30,7 @@ from episodic.llm.base import LLM
 from episodic.model import utcnow
 from episodic.service.context import Context
 from episodic.service.doctor import DoctorReport, run_doctor
+from episodic.service.journal import Journal
 from episodic.service.models import UNSET, Models, _Unset
 from episodic.service.operations import Operations
 from episodic.service.recalling import Recalling
@@ -90,6 +92,7 @@ class Episodic:
         self._recalling = Recalling(self._ctx)
         self._upkeep = Upkeep(self._ctx)
         self._operations = Operations(self._ctx, self._writing)
+        self._journal = Journal(self._ctx)
 
     @classmethod
     def open(
@@ -193,6 +196,7 @@ class Episodic:
     # -- the models (episodic.service.models) ----------------------------------------
     embedder_status = Forward("_models", Models.embedder_status)
     warn_if_sparse_only = Forward("_models", Models.warn_if_sparse_only)
+    recall_mode = Forward("_models", Models.recall_mode)
     indexer = Forward("_models", Models.indexer)
     batch_query_embeddings = Forward("_models", Models.batch_query_embeddings)
 
@@ -245,3 +249,8 @@ class Episodic:
     forget_memory_as = Forward("_operations", Operations.forget_memory_as)
     export_markdown = Forward("_operations", Operations.export_markdown)
     import_markdown = Forward("_operations", Operations.import_markdown)
+    export_teaparty = Forward("_operations", Operations.export_teaparty)
+    import_teaparty = Forward("_operations", Operations.import_teaparty)
+
+    # -- the journal (episodic.service.journal) ----------------------------------------
+    search_journal = Forward("_journal", Journal.search_journal)

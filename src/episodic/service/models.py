@@ -2,8 +2,9 @@
 and what is built on them (the query-vector cache and the indexer).
 
 No embedder is not an error: recall runs sparse-only (keyword recall, no vectors), and
-says so once where a long-running interface starts (``warn_if_sparse_only``) and in
-``doctor``. No LLM runs the offline fallbacks of every LLM step.
+says so in ``doctor``, in ``/healthz`` (``recall_mode``) and in the log, once per change
+of state (``episodic.service.embedder_state``): every call that reaches the model goes
+through one ``WatchedEmbedder``. No LLM runs the offline fallbacks of every LLM step.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import enum
 import logging
 import os
+import threading
 from collections.abc import Callable
 
 from episodic.config import Settings
@@ -19,6 +21,7 @@ from episodic.embed.base import Embedder
 from episodic.errors import EmbedderError, ModelMismatch
 from episodic.llm.base import LLM
 from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR, QueryVectors
+from episodic.service.embedder_state import EmbedderState, WatchedEmbedder
 from episodic.store.base import Store
 from episodic.write.indexer import Indexer
 
@@ -48,6 +51,9 @@ class Models:
         self.settings = settings
         self._embedder: Embedder | _Unset | None = embedder
         self._embedder_error: str | None = None
+        self.state = EmbedderState()
+        self._watched: WatchedEmbedder | None = None
+        self._probing = threading.Lock()
         self._llm: LLM | _Unset | None = llm
         self._after_sweep = after_sweep
         self._query_vectors: QueryVectors | None = None
@@ -63,9 +69,19 @@ class Models:
                 self._embedder = make_embedder(self.settings)
             except EmbedderError as exc:
                 self._embedder_error = str(exc)
-                log.warning("no embedder available, running sparse-only: %s", exc)
                 self._embedder = None
+                self.state.saw(MODE_SPARSE_ONLY, f"no embedder available: {exc}")
         return self._embedder
+
+    def _calls(self) -> Embedder | None:
+        """The embedder every call to the model goes through (it reports to ``state``);
+        None means sparse-only."""
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        if self._watched is None or self._watched.inner is not embedder:
+            self._watched = WatchedEmbedder(embedder, self.state)
+        return self._watched
 
     @property
     def llm(self) -> LLM | None:
@@ -78,11 +94,13 @@ class Models:
         return self._llm
 
     def embedder_status(self) -> tuple[str, str]:
-        """("vector" | "sparse-only", why). Loads or probes the embedder once."""
-        embedder = self.embedder
+        """("vector" | "sparse-only", why), from one probe of the embedder now. What
+        ``doctor`` reports; it logs nothing and leaves ``state`` alone."""
+        return self._probe(self.embedder)
+
+    def _probe(self, embedder: Embedder | None) -> tuple[str, str]:
         if embedder is None:
-            reason = self._embedder_error or "EPISODIC_EMBEDDER=none"
-            return MODE_SPARSE_ONLY, reason
+            return MODE_SPARSE_ONLY, self._embedder_error or "EPISODIC_EMBEDDER=none"
         self._expect_stored_dim(embedder)
         try:
             embedder.embed_batch(["episodic health probe"])
@@ -90,16 +108,45 @@ class Models:
             return MODE_SPARSE_ONLY, str(exc)
         return MODE_VECTOR, f"{embedder.model_id} ({embedder.dim}-d)"
 
-    def warn_if_sparse_only(self) -> str:
-        """Called when a long-running interface starts: the degraded mode is never silent."""
-        mode, why = self.embedder_status()
-        if mode == MODE_SPARSE_ONLY:
-            log.warning(
-                "episodic is running sparse-only (keyword recall, no vectors): %s. "
-                "Run `episodic doctor` for how to fix it.",
-                why,
-            )
+    def _observed_probe(self) -> str:
+        """A probe whose outcome goes into ``state`` (and the log, on a change)."""
+        embedder = self._calls()
+        mode, why = self._probe(embedder)
+        if embedder is None:
+            self.state.saw(mode, why)  # nothing to call: the configuration is the state
         return mode
+
+    def warn_if_sparse_only(self) -> str:
+        """Called when a long-running interface starts: probes the embedder, so that a
+        sparse-only start is logged (once: ``EmbedderState`` logs changes only). Returns
+        the mode."""
+        return self._observed_probe()
+
+    def recall_mode(self) -> str:
+        """The recall mode now ("vector" | "sparse-only"), for ``/healthz``: what the
+        last call to the embedder saw, so no request waits for the model. When nothing
+        has called it for a sweep interval, one probe runs in the background and a later
+        request sees its answer: an outage, or a recovery, shows without any traffic.
+        Before any call at all, one probe now."""
+        if self.embedder is None or self.state.mode is None:
+            return self._observed_probe()
+        if self.state.older_than(self.settings.sweep_interval_s):
+            self._probe_in_background()
+        return self.state.mode
+
+    def _probe_in_background(self) -> None:
+        if not self._probing.acquire(blocking=False):
+            return  # one probe at a time
+
+        def probe() -> None:
+            try:
+                self._observed_probe()
+            except Exception as exc:  # the probe must never take the server down
+                log.debug("embedder probe failed: %s", exc)
+            finally:
+                self._probing.release()
+
+        threading.Thread(target=probe, name="episodic-embedder-probe", daemon=True).start()
 
     def _check_model(self, embedder: Embedder) -> None:
         if self._model_checked:
@@ -114,6 +161,8 @@ class Models:
         """Tell a remote embedder the dimension of the vectors stored for its model: left
         to learn it from its first answer, a server that comes up answering garbage would
         teach it a wrong one, and every good answer after would be refused."""
+        if isinstance(embedder, WatchedEmbedder):
+            embedder = embedder.inner
         expect = getattr(embedder, "expect_dim", None)
         stored = self.store.vector_model()
         if callable(expect) and stored is not None and stored[0] == embedder.model_id:
@@ -122,7 +171,7 @@ class Models:
     # -- what is built on it ---------------------------------------------------------
     def query_vectors(self) -> QueryVectors | None:
         """The recall's query embeddings (a small cache by text); None when sparse-only."""
-        embedder = self.embedder
+        embedder = self._calls()
         if embedder is None:
             return None
         self._check_model(embedder)
@@ -133,7 +182,7 @@ class Models:
     def embedder_for_writes(self) -> Embedder | None:
         # Not cached: what segmentation embeds (messages the sweep has not reached, new
         # entries) is stored as those memories' vectors at once.
-        embedder = self.embedder
+        embedder = self._calls()
         if embedder is None:
             return None
         self._check_model(embedder)
@@ -142,7 +191,7 @@ class Models:
     def indexer(self) -> Indexer | None:
         """The background indexer (created on first use, not started); None when
         sparse-only. ``ModelMismatch`` when the store holds another model's vectors."""
-        embedder = self.embedder
+        embedder = self._calls()
         if embedder is None:
             return None
         self._check_model(embedder)
@@ -170,7 +219,7 @@ class Models:
         EPISODIC_QUERY_BATCHING=0."""
         from episodic.embed.batching import BatchingEmbedder
 
-        embedder = self.embedder
+        embedder = self._calls()
         if embedder is None or os.environ.get("EPISODIC_QUERY_BATCHING", "1") == "0":
             return
         self._query_vectors = QueryVectors(BatchingEmbedder(embedder))

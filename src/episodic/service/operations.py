@@ -37,6 +37,7 @@ from episodic.write.messages import MESSAGE_TYPE, message_keys, message_of
 
 if TYPE_CHECKING:
     from episodic.portable import ExportReport, ImportReport
+    from episodic.portable.teaparty import TeaPartyExport
 
 # n8n's provenance values (seed 004) for a remembered note that cites its evidence.
 SOURCES = ("user_assertion", "user_accepted_assistant_proposal", "verified_assistant_finding")
@@ -348,6 +349,24 @@ class Operations:
         from episodic.portable import import_markdown
 
         report = import_markdown(self.ctx.store, Path(directory), mirror=mirror)
+        result = self.writing.index_once()
+        return replace(report, embedded=result.embedded, embed_error=result.error)
+
+    def export_teaparty(self, directory: str | Path, *, workspace: str) -> TeaPartyExport:
+        """Write a workspace's learnings and institutional memories as seed 001's tree
+        (``MEMORY.md`` and ``institutional.md`` files by level, several entries each)."""
+        from episodic.portable.teaparty import export_teaparty
+
+        return export_teaparty(self.ctx.store, Path(directory), workspace=workspace)
+
+    def import_teaparty(self, directory: str | Path, *, workspace: str) -> ImportReport:
+        """Read seed 001's tree into ``workspace`` (each file's level from its place in
+        the tree), then embed what changed."""
+        from episodic.portable.teaparty import import_teaparty
+
+        report = import_teaparty(
+            self.ctx.store, Path(directory), workspace=workspace, now=self.ctx.clock()
+        )
         result = self.writing.index_once()
         return replace(report, embedded=result.embedded, embed_error=result.error)
 

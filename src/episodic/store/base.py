@@ -9,6 +9,7 @@ the role-sized protocols each caller names.
 | ``VectorStore`` | ``episodic.store.vectors`` | the indexer, the embedding cache |
 | ``UpkeepStore`` | ``episodic.store.upkeep`` | the upkeep jobs and their scheduler |
 | ``ServiceStore`` | ``episodic.store.service`` | keys, browsing, forget, markdown |
+| ``JournalStore`` | ``episodic.store.journal`` | keyword search of the journal |
 | ``Store`` | here | the service, which composes them all, and ``doctor`` |
 
 Both backends (``episodic.store.sqlite``, ``episodic.store.postgres``) implement every
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from episodic.store.integrity import IntegrityCheck
+from episodic.store.journal import JournalHit, JournalStore
 from episodic.store.search import SearchStore
 from episodic.store.service import (
     ForgetCounts,
@@ -68,7 +70,9 @@ class StoreStats:
 
 
 @runtime_checkable
-class Store(WriteStore, SearchStore, VectorStore, UpkeepStore, ServiceStore, Protocol):
+class Store(
+    WriteStore, SearchStore, VectorStore, UpkeepStore, ServiceStore, JournalStore, Protocol
+):
     """A memory database. Methods are synchronous and thread-compatible per instance.
 
     Beyond the areas: its lifecycle, and what ``episodic doctor`` reads (implemented by
@@ -106,6 +110,8 @@ __all__ = [
     "HealthFacts",
     "HealthSnapshot",
     "ImportedFile",
+    "JournalHit",
+    "JournalStore",
     "MemoryReader",
     "Merge",
     "PendingConversation",

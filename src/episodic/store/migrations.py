@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -512,6 +512,99 @@ def m005_service(conn: sqlite3.Connection) -> None:
     _run(conn, _M005_SQL)
 
 
+# -- keyword search of the journal itself ----------------------------------------------
+_M006_SQL = f"""
+CREATE VIEW journal_fts_rows (seq, summary, payload) AS
+  SELECT rowid, summary, payload FROM events
+  UNION ALL
+  SELECT -rowid, summary, payload FROM events_archive;
+
+CREATE VIRTUAL TABLE journal_fts USING fts5 (
+  summary, payload,
+  content = 'journal_fts_rows', content_rowid = 'seq',
+  tokenize = '{FTS_TOKENIZER}'
+);
+
+INSERT INTO journal_fts (journal_fts) VALUES ('rebuild');
+
+CREATE TRIGGER events_journal_fts_ai AFTER INSERT ON events BEGIN
+  INSERT INTO journal_fts (rowid, summary, payload)
+    VALUES (new.rowid, new.summary, new.payload);
+END;
+
+CREATE TRIGGER events_journal_fts_ad AFTER DELETE ON events BEGIN
+  INSERT INTO journal_fts (journal_fts, rowid, summary, payload)
+    VALUES ('delete', old.rowid, old.summary, old.payload);
+END;
+
+CREATE TRIGGER events_journal_fts_au AFTER UPDATE OF summary, payload ON events BEGIN
+  INSERT INTO journal_fts (journal_fts, rowid, summary, payload)
+    VALUES ('delete', old.rowid, old.summary, old.payload);
+  INSERT INTO journal_fts (rowid, summary, payload)
+    VALUES (new.rowid, new.summary, new.payload);
+END;
+
+CREATE TRIGGER events_archive_journal_fts_ai AFTER INSERT ON events_archive BEGIN
+  INSERT INTO journal_fts (rowid, summary, payload)
+    VALUES (-new.rowid, new.summary, new.payload);
+END;
+
+CREATE TRIGGER events_archive_journal_fts_ad AFTER DELETE ON events_archive BEGIN
+  INSERT INTO journal_fts (journal_fts, rowid, summary, payload)
+    VALUES ('delete', -old.rowid, old.summary, old.payload);
+END;
+
+CREATE TRIGGER events_archive_journal_fts_au AFTER UPDATE OF summary, payload
+ON events_archive BEGIN
+  INSERT INTO journal_fts (journal_fts, rowid, summary, payload)
+    VALUES ('delete', -old.rowid, old.summary, old.payload);
+  INSERT INTO journal_fts (rowid, summary, payload)
+    VALUES (-new.rowid, new.summary, new.payload);
+END
+"""
+
+
+def m006_journal_search(conn: sqlite3.Connection) -> None:
+    """Keyword search of the journal itself (seed 000's ``?q=`` on its journal): every
+    event, admitted as a memory or not, and every archived one.
+
+    - ``journal_fts``: one FTS5 index over the summary and payload of both ``events``
+      and ``events_archive``, so that a live and an archived row are ranked by the same
+      BM25 statistics. Its external content is the view ``journal_fts_rows``: a live row
+      under its rowid, an archived one under minus its rowid. Triggers on both tables
+      keep it in step (archiving is a delete from one and an insert into the other, so
+      a row's searchability moves with it); ``rebuild`` indexes what is already stored.
+    - The two tables have no ``INTEGER PRIMARY KEY`` (their key is the text id), so the
+      index points at their implicit rowids, which SQLite documents as possibly renumbered
+      by ``VACUUM``. SQLite's VACUUM copies rows with their rowids (checked on 3.40 with
+      gaps left by deletes), episodic never runs it, and ``doctor --deep`` counts rows
+      missing from the index or indexed under no row (``journal.mirror``), which a
+      renumbering would show; the fix is ``rebuild``. Rebuilding both tables around a
+      new key would rewrite the whole journal and part from PostgreSQL's schema.
+    - PostgreSQL: a generated ``tsv`` column on each table (summary weight A, payload
+      B, diacritics folded as for memories) with a GIN index; adding it backfills."""
+    _run(conn, _M006_SQL)
+
+
+# -- seed 001's reinforcement, counted once per session -------------------------------
+_M007_SQL = """
+ALTER TABLE memory_reviews ADD COLUMN reinforced_at TEXT;
+
+UPDATE memory_reviews SET reinforced_at = recalled_at;
+
+CREATE INDEX memory_reviews_unreinforced ON memory_reviews (workspace_id, conversation_id)
+  WHERE reinforced_at IS NULL AND conversation_id IS NOT NULL
+"""
+
+
+def m007_reinforcement(conn: sqlite3.Connection) -> None:
+    """``memory_reviews.reinforced_at``: when the end of the recall's session (its
+    conversation) counted it for seed 001's reinforcement (``reinforce_session``); NULL
+    while the session is open. Recalls recorded before this step count as done: an
+    upgrade does not reinforce the past."""
+    _run(conn, _M007_SQL)
+
+
 # -- consolidation: memories looked at and left unclustered ---------------------------
 _M008_SQL = """
 ALTER TABLE memories ADD COLUMN unclustered_at TEXT;
@@ -542,6 +635,8 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (3, "conversations", m003_conversations),
     (4, "upkeep", m004_upkeep),
     (5, "service", m005_service),
+    (6, "journal_search", m006_journal_search),
+    (7, "reinforcement", m007_reinforcement),
     (8, "unclustered", m008_unclustered),
 )
 
@@ -564,6 +659,21 @@ def current_version(conn: sqlite3.Connection) -> int:
         return 0
     row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
     return int(row[0] or 0)
+
+
+def missing_versions(applied: Iterable[int]) -> list[int]:
+    """The known steps a database has not applied. Branches number their steps apart, so
+    a database at the highest version may still lack a lower one: readers that cannot
+    migrate check this, not the highest version."""
+    have = set(applied)
+    return [version for version, _, _ in MIGRATIONS if version not in have]
+
+
+def applied_versions(conn: sqlite3.Connection) -> list[int]:
+    """The versions a SQLite database has applied (none before any migration)."""
+    if current_version(conn) == 0:
+        return []
+    return [int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")]
 
 
 def migrate(conn: sqlite3.Connection) -> list[int]:
@@ -611,7 +721,7 @@ def migrate(conn: sqlite3.Connection) -> list[int]:
 
 _SQLITE_ONLY = re.compile(
     r"^\s*(CREATE VIRTUAL TABLE|CREATE TRIGGER|DROP TRIGGER|DROP TABLE memories_fts"
-    r"|INSERT INTO memories_fts)\b",
+    r"|INSERT INTO memories_fts|CREATE VIEW journal_fts_rows|INSERT INTO journal_fts)\b",
     re.IGNORECASE,
 )
 _PG_TYPES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -639,6 +749,14 @@ _PG_TSV_V3 = (
     "setweight(to_tsvector('english', episodic_fold(content)), 'A') || "
     "setweight(to_tsvector('english', episodic_fold(payload)), 'B') || "
     "setweight(to_tsvector('english', episodic_fold(keys)), 'D')) STORED"
+)
+
+# The journal's search text (migration 6): summary weight A, payload B, as a memory's
+# content and payload.
+_PG_JOURNAL_TSV = (
+    "ALTER TABLE {table} ADD COLUMN tsv tsvector GENERATED ALWAYS AS ("
+    "setweight(to_tsvector('english', episodic_fold(summary)), 'A') || "
+    "setweight(to_tsvector('english', episodic_fold(payload)), 'B')) STORED"
 )
 
 _PG_EXTRAS: dict[int, tuple[str, ...]] = {
@@ -685,12 +803,25 @@ EXCEPTION WHEN others THEN
   RETURN NULL;
 END $$""",
     ),
+    6: (
+        _PG_JOURNAL_TSV.format(table="events"),
+        "CREATE INDEX events_tsv ON events USING GIN (tsv)",
+        _PG_JOURNAL_TSV.format(table="events_archive"),
+        "CREATE INDEX events_archive_tsv ON events_archive USING GIN (tsv)",
+    ),
 }
 
 # Columns only the PostgreSQL schema has (the schema test allows these and no others).
-POSTGRES_ONLY_COLUMNS = frozenset({("memories", "tsv"), ("memory_sources", "seq")})
-# Tables only the SQLite schema has: FTS5's and its shadow tables.
-SQLITE_ONLY_TABLE_PREFIX = "memories_fts"
+POSTGRES_ONLY_COLUMNS = frozenset(
+    {
+        ("memories", "tsv"),
+        ("memory_sources", "seq"),
+        ("events", "tsv"),
+        ("events_archive", "tsv"),
+    }
+)
+# Tables only the SQLite schema has: the FTS5 indexes and their shadow tables.
+SQLITE_ONLY_TABLE_PREFIX = ("memories_fts", "journal_fts")
 
 
 def _to_postgres(statement: str) -> str:
@@ -716,5 +847,7 @@ _SQL_OF: dict[int, str] = {
     3: _M003_SQL,
     4: _M004_SQL,
     5: _M005_SQL,
+    6: _M006_SQL,
+    7: _M007_SQL,
     8: _M008_SQL,
 }

@@ -15,7 +15,7 @@ from episodic.model import Scope, ScopeFilter
 CREW_SHARED_MIN_BASE_IMPORTANCE = 0.55
 
 # Column prefixes callers may ask for; anything else would be spliced into SQL unchecked.
-_ALIASES = frozenset({"", "m"})
+_ALIASES = frozenset({"", "m", "e"})
 
 # -- the columns both backends read and write, in the order ``episodic.store.rows`` takes
 # What every journal row and memory row begins with: who, when and what kind.
@@ -91,7 +91,9 @@ def normalise_scope(flt: ScopeFilter) -> Scope | None:
     return scope
 
 
-def scope_where(flt: ScopeFilter, *, alias: str = "", mark: str = "?") -> tuple[str, list[Any]]:
+def scope_where(
+    flt: ScopeFilter, *, alias: str = "", mark: str = "?", journal: bool = False
+) -> tuple[str, list[Any]]:
     """The WHERE fragment that limits ``memories`` rows to what ``flt`` may see.
 
     Always ``workspace_id = ?``. Scope own adds ``agent_id = ?``; crew_shared adds the
@@ -100,7 +102,10 @@ def scope_where(flt: ScopeFilter, *, alias: str = "", mark: str = "?") -> tuple[
     scope each of agent/crew that is given narrows. resource_id and conversation_id narrow
     under any scope. An empty id counts as not given. ``alias`` qualifies the columns
     (``"m"`` gives ``m.agent_id``). ``mark`` is the driver's placeholder (``%s`` for
-    psycopg)."""
+    psycopg).
+
+    ``journal`` limits journal rows (``events``, ``events_archive``) instead: they carry
+    no importance, so crew_shared sees every row of the crew."""
     if mark not in ("?", "%s"):
         raise ValueError(f"unsupported placeholder {mark!r}")
     if alias not in _ALIASES:
@@ -115,12 +120,15 @@ def scope_where(flt: ScopeFilter, *, alias: str = "", mark: str = "?") -> tuple[
         params.append(flt.agent_id)
     elif scope is Scope.CREW_SHARED:
         crew_part = f"({col}crew_id = {mark} AND {col}base_importance >= {mark})"
+        crew_params: list[Any] = [flt.crew_id, CREW_SHARED_MIN_BASE_IMPORTANCE]
+        if journal:
+            crew_part, crew_params = f"{col}crew_id = {mark}", [flt.crew_id]
         if flt.agent_id:
             clauses.append(f"({col}agent_id = {mark} OR {crew_part})")
-            params += [flt.agent_id, flt.crew_id, CREW_SHARED_MIN_BASE_IMPORTANCE]
+            params += [flt.agent_id, *crew_params]
         else:
             clauses.append(crew_part)
-            params += [flt.crew_id, CREW_SHARED_MIN_BASE_IMPORTANCE]
+            params += crew_params
     else:
         for name in ("agent_id", "crew_id"):
             value = getattr(flt, name)

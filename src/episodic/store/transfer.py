@@ -39,7 +39,13 @@ from psycopg.types import TypeInfo
 from episodic.errors import InvalidInput, StoreError
 from episodic.store import _POSTGRES_SCHEMES
 from episodic.store.dense import LE_FLOAT32
-from episodic.store.migrations import LATEST_VERSION, POSTGRES_ONLY_COLUMNS, current_version
+from episodic.store.migrations import (
+    LATEST_VERSION,
+    POSTGRES_ONLY_COLUMNS,
+    applied_versions,
+    current_version,
+    missing_versions,
+)
 from episodic.store.postgres import PostgresStore
 from episodic.store.postgres.connection import Conn, map_errors
 from episodic.store.postgres.vectors import HNSW_MAX_DIM
@@ -268,10 +274,11 @@ def _source(path: Path) -> Iterator[sqlite3.Connection]:
                     f"{path} is at schema v{version}, newer than this episodic knows "
                     f"(v{LATEST_VERSION}); upgrade episodic"
                 )
-            if version < LATEST_VERSION:
+            missing = missing_versions(applied_versions(conn))
+            if missing:
                 raise StoreError(
-                    f"{path} is at schema v{version}, the copy needs v{LATEST_VERSION}; open "
-                    f"it once with this episodic to migrate it "
+                    f"{path} lacks schema step(s) {', '.join(map(str, missing))} the copy "
+                    "needs; open it once with this episodic to migrate it "
                     f"(episodic --db sqlite:///{path} init), then run the copy again"
                 )
             yield conn

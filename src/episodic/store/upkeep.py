@@ -146,17 +146,31 @@ class ConsolidationBacklog:
     flashbulbs: int
 
 
-class UpkeepStore(MemoryReader, Protocol):
+class ReinforcementStore(Protocol):
+    """Seed 001's reinforcement: what the end of a session writes."""
+
+    def reinforce_session(self, workspace_id: str, conversation_id: str, at: datetime) -> list[str]:
+        """The end of a session (conversation): every active memory its recorded recalls
+        returned (``ReviewRequest``s of that conversation, recalled up to ``at``, not yet
+        counted) gets payload ``reinforcement_count`` + 1 and ``last_reinforced`` = the
+        date of ``at`` (``YYYY-MM-DD``), once, however many recalls returned it; those
+        recalls are then counted, so the next session starts afresh. One transaction;
+        returns the ids reinforced, sorted."""
+        ...
+
+
+class UpkeepStore(MemoryReader, ReinforcementStore, Protocol):
     """The upkeep jobs' reads and writes (``episodic.upkeep``)."""
 
     def decay_importance(
         self, now: datetime, *, formula: str = "crewship", workspace_id: str | None = None
     ) -> int:
         """Recompute ``importance`` of every active memory (of one workspace, or all) from
-        ``base_importance``, age (``now - ts``) and ``reference_count`` with
-        ``episodic.scoring.decay``'s formula (``crewship``: seed 000's
-        ``decayed_importance``; ``prominence``: seed 001's ``prominence``), set-based.
-        Idempotent for the same ``now``; returns how many rows changed."""
+        ``base_importance``, age (``now - ts``) and use with ``episodic.scoring.decay``'s
+        formula (``crewship``: seed 000's ``decayed_importance`` over ``reference_count``;
+        ``prominence``: seed 001's ``prominence_importance`` over the payload's
+        ``reinforcement_count``), set-based, always within [0, 1]. Idempotent for the
+        same ``now``; returns how many rows changed."""
         ...
 
     def claim_reviews(

@@ -11,7 +11,10 @@ Steps, per conversation with pending messages (``run``):
    (``write.extract``) deduplicated by hash and by cosine against the batch and the same
    scope (``write.dedupe``), FSRS start values boosted by surprise, and the derived search
    keys of its messages (key expansion). At the end of a session (flush, or idle past the
-   hard gap) the post-session pass adds typed learnings (``write.learnings``).
+   hard gap) the post-session pass adds typed learnings (``write.learnings``), each with
+   the phase the session was in (``payload.phase`` of its messages, see ``_phases``),
+   and the memories the session's recalls returned are reinforced once each (seed 001,
+   ``Store.reinforce_session``).
 4. ``Store.close_episode`` stores the episode, marks its messages and writes the entries,
    learnings and keys at once; a crash leaves the messages pending for the next run.
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -35,6 +38,7 @@ from episodic.llm.base import LLM
 from episodic.model import Memory, Scope, ScopeFilter
 from episodic.scoring.retrievability import initial_difficulty, initial_stability
 from episodic.store.search import SearchStore
+from episodic.store.upkeep import ReinforcementStore
 from episodic.store.vectors import Vector, VectorStore
 from episodic.store.writes import WriteStore
 from episodic.write.dedupe import drop_known_hashes, drop_similar
@@ -88,9 +92,10 @@ class SegmentReport:
         }
 
 
-class EpisodeStore(WriteStore, VectorStore, SearchStore, Protocol):
+class EpisodeStore(WriteStore, VectorStore, SearchStore, ReinforcementStore, Protocol):
     """What segmentation touches: the conversations' messages and the episodes closed
-    from them, the messages' vectors, and a dense search to dedupe new entries."""
+    from them, the messages' vectors, a dense search to dedupe new entries, and the
+    reinforcement a session's end writes."""
 
 
 class EpisodeWriter:
@@ -166,11 +171,18 @@ class EpisodeWriter:
             return
         ends_session = segments[-1].closed  # flushed, or idle past the hard gap
         learnings: list[Learning] = []
+        by_id = {e.id: e for e in events}
         if ends_session:
+            # Before the episodes are written: a crash in between may lose this session's
+            # episodes for now (its messages stay pending), never its reinforcement.
+            self.store.reinforce_session(ws, conversation, now)
             # The post-session pass (seed 001) sees the whole session at once.
             learned = [m for s in closed for m in messages[s.start : s.end]]
-            learnings = extract_learnings(learned, self.llm)
-        by_id = {e.id: e for e in events}
+            phases, last = _phases([by_id[m.id] for m in learned])
+            learnings = [
+                replace(ln, phase=phases.get(ln.message_id or "", last))
+                for ln in extract_learnings(learned, self.llm)
+            ]
         for seg in closed:
             ids = {m.id for m in messages[seg.start : seg.end]}
             own = [ln for ln in learnings if ln.message_id in ids]
@@ -189,7 +201,7 @@ class EpisodeWriter:
             try:
                 fresh = self.embedder.embed_batch(texts)
             except EmbedderError as exc:
-                log.warning("segmentation runs without surprise for now: %s", exc)
+                log.info("segmentation runs without surprise for now: %s", exc)
             else:
                 rows = [(m.id, fresh[i]) for i, m in enumerate(missing)]
                 self.store.put_vectors(self.embedder.model_id, self.embedder.dim, rows)
@@ -327,7 +339,7 @@ class EpisodeWriter:
         try:
             matrix = self.embedder.embed_batch([e.content for e in kept])
         except EmbedderError as exc:
-            log.warning("entry dedupe by similarity skipped (embedder): %s", exc)
+            log.info("entry dedupe by similarity skipped (embedder): %s", exc)
             return kept, [None] * len(kept), dropped
         near: list[str] = []
         for i, e in enumerate(kept):
@@ -384,6 +396,7 @@ class EpisodeWriter:
             payload={
                 "learning_type": learning.type,
                 "domain": learning.domain,
+                **({"phase": learning.phase} if learning.phase else {}),
                 "status": "active",
                 "evidence": learning.evidence,
                 "extracted_by": learning.extractor,
@@ -452,6 +465,24 @@ def _scope_of(events: Sequence[Any]) -> dict[str, str | None]:
     return out
 
 
+def _phases(events: Sequence[Any]) -> tuple[dict[str, str], str | None]:
+    """The phase in force at each message of a session (the latest ``payload.phase``, or
+    ``payload.stage``, stated at or before it) and the last one stated. A learning takes
+    the phase of the message it quotes, or the last one when it quotes none or a message
+    from before any phase was stated."""
+    at: dict[str, str] = {}
+    current: str | None = None
+    for e in events:
+        for key in ("phase", "stage"):
+            value = e.payload.get(key)
+            if isinstance(value, str) and value.strip():
+                current = value.strip()
+                break
+        if current is not None:
+            at[e.id] = current
+    return at, current
+
+
 def _entry_scope(ws: str, event: Any) -> ScopeFilter:
     return ScopeFilter(
         workspace_id=ws,
@@ -464,8 +495,6 @@ def _entry_scope(ws: str, event: Any) -> ScopeFilter:
 def _with_drops(episode: Memory, dropped: Sequence[Dropped]) -> Memory:
     if not dropped:
         return episode
-    from dataclasses import replace
-
     payload = dict(episode.payload)
     # What was dropped failed a check, and often came from a model: its text is logged,
     # never stored, since a payload is searched (a hijacked model could otherwise plant

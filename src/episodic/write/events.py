@@ -72,13 +72,13 @@ def parse_event(
             f"unknown field; known fields are {', '.join(sorted(KNOWN_FIELDS))}",
         )
 
-    ids: dict[str, str | None] = {name: _opt_id(obj, name) for name in ID_FIELDS}
+    ids: dict[str, str | None] = {name: opt_id(obj, name) for name in ID_FIELDS}
     workspace = ids["workspace_id"]
     if workspace is None:
         raise InvalidInput("workspace_id", "required (the workspace this event belongs to)")
 
-    event_id = _opt_id(obj, "id") or new_event_id()
-    event_type = _opt_id(obj, "type") or DEFAULT_EVENT_TYPE
+    event_id = opt_id(obj, "id") or new_event_id()
+    event_type = opt_id(obj, "type") or DEFAULT_EVENT_TYPE
 
     severity = obj.get("severity", "info")
     if severity is None:
@@ -202,7 +202,10 @@ def _field_name(key: str) -> str:
     return key if key and key.isprintable() and key.strip() == key else repr(key)
 
 
-def _opt_id(obj: Mapping[str, Any], name: str) -> str | None:
+def opt_id(obj: Mapping[str, Any], name: str) -> str | None:
+    """The id ``obj[name]``: stripped text of at most ``MAX_ID_CHARS`` characters with no
+    control characters; None when absent or empty; ``InvalidInput`` naming ``name``
+    otherwise."""
     value = obj.get(name)
     if value is None:
         return None
@@ -274,16 +277,27 @@ def _check_utf8(name: str, value: str) -> None:
 def _parse_ts(value: Any, now: datetime) -> datetime:
     if value is None or value == "":
         return now
-    if not isinstance(value, str):
+    if not isinstance(value, str):  # JSON has no time type: a journal line holds text
         raise InvalidInput("ts", f"expected an ISO 8601 string, got {type(value).__name__}")
-    try:
-        ts = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise InvalidInput("ts", f"not an ISO 8601 time: {value!r}") from None
+    return parse_time("ts", value)
+
+
+def parse_time(field: str, value: Any) -> datetime:
+    """An ISO 8601 time (or a ``datetime``) in UTC; a naive one is taken as UTC.
+    ``InvalidInput`` naming ``field`` when it is not one."""
+    if isinstance(value, datetime):
+        ts = value
+    elif isinstance(value, str):
+        try:
+            ts = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidInput(field, f"not an ISO 8601 time: {value!r}") from None
+    else:
+        raise InvalidInput(field, f"expected an ISO 8601 string, got {type(value).__name__}")
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)  # naive times are taken as UTC
     try:
         return ts.astimezone(UTC)
     except OverflowError:
         # 0001-01-01T00:00+01:00 is a valid ISO time whose UTC falls before year 1.
-        raise InvalidInput("ts", f"out of range in UTC: {value!r}") from None
+        raise InvalidInput(field, f"out of range in UTC: {value!r}") from None

@@ -84,7 +84,9 @@ class Indexer:
         except ModelMismatch:
             raise
         except EmbedderError as exc:
-            log.warning("embedding %d memories failed, retrying next sweep: %s", attempted, exc)
+            # Info, not a warning: the service logs the embedder going down once
+            # (episodic.service.embedder_state), not once per sweep while it stays down.
+            log.info("embedding %d memories failed, retrying next sweep: %s", attempted, exc)
             return SweepResult(0, attempted, str(exc))
         self._link([(p.memory_id, p.workspace_id, vector) for p, vector in done])
         return SweepResult(len(done), 0)
@@ -105,7 +107,7 @@ class Indexer:
         try:
             vector = self.embedder.embed_batch([memory.content])[0]
         except EmbedderError as exc:
-            log.warning("index_one(%s) failed, the sweeper will retry: %s", memory_id, exc)
+            log.info("index_one(%s) failed, the sweeper will retry: %s", memory_id, exc)
             return False
         self.store.put_vectors(self.embedder.model_id, self.embedder.dim, [(memory_id, vector)])
         self._link([(memory_id, workspace_id, vector)])

@@ -86,7 +86,8 @@ OFFLINE_MIN_WORDS = 3
 @dataclass(frozen=True, slots=True)
 class Learning:
     """What a session taught. ``evidence`` is quoted from the message ``message_id``;
-    ``extractor`` is ``"llm:<model_id>"`` or ``"offline"``."""
+    ``extractor`` is ``"llm:<model_id>"`` or ``"offline"``; ``phase`` is filled in by the
+    caller, who knows the session (``write.episodes``)."""
 
     content: str
     type: str  # one of LEARNING_TYPES
@@ -95,6 +96,9 @@ class Learning:
     evidence: str
     message_id: str | None
     extractor: str
+    # The project phase (stage) the session was in where it was learned, when the
+    # session's messages said (``payload.phase``); stage retirement (seed 001) needs it.
+    phase: str | None = None
 
 
 def extract_learnings(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 import episodic
@@ -63,13 +63,12 @@ class HealthOut(BaseModel):
     responses={503: {"model": ErrorOut, "description": "the database is unreachable or busy"}},
     tags=["health"],
 )
-def healthz(request: Request, mem: Mem) -> dict[str, Any]:
-    """Liveness and the recall mode; no key needed."""
-    mode = request.app.state.mode or mem.embedder_status()[0]
-    request.app.state.mode = mode
+def healthz(mem: Mem) -> dict[str, Any]:
+    """Liveness and the recall mode as it is now (``vector``, or ``sparse-only`` while
+    the embedder is unavailable); no key needed."""
     return {
         "status": "ok",
-        "episodic": mode,
+        "episodic": mem.recall_mode(),
         "version": episodic.__version__,
         "schema_version": mem.store.schema_version(),
     }

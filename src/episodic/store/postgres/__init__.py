@@ -10,6 +10,7 @@ the same module names as ``episodic.store.sqlite`` so the two read side by side:
 - ``search``: the dense (HNSW), recent and neighbour legs; relations one edge away; what
   a recall writes back (references, pending reviews)
 - ``sparse``: the BM25 leg over the generated tsvector
+- ``journal``: keyword search of the journal itself (tsvector over events and their archive)
 - ``vectors``: vectors, the embedding cache, the similar edges the indexer draws
 - ``claims``: the indexer's claim on pending memories, row by row across processes
 - ``upkeep``: decay, compaction, health, nudges, leases and the run log
@@ -25,6 +26,7 @@ from episodic.store.postgres.claims import ClaimsMixin
 from episodic.store.postgres.connection import PgBase, Tracer
 from episodic.store.postgres.consolidation import ConsolidationMixin
 from episodic.store.postgres.integrity import IntegrityMixin
+from episodic.store.postgres.journal import JournalMixin
 from episodic.store.postgres.reviews import ReviewsMixin
 from episodic.store.postgres.search import SearchMixin
 from episodic.store.postgres.service import ServiceMixin
@@ -38,6 +40,7 @@ from episodic.store.urls import display_url
 class PostgresStore(
     WritesMixin,
     SearchMixin,
+    JournalMixin,
     SparseMixin,
     VectorsMixin,
     ClaimsMixin,

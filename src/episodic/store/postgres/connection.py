@@ -22,7 +22,13 @@ import psycopg_pool
 from pgvector.psycopg import register_vector
 
 from episodic.errors import StoreBusy, StoreError, StoreUnavailable
-from episodic.store.migrations import LATEST_VERSION, MIGRATIONS, TS_FORMAT, postgres_statements
+from episodic.store.migrations import (
+    LATEST_VERSION,
+    MIGRATIONS,
+    TS_FORMAT,
+    missing_versions,
+    postgres_statements,
+)
 from episodic.store.urls import display_url, libpq_url
 
 Tracer = Callable[[str, Sequence[Any]], None]
@@ -151,10 +157,17 @@ class PgBase:
             ) as conn:
                 if read_only:
                     version = current_version(conn)
-                    if version < LATEST_VERSION:
+                    applied = (
+                        [r[0] for r in conn.execute("SELECT version FROM schema_migrations")]
+                        if version
+                        else []
+                    )
+                    missing = missing_versions(applied)
+                    if missing:
                         raise StoreError(
-                            f"{display_url(url)} is at schema v{version}, this episodic needs "
-                            f"v{LATEST_VERSION}; open it once read-write to migrate it"
+                            f"{display_url(url)} lacks schema step(s) "
+                            f"{', '.join(map(str, missing))} of this episodic; open it once "
+                            "read-write to migrate it"
                         )
                 else:
                     _migrate(conn)

@@ -7,6 +7,9 @@
   planner then ignores it), and the HNSW index exists once the vectors are typed.
 - ``postgres.tsv``: the keyword leg reads the generated ``tsv`` column: it must still be
   generated, and every row's value must be what its text gives now.
+- ``journal.mirror``: the journal's search text (migration 6) is the generated ``tsv``
+  column of ``events`` and ``events_archive``, each with its GIN index; a generated
+  column cannot drift from its row, so what is checked is that both are still there.
 - ``vectors.shape``: one model per store, each vector of its row's ``dim`` and of the
   column's type, finite and unit length (pgvector refuses NaN on input; checked anyway).
 
@@ -29,7 +32,7 @@ from episodic.store.integrity import (
     portable_checks,
     verdict,
 )
-from episodic.store.migrations import _PG_TSV_V3
+from episodic.store.migrations import _PG_JOURNAL_TSV, _PG_TSV_V3
 from episodic.store.postgres.connection import Conn, PgBase, current_version
 from episodic.store.postgres.vectors import COLUMN_DIM_SQL, HNSW_MAX_DIM
 from episodic.store.urls import display_url
@@ -40,6 +43,13 @@ TSV_EXPRESSION = _PG_TSV_V3.removeprefix(_TSV_PREFIX).removesuffix(" STORED")
 FIX_TSV = (
     "recreate the column: ALTER TABLE memories DROP COLUMN tsv; "
     f"{_PG_TSV_V3}; CREATE INDEX memories_tsv ON memories USING GIN (tsv)"
+)
+
+_JOURNAL_TABLES = ("events", "events_archive")
+FIX_JOURNAL_TSV = "recreate what is missing: " + "; ".join(
+    f"ALTER TABLE {t} DROP COLUMN IF EXISTS tsv; {_PG_JOURNAL_TSV.format(table=t)}; "
+    f"CREATE INDEX {t}_tsv ON {t} USING GIN (tsv)"
+    for t in _JOURNAL_TABLES
 )
 
 _BAD_INDEXES_SQL = (
@@ -126,6 +136,7 @@ class IntegrityMixin(PgBase):
             return [
                 self._index_check(conn),
                 self._tsv_check(conn),
+                self._journal_tsv_check(conn),
                 self._vector_shape_check(conn),
                 *portable_checks(count),
             ]
@@ -177,6 +188,25 @@ class IntegrityMixin(PgBase):
             ],
             fix=FIX_TSV,
             clean="every memory's tsv matches its text",
+        )
+
+    def _journal_tsv_check(self, conn: Conn) -> IntegrityCheck:
+        problems: list[tuple[int, str]] = []
+        for table in _JOURNAL_TABLES:
+            row = self._exec(
+                conn,
+                "SELECT (SELECT attgenerated FROM pg_attribute WHERE attrelid = %s::regclass "
+                "AND attname = 'tsv' AND NOT attisdropped), to_regclass(%s) IS NOT NULL",
+                (table, f"{table}_tsv"),
+            ).fetchone()
+            generated, indexed = (row[0], row[1]) if row else (None, False)
+            problems.append((int(generated != "s"), f"{table}.tsv missing or not generated"))
+            problems.append((int(not indexed), f"{table}_tsv GIN index missing"))
+        return verdict(
+            "journal.mirror",
+            problems,
+            fix=FIX_JOURNAL_TSV,
+            clean="the journal and its archive keep their generated, indexed search text",
         )
 
     def _vector_shape_check(self, conn: Conn) -> IntegrityCheck:

@@ -2,18 +2,21 @@
 reviews (``FOR UPDATE SKIP LOCKED``: two jobs never take the same row), closing them,
 storing the FSRS state they produce (a compare-and-set on ``last_reviewed_at``), and what
 they read (the messages that followed a recall, the cosines of past recalls for the
-health score). A recall records its review through ``SearchMixin.add_review``.
+health score). A recall records its review through ``SearchMixin.add_review``. The same
+recorded recalls feed seed 001's reinforcement at the end of their session
+(``reinforce_session``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from episodic.model import Event, ScopeFilter, utcnow
+from episodic.scoring.decay import LAST_REINFORCED, REINFORCEMENT_COUNT, reinforcement_of
 from episodic.store.postgres.connection import PgBase
-from episodic.store.rows import event_from_row, review_from_row, ts_text
+from episodic.store.rows import event_from_row, json_text, review_from_row, ts_text, unique
 from episodic.store.sql import EVENT_COLUMNS, REVIEW_COLUMNS
 from episodic.store.upkeep import FsrsUpdate, PendingReview, ReviewOutcome
 
@@ -131,6 +134,46 @@ class ReviewsMixin(PgBase):
                     for u in updates
                 ],
             )
+
+    def reinforce_session(self, workspace_id: str, conversation_id: str, at: datetime) -> list[str]:
+        stamp, now = ts_text(at), ts_text(utcnow())
+        day = at.astimezone(UTC).date().isoformat()
+        with self._write() as conn:
+            # Taking the recalls is the claim: a second end of the same session waits for
+            # this one's row locks, then finds them counted and reinforces nothing.
+            recalls = self._exec(
+                conn,
+                "UPDATE memory_reviews SET reinforced_at = %s WHERE workspace_id = %s "
+                "AND conversation_id = %s AND reinforced_at IS NULL AND recalled_at <= %s "
+                "RETURNING memory_ids",
+                (stamp, workspace_id, conversation_id, stamp),
+            ).fetchall()
+            ids = unique([i for (text,) in recalls for i in json.loads(text)])
+            if not ids:
+                return []
+            # Locked in id order, as recalls lock them (no deadlock); the payloads are
+            # rewritten in Python so their key order and formatting stay as stored.
+            rows = self._exec(
+                conn,
+                "SELECT id, payload FROM memories WHERE workspace_id = %s AND id = ANY(%s) "
+                "AND status = 'active' ORDER BY id FOR NO KEY UPDATE",
+                (workspace_id, ids),
+            ).fetchall()
+            if not rows:
+                return []
+            payloads = []
+            for _, text in rows:
+                payload = json.loads(text)
+                payload[REINFORCEMENT_COUNT] = reinforcement_of(payload) + 1
+                payload[LAST_REINFORCED] = day
+                payloads.append(json_text("payload", payload))
+            self._exec(
+                conn,
+                "UPDATE memories m SET payload = v.payload, updated_at = %s "
+                "FROM unnest(%s::text[], %s::text[]) AS v(id, payload) WHERE m.id = v.id",
+                (now, [r[0] for r in rows], payloads),
+            )
+        return sorted(str(r[0]) for r in rows)
 
     def conversation_messages(
         self, workspace_id: str, conversation_id: str, *, after: datetime, limit: int

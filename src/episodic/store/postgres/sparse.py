@@ -334,16 +334,19 @@ class SparseMixin(PgBase):
             found.append(_Term(query, _variants(t), prefix))
         return known[0], known[1], found, list(terms.values())
 
-    def _workspace_size(self, conn: Conn, workspace_id: str) -> tuple[int, float]:
-        """(memories in the workspace, their average length in lexemes, from a sample).
-        Counted exactly up to ``SPARSE_EXACT_TOTAL``; past it the planner's estimate from
-        the table's statistics (kept by autovacuum's ANALYZE), never below what was
-        counted: counting a million rows' index entries took ~0.7 s, and idf hardly
-        moves with N."""
+    def _workspace_size(
+        self, conn: Conn, workspace_id: str, table: str = "memories"
+    ) -> tuple[int, float]:
+        """(rows of ``table`` in the workspace, their average length in lexemes, from a
+        sample). Counted exactly up to ``SPARSE_EXACT_TOTAL``; past it the planner's
+        estimate from the table's statistics (kept by autovacuum's ANALYZE), never below
+        what was counted: counting a million rows' index entries took ~0.7 s, and idf
+        hardly moves with N. ``table`` is ours (memories, events, events_archive), never
+        a caller's text."""
         ((n, avgdl),) = self._fetch(
             conn,
-            "SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE workspace_id = %s "
-            "LIMIT %s) c), (SELECT avg(length(tsv)) FROM (SELECT tsv FROM memories "
+            f"SELECT (SELECT count(*) FROM (SELECT 1 FROM {table} WHERE workspace_id = %s "
+            f"LIMIT %s) c), (SELECT avg(length(tsv)) FROM (SELECT tsv FROM {table} "
             "WHERE workspace_id = %s LIMIT %s) s)",
             [workspace_id, SPARSE_EXACT_TOTAL, workspace_id, SPARSE_LENGTH_SAMPLE],
         )
@@ -351,7 +354,7 @@ class SparseMixin(PgBase):
         if total >= SPARSE_EXACT_TOTAL:
             ((plan,),) = self._fetch(
                 conn,
-                "EXPLAIN (FORMAT JSON) SELECT 1 FROM memories WHERE workspace_id = %s",
+                f"EXPLAIN (FORMAT JSON) SELECT 1 FROM {table} WHERE workspace_id = %s",
                 [workspace_id],
             )
             plan = json.loads(plan) if isinstance(plan, str) else plan
@@ -412,17 +415,37 @@ _LABEL_WEIGHT = (
 )
 
 
-# bm25 over the candidates, as FTS5 computes it: per term, f = the label-weighted count
-# of its occurrences, score += idf x f x (k1 + 1) / (f + k1 x (1 - b + b x len / avglen)).
-# A candidate found only through the dropped terms is scored with those alone, every
-# other with the kept terms alone. The candidates' ids come from an array of seqs: joined
-# to the union instead, the planner (which cannot estimate its size) may hash the whole
-# table. ``fill`` is tested first: it is empty unless the kept terms found few rows.
-_SPARSE_SCORE_SQL = (
-    "WITH kept(seq) AS MATERIALIZED ({kept}), fill(seq) AS MATERIALIZED ({fill}), "
+# The query's lexemes, one row per (term number, lexeme, prefix or not), from three
+# parameters: the arrays of term numbers (1-based), words and prefix flags. A word may
+# stand for several lexemes, or none (a stopword).
+LEXEMES_CTE = (
     "lex AS MATERIALIZED (SELECT DISTINCT q.term, q.prefix, l.lexeme "
     " FROM unnest(%s::int[], %s::text[], %s::bool[]) AS q(term, word, prefix)"
-    " CROSS JOIN LATERAL unnest(to_tsvector('english', q.word)) AS l), "
+    " CROSS JOIN LATERAL unnest(to_tsvector('english', q.word)) AS l)"
+)
+# bm25 as FTS5 computes it, of a candidate ``c`` (its ``tsv``) against ``lex``, with
+# ``p.idf`` (by term number) and ``p.avgdl``: per term, f = the label-weighted count of
+# its occurrences, score += idf x f x (k1 + 1) / (f + k1 x (1 - b + b x len / avglen)).
+# The body of a LATERAL subquery; the caller may add a WHERE on the term (``t.term``).
+BM25_OF_CANDIDATE = (
+    f" SELECT sum(p.idf[t.term] * t.f * {BM25_K1 + 1}"
+    f"  / (t.f + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(c.tsv) / p.avgdl))) AS score"
+    " FROM (SELECT x.term, sum(" + _LABEL_WEIGHT + ") AS f"
+    "  FROM (SELECT DISTINCT lx.term, u.lexeme, u.weights FROM unnest(c.tsv) AS u"
+    "   JOIN lex lx ON u.lexeme = lx.lexeme"
+    "   OR (lx.prefix AND starts_with(u.lexeme, lx.lexeme))) AS x,"
+    "  unnest(x.weights) AS w GROUP BY x.term) AS t"
+)
+
+# bm25 over the candidates (``BM25_OF_CANDIDATE``). A candidate found only through the
+# dropped terms is scored with those alone, every other with the kept terms alone. The
+# candidates' ids come from an array of seqs: joined to the union instead, the planner
+# (which cannot estimate its size) may hash the whole table. ``fill`` is tested first: it
+# is empty unless the kept terms found few rows.
+_SPARSE_SCORE_SQL = (
+    "WITH kept(seq) AS MATERIALIZED ({kept}), fill(seq) AS MATERIALIZED ({fill}), "
+    + LEXEMES_CTE
+    + ", "
     "p AS MATERIALIZED (SELECT %s::float8[] AS idf, %s::bool[] AS dropped,"
     " greatest(%s::float8, 1) AS avgdl), "
     "seqs AS MATERIALIZED (SELECT ARRAY(SELECT seq FROM kept) AS kept,"
@@ -434,13 +457,7 @@ _SPARSE_SCORE_SQL = (
     " FROM memories m WHERE m.seq = ANY((SELECT every FROM seqs)::bigint[])) "
     "SELECT c.id, coalesce(s.score, " + repr(SPARSE_MIN_SCORE) + ") AS score "
     "FROM cand c CROSS JOIN p CROSS JOIN LATERAL ("
-    f" SELECT sum(p.idf[t.term] * t.f * {BM25_K1 + 1}"
-    f"  / (t.f + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * length(c.tsv) / p.avgdl))) AS score"
-    " FROM (SELECT x.term, sum(" + _LABEL_WEIGHT + ") AS f"
-    "  FROM (SELECT DISTINCT lx.term, u.lexeme, u.weights FROM unnest(c.tsv) AS u"
-    "   JOIN lex lx ON u.lexeme = lx.lexeme"
-    "   OR (lx.prefix AND starts_with(u.lexeme, lx.lexeme))) AS x,"
-    "  unnest(x.weights) AS w GROUP BY x.term) AS t"
-    " WHERE p.dropped[t.term] = c.fill) AS s "
+    + BM25_OF_CANDIDATE
+    + " WHERE p.dropped[t.term] = c.fill) AS s "
     "ORDER BY score DESC, c.seq LIMIT %s"
 )

@@ -29,8 +29,11 @@ from episodic.scoring.decay import (
     DECAY_FLOOR,
     DECAY_HORIZON_DAYS,
     HALF_LIFE_DAYS,
+    MAX_REINFORCEMENT,
     PROMINENCE_DECAY_FLOOR,
     REFERENCE_BOOST_DIVISOR,
+    REINFORCEMENT_COUNT,
+    REINFORCEMENT_LIMIT,
 )
 from episodic.store.postgres.connection import PgBase, _has_nul
 from episodic.store.postgres.vectors import array_of
@@ -69,9 +72,22 @@ _DECAY_SQL = {
         f"{float(REFERENCE_BOOST_DIVISOR)}::float8)))"
     ),
     "prominence": (
-        f"m.base_importance * greatest({PROMINENCE_DECAY_FLOOR}::float8, "
+        f"least(1.0::float8, greatest(0.0::float8, m.base_importance * "
+        f"greatest({PROMINENCE_DECAY_FLOOR}::float8, "
         f"exp(-ln(2.0::float8) / {float(HALF_LIFE_DAYS)}::float8 * {_AGE_DAYS})) * "
-        f"(1 + greatest(m.reference_count, 0))::float8"
+        f"(1 + pj.reinforcement)::float8))"
+    ),
+}
+# Seed 001's reinforcement_count from the payload (``scoring.decay.reinforcement_of``):
+# a JSON whole number below REINFORCEMENT_LIMIT, capped; anything else counts 0.
+_COUNT = f"r.j ->> '{REINFORCEMENT_COUNT}'"
+_DIGITS = len(str(REINFORCEMENT_LIMIT)) - 1
+_DECAY_JOINS = {
+    "prominence": (
+        f"CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(r.j -> '{REINFORCEMENT_COUNT}') = "
+        f"'number' AND {_COUNT} ~ '^[0-9]{{1,{_DIGITS}}}$' "
+        f"THEN least(({_COUNT})::bigint, {MAX_REINFORCEMENT}) ELSE 0 END AS reinforcement "
+        "FROM (SELECT episodic_jsonb(m.payload) AS j) r) pj"
     ),
 }
 
@@ -102,6 +118,7 @@ class UpkeepMixin(PgBase):
         sql = (
             f"WITH due AS (SELECT m.seq, {expr} AS value "
             "FROM memories m CROSS JOIN (SELECT %s::timestamptz AS at) p "
+            f"{_DECAY_JOINS.get(formula, '')} "
             f"WHERE m.seq > %s AND m.seq <= %s AND m.status = 'active' {narrow}"
             f"AND m.importance IS DISTINCT FROM {expr} FOR UPDATE OF m SKIP LOCKED) "
             "UPDATE memories m SET importance = due.value, updated_at = %s "

@@ -8,6 +8,7 @@ same module names as ``episodic.store.postgres`` so the two read side by side:
 - ``search``: the dense, recent and neighbour legs over an in-process index; relations
   one edge away; what a recall writes back (references, pending reviews)
 - ``sparse``: the BM25 leg over the FTS5 mirror
+- ``journal``: keyword search of the journal itself (FTS5 over events and their archive)
 - ``vectors``: vectors, the embedding cache, the similar edges the indexer draws
 - ``claims``: the indexer's claim on pending memories (trivial here: one writer per file)
 - ``upkeep``: decay, compaction, health, nudges, leases and the run log
@@ -31,6 +32,7 @@ from episodic.store.sqlite.connection import (
 )
 from episodic.store.sqlite.consolidation import ConsolidationMixin
 from episodic.store.sqlite.integrity import IntegrityMixin
+from episodic.store.sqlite.journal import JournalMixin
 from episodic.store.sqlite.reviews import ReviewsMixin
 from episodic.store.sqlite.search import SearchMixin
 from episodic.store.sqlite.service import ServiceMixin
@@ -51,6 +53,7 @@ class SqliteStore(
     ReviewsMixin,
     ServiceMixin,
     IntegrityMixin,
+    JournalMixin,
     SqliteBase,
 ):
     """A memory database in one SQLite file (or ``:memory:``). See ``Store`` for the

@@ -22,7 +22,13 @@ from urllib.parse import quote
 from episodic.errors import InvalidInput, StoreError
 from episodic.model import Memory
 from episodic.store.dense import DenseIndex
-from episodic.store.migrations import LATEST_VERSION, current_version, migrate
+from episodic.store.migrations import (
+    LATEST_VERSION,
+    applied_versions,
+    current_version,
+    migrate,
+    missing_versions,
+)
 from episodic.store.vectors import PendingVector, Relation, Vector
 
 Tracer = Callable[[str, Sequence[Any]], None]
@@ -138,10 +144,11 @@ class SqliteBase:
             self._execute(pragma)
         if self.read_only:
             version = current_version(self._conn)
-            if version < LATEST_VERSION:
+            missing = missing_versions(applied_versions(self._conn))
+            if missing:
                 raise StoreError(
-                    f"{self.url} is at schema v{version}, this episodic needs v{LATEST_VERSION};"
-                    " open it once read-write (`episodic init`) to migrate it"
+                    f"{self.url} lacks schema step(s) {', '.join(map(str, missing))} of this "
+                    "episodic; open it once read-write (`episodic init`) to migrate it"
                 )
         else:
             self._execute("PRAGMA journal_mode = WAL")

@@ -12,6 +12,11 @@
   temporary contentless FTS5 table with the same tokenizer, and both indexes are read
   term by term (``fts5vocab``, one row per token instance): a memory whose tokens differ
   is indexed under text it no longer has.
+- ``journal.mirror``: the journal's keyword index (``journal_fts``, migration 6) holds one
+  document per live row (under its rowid) and per archived row (under minus its rowid):
+  rows missing there cannot be found by ``episodic journal``, extra ones point at
+  nothing. Counted by rowid only, which is cheap beside re-tokenizing a whole journal,
+  and is what a lost trigger or renumbered rowids would show.
 - ``vectors.shape``: byte length against ``dim``, one model per store, finite and unit
   length values.
 """
@@ -52,6 +57,10 @@ _VECTOR_PAGE = 2_000
 FIX_FTS = (
     "rebuild the keyword index from the memories: sqlite3 DB "
     "\"INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')\""
+)
+FIX_JOURNAL = (
+    "rebuild the journal's keyword index from the journal and its archive: sqlite3 DB "
+    "\"INSERT INTO journal_fts (journal_fts) VALUES ('rebuild')\""
 )
 FIX_FILE = (
     "the file is damaged: restore a backup, or salvage it with `sqlite3 DB .recover | "
@@ -140,6 +149,32 @@ def mirror_check(execute: Execute) -> IntegrityCheck:
     )
 
 
+def journal_mirror_check(execute: Execute) -> IntegrityCheck:
+    def count(sql: str) -> int:
+        return int(execute(sql).fetchone()[0])
+
+    indexed = "SELECT 1 FROM journal_fts_docsize d WHERE d.id = {}"
+    missing = count(
+        f"SELECT count(*) FROM events e WHERE NOT EXISTS ({indexed.format('e.rowid')})"
+    ) + count(
+        f"SELECT count(*) FROM events_archive a WHERE NOT EXISTS ({indexed.format('-a.rowid')})"
+    )
+    extra = count(
+        "SELECT count(*) FROM journal_fts_docsize d WHERE CASE WHEN d.id > 0 "
+        "THEN NOT EXISTS (SELECT 1 FROM events e WHERE e.rowid = d.id) "
+        "ELSE NOT EXISTS (SELECT 1 FROM events_archive a WHERE a.rowid = -d.id) END"
+    )
+    return verdict(
+        "journal.mirror",
+        [
+            (missing, "journal rows missing from the journal's keyword index"),
+            (extra, "journal keyword index rows with no journal row"),
+        ],
+        fix=FIX_JOURNAL,
+        clean="the journal's keyword index holds every live and archived journal row",
+    )
+
+
 def vector_shape_check(execute: Execute) -> IntegrityCheck:
     models: Sequence[tuple[str, int, int]] = [
         (str(m), int(d), int(n)) for m, d, n in execute(MODELS_SQL)
@@ -188,6 +223,7 @@ def read_checks(execute: Execute) -> list[IntegrityCheck]:
     return [
         file_check(execute),
         mirror_check(execute),
+        journal_mirror_check(execute),
         vector_shape_check(execute),
         *portable_checks(count),
     ]

@@ -1,19 +1,22 @@
 """SqliteStore: the review job's part of ``UpkeepStore`` (seed 003): claiming pending
 reviews, closing them, storing the FSRS state they produce, and what they read (the
 messages that followed a recall, the cosines of past recalls for the health score). A
-recall records its review through ``SearchMixin.add_review``.
+recall records its review through ``SearchMixin.add_review``. The same recorded recalls
+feed seed 001's reinforcement at the end of their session (``reinforce_session``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from episodic.model import Event, ScopeFilter, utcnow
-from episodic.store.rows import event_from_row, review_from_row, ts_text
+from episodic.scoring.decay import LAST_REINFORCED, REINFORCEMENT_COUNT
+from episodic.store.rows import event_from_row, review_from_row, ts_text, unique
 from episodic.store.sql import EVENT_COLUMNS, REVIEW_COLUMNS
-from episodic.store.sqlite.connection import SqliteBase
+from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
+from episodic.store.sqlite.upkeep import REINFORCEMENT_SQL
 from episodic.store.upkeep import FsrsUpdate, PendingReview, ReviewOutcome
 
 
@@ -117,6 +120,32 @@ class ReviewsMixin(SqliteBase):
                 ],
             )
             return self._conn.total_changes - before
+
+    def reinforce_session(self, workspace_id: str, conversation_id: str, at: datetime) -> list[str]:
+        stamp, now = ts_text(at), ts_text(utcnow())
+        day = at.astimezone(UTC).date().isoformat()
+        reinforced: list[str] = []
+        with self._write():
+            recalls = self._execute(
+                "UPDATE memory_reviews SET reinforced_at = ? WHERE workspace_id = ? "
+                "AND conversation_id = ? AND reinforced_at IS NULL AND recalled_at <= ? "
+                "RETURNING memory_ids",
+                (stamp, workspace_id, conversation_id, stamp),
+            ).fetchall()
+            ids = unique([i for (text,) in recalls for i in json.loads(text)])
+            for chunk in chunks(ids):
+                reinforced += [
+                    str(row[0])
+                    for row in self._execute(
+                        "UPDATE memories SET payload = json_set(payload, "
+                        f"'$.{REINFORCEMENT_COUNT}', {REINFORCEMENT_SQL} + 1, "
+                        f"'$.{LAST_REINFORCED}', ?), updated_at = ? WHERE +workspace_id = ? "
+                        f"AND id IN ({placeholders(len(chunk))}) AND status = 'active' "
+                        "RETURNING id",
+                        (day, now, workspace_id, *chunk),
+                    )
+                ]
+        return sorted(reinforced)
 
     def conversation_messages(
         self, workspace_id: str, conversation_id: str, *, after: datetime, limit: int

@@ -272,9 +272,10 @@ class ServiceMixin(SqliteBase):
                     counts = self._forget_rows(spec, match, params, rekey)
                 self._dense.pop(ws, None)
                 # Deleted FTS5 rows leave tombstones beside the old terms until segments
-                # merge; merging now drops the terms themselves.
+                # merge; merging now drops the terms themselves (the journal's index too).
                 with self._write():
                     self._execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+                    self._execute("INSERT INTO journal_fts (journal_fts) VALUES ('optimize')")
                 self._execute("PRAGMA wal_checkpoint(TRUNCATE)")
             finally:
                 self._execute("PRAGMA secure_delete = OFF")

@@ -19,8 +19,11 @@ from episodic.scoring.decay import (
     DECAY_FLOOR,
     DECAY_HORIZON_DAYS,
     HALF_LIFE_DAYS,
+    MAX_REINFORCEMENT,
     PROMINENCE_DECAY_FLOOR,
     REFERENCE_BOOST_DIVISOR,
+    REINFORCEMENT_COUNT,
+    REINFORCEMENT_LIMIT,
 )
 from episodic.store.rows import (
     json_text,
@@ -46,6 +49,12 @@ from episodic.store.vectors import Vector
 # has the same ones, with ln(x)/ln(2) for log2). ?1 is `now`. Tests hold each equal to its
 # Python twin.
 _AGE_DAYS = "max(0.0, julianday(?1) - julianday(ts))"
+# Seed 001's reinforcement_count from the payload, as ``scoring.decay.reinforcement_of``.
+_COUNT = f"json_extract(payload, '$.{REINFORCEMENT_COUNT}')"
+REINFORCEMENT_SQL = (
+    f"(CASE WHEN json_type(payload, '$.{REINFORCEMENT_COUNT}') = 'integer' AND {_COUNT} >= 0 "
+    f"AND {_COUNT} < {REINFORCEMENT_LIMIT} THEN min({_COUNT}, {MAX_REINFORCEMENT}) ELSE 0 END)"
+)
 _DECAY_SQL = {
     "crewship": (
         f"min(1.0, max(0.0, base_importance * max({DECAY_FLOOR}, 1.0 - {_AGE_DAYS} / "
@@ -53,8 +62,8 @@ _DECAY_SQL = {
         f"{float(REFERENCE_BOOST_DIVISOR)})))"
     ),
     "prominence": (
-        f"base_importance * max({PROMINENCE_DECAY_FLOOR}, exp(-ln(2.0) / "
-        f"{float(HALF_LIFE_DAYS)} * {_AGE_DAYS})) * (1 + max(reference_count, 0))"
+        f"min(1.0, max(0.0, base_importance * max({PROMINENCE_DECAY_FLOOR}, exp(-ln(2.0) / "
+        f"{float(HALF_LIFE_DAYS)} * {_AGE_DAYS})) * (1 + {REINFORCEMENT_SQL})))"
     ),
 }
 

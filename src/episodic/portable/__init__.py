@@ -29,7 +29,7 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -38,6 +38,16 @@ import yaml
 
 from episodic.errors import EpisodicError, InvalidInput
 from episodic.model import SEVERITIES, Event, Memory, MemoryStatus, ScopeFilter
+from episodic.portable.fields import (
+    holds_surrogate,
+    load_frontmatter,
+    mapping_field,
+    number_field,
+    opt_number_field,
+    required,
+    text_field,
+    when_field,
+)
 from episodic.store.service import ImportedFile, ServiceStore
 
 JOURNAL_FILE = "_journal.jsonl"
@@ -189,7 +199,7 @@ def render_file(m: Memory) -> str:
     return f"{FRONTMATTER}\n{head}{FRONTMATTER}\n{m.content}\n"
 
 
-def _write_if_changed(path: Path, data: bytes) -> bool:
+def write_if_changed(path: Path, data: bytes) -> bool:
     try:
         if path.read_bytes() == data:
             return False
@@ -231,13 +241,13 @@ def export_markdown(
         root = directory / _segment(ws)
         kept: set[Path] = set()
         cited: list[str] = []
-        for m in _all_memories(store, ws):
+        for m in all_memories(store, ws):
             path = directory / relative_path(m)
             if path in kept:
                 raise EpisodicError(f"two memories map to {path}; ids must differ")
             kept.add(path)
             cited.extend(m.source_event_ids)
-            if _write_if_changed(path, render_file(m).encode("utf-8")):
+            if write_if_changed(path, render_file(m).encode("utf-8")):
                 written += 1
             else:
                 unchanged += 1
@@ -248,7 +258,7 @@ def export_markdown(
             for e, ep in rows
         )
         if rows or (root / JOURNAL_FILE).exists():
-            _write_if_changed(root / JOURNAL_FILE, journal.encode("utf-8"))
+            write_if_changed(root / JOURNAL_FILE, journal.encode("utf-8"))
         if root.is_dir():
             for stale in root.rglob("*.md"):
                 if stale not in kept:
@@ -264,10 +274,13 @@ def export_markdown(
     )
 
 
-def _all_memories(store: ServiceStore, workspace: str) -> Iterator[Memory]:
+def all_memories(
+    store: ServiceStore, workspace: str, types: tuple[str, ...] | None = None
+) -> Iterator[Memory]:
+    """Every memory of a workspace (of those types), any status, page by page."""
     before: tuple[datetime, str] | None = None
     while True:
-        page = store.list_memories(ScopeFilter(workspace), EXPORT_PAGE, before=before)
+        page = store.list_memories(ScopeFilter(workspace, types=types), EXPORT_PAGE, before=before)
         yield from page
         if len(page) < EXPORT_PAGE:
             return
@@ -289,17 +302,7 @@ def parse_file(text: str) -> Memory:
             raise InvalidInput("frontmatter", "no closing '---' line")
     else:
         body = text[end + len(FRONTMATTER) + 2 :]
-    try:
-        head = yaml.safe_load(text[len(FRONTMATTER) + 1 : end + 1])
-    except yaml.YAMLError as exc:
-        raise InvalidInput("frontmatter", f"not valid YAML: {exc}") from None
-    except ValueError as exc:
-        # YAML that parses but holds no Python value: 2026-02-30, a 5000-digit integer.
-        raise InvalidInput("frontmatter", f"unreadable YAML value: {exc}") from None
-    except RecursionError:
-        raise InvalidInput("frontmatter", "unreadable YAML: nested too deeply") from None
-    if not isinstance(head, Mapping):
-        raise InvalidInput("frontmatter", "expected key: value lines")
+    head = load_frontmatter(text[len(FRONTMATTER) + 1 : end + 1])
     unknown = sorted("" if k is None else str(k) for k in head if k not in _KNOWN)
     if unknown and not unknown[0].strip():
         # A key of nothing ("? " or "'': x" in YAML) cannot name the field at fault.
@@ -313,19 +316,19 @@ def parse_file(text: str) -> Memory:
         raise InvalidInput("content", "the body (the memory's text) is empty")
     # YAML's "\ud800" escape gives a lone surrogate, which no database can store.
     for key, value in [*head.items(), ("content", content)]:
-        if _holds_surrogate(value):
+        if holds_surrogate(value):
             raise InvalidInput(str(key), "contains text that is not valid UTF-8")
-    payload = _mapping(head, "payload")
+    payload = mapping_field(head, "payload")
     for name in ("source", "evidence"):
-        value = _text(head, name)
+        value = text_field(head, name)
         if value is not None:
             payload[name] = value
-    created = _when(head, "created_at")
-    importance = _number(head, "importance", 0.5, low=0.0, high=1.0)
-    severity = _text(head, "severity") or "info"
+    created = when_field(head, "created_at")
+    importance = number_field(head, "importance", 0.5, low=0.0, high=1.0)
+    severity = text_field(head, "severity") or "info"
     if severity not in SEVERITIES:
         raise InvalidInput("severity", f"use one of {'|'.join(SEVERITIES)}")
-    status = _text(head, "status") or MemoryStatus.ACTIVE.value
+    status = text_field(head, "status") or MemoryStatus.ACTIVE.value
     try:
         parsed_status = MemoryStatus(status)
     except ValueError:
@@ -337,117 +340,32 @@ def parse_file(text: str) -> Memory:
     if isinstance(reinforcement, bool) or not isinstance(reinforcement, int) or reinforcement < 0:
         raise InvalidInput("reinforcement", "expected a whole number, 0 or more")
     return Memory(
-        id=_required(head, "id"),
-        workspace_id=_required(head, "workspace"),
-        ts=_when(head, "ts") or created or datetime.now(UTC),
-        type=_text(head, "type") or "note",
+        id=required(head, "id"),
+        workspace_id=required(head, "workspace"),
+        ts=when_field(head, "ts") or created or datetime.now(UTC),
+        type=text_field(head, "type") or "note",
         content=content,
         severity=severity,
         payload=payload,
         # An empty scope id is none (as in the file layout, which has no empty folder).
-        crew_id=_text(head, "crew") or None,
-        agent_id=_text(head, "agent") or None,
-        resource_id=_text(head, "resource") or None,
-        conversation_id=_text(head, "conversation") or None,
-        base_importance=_number(head, "base_importance", importance, low=0.0, high=1.0),
+        crew_id=text_field(head, "crew") or None,
+        agent_id=text_field(head, "agent") or None,
+        resource_id=text_field(head, "resource") or None,
+        conversation_id=text_field(head, "conversation") or None,
+        base_importance=number_field(head, "base_importance", importance, low=0.0, high=1.0),
         importance=importance,
         reference_count=reinforcement,
-        last_referenced_at=_when(head, "last_reinforced"),
+        last_referenced_at=when_field(head, "last_reinforced"),
         status=parsed_status,
         source_event_ids=tuple(sources),
         created_at=created,
-        keys=_text(head, "keys") or "",
-        content_hash=_text(head, "content_hash"),
-        stability=_opt_number(head, "stability"),
-        difficulty=_opt_number(head, "difficulty"),
-        last_reviewed_at=_when(head, "last_reviewed"),
-        consolidated_at=_when(head, "consolidated_at"),
+        keys=text_field(head, "keys") or "",
+        content_hash=text_field(head, "content_hash"),
+        stability=opt_number_field(head, "stability"),
+        difficulty=opt_number_field(head, "difficulty"),
+        last_reviewed_at=when_field(head, "last_reviewed"),
+        consolidated_at=when_field(head, "consolidated_at"),
     )
-
-
-def _holds_surrogate(value: object) -> bool:
-    try:
-        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    except (TypeError, ValueError, RecursionError):
-        return False  # not JSON at all: the field's own check names it
-    return False
-
-
-def _required(head: Mapping[str, Any], name: str) -> str:
-    value = _text(head, name)
-    if not value or not value.strip():
-        raise InvalidInput(name, "required")
-    return value
-
-
-def _text(head: Mapping[str, Any], name: str) -> str | None:
-    value = head.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise InvalidInput(name, "expected text")
-    return str(value)
-
-
-def _mapping(head: Mapping[str, Any], name: str) -> dict[str, Any]:
-    value = head.get(name, {})
-    if not isinstance(value, Mapping):
-        raise InvalidInput(name, "expected key: value pairs")
-    try:
-        out: dict[str, Any] = json.loads(json.dumps(value, default=_json_default))
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(name, f"not representable as JSON: {exc}") from None
-    return out
-
-
-def _json_default(value: object) -> str:
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-def _number(
-    head: Mapping[str, Any], name: str, default: float, *, low: float, high: float
-) -> float:
-    value = head.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise InvalidInput(name, f"expected a number from {low:g} to {high:g}")
-    return float(value)
-
-
-def _opt_number(head: Mapping[str, Any], name: str) -> float | None:
-    value = head.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(name, "expected a number")
-    return float(value)
-
-
-def _when(head: Mapping[str, Any], name: str) -> datetime | None:
-    value = head.get(name)
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        stamp = value
-    elif isinstance(value, date):
-        stamp = datetime(value.year, value.month, value.day)
-    elif isinstance(value, str):
-        try:
-            stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidInput(
-                name, "expected an ISO 8601 time, e.g. 2026-03-01T09:30:00Z"
-            ) from None
-    else:
-        raise InvalidInput(name, "expected an ISO 8601 time")
-    try:
-        return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
-    except OverflowError:
-        # 0001-01-01T00:00+01:00 is a valid ISO time whose UTC falls before year 1.
-        raise InvalidInput(name, "out of range in UTC") from None
 
 
 def _event(obj: Any) -> tuple[Event, str | None]:
@@ -585,7 +503,7 @@ def import_markdown(store: ServiceStore, directory: Path, *, mirror: bool = Fals
     # A file that failed to parse may hold any memory: remove nothing until it is fixed.
     if mirror and not errors:
         for ws, keep in ids_by_ws.items():
-            drop = [m.id for m in _all_memories(store, ws) if m.id not in keep]
+            drop = [m.id for m in all_memories(store, ws) if m.id not in keep]
             removed += store.delete_memories(ws, drop)
     return ImportReport(
         str(directory),
