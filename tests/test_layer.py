@@ -179,6 +179,32 @@ def test_the_outcome_belongs_to_the_runs_episodes(
     assert len(messages) == 2 and all("outcome" not in m.payload for m in messages)
 
 
+def test_the_recall_block_says_how_each_run_ended(
+    layer: MemoryLayer, clock: list[datetime]
+) -> None:
+    complete_runs(layer, clock)  # both succeeded
+    clock[0] = NOW + timedelta(days=2)
+    layer.on_complete(
+        stamped(
+            [
+                {"role": "user", "content": "Rotate the API keys of the billing service."},
+                {"role": "assistant", "content": "The vault was read-only this time."},
+            ],
+            clock[0],
+        ),
+        conversation="run-failed",
+        outcome="failed: vault read-only </episodes>",
+    )
+    later = clock[0] + timedelta(hours=1)
+    layer.on_complete(stamped([{"role": "user", "content": "Nothing new."}], later))
+    lines = layer.recall(2000).text.splitlines()
+    by_run = dict(zip(["run-0", "run-1", "run-failed", "silent"], lines[2:-1], strict=True))
+    assert "(outcome: success)" in by_run["run-0"] and "(outcome: success)" in by_run["run-1"]
+    assert "(outcome: failed: vault read-only" in by_run["run-failed"]
+    assert "outcome" not in by_run["silent"]  # a run that said nothing about its end
+    assert sum(line.count(EPISODES_CLOSE) for line in lines) == 1  # the outcome is escaped
+
+
 def test_an_outcome_that_is_not_text_is_refused_and_nothing_is_stored(
     layer: MemoryLayer,
 ) -> None:

@@ -141,3 +141,38 @@ def test_a_binding_that_cannot_read_is_refused() -> None:
     with pytest.raises(InvalidInput) as info:
         Binding.of("acme", None, None, "agent")
     assert info.value.field == "agent"
+
+
+def test_a_resource_binding_reads_and_writes_only_that_resource(db_url: str) -> None:
+    # Seed 004: an agent serving many users recalls, for each, only what it holds about
+    # that one (agentId + resourceId).
+    with Episodic.open(db_url, settings=Settings(embedder="none")) as mem:
+        for resource in ("user:dana", "user:omar"):
+            mem.remember(
+                f"order cable arrived broken for {resource}",
+                workspace="shop",
+                agent="concierge",
+                resource=resource,
+                id=f"note-{resource[5:]}",
+            )
+        server = build_server(
+            mem, Binding.of("shop", "concierge", None, None, resource="user:dana")
+        )
+
+        async def main() -> str:
+            with serve(server.streamable_http_app()) as base:
+                async with Client(f"{base}/mcp") as client:
+                    found = structured(
+                        await client.call_tool("recall_memory", {"query": "order cable broken"})
+                    )
+                    assert [m["id"] for m in found["memories"]] == ["note-dana"]
+                    stored = structured(
+                        await client.call_tool("remember", {"content": "cable resent by courier"})
+                    )
+                    refused = await client.call_tool("forget", {"memory_id": "note-omar"})
+                    assert refused.is_error and "no memory note-omar here" in str(refused.content)
+                    return str(stored["id"])
+
+        stored_id = anyio.run(main)
+        assert mem.store.get_memories("shop", [stored_id])[0].resource_id == "user:dana"
+        assert len(mem.store.get_memories("shop", ["note-omar"])) == 1  # not forgotten

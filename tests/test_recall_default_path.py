@@ -390,3 +390,43 @@ def test_a_consolidated_rule_never_outranks_its_evidence(mem: Episodic) -> None:
         assert order.index("rule") > max(order.index("e1"), order.index("e2")), (policy, order)
         scores = {h.id: h.score for h in result.hits}
         assert scores["rule"] <= min(scores["e1"], scores["e2"]), (policy, scores)
+
+
+def test_an_entry_takes_the_slot_of_a_learning_or_message_from_its_source(mem: Episodic) -> None:
+    # A user's sentence stored as a message, an entry quoting it and a learning made from
+    # it: one slot, and the entry holds it (it carries the evidence), even when the
+    # learning's importance ranks it first.
+    text = "The replacement should go to my office at Torstrasse 12 in Berlin."
+    msg = Event(
+        "m1", "w", NOW - timedelta(hours=1), "message", summary=text,
+        payload={"role": "user"}, conversation_id="c1",
+    )  # fmt: skip
+    mem.store.append([msg], [])
+    made = [
+        Memory(
+            mid,
+            "w",
+            NOW,
+            kind,
+            text,
+            source_event_ids=("m1",),
+            conversation_id="c1",
+            payload=payload,
+            base_importance=importance,
+            importance=importance,
+        )
+        for mid, kind, importance, payload in [
+            ("lrn", "learning", 0.9, {"kind": "declarative"}),
+            ("ent", "entry", 0.5, {"source": "user_assertion", "evidence": text}),
+        ]
+    ]
+    mem.store.append([], made)
+    ingest(mem, *[event(f"f{i}", f"{w} on the orders service") for i, w in enumerate(
+        ["kafka lag", "disk full", "oom kill"])])  # fmt: skip
+    for policy in ("default", "n8n", "bm25"):
+        result = mem.recall("office address for the replacement", workspace="w",
+                            policy=policy, mark=False, explain=True)  # fmt: skip
+        order = [h.id for h in result.hits]
+        assert "ent" in order and "lrn" not in order, (policy, order)
+        assert result.trace is not None
+        assert "lrn" in {d.memory_id for d in result.trace.dropped}, policy

@@ -6,7 +6,7 @@ resource:
 - ``init()`` when the agent starts: what the memory holds for it;
 - ``recall(budget_tokens)`` before a run: the episodes that fit a token budget (held to
   the layer's bounds, 300 to 2000 tokens), newest first (or most relevant to a query
-  first), as an ``<episodes>`` block;
+  first), as an ``<episodes>`` block that says how each run ended;
 - ``on_complete(transcript, outcome=...)`` after a run: the transcript becomes a
   conversation, is segmented at once (the run is over) and comes back as episodes, each
   keeping the run's outcome; the run's assistant output also rates the memories recalled
@@ -345,8 +345,12 @@ def _escaped(value: object) -> str | None:
 
 
 def episode_line(episode: Memory) -> str:
-    """One episode in an ``<episodes>`` block: ``[start] title: summary``, escaped."""
+    """One episode in an ``<episodes>`` block: ``[start] (outcome) title: summary``,
+    escaped. The outcome comes first: a run that failed must not read to the next run as
+    one that worked, and a summary (offline, the run's own words) need not say how it
+    ended."""
     shown = episode_json(episode)
     start = shown["start"] or episode.ts.isoformat()
     title, summary = escape_text(shown["title"]), escape_text(shown["summary"])
-    return f"[{escape_text(str(start))}] {title}: {summary}"
+    outcome = f"(outcome: {escape_text(shown['outcome'])}) " if shown["outcome"] else ""
+    return f"[{escape_text(str(start))}] {outcome}{title}: {summary}"

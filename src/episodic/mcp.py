@@ -4,7 +4,10 @@ streamable HTTP, with the official ``mcp`` SDK.
 One server is bound by configuration to one workspace and, through a role, to what it may
 see (the same rules as an API key, ``episodic.tenancy``): an ``agent`` binding recalls and
 remembers as its agent (scope own), ``lead`` as its crew (crew_shared), ``admin`` the whole
-workspace. The model cannot widen that: the tools take no workspace or agent argument.
+workspace. A ``resource`` binding (the user or case a conversation is about) narrows reads
+and writes to it, seed 004's agentId + resourceId scope: an agent serving many users
+recalls, for each, only what it holds about that one. The model cannot widen any of it:
+the tools take no workspace, agent or resource argument.
 
 Tools: ``recall_memory(query, k)``, ``remember(content, ...)``, ``forget(memory_id)`` and
 ``memory_health()``. Recalled content is untrusted; the descriptions say so, and the text
@@ -49,11 +52,20 @@ class Binding:
     agent: str | None = None
     crew: str | None = None
     role: Role = Role.AGENT
+    resource: str | None = None
 
     @classmethod
-    def of(cls, workspace: str, agent: str | None, crew: str | None, role: str | None) -> Binding:
+    def of(
+        cls,
+        workspace: str,
+        agent: str | None,
+        crew: str | None,
+        role: str | None,
+        *,
+        resource: str | None = None,
+    ) -> Binding:
         chosen = parse_role(role) if role else (Role.AGENT if agent else Role.ADMIN)
-        binding = cls(workspace, agent, crew, chosen)
+        binding = cls(workspace, agent, crew, chosen, resource or None)
         binding.principal().reading()  # refuse a binding that cannot read (own w/o agent)
         return binding
 
@@ -90,12 +102,13 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
         k: Annotated[int, Field(description="How many memories, 1-50; outside that range: 5.")] = 5,
     ) -> dict[str, Any]:
         try:
-            flt = caller.reading()
+            flt = caller.reading(resource=binding.resource)
             result = mem.recall(
                 query,
                 workspace=flt.workspace_id,
                 agent=flt.agent_id,
                 crew=flt.crew_id,
+                resource=flt.resource_id,
                 scope=flt.scope,
                 k=k,
             )
@@ -153,6 +166,7 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
                 workspace=flt.workspace_id,
                 agent=flt.agent_id,
                 crew=flt.crew_id,
+                resource=binding.resource,
                 importance=importance,
                 source=source,
                 evidence=evidence,
@@ -172,6 +186,9 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
         memory_id: Annotated[str, Field(description="The memory's id.", max_length=256)],
     ) -> dict[str, Any]:
         try:
+            if binding.resource:
+                # Another resource's memory is as invisible here as another agent's.
+                mem.memory(caller.reading(resource=binding.resource), memory_id)
             counts = mem.forget_memory_as(caller, memory_id)
         except NotFound:
             raise ToolError(f"no memory {memory_id} here") from None

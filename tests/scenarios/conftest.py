@@ -4,14 +4,28 @@ the way a new user opens it (default settings, the real MiniLM model, no LLM).""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from story import SimClock
 
 from episodic import Episodic
+
+ROOT_CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
+
+
+def pytest_plugin_registered(plugin: object) -> None:
+    # pytest imports every conftest.py outside a package as the module "conftest", so
+    # loading this one took the name from tests/conftest.py, whose helpers other test
+    # modules import (``from conftest import raw_rows``). Registering this file replays
+    # this hook for every plugin already loaded, the root conftest among them: give the
+    # name back to it.
+    if isinstance(plugin, ModuleType) and Path(plugin.__file__ or "").resolve() == ROOT_CONFTEST:
+        sys.modules["conftest"] = plugin
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

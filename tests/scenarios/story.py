@@ -61,9 +61,10 @@ def mcp_call(
     workspace: str,
     agent: str | None = None,
     crew: str | None = None,
+    resource: str | None = None,
 ) -> dict[str, Any]:
     """One tool call through a real streamable-HTTP MCP server and the SDK client."""
-    server = build_server(mem, Binding.of(workspace, agent, crew, None))
+    server = build_server(mem, Binding.of(workspace, agent, crew, None, resource=resource))
 
     async def call() -> dict[str, Any]:
         with serve(server.streamable_http_app()) as base:

@@ -165,6 +165,14 @@ def mcp_command(
     crew: Annotated[
         str | None, typer.Option("--crew", envvar="EPISODIC_MCP_CREW", help="The agent's crew.")
     ] = None,
+    resource: Annotated[
+        str | None,
+        typer.Option(
+            "--resource",
+            envvar="EPISODIC_MCP_RESOURCE",
+            help="Only this resource's memories (the user or case served), read and written.",
+        ),
+    ] = None,
     role: Annotated[
         str | None,
         typer.Option(
@@ -184,6 +192,7 @@ def mcp_command(
     memory_health), bound to one workspace and agent.
 
     Example: episodic mcp --workspace acme --agent deployer
+    Example: episodic mcp --workspace shop --agent concierge --resource user:dana
     Example: episodic mcp --workspace acme --agent deployer --transport http --port 8766
     """
     from episodic.mcp import Binding, build_server
@@ -192,7 +201,7 @@ def mcp_command(
         err.print("[red]error:[/red] --transport: use stdio or http", markup=True)
         raise typer.Exit(2)
     with errors(), open_memory(ctx) as mem:
-        server = build_server(mem, Binding.of(workspace, agent, crew, role))
+        server = build_server(mem, Binding.of(workspace, agent, crew, role, resource=resource))
         mem.warn_if_sparse_only()
         if transport == "stdio":
             server.run("stdio")

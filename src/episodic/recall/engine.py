@@ -327,6 +327,13 @@ def derived_from(m: Memory) -> tuple[str, ...]:
     return ()
 
 
+def _stands_for_source(m: Memory, first: Memory | None, placed: bool) -> bool:
+    """Whether entry ``m`` takes the slot ``first`` (same source, ranked above it) holds."""
+    return (
+        placed and first is not None and m.type == "entry" and first.type in ("message", "learning")
+    )
+
+
 def _one_per_source(
     ranked: list[tuple[str, float]],
     memories: dict[str, Memory],
@@ -337,8 +344,10 @@ def _one_per_source(
     """The final order, walking down the ranking until ``k`` are kept (fetching rows as
     it goes):
 
-    - one memory per source, the best-ranked: an entry extracted from a message says what
-      the message says, and two slots for one piece of evidence crowd out another;
+    - one memory per source: an entry extracted from a message says what the message says,
+      and two slots for one piece of evidence crowd out another. The best-ranked takes the
+      slot, but an entry stands for its source (seed 004: it carries the exact evidence):
+      it takes the slot of a message or learning made from that same source;
     - a memory derived from others (a consolidated rule) comes right after the last of
       its evidence that is ranked too: a summary never displaces what it summarises."""
     out: list[tuple[str, float]] = []
@@ -348,8 +357,11 @@ def _one_per_source(
     pending: dict[str, set[str]] = {}  # summary id -> its evidence not yet placed
     kept = 0
 
+    at: dict[str, int] = {}  # placed id -> its index in out
+
     def place(mid: str, score: float) -> None:
         nonlocal kept
+        at[mid] = len(out)
         out.append((mid, score))
         kept += 1
         release(mid, score)
@@ -377,6 +389,14 @@ def _one_per_source(
                 continue
             key = _source_key(m)
             first = seen.get(key)
+            if first is not None and _stands_for_source(m, memories.get(first), first in at):
+                seen[key] = mid
+                out[at[first]] = (mid, out[at[first]][1])
+                at[mid] = at.pop(first)
+                if trace is not None:
+                    trace.drop(first, "sources", DROP_SAME_SOURCE, f"says what {mid} says")
+                release(mid, score)
+                continue
             if first is not None:
                 if trace is not None:
                     trace.drop(mid, "sources", DROP_SAME_SOURCE, f"says what {first} says")

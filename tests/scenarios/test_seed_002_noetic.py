@@ -1,0 +1,249 @@
+"""Seed 002 (Noetic): the memory as a layer an agent runtime calls at fixed points.
+
+An operations agent works for the payments team over several simulated days. Each run
+starts with ``init``, recalls its past runs within a token budget before its first step,
+and ends with ``on_complete`` and the run's outcome. The stories check what the runtime
+(and the person reading its prompts) would notice: every run leaves an episode that keeps
+its outcome, the next run finds the past run it needs even when asked in other words, the
+block never outgrows the budget (held to 300..2000 tokens), a failed run reads as failed,
+and the same memory is there through HTTP and MCP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from story import SimClock, http_client, mcp_call
+
+from episodic import Episodic
+from episodic.layer import BUDGET_MAX_TOKENS, BUDGET_MIN_TOKENS, MemoryLayer, estimate_tokens
+from episodic.model import Memory
+from episodic.write.episodes import episode_json
+
+WORKSPACE = "acme"
+AGENT = "ops-bot"
+TEAM = "team:payments"
+
+REFUND_RUN = [
+    (
+        "user",
+        "The nightly refund batch timed out at the payment gateway again, after 400 refunds.",
+    ),
+    (
+        "assistant",
+        "The gateway client opens only 5 connections, so the refund batch queues until the "
+        "30 second timeout fires.",
+    ),
+    ("user", "Raising the gateway connection pool to 20 let the refund batch finish."),
+    ("assistant", "Confirmed: the refund batch completed in 4 minutes with the pool at 20."),
+]
+CERT_RUN = [
+    ("user", "Deploy the ledger service to the eu-west cluster today."),
+    (
+        "assistant",
+        "The ledger deploy to eu-west stopped: the TLS certificate of the internal load "
+        "balancer expired yesterday.",
+    ),
+    ("user", "The certificate renewal needs the security team, leave the deploy stopped."),
+]
+FAILED_DEPLOY = "failed: certificate expired"
+# Asked on a later day in other words: no content word is shared with the refund run,
+# so only the dense (vector) leg can find it.
+PARAPHRASE = "overnight reimbursement job hangs talking to the card processor"
+
+
+def run(clock: SimClock, lines: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    """A run's transcript as a chat API writes it, a minute between messages."""
+    start = clock.now
+    return [
+        {"role": role, "content": text, "ts": (start + timedelta(minutes=i)).isoformat()}
+        for i, (role, text) in enumerate(lines)
+    ]
+
+
+def layer(memory: Episodic) -> MemoryLayer:
+    return MemoryLayer(memory, workspace=WORKSPACE, agent=AGENT, resource=TEAM)
+
+
+def outcomes(episodes: Sequence[Memory]) -> set[str | None]:
+    return {episode_json(e)["outcome"] for e in episodes}
+
+
+def refund_then_failed_deploy(ops: MemoryLayer, clock: SimClock) -> None:
+    """Day 1: the refund batch is fixed. Day 2: the ledger deploy fails."""
+    ops.on_complete(run(clock, REFUND_RUN), conversation="run-refunds", outcome="success")
+    clock.advance(days=1)
+    ops.on_complete(run(clock, CERT_RUN), conversation="run-ledger-deploy", outcome=FAILED_DEPLOY)
+
+
+def filler_run(day: int) -> list[tuple[str, str]]:
+    """A routine run about one ledger shard: long enough (~100 tokens an episode) that a
+    week of them does not fit the smallest budget."""
+    detail = " ".join(f"table{day}_{i}" for i in range(12))
+    return [
+        ("user", f"Reconcile ledger shard {day} against the bank statements: {detail}."),
+        ("assistant", f"Ledger shard {day} reconciled, every balance matched: {detail}."),
+    ]
+
+
+def test_each_run_leaves_an_episode_with_its_outcome_and_the_next_run_finds_it(
+    memory: Episodic, clock: SimClock
+) -> None:
+    ops = layer(memory)
+    # Day 1: a fresh agent has nothing to recall.
+    state = ops.init()
+    assert (state.episodes, state.last_episode_at) == (0, None)
+    assert state.mode == "vector"  # the default path embeds with the local model
+    assert ops.recall(800).text == ""
+
+    refund = ops.on_complete(run(clock, REFUND_RUN), conversation="run-refunds", outcome="success")
+    assert refund and outcomes(refund) == {"success"}
+    assert all(e.conversation_id == "run-refunds" for e in refund)
+
+    # Day 2: the deploy fails; its episode says so.
+    clock.advance(days=1)
+    cert = ops.on_complete(
+        run(clock, CERT_RUN),
+        conversation="run-ledger-deploy",
+        outcome=FAILED_DEPLOY,
+    )
+    assert cert and outcomes(cert) == {FAILED_DEPLOY}
+
+    # Days 3 to 8: routine runs, one a day.
+    for day in range(6):
+        clock.advance(days=1)
+        ops.on_complete(
+            run(clock, filler_run(day)), conversation=f"run-{day:02d}", outcome="success"
+        )
+
+    # Day 10: the next run starts. init sees every run, the latest last.
+    clock.advance(days=2)
+    state = ops.init()
+    assert state.episodes == len(refund) + len(cert) + 6
+    assert state.last_episode_at is not None and state.last_episode_at > max(e.ts for e in cert)
+
+    # The smallest budget holds only the newest runs: the refund run is not among them ...
+    newest = ops.recall(300)
+    assert newest.episodes and "run-refunds" not in {e.conversation_id for e in newest.episodes}
+    # ... but asked about the refund batch, it recalls that run within the same budget.
+    found = ops.recall(300, "refund batch timeout at the gateway", order="relevant")
+    assert "run-refunds" in {e.conversation_id for e in found.episodes}, found.text
+    assert "connection pool to 20" in found.text
+    assert found.budget_tokens == 300 and found.tokens == estimate_tokens(found.text) <= 300
+
+
+def test_the_next_run_recalls_a_past_run_asked_in_other_words(
+    memory: Episodic, clock: SimClock
+) -> None:
+    ops = layer(memory)
+    ops.on_complete(run(clock, REFUND_RUN), conversation="run-refunds", outcome="success")
+    for day in range(6):
+        clock.advance(days=1)
+        ops.on_complete(
+            run(clock, filler_run(day)), conversation=f"run-{day:02d}", outcome="success"
+        )
+    clock.advance(days=2)
+    # No content word of the question is in the refund run: only its meaning matches.
+    found = ops.recall(300, PARAPHRASE, order="relevant")
+    assert "run-refunds" in {e.conversation_id for e in found.episodes}, found.text
+    assert "connection pool to 20" in found.text and found.tokens <= 300
+    # HTTP recall finds it the same way, right after the run.
+    with http_client(memory, WORKSPACE) as client:
+        hits = client.post(
+            "/v1/recall",
+            json={"query": PARAPHRASE, "agent": AGENT, "resource": TEAM, "types": ["episode"]},
+        ).json()["hits"]
+    assert hits and hits[0]["conversation_id"] == "run-refunds"
+
+
+def test_the_budget_is_held_to_300_and_2000_tokens(memory: Episodic, clock: SimClock) -> None:
+    ops = layer(memory)
+    # Three weeks of routine runs, one a day.
+    for day in range(21):
+        ops.on_complete(
+            run(clock, filler_run(day)), conversation=f"run-{day:02d}", outcome="success"
+        )
+        clock.advance(days=1)
+
+    floor, ceiling = ops.recall(BUDGET_MIN_TOKENS), ops.recall(BUDGET_MAX_TOKENS)
+    assert 0 < len(floor.episodes) < len(ceiling.episodes)
+    assert floor.tokens <= 300 and ceiling.tokens <= 2000
+    # The smallest budget keeps the newest runs.
+    assert floor.episodes[-1].conversation_id == "run-20"
+
+    # A runtime asking for less than the layer's minimum gets the minimum ...
+    for asked in (1, 50, 299):
+        tight = ops.recall(asked)
+        assert tight.budget_tokens == 300, asked
+        assert tight.text == floor.text and tight.tokens <= 300
+    # ... and asking for more than its maximum gets the maximum.
+    for asked in (2001, 8000, 1_000_000):
+        wide = ops.recall(asked)
+        assert wide.budget_tokens == 2000, asked
+        assert wide.text == ceiling.text and wide.tokens <= 2000
+    # Within the bounds the budget is what was asked for.
+    middle = ops.recall(1000)
+    assert middle.budget_tokens == 1000 and middle.tokens <= 1000
+    assert len(floor.episodes) <= len(middle.episodes) <= len(ceiling.episodes)
+
+
+def test_a_failed_run_reads_as_failed_in_the_next_runs_prompt(
+    memory: Episodic, clock: SimClock
+) -> None:
+    ops = layer(memory)
+    refund_then_failed_deploy(ops, clock)
+    clock.advance(days=2)
+    # The next run's prompt lists both runs, and says which one failed and why.
+    lines = ops.recall(800).text.splitlines()
+    deploy = next(line for line in lines if "ledger deploy" in line)
+    refund = next(line for line in lines if "refund batch" in line)
+    assert f"(outcome: {FAILED_DEPLOY})" in deploy
+    assert "(outcome: success)" in refund and "failed" not in refund
+    # Asked about the deploy, the run finds the failed attempt, marked as such.
+    asked = ops.recall(300, "ledger deploy to eu-west", order="relevant")
+    assert "run-ledger-deploy" in {e.conversation_id for e in asked.episodes}
+    assert f"(outcome: {FAILED_DEPLOY}) The ledger deploy" in asked.text
+
+
+def test_the_same_memory_through_http_and_mcp(memory: Episodic, clock: SimClock) -> None:
+    ops = layer(memory)
+    refund_then_failed_deploy(ops, clock)
+    clock.advance(days=4)
+
+    with http_client(memory, WORKSPACE) as client:
+        # The newest episodes, with how each run ended.
+        recent = client.get("/v1/recent", params={"agent": AGENT, "resource": TEAM})
+        assert recent.status_code == 200, recent.text
+        shown = {e["conversation_id"]: e["outcome"] for e in recent.json()["episodes"]}
+        assert shown == {
+            "run-refunds": "success",
+            "run-ledger-deploy": FAILED_DEPLOY,
+        }
+        # Recall finds the refund run's episode, with its outcome.
+        found = client.post(
+            "/v1/recall",
+            json={
+                "query": "refund batch gateway timeout",
+                "agent": AGENT,
+                "resource": TEAM,
+                "types": ["episode"],
+            },
+        )
+        assert found.status_code == 200, found.text
+        hits = found.json()["hits"]
+        assert hits and hits[0]["conversation_id"] == "run-refunds"
+        assert hits[0]["payload"]["outcome"] == "success"
+
+    # The agent's MCP tool, bound to the same agent and team, recalls the same run when
+    # asked in other words (its messages and entries carry vectors).
+    tool = mcp_call(
+        memory,
+        "recall_memory",
+        {"query": PARAPHRASE},
+        workspace=WORKSPACE,
+        agent=AGENT,
+        resource=TEAM,
+    )
+    contents = " ".join(m["content"] for m in tool["memories"]).lower()
+    assert "refund batch" in contents and "connection pool" in contents

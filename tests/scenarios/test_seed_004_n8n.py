@@ -1,0 +1,297 @@
+"""Seed 004 (n8n agent memory): source-backed entries from earlier threads, injected into
+the next one.
+
+Dana talks to a shop's concierge agent over several threads on simulated days (Omar to
+the same agent, and Dana to another agent, beside her). Everything runs on the default
+path: offline extraction (no LLM), the real MiniLM model. The stories check what Dana and
+the agent's builder would notice: only Dana's lasting statements of fact become entries,
+each quoting her exact words; greetings, thanks, passing wishes, preferences and rules
+for the agent do not; saying a known fact again adds nothing; a new thread is primed with
+entries only, newest first with their ages, and never with someone else's; the agent's
+``recall_memory`` tool, HTTP and the CLI show the same entries.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from story import SimClock, cli, http_client, mcp_call
+
+from episodic import Episodic
+from episodic.layer import MemoryLayer
+from episodic.model import Memory, Scope, ScopeFilter
+from episodic.write.dedupe import DEDUPE_COSINE
+
+SHOP = "shop"
+AGENT = "concierge"
+DANA = "user:dana"
+OMAR = "user:omar"
+
+CRACKED = "My order 4471 arrived with a cracked screen protector and no charging cable."
+OFFICE = (
+    "The replacement should go to my office at Torstrasse 12 in Berlin, the home address is "
+    "no longer valid."
+)
+NEIGHBOUR = "The courier left the replacement cable with the neighbour at Torstrasse 14."
+# Not entries (seed 004's exclusions). The wish, preference, rule and speculation have 6+
+# words and content enough: only the exclusions keep them out.
+GREETING = "Hi there!"
+WISH = "I'd like to stay in Kyoto for a few nights next spring."
+PREFERENCE = "I prefer email over phone calls for every delivery update."
+RULE = "Always answer me in German from now on, please."
+SPECULATION = "Maybe the warehouse packed the wrong box for my order."
+THANKS = "Great, thanks!"
+ASSISTANT = "Sorry about that. I can send a replacement cable; which address should it go to?"
+
+FIRST_THREAD = [
+    ("user", GREETING),
+    ("user", CRACKED),
+    ("assistant", ASSISTANT),
+    ("user", f"{OFFICE} {WISH}"),
+    ("assistant", "Noted: the replacement cable ships to Torstrasse 12."),
+    ("user", PREFERENCE),
+    ("user", RULE),
+    ("user", SPECULATION),
+    ("user", THANKS),
+]
+NOT_ENTRIES = (GREETING, WISH, PREFERENCE, RULE, SPECULATION, THANKS)
+
+
+def thread(clock: SimClock, lines: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    """A thread's messages, a minute apart from the clock's now."""
+    start = clock.now
+    return [
+        {"role": role, "content": text, "ts": (start + timedelta(minutes=i)).isoformat()}
+        for i, (role, text) in enumerate(lines)
+    ]
+
+
+def concierge(memory: Episodic, resource: str = DANA, agent: str = AGENT) -> MemoryLayer:
+    return MemoryLayer(memory, workspace=SHOP, agent=agent, resource=resource)
+
+
+def notes(memory: Episodic, resource: str = DANA, agent: str = AGENT) -> list[Memory]:
+    """The entries and learnings stored for ``agent`` and ``resource``, newest first."""
+    flt = ScopeFilter(
+        workspace_id=SHOP,
+        agent_id=agent,
+        resource_id=resource,
+        scope=Scope.OWN,
+        types=("entry", "learning"),
+    )
+    return memory.list_memories(flt, limit=200).items
+
+
+def entries(memory: Episodic, resource: str = DANA, agent: str = AGENT) -> dict[str, Memory]:
+    return {m.content: m for m in notes(memory, resource, agent) if m.type == "entry"}
+
+
+def injected(block: str) -> list[tuple[str, str]]:
+    """The (text, age) of each line of a ``<memory>`` block, in the block's order."""
+    lines = [line for line in block.splitlines() if line.startswith("- ")]
+    return [(line[2 : line.rindex(" (")], line[line.rindex(" (") + 2 : -1]) for line in lines]
+
+
+def days(age: str) -> float:
+    """ "3 days ago" -> 3, "1 day ago" -> 1, "5 hours ago" -> 5/24."""
+    number, unit = re.match(r"(\d+) (\w+?)s? ago", age).groups()  # type: ignore[union-attr]
+    per_day = {"second": 86_400, "minute": 1_440, "hour": 24, "day": 1, "week": 1 / 7}
+    return int(number) / per_day[unit]
+
+
+def test_only_lasting_facts_become_entries_with_the_users_exact_words(
+    memory: Episodic, clock: SimClock, db_url: str
+) -> None:
+    dana = concierge(memory)
+    # Day 1: the first thread.
+    dana.on_complete(thread(clock, FIRST_THREAD), conversation="thread-1")
+    kept = entries(memory)
+    assert set(kept) == {CRACKED, OFFICE}, sorted(kept)
+    said = [text for role, text in FIRST_THREAD if role == "user"]
+    for content, entry in kept.items():
+        assert entry.payload["source"] == "user_assertion"
+        assert entry.payload["evidence"] == content
+        assert any(content in message for message in said)  # quoted, not paraphrased
+    stored = " ".join(kept)
+    for excluded in NOT_ENTRIES:
+        assert excluded not in stored, excluded
+    # The assistant's words are never the user's entries, nor anything else stored.
+    assert ASSISTANT not in " ".join(m.content for m in notes(memory))
+
+    # Day 3: the second thread arrives over HTTP, message by message, as an n8n workflow
+    # would post it; the service turns the idle thread into an episode and entries.
+    clock.advance(days=2)
+    with http_client(memory, SHOP) as client:
+        for message in thread(clock, [("user", NEIGHBOUR), ("user", THANKS)]):
+            posted = client.post(
+                "/v1/messages",
+                json={
+                    "conversation": "thread-2",
+                    "text": message["content"],
+                    "role": message["role"],
+                    "agent": AGENT,
+                    "resource": DANA,
+                    "ts": message["ts"],
+                },
+            )
+            assert posted.status_code == 201, posted.text
+        clock.advance(hours=4)  # the thread went quiet: its segment is closed
+        memory.segment()
+        listed = client.get(
+            "/v1/memories",
+            params={"type": "entry", "agent": AGENT, "resource": DANA, "scope": "own"},
+        )
+    assert listed.status_code == 200, listed.text
+    items = listed.json()["items"]
+    assert [i["content"] for i in items] == [NEIGHBOUR, OFFICE, CRACKED]  # newest first
+    assert all(i["source"] == "user_assertion" and i["evidence"] for i in items)
+    assert "embedding" not in json.dumps(items)  # vectors are never shown
+
+    # The CLI (real clock, after the story) lists the same entries for Dana.
+    out = cli(
+        db_url, "recall", "replacement cable", "--workspace", SHOP, "--agent", AGENT,
+        "--resource", DANA, "--scope", "own", "--type", "entry", "--json",
+    )  # fmt: skip
+    recalled = {h["summary"] for h in json.loads(out.stdout)}
+    assert recalled and recalled <= {NEIGHBOUR, OFFICE, CRACKED}
+    assert NEIGHBOUR in recalled
+
+
+def test_saying_a_known_fact_again_adds_nothing(memory: Episodic, clock: SimClock) -> None:
+    dana = concierge(memory)
+    dana.on_complete(thread(clock, FIRST_THREAD), conversation="thread-1")
+    before = set(entries(memory))
+
+    # Day 4: Dana opens a new thread and restates what the agent already knows, once word
+    # for word and once in other words, then adds something new.
+    clock.advance(days=3)
+    restated = "Order 4471 came with a cracked screen protector and without its charging cable."
+    (episode,) = dana.on_complete(
+        thread(clock, [("user", CRACKED), ("user", restated), ("user", NEIGHBOUR)]),
+        conversation="thread-2",
+    )
+    after = set(entries(memory))
+    assert after == before | {NEIGHBOUR}
+    assert restated not in " ".join(m.content for m in notes(memory))
+    # The episode says why each restatement was not stored: the paraphrase was found by
+    # the real model at cosine >= 0.86 with the stored entry.
+    drops = {d["reason"]: d["detail"] for d in episode.payload["extraction_dropped"]}
+    assert set(drops) <= {"known_hash", "restates_known", "similar", "duplicate"}, drops
+    assert len(episode.payload["extraction_dropped"]) == 2, drops
+    cosine = float(re.search(r"cosine (\d\.\d+)", drops["similar"]).group(1))  # type: ignore[union-attr]
+    assert cosine >= DEDUPE_COSINE
+
+    # A week later the same restatement through another thread still adds nothing.
+    clock.advance(days=7)
+    dana.on_complete(thread(clock, [("user", restated)]), conversation="thread-3")
+    assert set(entries(memory)) == after
+
+
+def other_threads(memory: Episodic, clock: SimClock) -> None:
+    """Omar, to the same agent, and Dana, to another agent, say much the same thing."""
+    omar = concierge(memory, resource=OMAR)
+    omar.on_complete(
+        thread(
+            clock,
+            [("user", "My order 5123 arrived with a cracked screen protector and no cable.")],
+        ),
+        conversation="omar-1",
+    )
+    returns = concierge(memory, agent="returns-bot")
+    returns.on_complete(
+        thread(
+            clock,
+            [("user", "The returns label for order 4471 printed with the wrong charging cable.")],
+        ),
+        conversation="returns-1",
+    )
+
+
+def test_a_new_thread_is_primed_with_entries_only_newest_first(
+    memory: Episodic, clock: SimClock
+) -> None:
+    dana = concierge(memory)
+    # Day 1 and day 4: two threads for Dana; Omar's and another agent's beside them.
+    dana.on_complete(thread(clock, FIRST_THREAD), conversation="thread-1")
+    other_threads(memory, clock)
+    clock.advance(days=3)
+    dana.on_complete(
+        thread(
+            clock,
+            [
+                ("user", NEIGHBOUR),
+                ("assistant", "I will ask the courier to confirm the drop-off."),
+                ("user", "No, the neighbour already handed the cable over, the case is closed."),
+                ("user", THANKS),
+            ],
+        ),
+        conversation="thread-2",
+    )
+    clock.advance(days=2)
+
+    # Day 6: a new thread opens with Dana's question; the agent's prompt gets <memory>.
+    block = dana.auto_inject("Where did the replacement charging cable for order 4471 end up?")
+    assert block.startswith("<memory>") and block.endswith("</memory>")
+    lines = injected(block)
+    shown = [text for text, _ in lines]
+    assert CRACKED in shown and NEIGHBOUR in shown
+    # Only Dana's entries and learnings with this agent: no raw message, no episode
+    # summary, no filler, nothing of Omar's or of another agent.
+    assert set(shown) <= {m.content for m in notes(memory)}
+    for absent in (THANKS, ASSISTANT, "5123", "returns label", "user:", "assistant:"):
+        assert absent not in block, absent
+    # Newest first, each with its age in days.
+    ages = [days(age) for _, age in lines]
+    assert ages == sorted(ages), lines
+    assert shown.index(NEIGHBOUR) < shown.index(CRACKED)
+    assert (NEIGHBOUR, "2 days ago") in lines and (CRACKED, "4 days ago") in lines
+
+    # Small talk finds nothing worth injecting.
+    assert dana.auto_inject("thanks") == ""
+
+    # Omar's own new thread sees only his entry.
+    omar_block = concierge(memory, resource=OMAR).auto_inject("my cable order is broken")
+    assert [t for t, _ in injected(omar_block)] == [
+        "My order 5123 arrived with a cracked screen protector and no cable."
+    ]
+
+
+def lookup_for_dana(memory: Episodic, query: str, k: int) -> dict[str, Any]:
+    """The agent's ``recall_memory`` tool, through its MCP server bound to Dana."""
+    return mcp_call(
+        memory,
+        "recall_memory",
+        {"query": query, "k": k},
+        workspace=SHOP,
+        agent=AGENT,
+        resource=DANA,
+    )
+
+
+def test_the_recall_memory_tool_returns_the_entries(memory: Episodic, clock: SimClock) -> None:
+    dana = concierge(memory)
+    dana.on_complete(thread(clock, FIRST_THREAD), conversation="thread-1")
+    other_threads(memory, clock)
+    clock.advance(days=2, hours=1)
+
+    # The agent looks something up on purpose, through its MCP server for Dana's thread.
+    tool = lookup_for_dana(memory, "office address for the replacement", k=5)
+    found = [(m["type"], m["content"]) for m in tool["memories"]]
+    assert ("entry", OFFICE) in found, found
+    entry = next(m for m in tool["memories"] if m["type"] == "entry" and m["content"] == OFFICE)
+    assert entry["source"] == "user_assertion" and entry["evidence"] == OFFICE
+    assert entry["age"] == "2 days ago"
+    # A wider lookup still finds only what this agent holds for Dana: not Omar's
+    # entry, not another agent's.
+    text = json.dumps(lookup_for_dana(memory, "cracked screen protector order cable", k=20))
+    assert CRACKED in text and "5123" not in text and "returns label" not in text
+
+    # The same lookup as a function the agent exposes (the layer's tool).
+    hits = dana.recall_memory("office address for the replacement")
+    assert any(h["content"] == OFFICE and h["evidence"] == OFFICE for h in hits)
+    wide_hits = dana.recall_memory("cracked screen protector order cable", k=20)
+    assert not any("5123" in h["content"] for h in wide_hits)  # Omar's
