@@ -11,8 +11,8 @@ import json
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,7 +35,7 @@ from episodic.embed import CachedEmbedder, content_hash, make_embedder
 from episodic.embed.base import Embedder, Matrix, Vector
 from episodic.errors import EmbedderError, InvalidInput, UnknownPolicy
 from episodic.model import Hit
-from episodic.recall.policies import POLICIES
+from episodic.recall.policies import POLICIES, RecallPolicy
 from episodic.service import Episodic
 from episodic.store import open_store
 
@@ -366,36 +366,41 @@ def _precompute(
     return _Precomputed(cached, dict(zip(unique, matrix, strict=True)))
 
 
-def run_locomo(
-    data_path: Path | str,
-    policies: Sequence[str],
-    granularity: str,
-    settings: Settings,
-    *,
-    observe: Callable[[QuestionRun], None] | None = None,
-    progress: Callable[[str], None] | None = None,
-    ingest: str = "turn",
-    db_url: str | None = None,
-) -> dict[str, Any]:
-    """Run the benchmark; the result is what ``episodic bench locomo --json`` prints.
+@dataclass(slots=True)
+class Prepared:
+    """A benchmark database with every conversation ingested (and indexed), ready for
+    any number of policies to be asked its questions."""
 
-    ``db_url`` names an empty database to run in (e.g. PostgreSQL, to compare backends);
-    by default a throwaway SQLite file.
+    mem: Episodic
+    clock: _Clock
+    conversations: list[Conversation]
+    asked: list[tuple[Conversation, Question]]
+    embedder: str  # the model id, or "none"
 
-    ``observe`` sees every question's outcome (tests use it to look inside); ``progress``
-    receives one line per phase. ``ingest`` "conversation" feeds the turns in as chat
-    messages and segments them into episodes before any question is asked."""
-    if granularity not in GRANULARITIES:
-        raise InvalidInput("granularity", f"use one of {'|'.join(GRANULARITIES)}")
-    if ingest not in INGEST_MODES:
-        raise InvalidInput("ingest", f"use one of {'|'.join(INGEST_MODES)}")
+
+def check_policies(policies: Sequence[str]) -> list[str]:
+    """The named policies, each once, in order; an unknown or missing one is an error."""
     names = list(dict.fromkeys(policies))
     if not names:
         raise InvalidInput("policy", "no policy to run")
     for name in names:
         if name not in POLICIES:
             raise UnknownPolicy(name, sorted(POLICIES))
-    say = progress or (lambda _message: None)
+    return names
+
+
+@contextmanager
+def prepare_locomo(
+    data_path: Path | str,
+    settings: Settings,
+    *,
+    say: Callable[[str], None],
+    ingest: str = "turn",
+    db_url: str | None = None,
+) -> Iterator[Prepared]:
+    """Load the file, ingest every conversation into a fresh database and index it."""
+    if ingest not in INGEST_MODES:
+        raise InvalidInput("ingest", f"use one of {'|'.join(INGEST_MODES)}")
     conversations = load_locomo(data_path)
     asked = [(c, q) for c in conversations for q in c.questions if q.evidence and q.text]
     if not asked:
@@ -436,20 +441,50 @@ def run_locomo(
                 f"segmented into {episodes} episodes in {time.perf_counter() - started:.1f}s "
                 f"(key expansion {'on' if settings.key_expansion else 'off'})"
             )
+        model = inner.model_id if inner is not None else "none"
+        yield Prepared(mem, clock, conversations, asked, model)
+
+
+def run_locomo(
+    data_path: Path | str,
+    policies: Sequence[str],
+    granularity: str,
+    settings: Settings,
+    *,
+    observe: Callable[[QuestionRun], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+    ingest: str = "turn",
+    db_url: str | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark; the result is what ``episodic bench locomo --json`` prints.
+
+    ``db_url`` names an empty database to run in (e.g. PostgreSQL, to compare backends);
+    by default a throwaway SQLite file.
+
+    ``observe`` sees every question's outcome (tests use it to look inside); ``progress``
+    receives one line per phase. ``ingest`` "conversation" feeds the turns in as chat
+    messages and segments them into episodes before any question is asked."""
+    if granularity not in GRANULARITIES:
+        raise InvalidInput("granularity", f"use one of {'|'.join(GRANULARITIES)}")
+    names = check_policies(policies)
+    say = progress or (lambda _message: None)
+    with prepare_locomo(data_path, settings, say=say, ingest=ingest, db_url=db_url) as run:
+        conversations = run.conversations
         say(
             f"{sum(len(c.turns) for c in conversations)} turns in {len(conversations)} "
-            f"workspaces; {len(asked)} questions x {len(names)} policies"
+            f"workspaces; {len(run.asked)} questions x {len(names)} policies"
         )
         report: dict[str, Any] = {}
         for name in names:
             say(f"policy {name}")
-            report[name] = _run_policy(mem, clock, name, asked, granularity, observe, ingest)
+            runs = run_policy(run, name, granularity, observe=observe, ingest=ingest)
+            report[name] = summarise(runs)
     return {
         "granularity": granularity,
         "ingest": ingest,
         "key_expansion": settings.key_expansion,
-        "questions": len(asked),
-        "embedder": inner.model_id if inner is not None else "none",
+        "questions": len(run.asked),
+        "embedder": run.embedder,
         "policies": report,
     }
 
@@ -488,18 +523,20 @@ def _turn_of(hit: Hit, conv: Conversation) -> str | None:
     return None
 
 
-def _run_policy(
-    mem: Episodic,
-    clock: _Clock,
+def run_policy(
+    run: Prepared,
     name: str,
-    asked: Sequence[tuple[Conversation, Question]],
     granularity: str,
-    observe: Callable[[QuestionRun], None] | None,
+    *,
+    policy: RecallPolicy | None = None,
+    observe: Callable[[QuestionRun], None] | None = None,
     ingest: str = "turn",
-) -> dict[str, Any]:
-    latencies: list[float] = []
-    rows: list[dict[str, float]] = []
-    by_category: dict[int, list[dict[str, float]]] = {}
+) -> list[QuestionRun]:
+    """Ask every scored question under one policy: ``name``'s preset, or ``policy`` (a
+    variant of a preset, reported as ``name``) when given."""
+    mem, clock, asked = run.mem, run.clock, run.asked
+    chosen: str | RecallPolicy = name if policy is None else policy
+    outcomes: list[QuestionRun] = []
     warmed: set[str] = set()
     # Sessions are ranked by their best turn: the turn list must be deep enough to name
     # DEPTH sessions, or a policy that returns several turns of one session would be cut
@@ -515,14 +552,14 @@ def _run_policy(
                 question.text,
                 workspace=conv.workspace,
                 k=depth,
-                policy=name,
+                policy=chosen,
                 mark=False,
                 types=types,
             )
             warmed.add(conv.workspace)
         started = time.perf_counter()
         result = mem.recall(
-            question.text, workspace=conv.workspace, k=depth, policy=name, mark=False, types=types
+            question.text, workspace=conv.workspace, k=depth, policy=chosen, mark=False, types=types
         )
         latency_ms = (time.perf_counter() - started) * 1000.0
         # A hit from another workspace could carry a dia_id of this conversation's
@@ -543,26 +580,32 @@ def _run_policy(
             relevant = to_sessions(question.evidence, conv.session_of)
         else:
             ranking, relevant = turns, list(question.evidence)
-        scores = score_ranking(ranking, relevant)
-        latencies.append(latency_ms)
-        rows.append(scores)
-        by_category.setdefault(question.category, []).append(scores)
+        outcome = QuestionRun(
+            policy=name,
+            conversation=conv.sample_id,
+            question=question,
+            hit_ids=tuple(h.id for h in result.hits),
+            turns=tuple(turns),
+            ranking=tuple(ranking),
+            relevant=tuple(relevant),
+            scores=score_ranking(ranking, relevant),
+            latency_ms=latency_ms,
+        )
+        outcomes.append(outcome)
         if observe is not None:
-            observe(
-                QuestionRun(
-                    policy=name,
-                    conversation=conv.sample_id,
-                    question=question,
-                    hit_ids=tuple(h.id for h in result.hits),
-                    turns=tuple(turns),
-                    ranking=tuple(ranking),
-                    relevant=tuple(relevant),
-                    scores=scores,
-                    latency_ms=latency_ms,
-                )
-            )
+            observe(outcome)
+    return outcomes
+
+
+def summarise(runs: Sequence[QuestionRun]) -> dict[str, Any]:
+    """One policy's report over some of its questions: the mean of every metric, overall
+    and per category, and the recall latency."""
+    by_category: dict[int, list[Mapping[str, float]]] = {}
+    for outcome in runs:
+        by_category.setdefault(outcome.question.category, []).append(outcome.scores)
+    latencies = [outcome.latency_ms for outcome in runs]
     return {
-        "overall": _rounded(mean_scores(rows)),
+        "overall": _rounded(mean_scores([outcome.scores for outcome in runs])),
         "by_category": {
             str(category): _rounded(mean_scores(by_category[category]))
             for category in sorted(by_category)

@@ -10,9 +10,11 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
+from episodic.bench.folds import parse_tune, run_folds, split_folds
 from episodic.bench.locomo import (
     CATEGORY_NAMES,
     GRANULARITIES,
+    Conversation,
     category_counts,
     load_locomo,
     resolve_policies,
@@ -68,6 +70,22 @@ def bench_locomo(
             "backend (default: a throwaway SQLite file).",
         ),
     ] = None,
+    folds: Annotated[
+        int | None,
+        typer.Option(
+            "--folds",
+            help="Split the conversations into K folds (sorted ids, round-robin) and report "
+            "each fold and their mean.",
+        ),
+    ] = None,
+    tune: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tune",
+            help="With --folds: sweep a constant of the default policy, NAME=v1,v2,... "
+            "(repeatable; e.g. blend=0.2,0.3,0.4); each fold uses the best on the others.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evidence recall of each recall policy on LoCoMo (one workspace per conversation).
@@ -79,6 +97,7 @@ def bench_locomo(
 
     Example: episodic bench locomo --data ../shared/data/locomo10.json --granularity session
     Example: episodic bench locomo --data ../shared/data/locomo10.json --ingest conversation
+    Example: episodic bench locomo --data ../shared/data/locomo10.json --folds 5 --tune blend=.2,.3
     """
     with errors():
         if granularity not in GRANULARITIES:
@@ -90,13 +109,36 @@ def bench_locomo(
             overrides["key_expansion"] = keys == "on"
         settings = Settings.from_env(**overrides)
         names = resolve_policies(policy)
-        counts = category_counts(load_locomo(data))
+        conversations = load_locomo(data)
+        say = lambda line: err.print(f"[dim]{line}[/dim]", markup=True)  # noqa: E731
+        if tune and folds is None:
+            raise InvalidInput("tune", "tuning needs held-out folds: add --folds K")
+        if folds is not None:
+            sweep = parse_tune(tune or [])
+            split_folds([c.sample_id for c in conversations], folds)  # fail before ingesting
+            cv = run_folds(
+                data,
+                names,
+                granularity,
+                settings,
+                folds,
+                sweep=sweep,
+                progress=say,
+                ingest=ingest,
+                db_url=bench_db,
+            )
+            if as_json:
+                print_json(cv)
+            else:
+                _print_folds(cv, conversations)
+            return
+        counts = category_counts(conversations)
         report = run_locomo(
             data,
             names,
             granularity,
             settings,
-            progress=lambda line: err.print(f"[dim]{line}[/dim]", markup=True),
+            progress=say,
             ingest=ingest,
             db_url=bench_db,
         )
@@ -106,12 +148,52 @@ def bench_locomo(
     _print_bench(report, counts)
 
 
+def _print_folds(cv: dict[str, Any], conversations: list[Conversation]) -> None:
+    for number, fold in enumerate(cv["folds"], start=1):
+        test = set(fold["test"])
+        counts = category_counts(c for c in conversations if c.sample_id in test)
+        out.print(f"\nFold {number} of {len(cv['folds'])}, held out: {', '.join(fold['test'])}")
+        tuned = fold.get("tuned")
+        if tuned:
+            chosen = ", ".join(f"{k}={v:g}" for k, v in tuned["chosen"].items())
+            out.print(f"{tuned['policy']} uses {chosen} (best train recall@10 on the other folds)")
+        _print_table(_policy_table(fold["policies"], counts, sum(counts.values())))
+    if cv["folds"][0].get("tuned"):
+        out.print("\nSweep: mean recall@10 on each fold's training folds (* chosen)")
+        sweep = Table()
+        sweep.add_column("values", no_wrap=True)
+        for number in range(1, len(cv["folds"]) + 1):
+            sweep.add_column(f"fold {number}", justify="right")
+        rows = cv["folds"][0]["tuned"]["train"]
+        for i, row in enumerate(rows):
+            label = ", ".join(f"{k}={v:g}" for k, v in row["values"].items())
+            cells = []
+            for fold in cv["folds"]:
+                train = fold["tuned"]["train"][i]
+                mark = "*" if train["values"] == fold["tuned"]["chosen"] else ""
+                cells.append(f"{train['train_recall@10']:.4f}{mark}")
+            sweep.add_row(label, *cells)
+        _print_table(sweep)
+    out.print(f"\nMean over {len(cv['folds'])} folds (each fold counts once)")
+    mean: dict[str, dict[str, float]] = cv["folds_mean"]
+    table = Table()
+    table.add_column("metric", no_wrap=True)
+    for name in mean:
+        table.add_column(name, justify="right")
+    for key in next(iter(mean.values())):
+        table.add_row(key, *(f"{scores[key]:.3f}" for scores in mean.values()))
+    _print_table(table)
+
+
 def _print_bench(report: dict[str, Any], counts: dict[str, int]) -> None:
-    policies: dict[str, Any] = report["policies"]
     out.print(
         f"LoCoMo evidence recall, {report['granularity']} level: {report['questions']} "
         f"questions, embedder {report['embedder']}"
     )
+    _print_table(_policy_table(report["policies"], counts, report["questions"]))
+
+
+def _policy_table(policies: dict[str, Any], counts: dict[str, int], questions: int) -> Table:
     table = Table()
     table.add_column("metric", no_wrap=True)
     for name in policies:
@@ -128,10 +210,7 @@ def _print_bench(report: dict[str, Any], counts: dict[str, int]) -> None:
             )
         table.add_section()
 
-    section(
-        f"overall (n={report['questions']})",
-        {name: p["overall"] for name, p in policies.items()},
-    )
+    section(f"overall (n={questions})", {name: p["overall"] for name, p in policies.items()})
     for category, n in counts.items():
         label = CATEGORY_NAMES.get(int(category), "other")
         section(
@@ -141,6 +220,10 @@ def _print_bench(report: dict[str, Any], counts: dict[str, int]) -> None:
     table.add_row("[bold]recall latency (ms)[/bold]", *("" for _ in policies))
     for key in ("p50", "p95"):
         table.add_row(f"  {key}", *(f"{p['latency_ms'][key]:.2f}" for p in policies.values()))
+    return table
+
+
+def _print_table(table: Table) -> None:
     if out.is_terminal:
         out.print(table)
     else:
