@@ -112,6 +112,22 @@ def test_tune_choice_is_observable(sparse_env: dict[str, str]) -> None:
     assert first["policies"]["default"]["overall"]["recall@10"] < 1.0
 
 
+def test_folds_table_per_fold_sweep_and_mean(sparse_env: dict[str, str]) -> None:
+    args = ["--folds", "2", "--policy", "default,bm25", "--tune", "blend=0.2,0.3"]
+    result = runner.invoke(app, ["bench", "locomo", "--data", str(FIXTURE), *args], env=sparse_env)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Fold 1 of 2, held out: tiny-a" in out and "Fold 2 of 2, held out: tiny-b" in out
+    # sparse-only, the blend changes nothing: a tie, so the first value listed
+    assert out.count("default uses blend=0.2") == 2
+    assert "overall (n=6)" in out and "overall (n=5)" in out
+    sweep = out[out.index("Sweep") : out.index("Mean over 2 folds")]
+    assert "blend=0.2" in sweep and "blend=0.3" in sweep and sweep.count("*") >= 3
+    mean = out[out.index("Mean over 2 folds") :]
+    assert all(key in mean for key in ("recall@1", "recall@10", "ndcg@10"))
+    assert "recall@5" not in mean
+
+
 @pytest.mark.parametrize(
     ("args", "field", "message"),
     [

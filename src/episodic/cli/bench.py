@@ -110,7 +110,6 @@ def bench_locomo(
         settings = Settings.from_env(**overrides)
         names = resolve_policies(policy)
         conversations = load_locomo(data)
-        say = lambda line: err.print(f"[dim]{line}[/dim]", markup=True)  # noqa: E731
         if tune and folds is None:
             raise InvalidInput("tune", "tuning needs held-out folds: add --folds K")
         if folds is not None:
@@ -123,7 +122,7 @@ def bench_locomo(
                 settings,
                 folds,
                 sweep=sweep,
-                progress=say,
+                progress=_say,
                 ingest=ingest,
                 db_url=bench_db,
             )
@@ -138,7 +137,7 @@ def bench_locomo(
             names,
             granularity,
             settings,
-            progress=say,
+            progress=_say,
             ingest=ingest,
             db_url=bench_db,
         )
@@ -146,6 +145,10 @@ def bench_locomo(
         print_json(report)
         return
     _print_bench(report, counts)
+
+
+def _say(line: str) -> None:
+    err.print(f"[dim]{line}[/dim]", markup=True)
 
 
 def _print_folds(cv: dict[str, Any], conversations: list[Conversation]) -> None:
