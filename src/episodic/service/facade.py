@@ -160,10 +160,7 @@ class Episodic:
         conversation: str | None = None,
         outcome: str | None = None,
     ) -> SegmentReport:
-        """Turn pending conversation messages into episodes. The last open segment of each
-        conversation waits for more messages unless ``flush`` (end of session) is set or
-        the conversation has been idle for over 3 hours. ``outcome`` (seed 002: how the
-        run that wrote ``conversation`` ended) is kept on each episode closed now. When
+        """``Writing.segment`` (pending messages into episodes; see there), then, when
         episodes were closed, the review job rates the recalls made in those
         conversations by what followed them (seed 003: reviews run when segmentation
         does, not only on the schedule)."""
