@@ -312,7 +312,7 @@ def resolve_policies(choice: str | None) -> list[str]:
     return names
 
 
-class _Clock:
+class BenchClock:
     """The service's clock, moved to each conversation's end before its questions."""
 
     def __init__(self) -> None:
@@ -322,7 +322,7 @@ class _Clock:
         return self.now
 
 
-class _Precomputed:
+class Precomputed:
     """An embedder answering from vectors computed before the clock starts, so the timed
     recalls measure retrieval, not the model. Unknown texts go to ``inner``."""
 
@@ -349,21 +349,21 @@ class _Precomputed:
         return np.stack([self.vectors[t] for t in texts])
 
 
-def _precompute(
+def precompute_vectors(
     inner: Embedder,
     cache: SqliteEmbeddingCache,
     texts: Iterable[str],
     say: Callable[[str], None],
-) -> _Precomputed:
+) -> Precomputed:
     unique = list(dict.fromkeys(t for t in texts if t))
     known = len(cache.cache_get(inner.model_id, [content_hash(t) for t in unique]))
     say(
-        f"embedding {len(unique)} distinct turns and questions with {inner.model_id}: "
+        f"embedding {len(unique)} distinct texts with {inner.model_id}: "
         f"{known} cached in {cache.path}, {len(unique) - known} to embed"
     )
     cached = CachedEmbedder(inner, cache)
     matrix = cached.embed_batch(unique)
-    return _Precomputed(cached, dict(zip(unique, matrix, strict=True)))
+    return Precomputed(cached, dict(zip(unique, matrix, strict=True)))
 
 
 @dataclass(slots=True)
@@ -372,7 +372,7 @@ class Prepared:
     any number of policies to be asked its questions."""
 
     mem: Episodic
-    clock: _Clock
+    clock: BenchClock
     conversations: list[Conversation]
     asked: list[tuple[Conversation, Question]]
     embedder: str  # the model id, or "none"
@@ -408,13 +408,13 @@ def prepare_locomo(
 
     inner = make_embedder(settings)
     with tempfile.TemporaryDirectory(prefix="episodic-bench-") as tmp, ExitStack() as stack:
-        embedder: _Precomputed | None = None
+        embedder: Precomputed | None = None
         if inner is not None:
             cache = stack.enter_context(SqliteEmbeddingCache(settings.cache_dir / CACHE_FILE))
             texts = [t.summary for c in conversations for t in c.turns]
             texts += [q.text for _, q in asked]
-            embedder = _precompute(inner, cache, texts, say)
-        clock = _Clock()
+            embedder = precompute_vectors(inner, cache, texts, say)
+        clock = BenchClock()
         mem = stack.enter_context(
             Episodic(
                 store=open_store(db_url or f"sqlite:///{Path(tmp) / 'locomo.db'}"),
@@ -489,7 +489,7 @@ def run_locomo(
     }
 
 
-def _ingest(mem: Episodic, clock: _Clock, conversations: Sequence[Conversation]) -> None:
+def _ingest(mem: Episodic, clock: BenchClock, conversations: Sequence[Conversation]) -> None:
     for conv in conversations:
         clock.now = conv.end
         result = mem.ingest(turn_event(conv, t) for t in conv.turns)
@@ -502,7 +502,9 @@ def _ingest(mem: Episodic, clock: _Clock, conversations: Sequence[Conversation])
             )
 
 
-def _ingest_messages(mem: Episodic, clock: _Clock, conversations: Sequence[Conversation]) -> None:
+def _ingest_messages(
+    mem: Episodic, clock: BenchClock, conversations: Sequence[Conversation]
+) -> None:
     for conv in conversations:
         clock.now = conv.end
         result = mem.ingest(message_event(conv, t) for t in conv.turns)
