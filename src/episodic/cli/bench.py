@@ -284,19 +284,22 @@ def bench_journal(
         f"Journal recall: {report['events']} events ({report['memories']} memories) over "
         f"{report['days']} days, {report['queries']} queries, embedder {report['embedder']}"
     )
-    policies: dict[str, Any] = report["policies"]
+    _print_table(_journal_table(report["policies"]))
+
+
+def _journal_table(policies: dict[str, Any]) -> Table:
     table = Table()
     table.add_column("metric", no_wrap=True)
     for name in policies:
         table.add_column(name, justify="right")
-    kinds = next(iter(policies.values()))["by_kind"]
-    rows = [("", key, lambda p, key=key: p[key]) for key in REPORTED]
-    for kind in kinds:
-        rows += [(kind, "ndcg@10", lambda p, kind=kind: p["by_kind"][kind]["ndcg@10"])]
-    for kind, key, pick in rows:
-        values = [pick(p) for p in policies.values()]
+    rows: list[tuple[str, list[float]]] = [
+        (key, [p[key] for p in policies.values()]) for key in REPORTED
+    ]
+    for kind in next(iter(policies.values()))["by_kind"]:
+        values = [p["by_kind"][kind]["ndcg@10"] for p in policies.values()]
+        rows.append((f"{kind} ndcg@10", values))
+    for label, values in rows:
         best = max(values)
-        label = f"{kind} {key}".strip()
         table.add_row(
             label, *(f"[bold]{v:.3f}[/bold]" if v == best else f"{v:.3f}" for v in values)
         )
@@ -304,4 +307,4 @@ def bench_journal(
         table.add_row(
             f"latency {key} ms", *(f"{p['latency_ms'][key]:.2f}" for p in policies.values())
         )
-    _print_table(table)
+    return table
