@@ -2,8 +2,8 @@
 
 The tiny set (``tests/fixtures/journal_tiny``) has three days, a few filler events no
 admission keeps, and five hand-written ones; its queries are built so BM25's ranking is
-known: one rare word per query, one query judging an event admission refuses, and one
-judging three events of which two share its words.
+known: one rare word per query, one query judging an event admission refuses, one
+judging three events of which two share its words, and one about a value that changed.
 """
 
 from __future__ import annotations
@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from episodic.bench.journal import REPORTED, VARIANTS, QueryRun, live_journal, resolve, run_journal
+from episodic.bench.journal import (
+    REPORTED,
+    VARIANTS,
+    QueryRun,
+    live_journal,
+    resolve,
+    run_journal,
+    stale_first,
+)
 from episodic.bench.journal_data import generate, load_set
 from episodic.cli import app
 from episodic.config import Settings
@@ -57,14 +65,19 @@ def test_runner_scores_a_known_ranking(sparse: Settings) -> None:
     ndcg_t4 = (1 + 1 / 1.584962500721156) / (1 + 1 / 1.584962500721156 + 1 / 2)
     assert t4["recall@5"] == pytest.approx(2 / 3)
     assert t4["ndcg@10"] == pytest.approx(ndcg_t4)
+    # t5: the furnace's temperature changed; the shorter, older entry ranks first.
+    assert rankings["t5"] == ("furnace-old", "furnace-new")
     bm25 = report["policies"]["bm25"]
-    assert bm25["recall@5"] == bm25["recall@10"] == pytest.approx(round((1 + 1 + 0 + 2 / 3) / 4, 4))
-    assert bm25["ndcg@10"] == pytest.approx(round((1 + 1 + 0 + ndcg_t4) / 4, 4))
-    assert bm25["by_kind"]["current"] == {"recall@5": 0.0, "recall@10": 0.0, "ndcg@10": 0.0}
+    r5 = (1 + 1 + 0 + 2 / 3 + 1) / 5
+    assert bm25["recall@5"] == bm25["recall@10"] == pytest.approx(round(r5, 4))
+    ndcg = (1 + 1 + 0 + ndcg_t4 + 1 / 1.584962500721156) / 5
+    assert bm25["ndcg@10"] == pytest.approx(round(ndcg, 4))
+    assert bm25["stale_first"] == 1.0  # of the one query with a superseded answer
+    assert bm25["by_kind"]["current"]["recall@5"] == 0.5  # t3 (never admitted) and t5
     assert bm25["by_kind"]["lesson"]["ndcg@10"] == 1.0
     # the judged tool call was never admitted, and the report says so
     assert report["judged_inactive"] == ["ignored"]
-    assert (report["events"], report["memories"], report["queries"]) == (16, 4, 4)
+    assert (report["events"], report["memories"], report["queries"]) == (16, 4, 5)
 
 
 def test_the_run_lives_like_a_runtime(sparse: Settings) -> None:
@@ -88,10 +101,10 @@ def test_command_json_shape(sparse_env: dict[str, str]) -> None:
     assert result.exit_code == 0, result.output
     report: dict[str, Any] = json.loads(result.stdout)
     assert {"events", "queries", "days", "embedder", "policies"} <= set(report)
-    assert (report["days"], report["queries"], report["embedder"]) == (3, 4, "none")
+    assert (report["days"], report["queries"], report["embedder"]) == (3, 5, "none")
     assert list(report["policies"]) == ["default", "default-no-prior"]
     for scores in report["policies"].values():
-        assert all(0.0 <= scores[key] <= 1.0 for key in REPORTED)
+        assert all(0.0 <= scores[key] <= 1.0 for key in (*REPORTED, "stale_first"))
         assert set(scores["latency_ms"]) == {"p50", "p95"}
 
 
@@ -117,6 +130,13 @@ def test_broken_query_file_names_data(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput) as caught:
         load_set(tmp_path)
     assert caught.value.field == "data" and "nope" in str(caught.value)
+
+
+def test_stale_first() -> None:
+    assert stale_first(["x", "old", "new"], ["new"], ["old"])
+    assert not stale_first(["new", "old"], ["new"], ["old"])
+    assert stale_first(["old"], ["new"], ["old"])  # found the old answer, not the new
+    assert not stale_first(["x"], ["new"], ["old"])  # found neither: a miss, not stale
 
 
 def test_policies_and_the_no_prior_variant() -> None:

@@ -6,8 +6,9 @@ day's end, indexed, the recalls agents made that day (marked, so references and 
 reviews exist), then the upkeep schedule the server runs (decay, reviews, consolidation
 triggers, compaction, consolidation, health) the next morning. At the end every query is
 asked under each policy (k=10, unmarked) at the same "now", and the ranked ids are scored
-against the judged ones. Query embeddings are computed before the clock starts, so the
-latency is the recall's, not the model's.
+against the judged ones; for a fact that changed, the report also counts how often an
+answer since superseded ranks above the current one (``stale_first``). Query embeddings
+are computed before the clock starts, so the latency is the recall's, not the model's.
 """
 
 from __future__ import annotations
@@ -52,6 +53,19 @@ class QueryRun:
     ranking: tuple[str, ...]  # memory ids, best first
     scores: Mapping[str, float]
     latency_ms: float
+
+    @property
+    def stale_first(self) -> bool:
+        """Whether an entry the query no longer has for answer ranks above every current
+        one (or is found while none is)."""
+        return stale_first(self.ranking, self.query.relevant, self.query.superseded)
+
+
+def stale_first(ranking: Sequence[str], relevant: Sequence[str], superseded: Sequence[str]) -> bool:
+    """True when the first of ``ranking`` that is relevant or superseded is superseded."""
+    judged = set(relevant) | set(superseded)
+    first = next((item for item in ranking if item in judged), None)
+    return first is not None and first in set(superseded)
 
 
 def resolve(choice: str | None) -> list[str]:
@@ -198,8 +212,11 @@ def summarise(runs: Sequence[QueryRun]) -> dict[str, Any]:
     for run in runs:
         by_kind.setdefault(run.query.kind, []).append(run.scores)
     latencies = [run.latency_ms for run in runs]
+    changed = [run for run in runs if run.query.superseded]
+    stale = sum(run.stale_first for run in changed) / len(changed) if changed else 0.0
     return {
         **_rounded(mean_scores([run.scores for run in runs])),
+        "stale_first": round(stale, 4),
         "by_kind": {kind: _rounded(mean_scores(rows)) for kind, rows in sorted(by_kind.items())},
         "latency_ms": {
             "p50": round(percentile(latencies, 50), 3),

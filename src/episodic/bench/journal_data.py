@@ -7,7 +7,8 @@ A set is a folder of three JSON files:
   each, per-day counts) and the routine recalls a runtime makes;
 - ``storylines.json``: the hand-written events that carry the facts (each with a stable
   id, a day and a time) and the recalls agents make along the way;
-- ``queries.json``: the questions asked at the end, each with the ids that answer it.
+- ``queries.json``: the questions asked at the end, each with the ids that answer it
+  (and, for a fact that changed, the ids that answered it before).
 
 The journal is generated from these with a seeded RNG, so the same folder always gives
 the same events with the same ids; nothing generated needs to be kept in git.
@@ -54,6 +55,9 @@ class Query:
     relevant: tuple[str, ...]
     kind: str
     agent: str | None = None
+    # Entries that answered the query once and no longer do (a value since changed, a
+    # decision since reversed): ranking one above the current answer is the stale error.
+    superseded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,12 +180,16 @@ def _query(q: Any, where: str) -> Query:
     if not relevant or not all(isinstance(r, str) for r in relevant):
         raise InvalidInput("data", f"{where}.relevant: expected a non-empty list of event ids")
     agent = q.get("agent")
+    superseded = q.get("superseded", [])
+    if not isinstance(superseded, list) or not all(isinstance(r, str) for r in superseded):
+        raise InvalidInput("data", f"{where}.superseded: expected a list of event ids")
     return Query(
         id=_need(q, "id", str, where),
         text=_need(q, "query", str, where),
         relevant=tuple(relevant),
         kind=q.get("kind", "other"),
         agent=agent if isinstance(agent, str) else None,
+        superseded=tuple(superseded),
     )
 
 
@@ -209,7 +217,7 @@ def _check(s: JournalSet) -> None:
         if q.id in seen:
             raise InvalidInput("data", f"{QUERIES_FILE}: query id {q.id!r} repeats")
         seen.add(q.id)
-        missing = [r for r in q.relevant if r not in ids]
+        missing = [r for r in (*q.relevant, *q.superseded) if r not in ids]
         if missing:
             raise InvalidInput("data", f"{QUERIES_FILE} {q.id}: no story event {missing[0]!r}")
         if q.agent is not None and q.agent not in s.agents:

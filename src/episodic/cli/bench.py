@@ -268,7 +268,8 @@ def bench_journal(
 
     The journal is lived through day by day (ingest, index, the agents' recalls, the
     nightly upkeep), then every query is asked under each policy (k=10). Reports
-    recall@5, recall@10 and NDCG@10 and recall latency (query embedding excluded).
+    recall@5, recall@10 and NDCG@10, per kind of query, how often a superseded answer
+    ranks above the current one, and recall latency (query embedding excluded).
 
     Example: episodic bench journal --policy default,default-no-prior,crewship
     """
@@ -298,8 +299,9 @@ def _journal_table(policies: dict[str, Any]) -> Table:
     for kind in next(iter(policies.values()))["by_kind"]:
         values = [p["by_kind"][kind]["ndcg@10"] for p in policies.values()]
         rows.append((f"{kind} ndcg@10", values))
+    rows.append(("stale first (lower is better)", [p["stale_first"] for p in policies.values()]))
     for label, values in rows:
-        best = max(values)
+        best = min(values) if label.startswith("stale") else max(values)
         table.add_row(
             label, *(f"[bold]{v:.3f}[/bold]" if v == best else f"{v:.3f}" for v in values)
         )
