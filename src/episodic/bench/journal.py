@@ -13,26 +13,22 @@ are computed before the clock starts, so the latency is the recall's, not the mo
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from episodic.bench.cache import SqliteEmbeddingCache
 from episodic.bench.journal_data import Day, JournalSet, Query, generate, load_set
-from episodic.bench.locomo import CACHE_FILE, BenchClock, precompute_vectors
+from episodic.bench.locomo import BenchClock, bench_memory, resolve_policies
 from episodic.bench.metrics import mean_scores, percentile, score_ranking
 from episodic.config import Settings
-from episodic.embed import make_embedder
-from episodic.errors import EmbedderError, InvalidInput, UnknownPolicy
+from episodic.errors import EmbedderError, InvalidInput
 from episodic.model import MemoryStatus, ScopeFilter
-from episodic.recall.policies import DEFAULT, POLICIES, RecallPolicy
+from episodic.recall.policies import DEFAULT, RecallPolicy
 from episodic.service import Episodic
-from episodic.store import open_store
 
 K = 10
 REPORTED = ("recall@5", "recall@10", "ndcg@10")
@@ -71,16 +67,7 @@ def stale_first(ranking: Sequence[str], relevant: Sequence[str], superseded: Seq
 def resolve(choice: str | None) -> list[str]:
     """``all`` (or nothing): every preset and the bench variants; else comma-separated
     names of either."""
-    known = [*POLICIES, *VARIANTS]
-    if choice is None or choice.strip().lower() == "all":
-        return known
-    names = list(dict.fromkeys(n.strip() for n in choice.split(",") if n.strip()))
-    if not names:
-        raise InvalidInput("policy", "no policy named; use a name or 'all'")
-    for name in names:
-        if name not in known:
-            raise UnknownPolicy(name, sorted(known))
-    return names
+    return resolve_policies(choice, list(VARIANTS))
 
 
 @dataclass(slots=True)
@@ -106,22 +93,8 @@ def live_journal(
 ) -> Iterator[Lived]:
     """Generate the journal, and ingest, index, recall and keep it day by day."""
     days = generate(data)
-    inner = make_embedder(settings)
-    with tempfile.TemporaryDirectory(prefix="episodic-jbench-") as tmp, ExitStack() as stack:
-        embedder = None
-        if inner is not None:
-            cache = stack.enter_context(SqliteEmbeddingCache(settings.cache_dir / CACHE_FILE))
-            texts = [q.text for q in data.queries] + [r.text for d in days for r in d.recalls]
-            embedder = precompute_vectors(inner, cache, texts, say)
-        clock = BenchClock()
-        mem = stack.enter_context(
-            Episodic(
-                store=open_store(db_url or f"sqlite:///{Path(tmp) / 'journal.db'}"),
-                embedder=embedder,
-                settings=settings,
-                clock=clock,
-            )
-        )
+    texts = [q.text for q in data.queries] + [r.text for d in days for r in d.recalls]
+    with bench_memory(settings, texts, say, db_url=db_url) as (mem, clock, model):
         started = time.perf_counter()
         events, memories = _live(mem, clock, data, days)
         say(
@@ -134,8 +107,7 @@ def live_journal(
         inactive = tuple(r for r in judged if r not in active)
         if inactive:
             say(f"{len(inactive)} judged memories are no longer active: {', '.join(inactive)}")
-        model = inner.model_id if inner is not None else "none"
-        yield Lived(mem, clock, data, events, memories, inactive, model)
+        yield Lived(mem, clock, data, events, memories, inactive, model or "none")
 
 
 def _live(

@@ -299,16 +299,18 @@ def message_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
     }
 
 
-def resolve_policies(choice: str | None) -> list[str]:
-    """``all`` (or nothing): every registered policy; else comma-separated names."""
+def resolve_policies(choice: str | None, known: Sequence[str] = ()) -> list[str]:
+    """``all`` (or nothing): every registered policy; else comma-separated names, each a
+    registered policy or one of ``known`` (a benchmark's own variants)."""
+    known = [*POLICIES, *known]
     if choice is None or choice.strip().lower() == "all":
-        return list(POLICIES)
+        return known
     names = list(dict.fromkeys(n.strip() for n in choice.split(",") if n.strip()))
     if not names:
         raise InvalidInput("policy", "no policy named; use a name or 'all'")
     for name in names:
-        if name not in POLICIES:
-            raise UnknownPolicy(name, sorted(POLICIES))
+        if name not in known:
+            raise UnknownPolicy(name, sorted(known))
     return names
 
 
@@ -366,6 +368,36 @@ def precompute_vectors(
     return Precomputed(cached, dict(zip(unique, matrix, strict=True)))
 
 
+@contextmanager
+def bench_memory(
+    settings: Settings,
+    texts: Sequence[str],
+    say: Callable[[str], None],
+    *,
+    db_url: str | None = None,
+) -> Iterator[tuple[Episodic, BenchClock, str | None]]:
+    """A memory for one benchmark run: over ``db_url`` (an empty database) or a throwaway
+    SQLite file, on a clock the run moves, with ``texts`` embedded before it starts (the
+    embeddings cached across runs). Yields it, its clock and the embedder's model id
+    (None when sparse-only)."""
+    inner = make_embedder(settings)
+    with tempfile.TemporaryDirectory(prefix="episodic-bench-") as tmp, ExitStack() as stack:
+        embedder: Precomputed | None = None
+        if inner is not None:
+            cache = stack.enter_context(SqliteEmbeddingCache(settings.cache_dir / CACHE_FILE))
+            embedder = precompute_vectors(inner, cache, texts, say)
+        clock = BenchClock()
+        mem = stack.enter_context(
+            Episodic(
+                store=open_store(db_url or f"sqlite:///{Path(tmp) / 'bench.db'}"),
+                embedder=embedder,
+                settings=settings,
+                clock=clock,
+            )
+        )
+        yield mem, clock, inner.model_id if inner is not None else None
+
+
 @dataclass(slots=True)
 class Prepared:
     """A benchmark database with every conversation ingested (and indexed), ready for
@@ -406,28 +438,13 @@ def prepare_locomo(
     if not asked:
         raise InvalidInput("data", f"{data_path}: no question has evidence to score against")
 
-    inner = make_embedder(settings)
-    with tempfile.TemporaryDirectory(prefix="episodic-bench-") as tmp, ExitStack() as stack:
-        embedder: Precomputed | None = None
-        if inner is not None:
-            cache = stack.enter_context(SqliteEmbeddingCache(settings.cache_dir / CACHE_FILE))
-            texts = [t.summary for c in conversations for t in c.turns]
-            texts += [q.text for _, q in asked]
-            embedder = precompute_vectors(inner, cache, texts, say)
-        clock = BenchClock()
-        mem = stack.enter_context(
-            Episodic(
-                store=open_store(db_url or f"sqlite:///{Path(tmp) / 'locomo.db'}"),
-                embedder=embedder,
-                settings=settings,
-                clock=clock,
-            )
-        )
+    texts = [t.summary for c in conversations for t in c.turns] + [q.text for _, q in asked]
+    with bench_memory(settings, texts, say, db_url=db_url) as (mem, clock, model):
         if ingest == "conversation":
             _ingest_messages(mem, clock, conversations)
         else:
             _ingest(mem, clock, conversations)
-        if embedder is not None:
+        if model is not None:
             indexed = mem.index_once()
             if indexed.failed or indexed.error:
                 raise EmbedderError(f"indexing the turns failed: {indexed.error}")
@@ -441,8 +458,7 @@ def prepare_locomo(
                 f"segmented into {episodes} episodes in {time.perf_counter() - started:.1f}s "
                 f"(key expansion {'on' if settings.key_expansion else 'off'})"
             )
-        model = inner.model_id if inner is not None else "none"
-        yield Prepared(mem, clock, conversations, asked, model)
+        yield Prepared(mem, clock, conversations, asked, model or "none")
 
 
 def run_locomo(
