@@ -132,6 +132,17 @@ def test_broken_query_file_names_data(tmp_path: Path) -> None:
     assert caught.value.field == "data" and "nope" in str(caught.value)
 
 
+def test_broken_story_time_names_data(tmp_path: Path) -> None:
+    for name in ("journal.json", "queries.json"):
+        (tmp_path / name).write_text((TINY / name).read_text())
+    stories = json.loads((TINY / "storylines.json").read_text())
+    stories["events"][0]["at"] = "25:00"
+    (tmp_path / "storylines.json").write_text(json.dumps(stories))
+    with pytest.raises(InvalidInput) as caught:
+        load_set(tmp_path)
+    assert caught.value.field == "data" and "events[0].at" in str(caught.value)
+
+
 def test_stale_first() -> None:
     assert stale_first(["x", "old", "new"], ["new"], ["old"])
     assert not stale_first(["new", "old"], ["new"], ["old"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ QUERIES_FILE = "queries.json"
 # Agents write between these hours (UTC); the runtime ingests a day after the last one.
 WORKDAY_START_H = 8
 WORKDAY_END_H = 20
+_CLOCK = re.compile(r"([01]\d|2[0-3]):[0-5]\d")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +126,11 @@ def load_set(folder: Path | str) -> JournalSet:
     config = _read(path / CONFIG_FILE)
     where = CONFIG_FILE
     agents = _need(config, "agents", dict, where)
+    if not agents or not all(isinstance(c, str) and c for c in agents.values()):
+        raise InvalidInput("data", f"{where}.agents: expected agent names mapped to crews")
     vocab = {k: tuple(v) for k, v in _need(config, "vocab", dict, where).items()}
+    if not all(words and all(isinstance(w, str) for w in words) for words in vocab.values()):
+        raise InvalidInput("data", f"{where}.vocab: expected non-empty lists of words")
     filler = tuple(
         Template(
             type=_need(t, "type", str, f"{where}.filler[{i}]"),
@@ -136,7 +142,10 @@ def load_set(folder: Path | str) -> JournalSet:
         )
         for i, t in enumerate(_need(config, "filler", list, where))
     )
-    low, high = _need(config, "filler_per_day", list, where)
+    per_day = _need(config, "filler_per_day", list, where)
+    if len(per_day) != 2 or not all(isinstance(n, int) for n in per_day):
+        raise InvalidInput("data", f"{where}.filler_per_day: expected [fewest, most]")
+    low, high = per_day
     try:
         start = date.fromisoformat(_need(config, "start", str, where))
     except ValueError:
@@ -207,6 +216,8 @@ def _check(s: JournalSet) -> None:
             raise InvalidInput("data", f"{where}.day: outside 0..{s.days - 1}")
         if _need(event, "agent", str, where) not in s.agents:
             raise InvalidInput("data", f"{where}.agent: unknown agent {event['agent']!r}")
+        if not _CLOCK.fullmatch(event.get("at", "12:00")):
+            raise InvalidInput("data", f"{where}.at: expected a time of day, HH:MM")
         _need(event, "type", str, where)
         _need(event, "summary", str, where)
     for recall in s.story_recalls:
