@@ -52,8 +52,8 @@ class QueryRun:
 
     @property
     def stale_first(self) -> bool:
-        """Whether an entry the query no longer has for answer ranks above every current
-        one (or is found while none is)."""
+        """Whether a superseded answer ranks above every current one (or is found while
+        no current one is)."""
         return stale_first(self.ranking, self.query.relevant, self.query.superseded)
 
 
