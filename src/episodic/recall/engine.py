@@ -28,14 +28,16 @@ from episodic.recall.trace import (
     DROP_THRESHOLD,
     Trace,
 )
-from episodic.scoring.blend import blend
+from episodic.scoring.blend import blend, confident_weight
 from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
 from episodic.scoring.decay import prominence, recency_weight, reinforcement_of
+from episodic.scoring.feedback import expansion_terms
 from episodic.scoring.fusion import rrf
 from episodic.scoring.mmr import mmr, tokens
 from episodic.scoring.prior import importance_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import scope_level, scope_multiplier
+from episodic.scoring.supersede import newest_first
 from episodic.scoring.temporal import TimeWindow, time_boost
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
 from episodic.store.search import SearchStore
@@ -170,6 +172,10 @@ def run_recall(
         Leg.DENSE.value not in legs and Leg.RECENCY not in policy.legs
     ):
         legs[Leg.SPARSE.value] = store.search_sparse(flt, lexical, policy.sparse_pool_size(k))
+        if policy.prf_terms > 0 and legs[Leg.SPARSE.value]:
+            legs[Leg.SPARSE.value] = _with_feedback(
+                store, flt, query.workspace_id, lexical, legs[Leg.SPARSE.value], policy, k
+            )
     if Leg.RECENCY in policy.legs:
         legs[Leg.RECENCY.value] = store.search_recent(flt, pool)
     bounded = [w for w in windows if w.end - w.start <= MAX_TIME_LEG_SPAN]
@@ -213,12 +219,16 @@ def run_recall(
     if policy.neighbours > 0 and fused:
         seeds = [i for i, _ in fused[: policy.neighbour_seeds]]
         adjacency = store.neighbours(flt, seeds, policy.neighbours)
-        fused = spread_to_neighbours(fused, adjacency, policy.neighbour_weight)
+        fused = spread_to_neighbours(
+            fused, adjacency, policy.neighbour_weight, policy.neighbour_backward
+        )
         if trace is not None:
             trace.add_stage("context:neighbours", fused)
     if policy.conversation_weight > 0 and fused:
         conversations = store.conversations_of(query.workspace_id, [i for i, _ in fused])
-        fused = lift_by_conversation(fused, conversations, policy.conversation_weight)
+        fused = lift_by_conversation(
+            fused, conversations, policy.conversation_weight, policy.conversation_depth
+        )
         if trace is not None:
             trace.add_stage("context:conversation", fused)
     # Time and diversity look at every candidate. Re-rank factors bounded within
@@ -248,6 +258,8 @@ def run_recall(
                 key=lambda pair: pair[1],
                 reverse=True,
             )
+        if policy.newest_similar_first and ranked:
+            ranked = _newest_first(store, flt, ranked, memories, fetch, 2 * k)
         survivors = _one_per_source(ranked, memories, fetch, k, None)
         if everything or not tail or _within(survivors[:k], ranked[:depth]):
             break
@@ -481,11 +493,19 @@ def _reranked(cands: Sequence[Candidate]) -> list[Candidate]:
 
 def _fuse(legs: dict[str, list[Candidate]], policy: RecallPolicy) -> list[tuple[str, float]]:
     if policy.fusion is Fusion.BLEND:
+        dense_scores = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
+        sparse_scores = {c.memory_id: c.score for c in legs.get(Leg.SPARSE.value, [])}
+        wd, ws = policy.blend_dense, policy.blend_sparse
+        if policy.confidence_fusion > 0 and dense_scores and sparse_scores:
+            wd = confident_weight(
+                wd / (wd + ws), dense_scores, sparse_scores, policy.confidence_fusion
+            ) * (wd + ws)
+            ws = policy.blend_dense + policy.blend_sparse - wd
         fused = blend(
-            {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])},
-            {c.memory_id: c.score for c in legs.get(Leg.SPARSE.value, [])},
-            dense_weight=policy.blend_dense,
-            sparse_weight=policy.blend_sparse,
+            dense_scores,
+            sparse_scores,
+            dense_weight=wd,
+            sparse_weight=ws,
         )
         # Other legs (time, recency) have no score on the blend's scale: their candidates
         # join below every matched one, in their own order.
@@ -628,3 +648,47 @@ def _by_importance(cands: Sequence[Candidate], memories: dict[str, Memory]) -> l
         reverse=True,
     )
     return [Candidate(mid, score, rank) for rank, (mid, score) in enumerate(scored, start=1)]
+
+
+def _with_feedback(
+    store: SearchStore,
+    flt: ScopeFilter,
+    workspace_id: str,
+    lexical: str,
+    found: list[Candidate],
+    policy: RecallPolicy,
+    k: int,
+) -> list[Candidate]:
+    """The sparse leg with pseudo-relevance feedback: the words the best matches share
+    search again, and their BM25 adds (times ``prf_weight``) to the first search's."""
+    top = found[: policy.prf_docs]
+    rows = {m.id: m for m in store.get_memories(workspace_id, [c.memory_id for c in top])}
+    docs = [(rows[c.memory_id].content, c.score) for c in top if c.memory_id in rows]
+    terms = expansion_terms(lexical, docs, policy.prf_terms)
+    if not terms:
+        return found
+    extra = store.search_sparse(flt, " ".join(t for t, _ in terms), policy.sparse_pool_size(k))
+    scores = {c.memory_id: c.score for c in found}
+    for c in extra:
+        scores[c.memory_id] = scores.get(c.memory_id, 0.0) + policy.prf_weight * c.score
+    ranked = sorted(scores.items(), key=lambda pair: pair[1], reverse=True)
+    return [Candidate(i, s, r) for r, (i, s) in enumerate(ranked, start=1)]
+
+
+def _newest_first(
+    store: SearchStore,
+    flt: ScopeFilter,
+    ranked: list[tuple[str, float]],
+    memories: dict[str, Memory],
+    fetch: Callable[[Sequence[str]], None],
+    depth: int,
+) -> list[tuple[str, float]]:
+    """The head of ``ranked`` with near-duplicates newest first (scoring/supersede.py)."""
+    head, tail = ranked[:depth], ranked[depth:]
+    ids = [i for i, _ in head]
+    fetch(ids)
+    head = [(i, s) for i, s in head if i in memories]
+    similar = store.related(flt, [i for i, _ in head], "similar")
+    if not similar:
+        return ranked
+    return newest_first(head, similar, {i: memories[i].ts for i, _ in head}) + tail

@@ -101,9 +101,27 @@ class RecallPolicy:
     neighbours: int = 0
     neighbour_weight: float = NEIGHBOUR_WEIGHT
     neighbour_seeds: int = 20  # how many top fused candidates spread to their neighbours
+    # A neighbour *before* its source gains this share of what one after it gains (1.0:
+    # symmetric). Replies follow what they answer, but measured it bought nothing.
+    neighbour_backward: float = 1.0
     # Each candidate gains this share of the best score in its conversation (see
     # scoring/context.py: lift_by_conversation). 0 turns it off.
     conversation_weight: float = 0.0
+    # Only a conversation's best this-many candidates share in its lift (0: all of them):
+    # past them its turns are rarely what was asked for, and lifted they crowd out every
+    # other conversation's best.
+    conversation_depth: int = 0
+    # Query-dependent fusion (scoring/blend.py: confident_weight): how far the blend leans
+    # towards the leg whose best match stands out of its own pool. 0 turns it off.
+    confidence_fusion: float = 0.0
+    # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
+    # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
+    # turns it off.
+    prf_terms: int = 0
+    prf_docs: int = 3
+    prf_weight: float = 0.3
+    # Among near-duplicates (a `similar` edge) the newest first (scoring/supersede.py).
+    newest_similar_first: bool = False
     # Seed 000's read-time walk: add the memories one `similar` edge away from each hit
     # (off by default; enabled per agent with memory_walk_depth = 1).
     walk_depth: int = 0

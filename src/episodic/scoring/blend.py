@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 BLEND_DENSE_WEIGHT = 0.7
@@ -39,3 +40,26 @@ def blend(
         (i, dense_weight * cosines.get(i, 0.0) + sparse_weight * norm.get(i, 0.0)) for i in ids
     ]
     return sorted(scored, key=lambda pair: pair[1], reverse=True)
+
+
+def _top_z(scores: Mapping[str, float]) -> float:
+    """How far the best score stands above the pool: (max - mean) / std, 0 when flat."""
+    values = list(scores.values())
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    return (max(values) - mean) / std if std > 0 else 0.0
+
+
+def confident_weight(
+    dense_share: float,
+    cosines: Mapping[str, float],
+    bm25: Mapping[str, float],
+    strength: float,
+) -> float:
+    """Query-dependent fusion: the dense share moved (on the logit scale) towards the leg
+    whose best match stands further above its own pool."""
+    share = min(max(dense_share, 1e-6), 1 - 1e-6)
+    logit = math.log(share / (1 - share)) + strength * (_top_z(cosines) - _top_z(bm25))
+    return 1 / (1 + math.exp(-logit))

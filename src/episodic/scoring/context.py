@@ -33,9 +33,11 @@ def spread_to_neighbours(
     ranked: Sequence[tuple[str, float]],
     adjacency: Mapping[str, Sequence[tuple[str, int]]],
     weight: float = NEIGHBOUR_WEIGHT,
+    backward: float = 1.0,
 ) -> list[tuple[str, float]]:
     """``ranked`` (id, score) best first and, for some of them, their (neighbour, offset)
-    pairs; returns every id (old and newly reached) with its spread score, best first."""
+    pairs; returns every id (old and newly reached) with its spread score, best first.
+    A neighbour before its source (negative offset) gains ``backward`` times as much."""
     base = dict(ranked)
     lift: dict[str, float] = {}
     for source, neighbours in adjacency.items():
@@ -43,7 +45,7 @@ def spread_to_neighbours(
         if score <= 0:
             continue
         for neighbour, offset in neighbours:
-            gain = weight * score / max(1, abs(offset))
+            gain = weight * score / max(1, abs(offset)) * (backward if offset < 0 else 1.0)
             if gain > lift.get(neighbour, 0.0):
                 lift[neighbour] = gain
     merged = dict(base)
@@ -56,9 +58,11 @@ def lift_by_conversation(
     ranked: Sequence[tuple[str, float]],
     conversation_of: Mapping[str, str | None],
     weight: float = CONVERSATION_WEIGHT,
+    depth: int = 0,
 ) -> list[tuple[str, float]]:
     """``ranked`` (id, score) with each candidate's conversation (missing or None: none);
-    returns the same ids with their lifted scores, best first (ties keep their order)."""
+    returns the same ids with their lifted scores, best first (ties keep their order).
+    With ``depth`` > 0 only each conversation's best ``depth`` candidates are lifted."""
 
     def group(memory_id: str) -> tuple[bool, str]:
         conversation = conversation_of.get(memory_id)
@@ -69,5 +73,11 @@ def lift_by_conversation(
         key = group(memory_id)
         if score > best.get(key, float("-inf")):
             best[key] = score
-    lifted = [(memory_id, score + weight * best[group(memory_id)]) for memory_id, score in ranked]
+    seen: dict[tuple[bool, str], int] = {}
+    lifted: list[tuple[str, float]] = []
+    for memory_id, score in sorted(ranked, key=lambda pair: pair[1], reverse=True):
+        key = group(memory_id)
+        seen[key] = seen.get(key, 0) + 1
+        lift = weight * best[key] if depth <= 0 or seen[key] <= depth else 0.0
+        lifted.append((memory_id, score + lift))
     return sorted(lifted, key=lambda pair: pair[1], reverse=True)

@@ -1,0 +1,36 @@
+"""Among near-duplicates, the newest first.
+
+Two memories joined by a ``similar`` edge (cosine >= 0.80, seed 000's linking) say nearly
+the same thing about the same subject; when both match a query, the newer one holds the
+current state ("the deploy target moved to eu-west-1" after "the deploy target is
+us-east-1"). It takes at least the score of any older near-duplicate it is ranked with,
+and ties go to the newer, so it sits right above what it restates; the older stays in the
+list, one place down, as history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+
+def newest_first(
+    ranked: Sequence[tuple[str, float]],
+    similar: Mapping[str, Sequence[tuple[str, float]]],
+    ts: Mapping[str, datetime],
+) -> list[tuple[str, float]]:
+    """``ranked`` (id, score) best first, each id's similar memories and every ranked
+    id's time; returns the same ids, re-scored and re-sorted."""
+    score = dict(ranked)
+    lifted = dict(score)
+    for memory_id, others in similar.items():
+        if memory_id not in score:
+            continue
+        for other, _weight in others:
+            if other in score and ts[other] > ts[memory_id]:
+                lifted[other] = max(lifted[other], score[memory_id])
+    order = {memory_id: n for n, (memory_id, _) in enumerate(ranked)}
+    return sorted(
+        lifted.items(),
+        key=lambda pair: (-pair[1], -ts[pair[0]].timestamp(), order[pair[0]]),
+    )
