@@ -18,7 +18,9 @@ from datetime import datetime, timedelta
 from episodic.embed.base import Embedder, Vector
 from episodic.errors import EmbedderError
 from episodic.model import Candidate, Hit, Memory, MemoryStatus, Query, ScopeFilter
+from episodic.recall.feedback import with_feedback
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
+from episodic.recall.supersede import newest_similar_first
 from episodic.recall.timeparse import parse_time_expressions, strip_time_expressions
 from episodic.recall.trace import (
     DROP_MMR,
@@ -31,13 +33,11 @@ from episodic.recall.trace import (
 from episodic.scoring.blend import blend, confident_weight
 from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
 from episodic.scoring.decay import prominence, recency_weight, reinforcement_of
-from episodic.scoring.feedback import expansion_terms
 from episodic.scoring.fusion import rrf
 from episodic.scoring.mmr import mmr, tokens
 from episodic.scoring.prior import importance_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import scope_level, scope_multiplier
-from episodic.scoring.supersede import newest_first
 from episodic.scoring.temporal import TimeWindow, time_boost
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
 from episodic.store.search import SearchStore
@@ -173,7 +173,7 @@ def run_recall(
     ):
         legs[Leg.SPARSE.value] = store.search_sparse(flt, lexical, policy.sparse_pool_size(k))
         if policy.prf_terms > 0 and legs[Leg.SPARSE.value]:
-            legs[Leg.SPARSE.value] = _with_feedback(
+            legs[Leg.SPARSE.value] = with_feedback(
                 store, flt, query.workspace_id, lexical, legs[Leg.SPARSE.value], policy, k
             )
     if Leg.RECENCY in policy.legs:
@@ -259,7 +259,7 @@ def run_recall(
                 reverse=True,
             )
         if policy.newest_similar_first and ranked:
-            ranked = _newest_first(store, flt, ranked, memories, fetch, 2 * k)
+            ranked = newest_similar_first(store, flt, ranked, memories, fetch, 2 * k)
         survivors = _one_per_source(ranked, memories, fetch, k, None)
         if everything or not tail or _within(survivors[:k], ranked[:depth]):
             break
@@ -648,47 +648,3 @@ def _by_importance(cands: Sequence[Candidate], memories: dict[str, Memory]) -> l
         reverse=True,
     )
     return [Candidate(mid, score, rank) for rank, (mid, score) in enumerate(scored, start=1)]
-
-
-def _with_feedback(
-    store: SearchStore,
-    flt: ScopeFilter,
-    workspace_id: str,
-    lexical: str,
-    found: list[Candidate],
-    policy: RecallPolicy,
-    k: int,
-) -> list[Candidate]:
-    """The sparse leg with pseudo-relevance feedback: the words the best matches share
-    search again, and their BM25 adds (times ``prf_weight``) to the first search's."""
-    top = found[: policy.prf_docs]
-    rows = {m.id: m for m in store.get_memories(workspace_id, [c.memory_id for c in top])}
-    docs = [(rows[c.memory_id].content, c.score) for c in top if c.memory_id in rows]
-    terms = expansion_terms(lexical, docs, policy.prf_terms)
-    if not terms:
-        return found
-    extra = store.search_sparse(flt, " ".join(t for t, _ in terms), policy.sparse_pool_size(k))
-    scores = {c.memory_id: c.score for c in found}
-    for c in extra:
-        scores[c.memory_id] = scores.get(c.memory_id, 0.0) + policy.prf_weight * c.score
-    ranked = sorted(scores.items(), key=lambda pair: pair[1], reverse=True)
-    return [Candidate(i, s, r) for r, (i, s) in enumerate(ranked, start=1)]
-
-
-def _newest_first(
-    store: SearchStore,
-    flt: ScopeFilter,
-    ranked: list[tuple[str, float]],
-    memories: dict[str, Memory],
-    fetch: Callable[[Sequence[str]], None],
-    depth: int,
-) -> list[tuple[str, float]]:
-    """The head of ``ranked`` with near-duplicates newest first (scoring/supersede.py)."""
-    head, tail = ranked[:depth], ranked[depth:]
-    ids = [i for i, _ in head]
-    fetch(ids)
-    head = [(i, s) for i, s in head if i in memories]
-    similar = store.related(flt, [i for i, _ in head], "similar")
-    if not similar:
-        return ranked
-    return newest_first(head, similar, {i: memories[i].ts for i, _ in head}) + tail
