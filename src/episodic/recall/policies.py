@@ -202,38 +202,43 @@ DENSE = RecallPolicy(
     description="cosine alone",
 )
 
-# Ours. Measured on LoCoMo (benchmarks/README.md), each choice general rather than tuned:
-# - score fusion (0.3 cosine + 0.7 min-max BM25) instead of RRF: RRF lets a weak leg's
-#   consensus outvote the other leg's confident top hit; scores keep that confidence, and
-#   with the conversation lift, cosine weights 0.2 / 0.3 / 0.4 / 0.5 measured R@1 0.354 /
-#   0.350 / 0.347 / 0.336 and R@10 0.757 / 0.762 / 0.768 / 0.763: 0.3 is the one that is
-#   not worse than BM25 alone at any depth (with all-MiniLM-L6-v2; a stronger embedder
-#   may deserve more);
-# - deep pools (100 dense, 50 BM25), so fusion and context have room to reorder (BM25
-#   at 20, 50 and 100 measured within 0.002 of each other at R@10; 50 keeps R@20);
+# Ours. Every constant was chosen on LoCoMo by cross-validation over conversations
+# (`episodic bench locomo --folds 5 --tune ...`: each fold picks on the other four and is
+# scored on its own conversations; tables in benchmarks/README.md):
+# - score fusion (0.4 cosine + 0.6 min-max BM25) instead of RRF: RRF lets a weak leg's
+#   consensus outvote the other leg's confident top hit; scores keep that confidence.
+#   Every fold chose 0.4 among 0.2-0.5 (held-out R@10 0.771 against 0.765 at 0.3; with
+#   all-MiniLM-L6-v2, a stronger embedder may deserve more);
+# - deep pools (100 dense, 50 BM25), so fusion and context have room to reorder (every
+#   fold chose 50 for BM25 among 20/50/100, and 100 dense among 50/100/200 was within
+#   noise);
 # - time-aware: "last week", "in May 2023", "before the conference" favour those times;
-# - conversational context: the turns next to a strong match share in its score, and
-#   every candidate gains half the best score in its conversation (LoCoMo R@10 0.734 ->
-#   0.763; 0.3 and 1.0 gave 0.755 and 0.754);
+# - conversational context: the two turns on each side of a strong match share half its
+#   score, and every candidate gains half the best score in its conversation (four folds
+#   of five chose each of these 0.5s);
 # - importance as a bounded prior (seed 000's importance, kept by decay and references):
-#   it orders comparable matches and cannot bury a clearly better one;
+#   it orders comparable matches and cannot bury a clearly better one (LoCoMo, where every
+#   turn has the same importance, cannot choose its weight: it changes nothing there);
+# - among near-duplicate records (a `similar` edge) the newest first: a later entry about
+#   the same subject holds the current state (conversation turns are left alone);
 # - seed 001's scope levels when the query names who is asking (an agent or a crew): the
 #   asker's team x1.5, the rest of the project x1.2, workspace-wide memories x1.0.
 DEFAULT = RecallPolicy(
     name="default",
     legs=(Leg.DENSE, Leg.SPARSE),
     fusion=Fusion.BLEND,
-    blend_dense=0.3,
-    blend_sparse=0.7,
+    blend_dense=0.4,
+    blend_sparse=0.6,
     pool_fixed=100,
     sparse_pool=50,
     time_aware=True,
     neighbours=2,
     conversation_weight=CONVERSATION_WEIGHT,
     factors=(Factor.IMPORTANCE_PRIOR, Factor.SCOPE_LEVEL),
+    newest_similar_first=True,
     description=(
-        "blend 0.3 cosine + 0.7 BM25 over deep pools, time-aware, conversational context, "
-        "importance prior, scope levels"
+        "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
+        "importance prior, scope levels, newest first among near-duplicates"
     ),
 )
 
