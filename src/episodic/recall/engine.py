@@ -227,7 +227,11 @@ def run_recall(
     if policy.conversation_weight > 0 and fused:
         conversations = store.conversations_of(query.workspace_id, [i for i, _ in fused])
         fused = lift_by_conversation(
-            fused, conversations, policy.conversation_weight, policy.conversation_depth
+            fused,
+            conversations,
+            policy.conversation_weight,
+            policy.conversation_depth,
+            policy.conversation_top,
         )
         if trace is not None:
             trace.add_stage("context:conversation", fused)

@@ -111,6 +111,8 @@ class RecallPolicy:
     # past them its turns are rarely what was asked for, and lifted they crowd out every
     # other conversation's best.
     conversation_depth: int = 0
+    # A conversation's strength is the mean of its best this-many scores (1: its best).
+    conversation_top: int = 1
     # Query-dependent fusion (scoring/blend.py: confident_weight): how far the blend leans
     # towards the leg whose best match stands out of its own pool. 0 turns it off.
     confidence_fusion: float = 0.0

@@ -59,6 +59,7 @@ def lift_by_conversation(
     conversation_of: Mapping[str, str | None],
     weight: float = CONVERSATION_WEIGHT,
     depth: int = 0,
+    top: int = 1,
 ) -> list[tuple[str, float]]:
     """``ranked`` (id, score) with each candidate's conversation (missing or None: none);
     returns the same ids with their lifted scores, best first (ties keep their order).
@@ -68,11 +69,14 @@ def lift_by_conversation(
         conversation = conversation_of.get(memory_id)
         return (True, conversation) if conversation is not None else (False, memory_id)
 
-    best: dict[tuple[bool, str], float] = {}
+    scores: dict[tuple[bool, str], list[float]] = {}
     for memory_id, score in ranked:
-        key = group(memory_id)
-        if score > best.get(key, float("-inf")):
-            best[key] = score
+        scores.setdefault(group(memory_id), []).append(score)
+    # A conversation's strength: the mean of its ``top`` best scores (1: its best), a
+    # missing one counting 0, so one lucky match weighs less than several good ones.
+    best = {
+        key: sum(sorted(values, reverse=True)[:top]) / max(1, top) for key, values in scores.items()
+    }
     seen: dict[tuple[bool, str], int] = {}
     lifted: list[tuple[str, float]] = []
     for memory_id, score in sorted(ranked, key=lambda pair: pair[1], reverse=True):
