@@ -35,7 +35,7 @@ from episodic.scoring.fusion import rrf
 from episodic.scoring.mmr import mmr, tokens
 from episodic.scoring.prior import importance_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
-from episodic.scoring.scope import scope_level, scope_multiplier
+from episodic.scoring.scope import possible_levels, scope_level, scope_multiplier
 from episodic.scoring.temporal import TimeWindow, time_boost
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
 from episodic.store.search import SearchStore
@@ -226,9 +226,12 @@ def run_recall(
     # depth 2k: only those rows are fetched and re-ranked first (a row costs tens of
     # microseconds, and deep pools hold hundreds). The first 2k places are then exact;
     # when keeping one memory per source reaches past them, everything is re-ranked.
-    lo, hi = _factor_bounds(policy)
+    lo, hi = _factor_bounds(policy, query)
+    if windows:
+        # The time boost lies between the policy's floor and 1: one more bounded factor.
+        lo, hi = lo * min(policy.time_floor, 1.0), hi * max(policy.time_floor, 1.0)
     reorders = bool(policy.factors) or bool(windows) or policy.diversity is Diversity.MMR
-    whole = bool(windows) or policy.diversity is Diversity.MMR or lo <= 0 or hi == math.inf
+    whole = policy.diversity is Diversity.MMR or lo <= 0 or hi == math.inf
     depth = 2 * k
     for everything in (whole, True):
         head, tail = (fused, []) if everything or not reorders else _head(fused, lo / hi, depth)
@@ -237,8 +240,8 @@ def run_recall(
             head = [(i, s) for i, s in head if i in memories]
         ranked, detail = _rerank(head, memories, policy, query, now)
         # Below the head, lo x the fused score bounds what re-ranking could give.
-        ranked += [(i, s * lo) for i, s in tail]
-        reranked = ranked
+        bounded_tail = [(i, s * lo) for i, s in tail]
+        reranked = ranked + bounded_tail
         if windows:
             ranked = sorted(
                 (
@@ -248,6 +251,7 @@ def run_recall(
                 key=lambda pair: pair[1],
                 reverse=True,
             )
+        ranked += bounded_tail
         survivors = _one_per_source(ranked, memories, fetch, k, None)
         if everything or not tail or _within(survivors[:k], ranked[:depth]):
             break
@@ -506,15 +510,17 @@ def _fuse(legs: dict[str, list[Candidate]], policy: RecallPolicy) -> list[tuple[
     return rrf([[c.memory_id for c in leg] for leg in legs.values()], policy.rrf_k, weights)
 
 
-def _factor_bounds(policy: RecallPolicy) -> tuple[float, float]:
-    """The least and the most the policy's re-rank factors can multiply a score by;
-    (0, inf) when a factor has no useful bound."""
+def _factor_bounds(policy: RecallPolicy, query: Query) -> tuple[float, float]:
+    """The least and the most the policy's re-rank factors can multiply a score by for
+    this query; (0, inf) when a factor has no useful bound."""
     lo, hi = 1.0, 1.0
     for factor in policy.factors:
         if factor is Factor.IMPORTANCE_PRIOR:
             lo *= importance_prior(0.0, policy.importance_weight)
         elif factor is Factor.SCOPE_LEVEL:
-            multipliers = [m for _, m in policy.scope_multipliers] or [1.0]
+            table = dict(policy.scope_multipliers)
+            levels = possible_levels(query.agent_id, query.crew_id)
+            multipliers = [scope_multiplier(level, table) for level in levels]
             lo, hi = lo * min(multipliers), hi * max(multipliers)
         else:
             return 0.0, math.inf
