@@ -11,9 +11,10 @@ import logging
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from episodic.embed.base import Embedder, Vector
 from episodic.errors import EmbedderError
@@ -569,7 +570,6 @@ def _rerank(
 
 
 def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: RecallPolicy) -> float:
-    age_days = max(0.0, (now - m.ts).total_seconds() / SECONDS_PER_DAY)
     if factor is Factor.IMPORTANCE:
         return m.importance
     if factor is Factor.IMPORTANCE_PRIOR:
@@ -579,13 +579,13 @@ def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: Reca
         # into `importance`, and seed 001's prominence applies them once.
         return prominence(
             m.base_importance,
-            age_days,
+            _age_days(m, now),
             reinforcement_of(m.payload),
             retired=m.status is not MemoryStatus.ACTIVE,
         )
     if factor is Factor.SCOPE_LEVEL:
         level = scope_level(m.agent_id, m.crew_id, query.agent_id, query.crew_id)
-        return scope_multiplier(level, dict(policy.scope_multipliers))
+        return scope_multiplier(level, _multipliers(policy.scope_multipliers))
     if factor is Factor.RETRIEVABILITY:
         if m.stability is not None and m.stability > 0:
             # FSRS state kept by reviews (upkeep.reviews): elapsed since the last review,
@@ -595,8 +595,19 @@ def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: Reca
             return retrievability(elapsed, m.stability)
         surprise = m.payload.get("surprise", 0.0)
         stability = initial_stability(float(surprise) if isinstance(surprise, int | float) else 0.0)
-        return retrievability(age_days, stability)
-    return recency_weight(age_days)
+        return retrievability(_age_days(m, now), stability)
+    return recency_weight(_age_days(m, now))
+
+
+def _age_days(m: Memory, now: datetime) -> float:
+    return max(0.0, (now - m.ts).total_seconds() / SECONDS_PER_DAY)
+
+
+@lru_cache(maxsize=64)
+def _multipliers(pairs: tuple[tuple[str, float], ...]) -> Mapping[str, float]:
+    """A policy's scope multipliers as the table ``scope_multiplier`` reads, built once
+    per policy rather than once per candidate."""
+    return dict(pairs)
 
 
 def _trace_scope_drops(
