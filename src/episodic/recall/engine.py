@@ -7,6 +7,7 @@ records every stage.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
 import threading
@@ -222,11 +223,12 @@ def run_recall(
         fused = lift_by_conversation(fused, conversations, policy.conversation_weight)
         if trace is not None:
             trace.add_stage("context:conversation", fused)
-    # Time and diversity look at every candidate. Re-rank factors bounded within
-    # [lo, hi] can only lift a candidate whose fused score reaches lo / hi of the one at
-    # depth 2k: only those rows are fetched and re-ranked first (a row costs tens of
-    # microseconds, and deep pools hold hundreds). The first 2k places are then exact;
-    # when keeping one memory per source reaches past them, everything is re-ranked.
+    # Diversity looks at every candidate. Re-rank factors and the time boost, bounded
+    # within [lo, hi], can lift a candidate to at most hi x its fused score: one that
+    # stays below the least final score of the 2k best fused ones cannot reach the first
+    # 2k places, and its row is not read (a row costs tens of microseconds, and deep pools
+    # hold hundreds). The first 2k places are then exact; when keeping one memory per
+    # source reaches past them, everything is re-ranked.
     lo, hi = _factor_bounds(policy, query)
     if windows:
         # The time boost lies between the policy's floor and 1: one more bounded factor.
@@ -234,8 +236,17 @@ def run_recall(
     reorders = bool(policy.factors) or bool(windows) or policy.diversity is Diversity.MMR
     whole = policy.diversity is Diversity.MMR or lo <= 0 or hi == math.inf
     depth = 2 * k
+
+    def final(pairs: Sequence[tuple[str, float]]) -> list[float] | None:
+        """The scores ``pairs`` end with; None when a row is missing."""
+        fetch([i for i, _ in pairs])
+        if any(i not in memories for i, _ in pairs):
+            return None
+        scored, _ = _rerank(list(pairs), memories, policy, query, now)
+        return [s for _, s in _by_time(scored, memories, windows, policy.time_floor)]
+
     for everything in (whole, True):
-        head, tail = (fused, []) if everything or not reorders else _head(fused, lo / hi, depth)
+        head, tail = (fused, []) if everything or not reorders else _head(fused, depth, hi, final)
         if reorders:
             fetch([i for i, _ in head])
             head = [(i, s) for i, s in head if i in memories]
@@ -244,14 +255,7 @@ def run_recall(
         bounded_tail = [(i, s * lo) for i, s in tail]
         reranked = ranked + bounded_tail
         if windows:
-            ranked = sorted(
-                (
-                    (i, s * time_boost(memories[i].ts, windows, floor=policy.time_floor))
-                    for i, s in ranked
-                ),
-                key=lambda pair: pair[1],
-                reverse=True,
-            )
+            ranked = _by_time(ranked, memories, windows, policy.time_floor)
         ranked += bounded_tail
         survivors = _one_per_source(ranked, memories, fetch, k, None)
         if everything or not tail or _within(survivors[:k], ranked[:depth]):
@@ -529,16 +533,44 @@ def _factor_bounds(policy: RecallPolicy, query: Query) -> tuple[float, float]:
 
 
 def _head(
-    fused: Sequence[tuple[str, float]], share: float, depth: int
+    fused: Sequence[tuple[str, float]],
+    depth: int,
+    hi: float,
+    final: Callable[[Sequence[tuple[str, float]]], list[float] | None],
 ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-    """(head, tail) of ``fused``: the candidates scoring at least ``share`` of the score
-    at ``depth``, in order, and the rest."""
-    if len(fused) <= depth:
+    """(head, tail) of ``fused``, in order: the tail holds the candidates that cannot
+    reach the first ``depth`` places when nothing lifts a score more than ``hi`` times.
+    The ``depth`` best fused candidates all end at or above the least of their ``final``
+    scores, and a candidate that stays below it even when lifted ``hi`` times (with a
+    margin for rounding) cannot pass them. Nothing is cut when ``final`` cannot score
+    them, or when a score is below zero (where ``hi`` times it is no upper bound)."""
+    if len(fused) <= depth or min(s for _, s in fused) < 0:
         return list(fused), []
-    cut = sorted((s for _, s in fused), reverse=True)[depth - 1] * share
-    head = [(i, s) for i, s in fused if s >= cut]
-    tail = [(i, s) for i, s in fused if s < cut]
+    top = heapq.nlargest(depth, fused, key=lambda pair: pair[1])
+    scores = final(top)
+    if scores is None:
+        return list(fused), []
+    cut = min(scores) / hi * (1.0 - 1e-9)
+    first = {i for i, _ in top}
+    head = [(i, s) for i, s in fused if s >= cut or i in first]
+    tail = [(i, s) for i, s in fused if s < cut and i not in first]
     return head, tail
+
+
+def _by_time(
+    ranked: Sequence[tuple[str, float]],
+    memories: dict[str, Memory],
+    windows: Sequence[TimeWindow],
+    floor: float,
+) -> list[tuple[str, float]]:
+    """``ranked`` times each memory's time boost, best first (unchanged without windows)."""
+    if not windows:
+        return list(ranked)
+    return sorted(
+        ((i, s * time_boost(memories[i].ts, windows, floor=floor)) for i, s in ranked),
+        key=lambda pair: pair[1],
+        reverse=True,
+    )
 
 
 def _within(kept: Sequence[tuple[str, float]], exact: Sequence[tuple[str, float]]) -> bool:
