@@ -7,7 +7,6 @@ records every stage.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import math
 import threading
@@ -20,6 +19,7 @@ from functools import lru_cache
 from episodic.embed.base import Embedder, Vector
 from episodic.errors import EmbedderError
 from episodic.model import Candidate, Hit, Memory, MemoryStatus, Query, ScopeFilter
+from episodic.recall.bounds import by_time, split_head, within
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
 from episodic.recall.timeparse import parse_time_expressions, strip_time_expressions
 from episodic.recall.trace import (
@@ -38,7 +38,7 @@ from episodic.scoring.mmr import mmr, tokens
 from episodic.scoring.prior import importance_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import possible_levels, scope_level, scope_multiplier
-from episodic.scoring.temporal import TimeWindow, time_boost
+from episodic.scoring.temporal import TimeWindow
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
 from episodic.store.search import SearchStore
 from episodic.store.upkeep import ReviewRequest
@@ -243,10 +243,12 @@ def run_recall(
         if any(i not in memories for i, _ in pairs):
             return None
         scored, _ = _rerank(list(pairs), memories, policy, query, now)
-        return [s for _, s in _by_time(scored, memories, windows, policy.time_floor)]
+        return [s for _, s in by_time(scored, memories, windows, policy.time_floor)]
 
     for everything in (whole, True):
-        head, tail = (fused, []) if everything or not reorders else _head(fused, depth, hi, final)
+        head, tail = (
+            (fused, []) if everything or not reorders else split_head(fused, depth, hi, final)
+        )
         if reorders:
             fetch([i for i, _ in head])
             head = [(i, s) for i, s in head if i in memories]
@@ -255,10 +257,10 @@ def run_recall(
         bounded_tail = [(i, s * lo) for i, s in tail]
         reranked = ranked + bounded_tail
         if windows:
-            ranked = _by_time(ranked, memories, windows, policy.time_floor)
+            ranked = by_time(ranked, memories, windows, policy.time_floor)
         ranked += bounded_tail
         survivors = _one_per_source(ranked, memories, fetch, k, None)
-        if everything or not tail or _within(survivors[:k], ranked[:depth]):
+        if everything or not tail or within(survivors[:k], ranked[:depth]):
             break
     if trace is not None:
         if policy.factors:
@@ -530,52 +532,6 @@ def _factor_bounds(policy: RecallPolicy, query: Query) -> tuple[float, float]:
         else:
             return 0.0, math.inf
     return lo, hi
-
-
-def _head(
-    fused: Sequence[tuple[str, float]],
-    depth: int,
-    hi: float,
-    final: Callable[[Sequence[tuple[str, float]]], list[float] | None],
-) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-    """(head, tail) of ``fused``, in order: the tail holds the candidates that cannot
-    reach the first ``depth`` places when nothing lifts a score more than ``hi`` times.
-    The ``depth`` best fused candidates all end at or above the least of their ``final``
-    scores, and a candidate that stays below it even when lifted ``hi`` times (with a
-    margin for rounding) cannot pass them. Nothing is cut when ``final`` cannot score
-    them, or when a score is below zero (where ``hi`` times it is no upper bound)."""
-    if len(fused) <= depth or min(s for _, s in fused) < 0:
-        return list(fused), []
-    top = heapq.nlargest(depth, fused, key=lambda pair: pair[1])
-    scores = final(top)
-    if scores is None:
-        return list(fused), []
-    cut = min(scores) / hi * (1.0 - 1e-9)
-    first = {i for i, _ in top}
-    head = [(i, s) for i, s in fused if s >= cut or i in first]
-    tail = [(i, s) for i, s in fused if s < cut and i not in first]
-    return head, tail
-
-
-def _by_time(
-    ranked: Sequence[tuple[str, float]],
-    memories: dict[str, Memory],
-    windows: Sequence[TimeWindow],
-    floor: float,
-) -> list[tuple[str, float]]:
-    """``ranked`` times each memory's time boost, best first (unchanged without windows)."""
-    if not windows:
-        return list(ranked)
-    return sorted(
-        ((i, s * time_boost(memories[i].ts, windows, floor=floor)) for i, s in ranked),
-        key=lambda pair: pair[1],
-        reverse=True,
-    )
-
-
-def _within(kept: Sequence[tuple[str, float]], exact: Sequence[tuple[str, float]]) -> bool:
-    ids = {i for i, _ in exact}
-    return all(i in ids for i, _ in kept)
 
 
 def _rerank(
