@@ -88,7 +88,7 @@ def test_a_time_aware_recall_reads_only_the_rows_that_can_reach_the_top(
     assert candidates > 60
     assert rows < candidates / 2
     # The same hits, scores and order as re-ranking every candidate.
-    monkeypatch.setattr(engine, "_head", lambda fused, *_: (list(fused), []))
+    monkeypatch.setattr(engine, "split_head", lambda fused, *_: (list(fused), []))
     exact, all_rows, _ = recall(mem, text)
     assert hits == exact
     assert all_rows >= candidates
