@@ -299,20 +299,22 @@ def message_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
     }
 
 
-def resolve_policies(choice: str | None) -> list[str]:
-    """``all`` (or nothing): every registered policy; else comma-separated names."""
+def resolve_policies(choice: str | None, known: Sequence[str] = ()) -> list[str]:
+    """``all`` (or nothing): every registered policy; else comma-separated names, each a
+    registered policy or one of ``known`` (a benchmark's own variants)."""
+    known = [*POLICIES, *known]
     if choice is None or choice.strip().lower() == "all":
-        return list(POLICIES)
+        return known
     names = list(dict.fromkeys(n.strip() for n in choice.split(",") if n.strip()))
     if not names:
         raise InvalidInput("policy", "no policy named; use a name or 'all'")
     for name in names:
-        if name not in POLICIES:
-            raise UnknownPolicy(name, sorted(POLICIES))
+        if name not in known:
+            raise UnknownPolicy(name, sorted(known))
     return names
 
 
-class _Clock:
+class BenchClock:
     """The service's clock, moved to each conversation's end before its questions."""
 
     def __init__(self) -> None:
@@ -322,7 +324,7 @@ class _Clock:
         return self.now
 
 
-class _Precomputed:
+class Precomputed:
     """An embedder answering from vectors computed before the clock starts, so the timed
     recalls measure retrieval, not the model. Unknown texts go to ``inner``."""
 
@@ -349,21 +351,51 @@ class _Precomputed:
         return np.stack([self.vectors[t] for t in texts])
 
 
-def _precompute(
+def precompute_vectors(
     inner: Embedder,
     cache: SqliteEmbeddingCache,
     texts: Iterable[str],
     say: Callable[[str], None],
-) -> _Precomputed:
+) -> Precomputed:
     unique = list(dict.fromkeys(t for t in texts if t))
     known = len(cache.cache_get(inner.model_id, [content_hash(t) for t in unique]))
     say(
-        f"embedding {len(unique)} distinct turns and questions with {inner.model_id}: "
+        f"embedding {len(unique)} distinct texts with {inner.model_id}: "
         f"{known} cached in {cache.path}, {len(unique) - known} to embed"
     )
     cached = CachedEmbedder(inner, cache)
     matrix = cached.embed_batch(unique)
-    return _Precomputed(cached, dict(zip(unique, matrix, strict=True)))
+    return Precomputed(cached, dict(zip(unique, matrix, strict=True)))
+
+
+@contextmanager
+def bench_memory(
+    settings: Settings,
+    texts: Sequence[str],
+    say: Callable[[str], None],
+    *,
+    db_url: str | None = None,
+) -> Iterator[tuple[Episodic, BenchClock, str | None]]:
+    """A memory for one benchmark run: over ``db_url`` (an empty database) or a throwaway
+    SQLite file, on a clock the run moves, with ``texts`` embedded before it starts (the
+    embeddings cached across runs). Yields it, its clock and the embedder's model id
+    (None when sparse-only)."""
+    inner = make_embedder(settings)
+    with tempfile.TemporaryDirectory(prefix="episodic-bench-") as tmp, ExitStack() as stack:
+        embedder: Precomputed | None = None
+        if inner is not None:
+            cache = stack.enter_context(SqliteEmbeddingCache(settings.cache_dir / CACHE_FILE))
+            embedder = precompute_vectors(inner, cache, texts, say)
+        clock = BenchClock()
+        mem = stack.enter_context(
+            Episodic(
+                store=open_store(db_url or f"sqlite:///{Path(tmp) / 'bench.db'}"),
+                embedder=embedder,
+                settings=settings,
+                clock=clock,
+            )
+        )
+        yield mem, clock, inner.model_id if inner is not None else None
 
 
 @dataclass(slots=True)
@@ -372,7 +404,7 @@ class Prepared:
     any number of policies to be asked its questions."""
 
     mem: Episodic
-    clock: _Clock
+    clock: BenchClock
     conversations: list[Conversation]
     asked: list[tuple[Conversation, Question]]
     embedder: str  # the model id, or "none"
@@ -406,28 +438,13 @@ def prepare_locomo(
     if not asked:
         raise InvalidInput("data", f"{data_path}: no question has evidence to score against")
 
-    inner = make_embedder(settings)
-    with tempfile.TemporaryDirectory(prefix="episodic-bench-") as tmp, ExitStack() as stack:
-        embedder: _Precomputed | None = None
-        if inner is not None:
-            cache = stack.enter_context(SqliteEmbeddingCache(settings.cache_dir / CACHE_FILE))
-            texts = [t.summary for c in conversations for t in c.turns]
-            texts += [q.text for _, q in asked]
-            embedder = _precompute(inner, cache, texts, say)
-        clock = _Clock()
-        mem = stack.enter_context(
-            Episodic(
-                store=open_store(db_url or f"sqlite:///{Path(tmp) / 'locomo.db'}"),
-                embedder=embedder,
-                settings=settings,
-                clock=clock,
-            )
-        )
+    texts = [t.summary for c in conversations for t in c.turns] + [q.text for _, q in asked]
+    with bench_memory(settings, texts, say, db_url=db_url) as (mem, clock, model):
         if ingest == "conversation":
             _ingest_messages(mem, clock, conversations)
         else:
             _ingest(mem, clock, conversations)
-        if embedder is not None:
+        if model is not None:
             indexed = mem.index_once()
             if indexed.failed or indexed.error:
                 raise EmbedderError(f"indexing the turns failed: {indexed.error}")
@@ -441,8 +458,7 @@ def prepare_locomo(
                 f"segmented into {episodes} episodes in {time.perf_counter() - started:.1f}s "
                 f"(key expansion {'on' if settings.key_expansion else 'off'})"
             )
-        model = inner.model_id if inner is not None else "none"
-        yield Prepared(mem, clock, conversations, asked, model)
+        yield Prepared(mem, clock, conversations, asked, model or "none")
 
 
 def run_locomo(
@@ -489,7 +505,7 @@ def run_locomo(
     }
 
 
-def _ingest(mem: Episodic, clock: _Clock, conversations: Sequence[Conversation]) -> None:
+def _ingest(mem: Episodic, clock: BenchClock, conversations: Sequence[Conversation]) -> None:
     for conv in conversations:
         clock.now = conv.end
         result = mem.ingest(turn_event(conv, t) for t in conv.turns)
@@ -502,7 +518,9 @@ def _ingest(mem: Episodic, clock: _Clock, conversations: Sequence[Conversation])
             )
 
 
-def _ingest_messages(mem: Episodic, clock: _Clock, conversations: Sequence[Conversation]) -> None:
+def _ingest_messages(
+    mem: Episodic, clock: BenchClock, conversations: Sequence[Conversation]
+) -> None:
     for conv in conversations:
         clock.now = conv.end
         result = mem.ingest(message_event(conv, t) for t in conv.turns)

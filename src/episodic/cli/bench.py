@@ -11,6 +11,8 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from episodic.bench.folds import parse_tune, run_folds, split_folds
+from episodic.bench.journal import REPORTED, run_journal
+from episodic.bench.journal import resolve as resolve_journal
 from episodic.bench.locomo import (
     CATEGORY_NAMES,
     GRANULARITIES,
@@ -238,3 +240,73 @@ def _print_table(table: Table) -> None:
 def _natural_width(table: Table) -> int:
     """The width ``table`` takes when nothing limits it."""
     return Measurement.get(out, out.options.update_width(10_000), table).maximum
+
+
+@bench_app.command("journal")
+def bench_journal(
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data", help="The journal set's folder (default: benchmarks/journal_recall)."
+        ),
+    ] = Path("benchmarks/journal_recall"),
+    policy: Annotated[
+        str,
+        typer.Option(
+            "--policy", help="Policy name, comma-separated names, or all (incl. default-no-prior)."
+        ),
+    ] = "all",
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder", help="local | ollama | openai | none (default: EPISODIC_EMBEDDER)."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recall quality on a journal-shaped set: a seeded multi-agent journal of 90 days.
+
+    The journal is lived through day by day (ingest, index, the agents' recalls, the
+    nightly upkeep), then every query is asked under each policy (k=10). Reports
+    recall@5, recall@10 and NDCG@10, per kind of query, how often a superseded answer
+    ranks above the current one, and recall latency (query embedding excluded).
+
+    Example: episodic bench journal --policy default,default-no-prior,crewship
+    """
+    with errors():
+        overrides: dict[str, Any] = {} if embedder is None else {"embedder": embedder}
+        settings = Settings.from_env(**overrides)
+        names = resolve_journal(policy)
+        report = run_journal(data, names, settings, progress=_say)
+    if as_json:
+        print_json(report)
+        return
+    out.print(
+        f"Journal recall: {report['events']} events ({report['memories']} memories) over "
+        f"{report['days']} days, {report['queries']} queries, embedder {report['embedder']}"
+    )
+    _print_table(_journal_table(report["policies"]))
+
+
+def _journal_table(policies: dict[str, Any]) -> Table:
+    table = Table()
+    table.add_column("metric", no_wrap=True)
+    for name in policies:
+        table.add_column(name, justify="right")
+    rows: list[tuple[str, list[float]]] = [
+        (key, [p[key] for p in policies.values()]) for key in REPORTED
+    ]
+    for kind in next(iter(policies.values()))["by_kind"]:
+        values = [p["by_kind"][kind]["ndcg@10"] for p in policies.values()]
+        rows.append((f"{kind} ndcg@10", values))
+    rows.append(("stale first (lower is better)", [p["stale_first"] for p in policies.values()]))
+    for label, values in rows:
+        best = min(values) if label.startswith("stale") else max(values)
+        table.add_row(
+            label, *(f"[bold]{v:.3f}[/bold]" if v == best else f"{v:.3f}" for v in values)
+        )
+    for key in ("p50", "p95"):
+        table.add_row(
+            f"latency {key} ms", *(f"{p['latency_ms'][key]:.2f}" for p in policies.values())
+        )
+    return table
