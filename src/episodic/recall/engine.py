@@ -11,13 +11,15 @@ import logging
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from episodic.embed.base import Embedder, Vector
 from episodic.errors import EmbedderError
 from episodic.model import Candidate, Hit, Memory, MemoryStatus, Query, ScopeFilter
+from episodic.recall.bounds import by_time, split_head, within
 from episodic.recall.feedback import with_feedback
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
 from episodic.recall.supersede import newest_similar_first
@@ -30,6 +32,7 @@ from episodic.recall.trace import (
     DROP_THRESHOLD,
     Trace,
 )
+from episodic.recall.walk import walk_similar
 from episodic.scoring.blend import blend, confident_weight
 from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
 from episodic.scoring.decay import prominence, recency_weight, reinforcement_of
@@ -37,8 +40,8 @@ from episodic.scoring.fusion import rrf
 from episodic.scoring.mmr import mmr, tokens
 from episodic.scoring.prior import importance_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
-from episodic.scoring.scope import scope_level, scope_multiplier
-from episodic.scoring.temporal import TimeWindow, time_boost
+from episodic.scoring.scope import possible_levels, scope_level, scope_multiplier
+from episodic.scoring.temporal import TimeWindow
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
 from episodic.store.search import SearchStore
 from episodic.store.upkeep import ReviewRequest
@@ -235,37 +238,46 @@ def run_recall(
         )
         if trace is not None:
             trace.add_stage("context:conversation", fused)
-    # Time and diversity look at every candidate. Re-rank factors bounded within
-    # [lo, hi] can only lift a candidate whose fused score reaches lo / hi of the one at
-    # depth 2k: only those rows are fetched and re-ranked first (a row costs tens of
-    # microseconds, and deep pools hold hundreds). The first 2k places are then exact;
-    # when keeping one memory per source reaches past them, everything is re-ranked.
-    lo, hi = _factor_bounds(policy)
+    # Diversity looks at every candidate. Re-rank factors and the time boost, bounded
+    # within [lo, hi], can lift a candidate to at most hi x its fused score: one that
+    # stays below the least final score of the 2k best fused ones cannot reach the first
+    # 2k places, and its row is not read (a row costs tens of microseconds, and deep pools
+    # hold hundreds). The first 2k places are then exact; when keeping one memory per
+    # source reaches past them, everything is re-ranked.
+    lo, hi = _factor_bounds(policy, query)
+    if windows:
+        # The time boost lies between the policy's floor and 1: one more bounded factor.
+        lo, hi = lo * min(policy.time_floor, 1.0), hi * max(policy.time_floor, 1.0)
     reorders = bool(policy.factors) or bool(windows) or policy.diversity is Diversity.MMR
-    whole = bool(windows) or policy.diversity is Diversity.MMR or lo <= 0 or hi == math.inf
+    whole = policy.diversity is Diversity.MMR or lo <= 0 or hi == math.inf
     depth = 2 * k
+
+    def final(pairs: Sequence[tuple[str, float]]) -> list[float] | None:
+        """The scores ``pairs`` end with; None when a row is missing."""
+        fetch([i for i, _ in pairs])
+        if any(i not in memories for i, _ in pairs):
+            return None
+        scored, _ = _rerank(list(pairs), memories, policy, query, now)
+        return [s for _, s in by_time(scored, memories, windows, policy.time_floor)]
+
     for everything in (whole, True):
-        head, tail = (fused, []) if everything or not reorders else _head(fused, lo / hi, depth)
+        head, tail = (
+            (fused, []) if everything or not reorders else split_head(fused, depth, hi, final)
+        )
         if reorders:
             fetch([i for i, _ in head])
             head = [(i, s) for i, s in head if i in memories]
         ranked, detail = _rerank(head, memories, policy, query, now)
         # Below the head, lo x the fused score bounds what re-ranking could give.
-        ranked += [(i, s * lo) for i, s in tail]
-        reranked = ranked
+        bounded_tail = [(i, s * lo) for i, s in tail]
+        reranked = ranked + bounded_tail
         if windows:
-            ranked = sorted(
-                (
-                    (i, s * time_boost(memories[i].ts, windows, floor=policy.time_floor))
-                    for i, s in ranked
-                ),
-                key=lambda pair: pair[1],
-                reverse=True,
-            )
+            ranked = by_time(ranked, memories, windows, policy.time_floor)
+        ranked += bounded_tail
         if policy.newest_similar_first and ranked:
-            ranked = newest_similar_first(store, flt, ranked, memories, fetch, 2 * k)
+            ranked = newest_similar_first(store, flt, ranked, memories, fetch, depth)
         survivors = _one_per_source(ranked, memories, fetch, k, None)
-        if everything or not tail or _within(survivors[:k], ranked[:depth]):
+        if everything or not tail or within(survivors[:k], ranked[:depth]):
             break
     if trace is not None:
         if policy.factors:
@@ -309,7 +321,7 @@ def run_recall(
         for mid, score in chosen
     ]
     if policy.walk_depth > 0 and hits:
-        hits += _walk(store, flt, hits, now, trace)
+        hits += walk_similar(store, flt, hits, now, trace)
     if mark and hits:
         store.mark_referenced(query.workspace_id, [h.id for h in hits], now)
         if review:
@@ -436,40 +448,6 @@ def _one_per_source(
     return out
 
 
-def _walk(
-    store: SearchStore, flt: ScopeFilter, hits: list[Hit], now: datetime, trace: Trace | None
-) -> list[Hit]:
-    """One hop along `similar` edges: each hit's related memories not already recalled,
-    scored parent score x edge weight, after the hits themselves."""
-    related = store.related(flt, [h.id for h in hits], "similar")
-    have = {h.id for h in hits}
-    extra: dict[str, tuple[float, str]] = {}
-    for h in hits:
-        for other, weight in related.get(h.id, []):
-            if other not in have and h.score * weight > extra.get(other, (0.0, ""))[0]:
-                extra[other] = (h.score * weight, h.id)
-    if not extra:
-        return []
-    found = {m.id: m for m in store.get_memories(flt.workspace_id, list(extra))}
-    walked = sorted(
-        (
-            Hit(
-                memory=found[i],
-                score=score,
-                age_seconds=max(0.0, (now - found[i].ts).total_seconds()),
-                via=parent,
-            )
-            for i, (score, parent) in extra.items()
-            if i in found
-        ),
-        key=lambda hit: hit.score,
-        reverse=True,
-    )[: len(hits)]
-    if trace is not None:
-        trace.add_stage("walk:similar", [(h.id, h.score) for h in walked])
-    return walked
-
-
 def _time_windows(
     store: SearchStore, flt: ScopeFilter, text: str, now: datetime
 ) -> list[TimeWindow]:
@@ -530,37 +508,21 @@ def _fuse(legs: dict[str, list[Candidate]], policy: RecallPolicy) -> list[tuple[
     return rrf([[c.memory_id for c in leg] for leg in legs.values()], policy.rrf_k, weights)
 
 
-def _factor_bounds(policy: RecallPolicy) -> tuple[float, float]:
-    """The least and the most the policy's re-rank factors can multiply a score by;
-    (0, inf) when a factor has no useful bound."""
+def _factor_bounds(policy: RecallPolicy, query: Query) -> tuple[float, float]:
+    """The least and the most the policy's re-rank factors can multiply a score by for
+    this query; (0, inf) when a factor has no useful bound."""
     lo, hi = 1.0, 1.0
     for factor in policy.factors:
         if factor is Factor.IMPORTANCE_PRIOR:
             lo *= importance_prior(0.0, policy.importance_weight)
         elif factor is Factor.SCOPE_LEVEL:
-            multipliers = [m for _, m in policy.scope_multipliers] or [1.0]
+            table = dict(policy.scope_multipliers)
+            levels = possible_levels(query.agent_id, query.crew_id)
+            multipliers = [scope_multiplier(level, table) for level in levels]
             lo, hi = lo * min(multipliers), hi * max(multipliers)
         else:
             return 0.0, math.inf
     return lo, hi
-
-
-def _head(
-    fused: Sequence[tuple[str, float]], share: float, depth: int
-) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-    """(head, tail) of ``fused``: the candidates scoring at least ``share`` of the score
-    at ``depth``, in order, and the rest."""
-    if len(fused) <= depth:
-        return list(fused), []
-    cut = sorted((s for _, s in fused), reverse=True)[depth - 1] * share
-    head = [(i, s) for i, s in fused if s >= cut]
-    tail = [(i, s) for i, s in fused if s < cut]
-    return head, tail
-
-
-def _within(kept: Sequence[tuple[str, float]], exact: Sequence[tuple[str, float]]) -> bool:
-    ids = {i for i, _ in exact}
-    return all(i in ids for i, _ in kept)
 
 
 def _rerank(
@@ -587,7 +549,6 @@ def _rerank(
 
 
 def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: RecallPolicy) -> float:
-    age_days = max(0.0, (now - m.ts).total_seconds() / SECONDS_PER_DAY)
     if factor is Factor.IMPORTANCE:
         return m.importance
     if factor is Factor.IMPORTANCE_PRIOR:
@@ -597,13 +558,13 @@ def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: Reca
         # into `importance`, and seed 001's prominence applies them once.
         return prominence(
             m.base_importance,
-            age_days,
+            _age_days(m, now),
             reinforcement_of(m.payload),
             retired=m.status is not MemoryStatus.ACTIVE,
         )
     if factor is Factor.SCOPE_LEVEL:
         level = scope_level(m.agent_id, m.crew_id, query.agent_id, query.crew_id)
-        return scope_multiplier(level, dict(policy.scope_multipliers))
+        return scope_multiplier(level, _multipliers(policy.scope_multipliers))
     if factor is Factor.RETRIEVABILITY:
         if m.stability is not None and m.stability > 0:
             # FSRS state kept by reviews (upkeep.reviews): elapsed since the last review,
@@ -613,8 +574,19 @@ def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: Reca
             return retrievability(elapsed, m.stability)
         surprise = m.payload.get("surprise", 0.0)
         stability = initial_stability(float(surprise) if isinstance(surprise, int | float) else 0.0)
-        return retrievability(age_days, stability)
-    return recency_weight(age_days)
+        return retrievability(_age_days(m, now), stability)
+    return recency_weight(_age_days(m, now))
+
+
+def _age_days(m: Memory, now: datetime) -> float:
+    return max(0.0, (now - m.ts).total_seconds() / SECONDS_PER_DAY)
+
+
+@lru_cache(maxsize=64)
+def _multipliers(pairs: tuple[tuple[str, float], ...]) -> Mapping[str, float]:
+    """A policy's scope multipliers as the table ``scope_multiplier`` reads, built once
+    per policy rather than once per candidate."""
+    return dict(pairs)
 
 
 def _trace_scope_drops(

@@ -30,3 +30,11 @@ def scope_level(
 
 def scope_multiplier(level: str, multipliers: Mapping[str, float] = SCOPE_MULTIPLIERS) -> float:
     return multipliers.get(level, 1.0)
+
+
+def possible_levels(query_agent: str | None, query_crew: str | None) -> tuple[str, ...]:
+    """The levels ``scope_level`` can give any memory for this asker: a query naming no
+    agent or crew has no team, so nothing is at the team level."""
+    if query_agent or query_crew:
+        return (TEAM, PROJECT, GLOBAL)
+    return (PROJECT, GLOBAL)

@@ -50,6 +50,8 @@ _MIN_SCALE = 1e-9  # guards a caller passing decay_days <= 0
 
 def as_utc(dt: datetime) -> datetime:
     """``dt`` in UTC; a naive datetime is taken to already be UTC."""
+    if dt.tzinfo is UTC:  # as stored timestamps are read: nothing to convert
+        return dt
     if dt.tzinfo is None or dt.utcoffset() is None:
         return dt.replace(tzinfo=UTC)
     return dt.astimezone(UTC)

@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from typing import Any
 
 from episodic.errors import InvalidInput
@@ -54,8 +55,29 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+# Decoding a row (its JSON payload, its timestamps, the frozen dataclass) costs more than
+# reading it, and a recall decodes a hundred or more rows, mostly the same ones the
+# previous recall in that workspace decoded. The decoding is a pure function of the row's
+# values, so it is memoised on them: a row that changed is another key, and there is
+# nothing to invalidate. The Memory handed out is shared, as its type says it may be
+# (frozen, with a read-only Mapping payload): code that edits a payload copies it first.
+DECODED_ROWS = 8192
+
+
 def memory_from_row(row: Sequence[Any], sources: Sequence[str]) -> Memory:
     """A ``MEMORY_COLUMNS`` row and its source event ids as a ``Memory``."""
+    try:
+        return _decoded(tuple(row), tuple(sources))
+    except TypeError:  # a column value that cannot be hashed: decode it every time
+        return _decode(row, sources)
+
+
+@lru_cache(maxsize=DECODED_ROWS)
+def _decoded(row: tuple[Any, ...], sources: tuple[str, ...]) -> Memory:
+    return _decode(row, sources)
+
+
+def _decode(row: Sequence[Any], sources: Sequence[str]) -> Memory:
     return Memory(
         id=row[0],
         workspace_id=row[1],

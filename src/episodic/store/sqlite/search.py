@@ -121,43 +121,31 @@ class SearchMixin(SqliteBase):
         if radius <= 0 or not ids:
             return {}
         wanted = unique(ids)
-        with self._read():
-            anchors = self._execute(
-                "SELECT id, conversation_id, ts, seq, type FROM memories WHERE +workspace_id = ? "
-                f"AND id IN ({placeholders(len(wanted))}) AND conversation_id IS NOT NULL",
-                (flt.workspace_id, *wanted),
-            ).fetchall()
-            return {
-                memory_id: [
-                    *self._adjacent(flt, conversation, kind, ts, seq, radius, before=True),
-                    *self._adjacent(flt, conversation, kind, ts, seq, radius, before=False),
-                ]
-                for memory_id, conversation, ts, seq, kind in anchors
-            }
-
-    def _adjacent(
-        self,
-        flt: ScopeFilter,
-        conversation: str,
-        kind: str,
-        ts: str,
-        seq: int,
-        radius: int,
-        *,
-        before: bool,
-    ) -> list[tuple[str, int]]:
         where, params = scope_where(flt, alias="m")
-        op, order, sign = ("<", "DESC", -1) if before else (">", "ASC", 1)
-        rows = self._execute(
-            # "+m.status": walk the conversation's own index, not the workspace's timeline.
-            # "+m.type": a turn's neighbours are the turns around it, not the episodes and
-            # entries made from them.
-            f"SELECT m.id FROM memories m WHERE {where} AND m.conversation_id = ? "
-            f"AND +m.status = 'active' AND +m.type = ? AND (m.ts, m.seq) {op} (?, ?) "
-            f"ORDER BY m.ts {order}, m.seq {order} LIMIT ?",
-            (*params, conversation, kind, ts, seq, radius),
-        ).fetchall()
-        return [(row[0], sign * offset) for offset, row in enumerate(rows, start=1)]
+        # One statement for every anchor: each side is a correlated subquery walking the
+        # conversation's index, its rows as JSON (SQLite's aggregates keep no order, so
+        # the order is restored here).
+        # "+m.status": walk the conversation's own index, not the workspace's timeline.
+        # "+m.type": a turn's neighbours are the turns around it, not the episodes and
+        # entries made from them.
+        side = (
+            "(SELECT json_group_array(json_array(n.id, n.ts, n.seq)) FROM (SELECT m.id, "
+            f"m.ts, m.seq FROM memories m WHERE {where} AND m.conversation_id = a.conversation_id "
+            "AND +m.status = 'active' AND +m.type = a.type AND (m.ts, m.seq) {op} (a.ts, a.seq) "
+            "ORDER BY m.ts {order}, m.seq {order} LIMIT ?) AS n)"
+        )
+        before = side.format(op="<", order="DESC")
+        after = side.format(op=">", order="ASC")
+        with self._read():
+            rows = self._execute(
+                f"SELECT a.id, {before}, {after} FROM memories a WHERE +a.workspace_id = ? "
+                f"AND a.id IN ({placeholders(len(wanted))}) AND a.conversation_id IS NOT NULL",
+                (*params, radius, *params, radius, flt.workspace_id, *wanted),
+            ).fetchall()
+        return {
+            memory_id: [*_nearest(earlier, -1), *_nearest(later, 1)]
+            for memory_id, earlier, later in rows
+        }
 
     def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
         wanted = unique(ids)
@@ -233,3 +221,10 @@ class SearchMixin(SqliteBase):
                 ),
             )
             return int(cursor.lastrowid or 0)
+
+
+def _nearest(found: str, sign: int) -> list[tuple[str, int]]:
+    """A side's ``[[id, ts, seq], ...]`` as (id, offset), nearest first: before the
+    anchor in descending time (negative offsets), after it ascending."""
+    ordered = sorted(json.loads(found), key=lambda n: (n[1], n[2]), reverse=sign < 0)
+    return [(n[0], sign * offset) for offset, n in enumerate(ordered, start=1)]
