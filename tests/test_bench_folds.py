@@ -167,6 +167,6 @@ def test_split_is_sorted_round_robin_and_covers_every_conversation() -> None:
 def test_a_variant_leaves_the_preset_alone() -> None:
     changed = variant(DEFAULT, {"blend": 0.2, "neighbour_weight": 0.9})
     assert (changed.blend_dense, changed.blend_sparse, changed.neighbour_weight) == (0.2, 0.8, 0.9)
-    assert (DEFAULT.blend_dense, DEFAULT.blend_sparse) == (0.3, 0.7)
+    assert (DEFAULT.blend_dense, DEFAULT.blend_sparse) == (0.4, 0.6)
     assert changed.name == "default" and changed != DEFAULT
     assert choose([0.5, 0.7, 0.7]) == 1
