@@ -47,11 +47,15 @@ def test_similar_memories_outside_the_ranking_change_nothing() -> None:
     ("cosines", "bm25", "direction"),
     [
         # BM25's best stands far out of its pool, cosines are flat: lean on BM25.
-        (dict(zip("abcde", [0.5, 0.5, 0.5, 0.5, 0.49])), dict(zip("abcde", [1, 1, 1, 1, 9.0])), -1),
+        (
+            dict(zip("abcde", [0.5, 0.5, 0.5, 0.5, 0.49], strict=True)),
+            dict(zip("abcde", [1, 1, 1, 1, 9.0], strict=True)),
+            -1,
+        ),
         # The dense leg's best stands out, BM25 is flat: lean on the dense leg.
         (
-            dict(zip("abcde", [0.9, 0.3, 0.3, 0.3, 0.3])),
-            dict(zip("abcde", [2, 2.1, 2.2, 2, 2.1])),
+            dict(zip("abcde", [0.9, 0.3, 0.3, 0.3, 0.3], strict=True)),
+            dict(zip("abcde", [2, 2.1, 2.2, 2, 2.1], strict=True)),
             1,
         ),
     ],
