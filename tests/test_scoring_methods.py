@@ -101,3 +101,12 @@ def test_conversation_lift_reaches_only_its_best_candidates_with_depth() -> None
     assert deep["b1"] == pytest.approx(0.9)
     whole = dict(lift_by_conversation(ranked, conv, 0.5))
     assert whole["a3"] == pytest.approx(0.9)
+
+
+def test_ties_that_are_not_near_duplicates_keep_their_order() -> None:
+    # "gc" is newer than "old" and scores the same, but restates nothing: the order of
+    # equal scores is the ranking's, not the clock's.
+    ranked = [("yday", 1.0), ("old", 0.5), ("gc", 0.5)]
+    ts = {"yday": T0 + timedelta(days=39), "old": T0, "gc": T0 + timedelta(days=39)}
+    similar = {"old": [("yday", 1.0)], "yday": [("old", 1.0)]}
+    assert newest_first(ranked, similar, ts) == ranked

@@ -22,15 +22,21 @@ def newest_first(
     """``ranked`` (id, score) best first, each id's similar memories and every ranked
     id's time; returns the same ids, re-scored and re-sorted."""
     score = dict(ranked)
+    order = {memory_id: float(n) for n, (memory_id, _) in enumerate(ranked)}
     lifted = dict(score)
+    place = dict(order)
     for memory_id, others in similar.items():
         if memory_id not in score:
             continue
+        above = order[memory_id] - 0.5  # just above the older one; other ties keep order
         for other, _weight in others:
-            if other in score and ts[other] > ts[memory_id]:
-                lifted[other] = max(lifted[other], score[memory_id])
-    order = {memory_id: n for n, (memory_id, _) in enumerate(ranked)}
+            if (
+                other in score
+                and ts[other] > ts[memory_id]
+                and (score[memory_id], -above) > (lifted[other], -place[other])
+            ):
+                lifted[other], place[other] = score[memory_id], above
+    # Several versions lifted to one place: the newest first.
     return sorted(
-        lifted.items(),
-        key=lambda pair: (-pair[1], -ts[pair[0]].timestamp(), order[pair[0]]),
+        lifted.items(), key=lambda pair: (-pair[1], place[pair[0]], -ts[pair[0]].timestamp())
     )
