@@ -412,3 +412,23 @@ def test_turns_of_the_conversation_that_matched_best_rise_above_other_conversati
     result = mem.recall("sunset painting lake", workspace="w", k=3, policy=sparse, explain=True)
     assert result.trace is not None
     assert "context:conversation" in result.trace.stages
+
+
+def test_bm25_feedback_finds_a_memory_that_shares_only_the_best_matches_words(
+    mem: Episodic,
+) -> None:
+    import dataclasses
+
+    from episodic.recall.policies import BM25
+
+    add(mem, "a", "redis failover took the cart service down", days=3)
+    add(mem, "b", "redis failover again: sentinel quorum lost", days=2)
+    add(mem, "c", "sentinel quorum misconfigured after the node upgrade", days=9)
+    add(mem, "d", "unrelated marketing email campaign", days=1)
+    mem.index_once()
+    plain = [h.id for h in mem.recall("redis failover", workspace="w", policy=BM25).hits]
+    assert "c" not in plain
+    feedback = dataclasses.replace(BM25, prf_terms=5, prf_docs=2)
+    hits = [h.id for h in mem.recall("redis failover", workspace="w", policy=feedback).hits]
+    assert set(hits[:2]) == set(plain[:2]) == {"a", "b"}
+    assert "c" in hits and "d" not in hits
