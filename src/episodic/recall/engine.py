@@ -479,10 +479,11 @@ def _fuse(legs: dict[str, list[Candidate]], policy: RecallPolicy) -> list[tuple[
         sparse_scores = {c.memory_id: c.score for c in legs.get(Leg.SPARSE.value, [])}
         wd, ws = policy.blend_dense, policy.blend_sparse
         if policy.confidence_fusion > 0 and dense_scores and sparse_scores:
-            wd = confident_weight(
-                wd / (wd + ws), dense_scores, sparse_scores, policy.confidence_fusion
-            ) * (wd + ws)
-            ws = policy.blend_dense + policy.blend_sparse - wd
+            total = wd + ws
+            share = confident_weight(
+                wd / total, dense_scores, sparse_scores, policy.confidence_fusion
+            )
+            wd, ws = share * total, (1.0 - share) * total
         fused = blend(
             dense_scores,
             sparse_scores,

@@ -69,19 +69,21 @@ def lift_by_conversation(
         conversation = conversation_of.get(memory_id)
         return (True, conversation) if conversation is not None else (False, memory_id)
 
-    scores: dict[tuple[bool, str], list[float]] = {}
-    for memory_id, score in ranked:
-        scores.setdefault(group(memory_id), []).append(score)
+    ordered = sorted(ranked, key=lambda pair: pair[1], reverse=True)  # stable: ties keep order
     # A conversation's strength: the mean of its ``top`` best scores (1: its best), a
     # missing one counting 0, so one lucky match weighs less than several good ones.
-    best = {
-        key: sum(sorted(values, reverse=True)[:top]) / max(1, top) for key, values in scores.items()
-    }
+    strength: dict[tuple[bool, str], float] = {}
+    counted: dict[tuple[bool, str], int] = {}
+    for memory_id, score in ordered:
+        key = group(memory_id)
+        if counted.get(key, 0) < top:
+            strength[key] = strength.get(key, 0.0) + score / max(1, top)
+            counted[key] = counted.get(key, 0) + 1
     seen: dict[tuple[bool, str], int] = {}
     lifted: list[tuple[str, float]] = []
-    for memory_id, score in sorted(ranked, key=lambda pair: pair[1], reverse=True):
+    for memory_id, score in ordered:
         key = group(memory_id)
         seen[key] = seen.get(key, 0) + 1
-        lift = weight * best[key] if depth <= 0 or seen[key] <= depth else 0.0
+        lift = weight * strength[key] if depth <= 0 or seen[key] <= depth else 0.0
         lifted.append((memory_id, score + lift))
     return sorted(lifted, key=lambda pair: pair[1], reverse=True)

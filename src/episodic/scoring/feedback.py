@@ -7,6 +7,7 @@ documents holding them matched, make a second query whose matches add to the fir
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -14,6 +15,7 @@ from episodic.scoring.fts import fts_tokens
 from episodic.scoring.stopwords import without_stopwords
 
 MIN_EXPANSION_CHARS = 3
+_WORD = re.compile(r"[^\W_]+")
 
 
 def expansion_terms(
@@ -45,14 +47,4 @@ def expansion_terms(
 
 def _all_tokens(text: str) -> list[str]:
     """Every letter/digit run of ``text``, repeats kept (``fts_tokens`` keeps each once)."""
-    out: list[str] = []
-    current: list[str] = []
-    for ch in text.lower():
-        if ch.isalnum():
-            current.append(ch)
-        elif current:
-            out.append("".join(current))
-            current.clear()
-    if current:
-        out.append("".join(current))
-    return out
+    return _WORD.findall(text.lower())
