@@ -173,3 +173,37 @@ def test_a_server_started_twice_on_one_port_the_second_exits_3(tmp_path: Path) -
         assert done.returncode == 3 and "serving" not in done.stdout
         assert _state(db) == before
         assert httpx.get(f"{base}/healthz").status_code == 200  # the first one serves on
+
+
+def test_serve_says_which_database_it_serves_without_its_password(db_url: str) -> None:
+    Episodic.open(db_url, settings=Settings(embedder="none")).close()
+    url = db_url.replace("postgres:@", "postgres:hunter2@", 1)  # trusted: any password works
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("episodic")), "--db", url, "serve", "--port", "0"],
+        env={**os.environ, "EPISODIC_EMBEDDER": "none"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        base = line.split(" on ", 1)[1].split()[0]
+        deadline = time.monotonic() + 60
+        while True:  # the port printed is the one served
+            try:
+                assert httpx.get(f"{base}/healthz", timeout=2).status_code == 200
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "serve did not start"
+                time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(30)
+    assert code == 0
+    shown = db_url.replace("postgres:@", "postgres:***@", 1)
+    if db_url.startswith("sqlite:///"):
+        shown = f"sqlite:///{Path(db_url.removeprefix('sqlite:///')).resolve()}"
+    assert line.startswith(f"episodic serving {shown} on http://127.0.0.1:")
+    assert "hunter2" not in line
