@@ -4,23 +4,19 @@ command refuses a database that was never created; ``--db`` before or after the 
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from typer.testing import CliRunner
 
 import episodic
-from conftest import _drop_db, _with_db, raw_rows
+from conftest import raw_rows
 from episodic import Episodic, Settings
 from episodic.cli import app
 
 runner = CliRunner()
-_names = itertools.count()
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
@@ -32,21 +28,6 @@ def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
 def _sparse(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EPISODIC_EMBEDDER", "none")
     monkeypatch.delenv("EPISODIC_DB", raising=False)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def bare_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database episodic never created: a SQLite path with no file, or a PostgreSQL
-    database with no episodic tables."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/typo.db"
-        return
-    server = request.getfixturevalue("pg_server")
-    name = f"bare_{next(_names)}"
-    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    yield _with_db(server.get_uri(), name)
-    _drop_db(server, name)
 
 
 def nothing_created(url: str) -> bool:
@@ -69,16 +50,16 @@ def nothing_created(url: str) -> bool:
     ],
     ids=lambda c: " ".join(c[:2]),
 )
-def test_a_command_refuses_a_database_never_created(bare_url: str, command: list[str]) -> None:
-    code, out, err = run("--db", bare_url, *command)
+def test_a_command_refuses_a_database_never_created(empty_url: str, command: list[str]) -> None:
+    code, out, err = run("--db", empty_url, *command)
     assert code == 2, out + err
-    assert "no episodic database at" in err and f"episodic init --db {bare_url}" in err
-    assert nothing_created(bare_url)
+    assert "no episodic database at" in err and f"episodic init --db {empty_url}" in err
+    assert nothing_created(empty_url)
 
 
-def test_init_creates_it_and_then_every_command_uses_it(bare_url: str) -> None:
-    assert run("--db", bare_url, "init")[0] == 0
-    code, out, err = run("--db", bare_url, "recall", "disk full", "--workspace", "acme")
+def test_init_creates_it_and_then_every_command_uses_it(empty_url: str) -> None:
+    assert run("--db", empty_url, "init")[0] == 0
+    code, out, err = run("--db", empty_url, "recall", "disk full", "--workspace", "acme")
     assert code == 0 and "no memories recalled" in out, err
 
 
@@ -91,10 +72,10 @@ def test_the_default_database_is_not_created_either(
     assert not (tmp_path / ".episodic").exists()
 
 
-@pytest.mark.parametrize("bare_url", ["postgres"], indirect=True)
-def test_the_refusal_hides_a_password(bare_url: str) -> None:
-    secret_url = bare_url.replace("postgres:@", "postgres:hunter2@", 1)
-    assert secret_url != bare_url
+@pytest.mark.parametrize("empty_url", ["postgres"], indirect=True)
+def test_the_refusal_hides_a_password(empty_url: str) -> None:
+    secret_url = empty_url.replace("postgres:@", "postgres:hunter2@", 1)
+    assert secret_url != empty_url
     code, _, err = run("--db", secret_url, "doctor")
     assert code == 2 and "no episodic database at" in err and "hunter2" not in err
 
