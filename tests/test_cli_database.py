@@ -47,6 +47,9 @@ def nothing_created(url: str) -> bool:
         ["keys", "list"],
         ["memory", "health", "--workspace", "acme"],
         ["mcp", "--workspace", "acme"],
+        ["serve", "--port", "0"],
+        ["keys", "create", "--workspace", "acme"],
+        ["index", "--once"],
     ],
     ids=lambda c: " ".join(c[:2]),
 )
