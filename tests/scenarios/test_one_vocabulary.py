@@ -99,7 +99,7 @@ def test_every_interface_says_content_and_the_short_names(mem: Episodic, db_url:
             json={"query": "refund card expired", "types": ["episode"], "detail": "full"},
         ).json()["hits"]
     tool = mcp_call(mem, "recall_memory", {"query": "checkout OOM cache"}, workspace=W)
-    out = cli(db_url, "recall", "checkout OOM cache", "--workspace", W, "--json")
+    out = cli(db_url, "recall", "checkout OOM cache", "--workspace", W, "--json", "--no-mark")
     cli_hits = json.loads(out.stdout)
 
     for record in [python, http["hits"][0], cli_hits[0], *listed, one]:
