@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from episodic.config import DEFAULT_DB_URL, Settings
 from episodic.errors import EpisodicError, InvalidInput
@@ -59,10 +60,11 @@ def errors() -> Iterator[None]:
     try:
         yield
     except InvalidInput as exc:
-        err.print(f"[red]error:[/red] {exc.field}: {exc.message}", markup=True)
+        err.print(f"[red]error:[/red] {escape(f'{exc.field}: {exc.message}')}", markup=True)
         raise typer.Exit(2) from None
     except EpisodicError as exc:
-        err.print(f"[red]error:[/red] {exc}", markup=True)
+        # Escaped: a message may hold brackets, e.g. the extra in "pip install 'x[server]'".
+        err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True)
         raise typer.Exit(2) from None
 
 

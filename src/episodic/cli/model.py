@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -102,6 +103,6 @@ def status_command(as_json: JsonOpt = False) -> None:
     elif found is not None and problem is None:
         out.print(f"model: {found.path} ({found.source}, verified)")
     else:
-        err.print(f"[red]error:[/red] {problem}")
+        err.print(f"[red]error:[/red] {escape(problem or '')}")
     if problem is not None:
         raise typer.Exit(1)

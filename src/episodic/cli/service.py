@@ -11,6 +11,7 @@ from rich.table import Table
 
 from episodic.cli.common import JsonOpt, err, errors, open_memory, out, print_json
 from episodic.errors import InvalidInput
+from episodic.extras import require
 
 
 def serve(
@@ -34,6 +35,8 @@ def serve(
     """
     import os
 
+    with errors():
+        require("server", "`episodic serve`")
     import uvicorn
 
     from episodic.heap import limit_arenas
@@ -195,6 +198,8 @@ def mcp_command(
     Example: episodic mcp --workspace shop --agent concierge --resource user:dana
     Example: episodic mcp --workspace acme --agent deployer --transport http --port 8766
     """
+    with errors():
+        require("mcp", "`episodic mcp`")
     from episodic.mcp import Binding, build_server
 
     if transport not in ("stdio", "http"):

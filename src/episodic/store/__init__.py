@@ -36,7 +36,10 @@ def open_store(
     if "://" in raw:
         scheme = raw.partition("://")[0].lower()
         if scheme in _POSTGRES_SCHEMES:
-            # Imported here: a SQLite user never loads psycopg.
+            # Imported here: a SQLite user never loads psycopg (nor needs it installed).
+            from episodic.extras import require
+
+            require("postgres", "a postgresql:// database")
             from episodic.store.postgres import PostgresStore
 
             return PostgresStore(raw, tracer=tracer, read_only=read_only)
