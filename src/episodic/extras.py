@@ -1,8 +1,9 @@
 """The optional parts of the install and the check that one is there.
 
-``pip install episodic-memory`` is the library, the CLI, SQLite and the local embedder.
-The HTTP server and the operator's page (``[server]``), the MCP server (``[mcp]``) and the
-PostgreSQL backend (``[postgres]``) are extras; ``[all]`` is every one. Their modules are
+``pip install episodic-memory`` is the library, the CLI, SQLite and the local embedder,
+with the offline fallbacks of every LLM step. The HTTP server and the operator's page
+(``[server]``), the MCP server (``[mcp]``), the PostgreSQL backend (``[postgres]``) and
+the OpenAI-compatible LLM client (``[llm]``) are extras; ``[all]`` is every one. Their modules are
 imported only where they are used, and each entry point checks first, so a missing extra
 is one clear error naming the install command rather than an ImportError deep inside.
 """
@@ -18,6 +19,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "server": ("fastapi", "uvicorn", "jinja2"),
     "mcp": ("mcp",),
     "postgres": ("psycopg", "psycopg_pool", "pgvector"),
+    "llm": ("openai",),
 }
 
 

@@ -29,7 +29,10 @@ from episodic.embed.local import locate_model, verify_weights
 from episodic.errors import EmbedderUnavailable
 
 model_app = typer.Typer(
-    help="The local embedder's model (all-MiniLM-L6-v2): download it, see where it is.",
+    help=(
+        "The local embedder's model (all-MiniLM-L6-v2): download it, see where it is.\n\n"
+        "Example: episodic model pull"
+    ),
     no_args_is_help=True,
 )
 

@@ -195,9 +195,9 @@ def verify_weights(model_dir: Path, source: str = SOURCE_PACKAGE) -> None:
     specs = MODEL_FILES if source in _FULLY_CHECKED else (WEIGHTS,)
     problems = [p for spec in specs if (p := file_problem(model_dir, spec)) is not None]
     if problems:
-        where = f"{ENV_MODEL_DIR}={model_dir}" if source == SOURCE_ENV else str(model_dir)
+        where = f"{ENV_MODEL_DIR}={model_dir}: " if source == SOURCE_ENV else ""
         raise EmbedderUnavailable(
-            f"{where}: {'; '.join(problems)} ({MODEL_ID}); the file is corrupt or a different "
+            f"{where}{'; '.join(problems)} ({MODEL_ID}); the file is corrupt or a different "
             f"model - {_fix_hint(source)}"
         )
 

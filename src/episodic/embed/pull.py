@@ -129,15 +129,15 @@ def file_problem(model_dir: Path, spec: ModelFile) -> str | None:
     """Why ``spec`` in ``model_dir`` cannot be used, or None when it is the pinned file."""
     path = model_dir / spec.name
     if not path.is_file():
-        return f"{spec.name} is missing"
+        return f"{path} is missing"
     try:
         size = path.stat().st_size
         actual = sha256_file(path) if size == spec.size else ""
     except OSError as exc:
-        return f"cannot read {spec.name}: {exc}"
+        return f"cannot read {path}: {exc}"
     if actual != spec.sha256:
         return (
-            f"{spec.name} is not the pinned file of {MODEL_REPO}@{REVISION[:8]} "
+            f"{path} is not the pinned file of {MODEL_REPO}@{REVISION[:8]} "
             f"(expected sha256 {spec.sha256}, {spec.size} bytes; found {size} bytes"
             + (f", sha256 {actual})" if actual else ")")
         )

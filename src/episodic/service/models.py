@@ -28,6 +28,7 @@ from episodic.embed.pull import (
     snapshot_dir,
 )
 from episodic.errors import EmbedderError, ModelMismatch
+from episodic.extras import require
 from episodic.llm.base import LLM
 from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR, QueryVectors
 from episodic.service.embedder_state import EmbedderState, WatchedEmbedder
@@ -127,9 +128,13 @@ class Models:
         """The configured LLM (EPISODIC_LLM_URL/MODEL), created on first use; None = the
         offline fallbacks run."""
         if self._llm is UNSET:
-            from episodic.llm import make_llm
+            if not (self.settings.llm_url or self.settings.llm_model):
+                self._llm = None  # nothing configured: no need for the [llm] extra's SDK
+            else:
+                require("llm", "an LLM (EPISODIC_LLM_URL)")
+                from episodic.llm import make_llm
 
-            self._llm = make_llm(self.settings)
+                self._llm = make_llm(self.settings)
         return self._llm
 
     def embedder_status(self) -> tuple[str, str]:
