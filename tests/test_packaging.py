@@ -187,3 +187,7 @@ def test_the_core_runs_without_the_extras_and_names_the_one_a_command_needs(
         result = venv.run("episodic", *args)
         assert result.returncode == 2, (args, result.stderr)
         assert message in result.stderr.replace("\n", ""), (args, result.stderr)
+    # An LLM configured without the [llm] extra: one error naming it.
+    use_llm = "from episodic import Episodic; Episodic.open('sqlite:///./llm.db').llm"
+    llm = venv.run("python", "-c", use_llm, EPISODIC_LLM_URL="http://127.0.0.1:1/v1")
+    assert "MissingExtra" in llm.stderr and "episodic-memory[llm]" in llm.stderr, llm.stderr
