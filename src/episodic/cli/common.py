@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer.core import TyperGroup
 
 import episodic
@@ -126,10 +127,11 @@ def errors() -> Iterator[None]:
     try:
         yield
     except InvalidInput as exc:
-        err.print(f"[red]error:[/red] {exc.field}: {exc.message}", markup=True)
+        err.print(f"[red]error:[/red] {escape(f'{exc.field}: {exc.message}')}", markup=True)
         raise typer.Exit(2) from None
     except EpisodicError as exc:
-        err.print(f"[red]error:[/red] {exc}", markup=True)
+        # Escaped: a message may hold brackets, e.g. the extra in "pip install 'x[server]'".
+        err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True)
         raise typer.Exit(2) from None
 
 

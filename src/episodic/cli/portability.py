@@ -178,6 +178,10 @@ def migrate(
     """
     from rich.progress import MofNCompleteColumn, TimeRemainingColumn
 
+    from episodic.extras import require
+
+    with errors():
+        require("postgres", "`episodic migrate`")  # transfer.py speaks psycopg's COPY
     from episodic.store import transfer
 
     def run(listener: transfer.Listener | None) -> transfer.MigrateReport:

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from episodic.cli.common import JsonOpt, err, errors, open_memory, out, print_json
 from episodic.errors import InvalidInput
+from episodic.extras import require
 from episodic.store.urls import display_url
 
 
@@ -39,6 +40,8 @@ def serve(
     and leaves the database untouched.
     Example: episodic serve --port 8765   # then open http://127.0.0.1:8765/ui
     """
+    with errors():
+        require("server", "`episodic serve`")
     import uvicorn
 
     from episodic.heap import limit_arenas
@@ -232,6 +235,8 @@ def mcp_command(
     Example: episodic mcp --workspace shop --agent concierge --resource user:dana
     Example: episodic mcp --workspace acme --agent deployer --transport http --port 8766
     """
+    with errors():
+        require("mcp", "`episodic mcp`")
     from episodic.mcp import Binding, build_server
 
     if transport not in ("stdio", "http"):

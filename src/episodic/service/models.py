@@ -18,7 +18,17 @@ from collections.abc import Callable
 from episodic.config import Settings
 from episodic.embed import CachedEmbedder, make_embedder
 from episodic.embed.base import Embedder
+from episodic.embed.pull import (
+    FIRST_USE_DEADLINE_S,
+    TOTAL_BYTES,
+    ModelMissing,
+    hub_offline,
+    offline_message,
+    pull,
+    snapshot_dir,
+)
 from episodic.errors import EmbedderError, ModelMismatch
+from episodic.extras import require
 from episodic.llm.base import LLM
 from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR, QueryVectors
 from episodic.service.embedder_state import EmbedderState, WatchedEmbedder
@@ -51,6 +61,7 @@ class Models:
         self.settings = settings
         self._embedder: Embedder | _Unset | None = embedder
         self._embedder_error: str | None = None
+        self._creating = threading.Lock()
         self.state = EmbedderState()
         self._watched: WatchedEmbedder | None = None
         self._probing = threading.Lock()
@@ -64,14 +75,43 @@ class Models:
     @property
     def embedder(self) -> Embedder | None:
         """The configured embedder, created on first use; None means sparse-only."""
-        if self._embedder is UNSET:
-            try:
-                self._embedder = make_embedder(self.settings)
-            except EmbedderError as exc:
-                self._embedder_error = str(exc)
-                self._embedder = None
-                self.state.saw(MODE_SPARSE_ONLY, f"no embedder available: {exc}")
-        return self._embedder
+        with self._creating:
+            if self._embedder is UNSET:
+                try:
+                    self._embedder = make_embedder(self.settings)
+                except ModelMissing as exc:
+                    self._embedder = self._download_model(exc)
+                except EmbedderError as exc:
+                    self._embedder = None
+                    self._no_embedder(str(exc))
+            return self._embedder
+
+    def _no_embedder(self, why: str) -> None:
+        self._embedder_error = why
+        self.state.saw(MODE_SPARSE_ONLY, f"no embedder available: {why}")
+
+    def _download_model(self, missing: ModelMissing) -> Embedder | None:
+        """The local model is nowhere on this machine: fetch it once, now, within
+        ``FIRST_USE_DEADLINE_S``. Here rather than in the background indexer so that the
+        first recall (or a one-shot CLI command) gets vectors instead of a keyword-only
+        answer; a server reaches this while it starts (``warn_if_sparse_only``), before it
+        takes requests, and the deadline and per-read timeouts bound the wait."""
+        if hub_offline(os.environ):
+            self._no_embedder(offline_message())
+            return None
+        target = snapshot_dir(self.settings.cache_dir)
+        log.warning(
+            "the local embedder has no model yet: downloading all-MiniLM-L6-v2 (%d MB) "
+            "once into %s",
+            TOTAL_BYTES // 1_000_000,
+            target,
+        )
+        try:
+            pull(self.settings.cache_dir, deadline_s=FIRST_USE_DEADLINE_S)
+            return make_embedder(self.settings)
+        except EmbedderError as exc:
+            self._no_embedder(f"{missing}; downloading it failed: {exc}")
+            return None
 
     def _calls(self) -> Embedder | None:
         """The embedder every call to the model goes through (it reports to ``state``);
@@ -88,9 +128,13 @@ class Models:
         """The configured LLM (EPISODIC_LLM_URL/MODEL), created on first use; None = the
         offline fallbacks run."""
         if self._llm is UNSET:
-            from episodic.llm import make_llm
+            if not (self.settings.llm_url or self.settings.llm_model):
+                self._llm = None  # nothing configured: no need for the [llm] extra's SDK
+            else:
+                require("llm", "an LLM (EPISODIC_LLM_URL)")
+                from episodic.llm import make_llm
 
-            self._llm = make_llm(self.settings)
+                self._llm = make_llm(self.settings)
         return self._llm
 
     def embedder_status(self) -> tuple[str, str]:

@@ -52,7 +52,10 @@ def open_store(
     Raises ``InvalidInput("db", ...)`` for a URL no backend here understands."""
     backend, raw = _backend(url)
     if backend == "postgres":
-        # Imported here: a SQLite user never loads psycopg.
+        # Imported here: a SQLite user never loads psycopg (nor needs it installed).
+        from episodic.extras import require
+
+        require("postgres", "a postgresql:// database")
         from episodic.store.postgres import PostgresStore
 
         return PostgresStore(raw, tracer=tracer, read_only=read_only)
@@ -66,6 +69,9 @@ def store_exists(url: str | os.PathLike[str]) -> bool:
     reached as ``open_store`` would)."""
     backend, raw = _backend(url)
     if backend == "postgres":
+        from episodic.extras import require
+
+        require("postgres", "a postgresql:// database")
         from episodic.store.postgres.connection import has_schema as pg_has_schema
 
         return pg_has_schema(raw)

@@ -1,0 +1,48 @@
+"""The optional parts of the install and the check that one is there.
+
+``pip install episodic-memory`` is the library, the CLI, SQLite and the local embedder,
+with the offline fallbacks of every LLM step. The HTTP server and the operator's page
+(``[server]``), the MCP server (``[mcp]``), the PostgreSQL backend (``[postgres]``) and
+the OpenAI-compatible LLM client (``[llm]``) are extras; ``[all]`` is every one. Their modules are
+imported only where they are used, and each entry point checks first, so a missing extra
+is one clear error naming the install command rather than an ImportError deep inside.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from episodic.errors import EpisodicError
+
+# extra -> the modules it installs that episodic imports
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "server": ("fastapi", "uvicorn", "jinja2"),
+    "mcp": ("mcp",),
+    "postgres": ("psycopg", "psycopg_pool", "pgvector"),
+    "llm": ("openai",),
+}
+
+
+class MissingExtra(EpisodicError):
+    """A feature needs an optional part of the install that is not there."""
+
+    def __init__(self, extra: str, what: str, missing: list[str]) -> None:
+        self.extra = extra
+        super().__init__(
+            f"{what} needs the [{extra}] extra ({', '.join(missing)} not installed): "
+            f"pip install 'episodic-memory[{extra}]'"
+        )
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a module set to None
+        return False
+
+
+def require(extra: str, what: str) -> None:
+    """Raise ``MissingExtra`` unless every module of ``extra`` can be imported."""
+    missing = [m for m in EXTRAS[extra] if not _installed(m)]
+    if missing:
+        raise MissingExtra(extra, what, missing)
