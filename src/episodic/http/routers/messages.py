@@ -1,23 +1,32 @@
-"""``POST /v1/messages``: append one chat message to a conversation."""
+"""``POST /v1/messages``: append chat messages to a conversation, one or a batch."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
+from episodic.errors import InvalidInput
 from episodic.http.auth import Caller
 from episodic.http.deps import Mem
 from episodic.http.errors import ERRORS
 from episodic.http.models import Id, NonEmptyText, Strict
+from episodic.http.routers.events import ItemError
+
+MAX_BATCH_MESSAGES = 1000
 
 router = APIRouter()
 
 
 class MessageIn(Strict):
-    conversation: Id
-    text: NonEmptyText
+    """One message, or a batch of them in ``messages``. In a batch, each item takes
+    ``content``, ``role``, ``name``, ``ts``, ``id``, ``payload`` and may override
+    ``conversation``, ``agent``, ``crew`` and ``resource``, which default to the
+    body's."""
+
+    conversation: Id | None = Field(default=None, description="required for one message")
+    text: NonEmptyText | None = Field(default=None, description="required for one message")
     role: Literal["user", "assistant", "tool", "system"] = "user"
     name: Id | None = None
     agent: Id | None = None
@@ -26,6 +35,12 @@ class MessageIn(Strict):
     ts: Id | None = Field(default=None, description="ISO 8601; default now")
     id: Id | None = None
     workspace: Id | None = None
+    messages: list[Any] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_BATCH_MESSAGES,
+        description="a batch, stored in order; bad items are reported by index and skipped",
+    )
 
 
 class MessageOut(BaseModel):
@@ -35,18 +50,61 @@ class MessageOut(BaseModel):
     ts: str
 
 
+class MessagesOut(BaseModel):
+    received: int
+    stored: int
+    duplicates: int
+    ids: list[str | None] = Field(description="each message's id, in order; null if refused")
+    errors: list[ItemError]
+
+
+# Fields that belong to one message: in a batch they go on each item.
+_SINGLE_ONLY = ("text", "role", "name", "ts", "id")
+
+
 @router.post(
     "/v1/messages",
-    response_model=MessageOut,
+    response_model=MessageOut | MessagesOut,
     status_code=201,
     responses=ERRORS,
     tags=["write"],
 )
-def post_message(body: MessageIn, caller: Caller, mem: Mem) -> dict[str, Any]:
-    """Append one chat message to a conversation; episodes follow on segmentation."""
+def post_message(body: MessageIn, caller: Caller, mem: Mem, response: Response) -> dict[str, Any]:
+    """Append one chat message to a conversation, or a batch (``messages``, answered
+    200 with a report like ``POST /v1/events``); episodes follow on segmentation."""
+    workspace = caller.workspace(body.workspace)
+    if body.messages is not None:
+        for name in _SINGLE_ONLY:
+            if name in body.model_fields_set:
+                raise InvalidInput(name, "in a batch, give it on each message")
+        items = []
+        for raw in body.messages:
+            if isinstance(raw, dict):
+                item = dict(raw)
+                for name, check in (("agent", caller.agent), ("crew", caller.crew)):
+                    value = item.get(name, getattr(body, name))
+                    if value is None or isinstance(value, str):
+                        item[name] = check(value)
+                items.append(item)
+            else:
+                items.append(raw)
+        report = mem.add_messages(
+            items,
+            workspace=workspace,
+            conversation=body.conversation,
+            agent=caller.agent(body.agent),
+            crew=caller.crew(body.crew),
+            resource=body.resource,
+        )
+        response.status_code = 200
+        return report.to_json()
+    if body.conversation is None:
+        raise InvalidInput("conversation", "required: the conversation it belongs to")
+    if body.text is None:
+        raise InvalidInput("text", "required: the message's text")
     event = mem.add_message(
         body.text,
-        workspace=caller.workspace(body.workspace),
+        workspace=workspace,
         conversation=body.conversation,
         role=body.role,
         agent=caller.agent(body.agent),
