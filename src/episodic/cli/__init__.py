@@ -14,7 +14,16 @@ the root app, so their order in ``episodic --help`` is set in one place.
 
 from __future__ import annotations
 
-from episodic.cli import bench, getting_started, journal, memory, portability, service, upkeep
+from episodic.cli import (
+    bench,
+    edits,
+    getting_started,
+    journal,
+    memory,
+    portability,
+    service,
+    upkeep,
+)
 from episodic.cli.common import app
 
 
@@ -48,6 +57,8 @@ def _register() -> None:
         ("upkeep", upkeep.upkeep_app),
         ("keys", service.keys_app),
     )
+    upkeep.memory_app.command("update")(edits.update)
+    upkeep.memory_app.command("history")(edits.history)
     for name, group in groups:
         app.add_typer(group, name=name)
 
