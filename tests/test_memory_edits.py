@@ -316,13 +316,27 @@ def test_mcp_update_memory_is_bound_to_its_agent(mem: Episodic) -> None:
                     "update_memory", {"memory_id": other.id, "content": "one approval"}
                 )
                 assert refused.is_error
-                strict = await client.call_tool("recall_memory", {"query": "queue", "k": "5"})
-                assert strict.is_error and "k" in str(strict.content)
 
     anyio.run(main)
     assert mem.memory(ScopeFilter(WS), own.id).content == "the queue holds 500 jobs"
     assert mem.history(own.id, workspace=WS)[1].replaced_by == "mcp"
     assert mem.memory(ScopeFilter(WS), other.id).content == "reviews need two approvals"
+
+
+@pytest.mark.parametrize("k", ["5", True])
+def test_mcp_recall_refuses_a_k_that_is_not_a_whole_number(mem: Episodic, k: Any) -> None:
+    mem.remember("the queue holds 100 jobs", workspace=WS, agent="deployer")
+    server = build_server(mem, Binding.of(WS, "deployer", None, None))
+
+    async def main() -> None:
+        with serve(server.streamable_http_app()) as base:
+            async with Client(f"{base}/mcp") as client:
+                strict = await client.call_tool("recall_memory", {"query": "queue", "k": k})
+                assert strict.is_error and "k" in str(strict.content)
+                fine = await client.call_tool("recall_memory", {"query": "queue", "k": 3})
+                assert not fine.is_error
+
+    anyio.run(main)
 
 
 def test_cli_memory_update_and_history(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
