@@ -116,9 +116,9 @@ def build_source(path: Path, n: int = 24) -> str:
         files = [ImportedFile("a/x.md", 10**18, 42, "ab" * 32, "acme", "e02")]
         store.save_import_state("/notes", [*files, ImportedFile("y.md", 5, 6, "cd" * 32)])
         assert store.acquire_lease("decay", "", "host:1", NOW, 600)
-        edited = store.get_memory("acme", "e05")
+        edited = store.get_memory("acme", "e13")  # one with no vector
         assert store.revise_memory(
-            replace(edited, content="déploiement 5, corrigé ✓", importance=0.9), by="k1", at=NOW
+            replace(edited, content="déploiement 13, corrigé ✓", importance=0.9), by="k1", at=NOW
         )
     finally:
         store.close()

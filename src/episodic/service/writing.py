@@ -202,7 +202,9 @@ class Writing:
     def add_event(self, obj: Mapping[str, Any]) -> Event:
         """Store one event; raises ``InvalidInput`` naming the bad field."""
         now = self.ctx.clock()
-        event = parse_event(obj, settings=self.ctx.settings, now=now)
+        return self._append_one(parse_event(obj, settings=self.ctx.settings, now=now), now)
+
+    def _append_one(self, event: Event, now: datetime) -> Event:
         self.ctx.store.append(
             [event], admitted_memories([event], now, keys=self.ctx.settings.key_expansion)
         )
@@ -241,11 +243,7 @@ class Writing:
             payload=payload,
         )
         now = self.ctx.clock()
-        event = parse_note(obj, settings=self.ctx.settings, now=now)
-        self.ctx.store.append(
-            [event], admitted_memories([event], now, keys=self.ctx.settings.key_expansion)
-        )
-        return event
+        return self._append_one(parse_note(obj, settings=self.ctx.settings, now=now), now)
 
     def add_messages(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from fastapi import APIRouter, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, RootModel
 
 from episodic.errors import InvalidInput
 from episodic.http.auth import Caller
@@ -58,13 +58,17 @@ class MessagesOut(BaseModel):
     errors: list[ItemError]
 
 
+class PostMessagesOut(RootModel[MessageOut | MessagesOut]):
+    """One message's id and time, or a batch's report."""
+
+
 # Fields that belong to one message: in a batch they go on each item.
 _SINGLE_ONLY = ("text", "role", "name", "ts", "id")
 
 
 @router.post(
     "/v1/messages",
-    response_model=MessageOut | MessagesOut,
+    response_model=PostMessagesOut,
     status_code=201,
     responses=ERRORS,
     tags=["write"],
