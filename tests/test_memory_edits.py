@@ -6,6 +6,7 @@ PostgreSQL."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -23,6 +24,7 @@ from episodic.http import asgi
 from episodic.mcp import Binding, build_server
 from episodic.model import ScopeFilter
 from episodic.store import open_store
+from episodic.write.extract import content_hash
 from servers import serve
 
 WS = "acme"
@@ -98,6 +100,18 @@ def test_new_text_is_not_served_by_its_old_vector_until_embedded(db_url: str) ->
         assert [p.memory_id for p in embedded.store.pending_vectors(10)] == [note.id]
         assert embedded.index_once().embedded == 1
         assert embedded.store.pending_vectors(10) == []
+
+
+def test_an_entry_s_dedupe_hash_follows_its_new_text(mem: Episodic) -> None:
+    # Entries carry the hash extraction dedupes by (seed 004): an edit re-derives it.
+    note = mem.remember("the cache TTL is 60s", workspace=WS)
+    mem.store.restore(replace(note, content_hash=content_hash(note.content)))
+    mem.update(note.id, workspace=WS, content="the cache TTL is 300s")
+    known = mem.store.known_hashes(
+        ScopeFilter(WS),
+        [content_hash("the cache TTL is 60s"), content_hash("the cache TTL is 300s")],
+    )
+    assert known == {content_hash("the cache TTL is 300s")}
 
 
 def test_a_no_op_update_keeps_no_version(mem: Episodic) -> None:
