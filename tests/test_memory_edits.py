@@ -225,15 +225,17 @@ def test_a_batch_of_messages_is_stored_in_order_and_bad_items_are_named(
     assert report["ids"][1] is None and report["ids"][3] is None
     pending = mem.store.pending_messages(WS, "c1")
     assert [e.summary for e in pending] == ["first", "second", "fourth"]
-    assert {e.agent_id for e in pending} == {"deployer"}  # bound by the key
+    assert {e.agent for e in pending} == {"deployer"}  # bound by the key
 
 
 def test_one_message_keeps_its_form(mem: Episodic, http: tuple[str, dict[str, str]]) -> None:
     base, keys = http
-    r = call(base, keys["admin"], "POST", "/v1/messages", {"conversation": "c2", "text": "hi"})
+    r = call(base, keys["admin"], "POST", "/v1/messages", {"conversation": "c2", "content": "hi"})
     assert r.status_code == 201, r.text
-    assert set(r.json()) == {"id", "workspace_id", "conversation_id", "ts"}
-    r = call(base, keys["admin"], "POST", "/v1/messages", {"conversation": "c2", "text": "a\x00"})
+    assert set(r.json()) == {"id", "workspace", "conversation", "ts"}
+    r = call(
+        base, keys["admin"], "POST", "/v1/messages", {"conversation": "c2", "content": "a\x00"}
+    )
     assert r.status_code == 422 and r.json()["error"]["field"] == "content"
 
 

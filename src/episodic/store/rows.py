@@ -81,11 +81,11 @@ def _decoded(row: tuple[Any, ...], sources: tuple[str, ...]) -> Memory:
 def _decode(row: Sequence[Any], sources: Sequence[str]) -> Memory:
     return Memory(
         id=row[0],
-        workspace_id=row[1],
-        crew_id=row[2],
-        agent_id=row[3],
-        resource_id=row[4],
-        conversation_id=row[5],
+        workspace=row[1],
+        crew=row[2],
+        agent=row[3],
+        resource=row[4],
+        conversation=row[5],
         ts=parse_ts(row[6]),
         type=row[7],
         severity=row[8],
@@ -112,11 +112,11 @@ def memory_row(m: Memory, now: str) -> tuple[Any, ...]:
     stored ``updated_at``, and ``created_at`` when the memory has none)."""
     return (
         m.id,
-        m.workspace_id,
-        m.crew_id,
-        m.agent_id,
-        m.resource_id,
-        m.conversation_id,
+        m.workspace,
+        m.crew,
+        m.agent,
+        m.resource,
+        m.conversation,
         ts_text(m.ts),
         m.type,
         m.severity,
@@ -147,7 +147,7 @@ def revision_row(m: Memory, now: str) -> tuple[Any, ...]:
         float(m.importance),
         json_text("payload", m.payload),
         now,
-        m.workspace_id,
+        m.workspace,
         m.id,
     )
 
@@ -156,7 +156,7 @@ def history_row(old: Memory, by: str, now: str) -> tuple[Any, ...]:
     """The version ``old`` as ``history_insert_sql``'s parameters, replaced ``now``."""
     return (
         old.id,
-        old.workspace_id,
+        old.workspace,
         old.content,
         float(old.importance),
         json_text("payload", old.payload),
@@ -189,11 +189,11 @@ def event_from_row(row: Sequence[Any]) -> Event:
     """An ``EVENT_COLUMNS`` row as an ``Event``."""
     return Event(
         id=row[0],
-        workspace_id=row[1],
-        crew_id=row[2],
-        agent_id=row[3],
-        resource_id=row[4],
-        conversation_id=row[5],
+        workspace=row[1],
+        crew=row[2],
+        agent=row[3],
+        resource=row[4],
+        conversation=row[5],
         ts=parse_ts(row[6]),
         type=row[7],
         severity=row[8],
@@ -207,11 +207,11 @@ def event_row(e: Event, *, admitted: bool, now: str) -> tuple[Any, ...]:
     """An event as the values of ``EVENT_INSERT_COLUMNS``, in that order."""
     return (
         e.id,
-        e.workspace_id,
-        e.crew_id,
-        e.agent_id,
-        e.resource_id,
-        e.conversation_id,
+        e.workspace,
+        e.crew,
+        e.agent,
+        e.resource,
+        e.conversation,
         ts_text(e.ts),
         e.type,
         e.severity,

@@ -26,7 +26,12 @@ class MessageIn(Strict):
     body's."""
 
     conversation: Id | None = Field(default=None, description="required for one message")
-    text: NonEmptyText | None = Field(default=None, description="required for one message")
+    content: NonEmptyText | None = Field(
+        default=None, description="what was said (required for one message)"
+    )
+    text: NonEmptyText | None = Field(
+        default=None, deprecated=True, description="the old name of content"
+    )
     role: Literal["user", "assistant", "tool", "system"] = "user"
     name: Id | None = None
     agent: Id | None = None
@@ -45,8 +50,8 @@ class MessageIn(Strict):
 
 class MessageOut(BaseModel):
     id: str
-    workspace_id: str
-    conversation_id: str | None
+    workspace: str
+    conversation: str | None
     ts: str
 
 
@@ -63,7 +68,7 @@ class PostMessagesOut(RootModel[MessageOut | MessagesOut]):
 
 
 # Fields that belong to one message: in a batch they go on each item.
-_SINGLE_ONLY = ("text", "role", "name", "ts", "id")
+_SINGLE_ONLY = ("content", "text", "role", "name", "ts", "id")
 
 
 @router.post(
@@ -81,33 +86,21 @@ def post_message(body: MessageIn, caller: Caller, mem: Mem, response: Response) 
         for name in _SINGLE_ONLY:
             if name in body.model_fields_set:
                 raise InvalidInput(name, "in a batch, give it on each message")
-        items = []
-        for raw in body.messages:
-            if isinstance(raw, dict):
-                item = dict(raw)
-                for name, check in (("agent", caller.agent), ("crew", caller.crew)):
-                    value = item.get(name, getattr(body, name))
-                    if value is None or isinstance(value, str):
-                        item[name] = check(value)
-                items.append(item)
-            else:
-                items.append(raw)
-        report = mem.add_messages(
-            items,
-            workspace=workspace,
-            conversation=body.conversation,
-            agent=caller.agent(body.agent),
-            crew=caller.crew(body.crew),
-            resource=body.resource,
-        )
         response.status_code = 200
-        return report.to_json()
+        return _post_batch(body, body.messages, workspace, caller, mem)
+    content = body.content
+    if body.text is not None:
+        if content is not None and content != body.text:
+            raise InvalidInput("text", "the old name of 'content', which says otherwise")
+        content = body.text
+        response.headers["Deprecation"] = "true"
+        response.headers["X-Episodic-Deprecated"] = "text -> content"
     if body.conversation is None:
         raise InvalidInput("conversation", "required: the conversation it belongs to")
-    if body.text is None:
-        raise InvalidInput("text", "required: the message's text")
+    if content is None:
+        raise InvalidInput("content", "required (what was said)")
     event = mem.add_message(
-        body.text,
+        content,
         workspace=workspace,
         conversation=body.conversation,
         role=body.role,
@@ -120,7 +113,34 @@ def post_message(body: MessageIn, caller: Caller, mem: Mem, response: Response) 
     )
     return {
         "id": event.id,
-        "workspace_id": event.workspace_id,
-        "conversation_id": event.conversation_id,
+        "workspace": event.workspace,
+        "conversation": event.conversation,
         "ts": event.ts.isoformat(),
     }
+
+
+def _post_batch(
+    body: MessageIn, raw_items: list[Any], workspace: str, caller: Caller, mem: Mem
+) -> dict[str, Any]:
+    """A batch: each item's agent and crew bound by the key (``Forbidden`` for the whole
+    batch when one names another, as ``POST /v1/events`` does); bad items reported."""
+    items: list[Any] = []
+    for raw in raw_items:
+        if isinstance(raw, dict):
+            item = dict(raw)
+            for name, check in (("agent", caller.agent), ("crew", caller.crew)):
+                value = item.get(name, getattr(body, name))
+                if value is None or isinstance(value, str):
+                    item[name] = check(value)
+            items.append(item)
+        else:
+            items.append(raw)
+    report = mem.add_messages(
+        items,
+        workspace=workspace,
+        conversation=body.conversation,
+        agent=caller.agent(body.agent),
+        crew=caller.crew(body.crew),
+        resource=body.resource,
+    )
+    return report.to_json()
