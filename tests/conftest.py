@@ -82,6 +82,21 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database no migration has touched (the pg_url fixture's is already migrated): a
+    SQLite path with no file yet, or a PostgreSQL database with no tables."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/empty.db"
+        return
+    server = request.getfixturevalue("pg_server")
+    name = f"e_{next(_counter)}"
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    yield _with_db(server.get_uri(), name)
+    _drop_db(server, name)
+
+
 def raw_rows(url: str, sql: str) -> list[tuple[Any, ...]]:
     """Rows of one parameterless SQL query against either backend, bypassing the store
     (for tests that prove what is or is not left in the tables)."""

@@ -46,7 +46,9 @@ EVENTS = [
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     monkeypatch.setenv("EPISODIC_EMBEDDER", "none")
-    return {"EPISODIC_DB": f"sqlite:///{tmp_path}/m.db"}
+    env = {"EPISODIC_DB": f"sqlite:///{tmp_path}/m.db"}
+    assert runner.invoke(app, ["init"], env=env).exit_code == 0
+    return env
 
 
 def run(env: dict[str, str], *args: str, input: str | None = None) -> tuple[int, str, str]:

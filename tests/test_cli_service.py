@@ -16,7 +16,9 @@ runner = CliRunner()
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {"EPISODIC_DB": f"sqlite:///{tmp_path}/m.db", "EPISODIC_EMBEDDER": "none"}
+    env = {"EPISODIC_DB": f"sqlite:///{tmp_path}/m.db", "EPISODIC_EMBEDDER": "none"}
+    assert runner.invoke(app, ["init"], env=env).exit_code == 0
+    return env
 
 
 def test_keys_create_list_revoke(env: dict[str, str], tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ EVENTS = [
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     monkeypatch.setenv("EPISODIC_EMBEDDER", "none")
     e = {"EPISODIC_DB": f"sqlite:///{tmp_path}/m.db"}
+    assert runner.invoke(app, ["init"], env=e).exit_code == 0
     lines = "\n".join(json.dumps(x) for x in EVENTS) + "\n"
     assert runner.invoke(app, ["ingest", "-"], env=e, input=lines).exit_code == 0
     return e
@@ -105,6 +106,7 @@ def test_consolidate_run_refreshes_memory_health(
     is how an operator gets a fresh score sooner than the daily job."""
     monkeypatch.setenv("EPISODIC_EMBEDDER", "none")
     env = {"EPISODIC_DB": db_url}
+    assert run(env, "init")[0] == 0
     lines = "\n".join(json.dumps(x) for x in EVENTS) + "\n"
     assert run(env, "ingest", "-", input=lines)[0] == 0
     assert run(env, "memory", "health", "--workspace", "acme")[0] == 1

@@ -129,6 +129,7 @@ def test_index_once_flush_then_a_dense_recall_finds_the_episode(
     events = tmp_path / "chat.jsonl"
     events.write_text("\n".join(lines) + "\n", encoding="utf-8")
     runner = CliRunner()
+    assert runner.invoke(app, ["init"], env=env).exit_code == 0
     assert runner.invoke(app, ["ingest", str(events)], env=env).exit_code == 0
     done = runner.invoke(app, ["index", "--once", "--flush", "--json"], env=env)
     assert done.exit_code == 0, done.output

@@ -14,15 +14,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 from typer.testing import CliRunner
 
-from conftest import _drop_db, _with_db, raw_execute, raw_rows
+from conftest import raw_execute, raw_rows
 from crash_support import doctor_deep
 from episodic import Episodic, Settings
 from episodic.cli import app
@@ -364,20 +362,6 @@ def test_http_search_is_bound_to_the_key(mem: Episodic) -> None:
 
 
 # -- migration 6 on a database made before it ---------------------------------------------------
-@pytest.fixture(params=["sqlite", "postgres"])
-def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database no migration has touched (the pg_url fixture's is already migrated)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/v5.db"
-        return
-    server = request.getfixturevalue("pg_server")
-    name = f"v5_{tmp_path.name[-8:].lower().replace('-', '_')}"
-    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    yield _with_db(server.get_uri(), name)
-    _drop_db(server, name)
-
-
 def test_a_v5_database_is_searchable_once_migrated(
     empty_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,3 +177,22 @@ def test_a_resource_binding_reads_and_writes_only_that_resource(db_url: str) -> 
         stored_id = anyio.run(main)
         assert mem.store.get_memories("shop", [stored_id])[0].resource == "user:dana"
         assert len(mem.store.get_memories("shop", ["note-omar"])) == 1  # not forgotten
+
+
+def test_the_stdio_server_names_its_database_on_stderr_only(db: str) -> None:
+    url = db.replace("postgres:@", "postgres:hunter2@", 1)  # trusted: any password works
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("episodic")), "--db", url, "mcp", "-w", "acme"],
+        env={**os.environ, "EPISODIC_EMBEDDER": "none"},
+        stdin=subprocess.DEVNULL,  # the client hangs up at once
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout == ""  # stdout is the protocol's
+    assert "episodic mcp: memory " in done.stderr and "workspace acme" in done.stderr
+    assert "hunter2" not in done.stderr
+    if db.startswith("postgresql"):
+        assert "postgres:***@" in done.stderr
+    else:
+        assert db.removeprefix("sqlite:///") in done.stderr

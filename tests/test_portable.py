@@ -197,6 +197,7 @@ def test_reindex_from_a_folder_mirrors_it_reusing_cached_embeddings(
     runner = CliRunner()
     env = {"EPISODIC_EMBEDDER": "none"}
     db = new_db_url()
+    assert runner.invoke(app, ["--db", db, "init"], env=env).exit_code == 0
     result = runner.invoke(app, ["--db", db, "reindex", "--from", str(out), "--json"], env=env)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["inserted"] == 3

@@ -167,6 +167,7 @@ def test_learnings_carry_their_phase_and_stage_retirement_reaches_them(
     monkeypatch.setenv("EPISODIC_EMBEDDER", "none")
     env = {"EPISODIC_DB": f"sqlite:///{tmp_path}/m.db"}
     runner = CliRunner()
+    assert runner.invoke(app, ["init"], env=env).exit_code == 0
     lines = [
         message("m1", "Let's sketch the payment API.", "user", 0, "design"),
         message("m2", "Here is a first draft with six endpoints.", "assistant", 1, "design"),

@@ -11,11 +11,14 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from conftest import raw_rows
 from episodic import Episodic, Settings
 
 
@@ -107,3 +110,100 @@ def test_serve_with_two_worker_processes(tmp_path: Path) -> None:
             r = httpx.post(f"{base}/v1/recall", headers=auth, json={"query": "disk full"})
             assert r.status_code == 200 and r.json()["mode"] == "sparse-only"
             assert [h["content"] for h in r.json()["hits"]] == ["disk full"]
+
+
+def _upkeep_due(db: str) -> None:
+    """Memories written 100 days ago and no upkeep run yet: a scheduler that starts on
+    this database decays them and runs the day's consolidation at once."""
+    then = datetime.now(UTC) - timedelta(days=100)
+    with Episodic.open(db, settings=Settings(embedder="none"), clock=lambda: then) as mem:
+        for text in ("checkout OOM after cache change", "keeper denied the deploy"):
+            mem.remember(text, workspace="acme", agent="deployer", importance=0.8)
+
+
+def _state(db: str) -> list[list[tuple[Any, ...]]]:
+    """What upkeep would change: every memory's importance, the run log, leases, health
+    snapshots and the memories consolidation adds."""
+    return [
+        raw_rows(db, sql)
+        for sql in (
+            "SELECT id, importance, reference_count, status FROM memories ORDER BY id",
+            "SELECT count(*) FROM upkeep_runs",
+            "SELECT count(*) FROM upkeep_leases",
+            "SELECT count(*) FROM memory_health_snapshots",
+        )
+    ]
+
+
+def _serve_once(db: str, port: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("episodic")), "--db", db, "serve", "--port", str(port)],
+        env={**os.environ, "EPISODIC_EMBEDDER": "none"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_serve_on_a_port_in_use_exits_3_and_leaves_the_database_alone(db_url: str) -> None:
+    _upkeep_due(db_url)
+    before = _state(db_url)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = _serve_once(db_url, port)
+    assert done.returncode == 3
+    assert "serving" not in done.stdout
+    assert f"127.0.0.1:{port}" in done.stderr and "--port" in done.stderr
+    assert _state(db_url) == before
+
+
+def test_a_server_started_twice_on_one_port_the_second_exits_3(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/twice.db"
+    _upkeep_due(db)
+    with served(db, env={"EPISODIC_EMBEDDER": "none"}) as base:
+        port = int(base.rsplit(":", 1)[1])
+        deadline = time.monotonic() + 30
+        while not raw_rows(db, "SELECT 1 FROM upkeep_runs WHERE job = 'daily'"):
+            assert time.monotonic() < deadline, "the first server's upkeep never finished"
+            time.sleep(0.2)
+        before = _state(db)
+        done = _serve_once(db, port)
+        assert done.returncode == 3 and "serving" not in done.stdout
+        assert _state(db) == before
+        assert httpx.get(f"{base}/healthz").status_code == 200  # the first one serves on
+
+
+def test_serve_says_which_database_it_serves_without_its_password(db_url: str) -> None:
+    Episodic.open(db_url, settings=Settings(embedder="none")).close()
+    url = db_url.replace("postgres:@", "postgres:hunter2@", 1)  # trusted: any password works
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).with_name("episodic")), "--db", url, "serve", "--port", "0"],
+        env={**os.environ, "EPISODIC_EMBEDDER": "none"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        base = line.split(" on ", 1)[1].split()[0]
+        deadline = time.monotonic() + 60
+        while True:  # the port printed is the one served
+            try:
+                assert httpx.get(f"{base}/healthz", timeout=2).status_code == 200
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "serve did not start"
+                time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(30)
+    assert code == 0
+    shown = db_url.replace("postgres:@", "postgres:***@", 1)
+    if db_url.startswith("sqlite:///"):
+        shown = f"sqlite:///{Path(db_url.removeprefix('sqlite:///')).resolve()}"
+    assert line.startswith(f"episodic serving {shown} on http://127.0.0.1:")
+    assert "hunter2" not in line

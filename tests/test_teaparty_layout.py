@@ -312,6 +312,7 @@ def test_bad_entries_are_reported_by_file_line_and_field_and_the_rest_import(
     monkeypatch.setenv("EPISODIC_EMBEDDER", "none")
     env = {"EPISODIC_DB": f"sqlite:///{tmp_path}/m.db"}
     run = CliRunner().invoke
+    assert run(app, ["init"], env=env).exit_code == 0
     result = run(app, ["import", str(root), "-w", "acme", "--layout", "teaparty", "--json"],
                  env=env)  # fmt: skip
     assert result.exit_code == 1
@@ -344,6 +345,7 @@ def test_the_cli_round_trip_and_its_errors(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("EPISODIC_EMBEDDER", "none")
     env = {"EPISODIC_DB": f"sqlite:///{tmp_path}/m.db"}
     run = CliRunner().invoke
+    assert run(app, ["init"], env=env).exit_code == 0
     tree = tmp_path / "tree"
     shutil.copytree(TREE, tree)
     imported = run(app, ["import", str(tree), "-w", "acme", "--layout", "teaparty"], env=env)

@@ -17,7 +17,7 @@ def init(ctx: typer.Context) -> None:
 
     Example: episodic --db sqlite:///./memory.db init
     """
-    with errors(), open_memory(ctx) as mem:
+    with errors(), open_memory(ctx, create=True) as mem:
         out.print(f"ready: {mem.store.url} (schema v{mem.store.schema_version()})")
 
 
@@ -72,7 +72,7 @@ def demo(ctx: typer.Context) -> None:
 
     Example: episodic --db sqlite:///./.episodic/demo.db demo
     """
-    with errors(), open_memory(ctx) as mem:
+    with errors(), open_memory(ctx, create=True) as mem:
         with sample_journal().open("rb") as fh:
             report = mem.ingest_lines(fh)
         out.print(

@@ -68,6 +68,14 @@ PolicyOpt = Annotated[
     str | None,
     typer.Option("--policy", help=f"Recall policy: {', '.join(POLICIES)} (default: default)."),
 ]
+MarkOpt = Annotated[
+    bool,
+    typer.Option(
+        "--mark/--no-mark",
+        help="Count the memories recalled as referenced, which raises their importance "
+        "(as every interface does by default); --no-mark only looks.",
+    ),
+]
 ExplainOpt = Annotated[
     bool, typer.Option("--explain", help="Show every stage's candidates and what was dropped why.")
 ]
@@ -280,6 +288,7 @@ def recall(
     types: TypeOpt = None,
     conversation: ConversationOpt = None,
     detail: DetailOpt = None,
+    mark: MarkOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
     """The past memories that matter for QUERY, best first.
@@ -300,6 +309,7 @@ def recall(
             types=types or None,
             conversation=conversation,
             detail=detail,
+            mark=mark,
         )
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}")
@@ -371,6 +381,7 @@ def render(
     types: TypeOpt = None,
     conversation: ConversationOpt = None,
     detail: DetailOpt = None,
+    mark: MarkOpt = True,
 ) -> None:
     """The prompt-ready <recalled-memory> block for QUERY (prints nothing if none).
 
@@ -391,6 +402,7 @@ def render(
             types=types or None,
             conversation=conversation,
             detail=detail,
+            mark=mark,
         )
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}")

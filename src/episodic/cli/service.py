@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 import sys
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -11,6 +15,7 @@ from rich.table import Table
 
 from episodic.cli.common import JsonOpt, err, errors, open_memory, out, print_json
 from episodic.errors import InvalidInput
+from episodic.store.urls import display_url
 
 
 def serve(
@@ -28,12 +33,12 @@ def serve(
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve the HTTP API (/v1, keys required), /healthz and the operator's page /ui, and
-    run the background indexer.
+    run the background indexer and upkeep.
 
+    The port is taken before anything else happens: a port in use exits with status 3
+    and leaves the database untouched.
     Example: episodic serve --port 8765   # then open http://127.0.0.1:8765/ui
     """
-    import os
-
     import uvicorn
 
     from episodic.heap import limit_arenas
@@ -43,23 +48,55 @@ def serve(
     if workers < 1:
         err.print("[red]error:[/red] --workers: must be 1 or more", markup=True)
         raise typer.Exit(2)
-    with errors(), open_memory(ctx) as mem:
+    with listening(host, port) as sock, errors(), open_memory(ctx) as mem:
         if workers > 1 and mem.store.url.endswith(":memory:"):
             raise InvalidInput("workers", "worker processes cannot share an in-memory database")
-        out.print(f"episodic serving {mem.store.url} on http://{host}:{port} (/v1, /ui, /healthz)")
+        bound = sock.getsockname()[1]
+        out.print(
+            f"episodic serving {display_url(mem.store.url)} on http://{host}:{bound} "
+            "(/v1, /ui, /healthz)",
+            markup=False,
+        )
         if workers == 1:
-            uvicorn.run(asgi(mem, background=True), host=host, port=port, log_level=log_level)
+            # The upkeep that catches up (decay, daily consolidation) starts with the
+            # app, so only once the port is ours.
+            config = uvicorn.Config(asgi(mem, background=True), log_level=log_level)
+            server = uvicorn.Server(config)
+            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: a clean stop
+                server.run(sockets=[sock])
+            if not server.started:
+                raise typer.Exit(3)
             return
+        from uvicorn.supervisors import Multiprocess
+
         start_background_jobs(mem)
         os.environ["EPISODIC_DB"] = mem.store.url
-        uvicorn.run(
-            "episodic.http:app_from_env",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            log_level=log_level,
+        config = uvicorn.Config(
+            "episodic.http:app_from_env", factory=True, workers=workers, log_level=log_level
         )
+        sock.set_inheritable(True)  # the workers accept on it
+        with contextlib.suppress(KeyboardInterrupt):
+            Multiprocess(config, sockets=[sock]).run()
+
+
+@contextlib.contextmanager
+def listening(host: str, port: int) -> Iterator[socket.socket]:
+    """A socket listening on ``host:port``, closed on leaving; exit status 3 (as uvicorn
+    gives) when it cannot be had, before any database is opened."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        # create_server's message repeats the address; the errno's text is enough.
+        reason = os.strerror(exc.errno) if isinstance(exc.errno, int) and exc.errno > 0 else exc
+        err.print(
+            f"[red]error:[/red] --port: cannot listen on {host}:{port} ({reason}); "
+            "is another server running there? Choose another with --port",
+            markup=True,
+        )
+        raise typer.Exit(3) from None
+    with sock:
+        yield sock
 
 
 keys_app = typer.Typer(
@@ -201,6 +238,11 @@ def mcp_command(
         err.print("[red]error:[/red] --transport: use stdio or http", markup=True)
         raise typer.Exit(2)
     with errors(), open_memory(ctx) as mem:
+        # stderr: on stdio, stdout carries the protocol.
+        err.print(
+            f"episodic mcp: memory {display_url(mem.store.url)}, workspace {workspace}",
+            markup=False,
+        )
         server = build_server(mem, Binding.of(workspace, agent, crew, role, resource=resource))
         mem.warn_if_sparse_only()
         if transport == "stdio":

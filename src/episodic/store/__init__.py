@@ -20,8 +20,28 @@ from episodic.store.base import (
     Vector,
 )
 from episodic.store.sqlite import SqliteStore, Tracer
+from episodic.store.sqlite.connection import has_schema as sqlite_has_schema
 
 _POSTGRES_SCHEMES = frozenset({"postgres", "postgresql", "postgresql+psycopg"})
+
+
+def _backend(url: str | os.PathLike[str]) -> tuple[str, str]:
+    """("postgres" or "sqlite", the URL stripped); ``InvalidInput("db", ...)`` for a URL
+    no backend here understands."""
+    raw = os.fspath(url).strip()
+    if not raw:
+        raise InvalidInput("db", "no database given; e.g. sqlite:///./.episodic/memory.db")
+    if "://" in raw:
+        scheme = raw.partition("://")[0].lower()
+        if scheme in _POSTGRES_SCHEMES:
+            return "postgres", raw
+        if scheme != "sqlite":
+            raise InvalidInput(
+                "db",
+                f"unknown database URL scheme {scheme!r}; use sqlite:///relative/path.db, "
+                "sqlite:////absolute/path.db, sqlite:///:memory: or a plain file path",
+            )
+    return "sqlite", raw
 
 
 def open_store(
@@ -30,23 +50,26 @@ def open_store(
     """Open (creating and migrating when needed) the store ``url`` names.
 
     Raises ``InvalidInput("db", ...)`` for a URL no backend here understands."""
-    raw = os.fspath(url).strip()
-    if not raw:
-        raise InvalidInput("db", "no database given; e.g. sqlite:///./.episodic/memory.db")
-    if "://" in raw:
-        scheme = raw.partition("://")[0].lower()
-        if scheme in _POSTGRES_SCHEMES:
-            # Imported here: a SQLite user never loads psycopg.
-            from episodic.store.postgres import PostgresStore
+    backend, raw = _backend(url)
+    if backend == "postgres":
+        # Imported here: a SQLite user never loads psycopg.
+        from episodic.store.postgres import PostgresStore
 
-            return PostgresStore(raw, tracer=tracer, read_only=read_only)
-        if scheme != "sqlite":
-            raise InvalidInput(
-                "db",
-                f"unknown database URL scheme {scheme!r}; use sqlite:///relative/path.db, "
-                "sqlite:////absolute/path.db, sqlite:///:memory: or a plain file path",
-            )
+        return PostgresStore(raw, tracer=tracer, read_only=read_only)
     return SqliteStore(raw, tracer=tracer, read_only=read_only)
+
+
+def store_exists(url: str | os.PathLike[str]) -> bool:
+    """Whether ``url`` names a database that already holds an episodic schema, found
+    without creating anything: a SQLite file that exists and has been initialised; a
+    PostgreSQL database with episodic's tables (the server and database are the user's,
+    reached as ``open_store`` would)."""
+    backend, raw = _backend(url)
+    if backend == "postgres":
+        from episodic.store.postgres.connection import has_schema as pg_has_schema
+
+        return pg_has_schema(raw)
+    return sqlite_has_schema(raw)
 
 
 __all__ = [
@@ -60,4 +83,5 @@ __all__ = [
     "Tracer",
     "Vector",
     "open_store",
+    "store_exists",
 ]

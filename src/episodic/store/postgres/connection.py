@@ -131,6 +131,17 @@ def current_version(conn: Conn) -> int:
     return int(got[0] or 0) if got else 0
 
 
+def has_schema(url: str) -> bool:
+    """Whether the database ``url`` names holds an episodic schema; only reads."""
+    with (
+        map_errors(url),
+        psycopg.connect(
+            libpq_url(url), autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S)
+        ) as conn,
+    ):
+        return current_version(conn) > 0
+
+
 class PgBase:
     """Pool, migrations and transactions; the mixins add the ``Store`` methods."""
 

@@ -60,6 +60,26 @@ def sqlite_target(path_or_url: str | os.PathLike[str]) -> str:
     return str(Path(raw).expanduser())
 
 
+def has_schema(path_or_url: str | os.PathLike[str]) -> bool:
+    """Whether the file holds an episodic schema (``:memory:`` always does: it is made
+    anew each time). Only reads: a missing file is not created. A file SQLite cannot read
+    counts as present, so that opening it reports what is wrong with it."""
+    target = sqlite_target(path_or_url)
+    if target == ":memory:":
+        return True
+    path = Path(target)
+    if not path.is_file():
+        return False
+    try:
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+        try:
+            return current_version(conn) > 0
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return True
+
+
 def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), IN_CHUNK):
         yield items[start : start + IN_CHUNK]
