@@ -139,7 +139,7 @@ def test_idle_conversations_close_without_a_flush(svc: Episodic, clock: list[dat
 def test_messages_are_validated_naming_the_field(svc: Episodic) -> None:
     with pytest.raises(InvalidInput) as role:
         svc.add_message("hi", workspace="acme", conversation="c", role="narrator")
-    assert role.value.field == "payload.role"
+    assert role.value.field == "role"  # the argument the caller gave
     with pytest.raises(InvalidInput) as conv:
         svc.add_event(
             {

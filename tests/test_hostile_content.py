@@ -239,7 +239,7 @@ def loaded(
         if i in refused:
             with pytest.raises(InvalidInput) as info:
                 layer.on_complete(transcript, conversation=f"run-{i}")
-            assert info.value.field == "summary"
+            assert info.value.field == "content"  # the transcript's own name for it
             # What a caller does with the error: drop the NUL and store the run.
             transcript = [{**t, "content": t["content"].replace("\x00", "")} for t in transcript]
         layer.on_complete(transcript, conversation=f"run-{i}")

@@ -13,6 +13,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,10 @@ def build_source(path: Path, n: int = 24) -> str:
         files = [ImportedFile("a/x.md", 10**18, 42, "ab" * 32, "acme", "e02")]
         store.save_import_state("/notes", [*files, ImportedFile("y.md", 5, 6, "cd" * 32)])
         assert store.acquire_lease("decay", "", "host:1", NOW, 600)
+        edited = store.get_memory("acme", "e13")  # one with no vector
+        assert store.revise_memory(
+            replace(edited, content="déploiement 13, corrigé ✓", importance=0.9), by="k1", at=NOW
+        )
     finally:
         store.close()
     with lite(url) as conn:  # the copy's premise: every table has rows

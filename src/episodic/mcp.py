@@ -9,9 +9,10 @@ and writes to it, seed 004's agentId + resourceId scope: an agent serving many u
 recalls, for each, only what it holds about that one. The model cannot widen any of it:
 the tools take no workspace, agent or resource argument.
 
-Tools: ``recall_memory(query, k)``, ``remember(content, ...)``, ``forget(memory_id)`` and
-``memory_health()``. Recalled content is untrusted; the descriptions say so, and the text
-comes back escaped so it cannot pose as structure.
+Tools: ``recall_memory(query, k)``, ``remember(content, ...)``, ``forget(memory_id)``,
+``update_memory(memory_id, content, importance)`` and ``memory_health()``. Recalled
+content is untrusted; the descriptions say so, and the text comes back escaped so it
+cannot pose as structure.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 import episodic
 from episodic.errors import EpisodicError, NotFound
@@ -99,7 +100,9 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
     @server.tool(name="recall_memory", description=RECALL_MEMORY_TOOL["function"]["description"])
     def recall_memory(
         query: Annotated[str, Field(description="What to look for.", max_length=16_384)],
-        k: Annotated[int, Field(description="How many memories, 1-50; outside that range: 5.")] = 5,
+        k: Annotated[
+            StrictInt, Field(description="How many memories, 1-50; outside that range: 5.")
+        ] = 5,
     ) -> dict[str, Any]:
         try:
             flt = caller.reading(resource=binding.resource)
@@ -195,6 +198,31 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
         except EpisodicError as exc:
             raise _fail(exc) from exc
         return {"forgotten": memory_id, **counts.to_json()}
+
+    @server.tool(
+        name="update_memory",
+        description=(
+            "Correct one memory (by the id recall_memory gave): new content and/or "
+            "importance. The version it replaces is kept in its history. Only memories this "
+            "server may forget can be corrected."
+        ),
+    )
+    def update_memory(
+        memory_id: Annotated[str, Field(description="The memory's id.", max_length=256)],
+        content: Annotated[
+            str | None, Field(description="The corrected text.", max_length=16_384)
+        ] = None,
+        importance: Annotated[float | None, Field(description="0-1.", ge=0, le=1)] = None,
+    ) -> dict[str, Any]:
+        try:
+            if binding.resource:
+                mem.memory(caller.reading(resource=binding.resource), memory_id)
+            memory = mem.update_as(caller, memory_id, content=content, importance=importance)
+        except NotFound:
+            raise ToolError(f"no memory {memory_id} here") from None
+        except EpisodicError as exc:
+            raise _fail(exc) from exc
+        return {"id": memory.id, "updated": True}
 
     @server.tool(
         name="memory_health",

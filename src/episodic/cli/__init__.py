@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from episodic.cli import (
     bench,
+    edits,
     getting_started,
     journal,
     memory,
@@ -58,6 +59,8 @@ def _register() -> None:
         ("keys", service.keys_app),
         ("model", model.model_app),
     )
+    upkeep.memory_app.command("update")(edits.update)
+    upkeep.memory_app.command("history")(edits.history)
     for name, group in groups:
         app.add_typer(group, name=name)
 

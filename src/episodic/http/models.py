@@ -41,3 +41,4 @@ class ForgetOut(BaseModel):
     health_snapshots: int
     extensions: int
     rekeyed: int
+    history: int

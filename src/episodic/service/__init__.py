@@ -8,11 +8,13 @@ result; nothing outside this package and the store touches the database.
 from __future__ import annotations
 
 from episodic.service.doctor import Check, DoctorReport
+from episodic.service.editing import Version, version_json
 from episodic.service.facade import Episodic
 from episodic.service.models import UNSET
 from episodic.service.operations import (
     DEFAULT_PAGE,
     MAX_PAGE,
+    MAX_Q_CHARS,
     REMEMBER_TYPE,
     SOURCES,
     MemoryPage,
@@ -21,12 +23,14 @@ from episodic.service.operations import (
     memory_json,
 )
 from episodic.service.recalling import INSTITUTIONAL_TYPES, parse_scope
-from episodic.service.writing import IngestReport
+from episodic.service.writing import MESSAGE_FIELDS, IngestReport, MessagesReport
 
 __all__ = [
     "DEFAULT_PAGE",
     "INSTITUTIONAL_TYPES",
     "MAX_PAGE",
+    "MAX_Q_CHARS",
+    "MESSAGE_FIELDS",
     "REMEMBER_TYPE",
     "SOURCES",
     "UNSET",
@@ -35,8 +39,11 @@ __all__ = [
     "Episodic",
     "IngestReport",
     "MemoryPage",
+    "MessagesReport",
+    "Version",
     "decode_cursor",
     "encode_cursor",
     "memory_json",
     "parse_scope",
+    "version_json",
 ]

@@ -8,6 +8,7 @@ to the area that implements it (the method's docstring is there):
 - ``upkeep``: decay, reviews, consolidation, compaction, health, and their schedule
 - ``operations``: API keys, memories one by one, remember, forget, markdown
 - ``journal``: keyword search of the journal itself
+- ``editing``: correcting a memory, and the versions it had
 - ``models``: the embedder and the LLM, and what is built on them
 - ``doctor``: the checks of ``episodic doctor``
 
@@ -30,6 +31,7 @@ from episodic.llm.base import LLM
 from episodic.model import utcnow
 from episodic.service.context import Context
 from episodic.service.doctor import DoctorReport, run_doctor
+from episodic.service.editing import Editing
 from episodic.service.journal import Journal
 from episodic.service.models import UNSET, Models, _Unset
 from episodic.service.operations import Operations
@@ -93,6 +95,7 @@ class Episodic:
         self._upkeep = Upkeep(self._ctx)
         self._operations = Operations(self._ctx, self._writing)
         self._journal = Journal(self._ctx)
+        self._editing = Editing(self._ctx, self._writing, self._operations)
 
     @classmethod
     def open(
@@ -202,6 +205,7 @@ class Episodic:
     ingest_lines = Forward("_writing", Writing.ingest_lines)
     add_event = Forward("_writing", Writing.add_event)
     add_message = Forward("_writing", Writing.add_message)
+    add_messages = Forward("_writing", Writing.add_messages)
     episode_writer = Forward("_writing", Writing.episode_writer)
     index_once = Forward("_writing", Writing.index_once)
     index_one = Forward("_writing", Writing.index_one)
@@ -248,6 +252,12 @@ class Episodic:
     import_markdown = Forward("_operations", Operations.import_markdown)
     export_teaparty = Forward("_operations", Operations.export_teaparty)
     import_teaparty = Forward("_operations", Operations.import_teaparty)
+
+    # -- editing (episodic.service.editing) --------------------------------------------
+    update = Forward("_editing", Editing.update)
+    update_as = Forward("_editing", Editing.update_as)
+    history = Forward("_editing", Editing.history)
+    history_as = Forward("_editing", Editing.history_as)
 
     # -- the journal (episodic.service.journal) ----------------------------------------
     search_journal = Forward("_journal", Journal.search_journal)

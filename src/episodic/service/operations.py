@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from episodic.errors import Forbidden, InvalidInput, NotFound, Unauthenticated
 from episodic.model import Event, Memory, MemoryStatus, Role, ScopeFilter
 from episodic.service.context import Context
-from episodic.service.writing import Writing
+from episodic.service.writing import Writing, parse_note
 from episodic.store.service import ForgetCounts, ForgetSpec
 from episodic.store.sql import scope_allows
 from episodic.tenancy import (
@@ -31,7 +31,6 @@ from episodic.tenancy import (
     new_secret,
     parse_role,
 )
-from episodic.write.events import parse_event
 from episodic.write.journal import memory_from_event
 from episodic.write.messages import MESSAGE_TYPE, message_keys, message_of
 
@@ -44,6 +43,7 @@ SOURCES = ("user_assertion", "user_accepted_assistant_proposal", "verified_assis
 MAX_PAGE = 200
 DEFAULT_PAGE = 50
 MAX_SECRET_CHARS = 200
+MAX_Q_CHARS = 1000
 REMEMBER_TYPE = "note"
 
 
@@ -172,14 +172,21 @@ class Operations:
         status: MemoryStatus | str | None = None,
         limit: int = DEFAULT_PAGE,
         cursor: str | None = None,
+        q: str | None = None,
     ) -> MemoryPage:
         """Memories ``flt`` can see, newest first, ``limit`` at a time; pass the page's
-        ``next_cursor`` back for the next page."""
+        ``next_cursor`` back for the next page. ``q`` keeps only memories holding every
+        word of it (keyword search's matching: stemmed, long words also as prefixes,
+        stopwords left out); the order and the cursor stay the same."""
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInput("limit", f"must be 1-{MAX_PAGE}")
+        if q is not None and (not isinstance(q, str) or not q.strip() or len(q) > MAX_Q_CHARS):
+            raise InvalidInput("q", f"give 1-{MAX_Q_CHARS} characters of text to search for")
         statuses = None if status is None else [_status(status)]
         before = None if cursor is None else decode_cursor(cursor)
-        items = self.ctx.store.list_memories(flt, limit + 1, statuses=statuses, before=before)
+        items = self.ctx.store.list_memories(
+            flt, limit + 1, statuses=statuses, before=before, matching=q
+        )
         more = len(items) > limit
         items = items[:limit]
         return MemoryPage(items, encode_cursor(items[-1]) if more and items else None)
@@ -236,7 +243,7 @@ class Operations:
         if evidence is not None:
             body["evidence"] = evidence
         now = self.ctx.clock()
-        event = parse_event(
+        event = parse_note(
             {
                 "id": id,
                 "workspace": workspace,
@@ -318,15 +325,15 @@ class Operations:
         memory of its workspace, a key bound to an agent that agent's own memories;
         ``NotFound`` for what the key cannot see, ``Forbidden`` for what it can see but
         does not own."""
-        self._owned_by(caller, memory_id, "forget")
+        self.owned_by(caller, memory_id, "forget")
         return self.forget(workspace=caller.workspace_id, memory=memory_id)
 
     def retire_as(self, caller: Principal, memory_id: str) -> Memory:
         """Retire one memory on behalf of a key; the same rule as ``forget_memory_as``."""
-        self._owned_by(caller, memory_id, "retire")
+        self.owned_by(caller, memory_id, "retire")
         return self.ctx.store.set_status(caller.workspace_id, memory_id, MemoryStatus.RETIRED)
 
-    def _owned_by(self, caller: Principal, memory_id: str, verb: str) -> Memory:
+    def owned_by(self, caller: Principal, memory_id: str, verb: str) -> Memory:
         if not caller.is_admin and caller.key.agent_id is None:
             raise Forbidden(f"to {verb} needs an admin key, or a key bound to the memory's agent")
         found = self.memory(caller.reading(), memory_id)

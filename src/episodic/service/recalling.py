@@ -149,6 +149,10 @@ class Recalling:
         messages that follow in ``review_conversation`` (default: the conversation the
         recall is narrowed to), or ``review()`` is handed the output."""
         settings = self.ctx.settings
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
+            # Not coerced: True is not 1 and "5" is not 5 (out-of-range whole numbers
+            # still fall back to 5 with a warning, as seed 000 does).
+            raise InvalidInput("k", "expected a whole number (1-50)")
         q = Query(
             text=query,
             workspace_id=workspace,

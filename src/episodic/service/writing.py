@@ -8,11 +8,12 @@ the good ones are stored.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from episodic.config import Settings
 from episodic.errors import IdTaken, InvalidInput
 from episodic.model import Event
 from episodic.service.context import Context
@@ -23,6 +24,60 @@ from episodic.write.journal import admitted_memories
 from episodic.write.messages import MESSAGE_TYPE
 
 INGEST_BATCH = 1000
+# A note's or message's fields as its caller names them, by the journal's names.
+_CALLER_FIELDS = {
+    "summary": "content",
+    "payload.role": "role",
+    "payload.name": "name",
+}
+# What one message of ``add_messages`` may say.
+MESSAGE_FIELDS = frozenset(
+    ("content", "role", "name", "ts", "id", "conversation", "agent", "crew", "resource", "payload")
+)
+
+
+def parse_note(obj: Mapping[str, Any], *, settings: Settings, now: datetime) -> Event:
+    """``parse_event`` of a note or a message built from a caller's arguments: a bad
+    field is refused under the caller's name for it (``content``, not the journal's
+    ``summary``)."""
+    try:
+        return parse_event(obj, settings=settings, now=now)
+    except InvalidInput as exc:
+        if exc.field in _CALLER_FIELDS:
+            raise InvalidInput(_CALLER_FIELDS[exc.field], exc.message) from None
+        raise
+
+
+def message_event(
+    text: str,
+    *,
+    workspace: str,
+    conversation: str | None,
+    role: str = "user",
+    agent: str | None = None,
+    resource: str | None = None,
+    crew: str | None = None,
+    name: str | None = None,
+    ts: datetime | str | None = None,
+    id: str | None = None,
+    payload: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The journal event (as ``parse_event`` reads it) of one chat message."""
+    body: dict[str, Any] = {**(payload or {}), "role": role}
+    if name is not None:
+        body["name"] = name
+    return {
+        "workspace": workspace,
+        "conversation": conversation,
+        "agent": agent,
+        "resource": resource,
+        "crew": crew,
+        "type": MESSAGE_TYPE,
+        "summary": text,
+        "payload": body,
+        "id": id,
+        "ts": ts.isoformat() if isinstance(ts, datetime) else ts,
+    }
 
 
 @dataclass(slots=True)
@@ -63,6 +118,66 @@ def _warn_deprecated(report: IngestReport) -> IngestReport:
     if report.deprecated_fields:
         warnings.warn(deprecation_note(report.deprecated_fields), DeprecationWarning, 3)
     return report
+
+
+@dataclass(slots=True)
+class MessagesReport:
+    """What ``add_messages`` did: the counts and errors (each at its message's 0-based
+    index) of ``ingest``, and each message's id (None for one refused)."""
+
+    ingest: IngestReport
+    ids: list[str | None]
+
+    def to_json(self) -> dict[str, Any]:
+        report = self.ingest
+        return {
+            "received": report.received,
+            "stored": report.stored,
+            "duplicates": report.duplicates,
+            "ids": self.ids,
+            "errors": [
+                {"index": e.line, "field": e.field, "message": e.message} for e in report.errors
+            ],
+        }
+
+
+def _message_obj(
+    item: Mapping[str, Any],
+    i: int,
+    now: datetime,
+    workspace: str,
+    conversation: str | None,
+    agent: str | None,
+    crew: str | None,
+    resource: str | None,
+) -> dict[str, Any]:
+    """Message ``i`` of a batch as its journal event; ``InvalidInput`` for an unknown
+    field or no text."""
+    if not isinstance(item, Mapping):
+        raise InvalidInput("message", "expected an object")
+    unknown = sorted(str(k) for k in item if k not in MESSAGE_FIELDS)
+    if unknown:
+        raise InvalidInput(unknown[0], f"unknown field; use {', '.join(sorted(MESSAGE_FIELDS))}")
+    text = item.get("content")
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidInput("content", "required: the message's text")
+    payload = item.get("payload")
+    if payload is not None and not isinstance(payload, Mapping):
+        raise InvalidInput("payload", "expected an object")
+    return message_event(
+        text,
+        workspace=workspace,
+        conversation=item.get("conversation", conversation),
+        role=item.get("role", "user"),
+        agent=item.get("agent", agent),
+        resource=item.get("resource", resource),
+        crew=item.get("crew", crew),
+        name=item.get("name"),
+        # Stamped a microsecond apart: a batch keeps its order on both backends.
+        ts=item.get("ts") or now + timedelta(microseconds=i),
+        id=item.get("id"),
+        payload=payload,
+    )
 
 
 class Writing:
@@ -139,22 +254,66 @@ class Writing:
             content = text
         if content is None:
             raise InvalidInput("content", "required (what was said)")
-        body: dict[str, Any] = {**(payload or {}), "role": role}
-        if name is not None:
-            body["name"] = name
-        obj: dict[str, Any] = {
-            "workspace": workspace,
-            "conversation": conversation,
-            "agent": agent,
-            "resource": resource,
-            "crew": crew,
-            "type": MESSAGE_TYPE,
-            "summary": content,
-            "payload": body,
-            "id": id,
-            "ts": ts.isoformat() if isinstance(ts, datetime) else ts,
-        }
-        return self.add_event(obj)
+        obj = message_event(
+            content,
+            workspace=workspace,
+            conversation=conversation,
+            role=role,
+            agent=agent,
+            resource=resource,
+            crew=crew,
+            name=name,
+            ts=ts,
+            id=id,
+            payload=payload,
+        )
+        now = self.ctx.clock()
+        event = parse_note(obj, settings=self.ctx.settings, now=now)
+        self.ctx.store.append(
+            [event], admitted_memories([event], now, keys=self.ctx.settings.key_expansion)
+        )
+        return event
+
+    def add_messages(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        workspace: str,
+        conversation: str | None = None,
+        agent: str | None = None,
+        crew: str | None = None,
+        resource: str | None = None,
+    ) -> MessagesReport:
+        """Append a batch of chat messages, in order. Each is a mapping of
+        ``MESSAGE_FIELDS`` (``content`` required; ``conversation``, ``agent``, ``crew``
+        and ``resource`` default to the arguments). Messages without a ``ts`` are
+        stamped now, a microsecond apart, so they keep the batch's order. A bad message
+        is reported by its 0-based index and the field at fault, and skipped; the
+        others are stored (as ``POST /v1/events`` does)."""
+        now = self.ctx.clock()
+        settings = self.ctx.settings
+        ids: list[str | None] = []
+
+        def parsed() -> Iterable[tuple[int, Event | LineError]]:
+            for i, item in enumerate(messages):
+                try:
+                    event = parse_note(
+                        _message_obj(item, i, now, workspace, conversation, agent, crew, resource),
+                        settings=settings,
+                        now=now,
+                    )
+                except InvalidInput as exc:
+                    ids.append(None)
+                    yield i, LineError(i, exc.field, exc.message)
+                    continue
+                ids.append(event.id)
+                yield i, event
+
+        report = self._store_parsed(parsed(), now)
+        refused = {e.line for e in report.errors}
+        return MessagesReport(
+            ingest=report, ids=[None if i in refused else x for i, x in enumerate(ids)]
+        )
 
     def _store_parsed(
         self,

@@ -629,6 +629,31 @@ def m008_unclustered(conn: sqlite3.Connection) -> None:
     _run(conn, _M008_SQL)
 
 
+# -- earlier versions of a memory an edit replaced ------------------------------------
+_M009_SQL = """
+CREATE TABLE memory_history (
+  seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+  memory_id    TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+  workspace_id TEXT NOT NULL,
+  content      TEXT NOT NULL,
+  importance   REAL NOT NULL,
+  payload      TEXT NOT NULL,
+  replaced_at  TEXT NOT NULL,
+  replaced_by  TEXT NOT NULL
+);
+
+CREATE INDEX memory_history_memory ON memory_history (memory_id, seq)
+"""
+
+
+def m009_memory_history(conn: sqlite3.Connection) -> None:
+    """``memory_history``: the versions of a memory that an edit (``update``) replaced,
+    one row each: the text, importance and payload it had, when it was replaced and by
+    whom (an API key's id, ``python`` or ``cli``). The row cascades with its memory, so
+    forgetting the memory forgets what it used to say too."""
+    _run(conn, _M009_SQL)
+
+
 MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (1, "initial", m001_initial),
     (2, "sparse_scope_index", m002_sparse_scope_index),
@@ -638,6 +663,7 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (6, "journal_search", m006_journal_search),
     (7, "reinforcement", m007_reinforcement),
     (8, "unclustered", m008_unclustered),
+    (9, "memory_history", m009_memory_history),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -850,4 +876,5 @@ _SQL_OF: dict[int, str] = {
     6: _M006_SQL,
     7: _M007_SQL,
     8: _M008_SQL,
+    9: _M009_SQL,
 }

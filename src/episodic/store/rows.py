@@ -18,6 +18,7 @@ from typing import Any
 
 from episodic.errors import InvalidInput
 from episodic.model import Event, Memory, MemoryStatus, Role
+from episodic.store.service import MemoryVersion
 from episodic.store.upkeep import HealthSnapshot, PendingReview, ReviewRequest
 from episodic.tenancy import ApiKey
 
@@ -134,6 +135,53 @@ def memory_row(m: Memory, now: str) -> tuple[Any, ...]:
         m.difficulty,
         None if m.last_reviewed_at is None else ts_text(m.last_reviewed_at),
         None if m.consolidated_at is None else ts_text(m.consolidated_at),
+    )
+
+
+def revision_row(m: Memory, now: str) -> tuple[Any, ...]:
+    """An edited memory as ``revise_memory_sql``'s parameters."""
+    return (
+        m.content,
+        m.content_hash,
+        float(m.base_importance),
+        float(m.importance),
+        json_text("payload", m.payload),
+        now,
+        m.workspace,
+        m.id,
+    )
+
+
+def history_row(old: Memory, by: str, now: str) -> tuple[Any, ...]:
+    """The version ``old`` as ``history_insert_sql``'s parameters, replaced ``now``."""
+    return (
+        old.id,
+        old.workspace,
+        old.content,
+        float(old.importance),
+        json_text("payload", old.payload),
+        now,
+        by,
+    )
+
+
+def revised(old: Memory, new: Memory) -> bool:
+    """Whether an edit changes what the history keeps."""
+    return (old.content, old.importance, dict(old.payload)) != (
+        new.content,
+        new.importance,
+        dict(new.payload),
+    )
+
+
+def version_from_row(row: Sequence[Any]) -> MemoryVersion:
+    """A ``HISTORY_COLUMNS`` row as a ``MemoryVersion``."""
+    return MemoryVersion(
+        content=row[0],
+        importance=float(row[1]),
+        payload=json.loads(row[2]),
+        replaced_at=parse_ts(row[3]),
+        replaced_by=row[4],
     )
 
 

@@ -8,10 +8,10 @@ forgetting a workspace's data with everything derived from it. Implemented by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from episodic.model import Event, Memory, MemoryStatus, ScopeFilter
 from episodic.store.writes import MemoryReader
@@ -65,9 +65,22 @@ class ForgetCounts:
     health_snapshots: int = 0
     extensions: int = 0  # reviews that named forgotten memories or scope, and nudges
     rekeyed: int = 0  # messages whose search keys came from a forgotten episode
+    history: int = 0  # earlier versions of forgotten memories
 
     def to_json(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryVersion:
+    """A version of a memory that an edit replaced: what it said, and when and by whom
+    (an API key's id, ``python`` or ``cli``) it was replaced."""
+
+    content: str
+    importance: float
+    payload: Mapping[str, Any]
+    replaced_at: datetime
+    replaced_by: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +131,27 @@ class ServiceStore(MemoryReader, Protocol):
         *,
         statuses: Sequence[MemoryStatus] | None = None,
         before: tuple[datetime, str] | None = None,
+        matching: str | None = None,
     ) -> list[Memory]:
         """Memories visible through ``flt`` (any status unless ``statuses``), newest
-        first by (ts, id), only those strictly before the ``before`` (ts, id) cursor."""
+        first by (ts, id), only those strictly before the ``before`` (ts, id) cursor.
+        ``matching`` keeps only memories whose indexed text (content, payload, keys)
+        holds every word of it, as the sparse leg matches a word (stemmed; a long word
+        also as a prefix; stopwords left out); text with no searchable word matches
+        nothing."""
+        ...
+
+    def revise_memory(self, memory: Memory, *, by: str, at: datetime) -> bool:
+        """Give the stored memory ``memory``'s content, content hash, importance (both
+        base and current) and payload, in one transaction, keeping the version it
+        replaces in its history. New content drops the vector (the indexer embeds it
+        again; until then only the keyword legs find it) and the keyword index follows
+        the row. False, with nothing written, when those fields are already the same;
+        ``NotFound`` for another workspace's id."""
+        ...
+
+    def memory_history(self, workspace_id: str, memory_id: str) -> list[MemoryVersion]:
+        """The versions edits replaced, newest first (none for another workspace's id)."""
         ...
 
     def set_status(self, workspace_id: str, memory_id: str, status: MemoryStatus) -> Memory:

@@ -70,6 +70,27 @@ def update_memory_sql(mark: str) -> str:
     return f"UPDATE memories SET {sets} WHERE id = {mark}"
 
 
+# An edit (``revise_memory``): the fields it may change, then the memory's key.
+REVISE_COLUMNS = ("content", "content_hash", "base_importance", "importance", "payload")
+HISTORY_COLUMNS = "content, importance, payload, replaced_at, replaced_by"
+
+
+def revise_memory_sql(mark: str) -> str:
+    """``UPDATE memories`` of ``REVISE_COLUMNS`` and ``updated_at``, then ``WHERE``
+    workspace and id; ``mark`` is the driver's placeholder."""
+    sets = ", ".join(f"{column} = {mark}" for column in (*REVISE_COLUMNS, "updated_at"))
+    return f"UPDATE memories SET {sets} WHERE workspace_id = {mark} AND id = {mark}"
+
+
+def history_insert_sql(mark: str) -> str:
+    """``INSERT INTO memory_history``: the memory's id and workspace, then
+    ``HISTORY_COLUMNS``."""
+    marks = ", ".join([mark] * 7)
+    return (
+        f"INSERT INTO memory_history (memory_id, workspace_id, {HISTORY_COLUMNS}) VALUES ({marks})"
+    )
+
+
 def normalise_scope(flt: ScopeFilter) -> Scope | None:
     """The filter's scope as a ``Scope``, checking what that scope requires (seed 000:
     own needs an agent, crew_shared a crew). ``ScopeFilter`` is a plain dataclass, so a

@@ -89,6 +89,7 @@ TABLES: tuple[Table, ...] = (
     # would rewrite every vectored memory row once more (4x slower on 50k vectors).
     Table("memory_vectors", ("seq",), identities=("seq",), paused_trigger="memory_vectors_flag"),
     Table("memory_relations", ("src", "dst", "relation")),
+    Table("memory_history", ("seq",), identities=("seq",)),
     Table("memory_compactions", ("memory_id",)),
     Table("embedding_cache", ("content_hash", "model")),
     Table("memory_health_snapshots", ("workspace_id", "crew_id", "snapshot_date")),

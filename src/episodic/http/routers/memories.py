@@ -1,4 +1,5 @@
-"""``/v1/memories``: create, list, get, retire and delete single memories."""
+"""``/v1/memories``: create, list (with a text filter), get, correct, retire and delete
+single memories, and a memory's history of versions."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from episodic.http.auth import Caller
 from episodic.http.deps import Mem
 from episodic.http.errors import ERRORS
 from episodic.http.models import ForgetOut, Id, NonEmptyText, ScopeName, Strict
-from episodic.service import MAX_PAGE, SOURCES, memory_json
+from episodic.service import MAX_PAGE, MAX_Q_CHARS, SOURCES, memory_json, version_json
 
 router = APIRouter()
 
@@ -53,6 +54,32 @@ class MemoryOut(BaseModel):
     keys: str
     source_event_ids: list[str]
     created_at: str | None
+
+
+class MemoryPatchIn(Strict):
+    """The fields an edit may change (see ``Episodic.update``); at least one."""
+
+    content: NonEmptyText | None = None
+    importance: Annotated[float, Field(ge=0.0, le=1.0, strict=True)] | None = None
+    payload: dict[str, Any] | None = None
+
+
+class VersionOut(BaseModel):
+    version: int
+    current: bool
+    content: str
+    importance: float
+    payload: dict[str, Any]
+    written_at: str | None = Field(description="when this version was written")
+    written_by: str | None = Field(
+        description="the API key id (or python, cli, mcp) that wrote it; null: as created"
+    )
+    replaced_at: str | None
+    replaced_by: str | None
+
+
+class HistoryOut(BaseModel):
+    versions: list[VersionOut] = Field(description="newest first; the first is the current one")
 
 
 class MemoryPageOut(BaseModel):
@@ -100,9 +127,12 @@ def list_memories(
     status: Annotated[Literal["active", "retired", "compacted"] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(max_length=1000)] = None,
+    q: Annotated[str | None, Query(min_length=1, max_length=MAX_Q_CHARS)] = None,
     workspace: Annotated[Id | None, Query()] = None,
 ) -> dict[str, Any]:
-    """Memories the key can see, newest first, with filters and cursor pagination."""
+    """Memories the key can see, newest first, with filters and cursor pagination.
+    ``q`` keeps those holding every word of it (keyword matching: stemmed, long words
+    as prefixes, stopwords left out), in the same order, with the same cursors."""
     flt = caller.reading(
         workspace=workspace,
         agent=agent,
@@ -112,7 +142,7 @@ def list_memories(
         conversation=conversation,
         types=tuple(type) if type else None,
     )
-    page = mem.list_memories(flt, status=status, limit=limit, cursor=cursor)
+    page = mem.list_memories(flt, status=status, limit=limit, cursor=cursor, q=q)
     return {"items": [memory_json(m) for m in page.items], "next_cursor": page.next_cursor}
 
 
@@ -121,6 +151,29 @@ def list_memories(
 )
 def get_memory(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
     return memory_json(mem.memory(caller.reading(), memory_id))
+
+
+@router.patch(
+    "/v1/memories/{memory_id}", response_model=MemoryOut, responses=ERRORS, tags=["memories"]
+)
+def update_memory(memory_id: str, body: MemoryPatchIn, caller: Caller, mem: Mem) -> dict[str, Any]:
+    """Correct a memory's content, importance and/or payload; the version it replaces
+    is kept (``GET .../history``). Who may delete a memory may correct it."""
+    memory = mem.update_as(
+        caller, memory_id, content=body.content, importance=body.importance, payload=body.payload
+    )
+    return memory_json(memory)
+
+
+@router.get(
+    "/v1/memories/{memory_id}/history",
+    response_model=HistoryOut,
+    responses=ERRORS,
+    tags=["memories"],
+)
+def memory_history(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
+    """A memory's versions, newest first: the current one, then each an edit replaced."""
+    return {"versions": [version_json(v) for v in mem.history_as(caller, memory_id)]}
 
 
 @router.post(

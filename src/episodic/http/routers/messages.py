@@ -1,24 +1,34 @@
-"""``POST /v1/messages``: append one chat message to a conversation."""
+"""``POST /v1/messages``: append chat messages to a conversation, one or a batch."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from fastapi import APIRouter, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, RootModel
 
 from episodic.errors import InvalidInput
 from episodic.http.auth import Caller
 from episodic.http.deps import Mem
 from episodic.http.errors import ERRORS
 from episodic.http.models import Id, NonEmptyText, Strict
+from episodic.http.routers.events import ItemError
+
+MAX_BATCH_MESSAGES = 1000
 
 router = APIRouter()
 
 
 class MessageIn(Strict):
-    conversation: Id
-    content: NonEmptyText | None = Field(default=None, description="what was said (required)")
+    """One message, or a batch of them in ``messages``. In a batch, each item takes
+    ``content``, ``role``, ``name``, ``ts``, ``id``, ``payload`` and may override
+    ``conversation``, ``agent``, ``crew`` and ``resource``, which default to the
+    body's."""
+
+    conversation: Id | None = Field(default=None, description="required for one message")
+    content: NonEmptyText | None = Field(
+        default=None, description="what was said (required for one message)"
+    )
     text: NonEmptyText | None = Field(
         default=None, deprecated=True, description="the old name of content"
     )
@@ -30,6 +40,12 @@ class MessageIn(Strict):
     ts: Id | None = Field(default=None, description="ISO 8601; default now")
     id: Id | None = None
     workspace: Id | None = None
+    messages: list[Any] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_BATCH_MESSAGES,
+        description="a batch, stored in order; bad items are reported by index and skipped",
+    )
 
 
 class MessageOut(BaseModel):
@@ -39,15 +55,39 @@ class MessageOut(BaseModel):
     ts: str
 
 
+class MessagesOut(BaseModel):
+    received: int
+    stored: int
+    duplicates: int
+    ids: list[str | None] = Field(description="each message's id, in order; null if refused")
+    errors: list[ItemError]
+
+
+class PostMessagesOut(RootModel[MessageOut | MessagesOut]):
+    """One message's id and time, or a batch's report."""
+
+
+# Fields that belong to one message: in a batch they go on each item.
+_SINGLE_ONLY = ("content", "text", "role", "name", "ts", "id")
+
+
 @router.post(
     "/v1/messages",
-    response_model=MessageOut,
+    response_model=PostMessagesOut,
     status_code=201,
     responses=ERRORS,
     tags=["write"],
 )
 def post_message(body: MessageIn, caller: Caller, mem: Mem, response: Response) -> dict[str, Any]:
-    """Append one chat message to a conversation; episodes follow on segmentation."""
+    """Append one chat message to a conversation, or a batch (``messages``, answered
+    200 with a report like ``POST /v1/events``); episodes follow on segmentation."""
+    workspace = caller.workspace(body.workspace)
+    if body.messages is not None:
+        for name in _SINGLE_ONLY:
+            if name in body.model_fields_set:
+                raise InvalidInput(name, "in a batch, give it on each message")
+        response.status_code = 200
+        return _post_batch(body, body.messages, workspace, caller, mem)
     content = body.content
     if body.text is not None:
         if content is not None and content != body.text:
@@ -55,11 +95,13 @@ def post_message(body: MessageIn, caller: Caller, mem: Mem, response: Response) 
         content = body.text
         response.headers["Deprecation"] = "true"
         response.headers["X-Episodic-Deprecated"] = "text -> content"
+    if body.conversation is None:
+        raise InvalidInput("conversation", "required: the conversation it belongs to")
     if content is None:
         raise InvalidInput("content", "required (what was said)")
     event = mem.add_message(
         content,
-        workspace=caller.workspace(body.workspace),
+        workspace=workspace,
         conversation=body.conversation,
         role=body.role,
         agent=caller.agent(body.agent),
@@ -75,3 +117,30 @@ def post_message(body: MessageIn, caller: Caller, mem: Mem, response: Response) 
         "conversation": event.conversation,
         "ts": event.ts.isoformat(),
     }
+
+
+def _post_batch(
+    body: MessageIn, raw_items: list[Any], workspace: str, caller: Caller, mem: Mem
+) -> dict[str, Any]:
+    """A batch: each item's agent and crew bound by the key (``Forbidden`` for the whole
+    batch when one names another, as ``POST /v1/events`` does); bad items reported."""
+    items: list[Any] = []
+    for raw in raw_items:
+        if isinstance(raw, dict):
+            item = dict(raw)
+            for name, check in (("agent", caller.agent), ("crew", caller.crew)):
+                value = item.get(name, getattr(body, name))
+                if value is None or isinstance(value, str):
+                    item[name] = check(value)
+            items.append(item)
+        else:
+            items.append(raw)
+    report = mem.add_messages(
+        items,
+        workspace=workspace,
+        conversation=body.conversation,
+        agent=caller.agent(body.agent),
+        crew=caller.crew(body.crew),
+        resource=body.resource,
+    )
+    return report.to_json()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt
 
 from episodic.http.auth import Caller
 from episodic.http.deps import Mem, RecallGate
@@ -24,7 +24,7 @@ router = APIRouter()
 
 class RecallIn(Strict):
     query: NonEmptyText
-    k: int | None = Field(
+    k: StrictInt | None = Field(
         default=None,
         description="how many memories, 1-50 (default 5); outside that range: 5, with a warning",
     )

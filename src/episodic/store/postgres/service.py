@@ -24,22 +24,36 @@ from typing import Any
 from episodic.errors import InvalidInput, NotFound, StoreError
 from episodic.model import Event, Memory, MemoryStatus, ScopeFilter, utcnow
 from episodic.store.postgres.connection import Conn, PgBase, _has_nul
+from episodic.store.postgres.sparse import tsquery_all
 from episodic.store.rows import (
     api_key_from_row,
     event_from_row,
     event_row,
+    history_row,
     memory_from_row,
     memory_row,
+    revised,
+    revision_row,
     ts_text,
     unique,
+    version_from_row,
 )
-from episodic.store.service import ForgetCounts, ForgetSpec, ImportedFile, RestoreResult
+from episodic.store.service import (
+    ForgetCounts,
+    ForgetSpec,
+    ImportedFile,
+    MemoryVersion,
+    RestoreResult,
+)
 from episodic.store.sql import (
     EVENT_COLUMNS,
+    HISTORY_COLUMNS,
     KEY_COLUMNS,
     MEMORY_COLUMNS,
     MEMORY_INSERT_COLUMNS,
     RESTORE_EVENT_COLUMNS,
+    history_insert_sql,
+    revise_memory_sql,
     scope_where,
     update_memory_sql,
 )
@@ -144,10 +158,17 @@ class ServiceMixin(PgBase):
         *,
         statuses: Sequence[MemoryStatus] | None = None,
         before: tuple[datetime, str] | None = None,
+        matching: str | None = None,
     ) -> list[Memory]:
         where, params = scope_where(flt, alias="m", mark="%s")
         if limit <= 0 or (statuses is not None and not statuses):
             return []
+        if matching is not None:
+            query = tsquery_all(matching)
+            if query is None:
+                return []
+            where += " AND m.tsv @@ to_tsquery('english', %s)"
+            params.append(query)
         if statuses is not None:
             where += " AND m.status = ANY(%s::text[])"
             params.append([MemoryStatus(s).value for s in statuses])
@@ -165,6 +186,45 @@ class ServiceMixin(PgBase):
                 (*params, limit),
             ).fetchall()
         return [_whole(row) for row in rows]
+
+    # -- edits and their history ----------------------------------------------------
+    def revise_memory(self, memory: Memory, *, by: str, at: datetime) -> bool:
+        _refuse_nul(memory)
+        if _has_nul(by):
+            raise InvalidInput("by", "cannot hold a NUL (0x00) character")
+        now = ts_text(at)
+        with self._write() as conn:
+            # Locked until commit: two edits of one memory each keep the other's version.
+            row = self._exec(
+                conn,
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE workspace_id = %s AND id = %s "
+                "FOR UPDATE",
+                (memory.workspace, memory.id),
+            ).fetchone()
+            if row is None:
+                raise NotFound(memory.id)
+            old = memory_from_row(row, ())
+            if not revised(old, memory):
+                return False
+            self._exec(conn, history_insert_sql("%s"), history_row(old, by, now))
+            if old.content != memory.content:
+                # New text: the old vector no longer describes it (the indexer embeds the
+                # row again; the tsvector is a generated column).
+                self._exec(conn, "DELETE FROM memory_vectors WHERE memory_id = %s", (memory.id,))
+            self._exec(conn, revise_memory_sql("%s"), revision_row(memory, now))
+        return True
+
+    def memory_history(self, workspace_id: str, memory_id: str) -> list[MemoryVersion]:
+        if _has_nul(workspace_id, memory_id):
+            return []
+        with self._read() as conn:
+            rows = self._exec(
+                conn,
+                f"SELECT {HISTORY_COLUMNS} FROM memory_history "
+                "WHERE memory_id = %s AND workspace_id = %s ORDER BY seq DESC",
+                (memory_id, workspace_id),
+            ).fetchall()
+        return [version_from_row(row) for row in rows]
 
     def set_status(self, workspace_id: str, memory_id: str, status: MemoryStatus) -> Memory:
         if _has_nul(workspace_id, memory_id):
@@ -442,6 +502,9 @@ class ServiceMixin(PgBase):
             f"SELECT count(*) FROM memory_relations WHERE src IN {_FORGOTTEN_MEMORIES} "
             f"OR dst IN {_FORGOTTEN_MEMORIES}",
         )
+        history = self._count(
+            conn, f"SELECT count(*) FROM memory_history WHERE memory_id IN {_FORGOTTEN_MEMORIES}"
+        )
         # Archived journal rows carry the same scope columns (m004): the spec's own
         # filter reaches them, and so does anything forgotten by id.
         archived = self._exec(
@@ -458,8 +521,9 @@ class ServiceMixin(PgBase):
         # goes when no remaining memory holds its text. Hashed as content_hash() does.
         self._exec(
             conn,
-            "CREATE TEMP TABLE forget_contents ON COMMIT DROP AS SELECT DISTINCT content "
-            f"FROM memories WHERE id IN {_FORGOTTEN_MEMORIES}",
+            "CREATE TEMP TABLE forget_contents ON COMMIT DROP AS SELECT content "
+            f"FROM memories WHERE id IN {_FORGOTTEN_MEMORIES} UNION SELECT content "
+            f"FROM memory_history WHERE memory_id IN {_FORGOTTEN_MEMORIES}",
         )
         self._exec(
             conn,
@@ -493,6 +557,7 @@ class ServiceMixin(PgBase):
             health_snapshots=snapshots,
             extensions=extensions,
             rekeyed=rekeyed,
+            history=history,
         )
 
     def _forget_extensions(self, conn: Conn, spec: ForgetSpec) -> int:

@@ -126,6 +126,16 @@ def _term(token: str, *, prefix: bool) -> str:
     return lexemes[0] if len(lexemes) == 1 else "(" + " | ".join(lexemes) + ")"
 
 
+def tsquery_all(text: str) -> str | None:
+    """A tsquery matching what holds every searchable word of ``text`` (stopwords left
+    out, a long word also as a prefix, as SQLite's ``fts_terms``); None for no word. The
+    memory list's text filter."""
+    tokens = without_stopwords(fts_tokens(text))[:MAX_FTS_TERMS]
+    if not tokens:
+        return None
+    return " & ".join(_term(t, prefix=len(t) >= MIN_PREFIX_CHARS) for t in tokens)
+
+
 def _count_args(workspace_id: str, query: str) -> list[Any]:
     """The parameters of one document count (see ``_sparse_stats``), in the SQL's order:
     the sample's hit threshold, the workspace and tsquery of the exact count, the

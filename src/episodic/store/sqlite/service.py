@@ -16,22 +16,36 @@ from typing import Any
 
 from episodic.errors import InvalidInput, NotFound
 from episodic.model import Event, Memory, MemoryStatus, ScopeFilter, utcnow
+from episodic.scoring.fts import fts_terms
 from episodic.store.rows import (
     api_key_from_row,
     event_from_row,
     event_row,
+    history_row,
     memory_from_row,
     memory_row,
+    revised,
+    revision_row,
     text_sha256,
     ts_text,
     unique,
+    version_from_row,
 )
-from episodic.store.service import ForgetCounts, ForgetSpec, ImportedFile, RestoreResult
+from episodic.store.service import (
+    ForgetCounts,
+    ForgetSpec,
+    ImportedFile,
+    MemoryVersion,
+    RestoreResult,
+)
 from episodic.store.sql import (
     EVENT_COLUMNS,
+    HISTORY_COLUMNS,
     KEY_COLUMNS,
     MEMORY_COLUMNS,
     RESTORE_EVENT_COLUMNS,
+    history_insert_sql,
+    revise_memory_sql,
     scope_where,
     update_memory_sql,
 )
@@ -98,11 +112,18 @@ class ServiceMixin(SqliteBase):
         *,
         statuses: Sequence[MemoryStatus] | None = None,
         before: tuple[datetime, str] | None = None,
+        matching: str | None = None,
     ) -> list[Memory]:
         where, params = scope_where(flt, alias="m")
         if limit <= 0 or (statuses is not None and not statuses):
             return []
         extra = ""
+        if matching is not None:
+            terms = fts_terms(matching, drop_stopwords=True)
+            if not terms:
+                return []
+            extra += " AND m.seq IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?)"
+            params.append(" AND ".join(terms))
         if statuses is not None:
             extra += f" AND m.status IN ({placeholders(len(statuses))})"
             params.extend(MemoryStatus(s).value for s in statuses)
@@ -130,6 +151,36 @@ class ServiceMixin(SqliteBase):
         if not changed:
             raise NotFound(memory_id)
         return self.get_memory(workspace_id, memory_id)
+
+    # -- edits and their history ----------------------------------------------------
+    def revise_memory(self, memory: Memory, *, by: str, at: datetime) -> bool:
+        now = ts_text(at)
+        with self._write():
+            row = self._execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +workspace_id = ? AND id = ?",
+                (memory.workspace, memory.id),
+            ).fetchone()
+            if row is None:
+                raise NotFound(memory.id)
+            old = memory_from_row(row, ())
+            if not revised(old, memory):
+                return False
+            self._execute(history_insert_sql("?"), history_row(old, by, now))
+            if old.content != memory.content:
+                # New text: the old vector no longer describes it (the indexer embeds
+                # the row again; FTS5 follows through its update trigger).
+                self._execute("DELETE FROM memory_vectors WHERE memory_id = ?", (memory.id,))
+            self._execute(revise_memory_sql("?"), revision_row(memory, now))
+        return True
+
+    def memory_history(self, workspace_id: str, memory_id: str) -> list[MemoryVersion]:
+        with self._read():
+            rows = self._execute(
+                f"SELECT {HISTORY_COLUMNS} FROM memory_history "
+                "WHERE memory_id = ? AND workspace_id = ? ORDER BY seq DESC",
+                (memory_id, workspace_id),
+            ).fetchall()
+        return [version_from_row(row) for row in rows]
 
     def events_with_episodes(
         self, workspace_id: str, ids: Sequence[str]
@@ -332,7 +383,9 @@ class ServiceMixin(SqliteBase):
         contents = [
             row[0]
             for row in self._execute(
-                "SELECT DISTINCT content FROM memories WHERE id IN (SELECT id FROM forget_memories)"
+                "SELECT content FROM memories WHERE id IN (SELECT id FROM forget_memories) "
+                "UNION SELECT content FROM memory_history "
+                "WHERE memory_id IN (SELECT id FROM forget_memories)"
             )
         ]
         # Messages that stay but whose episode goes keep only their own keys.
@@ -357,6 +410,9 @@ class ServiceMixin(SqliteBase):
         relations = self._execute(
             f"SELECT count(*) FROM memory_relations WHERE src IN {in_memories} "
             f"OR dst IN {in_memories}"
+        ).fetchone()[0]
+        history = self._execute(
+            f"SELECT count(*) FROM memory_history WHERE memory_id IN {in_memories}"
         ).fetchone()[0]
         # Archived journal rows carry the same scope columns (m004): the spec's own
         # filter reaches them, and so does anything forgotten by id.
@@ -423,6 +479,7 @@ class ServiceMixin(SqliteBase):
             health_snapshots=snapshots,
             extensions=extensions,
             rekeyed=rekeyed,
+            history=int(history),
         )
 
     def _forget_cache_entries(self, contents: Sequence[str]) -> int:

@@ -1,0 +1,88 @@
+"""Correcting a memory from the shell: ``episodic memory update ID`` and ``episodic
+memory history ID`` (commands of the ``memory`` group, registered in
+``episodic.cli``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from episodic.cli.common import JsonOpt, errors, open_memory, out, print_json
+from episodic.errors import InvalidInput
+from episodic.service import memory_json, version_json
+
+# Who made an edit from the shell, in the memory's history.
+CLI_EDITOR = "cli"
+
+
+def update(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    workspace: Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")],
+    content: Annotated[str | None, typer.Option("--content", help="The corrected text.")] = None,
+    importance: Annotated[
+        float | None, typer.Option("--importance", help="How much it matters, 0-1.")
+    ] = None,
+    payload: Annotated[
+        str | None, typer.Option("--payload", help="A JSON object replacing its payload.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Correct a memory; the version it replaces stays in its history.
+
+    Example: episodic memory update evt_123 -w acme --content "deploys go canary first"
+    """
+    with errors(), open_memory(ctx) as mem:
+        memory = mem.update(
+            memory_id,
+            workspace=workspace,
+            content=content,
+            importance=importance,
+            payload=None if payload is None else _json_object(payload),
+            by=CLI_EDITOR,
+        )
+    if as_json:
+        print_json(memory_json(memory))
+        return
+    out.print(f"{memory.id}: {escape(memory.content)} (importance {memory.importance:.2f})")
+
+
+def history(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    workspace: Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """A memory's versions, newest first: the current one, then each an edit replaced.
+
+    Example: episodic memory history evt_123 -w acme
+    """
+    with errors(), open_memory(ctx) as mem:
+        versions = mem.history(memory_id, workspace=workspace)
+    if as_json:
+        print_json({"versions": [version_json(v) for v in versions]})
+        return
+    for v in versions:
+        mark = (
+            "current"
+            if v.current
+            else f"replaced {v.replaced_at:%Y-%m-%d %H:%M} by {v.replaced_by}"
+        )
+        written = "as created" if v.written_by is None else f"by {v.written_by}"
+        out.print(
+            f"v{v.version} ({mark}; written {written}) importance {v.importance:.2f}: "
+            f"{escape(v.content)}"
+        )
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInput("payload", f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise InvalidInput("payload", "expected a JSON object")
+    return value
