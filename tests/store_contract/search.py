@@ -58,10 +58,10 @@ class SearchContract:
     @pytest.mark.parametrize(
         ("flt", "field"),
         [
-            (ScopeFilter("acme", Scope.OWN), "agent_id"),
-            (ScopeFilter("acme", Scope.OWN, crew_id="c1"), "agent_id"),
-            (ScopeFilter("acme", Scope.CREW_SHARED, agent_id="a1"), "crew_id"),
-            (ScopeFilter(""), "workspace_id"),
+            (ScopeFilter("acme", Scope.OWN), "agent"),
+            (ScopeFilter("acme", Scope.OWN, crew_id="c1"), "agent"),
+            (ScopeFilter("acme", Scope.CREW_SHARED, agent_id="a1"), "crew"),
+            (ScopeFilter(""), "workspace"),
         ],
     )
     def test_a_scope_without_its_id_is_refused(
