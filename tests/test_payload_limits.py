@@ -264,3 +264,22 @@ def test_stored_poison_through_mcp(mem: Episodic) -> None:
     result = anyio.run(main)
     assert not result.is_error
     assert [m["id"] for m in result.structured_content["memories"]] == ["p1"]
+
+
+def test_markdown_import_refuses_payloads_by_file_and_field(mem: Episodic, tmp_path: Path) -> None:
+    folder = tmp_path / "hand" / "acme"
+    folder.mkdir(parents=True)
+    head = "---\nid: {id}\nworkspace: acme\ntype: note\n{extra}---\nA hand-written note.\n"
+    deep = "{a: " * 100 + "1" + "}" * 100
+    for name, extra in (
+        ("good", ""),
+        ("nan", "payload:\n  ratio: .nan\n"),
+        ("deep", f"payload: {deep}\n"),
+    ):
+        (folder / f"{name}.md").write_text(head.format(id=name, extra=extra), encoding="utf-8")
+    report = mem.import_markdown(tmp_path / "hand")
+    assert {e.path: e.field for e in report.errors} == {
+        "acme/nan.md": "payload.ratio",
+        "acme/deep.md": "payload",
+    }
+    assert report.inserted == 1
