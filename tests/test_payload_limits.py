@@ -283,3 +283,14 @@ def test_markdown_import_refuses_payloads_by_file_and_field(mem: Episodic, tmp_p
         "acme/deep.md": "payload",
     }
     assert report.inserted == 1
+
+
+def test_python_ingest_checks_events_built_by_the_caller(mem: Episodic) -> None:
+    good = parse_event(
+        {"id": "b1", "workspace_id": "acme", "type": "peer.escalation", "summary": "fine"},
+        settings=Settings(),
+        now=NOW,
+    )
+    report = mem.ingest([good, replace(good, id="b2", refs={"x": math.inf})])
+    assert report.stored == 1
+    assert [(e.line, e.field) for e in report.errors] == [(2, "refs.x")]
