@@ -49,43 +49,65 @@ def check_json(field: str, value: Any, *, check_text: bool = True) -> None:
     ``MAX_DEPTH``, a non-finite number, an integer too long to print, a key that is not a
     string, a value that is not JSON at all. ``check_text`` False skips the scan for lone
     surrogates (the caller knows the source was valid UTF-8)."""
-    _check(field, field, value, 1, check_text)
+    try:
+        _check(value, 1, check_text)
+    except _Refused as refused:
+        if refused.whole:
+            raise InvalidInput(field, refused.message) from None
+        path = field + "".join(reversed(refused.steps))
+        if len(path) > _MAX_FIELD_CHARS:  # a long key must not flood the message
+            path = path[: _MAX_FIELD_CHARS - 1] + "…"
+        raise InvalidInput(path, refused.message) from None
 
 
-def _check(top: str, path: str, value: Any, depth: int, check_text: bool) -> None:
+class _Refused(Exception):
+    """Where the walk stopped: each level it unwinds through adds its step to the path,
+    so the path is built only for a refusal, never for the payloads let in."""
+
+    def __init__(self, message: str, *, whole: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.whole = whole  # named by the top field alone (a path 64 levels long helps no one)
+        self.steps: list[str] = []
+
+
+def _check(value: Any, depth: int, check_text: bool) -> None:
     if value is None or isinstance(value, bool):
         return
     if isinstance(value, str):
         if check_text and _SURROGATE.search(value):
-            raise InvalidInput(_short(path), "contains text that is not valid UTF-8")
+            raise _Refused("contains text that is not valid UTF-8")
         return
     if isinstance(value, int):
         if value.bit_length() > MAX_INT_BITS:
-            raise InvalidInput(_short(path), "an integer too long for JSON output")
+            raise _Refused("an integer too long for JSON output")
         return
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidInput(_short(path), "not a finite number (JSON has no NaN or Infinity)")
+            raise _Refused("not a finite number (JSON has no NaN or Infinity)")
         return
     if not isinstance(value, Mapping | list | tuple):
-        raise InvalidInput(_short(path), f"not a JSON value: {type(value).__name__}")
+        raise _Refused(f"not a JSON value: {type(value).__name__}")
     if depth > MAX_DEPTH:
-        raise InvalidInput(top, f"nested more than {MAX_DEPTH} levels deep")
+        raise _Refused(f"nested more than {MAX_DEPTH} levels deep", whole=True)
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise InvalidInput(_short(path), f"keys must be strings, not {type(key).__name__}")
+                raise _Refused(f"keys must be strings, not {type(key).__name__}")
             if check_text and _SURROGATE.search(key):
-                raise InvalidInput(_short(path), "a key contains text that is not valid UTF-8")
-            _check(top, f"{path}.{key}", item, depth + 1, check_text)
+                raise _Refused("a key contains text that is not valid UTF-8")
+            try:
+                _check(item, depth + 1, check_text)
+            except _Refused as refused:
+                refused.steps.append(f".{key}")
+                raise
     else:
         for n, item in enumerate(value):
-            _check(top, f"{path}[{n}]", item, depth + 1, check_text)
-
-
-def _short(path: str) -> str:
-    """A field path as an error names it: cut, so a long key cannot flood the message."""
-    return path if len(path) <= _MAX_FIELD_CHARS else path[: _MAX_FIELD_CHARS - 1] + "…"
+            try:
+                _check(item, depth + 1, check_text)
+            except _Refused as refused:
+                refused.steps.append(f"[{n}]")
+                raise
 
 
 def stored_object(text: str | bytes) -> dict[str, Any]:
