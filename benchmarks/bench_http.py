@@ -109,9 +109,9 @@ def build(db: Path, n: int) -> None:
                 [
                     {
                         "id": f"m{i}",
-                        "workspace_id": "big",
-                        "agent_id": f"agent{i % 20}",
-                        "crew_id": f"crew{i % 5}",
+                        "workspace": "big",
+                        "agent": f"agent{i % 20}",
+                        "crew": f"crew{i % 5}",
                         "type": "peer.escalation",
                         "summary": sentence(18),
                         "ts": (NOW - timedelta(minutes=i)).isoformat(),

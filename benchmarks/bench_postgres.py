@@ -182,9 +182,9 @@ def chunk_rows(start: int, stop: int) -> tuple[list[Event], list[Memory]]:
         parse_event(
             {
                 "id": f"m{i}",
-                "workspace_id": WS,
-                "agent_id": f"agent{i % 20}",
-                "crew_id": f"crew{i % 5}",
+                "workspace": WS,
+                "agent": f"agent{i % 20}",
+                "crew": f"crew{i % 5}",
                 "type": "peer.escalation",
                 "summary": sentence(rnd, 18),
                 "ts": (NOW - timedelta(minutes=i)).isoformat(),

@@ -121,9 +121,9 @@ def bench_ingest(n: int) -> float:
         json.dumps(
             {
                 "id": f"e{i}",
-                "workspace_id": f"ws{i % 3}",
-                "agent_id": f"agent{i % 17}",
-                "crew_id": f"crew{i % 4}",
+                "workspace": f"ws{i % 3}",
+                "agent": f"agent{i % 17}",
+                "crew": f"crew{i % 4}",
                 "type": RNG.choice(types),
                 "severity": RNG.choice(["info", "info", "warn", "error"]),
                 "ts": (NOW - timedelta(seconds=i)).isoformat(),
@@ -213,9 +213,9 @@ def bench_recall(n: int, dim: int = 384, queries: int = 300, policy: str = "defa
         events = [
             {
                 "id": f"m{i}",
-                "workspace_id": "big",
-                "agent_id": f"agent{i % 20}",
-                "crew_id": f"crew{i % 5}",
+                "workspace": "big",
+                "agent": f"agent{i % 20}",
+                "crew": f"crew{i % 5}",
                 "type": "peer.escalation",
                 "summary": sentence(18),
                 "ts": (NOW - timedelta(minutes=i)).isoformat(),

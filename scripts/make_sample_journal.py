@@ -2398,13 +2398,13 @@ def build() -> list[Json]:
                 raise ValueError(f"{ws.id} event after the journal's last day: {event}")
             record: Json = {
                 "id": f"evt-{ws.short}-{number:04d}",
-                "workspace_id": ws.id,
-                "crew_id": ws.crews[event["agent_id"]],
-                "agent_id": event["agent_id"],
+                "workspace": ws.id,
+                "crew": ws.crews[event["agent_id"]],
+                "agent": event["agent_id"],
             }
             for key in ("resource_id", "conversation_id"):
                 if key in event:
-                    record[key] = event[key]
+                    record[key.removesuffix("_id")] = event[key]
             record.update(
                 ts=_iso(event["ts"]),
                 type=event["type"],

@@ -77,9 +77,9 @@ def journal_event(tag: str, i: int, rng: random.Random) -> dict[str, Any]:
         words = [*random.Random(f"{tag}-{k}").sample(_WORDS, 12)[:11], rng.choice(_WORDS)]
     return {
         "id": f"{tag}-{i}",
-        "workspace_id": WORKSPACES[k % len(WORKSPACES)],
-        "agent_id": f"agent-{k % 3}",
-        "crew_id": "platform",
+        "workspace": WORKSPACES[k % len(WORKSPACES)],
+        "agent": f"agent-{k % 3}",
+        "crew": "platform",
         "type": _TYPES[k % len(_TYPES)],
         "severity": "info",
         "summary": " ".join(words),

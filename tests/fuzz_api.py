@@ -59,9 +59,9 @@ def seed_server(mem: Episodic) -> tuple[list[str], list[str]]:
         [
             {
                 "id": f"seed{n}",
-                "workspace_id": ws,
-                "agent_id": "deployer",
-                "crew_id": "ops",
+                "workspace": ws,
+                "agent": "deployer",
+                "crew": "ops",
                 "type": kind,
                 "summary": text,
                 "ts": (now - timedelta(days=n)).isoformat(),

@@ -167,7 +167,7 @@ def check_jsonl(lines: Sequence[bytes], mem: Episodic) -> None:
     for event in kept:
         if _GENERATED_ID.fullmatch(event.id):
             continue  # the line named no id: ingest_lines made up another one
-        by_workspace.setdefault(event.workspace_id, set()).add(event.id)
+        by_workspace.setdefault(event.workspace, set()).add(event.id)
     for workspace, ids in by_workspace.items():
         stored = {e.id for e in mem.store.get_events(workspace, sorted(ids))}
         assert stored == ids, (workspace, ids - stored)
@@ -194,7 +194,7 @@ def check_markdown(text: str, mem: Episodic | None = None) -> None:
 
 # -- render escaper ----------------------------------------------------------------------
 def hit(content: str, kind: str, age: float, score: float, n: int) -> Hit:
-    memory = Memory(id=f"m{n}", workspace_id="ws", ts=NOW, type=kind, content=content)
+    memory = Memory(id=f"m{n}", workspace="ws", ts=NOW, type=kind, content=content)
     return Hit(memory=memory, score=score, age_seconds=age)
 
 

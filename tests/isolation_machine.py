@@ -260,10 +260,10 @@ class IsolationMachine(RuleBasedStateMachine):
                 self.ep.ingest(
                     [
                         {
-                            "workspace_id": ws,
-                            "agent_id": AGENTS[body % 2],
-                            "crew_id": CREW,
-                            "resource_id": RESOURCES[body % 2],
+                            "workspace": ws,
+                            "agent": AGENTS[body % 2],
+                            "crew": CREW,
+                            "resource": RESOURCES[body % 2],
                             "type": "decision",
                             "summary": self._text(ws, AGENTS[body % 2], body, False),
                             "refs": {"episodic": True},
@@ -314,10 +314,10 @@ class IsolationMachine(RuleBasedStateMachine):
         holder = self.truth.owners().get(event_id) if event_id else None
         obj = {
             "id": event_id,
-            "workspace_id": ws,
-            "agent_id": agent,
-            "crew_id": crew,
-            "resource_id": resource,
+            "workspace": ws,
+            "agent": agent,
+            "crew": crew,
+            "resource": resource,
             "type": kind,
             "severity": "error" if kind == "error" else "info",
             "summary": self._text(ws, agent, body, tagged),
@@ -355,8 +355,8 @@ class IsolationMachine(RuleBasedStateMachine):
         report = self.ep.ingest(
             {
                 "id": event_id,
-                "workspace_id": ws,
-                "agent_id": agent,
+                "workspace": ws,
+                "agent": agent,
                 "type": "decision",
                 "summary": self._text(ws, agent, body, True),
                 "refs": {"episodic": True},
@@ -445,8 +445,8 @@ class IsolationMachine(RuleBasedStateMachine):
             memory = self.ep.remember(
                 self._text(ws, agent, body, True), workspace=ws, agent=agent, id=note_id
             )
-            if memory.workspace_id != ws:
-                _fail(f"remember in {ws} returned {memory.workspace_id}'s memory {memory.id}")
+            if memory.workspace != ws:
+                _fail(f"remember in {ws} returned {memory.workspace}'s memory {memory.id}")
         except IdTaken:
             refused = True
         except NotFound:
@@ -573,7 +573,7 @@ class IsolationMachine(RuleBasedStateMachine):
             if row is None:
                 _fail(f"{where} is not stored (forgotten?)")
                 return
-            if row.ws != ws or hit.memory.workspace_id != ws:
+            if row.ws != ws or hit.memory.workspace != ws:
                 _fail(f"{where} belongs to {row.ws}")
             if hit.via is not None and truth.get(hit.via, row).ws != ws:
                 _fail(f"{where} was walked to from another workspace's {hit.via}")
@@ -606,7 +606,7 @@ class IsolationMachine(RuleBasedStateMachine):
         truth = self.truth.memories()
         foreign = sorted(i for i, r in truth.items() if r.ws != ws)
         listed = self.ep.list_memories(ScopeFilter(ws), limit=200).items
-        if any(m.workspace_id != ws or truth[m.id].ws != ws for m in listed):
+        if any(m.workspace != ws or truth[m.id].ws != ws for m in listed):
             _fail(f"list_memories({ws}) shows another workspace's memory")
         if not foreign:
             return
@@ -673,7 +673,7 @@ class IsolationMachine(RuleBasedStateMachine):
             journal = root / "journal.jsonl"
             for line in journal.read_text().splitlines() if journal.exists() else []:
                 event = json.loads(line)
-                if event["workspace_id"] != name:
+                if event["workspace"] != name:
                     _fail(f"export journal of {name} holds {event['workspace_id']}'s {event['id']}")
                 self._check_tags(event["summary"], name, f"export journal of {name}")
 

@@ -140,11 +140,11 @@ def test_loader_reads_turns_sessions_and_evidence() -> None:
 def test_turn_event_is_a_kept_conversation_turn() -> None:
     a, _ = load_locomo(FIXTURE)
     event = turn_event(a, a.turns[3])
-    assert event["workspace_id"] == a.workspace
+    assert event["workspace"] == a.workspace
     assert event["type"] == "conversation.turn"
     assert event["refs"] == {"episodic": True}
-    assert event["agent_id"] == "Ben"
-    assert event["conversation_id"] == "session_1"
+    assert event["agent"] == "Ben"
+    assert event["conversation"] == "session_1"
     assert event["ts"] == "2023-05-08T13:56:03+00:00"
     assert event["summary"].endswith("[image: a photo of a wooden boat hull in a garage]")
     assert event["payload"] == {

@@ -17,8 +17,8 @@ runner = CliRunner()
 EVENTS = [
     {
         "id": "e1",
-        "workspace_id": "acme",
-        "agent_id": "deployer",
+        "workspace": "acme",
+        "agent": "deployer",
         "type": "peer.escalation",
         "severity": "warn",
         "summary": "checkout OOM after cache TTL change",
@@ -27,16 +27,16 @@ EVENTS = [
     },
     {
         "id": "e2",
-        "workspace_id": "acme",
-        "agent_id": "deployer",
+        "workspace": "acme",
+        "agent": "deployer",
         "type": "approval.denied",
         "summary": "keeper denied production deploy",
         "ts": "2026-11-18T10:00:00Z",
     },
     {
         "id": "e3",
-        "workspace_id": "orbit",
-        "agent_id": "trainer",
+        "workspace": "orbit",
+        "agent": "trainer",
         "type": "eval.regression_detected",
         "summary": "ranking model NDCG dropped after feature removal",
     },
@@ -71,16 +71,16 @@ def test_ingest_recall_render_round_trip(env: dict[str, str], tmp_path: Path) ->
     for key in (
         "id",
         "score",
-        "summary",
+        "content",
         "type",
-        "agent_id",
-        "workspace_id",
+        "agent",
+        "workspace",
         "payload",
         "age_seconds",
     ):
         assert key in hits[0]
     assert hits[0]["payload"] == {"service": "checkout"}
-    assert all(h["workspace_id"] == "acme" for h in hits)
+    assert all(h["workspace"] == "acme" for h in hits)
 
     code, out, _ = run(
         env, "render", "keeper denied deploy", "--workspace", "acme", "--max-chars", "600"
@@ -102,7 +102,7 @@ def test_bad_lines_reported_by_number_rest_stored_exit_1(
             json.dumps(EVENTS[0]),
             "{oops",
             json.dumps({"summary": "no ws"}),
-            json.dumps({"workspace_id": "acme", "severity": "fatal"}),
+            json.dumps({"workspace": "acme", "severity": "fatal"}),
             json.dumps(EVENTS[1]),
         ],
     )
@@ -110,7 +110,7 @@ def test_bad_lines_reported_by_number_rest_stored_exit_1(
     assert code == 1
     assert "stored 2 events" in out
     assert "line 2: json: malformed JSON" in err
-    assert "line 3: workspace_id: required" in err
+    assert "line 3: workspace: required" in err
     assert "line 4: severity: unknown severity 'fatal'" in err
     code, out, _ = run(env, "recall", "keeper", "--workspace", "acme", "--json")
     assert [h["id"] for h in json.loads(out)] == ["e2"]
@@ -118,7 +118,7 @@ def test_bad_lines_reported_by_number_rest_stored_exit_1(
 
 def test_errors_name_the_field_and_exit_2(env: dict[str, str]) -> None:
     code, _, err = run(env, "recall", "x", "--workspace", "acme", "--scope", "own")
-    assert code == 2 and "agent_id" in err and "--agent" in err
+    assert code == 2 and "agent" in err and "--agent" in err
     code, _, err = run(env, "ingest", "/no/such/file.jsonl")
     assert code == 2 and "no such file" in err
     code, _, err = run(env, "recall", "x", "--workspace", "acme", "--policy", "nope")
@@ -160,9 +160,9 @@ def test_messages_flush_into_episodes_listed_by_recent(env: dict[str, str], tmp_
     lines = [
         json.dumps(
             {
-                "workspace_id": "acme",
-                "conversation_id": "chat-42",
-                "agent_id": "helper",
+                "workspace": "acme",
+                "conversation": "chat-42",
+                "agent": "helper",
                 "type": "message",
                 "summary": text,
                 "payload": {"role": role, "name": name},
@@ -191,7 +191,7 @@ def test_messages_flush_into_episodes_listed_by_recent(env: dict[str, str], tmp_
     hits = json.loads(out)
     assert code == 0 and hits
     assert all(h["type"] == "entry" and h["source"] == "user_assertion" for h in hits)
-    assert all(h["evidence"] in h["summary"] for h in hits)
+    assert all(h["evidence"] in h["content"] for h in hits)
     code, out, _ = run(env, "recent", "--workspace", "acme")
     assert code == 0 and "4 messages" in out
     assert run(env, "index", "--flush")[0] == 2  # --flush only makes sense with --once

@@ -28,7 +28,7 @@ def test_keys_create_list_revoke(env: dict[str, str], tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     created = json.loads(result.stdout)
     secret = created["key"]
-    assert secret.startswith("ep_k_") and created["role"] == "lead" and created["crew_id"] == "ops"
+    assert secret.startswith("ep_k_") and created["role"] == "lead" and created["crew"] == "ops"
     result = runner.invoke(
         app, ["keys", "create", "--workspace", "acme", "--agent", "deployer"], env=env
     )

@@ -19,9 +19,9 @@ runner = CliRunner()
 EVENTS = [
     {
         "id": f"e{i}",
-        "workspace_id": "acme",
-        "agent_id": "deployer",
-        "crew_id": "platform",
+        "workspace": "acme",
+        "agent": "deployer",
+        "crew": "platform",
         "type": "peer.escalation",
         "summary": text,
         "ts": "2026-11-19T10:00:00Z",

@@ -93,7 +93,7 @@ def test_a_conversation_becomes_an_episode_with_entries_and_keys(
     assert 5 <= len(shown["title"].split()) <= 15
     assert shown["summary"] and shown["described_by"].startswith("offline")
     assert shown["stability"] is not None and shown["stability"] >= 2.3
-    assert episode.conversation_id == "chat-1" and episode.agent_id == "companion"
+    assert episode.conversation == "chat-1" and episode.agent == "companion"
     assert list(episode.source_event_ids) == ids
 
     # Offline extraction: the user's statements, each its own evidence.
@@ -102,7 +102,7 @@ def test_a_conversation_becomes_an_episode_with_entries_and_keys(
     for hit in hits:
         body = hit.to_json()
         assert body["source"] == "user_assertion"
-        assert body["evidence"] and body["evidence"] in body["summary"]
+        assert body["evidence"] and body["evidence"] in body["content"]
     # Messages stay recallable, now with their speaker and the episode's keys.
     found = svc.recall("Caroline support group", workspace="acme", types=("message",), k=3)
     assert found.hits[0].memory.content.startswith("Caroline: ")
@@ -143,26 +143,26 @@ def test_messages_are_validated_naming_the_field(svc: Episodic) -> None:
     with pytest.raises(InvalidInput) as conv:
         svc.add_event(
             {
-                "workspace_id": "acme",
+                "workspace": "acme",
                 "type": "message",
                 "summary": "hi",
                 "payload": {"role": "user"},
             }
         )
-    assert conv.value.field == "conversation_id"
+    assert conv.value.field == "conversation"
     report = svc.ingest(
         [
             {
-                "workspace_id": "acme",
+                "workspace": "acme",
                 "type": "message",
-                "conversation_id": "c",
+                "conversation": "c",
                 "summary": "ok",
                 "payload": {"role": "user"},
             },
             {
-                "workspace_id": "acme",
+                "workspace": "acme",
                 "type": "message",
-                "conversation_id": "c",
+                "conversation": "c",
                 "summary": "bad",
                 "payload": {"role": 7},
             },

@@ -116,8 +116,8 @@ def test_index_once_flush_then_a_dense_recall_finds_the_episode(
     lines = [
         json.dumps(
             {
-                "workspace_id": "acme",
-                "conversation_id": "chat-42",
+                "workspace": "acme",
+                "conversation": "chat-42",
                 "type": "message",
                 "summary": text,
                 "payload": {"role": role, "name": name},

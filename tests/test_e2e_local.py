@@ -47,19 +47,19 @@ def test_dense_leg_finds_a_paraphrase_with_no_shared_words() -> None:
         [
             {
                 "id": "a",
-                "workspace_id": "w",
+                "workspace": "w",
                 "type": "approval.denied",
                 "summary": "keeper refused to ship the release to production without sign-off",
             },
             {
                 "id": "b",
-                "workspace_id": "w",
+                "workspace": "w",
                 "type": "peer.escalation",
                 "summary": "the bakery order for the team lunch arrived late",
             },
             {
                 "id": "c",
-                "workspace_id": "w",
+                "workspace": "w",
                 "type": "peer.escalation",
                 "summary": "GPU node ran out of memory while training",
             },

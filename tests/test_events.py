@@ -23,11 +23,11 @@ def test_full_event_round_trips_every_field() -> None:
     e = parse_event(
         {
             "id": "evt-1",
-            "workspace_id": "ws",
-            "crew_id": "c",
-            "agent_id": "a",
-            "resource_id": "r",
-            "conversation_id": "conv",
+            "workspace": "ws",
+            "crew": "c",
+            "agent": "a",
+            "resource": "r",
+            "conversation": "conv",
             "ts": "2026-11-20T08:30:00+02:00",
             "type": "peer.escalation",
             "severity": "WARN",
@@ -38,7 +38,7 @@ def test_full_event_round_trips_every_field() -> None:
         settings=SETTINGS,
         now=NOW,
     )
-    assert (e.id, e.workspace_id, e.crew_id, e.agent_id, e.resource_id, e.conversation_id) == (
+    assert (e.id, e.workspace, e.crew, e.agent, e.resource, e.conversation) == (
         "evt-1",
         "ws",
         "c",
@@ -52,7 +52,7 @@ def test_full_event_round_trips_every_field() -> None:
 
 
 def test_defaults_for_optional_fields() -> None:
-    e = parse_event({"workspace_id": "ws"}, settings=SETTINGS, now=NOW)
+    e = parse_event({"workspace": "ws"}, settings=SETTINGS, now=NOW)
     assert e.ts == NOW and e.severity == "info" and e.type == "note"
     assert e.id.startswith("evt_") and e.payload == {} and e.refs == {}
 
@@ -61,25 +61,25 @@ def test_defaults_for_optional_fields() -> None:
     ("obj", "field", "fragment"),
     [
         ([1, 2], "event", "expected a JSON object"),
-        ({}, "workspace_id", "required"),
-        ({"workspace_id": "  "}, "workspace_id", "required"),
-        ({"workspace_id": 7}, "workspace_id", "expected a string"),
-        ({"workspace_id": "ws", "severity": "loud"}, "severity", "unknown severity 'loud'"),
-        ({"workspace_id": "ws", "summary": "x" * 101}, "summary", "over the cap of 100"),
-        ({"workspace_id": "ws", "summary": 5}, "summary", "expected a string"),
-        ({"workspace_id": "ws", "summary": "bad \ud800 text"}, "summary", "not valid UTF-8"),
-        ({"workspace_id": "ws", "payload": {"x": "y" * 300}}, "payload", "over the cap of 200"),
-        ({"workspace_id": "ws", "payload": [1]}, "payload", "expected a JSON object"),
-        ({"workspace_id": "ws", "ts": "last tuesday"}, "ts", "not an ISO 8601 time"),
-        ({"workspace_id": "ws", "ts": 1700000000}, "ts", "expected an ISO 8601 string"),
-        ({"workspace_id": "ws", "refs": {"episodic": "yes"}}, "refs.episodic", "true or false"),
+        ({}, "workspace", "required"),
+        ({"workspace": "  "}, "workspace", "required"),
+        ({"workspace": 7}, "workspace", "expected a string"),
+        ({"workspace": "ws", "severity": "loud"}, "severity", "unknown severity 'loud'"),
+        ({"workspace": "ws", "summary": "x" * 101}, "summary", "over the cap of 100"),
+        ({"workspace": "ws", "summary": 5}, "summary", "expected a string"),
+        ({"workspace": "ws", "summary": "bad \ud800 text"}, "summary", "not valid UTF-8"),
+        ({"workspace": "ws", "payload": {"x": "y" * 300}}, "payload", "over the cap of 200"),
+        ({"workspace": "ws", "payload": [1]}, "payload", "expected a JSON object"),
+        ({"workspace": "ws", "ts": "last tuesday"}, "ts", "not an ISO 8601 time"),
+        ({"workspace": "ws", "ts": 1700000000}, "ts", "expected an ISO 8601 string"),
+        ({"workspace": "ws", "refs": {"episodic": "yes"}}, "refs.episodic", "true or false"),
         (
-            {"workspace_id": "ws", "refs": {"priority": "urgent"}},
+            {"workspace": "ws", "refs": {"priority": "urgent"}},
             "refs.priority",
             "unknown priority",
         ),
-        ({"workspace_id": "ws", "sumary": "typo"}, "sumary", "unknown field"),
-        ({"workspace_id": "ws", "agent_id": "a\nb"}, "agent_id", "control characters"),
+        ({"workspace": "ws", "sumary": "typo"}, "sumary", "unknown field"),
+        ({"workspace": "ws", "agent": "a\nb"}, "agent", "control characters"),
     ],
 )
 def test_bad_input_names_the_field(obj: object, field: str, fragment: str) -> None:
@@ -91,13 +91,13 @@ def test_bad_input_names_the_field(obj: object, field: str, fragment: str) -> No
 
 def test_jsonl_reports_bad_lines_by_number_and_keeps_the_rest() -> None:
     lines = [
-        json.dumps({"workspace_id": "ws", "summary": "one"}).encode(),
+        json.dumps({"workspace": "ws", "summary": "one"}).encode(),
         b"{not json",
         b"",
-        json.dumps({"workspace_id": "ws", "severity": "fatal"}).encode(),
-        b'{"workspace_id": "ws", "summary": "caf\xe9"}',  # latin-1 byte, not UTF-8
-        json.dumps({"workspace_id": "ws", "summary": "two"}).encode(),
-        json.dumps({"workspace_id": "ws", "payload": {"blob": "z" * 250}}).encode(),
+        json.dumps({"workspace": "ws", "severity": "fatal"}).encode(),
+        b'{"workspace": "ws", "summary": "caf\xe9"}',  # latin-1 byte, not UTF-8
+        json.dumps({"workspace": "ws", "summary": "two"}).encode(),
+        json.dumps({"workspace": "ws", "payload": {"blob": "z" * 250}}).encode(),
     ]
     results = list(read_jsonl(lines, settings=SETTINGS, now=NOW))
     errors = [r for _, r in results if isinstance(r, LineError)]

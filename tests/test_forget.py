@@ -29,9 +29,9 @@ SHARED = "nightly batch window moved to 2am"
 def journal(i: str, ws: str, agent: str, summary: str, days: float = 1.0) -> dict[str, Any]:
     return {
         "id": i,
-        "workspace_id": ws,
-        "agent_id": agent,
-        "crew_id": "ops",
+        "workspace": ws,
+        "agent": agent,
+        "crew": "ops",
         "type": "peer.escalation",
         "summary": summary,
         "ts": (NOW - timedelta(days=days)).isoformat(),

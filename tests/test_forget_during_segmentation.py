@@ -40,8 +40,8 @@ class ForgetsWhileClosing:
         derived: Sequence[Memory],
         keys: Any,
     ) -> bool:
-        if not self.forgot and episode.conversation_id == self._conversation:
-            self._mem.forget(workspace=episode.workspace_id, conversation=self._conversation)
+        if not self.forgot and episode.conversation == self._conversation:
+            self._mem.forget(workspace=episode.workspace, conversation=self._conversation)
             self.forgot = True
         return self._store.close_episode(episode, message_ids, derived, keys)
 

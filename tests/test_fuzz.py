@@ -125,7 +125,7 @@ def test_sparse_search_takes_any_query_on_both_backends(db_url: str) -> None:
     with memory_db(db_url) as mem:
         mem.ingest(
             [
-                {"workspace_id": "w", "summary": text, "refs": {"episodic": True}}
+                {"workspace": "w", "summary": text, "refs": {"episodic": True}}
                 for text in (
                     "checkout OOM after the cache TTL change",
                     "NEAR AND OR NOT are words here, as is col:name and a-b",
@@ -151,13 +151,13 @@ EVENT_FIELDS = st.sampled_from(
     ("id", "workspace_id", "agent_id", "ts", "type", "summary", "payload", "refs", "", "bogus")
 )
 EVENTS = st.fixed_dictionaries(
-    {"workspace_id": st.sampled_from(["acme", "orbit"])},
+    {"workspace": st.sampled_from(["acme", "orbit"])},
     optional={
         "id": st.sampled_from(["e1", "e2", "e3"]) | st.text(max_size=5) | JSON_VALUES,
         "summary": st.text(max_size=40) | JSON_VALUES,
         "ts": st.sampled_from(["2026-03-01T09:30:00+02:00", "2026-03-01"]) | JSON_VALUES,
         "type": st.sampled_from(["note", "message"]) | JSON_VALUES,
-        "conversation_id": st.just("c1") | JSON_VALUES,
+        "conversation": st.just("c1") | JSON_VALUES,
         "severity": st.sampled_from(["warn", "ERROR"]) | JSON_VALUES,
         "payload": st.fixed_dictionaries({}, optional={"role": st.just("user")}) | JSON_VALUES,
         "refs": st.fixed_dictionaries({}, optional={"priority": st.just("pin")}) | JSON_VALUES,
@@ -167,7 +167,7 @@ LINES = st.lists(
     EVENTS.map(lambda e: json.dumps(e).encode())
     | st.dictionaries(EVENT_FIELDS, JSON_VALUES, max_size=4).map(lambda e: json.dumps(e).encode())
     | st.binary(max_size=40)
-    | st.sampled_from([b"", b"   ", b"[" * 5000, b"1" * 5000, b'{"workspace_id": "w",}']),
+    | st.sampled_from([b"", b"   ", b"[" * 5000, b"1" * 5000, b'{"workspace": "w",}']),
     max_size=8,
 )
 

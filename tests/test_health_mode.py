@@ -44,7 +44,7 @@ def journal(tag: str, n: int) -> list[dict[str, Any]]:
     return [
         {
             "id": f"{tag}-{i}",
-            "workspace_id": "acme",
+            "workspace": "acme",
             "type": "peer.escalation",
             "summary": f"{tag} checkout incident {i}",
             "ts": now,

@@ -25,7 +25,7 @@ NOW = datetime.now(UTC)
 def ev(i: str, ws: str, summary: str, **extra: Any) -> dict[str, Any]:
     return {
         "id": i,
-        "workspace_id": ws,
+        "workspace": ws,
         "type": "peer.escalation",
         "summary": summary,
         "ts": (NOW - timedelta(days=float(extra.pop("days", 1)))).isoformat(),
@@ -69,27 +69,27 @@ def keys(mem: Episodic) -> dict[str, str]:
                 "a1",
                 "acme",
                 "checkout OOM after cache TTL change",
-                agent_id="deployer",
-                crew_id="ops",
+                agent="deployer",
+                crew="ops",
             ),
             ev(
                 "a2",
                 "acme",
                 "checkout deploy denied by keeper",
-                agent_id="reviewer",
-                crew_id="ops",
+                agent="reviewer",
+                crew="ops",
                 type="approval.denied",
             ),
             ev(
                 "a3",
                 "acme",
                 "checkout flaky test retried",
-                agent_id="reviewer",
-                crew_id="qa",
+                agent="reviewer",
+                crew="qa",
                 type="tool.call",
                 refs={"episodic": True},
             ),
-            ev("o1", "orbit", "checkout OOM in the orbit sandbox", agent_id="deployer"),
+            ev("o1", "orbit", "checkout OOM in the orbit sandbox", agent="deployer"),
         ]
     )
     mem.index_once()
@@ -156,14 +156,14 @@ def test_another_workspace_is_403_with_no_existence_hint(base: str, keys: dict[s
         assert other.status_code == none.status_code == 404
         assert error_of(other)["message"] == "not found: o1"
         hits = c.post("/v1/recall", json={"query": "checkout OOM sandbox", "k": 10}).json()["hits"]
-        assert hits and {h["workspace_id"] for h in hits} == {"acme"}
+        assert hits and {h["workspace"] for h in hits} == {"acme"}
 
 
 def test_roles_map_to_recall_scopes(base: str, keys: dict[str, str]) -> None:
     with client(base, keys["deployer"]) as c:
         r = c.post("/v1/recall", json={"query": "checkout", "k": 10, "explain": True})
         assert r.status_code == 200
-        assert {h["agent_id"] for h in r.json()["hits"]} == {"deployer"}
+        assert {h["agent"] for h in r.json()["hits"]} == {"deployer"}
         # The trace never names what the key's scope hides (an admin's trace would).
         assert "a2" not in r.text and "a3" not in r.text
         assert c.post("/v1/recall", json={"query": "x", "agent": "reviewer"}).status_code == 403
@@ -174,7 +174,7 @@ def test_roles_map_to_recall_scopes(base: str, keys: dict[str, str]) -> None:
         assert r.status_code == 422 and error_of(r)["field"] == "agent"
         assert "created with --agent" in error_of(r)["message"]  # the error names the fix
         r = c.post("/v1/recall", json={"query": "checkout", "agent": "reviewer", "k": 10})
-        assert {h["agent_id"] for h in r.json()["hits"]} == {"reviewer"}
+        assert {h["agent"] for h in r.json()["hits"]} == {"reviewer"}
     with client(base, keys["lead"]) as c:
         ids = {
             h["id"]
@@ -227,14 +227,14 @@ def test_events_batch_reports_bad_items_by_position_and_stores_the_rest(
         # The key's workspace fills a blank one; a mistyped one is that event's error.
         r = c.post(
             "/v1/events",
-            json={"events": [{"id": "b6", "workspace_id": " acme "}, {"workspace_id": 5}]},
+            json={"events": [{"id": "b6", "workspace": " acme "}, {"workspace": 5}]},
         )
         assert r.status_code == 200
-        assert [(e["index"], e["field"]) for e in r.json()["errors"]] == [(1, "workspace_id")]
+        assert [(e["index"], e["field"]) for e in r.json()["errors"]] == [(1, "workspace")]
         # An event naming another workspace refuses the whole batch.
         r = c.post(
             "/v1/events",
-            json={"events": [{"id": "b4", "summary": "x"}, {"id": "b5", "workspace_id": "orbit"}]},
+            json={"events": [{"id": "b4", "summary": "x"}, {"id": "b5", "workspace": "orbit"}]},
         )
         assert r.status_code == 403
     assert [m.id for m in mem.store.get_memories("acme", ["b1", "b3", "b4"])] == ["b1", "b3"]
@@ -244,10 +244,10 @@ def test_an_agent_key_writes_as_its_agent(base: str, keys: dict[str, str], mem: 
     with client(base, keys["deployer"]) as c:
         r = c.post("/v1/events", json={"events": [{"id": "d1", "type": "peer.escalation"}]})
         assert r.status_code == 200
-        assert c.post("/v1/events", json={"events": [{"agent_id": "other"}]}).status_code == 403
+        assert c.post("/v1/events", json={"events": [{"agent": "other"}]}).status_code == 403
         r = c.post("/v1/memories", json={"content": "deployer prefers blue-green deploys"})
-        assert r.status_code == 201 and r.json()["agent_id"] == "deployer"
-    assert mem.store.get_events("acme", ["d1"])[0].agent_id == "deployer"
+        assert r.status_code == 201 and r.json()["agent"] == "deployer"
+    assert mem.store.get_events("acme", ["d1"])[0].agent == "deployer"
 
 
 def test_memories_create_get_list_paginate_retire(base: str, keys: dict[str, str]) -> None:

@@ -28,8 +28,8 @@ from servers import serve
 def event(i: str, agent: str) -> dict[str, Any]:
     return {
         "id": i,
-        "workspace_id": "acme",
-        "agent_id": agent,
+        "workspace": "acme",
+        "agent": agent,
         "type": "peer.escalation",
         "summary": f"checkout outage number {i}",
     }

@@ -42,7 +42,7 @@ def test_no_operation_crosses_a_workspace(
 def _event(ws: str, summary: str, event_id: str = "shared-1") -> dict[str, Any]:
     return {
         "id": event_id,
-        "workspace_id": ws,
+        "workspace": ws,
         "type": "decision",
         "summary": summary,
         "refs": {"episodic": True},
@@ -81,7 +81,7 @@ def test_an_id_another_workspace_holds_is_refused_not_skipped(db_url: str) -> No
 
         # Found by the stress run: an event of e the journal kept without a memory, then a
         # batch where f sends that id (refused) before e repeats it (a plain duplicate).
-        quiet = {"id": "quiet-1", "workspace_id": "e", "type": "exec.output_chunk"}
+        quiet = {"id": "quiet-1", "workspace": "e", "type": "exec.output_chunk"}
         assert ep.ingest([quiet]).admitted == 0
         mixed = ep.ingest([_event("f", "phi plan", "quiet-1"), quiet])
         assert [(e.line, e.field) for e in mixed.errors] == [(1, "id")]

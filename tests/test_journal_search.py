@@ -44,9 +44,9 @@ def journal_events() -> list[dict[str, Any]]:
     return [
         {
             "id": "chunk-1",
-            "workspace_id": "acme",
-            "agent_id": "builder",
-            "crew_id": "ops",
+            "workspace": "acme",
+            "agent": "builder",
+            "crew": "ops",
             "type": "exec.output_chunk",
             "summary": f"cargo build output part 7 for {WORD}",
             "payload": {"text": "error[E0599]: no method named quuxify found"},
@@ -54,9 +54,9 @@ def journal_events() -> list[dict[str, Any]]:
         },
         {
             "id": "decision-1",
-            "workspace_id": "acme",
-            "agent_id": "keeper",
-            "crew_id": "ops",
+            "workspace": "acme",
+            "agent": "keeper",
+            "crew": "ops",
             "type": "keeper.decision",
             "severity": "info",
             "summary": f"allowed the {WORD} migration on staging",
@@ -64,9 +64,9 @@ def journal_events() -> list[dict[str, Any]]:
         },
         {
             "id": "escalation-1",
-            "workspace_id": "acme",
-            "agent_id": "deployer",
-            "crew_id": "sec",
+            "workspace": "acme",
+            "agent": "deployer",
+            "crew": "sec",
             "type": "peer.escalation",
             "severity": "warn",
             "summary": f"{WORD} rollout blocked by the security review",
@@ -74,18 +74,18 @@ def journal_events() -> list[dict[str, Any]]:
         },
         {
             "id": "old-chunk",
-            "workspace_id": "acme",
-            "agent_id": "builder",
-            "crew_id": "ops",
+            "workspace": "acme",
+            "agent": "builder",
+            "crew": "ops",
             "type": "exec.output_chunk",
             "summary": f"{WORD} build log from last year, linker gave up",
             "ts": at(timedelta(days=400)),
         },
         {
             "id": "orbit-1",
-            "workspace_id": "orbit",
-            "agent_id": "builder",
-            "crew_id": "ops",
+            "workspace": "orbit",
+            "agent": "builder",
+            "crew": "ops",
             "type": "exec.output_chunk",
             "summary": f"orbit's own {WORD} secret, quuxify E0599 too",
             "ts": at(timedelta(hours=3)),
@@ -259,7 +259,7 @@ def test_cli_lists_events_as_a_table_and_as_json(mem: Episodic) -> None:
     rows = json.loads(result.stdout)
     assert {r["id"] for r in rows} == {"chunk-1", "decision-1", "escalation-1", "old-chunk"}
     for row in rows:
-        assert {"id", "ts", "type", "severity", "agent_id", "summary", "archived"} <= set(row)
+        assert {"id", "ts", "type", "severity", "agent", "summary", "archived"} <= set(row)
     assert {r["id"]: r["archived"] for r in rows}["old-chunk"] is True
     narrowed = cli(
         url,
@@ -346,7 +346,7 @@ def test_http_search_is_bound_to_the_key(mem: Episodic) -> None:
         assert {e["type"] for e in body} <= {"exec.output_chunk", "keeper.decision"}
         old = get("admin", q="linker gave up").json()["events"]
         assert [(e["id"], e["archived"]) for e in old] == [("old-chunk", True)]
-        assert set(old[0]) >= {"id", "ts", "type", "severity", "agent_id", "summary", "score"}
+        assert set(old[0]) >= {"id", "ts", "type", "severity", "agent", "summary", "score"}
         since = (NOW - timedelta(minutes=90)).isoformat()
         assert seen("admin", since=since) == {"decision-1", "escalation-1"}
 

@@ -77,7 +77,7 @@ def complete_runs(layer: MemoryLayer, clock: list[datetime]) -> None:
             for i, item in enumerate(run)
         ]
         episodes = layer.on_complete(stamped, conversation=f"run-{day}", outcome="success")
-        assert len(episodes) == 1 and episodes[0].conversation_id == f"run-{day}"
+        assert len(episodes) == 1 and episodes[0].conversation == f"run-{day}"
 
 
 def test_init_on_an_empty_memory(layer: MemoryLayer) -> None:
@@ -97,7 +97,7 @@ def test_on_complete_then_recall_newest_first_within_budget(
     assert full.text.startswith(EPISODES_OPEN) and full.text.endswith(EPISODES_CLOSE)
     assert "UNTRUSTED" in full.text
     # Listed oldest first, as a timeline.
-    assert [e.conversation_id for e in full.episodes] == ["run-0", "run-1"]
+    assert [e.conversation for e in full.episodes] == ["run-0", "run-1"]
     assert full.tokens == estimate_tokens(full.text) <= 2000
 
 
@@ -132,7 +132,7 @@ def test_recall_holds_the_budget_to_seed_002s_bounds(
     ceiling = layer.recall(BUDGET_MAX_TOKENS)
     assert 0 < len(floor.episodes) < len(ceiling.episodes) < 20
     # Newest first until the budget is spent, then listed as a timeline.
-    newest = [e.conversation_id for e in floor.episodes]
+    newest = [e.conversation for e in floor.episodes]
     assert newest == [f"run-{d:02d}" for d in range(20 - len(newest), 20)]
     # Too small a budget is lifted to 300, too large a one cut to 2000.
     for asked, bound in ((1, floor), (299, floor), (100_000, ceiling), (2001, ceiling)):
@@ -169,7 +169,7 @@ def test_the_outcome_belongs_to_the_runs_episodes(
     assert [episode_json(e)["outcome"] for e in failed] == ["failed: vault read-only"]
     assert [episode_json(e)["outcome"] for e in silent] == [None]
     shown = {
-        e.conversation_id: episode_json(e)["outcome"]
+        e.conversation: episode_json(e)["outcome"]
         for e in layer.memory.recent(workspace="acme", limit=10)
     }
     assert shown["run-0"] == shown["run-1"] == "success"
@@ -217,8 +217,8 @@ def test_an_outcome_that_is_not_text_is_refused_and_nothing_is_stored(
 def test_recall_by_relevance_needs_a_query(layer: MemoryLayer, clock: list[datetime]) -> None:
     complete_runs(layer, clock)
     found = layer.recall(2000, "deploy checkout staging", order="relevant")
-    assert found.episodes and found.episodes[-1].conversation_id in {"run-0", "run-1"}
-    assert any(e.conversation_id == "run-0" for e in found.episodes)
+    assert found.episodes and found.episodes[-1].conversation in {"run-0", "run-1"}
+    assert any(e.conversation == "run-0" for e in found.episodes)
     with pytest.raises(InvalidInput) as bad:
         layer.recall(2000, order="relevant")
     assert bad.value.field == "query"

@@ -54,8 +54,8 @@ def test_concurrent_writes_and_recalls_lose_nothing_and_never_fail(
 def test_a_write_missing_or_changed_in_the_store_is_reported(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path}/m.db"
     with Episodic.open(db, settings=Settings(embedder="none")) as mem:
-        mem.ingest([{"id": "e1", "workspace_id": "w", "type": "tool.call", "summary": "kept"}])
-        mem.ingest([{"id": "e2", "workspace_id": "w", "type": "tool.call", "summary": "real"}])
+        mem.ingest([{"id": "e1", "workspace": "w", "type": "tool.call", "summary": "kept"}])
+        mem.ingest([{"id": "e2", "workspace": "w", "type": "tool.call", "summary": "real"}])
     report = LoadReport(LoadConfig(db=db))
     report.written = [
         Written("event", "w", "e1", "kept"),
@@ -72,8 +72,8 @@ def test_a_failed_or_foreign_response_is_an_error() -> None:
     def response(status: int, body: object) -> httpx.Response:
         return httpx.Response(status, json=body)
 
-    assert check("recall", response(200, {"hits": [{"workspace_id": "w"}]}), "w", 0) is None
-    assert check("recall", response(200, {"hits": [{"workspace_id": "x"}]}), "w", 0)
+    assert check("recall", response(200, {"hits": [{"workspace": "w"}]}), "w", 0) is None
+    assert check("recall", response(200, {"hits": [{"workspace": "x"}]}), "w", 0)
     assert check("recall", response(500, {"error": {}}), "w", 0)
     assert check("recall", response(422, {"error": {}}), "w", 0)  # every request is valid
     assert check("message", response(201, {"id": "m"}), "w", 0) is None

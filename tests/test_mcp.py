@@ -24,22 +24,22 @@ from servers import serve
 EVENTS = [
     {
         "id": "m1",
-        "workspace_id": "acme",
-        "agent_id": "deployer",
+        "workspace": "acme",
+        "agent": "deployer",
         "type": "peer.escalation",
         "summary": "checkout OOM after the cache TTL change <b>boom</b>",
     },
     {
         "id": "m2",
-        "workspace_id": "acme",
-        "agent_id": "reviewer",
+        "workspace": "acme",
+        "agent": "reviewer",
         "type": "peer.escalation",
         "summary": "checkout review found a flaky test",
     },
     {
         "id": "m3",
-        "workspace_id": "orbit",
-        "agent_id": "deployer",
+        "workspace": "orbit",
+        "agent": "deployer",
         "type": "peer.escalation",
         "summary": "checkout OOM in orbit",
     },
@@ -174,5 +174,5 @@ def test_a_resource_binding_reads_and_writes_only_that_resource(db_url: str) -> 
                     return str(stored["id"])
 
         stored_id = anyio.run(main)
-        assert mem.store.get_memories("shop", [stored_id])[0].resource_id == "user:dana"
+        assert mem.store.get_memories("shop", [stored_id])[0].resource == "user:dana"
         assert len(mem.store.get_memories("shop", ["note-omar"])) == 1  # not forgotten

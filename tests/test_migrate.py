@@ -49,9 +49,9 @@ def build_source(path: Path, n: int = 24) -> str:
                 summary=f"déploiement {i} ✓ — cache miss on host h{i % 4} 🚀",
                 minutes=i,
                 payload={"n": i, "note": 'quote " and newline \n', "ratio": i / 7},
-                agent_id=f"a{i % 2}",
-                crew_id=None if i % 5 == 0 else "c1",
-                resource_id="r1" if i % 4 == 0 else None,
+                agent=f"a{i % 2}",
+                crew=None if i % 5 == 0 else "c1",
+                resource="r1" if i % 4 == 0 else None,
             )
             for i in range(n)
         ]
@@ -74,7 +74,7 @@ def build_source(path: Path, n: int = 24) -> str:
         # Sources out of key order: a memory lists them in the order they were written.
         episode = Memory(
             id="ep1",
-            workspace_id="acme",
+            workspace="acme",
             ts=T0,
             type="episode",
             content="an episode of three events",

@@ -53,7 +53,7 @@ def events(tag: str, n: int, ws: str = "acme") -> list[dict[str, Any]]:
     return [
         {
             "id": f"{tag}-{i}",
-            "workspace_id": ws,
+            "workspace": ws,
             "type": "peer.escalation",
             "summary": f"{tag} checkout incident number {i}: cache {tag}{i} evicted",
             "ts": (NOW - timedelta(minutes=n - i)).isoformat(),
@@ -253,7 +253,7 @@ def _llm_run(db_url: str, chat: ChatServer, mode: str) -> tuple[Episodic, OpenAI
     layer.on_complete([{"role": r, "content": t} for r, t in CONVERSATION], conversation="run1")
     mem.ingest(
         [
-            {"id": f"k{i}", "workspace_id": "acme", "type": "peer.escalation", "summary": s}
+            {"id": f"k{i}", "workspace": "acme", "type": "peer.escalation", "summary": s}
             for i, s in enumerate(CLUSTER)
         ]
     )

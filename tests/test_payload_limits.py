@@ -158,14 +158,14 @@ def test_cli_ingest_reports_each_bad_line_and_stores_the_rest(
     db_url: str, mem: Episodic, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("EPISODIC_EMBEDDER", "none")
-    line = {"workspace_id": "acme", "type": "peer.escalation", "summary": "checkout outage"}
+    line = {"workspace": "acme", "type": "peer.escalation", "summary": "checkout outage"}
     file = tmp_path / "events.jsonl"
     file.write_text(
         "\n".join(
             [
                 json.dumps({**line, "id": "e1"}),
                 json.dumps({**line, "id": "e2", "payload": nested(300)}),
-                '{"workspace_id": "acme", "id": "e3", "summary": "x", "payload": {"v": NaN}}',
+                '{"workspace": "acme", "id": "e3", "summary": "x", "payload": {"v": NaN}}',
                 json.dumps({**line, "id": "e4", "refs": {"deep": nested(MAX_DEPTH)}}),
                 json.dumps({**line, "id": "e5"}),
             ]
@@ -192,8 +192,8 @@ def plant(mem: Episodic, memory_id: str, payload: dict[str, Any]) -> None:
     event = parse_event(
         {
             "id": memory_id,
-            "workspace_id": "acme",
-            "agent_id": "deployer",
+            "workspace": "acme",
+            "agent": "deployer",
             "type": "peer.escalation",
             "summary": f"checkout outage poisoned {memory_id}",
         },
@@ -287,7 +287,7 @@ def test_markdown_import_refuses_payloads_by_file_and_field(mem: Episodic, tmp_p
 
 def test_python_ingest_checks_events_built_by_the_caller(mem: Episodic) -> None:
     good = parse_event(
-        {"id": "b1", "workspace_id": "acme", "type": "peer.escalation", "summary": "fine"},
+        {"id": "b1", "workspace": "acme", "type": "peer.escalation", "summary": "fine"},
         settings=Settings(),
         now=NOW,
     )

@@ -30,19 +30,19 @@ def memories() -> tuple[list[Event], list[Memory]]:
     events = [
         Event(
             id="src-1",
-            workspace_id="acme",
+            workspace="acme",
             ts=T0,
             type="message",
             summary="I said: use card A",
             payload={"role": "user", "name": "Dana"},
-            agent_id="helper",
-            conversation_id="c/1",
+            agent="helper",
+            conversation="c/1",
         ),
-        Event(id="src-2", workspace_id="acme", ts=T0, type="peer.escalation", summary="x"),
+        Event(id="src-2", workspace="acme", ts=T0, type="peer.escalation", summary="x"),
     ]
     full = Memory(
         id="ent/with slash & ünïcode",
-        workspace_id="acme",
+        workspace="acme",
         ts=T0 + timedelta(minutes=3),
         type="entry",
         content="Line one\n---\nnot frontmatter: yes\n\n  indented, trailing spaces  \n✓ done",
@@ -53,10 +53,10 @@ def memories() -> tuple[list[Event], list[Memory]]:
             "nested": {"a": [1, 2.5, None]},
             "flag": True,
         },
-        crew_id="ops",
-        agent_id="helper",
-        resource_id="order-7",
-        conversation_id="c/1",
+        crew="ops",
+        agent="helper",
+        resource="order-7",
+        conversation="c/1",
         base_importance=0.55,
         importance=0.8123456789,
         reference_count=4,
@@ -72,25 +72,25 @@ def memories() -> tuple[list[Event], list[Memory]]:
         consolidated_at=T0 + timedelta(days=3),
     )
     plain = Memory(
-        id="n1", workspace_id="acme", ts=T0, type="note", content="plain note", created_at=T0
+        id="n1", workspace="acme", ts=T0, type="note", content="plain note", created_at=T0
     )
     crew_only = Memory(
         id=".hidden",
-        workspace_id="acme",
+        workspace="acme",
         ts=T0,
         type="note",
         content="crew note",
-        crew_id="ops",
+        crew="ops",
         created_at=T0,
         payload={"source": {"not": "a string"}},
     )
     other = Memory(
         id="o1",
-        workspace_id="orbit",
+        workspace="orbit",
         ts=T0,
         type="note",
         content="orbit note",
-        agent_id="a",
+        agent="a",
         created_at=T0,
     )
     return events, [full, plain, crew_only, other]
@@ -133,10 +133,10 @@ def test_export_import_round_trips_every_field(
     result = target.import_markdown(out)
     assert result.errors == [] and (result.inserted, result.events_inserted) == (4, 2)
     for m in ms:
-        back = target.store.get_memory(m.workspace_id, m.id)
+        back = target.store.get_memory(m.workspace, m.id)
         for f in fields(Memory):
             assert getattr(back, f.name) == getattr(m, f.name), f.name
-        assert back == source.store.get_memory(m.workspace_id, m.id)
+        assert back == source.store.get_memory(m.workspace, m.id)
     # The cited events come back with the episode that took them: not pending again.
     (ev, episode), _ = target.store.events_with_episodes("acme", ["src-1", "src-2"])
     assert ev.summary == "I said: use card A" and episode == "ep-1"
@@ -281,7 +281,7 @@ def test_an_empty_scope_id_is_none_and_round_trips(crew: str) -> None:
     # (a scope no file path can hold), and came back from its own export as no crew.
     text = f"---\nid: m2\ntype: learning\nworkspace: acme\n{crew}\n---\nthe body\n"
     memory = parse_file(text)
-    assert memory.crew_id is None
+    assert memory.crew is None
     assert parse_file(render_file(memory)) == memory
 
 

@@ -45,7 +45,7 @@ def in_thread(work: Callable[[], object]) -> None:
 def test_nothing_waits_for_a_batch_being_embedded(pg_url: str) -> None:
     with PostgresStore(pg_url) as store, PostgresStore(pg_url) as other:
         remember(store, *[event(f"p{i}", summary=f"pending {i}") for i in range(3)])
-        remember(store, event("gone", agent_id="ghost", summary="to forget"))
+        remember(store, event("gone", agent="ghost", summary="to forget"))
         remember(store, event("moved", summary="to rewrite"))
         embedding, release = threading.Event(), threading.Event()
         outcome: dict[str, object] = {}

@@ -63,7 +63,7 @@ def _memories(n: int) -> tuple[list[Event], list[Memory]]:
         words = " ".join(_WORDS[(i * 7 + k * 3) % len(_WORDS)] for k in range(6))
         e = Event(
             id=f"ev-{i:05d}",
-            workspace_id=f"ws{i % 3}",
+            workspace=f"ws{i % 3}",
             ts=T0 + timedelta(seconds=i),
             type="note",
             summary=f"run {i}: {words}",
@@ -72,7 +72,7 @@ def _memories(n: int) -> tuple[list[Event], list[Memory]]:
         memories.append(
             Memory(
                 id=e.id,
-                workspace_id=e.workspace_id,
+                workspace=e.workspace,
                 ts=e.ts,
                 type=e.type,
                 content=e.summary,

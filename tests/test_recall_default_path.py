@@ -54,9 +54,9 @@ def event(
 ) -> dict[str, Any]:
     return {
         "id": i,
-        "workspace_id": "w",
-        "agent_id": agent,
-        "crew_id": crew,
+        "workspace": "w",
+        "agent": agent,
+        "crew": crew,
         "type": type,
         "severity": severity,
         "summary": summary,
@@ -266,14 +266,14 @@ def episode(
     msgs = [
         Event(
             f"{i}-msg{n}", "w", ts + timedelta(minutes=n), "message", summary=text,
-            payload={"role": "user" if n % 2 == 0 else "assistant"}, conversation_id=f"c-{i}",
+            payload={"role": "user" if n % 2 == 0 else "assistant"}, conversation=f"c-{i}",
         )
         for n, text in enumerate(lines)
     ]  # fmt: skip
     m.store.append(msgs, [])
     m.store.close_episode(
         Memory(
-            i, "w", ts, "episode", f"{title}: {' '.join(lines)}", conversation_id=f"c-{i}",
+            i, "w", ts, "episode", f"{title}: {' '.join(lines)}", conversation=f"c-{i}",
             payload={"title": title, "surprise": surprise, "key_moment": surprise >= 0.7,
                      "flashbulb": surprise >= 0.85},
             source_event_ids=tuple(e.id for e in msgs),
@@ -314,7 +314,7 @@ def test_key_moments_are_labelled_and_the_top_two_bring_their_messages(mem: Epis
         shown = h.to_json()
         assert shown["moment"] == h.moment
         if h in top and h.moment:
-            assert [d["text"] for d in shown["details"]] == [e.summary for e in h.details]
+            assert [d["content"] for d in shown["details"]] == [e.summary for e in h.details]
             assert h.details and h.details[0].id == f"{h.id}-msg0"
         else:
             assert shown["details"] == []
@@ -399,7 +399,7 @@ def test_an_entry_takes_the_slot_of_a_learning_or_message_from_its_source(mem: E
     text = "The replacement should go to my office at Torstrasse 12 in Berlin."
     msg = Event(
         "m1", "w", NOW - timedelta(hours=1), "message", summary=text,
-        payload={"role": "user"}, conversation_id="c1",
+        payload={"role": "user"}, conversation="c1",
     )  # fmt: skip
     mem.store.append([msg], [])
     made = [
@@ -410,7 +410,7 @@ def test_an_entry_takes_the_slot_of_a_learning_or_message_from_its_source(mem: E
             kind,
             text,
             source_event_ids=("m1",),
-            conversation_id="c1",
+            conversation="c1",
             payload=payload,
             base_importance=importance,
             importance=importance,

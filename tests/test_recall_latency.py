@@ -32,7 +32,7 @@ def mem(db_url: str) -> Iterator[Episodic]:
 def event(i: str, summary: str, days: float) -> dict[str, Any]:
     return {
         "id": i,
-        "workspace_id": "w",
+        "workspace": "w",
         "type": "peer.escalation",
         "summary": summary,
         "ts": (NOW - timedelta(days=days)).isoformat(),

@@ -142,9 +142,9 @@ def add(
         [
             {
                 "id": i,
-                "workspace_id": "w",
-                "agent_id": agent,
-                "crew_id": crew,
+                "workspace": "w",
+                "agent": agent,
+                "crew": crew,
                 "type": type,
                 "severity": severity,
                 "summary": summary,
@@ -350,7 +350,7 @@ def test_scope_multipliers_are_configurable_per_policy(mem: Episodic) -> None:
         [
             {
                 "id": "glob",
-                "workspace_id": "w",
+                "workspace": "w",
                 "type": "peer.escalation",
                 "summary": "build cache warmed slowly",
                 "ts": (NOW - timedelta(days=1)).isoformat(),
@@ -387,7 +387,7 @@ def test_turns_of_the_conversation_that_matched_best_rise_above_other_conversati
             i,
             text,
             days=10 - n / 100,
-            conversation_id=conversation,
+            conversation=conversation,
             type="note",
             refs={"episodic": True},
         )

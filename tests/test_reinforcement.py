@@ -35,7 +35,7 @@ def mem(db_url: str, clock: list[datetime]) -> Iterator[Episodic]:
 def learning(id: str, content: str, *, status: MemoryStatus = MemoryStatus.ACTIVE) -> Memory:
     return Memory(
         id=id,
-        workspace_id="acme",
+        workspace="acme",
         ts=NOW - timedelta(days=30),
         type="learning",
         content=content,
@@ -150,9 +150,9 @@ def message(id: str, text: str, role: str, minute: int, phase: str | None) -> st
     return json.dumps(
         {
             "id": id,
-            "workspace_id": "acme",
-            "conversation_id": "job-7",
-            "agent_id": "builder",
+            "workspace": "acme",
+            "conversation": "job-7",
+            "agent": "builder",
             "type": "message",
             "summary": text,
             "ts": (NOW - timedelta(hours=1) + timedelta(minutes=minute)).isoformat(),
@@ -183,7 +183,7 @@ def test_learnings_carry_their_phase_and_stage_retirement_reaches_them(
     shown = runner.invoke(app, [*recall, "--json"], env=env)
     assert shown.exit_code == 0, shown.output
     phases = {
-        h["summary"]: h["payload"].get("phase")
+        h["content"]: h["payload"].get("phase")
         for h in json.loads(shown.stdout)
         if h["type"] == "learning"
     }
@@ -198,5 +198,5 @@ def test_learnings_carry_their_phase_and_stage_retirement_reaches_them(
     gone = json.loads(retired.stdout)["retired"]
     assert len(gone) == 1
     left = runner.invoke(app, [*recall, "--json"], env=env)
-    learned = [h["summary"] for h in json.loads(left.stdout) if h["type"] == "learning"]
+    learned = [h["content"] for h in json.loads(left.stdout) if h["type"] == "learning"]
     assert learned == ["Never merge without running the contract tests."]

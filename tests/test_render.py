@@ -23,7 +23,7 @@ TS = datetime(2026, 11, 1, tzinfo=UTC)
 def hit(
     content: str, score: float = 0.5, age: float = 86400 * 2, kind: str = "peer.escalation"
 ) -> Hit:
-    m = Memory(id=content[:8], workspace_id="ws", ts=TS, type=kind, content=content)
+    m = Memory(id=content[:8], workspace="ws", ts=TS, type=kind, content=content)
     return Hit(memory=m, score=score, age_seconds=age)
 
 

@@ -61,11 +61,11 @@ def test_fields_are_valid() -> None:
 
 
 def test_two_workspaces_each_with_crews_and_agents() -> None:
-    assert {row["workspace_id"] for row in ROWS} == set(WORKSPACES)
+    assert {row["workspace"] for row in ROWS} == set(WORKSPACES)
     for ws in WORKSPACES:
-        rows = [row for row in ROWS if row["workspace_id"] == ws]
-        assert 1 <= len({row["crew_id"] for row in rows}) <= 2
-        assert 3 <= len({row["agent_id"] for row in rows}) <= 5
+        rows = [row for row in ROWS if row["workspace"] == ws]
+        assert 1 <= len({row["crew"] for row in rows}) <= 2
+        assert 3 <= len({row["agent"] for row in rows}) <= 5
 
 
 def test_spans_about_sixty_days_ending_on_the_last_day() -> None:
@@ -76,7 +76,7 @@ def test_spans_about_sixty_days_ending_on_the_last_day() -> None:
 
 @pytest.mark.parametrize("workspace", WORKSPACES)
 def test_each_workspace_has_memorable_events(workspace: str) -> None:
-    admitted = [row for row in ROWS if row["workspace_id"] == workspace and _admitted(row)]
+    admitted = [row for row in ROWS if row["workspace"] == workspace and _admitted(row)]
     assert len(admitted) >= 30
 
 
@@ -121,9 +121,9 @@ def test_demo_queries_have_admitted_answers(
     matches = [
         row["id"]
         for row in ROWS
-        if row["workspace_id"] == workspace
+        if row["workspace"] == workspace
         and _admitted(row)
-        and (agent is None or row["agent_id"] == agent)
+        and (agent is None or row["agent"] == agent)
         and all(any(word in row["summary"].lower() for word in group) for group in groups)
     ]
     assert len(matches) >= at_least, matches

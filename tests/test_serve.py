@@ -93,17 +93,17 @@ def test_serve_runs_the_api_and_the_background_indexer(tmp_path: Path) -> None:
             headers=auth,
             json={"query": "memory exhausted in the shop", "policy": "dense"},
         ).json()
-        assert hits["mode"] == "vector" and hits["hits"][0]["summary"].startswith("checkout OOM")
+        assert hits["mode"] == "vector" and hits["hits"][0]["content"].startswith("checkout OOM")
 
 
 def test_serve_with_two_worker_processes(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path}/workers.db"
     with Episodic.open(db, settings=Settings(embedder="none")) as mem:
         _, key = mem.create_key("acme", role="admin")
-        mem.ingest([{"workspace_id": "acme", "type": "peer.escalation", "summary": "disk full"}])
+        mem.ingest([{"workspace": "acme", "type": "peer.escalation", "summary": "disk full"}])
     with served(db, "--workers", "2", env={"EPISODIC_EMBEDDER": "none"}) as base:
         auth = {"Authorization": f"Bearer {key}"}
         for _ in range(6):  # spread over both processes
             r = httpx.post(f"{base}/v1/recall", headers=auth, json={"query": "disk full"})
             assert r.status_code == 200 and r.json()["mode"] == "sparse-only"
-            assert [h["summary"] for h in r.json()["hits"]] == ["disk full"]
+            assert [h["content"] for h in r.json()["hits"]] == ["disk full"]

@@ -28,9 +28,9 @@ def ev(
 ) -> dict[str, object]:
     return {
         "id": i,
-        "workspace_id": ws,
-        "agent_id": agent,
-        "crew_id": crew,
+        "workspace": ws,
+        "agent": agent,
+        "crew": crew,
         "type": type,
         "severity": severity,
         "summary": summary,
@@ -92,13 +92,13 @@ def test_bad_items_are_reported_and_the_rest_stored(svc: Episodic) -> None:
             JOURNAL[0],
             {"summary": "no workspace"},
             JOURNAL[1],
-            {"workspace_id": "acme", "severity": "fatal"},
+            {"workspace": "acme", "severity": "fatal"},
         ]
     )
     assert report.stored == 2
-    assert [(e.line, e.field) for e in report.errors] == [(2, "workspace_id"), (4, "severity")]
+    assert [(e.line, e.field) for e in report.errors] == [(2, "workspace"), (4, "severity")]
     with pytest.raises(InvalidInput) as info:
-        svc.add_event({"workspace_id": "acme", "payload": "not an object"})
+        svc.add_event({"workspace": "acme", "payload": "not an object"})
     assert info.value.field == "payload"
 
 
@@ -108,7 +108,7 @@ def test_recall_is_hybrid_after_indexing_and_marks_hits(svc: Episodic, fake: Fak
     result = svc.recall("checkout OOM", workspace="acme")
     assert result.mode == "vector"
     assert result.hits[0].id == "e1"
-    assert {h.memory.workspace_id for h in result.hits} == {"acme"}
+    assert {h.memory.workspace for h in result.hits} == {"acme"}
     assert result.hits[0].cosine is not None and result.hits[0].bm25_rank == 1
     first = svc.store.get_memory("acme", "e1")
     assert first.reference_count == 1 and first.last_referenced_at == NOW
@@ -132,13 +132,13 @@ def test_scopes(svc: Episodic) -> None:
     own = svc.recall(
         "checkout keeper payment", workspace="acme", agent="reviewer", scope="own", k=50
     )
-    assert {h.memory.agent_id for h in own.hits} == {"reviewer"}
+    assert {h.memory.agent for h in own.hits} == {"reviewer"}
     with pytest.raises(InvalidInput) as info:
         svc.recall("x", workspace="acme", scope="own")
-    assert info.value.field == "agent_id"
+    assert info.value.field == "agent"
     with pytest.raises(InvalidInput) as info:
         svc.recall("x", workspace="acme", scope="crew_shared")
-    assert info.value.field == "crew_id"
+    assert info.value.field == "crew"
     with pytest.raises(InvalidInput) as info:
         svc.recall("x", workspace="acme", scope="everything")
     assert info.value.field == "scope"

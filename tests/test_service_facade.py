@@ -49,7 +49,7 @@ def test_every_forwarded_method_is_its_areas_documented_method(mem: Episodic) ->
 def test_a_clock_given_later_is_every_areas_clock(mem: Episodic) -> None:
     later = NOW + timedelta(days=3)
     mem.clock = lambda: later
-    event = mem.add_event({"workspace_id": "acme", "type": "note", "summary": "later"})
+    event = mem.add_event({"workspace": "acme", "type": "note", "summary": "later"})
     assert event.ts == later  # written with the new clock
     assert mem.memory_nudge("acme", "a1", "s1") is None
     assert mem.scheduler().clock() == later

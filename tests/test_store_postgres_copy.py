@@ -69,7 +69,7 @@ def _batch(start: int = 0, n: int = BIG, ws: str = "acme") -> tuple[list[Event],
             ws,
             summary=f"deploy {i} of the checkout service ended with 'quotes' and \\ tabs\t",
             minutes=i,
-            agent_id=f"a{i % 3}",
+            agent=f"a{i % 3}",
             payload={"n": i, "nested": {"ok": True}},
         )
         for i in range(start, start + n)

@@ -52,8 +52,7 @@ def unit_rows(n: int, seed: int) -> Vector:
 def seed_agents(store: Store, vectors: Vector, agents: list[str], ws: str = "acme") -> list[str]:
     ids = [f"{ws}-{i:05d}" for i in range(len(vectors))]
     events = [
-        event(i, ws, agent_id=a, minutes=n)
-        for n, (i, a) in enumerate(zip(ids, agents, strict=True))
+        event(i, ws, agent=a, minutes=n) for n, (i, a) in enumerate(zip(ids, agents, strict=True))
     ]
     step = 500
     for start in range(0, len(ids), step):
@@ -291,7 +290,7 @@ def test_a_common_terms_old_match_is_found_through_a_rarer_term(store: PostgresS
 
 def test_sparse_respects_scope_and_status_in_every_window(store: PostgresStore) -> None:
     store.sparse_term_window = 2
-    events = [event(f"m{i}", summary="deploy", agent_id=f"a{i % 2}", minutes=i) for i in range(9)]
+    events = [event(f"m{i}", summary="deploy", agent=f"a{i % 2}", minutes=i) for i in range(9)]
     remember(store, *events)
     own = ScopeFilter("acme", Scope.OWN, agent_id="a0")
     assert set(sparse_ids(store, own, "deploy", limit=10)) == {f"m{i}" for i in range(0, 9, 2)}
@@ -300,7 +299,7 @@ def test_sparse_respects_scope_and_status_in_every_window(store: PostgresStore) 
 
 # -- neighbours and relations ------------------------------------------------------------
 def test_an_anchor_without_neighbours_maps_to_an_empty_list(store: PostgresStore) -> None:
-    remember(store, event("t0", conversation_id="c1"), event("t1", conversation_id="c2"))
+    remember(store, event("t0", conversation="c1"), event("t1", conversation="c2"))
     assert store.neighbours(ACME, ["t0", "t1"], 2) == {"t0": [], "t1": []}
     assert store.neighbours(ACME, ["t0"], 0) == {}
 

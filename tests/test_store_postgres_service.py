@@ -97,20 +97,20 @@ def lite(tmp_path: Path) -> Iterator[Backend]:
 
 def ev(id: str, ws: str = "acme", *, ts: datetime = T0, **fields: Any) -> Event:
     values: dict[str, Any] = {"type": "note", "summary": f"event {id}", **fields}
-    return Event(id=id, workspace_id=ws, ts=ts, **values)
+    return Event(id=id, workspace=ws, ts=ts, **values)
 
 
 def mem(e: Event, **fields: Any) -> Memory:
     values: dict[str, Any] = {
         "id": e.id,
-        "workspace_id": e.workspace_id,
+        "workspace": e.workspace,
         "ts": e.ts,
         "type": e.type,
         "content": e.summary,
-        "agent_id": e.agent_id,
-        "crew_id": e.crew_id,
-        "resource_id": e.resource_id,
-        "conversation_id": e.conversation_id,
+        "agent": e.agent,
+        "crew": e.crew,
+        "resource": e.resource,
+        "conversation": e.conversation,
         "source_event_ids": (e.id,),
         "created_at": T0,
     }
@@ -127,9 +127,9 @@ def seed_grid(b: Backend) -> None:
     ):
         e = ev(
             f"m{n:02d}",
-            agent_id=agent,
-            crew_id=crew,
-            resource_id=resource,
+            agent=agent,
+            crew=crew,
+            resource=resource,
             type=kind,
             ts=T0 + timedelta(minutes=n % 7),
         )
@@ -171,7 +171,7 @@ def test_list_memories_pages_as_sqlite_does(lite: Backend, pg: Backend, flt: Sco
     assert pg.store.list_memories(ScopeFilter("acme"), 0) == []
     with pytest.raises(InvalidInput) as info:
         pg.store.list_memories(ScopeFilter("acme", scope=Scope.OWN), 0)
-    assert info.value.field == "agent_id"
+    assert info.value.field == "agent"
 
 
 def test_set_status_returns_the_whole_memory_and_stays_in_its_workspace(pg: Backend) -> None:
@@ -254,7 +254,7 @@ def test_restore_inserts_updates_and_drops_a_stale_vector(pg: Backend) -> None:
     assert pg.sql("SELECT count(*) FROM memory_vectors") == [(0,)]
     assert pg.sql("SELECT count(*) FROM memories WHERE tsv @@ 'second'::tsquery") == [(1,)]
     with pytest.raises(InvalidInput) as info:
-        s.restore(replace(m, workspace_id="orbit"))
+        s.restore(replace(m, workspace="orbit"))
     assert info.value.field == "id"
     with pytest.raises(InvalidInput) as info:
         s.restore(replace(m, source_event_ids=("missing",)))
@@ -312,21 +312,21 @@ def seed_world(b: Backend) -> None:
     holding the same text; vectors, edges, archive, compaction, reviews, nudges, import
     records, cache entries and health snapshots pointing at them."""
     s = b.store
-    j1 = ev("j1", agent_id="ghost", crew_id="ops", summary=SHARED, ts=OLD)
-    j2 = ev("j2", agent_id="keeper", crew_id="ops", summary="keeper reviewed the outage")
-    r1 = ev("r1", agent_id="keeper", resource_id="res1", summary="resource note")
-    msg: dict[str, Any] = {"type": "message", "conversation_id": "chat"}
-    m1 = ev("msg1", agent_id="ghost", summary=f"my {MARK} card", **msg)
-    m2 = ev("msg2", agent_id="helper", summary="refund issued", ts=OLD, **msg)
-    o1 = ev("o1", "orbit", agent_id="ghost", summary=SHARED)
+    j1 = ev("j1", agent="ghost", crew="ops", summary=SHARED, ts=OLD)
+    j2 = ev("j2", agent="keeper", crew="ops", summary="keeper reviewed the outage")
+    r1 = ev("r1", agent="keeper", resource="res1", summary="resource note")
+    msg: dict[str, Any] = {"type": "message", "conversation": "chat"}
+    m1 = ev("msg1", agent="ghost", summary=f"my {MARK} card", **msg)
+    m2 = ev("msg2", agent="helper", summary="refund issued", ts=OLD, **msg)
+    o1 = ev("o1", "orbit", agent="ghost", summary=SHARED)
     for e in (j1, j2, r1, o1):
         s.restore(mem(e), [(e, None)])
     s.restore(mem(m1, keys=f"Ghost user {MARK} card"), [(m1, "ep1")])
     s.restore(mem(m2, keys=f"Helper assistant {MARK} card"), [(m2, "ep1")])
-    episode = ev("ep1", type="episode", conversation_id="chat", summary=f"{MARK} card refund")
+    episode = ev("ep1", type="episode", conversation="chat", summary=f"{MARK} card refund")
     s.restore(mem(episode, source_event_ids=("msg1", "msg2")))
-    s.restore(mem(ev("en1", type="entry", agent_id="keeper"), source_event_ids=("j1",)))
-    s.restore(mem(ev("en2", type="entry", agent_id="keeper"), source_event_ids=("j2", "r1")))
+    s.restore(mem(ev("en1", type="entry", agent="keeper"), source_event_ids=("j1",)))
+    s.restore(mem(ev("en2", type="entry", agent="keeper"), source_event_ids=("j2", "r1")))
     for n, memory_id in enumerate(("j1", "j2", "ep1", "o1", "msg2", "en1")):
         b.put_vector(memory_id, n)
     for src, dst in (("j1", "j2"), ("j2", "ep1"), ("r1", "j2"), ("en2", "en1")):
@@ -475,7 +475,7 @@ def test_forget_hashes_cache_keys_as_content_hash_does(pg: Backend) -> None:
 def test_forget_waits_for_a_writer_and_takes_what_it_wrote(pg: Backend) -> None:
     """A memory derived from a forgotten event, written by a transaction still open when
     the forget starts, goes with the forget: the forget waits for it."""
-    e = ev("w1", agent_id="ghost")
+    e = ev("w1", agent="ghost")
     pg.store.restore(mem(e), [(e, None)])
     stamp = ts_text(T0)
     with psycopg.connect(pg.url) as writer:
@@ -505,14 +505,14 @@ def test_forget_refuses_an_empty_workspace(pg: Backend) -> None:
     for ws in ("", "  "):
         with pytest.raises(InvalidInput) as info:
             pg.store.forget(ForgetSpec(ws), rekey=lambda e: "")
-        assert info.value.field == "workspace_id"
+        assert info.value.field == "workspace"
 
 
 def test_a_nul_character_matches_nothing_and_cannot_be_stored(pg: Backend) -> None:
     """PostgreSQL text cannot hold NUL (SQLite's can): reads with one find nothing, as
     they do on SQLite, and writes name the field instead of failing in the driver."""
     s, nul = pg.store, "a\x00b"
-    e = ev("n1", agent_id="ag")
+    e = ev("n1", agent="ag")
     s.restore(mem(e), [(e, None)])
     assert s.list_memories(ScopeFilter("acme", agent_id=nul), 10) == []
     assert s.list_memories(ScopeFilter("acme"), 10, before=(T0 + timedelta(1), nul)) == []

@@ -135,7 +135,7 @@ def test_sources_come_back_in_the_order_they_were_cited(store: PostgresStore) ->
     events = [event(i) for i in ("e3", "e1", "e2")]
     m = Memory(
         id="m",
-        workspace_id="acme",
+        workspace="acme",
         ts=events[0].ts,
         type="note",
         content="x",
@@ -213,15 +213,15 @@ def test_racing_recalls_count_every_reference(store: PostgresStore, other: Postg
 def test_an_episode_is_closed_once_by_racing_segmenters(
     store: PostgresStore, other: PostgresStore
 ) -> None:
-    msgs = [event(f"t{i}", minutes=i, type="message", conversation_id="c1") for i in range(3)]
+    msgs = [event(f"t{i}", minutes=i, type="message", conversation="c1") for i in range(3)]
     store.append(msgs, [])
     episode = Memory(
         id="ep",
-        workspace_id="acme",
+        workspace="acme",
         ts=msgs[0].ts,
         type="episode",
         content="a chat",
-        conversation_id="c1",
+        conversation="c1",
         source_event_ids=tuple(m.id for m in msgs),
     )
     start = threading.Barrier(2)

@@ -199,8 +199,8 @@ def test_retired_memories_take_no_place_in_a_window(store: SqliteStore) -> None:
 def test_an_own_scope_search_looks_further_back_when_it_found_too_little(
     store: SqliteStore,
 ) -> None:
-    fill(store, "mine", 2, "deploy canary {i}", agent_id="a")
-    fill(store, "peer", 40, "deploy canary {i}", agent_id="b")
+    fill(store, "mine", 2, "deploy canary {i}", agent="a")
+    fill(store, "peer", 40, "deploy canary {i}", agent="b")
     small_budgets(store, window=3, scan=4)
     assert set(sparse_ids(store, OWN_A, "deploy", 5)) == {"mine0", "mine1"}
     assert set(sparse_ids(store, OWN_A, "deploy canary", 5)) == {"mine0", "mine1"}
@@ -219,15 +219,15 @@ def test_another_workspaces_matches_do_not_crowd_this_ones_out(
     # windows too wide to bite, on the same table.
     remember(
         store,
-        event("a0", summary="deploy incident", agent_id="a", crew_id="c"),
-        event("a1", summary="deploy incident in staging", agent_id="a"),
-        event("a2", summary="deploy", agent_id="a", crew_id="c"),
-        event("a3", summary="zebrafish incident", agent_id="a"),
-        event("a4", summary="incident deploy deploy", agent_id="a", crew_id="c"),
+        event("a0", summary="deploy incident", agent="a", crew="c"),
+        event("a1", summary="deploy incident in staging", agent="a"),
+        event("a2", summary="deploy", agent="a", crew="c"),
+        event("a3", summary="zebrafish incident", agent="a"),
+        event("a4", summary="incident deploy deploy", agent="a", crew="c"),
     )
     alone = sparse_ids(store, flt, query, 10)
     assert alone == exact_ids(store, flt, query, 10)
-    fill(store, "o", 200, "deploy incident {i}", ws="orbit", agent_id="a", crew_id="c")
+    fill(store, "o", 200, "deploy incident {i}", ws="orbit", agent="a", crew="c")
     store._sparse_counts = None
     small_budgets(store, rare=2, window=3, scan=5)
     crowded = sparse_ids(store, flt, query, 10)

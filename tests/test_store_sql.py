@@ -70,12 +70,12 @@ def test_scope_given_as_plain_string_is_understood() -> None:
 @pytest.mark.parametrize(
     ("flt", "field"),
     [
-        (ScopeFilter("w", Scope.OWN), "agent_id"),
-        (ScopeFilter("w", Scope.OWN, crew_id="c"), "agent_id"),
-        (ScopeFilter("w", Scope.CREW_SHARED), "crew_id"),
-        (ScopeFilter("w", Scope.CREW_SHARED, agent_id="a"), "crew_id"),
-        (ScopeFilter(""), "workspace_id"),
-        (ScopeFilter("  "), "workspace_id"),
+        (ScopeFilter("w", Scope.OWN), "agent"),
+        (ScopeFilter("w", Scope.OWN, crew_id="c"), "agent"),
+        (ScopeFilter("w", Scope.CREW_SHARED), "crew"),
+        (ScopeFilter("w", Scope.CREW_SHARED, agent_id="a"), "crew"),
+        (ScopeFilter(""), "workspace"),
+        (ScopeFilter("  "), "workspace"),
         (ScopeFilter("w", "everything"), "scope"),  # type: ignore[arg-type]
     ],
 )

@@ -243,7 +243,7 @@ def test_a_second_store_on_the_same_file_sees_the_first_ones_vectors(db_path: Pa
 def test_dense_follows_status_and_scope_changes_made_elsewhere(
     file_store: SqliteStore, raw: sqlite3.Connection
 ) -> None:
-    remember(file_store, event("m1", agent_id="a"), event("m2", agent_id="a"))
+    remember(file_store, event("m1", agent="a"), event("m2", agent="a"))
     file_store.put_vectors(MODEL, DIM, [("m1", axis(0)), ("m2", vec(1, 1))])
     own = ScopeFilter("acme", agent_id="a")
     assert dense_ids(file_store, own, axis(0)) == ["m1", "m2"]

@@ -67,7 +67,7 @@ def test_the_tree_imports_with_each_files_level_from_its_place(db_url: str) -> N
         def get(memory_id: str) -> Memory:
             return mem.store.get_memory("acme", memory_id)
 
-        ids = lambda m: (m.type, m.resource_id, m.crew_id, m.conversation_id)  # noqa: E731
+        ids = lambda m: (m.type, m.resource, m.crew, m.conversation)  # noqa: E731
         assert ids(get(GLOBAL_FLAKY)) == ("learning", None, None, None)
         assert ids(get(PROJECT_FLAKY)) == ("learning", "payments", PROJECT_CREW, None)
         assert ids(get(PCI)) == ("institutional", "payments", PROJECT_CREW, None)
@@ -129,7 +129,7 @@ def test_recall_weighs_the_askers_team_over_its_project_over_global(mem: Episodi
     }
     # An explicit scope still filters: the crew's view holds only the team's entries.
     narrowed = mem.recall(query, crew="task-api", scope="crew_shared", **ask).hits
-    assert narrowed[0].id == TEAM_FLAKY and {h.memory.crew_id for h in narrowed} == {"task-api"}
+    assert narrowed[0].id == TEAM_FLAKY and {h.memory.crew for h in narrowed} == {"task-api"}
 
 
 def test_render_always_shows_the_institutional_entries(mem: Episodic) -> None:
@@ -169,15 +169,15 @@ def test_memories_the_tree_cannot_hold_are_reported_not_written(
     mem.store.append(
         [],
         [
-            Memory(id="lrn_solo", workspace_id="acme", ts=NOW, type="learning",
-                   content="an agent's learning outside any crew", agent_id="builder",
-                   conversation_id="run-1", payload={"learning_type": "directive"}),
-            Memory(id="lrn_rule", workspace_id="acme", ts=NOW, type="learning",
-                   content="a rule\n---\nwith a separator line", crew_id="task-api",
-                   conversation_id="run-1", resource_id="payments"),
-            Memory(id="lrn_agent", workspace_id="acme", ts=NOW, type="learning",
-                   content="a crew's learning from a session", crew_id="task-api",
-                   conversation_id="run-2", agent_id="builder", resource_id="payments"),
+            Memory(id="lrn_solo", workspace="acme", ts=NOW, type="learning",
+                   content="an agent's learning outside any crew", agent="builder",
+                   conversation="run-1", payload={"learning_type": "directive"}),
+            Memory(id="lrn_rule", workspace="acme", ts=NOW, type="learning",
+                   content="a rule\n---\nwith a separator line", crew="task-api",
+                   conversation="run-1", resource="payments"),
+            Memory(id="lrn_agent", workspace="acme", ts=NOW, type="learning",
+                   content="a crew's learning from a session", crew="task-api",
+                   conversation="run-2", agent="builder", resource="payments"),
         ],
     )  # fmt: skip
     report = mem.export_teaparty(tmp_path, workspace="acme")

@@ -40,15 +40,15 @@ def mem(tmp_path: Path) -> Iterator[Episodic]:
         [
             {
                 "id": i,
-                "workspace_id": "acme",
-                "agent_id": agent,
+                "workspace": "acme",
+                "agent": agent,
                 "type": "peer.escalation",
                 "summary": text,
                 "ts": (NOW - timedelta(hours=n)).isoformat(),
             }
             for n, (i, agent, text) in enumerate(events)
         ]
-        + [{"id": "x1", "workspace_id": "orbit", "type": "peer.escalation", "summary": "orbit"}]
+        + [{"id": "x1", "workspace": "orbit", "type": "peer.escalation", "summary": "orbit"}]
     )
     m.index_once()
     con = sqlite3.connect(db)

@@ -21,8 +21,8 @@ DUP = "deploy of checkout failed because the cache TTL was too short"  # 11 toke
 
 
 def mem(id: str, content: str, **fields: Any) -> Memory:
-    values: dict[str, Any] = {"ts": T, "type": "learning", "agent_id": "a1", **fields}
-    return Memory(id=id, workspace_id="acme", content=content, **values)
+    values: dict[str, Any] = {"ts": T, "type": "learning", "agent": "a1", **fields}
+    return Memory(id=id, workspace="acme", content=content, **values)
 
 
 def test_near_duplicates_merge_into_the_most_important() -> None:
@@ -47,7 +47,7 @@ def test_near_duplicates_merge_into_the_most_important() -> None:
     ("a", "b", "merged"),
     [
         (mem("a", DUP), mem("b", DUP + " again"), True),
-        (mem("a", DUP), mem("b", DUP + " again", agent_id="a2"), False),  # another reader
+        (mem("a", DUP), mem("b", DUP + " again", agent="a2"), False),  # another reader
         (mem("a", DUP), mem("b", DUP + " again", type="entry"), False),  # another type
         (mem("a", DUP, type="message"), mem("b", DUP, type="message"), False),  # turns stay
         # Jaccard exactly 0.8 (4 of 5 tokens): seed 001 merges only above it.
@@ -74,7 +74,7 @@ def svc(db_url: str) -> Iterator[Episodic]:
 
 
 def store_memory(svc: Episodic, m: Memory, *, days: float = 10, payload: Any = None) -> None:
-    e = Event(id=m.id, workspace_id="acme", ts=NOW - timedelta(days=days), type=m.type,
+    e = Event(id=m.id, workspace="acme", ts=NOW - timedelta(days=days), type=m.type,
               summary=m.content, payload=payload or {"blob": "x" * 900})  # fmt: skip
     svc.store.append([e], [Memory(**{**_fields(m), "source_event_ids": (m.id,), "ts": e.ts})])
 

@@ -49,9 +49,9 @@ GROUPS = {
 def ev(i: str, summary: str, minutes: int, agent: str = "a1", crew: str = "c") -> dict[str, Any]:
     return {
         "id": i,
-        "workspace_id": "acme",
-        "agent_id": agent,
-        "crew_id": crew,
+        "workspace": "acme",
+        "agent": agent,
+        "crew": crew,
         "type": "peer.escalation",
         "summary": summary,
         "ts": (NOW - timedelta(days=2) + timedelta(minutes=minutes)).isoformat(),
@@ -103,7 +103,7 @@ def test_offline_summaries_of_each_cluster_with_their_evidence(svc: Episodic) ->
         "checkout pod OOM killed after the cache TTL change in production again."
     )
     assert 0.0 <= cache.payload["confidence"] <= 1.0
-    assert (cache.agent_id, cache.crew_id, cache.base_importance) == ("a1", "c", 0.7)
+    assert (cache.agent, cache.crew, cache.base_importance) == ("a1", "c", 0.7)
     assert supports(svc, cache.id) == {"c1", "c2", "c3"}
     for m in svc.store.get_memories("acme", list(GROUPS)):
         assert (m.consolidated_at is None) == (m.id == "lone")
@@ -212,10 +212,10 @@ def test_flashbulbs_and_the_backlog_trigger_consolidation(db_url: str) -> None:
         mem.index_once()
         assert due_reason(mem.store, "acme", 4) is None
         assert mem.consolidate_if_due() == []
-        flash = Event("flash", "acme", NOW, "message", summary="x", conversation_id="k")
+        flash = Event("flash", "acme", NOW, "message", summary="x", conversation="k")
         mem.store.append(
             [flash],
-            [Memory("ep1", "acme", NOW, "episode", CACHE + " flashbulb", conversation_id="k",
+            [Memory("ep1", "acme", NOW, "episode", CACHE + " flashbulb", conversation="k",
                     payload={"flashbulb": True, "surprise": 0.9}, source_event_ids=("flash",))],
         )  # fmt: skip
         assert due_reason(mem.store, "acme", 4) == "flashbulb"
@@ -232,10 +232,10 @@ def test_the_sweeper_consolidates_at_once_after_a_flashbulb_episode(
     with make(db_url) as mem:
         mem.ingest([ev(i, GROUPS[i], n) for n, i in enumerate(("c1", "c2"))])
         mem.index_once()
-        flash = Event("flash", "acme", NOW, "message", summary="x", conversation_id="k")
+        flash = Event("flash", "acme", NOW, "message", summary="x", conversation="k")
         mem.store.append(
             [flash],
-            [Memory("ep1", "acme", NOW, "episode", CACHE + " flashbulb", conversation_id="k",
+            [Memory("ep1", "acme", NOW, "episode", CACHE + " flashbulb", conversation="k",
                     payload={"flashbulb": True}, source_event_ids=("flash",))],
         )  # fmt: skip
         # The sweeper's follow-up just closed that episode.
@@ -264,7 +264,7 @@ def test_checks_after_a_run_with_nothing_new_do_nothing(db_url: str) -> None:
     chat = {
         **ev("chat", "what was the cache TTL?", 6),
         "type": "message",
-        "conversation_id": "k1",
+        "conversation": "k1",
         "payload": {"role": "user"},
     }
     rule = {
@@ -328,11 +328,11 @@ def test_a_waiting_memory_joins_the_new_memory_alike_to_it(db_url: str) -> None:
 
 def test_a_flashbulb_alike_to_nothing_triggers_once(db_url: str) -> None:
     with make(db_url) as mem:
-        flash = Event("flash", "acme", NOW, "message", summary="x", conversation_id="k")
+        flash = Event("flash", "acme", NOW, "message", summary="x", conversation="k")
         mem.store.append(
             [flash],
             [Memory("ep1", "acme", NOW, "episode", "the office plants were watered today",
-                    conversation_id="k", payload={"flashbulb": True},
+                    conversation="k", payload={"flashbulb": True},
                     source_event_ids=("flash",))],
         )  # fmt: skip
         (result,) = mem.consolidate_if_due()

@@ -42,8 +42,8 @@ def put(
     payload ``reinforcement_count`` (``reinforced``: any JSON value, to test the reading)."""
     ts = NOW - timedelta(days=days)
     payload = {} if reinforced is None else {"reinforcement_count": reinforced}
-    e = Event(id=id, workspace_id="acme", ts=ts, type="note", summary=f"{id} checkout cache")
-    m = Memory(id=id, workspace_id="acme", ts=ts, type="note", content=e.summary,
+    e = Event(id=id, workspace="acme", ts=ts, type="note", summary=f"{id} checkout cache")
+    m = Memory(id=id, workspace="acme", ts=ts, type="note", content=e.summary,
                base_importance=base, importance=base, reference_count=refs,
                payload=payload, source_event_ids=(id,))  # fmt: skip
     svc.store.append([e], [m])

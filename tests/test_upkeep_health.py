@@ -34,8 +34,8 @@ def svc(db_url: str) -> Iterator[Episodic]:
 
 def add(store: Store, id: str, days: float, crew: str = "c1") -> None:
     ts = NOW - timedelta(days=days)
-    e = Event(id=id, workspace_id="acme", ts=ts, type="note", summary=f"note {id}", crew_id=crew)
-    m = Memory(id=id, workspace_id="acme", ts=ts, type="note", content=e.summary, crew_id=crew,
+    e = Event(id=id, workspace="acme", ts=ts, type="note", summary=f"note {id}", crew=crew)
+    m = Memory(id=id, workspace="acme", ts=ts, type="note", content=e.summary, crew=crew,
                source_event_ids=(id,))  # fmt: skip
     store.append([e], [m])
 
@@ -158,7 +158,7 @@ def test_memory_health_is_none_until_a_snapshot_then_latest_with_history(
         svc.clock = lambda days=days: NOW - timedelta(days=days)  # type: ignore[misc]
         results = svc.health_snapshot(workspace="acme")
         assert [r.status for r in results] == ["ok"]
-        assert [s["crew_id"] for s in results[0].detail["snapshots"]] == [None, "c1", "c2"]
+        assert [s["crew"] for s in results[0].detail["snapshots"]] == [None, "c1", "c2"]
     view = svc.memory_health("acme", history=30)
     assert view is not None
     body = view.to_json()

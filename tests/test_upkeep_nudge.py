@@ -25,8 +25,8 @@ def svc(db_url: str) -> Iterator[Episodic]:
 def journal(svc: Episodic, n: int, start: int, agent: str = "a1", type: str = "tool.call") -> None:
     events: list[dict[str, Any]] = [
         {
-            "workspace_id": "acme",
-            "agent_id": agent,
+            "workspace": "acme",
+            "agent": agent,
             "type": type,
             "summary": f"step {start + i}",
             "ts": (NOW - timedelta(hours=1) + timedelta(seconds=start + i)).isoformat(),

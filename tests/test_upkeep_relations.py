@@ -23,8 +23,8 @@ BASE = "checkout pod OOM killed after the cache TTL change in production"
 def ev(i: str, summary: str, ws: str = "acme", agent: str = "deployer", minutes: int = 0) -> Any:
     return {
         "id": i,
-        "workspace_id": ws,
-        "agent_id": agent,
+        "workspace": ws,
+        "agent": agent,
         "type": "peer.escalation",
         "summary": summary,
         "ts": (NOW - timedelta(days=1) + timedelta(minutes=minutes)).isoformat(),

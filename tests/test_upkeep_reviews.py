@@ -52,8 +52,8 @@ def svc(db_url: str, clock: Clock) -> Iterator[Episodic]:
 
 def put(svc: Episodic, id: str, text: str, days: float = 5.0, **fields: object) -> None:
     ts = NOW - timedelta(days=days)
-    e = Event(id=id, workspace_id="acme", ts=ts, type="note", summary=text)
-    m = Memory(id=id, workspace_id="acme", ts=ts, type="note", content=text,
+    e = Event(id=id, workspace="acme", ts=ts, type="note", summary=text)
+    m = Memory(id=id, workspace="acme", ts=ts, type="note", content=text,
                source_event_ids=(id,), **fields)  # type: ignore[arg-type]  # fmt: skip
     svc.store.append([e], [m])
 
@@ -64,8 +64,8 @@ def pending(svc: Episodic) -> list[tuple[tuple[str, ...], str]]:
 
 
 def test_each_marked_recall_records_one_pending_review(svc: Episodic, clock: Clock) -> None:
-    put(svc, "cache", CACHE, agent_id="a1")
-    put(svc, "search", SEARCH, agent_id="a1")
+    put(svc, "cache", CACHE, agent="a1")
+    put(svc, "search", SEARCH, agent="a1")
     svc.recall("checkout cache", workspace="acme", agent="a1", policy="bm25")
     svc.recall("checkout cache", workspace="acme", policy="bm25", mark=False)
     assert pending(svc) == [(("cache",), "checkout cache")]
@@ -116,8 +116,8 @@ def test_a_memory_reviewed_less_than_a_day_ago_is_skipped(svc: Episodic, clock: 
 
 
 def test_reviews_narrow_to_an_agent(svc: Episodic) -> None:
-    put(svc, "one", CACHE, agent_id="a1")
-    put(svc, "two", CACHE, agent_id="a2")
+    put(svc, "one", CACHE, agent="a1")
+    put(svc, "two", CACHE, agent="a2")
     # Each agent sees only its own (an agent key's scope); naming the agent alone would
     # only weigh the results.
     svc.recall("checkout cache", workspace="acme", agent="a1", scope="own", policy="bm25")

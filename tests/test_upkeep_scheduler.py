@@ -36,8 +36,8 @@ def events(ws: str = "acme") -> list[dict[str, Any]]:
     return [
         {
             "id": f"{ws}-{i}",
-            "workspace_id": ws,
-            "agent_id": "a1",
+            "workspace": ws,
+            "agent": "a1",
             "type": "peer.escalation",
             "summary": t,
             "ts": (NOON - timedelta(days=1, minutes=10 - i)).isoformat(),

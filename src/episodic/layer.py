@@ -106,9 +106,9 @@ def estimate_tokens(text: str) -> int:
 class LayerState:
     """What ``init`` found."""
 
-    workspace_id: str
-    agent_id: str | None
-    resource_id: str | None
+    workspace: str
+    agent: str | None
+    resource: str | None
     mode: str  # "vector" | "sparse-only"
     episodes: int  # how many episodes this layer can see (at most MAX_EPISODES counted)
     last_episode_at: datetime | None
@@ -161,9 +161,9 @@ class MemoryLayer:
         episodes = self._recent(MAX_EPISODES)
         mode, _ = self.memory.embedder_status()
         return LayerState(
-            workspace_id=self.workspace,
-            agent_id=self.agent,
-            resource_id=self.resource,
+            workspace=self.workspace,
+            agent=self.agent,
+            resource=self.resource,
             mode=mode,
             episodes=len(episodes),
             last_episode_at=episodes[0].ts if episodes else None,

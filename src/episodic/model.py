@@ -59,17 +59,17 @@ class Event:
     floors importance)."""
 
     id: str
-    workspace_id: str
+    workspace: str
     ts: datetime
     type: str
     severity: str = "info"
     summary: str = ""
     payload: Mapping[str, Any] = field(default_factory=dict)
     refs: Mapping[str, Any] = field(default_factory=dict)
-    crew_id: str | None = None
-    agent_id: str | None = None
-    resource_id: str | None = None
-    conversation_id: str | None = None
+    crew: str | None = None
+    agent: str | None = None
+    resource: str | None = None
+    conversation: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +77,16 @@ class Memory:
     """The retrievable unit. ``content`` is what is embedded and searched."""
 
     id: str
-    workspace_id: str
+    workspace: str
     ts: datetime
     type: str
     content: str
     severity: str = "info"
     payload: Mapping[str, Any] = field(default_factory=dict)
-    crew_id: str | None = None
-    agent_id: str | None = None
-    resource_id: str | None = None
-    conversation_id: str | None = None
+    crew: str | None = None
+    agent: str | None = None
+    resource: str | None = None
+    conversation: str | None = None
     base_importance: float = 0.5
     importance: float = 0.5
     reference_count: int = 0
@@ -163,14 +163,14 @@ class Hit:
             "id": m.id,
             "score": round(self.score, 6),
             "cosine": None if self.cosine is None else round(self.cosine, 6),
-            "summary": m.content,
+            "content": m.content,
             "type": m.type,
             "severity": m.severity,
-            "workspace_id": m.workspace_id,
-            "crew_id": m.crew_id,
-            "agent_id": m.agent_id,
-            "resource_id": m.resource_id,
-            "conversation_id": m.conversation_id,
+            "workspace": m.workspace,
+            "crew": m.crew,
+            "agent": m.agent,
+            "resource": m.resource,
+            "conversation": m.conversation,
             "payload": dict(m.payload),
             "ts": m.ts.isoformat(),
             "age_seconds": round(self.age_seconds, 3),
@@ -202,7 +202,7 @@ def detail_json(e: Event) -> dict[str, Any]:
         "role": _text_or_none(e.payload.get("role")),
         "name": name if isinstance(name, str) and name.strip() else None,
         "ts": e.ts.isoformat(),
-        "text": e.summary,
+        "content": e.summary,
     }
 
 
@@ -230,7 +230,7 @@ class Query:
         from episodic.errors import InvalidInput
 
         if not self.workspace_id or not self.workspace_id.strip():
-            raise InvalidInput("workspace_id", "required: recall always runs inside one workspace")
+            raise InvalidInput("workspace", "required: recall always runs inside one workspace")
         if self.scope is not None:
             try:
                 object.__setattr__(self, "scope", Scope(self.scope))
@@ -244,9 +244,9 @@ class Query:
                 raise InvalidInput("types", "give at least one memory type, e.g. message")
             object.__setattr__(self, "types", types)
         if self.scope is Scope.OWN and not self.agent_id:
-            raise InvalidInput("agent_id", "scope 'own' needs an agent (--agent)")
+            raise InvalidInput("agent", "scope 'own' needs an agent (--agent)")
         if self.scope is Scope.CREW_SHARED and not self.crew_id:
-            raise InvalidInput("crew_id", "scope 'crew_shared' needs a crew (--crew)")
+            raise InvalidInput("crew", "scope 'crew_shared' needs a crew (--crew)")
 
     def scope_filter(self) -> ScopeFilter:
         """What may be seen: the asker's agent and crew narrow only under a scope."""

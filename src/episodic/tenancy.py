@@ -49,10 +49,10 @@ class ApiKey:
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
-            "workspace_id": self.workspace_id,
+            "workspace": self.workspace_id,
             "role": self.role.value,
-            "agent_id": self.agent_id,
-            "crew_id": self.crew_id,
+            "agent": self.agent_id,
+            "crew": self.crew_id,
             "label": self.label,
             "created_at": None if self.created_at is None else self.created_at.isoformat(),
             "revoked_at": None if self.revoked_at is None else self.revoked_at.isoformat(),

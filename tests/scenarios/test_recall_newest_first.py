@@ -18,12 +18,12 @@ WS = "ops"
 def note(clock: SimClock, id: str, text: str, **extra: Any) -> dict[str, Any]:
     return {
         "id": id,
-        "workspace_id": WS,
+        "workspace": WS,
         "type": "agent.note",
         "summary": text,
         "ts": clock.now.isoformat(),
         "refs": {"episodic": True},
-        "agent_id": "platform",
+        "agent": "platform",
         **extra,
     }
 
@@ -75,7 +75,7 @@ def test_repeated_turns_of_a_conversation_keep_their_own_order(
         clock,
         "turn-1",
         "Sam: the payments-api request timeout is 30 seconds on staging",
-        conversation_id="standup",
+        conversation="standup",
     )
     mem.ingest([first])
     clock.advance(days=3)
@@ -85,7 +85,7 @@ def test_repeated_turns_of_a_conversation_keep_their_own_order(
                 clock,
                 "turn-2",
                 "Sam: payments-api timeout is 30 seconds",
-                conversation_id="standup",
+                conversation="standup",
             )
         ]
     )

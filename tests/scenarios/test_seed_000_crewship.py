@@ -42,9 +42,9 @@ def ev(
     """One journal event as the crew's runtime writes it, stamped on the story's clock."""
     return {
         "id": id,
-        "workspace_id": WS,
-        "agent_id": agent,
-        "crew_id": "ops",
+        "workspace": WS,
+        "agent": agent,
+        "crew": "ops",
         "type": type,
         "severity": severity,
         "summary": summary,

@@ -93,8 +93,8 @@ def test_a_team_imports_its_tree_and_recall_weighs_its_levels(
         wide = c.post("/v1/recall", json=body)
         narrow = c.post("/v1/recall", json={**body, "scope": "crew_shared"})
     assert wide.status_code == narrow.status_code == 200, (wide.text, narrow.text)
-    assert {h["crew_id"] for h in wide.json()["hits"]} > {"task-api"}
-    assert narrow.json()["hits"] and {h["crew_id"] for h in narrow.json()["hits"]} == {"task-api"}
+    assert {h["crew"] for h in wide.json()["hits"]} > {"task-api"}
+    assert narrow.json()["hits"] and {h["crew"] for h in narrow.json()["hits"]} == {"task-api"}
     assert TEAM_FLAKY in {h["id"] for h in narrow.json()["hits"]}
 
 
@@ -168,7 +168,7 @@ def test_sessions_reinforce_learn_with_their_phase_decay_in_range_and_export(
     always = next(m for text, m in learned.items() if text.startswith("Always run the contract"))
     for m in (never, always):
         assert m.payload["phase"] == "implementation" and m.payload["domain"] == "task"
-        assert (m.crew_id, m.resource_id) == ("task-api", "payments")
+        assert (m.crew, m.resource) == ("task-api", "payments")
 
     # Day 2: the job's next session looks up its rules (learnings) and ends too.
     clock.advance(days=1)

@@ -99,7 +99,7 @@ def test_each_run_leaves_an_episode_with_its_outcome_and_the_next_run_finds_it(
 
     refund = ops.on_complete(run(clock, REFUND_RUN), conversation="run-refunds", outcome="success")
     assert refund and outcomes(refund) == {"success"}
-    assert all(e.conversation_id == "run-refunds" for e in refund)
+    assert all(e.conversation == "run-refunds" for e in refund)
 
     # Day 2: the deploy fails; its episode says so.
     clock.advance(days=1)
@@ -125,10 +125,10 @@ def test_each_run_leaves_an_episode_with_its_outcome_and_the_next_run_finds_it(
 
     # The smallest budget holds only the newest runs: the refund run is not among them ...
     newest = ops.recall(300)
-    assert newest.episodes and "run-refunds" not in {e.conversation_id for e in newest.episodes}
+    assert newest.episodes and "run-refunds" not in {e.conversation for e in newest.episodes}
     # ... but asked about the refund batch, it recalls that run within the same budget.
     found = ops.recall(300, "refund batch timeout at the gateway", order="relevant")
-    assert "run-refunds" in {e.conversation_id for e in found.episodes}, found.text
+    assert "run-refunds" in {e.conversation for e in found.episodes}, found.text
     assert "connection pool to 20" in found.text
     assert found.budget_tokens == 300 and found.tokens == estimate_tokens(found.text) <= 300
 
@@ -146,7 +146,7 @@ def test_the_next_run_recalls_a_past_run_asked_in_other_words(
     clock.advance(days=2)
     # No content word of the question is in the refund run: only its meaning matches.
     found = ops.recall(300, PARAPHRASE, order="relevant")
-    assert "run-refunds" in {e.conversation_id for e in found.episodes}, found.text
+    assert "run-refunds" in {e.conversation for e in found.episodes}, found.text
     assert "connection pool to 20" in found.text and found.tokens <= 300
     # HTTP recall finds it the same way, right after the run.
     with http_client(memory, WORKSPACE) as client:
@@ -154,7 +154,7 @@ def test_the_next_run_recalls_a_past_run_asked_in_other_words(
             "/v1/recall",
             json={"query": PARAPHRASE, "agent": AGENT, "resource": TEAM, "types": ["episode"]},
         ).json()["hits"]
-    assert hits and hits[0]["conversation_id"] == "run-refunds"
+    assert hits and hits[0]["conversation"] == "run-refunds"
 
 
 def test_the_budget_is_held_to_300_and_2000_tokens(memory: Episodic, clock: SimClock) -> None:
@@ -170,7 +170,7 @@ def test_the_budget_is_held_to_300_and_2000_tokens(memory: Episodic, clock: SimC
     assert 0 < len(floor.episodes) < len(ceiling.episodes)
     assert floor.tokens <= 300 and ceiling.tokens <= 2000
     # The smallest budget keeps the newest runs.
-    assert floor.episodes[-1].conversation_id == "run-20"
+    assert floor.episodes[-1].conversation == "run-20"
 
     # A runtime asking for less than the layer's minimum gets the minimum ...
     for asked in (1, 50, 299):
@@ -202,7 +202,7 @@ def test_a_failed_run_reads_as_failed_in_the_next_runs_prompt(
     assert "(outcome: success)" in refund and "failed" not in refund
     # Asked about the deploy, the run finds the failed attempt, marked as such.
     asked = ops.recall(300, "ledger deploy to eu-west", order="relevant")
-    assert "run-ledger-deploy" in {e.conversation_id for e in asked.episodes}
+    assert "run-ledger-deploy" in {e.conversation for e in asked.episodes}
     assert f"(outcome: {FAILED_DEPLOY}) The ledger deploy" in asked.text
 
 
@@ -215,7 +215,7 @@ def test_the_same_memory_through_http_and_mcp(memory: Episodic, clock: SimClock)
         # The newest episodes, with how each run ended.
         recent = client.get("/v1/recent", params={"agent": AGENT, "resource": TEAM})
         assert recent.status_code == 200, recent.text
-        shown = {e["conversation_id"]: e["outcome"] for e in recent.json()["episodes"]}
+        shown = {e["conversation"]: e["outcome"] for e in recent.json()["episodes"]}
         assert shown == {
             "run-refunds": "success",
             "run-ledger-deploy": FAILED_DEPLOY,
@@ -232,7 +232,7 @@ def test_the_same_memory_through_http_and_mcp(memory: Episodic, clock: SimClock)
         )
         assert found.status_code == 200, found.text
         hits = found.json()["hits"]
-        assert hits and hits[0]["conversation_id"] == "run-refunds"
+        assert hits and hits[0]["conversation"] == "run-refunds"
         assert hits[0]["payload"]["outcome"] == "success"
 
     # The agent's MCP tool, bound to the same agent and team, recalls the same run when

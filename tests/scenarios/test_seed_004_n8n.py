@@ -156,7 +156,7 @@ def test_only_lasting_facts_become_entries_with_the_users_exact_words(
         db_url, "recall", "replacement cable", "--workspace", SHOP, "--agent", AGENT,
         "--resource", DANA, "--scope", "own", "--type", "entry", "--json",
     )  # fmt: skip
-    recalled = {h["summary"] for h in json.loads(out.stdout)}
+    recalled = {h["content"] for h in json.loads(out.stdout)}
     assert recalled and recalled <= {NEIGHBOUR, OFFICE, CRACKED}
     assert NEIGHBOUR in recalled
 

@@ -44,13 +44,13 @@ class StoreContract(
 
     # -- workspace isolation ----------------------------------------------------------
     def test_another_workspace_is_invisible_to_every_read(self, store: Store) -> None:
-        mine = event("mine", "acme", summary="checkout latency regression", agent_id="a")
+        mine = event("mine", "acme", summary="checkout latency regression", agent="a")
         theirs = event(
             "theirs",
             "orbit",
             summary="checkout OOM in the orbit sandbox",
-            agent_id="a",
-            crew_id="c",
+            agent="a",
+            crew="c",
         )
         remember(store, mine, theirs, base=0.9)
         store.put_vectors(MODEL, DIM, [("mine", vec(0, 1)), ("theirs", vec(1, 0))])

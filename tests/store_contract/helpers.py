@@ -46,7 +46,7 @@ def event(
     values: dict[str, Any] = {"type": "note", **fields}
     return Event(
         id=id,
-        workspace_id=ws,
+        workspace=ws,
         ts=T0 + timedelta(minutes=minutes),
         summary=summary or f"event {id}",
         **values,
@@ -56,16 +56,16 @@ def event(
 def memory_of(e: Event, *, base: float = 0.5, **fields: Any) -> Memory:
     values: dict[str, Any] = {
         "id": e.id,
-        "workspace_id": e.workspace_id,
+        "workspace": e.workspace,
         "ts": e.ts,
         "type": e.type,
         "content": e.summary,
         "severity": e.severity,
         "payload": e.payload,
-        "crew_id": e.crew_id,
-        "agent_id": e.agent_id,
-        "resource_id": e.resource_id,
-        "conversation_id": e.conversation_id,
+        "crew": e.crew,
+        "agent": e.agent,
+        "resource": e.resource,
+        "conversation": e.conversation,
         "base_importance": base,
         "importance": base,
         "source_event_ids": (e.id,),
@@ -93,20 +93,20 @@ def sparse_ids(store: Store, flt: ScopeFilter, text: str, limit: int = 50) -> li
 # Who sees what under each scope rule. Every memory says "deploy incident" and has a
 # vector near the query, so each leg returns exactly the visible set.
 SCOPE_ROWS: dict[str, dict[str, Any]] = {
-    "own": {"agent_id": "a1", "crew_id": "c1", "base": 0.5},
-    "own_other_crew": {"agent_id": "a1", "crew_id": "c2", "base": 0.5},
+    "own": {"agent": "a1", "crew": "c1", "base": 0.5},
+    "own_other_crew": {"agent": "a1", "crew": "c2", "base": 0.5},
     "own_resource": {
-        "agent_id": "a1",
-        "crew_id": "c1",
-        "resource_id": "r1",
-        "conversation_id": "k1",
+        "agent": "a1",
+        "crew": "c1",
+        "resource": "r1",
+        "conversation": "k1",
         "base": 0.5,
     },
-    "peer_routine": {"agent_id": "a2", "crew_id": "c1", "base": 0.5},
-    "peer_at_bar": {"agent_id": "a2", "crew_id": "c1", "base": 0.55},
-    "peer_escalation": {"agent_id": "a2", "crew_id": "c1", "base": 0.9, "resource_id": "r1"},
-    "other_crew_escalation": {"agent_id": "a3", "crew_id": "c2", "base": 0.9},
-    "no_agent_note": {"crew_id": "c1", "base": 0.7},
+    "peer_routine": {"agent": "a2", "crew": "c1", "base": 0.5},
+    "peer_at_bar": {"agent": "a2", "crew": "c1", "base": 0.55},
+    "peer_escalation": {"agent": "a2", "crew": "c1", "base": 0.9, "resource": "r1"},
+    "other_crew_escalation": {"agent": "a3", "crew": "c2", "base": 0.9},
+    "no_agent_note": {"crew": "c1", "base": 0.7},
 }
 ALL = set(SCOPE_ROWS)
 

@@ -121,10 +121,10 @@ class JournalContract:
     def test_scopes_and_workspaces(self, store: Store) -> None:
         store.append(
             [
-                event("mine", summary="cache warmup", agent_id="a1", crew_id="c1"),
-                event("crewmate", summary="cache warmup", agent_id="a2", crew_id="c1"),
-                event("stranger", summary="cache warmup", agent_id="a3", crew_id="c2"),
-                event("theirs", "orbit", summary="cache warmup", agent_id="a1", crew_id="c1"),
+                event("mine", summary="cache warmup", agent="a1", crew="c1"),
+                event("crewmate", summary="cache warmup", agent="a2", crew="c1"),
+                event("stranger", summary="cache warmup", agent="a3", crew="c2"),
+                event("theirs", "orbit", summary="cache warmup", agent="a1", crew="c1"),
             ],
             [],
         )
@@ -171,9 +171,9 @@ class JournalContract:
     def test_forget_takes_the_rows_out_of_the_search(self, store: Store) -> None:
         store.append(
             [
-                chunk("ghost-1", summary="zorblax token leaked", agent_id="ghost"),
-                chunk("ghost-2", summary="zorblax rotated", agent_id="ghost", minutes=1),
-                chunk("keeper-1", summary="zorblax audit done", agent_id="keeper"),
+                chunk("ghost-1", summary="zorblax token leaked", agent="ghost"),
+                chunk("ghost-2", summary="zorblax rotated", agent="ghost", minutes=1),
+                chunk("keeper-1", summary="zorblax audit done", agent="keeper"),
             ],
             [],
         )

@@ -149,9 +149,9 @@ class SearchContract:
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         rows: list[dict[str, Any]] = [
             {
-                "agent_id": f"a{rng.integers(4)}",
-                "crew_id": f"c{rng.integers(2)}",
-                "resource_id": f"r{rng.integers(3)}" if rng.random() < 0.5 else None,
+                "agent": f"a{rng.integers(4)}",
+                "crew": f"c{rng.integers(2)}",
+                "resource": f"r{rng.integers(3)}" if rng.random() < 0.5 else None,
                 "base": float(rng.choice([0.5, 0.55, 0.6, 0.9])),
             }
             for _ in range(n)
@@ -171,16 +171,16 @@ class SearchContract:
             store.search_dense(ScopeFilter("acme"), query, 1)
 
         def visible(row: dict[str, Any], flt: ScopeFilter) -> bool:
-            own = row["agent_id"] == flt.agent_id
-            shared = row["crew_id"] == flt.crew_id and row["base"] >= 0.55
+            own = row["agent"] == flt.agent_id
+            shared = row["crew"] == flt.crew_id and row["base"] >= 0.55
             if flt.scope is Scope.OWN:
                 ok = own
             elif flt.scope is Scope.CREW_SHARED:
                 ok = (own or shared) if flt.agent_id else shared
             else:
-                ok = flt.agent_id in (None, row["agent_id"])
-                ok = ok and flt.crew_id in (None, row["crew_id"])
-            return ok and flt.resource_id in (None, row["resource_id"])
+                ok = flt.agent_id in (None, row["agent"])
+                ok = ok and flt.crew_id in (None, row["crew"])
+            return ok and flt.resource_id in (None, row["resource"])
 
         cosines = vectors @ (query / np.linalg.norm(query))
         for flt in (
@@ -258,9 +258,9 @@ class SearchContract:
     def test_search_recent_is_newest_first_within_scope(self, store: Store) -> None:
         remember(
             store,
-            event("old", minutes=0, agent_id="a1"),
-            event("new", minutes=30, agent_id="a2"),
-            event("mid", minutes=10, agent_id="a1"),
+            event("old", minutes=0, agent="a1"),
+            event("new", minutes=30, agent="a2"),
+            event("mid", minutes=10, agent="a1"),
             event("other-ws", "beta", minutes=60),
         )
         ids = [c.memory_id for c in store.search_recent(ScopeFilter("acme"), 10)]
@@ -280,13 +280,10 @@ class SearchContract:
     def test_neighbours_are_adjacent_turns_of_the_same_conversation(self, store: Store) -> None:
         remember(
             store,
-            *[
-                event(f"t{i}", minutes=i, conversation_id="c1", agent_id=f"a{i % 2}")
-                for i in range(6)
-            ],
-            event("x0", minutes=2.5, conversation_id="c2"),
+            *[event(f"t{i}", minutes=i, conversation="c1", agent=f"a{i % 2}") for i in range(6)],
+            event("x0", minutes=2.5, conversation="c2"),
             event("solo", minutes=3),
-            event("t9", "beta", minutes=3, conversation_id="c1"),
+            event("t9", "beta", minutes=3, conversation="c1"),
         )
         whole = ScopeFilter("acme")
         got = store.neighbours(whole, ["t3", "solo", "ghost"], 1)
@@ -300,8 +297,8 @@ class SearchContract:
         assert store.neighbours(ScopeFilter("beta"), ["t3"], 1) == {}
 
     def test_neighbours_are_of_the_anchors_type(self, store: Store) -> None:
-        turns = [event(f"t{i}", minutes=i, conversation_id="c1") for i in range(3)]
-        ep = event("ep", minutes=1.5, conversation_id="c1")
+        turns = [event(f"t{i}", minutes=i, conversation="c1") for i in range(3)]
+        ep = event("ep", minutes=1.5, conversation="c1")
         store.append([*turns, ep], [*(memory_of(t) for t in turns), memory_of(ep, type="episode")])
         assert store.neighbours(ScopeFilter("acme"), ["t1"], 1) == {"t1": [("t0", -1), ("t2", 1)]}
 
@@ -310,10 +307,10 @@ class SearchContract:
     ) -> None:
         remember(
             store,
-            event("t1", conversation_id="c1"),
-            event("t2", conversation_id="c2"),
+            event("t1", conversation="c1"),
+            event("t2", conversation="c2"),
             event("solo"),
-            event("other", "beta", conversation_id="c1"),
+            event("other", "beta", conversation="c1"),
         )
         got = store.conversations_of("acme", ["t1", "t2", "solo", "other", "ghost", "t1"])
         assert got == {"t1": "c1", "t2": "c2", "solo": None}

@@ -37,9 +37,9 @@ class ServiceContract:
         ):
             e = event(
                 f"m{n:02d}",
-                agent_id=agent,
-                crew_id=crew,
-                resource_id=resource,
+                agent=agent,
+                crew=crew,
+                resource=resource,
                 type=kind,
                 minutes=n % 7,
             )
@@ -128,7 +128,7 @@ class ServiceContract:
         assert store.get_memory("acme", "r1") == edited
         assert store.stats("acme").vectors == 0  # new text: embedded again
         with pytest.raises(InvalidInput):
-            store.restore(replace(m, workspace_id="orbit"))
+            store.restore(replace(m, workspace="orbit"))
         with pytest.raises(InvalidInput):
             store.restore(replace(m, source_event_ids=("missing",)))
 
@@ -146,9 +146,9 @@ class ServiceContract:
         from episodic.store.base import ForgetSpec
 
         gone, kept, other = (
-            event("f1", summary="zebra crossing", agent_id="ghost"),
-            event("f2", agent_id="k"),
-            event("f3", "orbit", agent_id="ghost"),
+            event("f1", summary="zebra crossing", agent="ghost"),
+            event("f2", agent="k"),
+            event("f3", "orbit", agent="ghost"),
         )
         remember(store, gone, kept, other)
         derived = memory_of(event("d1"), id="d1", source_event_ids=("f1",), type="entry")

@@ -182,7 +182,7 @@ class UpkeepContract:
     def test_conversation_messages_after_a_time(self, store: Store) -> None:
         def message(id: str, minutes: float) -> Event:
             return event(
-                id, minutes=minutes, conversation_id="c1", type="message", payload={"role": "a"}
+                id, minutes=minutes, conversation="c1", type="message", payload={"role": "a"}
             )
 
         store.append([message("m1", 0), message("m2", 5), message("m3", 10)], [])
@@ -242,7 +242,7 @@ class UpkeepContract:
 
     def test_consolidation_is_stored_whole_and_claims_its_members(self, store: Store) -> None:
         remember(store, event("a"), event("b"), event("c"))
-        rule = Memory(id="rule", workspace_id="acme", ts=T0, type="memory.consolidated",
+        rule = Memory(id="rule", workspace="acme", ts=T0, type="memory.consolidated",
                       content="when deploying, check the cache")  # fmt: skip
         edges = [Relation("rule", m, "supports", 1.0) for m in ("a", "b")]
         assert store.store_consolidation("acme", [rule], edges, ["a", "b"], NOW)
@@ -252,7 +252,7 @@ class UpkeepContract:
         assert store.get_memory("acme", "a").consolidated_at == NOW
         assert store.get_memory("acme", "c").consolidated_at is None
         # "b" is taken: a second consolidation naming it writes nothing at all.
-        other = Memory(id="rule2", workspace_id="acme", ts=T0, type="x", content="y")
+        other = Memory(id="rule2", workspace="acme", ts=T0, type="x", content="y")
         assert not store.store_consolidation("acme", [other], [], ["b", "c"], NOW)
         assert store.get_memories("acme", ["rule2"]) == []
         assert store.get_memory("acme", "c").consolidated_at is None
@@ -263,9 +263,9 @@ class UpkeepContract:
 
     # -- archive -------------------------------------------------------------------------
     def test_archived_events_stay_citable_and_inspectable(self, store: Store) -> None:
-        old = aged("old", 100, payload={"blob": "x" * 1000}, agent_id="a1")
+        old = aged("old", 100, payload={"blob": "x" * 1000}, agent="a1")
         new = aged("new", 1)
-        waiting = aged("wait", 100, type="message", conversation_id="c1", payload={"role": "u"})
+        waiting = aged("wait", 100, type="message", conversation="c1", payload={"role": "u"})
         store.append([old, new, waiting], [memory_of(old)])
         moved = store.archive_events(NOW - timedelta(days=90), workspace_id="acme")
         assert moved == 1
@@ -280,7 +280,7 @@ class UpkeepContract:
         assert store.archived_events("beta", ["old"]) == []
         # The memory keeps its source, and a new memory may cite the archived event.
         assert store.get_memory("acme", "old").source_event_ids == ("old",)
-        cite = Memory(id="rule", workspace_id="acme", ts=T0, type="x", content="y",
+        cite = Memory(id="rule", workspace="acme", ts=T0, type="x", content="y",
                       source_event_ids=("old",))  # fmt: skip
         assert store.append([], [cite]).memories_inserted == 1
         # Re-ingesting an archived event is a duplicate, not a second copy.
@@ -341,7 +341,7 @@ class UpkeepContract:
     def test_health_facts_by_hand(self, store: Store) -> None:
         # Ages 10, 20, 30, 40, 50 days: median 30 (the crews: 15 and 35, the mean of their
         # two). Three have vectors; one of them an edge.
-        events = [aged(f"m{d}", d, crew_id="c1" if d < 30 else "c2") for d in (10, 20, 30, 40)]
+        events = [aged(f"m{d}", d, crew="c1" if d < 30 else "c2") for d in (10, 20, 30, 40)]
         remember(store, *events, aged("m50", 50))  # no crew
         store.put_vectors(MODEL, DIM, [("m10", vec(1)), ("m20", vec(0, 1)), ("m30", vec(1, 1))])
         store.add_relations("acme", [Relation("m40", "m10", "similar", 0.9)])
@@ -376,10 +376,10 @@ class UpkeepContract:
 
     # -- nudge ---------------------------------------------------------------------------
     def test_events_since_the_last_memory_update(self, store: Store) -> None:
-        before = [event(f"b{i}", agent_id="a1", minutes=i) for i in range(3)]
-        update = event("u", agent_id="a1", minutes=5, type="memory.updated")
-        after = [event(f"x{i}", agent_id="a1", minutes=10 + i) for i in range(4)]
-        theirs = [event("t", agent_id="a2", minutes=20)]
+        before = [event(f"b{i}", agent="a1", minutes=i) for i in range(3)]
+        update = event("u", agent="a1", minutes=5, type="memory.updated")
+        after = [event(f"x{i}", agent="a1", minutes=10 + i) for i in range(4)]
+        theirs = [event("t", agent="a2", minutes=20)]
         store.append([*before, *after, *theirs], [])
         assert store.events_since_memory_update("acme", "a1", 60) == 7  # no update stored yet
         store.append([update], [])
@@ -409,7 +409,7 @@ class UpkeepContract:
 
     # -- relations -----------------------------------------------------------------------
     def test_dense_search_for_many_queries_at_once(self, store: Store) -> None:
-        remember(store, *[event(f"m{i}", agent_id=f"a{i % 2}") for i in range(6)])
+        remember(store, *[event(f"m{i}", agent=f"a{i % 2}") for i in range(6)])
         rng = np.random.default_rng(3)
         store.put_vectors(MODEL, DIM, [(f"m{i}", rng.normal(size=DIM)) for i in range(6)])
         queries = rng.normal(size=(3, DIM)).astype(np.float32)

@@ -57,17 +57,17 @@ class WritesContract:
     def test_events_round_trip(self, store: Store) -> None:
         e = Event(
             id="e1",
-            workspace_id="acme",
+            workspace="acme",
             ts=T0,
             type="peer.escalation",
             severity="warn",
             summary='he said "roll back" — now 🚀',
             payload={"state": "escalated", "n": [1, 2]},
             refs={"episodic": True, "priority": "pin"},
-            crew_id="c",
-            agent_id="a",
-            resource_id="r",
-            conversation_id="k",
+            crew="c",
+            agent="a",
+            resource="r",
+            conversation="k",
         )
         store.append([e], [])
         assert store.get_events("acme", ["e1"]) == [e]
@@ -77,10 +77,10 @@ class WritesContract:
         e = event(
             "e1",
             summary="naïve café 数据库 \"quoted\" 'single' \\ 👩‍👩‍👧",
-            crew_id="c",
-            agent_id="a",
-            resource_id="r",
-            conversation_id="k",
+            crew="c",
+            agent="a",
+            resource="r",
+            conversation="k",
             payload={"emoji": "🚀", "nested": {"x": None}},
         )
         m = memory_of(
@@ -97,7 +97,7 @@ class WritesContract:
 
     def test_times_in_other_offsets_come_back_as_the_same_instant(self, store: Store) -> None:
         plus_two = T0.astimezone(timezone(timedelta(hours=2)))
-        e = Event(id="e1", workspace_id="acme", ts=plus_two, type="note", summary="x")
+        e = Event(id="e1", workspace="acme", ts=plus_two, type="note", summary="x")
         remember(store, e)
         assert store.get_memory("acme", "e1").ts == T0
         assert store.get_events("acme", ["e1"])[0].ts == T0
@@ -153,14 +153,14 @@ class WritesContract:
                 id,
                 ws,
                 minutes=minutes,
-                conversation_id=conv,
+                conversation=conv,
                 type="message",
                 payload={"role": "user"},
             )
 
         msgs = [message("m1", "c1", 0), message("m2", "c1", 1), message("m3", "c2", 0.5)]
         other = message("x1", "c1", -5, ws="beta")
-        note = event("n1", conversation_id="c1")  # not a message: never pending
+        note = event("n1", conversation="c1")  # not a message: never pending
         store.append([*msgs, other, note], [])
         got = store.pending_conversations(10)
         assert [(p.workspace_id, p.conversation_id, p.messages) for p in got] == [
@@ -175,16 +175,16 @@ class WritesContract:
 
         episode = Memory(
             id="ep1",
-            workspace_id="acme",
+            workspace="acme",
             ts=T0,
             type="episode",
             content="a chat",
-            conversation_id="c1",
+            conversation="c1",
             source_event_ids=("m1", "m2"),
         )
         entry = Memory(
             id="en1",
-            workspace_id="acme",
+            workspace="acme",
             ts=T0,
             type="entry",
             content="a fact",
@@ -202,15 +202,15 @@ class WritesContract:
         assert not store.close_episode(episode, ["m1", "m2"], [entry], {"m1": "other"})
         assert store.get_memory("acme", "m1").keys == "key words"
         # Another workspace's messages cannot be taken.
-        stolen = Memory(id="ep2", workspace_id="acme", ts=T0, type="episode", content="x")
+        stolen = Memory(id="ep2", workspace="acme", ts=T0, type="episode", content="x")
         with pytest.raises(NotFound):
             store.close_episode(stolen, ["x1"], [], {})
         assert store.pending_messages("beta", "c1")[0].id == "x1"
 
     def test_known_hashes_in_scope(self, store: Store) -> None:
-        a = event("a", agent_id="ag1")
-        b = event("b", agent_id="ag2")
-        c = event("c", "beta", agent_id="ag1")
+        a = event("a", agent="ag1")
+        b = event("b", agent="ag2")
+        c = event("c", "beta", agent="ag1")
         store.append(
             [a, b, c],
             [

@@ -423,9 +423,9 @@ def seed(config: LoadConfig) -> list[Client]:
                 events.append(
                     {
                         "id": f"seed-{ws}-{n}",
-                        "workspace_id": ws,
-                        "agent_id": f"agent{rnd.randrange(config.clients)}",
-                        "crew_id": f"crew{rnd.randrange(3)}",
+                        "workspace": ws,
+                        "agent": f"agent{rnd.randrange(config.clients)}",
+                        "crew": f"crew{rnd.randrange(3)}",
                         "type": kind,
                         "severity": severity or "info",
                         "summary": words(rnd, 12),
@@ -508,7 +508,7 @@ class Driver:
                 if severity:
                     event["severity"] = severity
                 if rnd.random() < 0.3:
-                    event["resource_id"] = f"svc{rnd.randrange(5)}"
+                    event["resource"] = f"svc{rnd.randrange(5)}"
                 events.append(event)
                 pending.append(Written("event", me.workspace, eid, text))
             body = {"events": events}
@@ -610,7 +610,7 @@ def check(kind: str, response: httpx.Response, workspace: str, sent: int) -> str
             return f"acknowledged {data.get('stored')} of {sent}: {data}"
     elif kind in ("recall", "render"):
         hits = data.get("hits", [])
-        if any(h.get("workspace_id") != workspace for h in hits):
+        if any(h.get("workspace") != workspace for h in hits):
             return "a hit from another workspace"
     return None
 

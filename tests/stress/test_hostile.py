@@ -39,7 +39,7 @@ FAILURES: list[str] = []
 
 
 def _hit(marker: str, text: str, kind: str = "note") -> Hit:
-    m = Memory(id=f"id-{marker}", workspace_id="ws", ts=NOW, type=kind, content=text)
+    m = Memory(id=f"id-{marker}", workspace="ws", ts=NOW, type=kind, content=text)
     return Hit(memory=m, score=0.5, age_seconds=60.0)
 
 
@@ -93,7 +93,7 @@ def stored(
         llm=None,
     )
     events = [
-        {"id": f"e-{m}", "workspace_id": "hostile", "summary": t, "refs": {"episodic": True}}
+        {"id": f"e-{m}", "workspace": "hostile", "summary": t, "refs": {"episodic": True}}
         for m, t in texts
     ]
     report = mem.ingest(events)

@@ -58,7 +58,7 @@ def test_ingest_through_repeated_embedder_outages(db_url: str) -> None:
                     i = next(counter)
                     event = {
                         "id": f"w{i}",
-                        "workspace_id": "acme",
+                        "workspace": "acme",
                         "type": "peer.escalation",
                         "summary": f"incident {i} in checkout, cache key k{i} evicted",
                         "ts": datetime.now(UTC).isoformat(),

@@ -254,10 +254,10 @@ def _at(s: JournalSet, day: int, hhmm: str) -> datetime:
 def _event(s: JournalSet, event_id: str, ts: datetime, agent: str, **fields: Any) -> dict[str, Any]:
     event = {
         "id": event_id,
-        "workspace_id": s.workspace,
+        "workspace": s.workspace,
         "ts": ts.isoformat(),
-        "agent_id": agent,
-        "crew_id": s.agents[agent],
+        "agent": agent,
+        "crew": s.agents[agent],
     }
     event.update({k: v for k, v in fields.items() if v})
     return event

@@ -265,13 +265,13 @@ def turn_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
     """The journal event one turn is ingested as."""
     return {
         "id": f"{conversation.sample_id}/{turn.dia_id}",
-        "workspace_id": conversation.workspace,
+        "workspace": conversation.workspace,
         "type": TURN_TYPE,
         "refs": {"episodic": True},  # admission keeps only events marked worth remembering
         "summary": turn.summary,
         "ts": turn.ts.isoformat(),
-        "agent_id": turn.speaker,
-        "conversation_id": turn.session,
+        "agent": turn.speaker,
+        "conversation": turn.session,
         "payload": {
             "dia_id": turn.dia_id,
             "speaker": turn.speaker,
@@ -290,11 +290,11 @@ def message_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
         text = f"{text} [image: {turn.image_caption}]".strip()
     return {
         "id": f"{conversation.sample_id}/{turn.dia_id}",
-        "workspace_id": conversation.workspace,
+        "workspace": conversation.workspace,
         "type": "message",
         "summary": text,
         "ts": turn.ts.isoformat(),
-        "conversation_id": turn.session,
+        "conversation": turn.session,
         "payload": {"role": "user", "name": turn.speaker, "dia_id": turn.dia_id},
     }
 
@@ -587,7 +587,7 @@ def run_policy(
         turns: list[str] = []
         named: set[str] = set()
         for i, hit in enumerate(result.hits):
-            dia_id = _turn_of(hit, conv) if hit.memory.workspace_id == conv.workspace else None
+            dia_id = _turn_of(hit, conv) if hit.memory.workspace == conv.workspace else None
             if dia_id is None or dia_id in named:
                 turns.append(f"-{i}")  # never evidence: dia_ids start with "D"
             else:

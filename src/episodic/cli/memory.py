@@ -26,6 +26,7 @@ from episodic.recall.policies import POLICIES
 from episodic.recall.render import detail_line, relative_age
 from episodic.recall.trace import Trace
 from episodic.service import Episodic
+from episodic.service.writing import deprecation_note
 from episodic.write.episodes import episode_json
 
 # Progress is shown for inputs larger than this (bytes); small files finish before it helps.
@@ -102,6 +103,8 @@ def ingest(
         )
         for e in report.errors:
             err.print(f"rejected {e}")
+        if report.deprecated_fields:
+            err.print(deprecation_note(report.deprecated_fields))
         if report.errors:
             err.print(f"{len(report.errors)} line(s) rejected; the others were stored")
     if report.errors:
@@ -340,7 +343,7 @@ def _print_hits(result: RecallResult) -> None:
             f"{hit.score:.3f}",
             relative_age(hit.age_seconds),
             hit.memory.type + (f" ({hit.moment})" if hit.moment else ""),
-            hit.memory.agent_id or "-",
+            hit.memory.agent or "-",
             hit.memory.content,
         )
     out.print(table)

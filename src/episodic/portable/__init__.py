@@ -146,11 +146,11 @@ def _segment(value: str) -> str:
 
 
 def relative_path(m: Memory) -> Path:
-    parts = [_segment(m.workspace_id)]
-    if m.crew_id:
-        parts += ["crews", _segment(m.crew_id)]
-    if m.agent_id:
-        parts += ["agents", _segment(m.agent_id)]
+    parts = [_segment(m.workspace)]
+    if m.crew:
+        parts += ["crews", _segment(m.crew)]
+    if m.agent:
+        parts += ["agents", _segment(m.agent)]
     return Path(*parts, _segment(m.id) + ".md")
 
 
@@ -165,11 +165,11 @@ def frontmatter(m: Memory) -> dict[str, Any]:
     values: dict[str, Any] = {
         "id": m.id,
         "type": m.type,
-        "workspace": m.workspace_id,
-        "crew": m.crew_id,
-        "agent": m.agent_id,
-        "resource": m.resource_id,
-        "conversation": m.conversation_id,
+        "workspace": m.workspace,
+        "crew": m.crew,
+        "agent": m.agent,
+        "resource": m.resource,
+        "conversation": m.conversation,
         "status": m.status.value,
         "importance": m.importance,
         "base_importance": m.base_importance,
@@ -216,11 +216,11 @@ def write_if_changed(path: Path, data: bytes) -> bool:
 def event_json(event: Event, episode_id: str | None) -> dict[str, Any]:
     return {
         "id": event.id,
-        "workspace_id": event.workspace_id,
-        "crew_id": event.crew_id,
-        "agent_id": event.agent_id,
-        "resource_id": event.resource_id,
-        "conversation_id": event.conversation_id,
+        "workspace": event.workspace,
+        "crew": event.crew,
+        "agent": event.agent,
+        "resource": event.resource,
+        "conversation": event.conversation,
         "ts": _ts(event.ts),
         "type": event.type,
         "severity": event.severity,
@@ -342,17 +342,17 @@ def parse_file(text: str) -> Memory:
         raise InvalidInput("reinforcement", "expected a whole number, 0 or more")
     return Memory(
         id=required(head, "id"),
-        workspace_id=required(head, "workspace"),
+        workspace=required(head, "workspace"),
         ts=when_field(head, "ts") or created or datetime.now(UTC),
         type=text_field(head, "type") or "note",
         content=content,
         severity=severity,
         payload=payload,
         # An empty scope id is none (as in the file layout, which has no empty folder).
-        crew_id=text_field(head, "crew") or None,
-        agent_id=text_field(head, "agent") or None,
-        resource_id=text_field(head, "resource") or None,
-        conversation_id=text_field(head, "conversation") or None,
+        crew=text_field(head, "crew") or None,
+        agent=text_field(head, "agent") or None,
+        resource=text_field(head, "resource") or None,
+        conversation=text_field(head, "conversation") or None,
         base_importance=number_field(head, "base_importance", importance, low=0.0, high=1.0),
         importance=importance,
         reference_count=reinforcement,
@@ -369,6 +369,12 @@ def parse_file(text: str) -> Memory:
     )
 
 
+def _either(obj: Mapping[str, Any], name: str) -> Any:
+    """A journal line's id field, under its name or the one exports used before (``_id``)."""
+    value = obj.get(name)
+    return obj.get(name + "_id") if value is None else value
+
+
 def _event(obj: Any) -> tuple[Event, str | None]:
     if not isinstance(obj, Mapping):
         raise InvalidInput("event", "expected a JSON object")
@@ -376,17 +382,17 @@ def _event(obj: Any) -> tuple[Event, str | None]:
         ts = datetime.fromisoformat(str(obj["ts"]))
         event = Event(
             id=str(obj["id"]),
-            workspace_id=str(obj["workspace_id"]),
+            workspace=str(_either(obj, "workspace") or obj["workspace"]),
             ts=ts if ts.tzinfo else ts.replace(tzinfo=UTC),
             type=str(obj["type"]),
             severity=str(obj.get("severity", "info")),
             summary=str(obj.get("summary", "")),
             payload=dict(obj.get("payload") or {}),
             refs=dict(obj.get("refs") or {}),
-            crew_id=obj.get("crew_id"),
-            agent_id=obj.get("agent_id"),
-            resource_id=obj.get("resource_id"),
-            conversation_id=obj.get("conversation_id"),
+            crew=_either(obj, "crew"),
+            agent=_either(obj, "agent"),
+            resource=_either(obj, "resource"),
+            conversation=_either(obj, "conversation"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInput("event", f"malformed journal line: {exc}") from None
@@ -407,7 +413,7 @@ class _Journals:
     def events_for(self, m: Memory) -> list[tuple[Event, str | None]]:
         if not m.source_event_ids:
             return []
-        ws = m.workspace_id
+        ws = m.workspace
         if ws not in self._by_ws:
             self._by_ws[ws] = self._load(ws)
         known = self._by_ws[ws]
@@ -428,7 +434,7 @@ class _Journals:
                 except (json.JSONDecodeError, InvalidInput) as exc:
                     self.errors.append(FileError(f"{rel}:{n}", "event", str(exc)))
                     continue
-                if event.workspace_id == ws:
+                if event.workspace == ws:
                     found[event.id] = (event, episode)
         return found
 
@@ -490,15 +496,13 @@ def import_markdown(store: ServiceStore, directory: Path, *, mirror: bool = Fals
             errors.append(FileError(rel, exc.field, exc.message))
             continue
         owner[memory.id] = rel
-        ids_by_ws.setdefault(memory.workspace_id, set()).add(memory.id)
+        ids_by_ws.setdefault(memory.workspace, set()).add(memory.id)
         counts["inserted"] += result.inserted
         counts["updated"] += result.updated
         counts["unchanged"] += result.unchanged
         counts["events"] += result.events_inserted
         fresh.append(
-            ImportedFile(
-                rel, stat.st_mtime_ns, stat.st_size, digest, memory.workspace_id, memory.id
-            )
+            ImportedFile(rel, stat.st_mtime_ns, stat.st_size, digest, memory.workspace, memory.id)
         )
     gone = [p for p in state if p not in seen]
     store.save_import_state(root, fresh, gone)

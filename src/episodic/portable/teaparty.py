@@ -164,7 +164,7 @@ def path_of_place(place: Place) -> PurePosixPath | None:
 
 
 def place_of_memory(m: Memory) -> Place:
-    return Place(m.resource_id, m.crew_id, m.conversation_id, m.type == INSTITUTIONAL)
+    return Place(m.resource, m.crew, m.conversation, m.type == INSTITUTIONAL)
 
 
 # -- one entry -----------------------------------------------------------------------------
@@ -289,16 +289,16 @@ def read_entry(
     same_text = old is not None and old.content == entry.content
     return Memory(
         id=memory_id,
-        workspace_id=workspace,
+        workspace=workspace,
         ts=ts,
         type=INSTITUTIONAL if place.institutional else LEARNING,
         content=entry.content,
         severity=old.severity if old else "info",
         payload=payload,
-        crew_id=place.crew,
-        agent_id=agent,
-        resource_id=place.project,
-        conversation_id=place.job,
+        crew=place.crew,
+        agent=agent,
+        resource=place.project,
+        conversation=place.job,
         base_importance=base,
         importance=old.importance if old and old.base_importance == base else base,
         reference_count=old.reference_count if old else 0,
@@ -332,7 +332,7 @@ def frontmatter(m: Memory) -> dict[str, Any]:
         LAST_REINFORCED: p.get(LAST_REINFORCED),
         "created_at": m.ts.astimezone(UTC).date().isoformat(),
         **{name: p.get(name) for name in OPTIONAL_TEXT},
-        AGENT: m.agent_id,
+        AGENT: m.agent,
     }
     out = {k: v for k, v in out.items() if isinstance(v, str | int | float) and v != ""}
     extra = p.get(EXTRA)
@@ -418,13 +418,13 @@ def export_teaparty(store: ServiceStore, directory: Path, *, workspace: str) -> 
 
 
 def _unplaced(m: Memory) -> str:
-    if m.type == INSTITUTIONAL or m.conversation_id is None:
+    if m.type == INSTITUTIONAL or m.conversation is None:
         return (
-            f"no file of the tree stands for crew {m.crew_id!r} here: an entry without a job "
+            f"no file of the tree stands for crew {m.crew!r} here: an entry without a job "
             f"is global (no crew) or its project's (crew {PROJECT_CREW!r} and a resource)"
         )
     return (
-        f"no file of the tree stands for crew {m.crew_id!r}: a job's entries belong to a "
+        f"no file of the tree stands for crew {m.crew!r}: a job's entries belong to a "
         "task (its crew) or, institutional, to its project"
     )
 

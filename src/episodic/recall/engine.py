@@ -564,7 +564,7 @@ def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: Reca
             retired=m.status is not MemoryStatus.ACTIVE,
         )
     if factor is Factor.SCOPE_LEVEL:
-        level = scope_level(m.agent_id, m.crew_id, query.agent_id, query.crew_id)
+        level = scope_level(m.agent, m.crew, query.agent_id, query.crew_id)
         return scope_multiplier(level, _multipliers(policy.scope_multipliers))
     if factor is Factor.RETRIEVABILITY:
         if m.stability is not None and m.stability > 0:

@@ -26,7 +26,7 @@ def newest_similar_first(
     head, tail = ranked[:depth], ranked[depth:]
     fetch([i for i, _ in head])
     head = [(i, s) for i, s in head if i in memories]
-    records = {i for i, _ in head if memories[i].conversation_id is None}
+    records = {i for i, _ in head if memories[i].conversation is None}
     if len(records) < 2:
         return ranked
     similar = {

@@ -59,11 +59,11 @@ def memory_json(m: Memory) -> dict[str, Any]:
     evidence = m.payload.get("evidence")
     return {
         "id": m.id,
-        "workspace_id": m.workspace_id,
-        "crew_id": m.crew_id,
-        "agent_id": m.agent_id,
-        "resource_id": m.resource_id,
-        "conversation_id": m.conversation_id,
+        "workspace": m.workspace,
+        "crew": m.crew,
+        "agent": m.agent,
+        "resource": m.resource,
+        "conversation": m.conversation,
         "ts": m.ts.isoformat(),
         "type": m.type,
         "severity": m.severity,
@@ -251,11 +251,11 @@ class Operations:
         event = parse_event(
             {
                 "id": id,
-                "workspace_id": workspace,
-                "agent_id": agent,
-                "crew_id": crew,
-                "resource_id": resource,
-                "conversation_id": conversation,
+                "workspace": workspace,
+                "agent": agent,
+                "crew": crew,
+                "resource": resource,
+                "conversation": conversation,
                 "type": type,
                 "summary": content,
                 "payload": body,
@@ -268,8 +268,8 @@ class Operations:
         if importance is not None:
             memory = replace(memory, base_importance=importance, importance=importance)
         self.ctx.store.append([event], [memory])
-        self.writing.index_one(event.workspace_id, event.id)
-        return self.ctx.store.get_memory(event.workspace_id, event.id)
+        self.writing.index_one(event.workspace, event.id)
+        return self.ctx.store.get_memory(event.workspace, event.id)
 
     # -- forgetting ----------------------------------------------------------------------
     def forget(
@@ -342,7 +342,7 @@ class Operations:
         if not caller.is_admin and caller.key.agent_id is None:
             raise Forbidden(f"to {verb} needs an admin key, or a key bound to the memory's agent")
         found = self.memory(caller.reading(), memory_id)
-        if not caller.is_admin and found.agent_id != caller.key.agent_id:
+        if not caller.is_admin and found.agent != caller.key.agent_id:
             raise Forbidden(f"this key may {verb} only agent {caller.key.agent_id!r}'s memories")
         return found
 

@@ -268,7 +268,7 @@ class Recalling:
             memories += [
                 m
                 for m in store.get_memories(workspace, [c.memory_id for c in wide])
-                if m.agent_id is None and m.crew_id is None and m.id not in seen
+                if m.agent is None and m.crew is None and m.id not in seen
             ]
             memories = sorted(memories, key=lambda m: (m.ts, m.id), reverse=True)
         now = self.ctx.clock()

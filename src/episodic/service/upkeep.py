@@ -135,7 +135,7 @@ class Upkeep:
             return {"status": "error", "error": str(exc)[:200]}
         brief: dict[str, Any] = {"status": result.status}
         for snap in result.detail.get("snapshots", ()):
-            if snap["crew_id"] is None:  # the workspace's own, not a crew's
+            if snap["crew"] is None:  # the workspace's own, not a crew's
                 brief.update({k: snap[k] for k in ("score", "band", "snapshot_date")})
         return brief
 

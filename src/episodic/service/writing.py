@@ -7,6 +7,7 @@ the good ones are stored.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,7 +18,7 @@ from episodic.model import Event
 from episodic.payloads import check_json
 from episodic.service.context import Context
 from episodic.write.episodes import EpisodeWriter, SegmentReport
-from episodic.write.events import LineError, parse_event, read_jsonl
+from episodic.write.events import OLD_ID_FIELDS, LineError, parse_event, read_jsonl
 from episodic.write.indexer import SweepResult
 from episodic.write.journal import admitted_memories
 from episodic.write.messages import MESSAGE_TYPE
@@ -32,6 +33,9 @@ class IngestReport:
     duplicates: int = 0
     admitted: int = 0
     errors: list[LineError] = field(default_factory=list)
+    # Old field names the input used (``workspace_id`` for ``workspace`` ...): still read
+    # for one minor version; every interface passes the notice on.
+    deprecated_fields: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -46,7 +50,20 @@ class IngestReport:
             "errors": [
                 {"line": e.line, "field": e.field, "message": e.message} for e in self.errors
             ],
+            "deprecated_fields": list(self.deprecated_fields),
         }
+
+
+def deprecation_note(old_names: Iterable[str]) -> str:
+    """What a caller using old field names is told (the same words on every interface)."""
+    names = ", ".join(f"{old} -> {OLD_ID_FIELDS[old]}" for old in sorted(old_names))
+    return f"deprecated field names (read for one more minor version): {names}"
+
+
+def _warn_deprecated(report: IngestReport) -> IngestReport:
+    if report.deprecated_fields:
+        warnings.warn(deprecation_note(report.deprecated_fields), DeprecationWarning, 3)
+    return report
 
 
 class Writing:
@@ -59,6 +76,7 @@ class Writing:
         by position (1-based) and skipped; the good ones are stored."""
         now = self.ctx.clock()
         settings = self.ctx.settings
+        old: set[str] = set()
 
         def numbered() -> Iterable[tuple[int, Event | LineError]]:
             for n, item in enumerate(items, start=1):
@@ -69,26 +87,30 @@ class Writing:
                         check_json("refs", item.refs)
                         event = item
                     else:
-                        event = parse_event(item, settings=settings, now=now)
+                        event = parse_event(item, settings=settings, now=now, deprecated=old)
                 except InvalidInput as exc:
                     yield n, LineError(n, exc.field, exc.message)
                     continue
                 yield n, event
 
-        return self._store_parsed(numbered(), now)
+        return _warn_deprecated(self._store_parsed(numbered(), now, deprecated=old))
 
     def ingest_lines(
         self, lines: Iterable[bytes | str], progress: Callable[[int], None] | None = None
     ) -> IngestReport:
         """Ingest JSON lines; malformed lines are reported by line number and skipped."""
         now = self.ctx.clock()
-        parsed = read_jsonl(lines, settings=self.ctx.settings, now=now)
-        return self._store_parsed(parsed, now, progress)
+        old: set[str] = set()
+        parsed = read_jsonl(lines, settings=self.ctx.settings, now=now, deprecated=old)
+        return _warn_deprecated(self._store_parsed(parsed, now, progress, deprecated=old))
 
     def add_event(self, obj: Mapping[str, Any]) -> Event:
         """Store one event; raises ``InvalidInput`` naming the bad field."""
         now = self.ctx.clock()
-        event = parse_event(obj, settings=self.ctx.settings, now=now)
+        old: set[str] = set()
+        event = parse_event(obj, settings=self.ctx.settings, now=now, deprecated=old)
+        if old:
+            warnings.warn(deprecation_note(old), DeprecationWarning, 2)
         self.ctx.store.append(
             [event], admitted_memories([event], now, keys=self.ctx.settings.key_expansion)
         )
@@ -96,7 +118,7 @@ class Writing:
 
     def add_message(
         self,
-        text: str,
+        content: str | None = None,
         *,
         workspace: str,
         conversation: str,
@@ -108,22 +130,32 @@ class Writing:
         ts: datetime | str | None = None,
         id: str | None = None,
         payload: Mapping[str, Any] | None = None,
+        text: str | None = None,
     ) -> Event:
         """Append one chat message to a conversation (``role``: user, assistant, tool or
         system; ``name`` the speaker's name). It is stored at once; segmentation turns
         the conversation's messages into episodes on the next ``segment`` (or indexer
-        sweep)."""
+        sweep). ``text`` is the old name of ``content``."""
+        if text is not None:
+            warnings.warn(
+                "add_message(text=...) is deprecated: use content=", DeprecationWarning, 2
+            )
+            if content is not None and content != text:
+                raise InvalidInput("text", "the old name of 'content', which says otherwise")
+            content = text
+        if content is None:
+            raise InvalidInput("content", "required (what was said)")
         body: dict[str, Any] = {**(payload or {}), "role": role}
         if name is not None:
             body["name"] = name
         obj: dict[str, Any] = {
-            "workspace_id": workspace,
-            "conversation_id": conversation,
-            "agent_id": agent,
-            "resource_id": resource,
-            "crew_id": crew,
+            "workspace": workspace,
+            "conversation": conversation,
+            "agent": agent,
+            "resource": resource,
+            "crew": crew,
             "type": MESSAGE_TYPE,
-            "summary": text,
+            "summary": content,
             "payload": body,
             "id": id,
             "ts": ts.isoformat() if isinstance(ts, datetime) else ts,
@@ -135,6 +167,7 @@ class Writing:
         parsed: Iterable[tuple[int, Event | LineError]],
         now: datetime,
         progress: Callable[[int], None] | None = None,
+        deprecated: set[str] | None = None,
     ) -> IngestReport:
         report = IngestReport()
         batch: list[tuple[int, Event]] = []
@@ -153,9 +186,9 @@ class Writing:
                     # Another workspace's id: that line is refused, the rest go in.
                     refused = set(exc.refused)
                     for line, e in batch:
-                        if (e.workspace_id, e.id) in refused:
+                        if (e.workspace, e.id) in refused:
                             report.errors.append(LineError(line, exc.field, exc.message))
-                    batch[:] = [(n, e) for n, e in batch if (e.workspace_id, e.id) not in refused]
+                    batch[:] = [(n, e) for n, e in batch if (e.workspace, e.id) not in refused]
                     continue
                 report.stored += result.events_inserted
                 report.duplicates += result.events_duplicate
@@ -177,6 +210,7 @@ class Writing:
                 flush()
         flush()
         report.errors.sort(key=lambda e: e.line)
+        report.deprecated_fields = sorted(deprecated or ())
         return report
 
     # -- episodes --------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from episodic.errors import InvalidInput
-from episodic.model import Scope, ScopeFilter
+from episodic.model import Memory, Scope, ScopeFilter
 
 # A lead's crew_shared view: its own entries plus crew entries that carry a type,
 # severity or priority bonus (base importance above a routine info entry's 0.5).
@@ -75,7 +75,7 @@ def normalise_scope(flt: ScopeFilter) -> Scope | None:
     own needs an agent, crew_shared a crew). ``ScopeFilter`` is a plain dataclass, so a
     caller may hand in a bare string or an empty workspace; both are refused here."""
     if not flt.workspace_id or not flt.workspace_id.strip():
-        raise InvalidInput("workspace_id", "required: every read runs inside one workspace")
+        raise InvalidInput("workspace", "required: every read runs inside one workspace")
     if flt.scope is None:
         return None
     try:
@@ -85,9 +85,9 @@ def normalise_scope(flt: ScopeFilter) -> Scope | None:
             "scope", f"unknown scope {flt.scope!r}; use own or crew_shared"
         ) from None
     if scope is Scope.OWN and not flt.agent_id:
-        raise InvalidInput("agent_id", "scope 'own' needs an agent (--agent)")
+        raise InvalidInput("agent", "scope 'own' needs an agent (--agent)")
     if scope is Scope.CREW_SHARED and not flt.crew_id:
-        raise InvalidInput("crew_id", "scope 'crew_shared' needs a crew (--crew)")
+        raise InvalidInput("crew", "scope 'crew_shared' needs a crew (--crew)")
     return scope
 
 
@@ -148,26 +148,24 @@ def scope_where(
     return " AND ".join(clauses), params
 
 
-def scope_allows(flt: ScopeFilter, m: Any) -> bool:
+def scope_allows(flt: ScopeFilter, m: Memory) -> bool:
     """Whether ``flt`` can see memory ``m`` (any status): ``scope_where`` as a Python
     predicate, for checks on one memory already fetched (an API caller's get/retire)."""
     scope = normalise_scope(flt)
-    if m.workspace_id != flt.workspace_id:
+    if m.workspace != flt.workspace_id:
         return False
     if scope is Scope.OWN:
-        ok = bool(m.agent_id == flt.agent_id)
+        ok = bool(m.agent == flt.agent_id)
     elif scope is Scope.CREW_SHARED:
-        crew_part = m.crew_id == flt.crew_id and m.base_importance >= (
-            CREW_SHARED_MIN_BASE_IMPORTANCE
-        )
-        ok = bool(crew_part or (flt.agent_id and m.agent_id == flt.agent_id))
+        crew_part = m.crew == flt.crew_id and m.base_importance >= (CREW_SHARED_MIN_BASE_IMPORTANCE)
+        ok = bool(crew_part or (flt.agent_id and m.agent == flt.agent_id))
     else:
         ok = all(
-            not getattr(flt, name) or getattr(m, name) == getattr(flt, name)
-            for name in ("agent_id", "crew_id")
+            not getattr(flt, name + "_id") or getattr(m, name) == getattr(flt, name + "_id")
+            for name in ("agent", "crew")
         )
-    for name in ("resource_id", "conversation_id"):
-        value = getattr(flt, name)
+    for name in ("resource", "conversation"):
+        value = getattr(flt, name + "_id")
         if value and getattr(m, name) != value:
             ok = False
     if flt.types is not None and m.type not in flt.types:

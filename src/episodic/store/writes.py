@@ -53,7 +53,7 @@ def taken_ids(
     itself refused. Only when no event is refused are memories compared (a memory whose
     id another workspace's memory holds), so the caller's retry without the refused
     items sees true owners."""
-    items = [(e.workspace_id, e.id) for e in events] + [(m.workspace_id, m.id) for m in memories]
+    items = [(e.workspace, e.id) for e in events] + [(m.workspace, m.id) for m in memories]
     for rows in (journal, stored):
         holder = dict(rows)
         taken = {

@@ -68,7 +68,7 @@ def plan_merges(memories: Sequence[Memory]) -> list[Merge]:
     for m in memories:
         if m.type in NOT_MERGED_TYPES:
             continue
-        groups.setdefault((m.type, m.agent_id, m.crew_id, m.resource_id), []).append(m)
+        groups.setdefault((m.type, m.agent, m.crew, m.resource), []).append(m)
     merges: list[Merge] = []
     for members in groups.values():
         if len(members) >= 2:

@@ -313,7 +313,7 @@ def _memory(workspace: str, item: Item, members: Sequence[Memory], now: datetime
         ts = min(m.ts for m in evidence)
     return Memory(
         id=f"con_{digest}",
-        workspace_id=workspace,
+        workspace=workspace,
         ts=ts,
         type=CONSOLIDATED_TYPE,
         content=item.content,
@@ -324,9 +324,9 @@ def _memory(workspace: str, item: Item, members: Sequence[Memory], now: datetime
             "consolidated_by": item.by,
             "cluster_size": len(members),
         },
-        agent_id=_common(m.agent_id for m in evidence),
-        crew_id=_common(m.crew_id for m in evidence),
-        resource_id=_common(m.resource_id for m in evidence),
+        agent=_common(m.agent for m in evidence),
+        crew=_common(m.crew for m in evidence),
+        resource=_common(m.resource for m in evidence),
         base_importance=base,
         importance=importance,
         created_at=now,

@@ -71,8 +71,8 @@ def snapshot_workspace(store: UpkeepStore, workspace: str, now: datetime) -> lis
 
 def snapshot_json(s: HealthSnapshot) -> dict[str, Any]:
     return {
-        "workspace_id": s.workspace_id,
-        "crew_id": s.crew_id,
+        "workspace": s.workspace_id,
+        "crew": s.crew_id,
         "snapshot_date": s.snapshot_date.isoformat(),
         "freshness": s.freshness,
         "coverage": s.coverage,
@@ -122,8 +122,8 @@ class HealthView:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "workspace_id": self.workspace_id,
-            "crew_id": self.crew_id,
+            "workspace": self.workspace_id,
+            "crew": self.crew_id,
             "freshness": self.freshness,
             "coverage": self.coverage,
             "coherence": self.coherence,

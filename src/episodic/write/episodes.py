@@ -35,7 +35,7 @@ import numpy as np
 from episodic.embed.base import Embedder
 from episodic.errors import EmbedderError, NotFound
 from episodic.llm.base import LLM
-from episodic.model import Memory, Scope, ScopeFilter
+from episodic.model import Event, Memory, Scope, ScopeFilter
 from episodic.scoring.retrievability import initial_difficulty, initial_stability
 from episodic.store.search import SearchStore
 from episodic.store.upkeep import ReinforcementStore
@@ -243,7 +243,7 @@ class EpisodeWriter:
         messages: Sequence[Message],
         vectors: Sequence[Vector | None],
         seg: Segment,
-        events: dict[str, Any],
+        events: dict[str, Event],
         learnings: Sequence[Learning],
         report: SegmentReport,
         outcome: str | None = None,
@@ -256,7 +256,7 @@ class EpisodeWriter:
         surprise = round(float(seg.surprise), 6)
         episode = Memory(
             id=episode_id,
-            workspace_id=ws,
+            workspace=ws,
             ts=part[-1].ts,
             type=EPISODE_TYPE,
             content=f"{text.title} — {text.summary}",
@@ -275,10 +275,10 @@ class EpisodeWriter:
                 "flashbulb": surprise >= FLASHBULB_SURPRISE,
                 **({"outcome": outcome} if outcome else {}),
             },
-            conversation_id=conversation,
-            crew_id=scope["crew_id"],
-            agent_id=scope["agent_id"],
-            resource_id=scope["resource_id"],
+            conversation=conversation,
+            crew=scope["crew"],
+            agent=scope["agent"],
+            resource=scope["resource"],
             base_importance=EPISODE_BASE_IMPORTANCE,
             importance=EPISODE_BASE_IMPORTANCE,
             source_event_ids=tuple(m.id for m in part),
@@ -292,9 +292,9 @@ class EpisodeWriter:
             self.store,
             ScopeFilter(
                 workspace_id=ws,
-                scope=Scope.OWN if scope["agent_id"] else None,
-                agent_id=scope["agent_id"],
-                resource_id=scope["resource_id"],
+                scope=Scope.OWN if scope["agent"] else None,
+                agent_id=scope["agent"],
+                resource_id=scope["resource"],
                 types=(ENTRY_TYPE, LEARNING_TYPE),
             ),
             f"{text.title} {text.summary}",
@@ -362,7 +362,7 @@ class EpisodeWriter:
         return left
 
     def _dedupe(
-        self, ws: str, entries: Sequence[Entry], events: dict[str, Any]
+        self, ws: str, entries: Sequence[Entry], events: dict[str, Event]
     ) -> tuple[list[Entry], list[Vector | None], list[Dropped]]:
         """Seed 004: exact hash first, then cosine >= 0.86 within the batch and against
         the entries already stored in the same scope (workspace, agent, resource). Returns
@@ -399,13 +399,13 @@ class EpisodeWriter:
         return [kept[i] for i in indices], [matrix[i] for i in indices], dropped + list(gone)
 
     def _entry_memory(
-        self, ws: str, episode_id: str, entry: Entry, events: dict[str, Any]
+        self, ws: str, episode_id: str, entry: Entry, events: dict[str, Event]
     ) -> Memory:
         source = events[entry.message_id]
         digest = content_hash(entry.content)
         return Memory(
             id="ent_" + _digest(ws, episode_id, digest),
-            workspace_id=ws,
+            workspace=ws,
             ts=source.ts,
             type=ENTRY_TYPE,
             content=entry.content,
@@ -415,10 +415,10 @@ class EpisodeWriter:
                 "extracted_by": entry.extractor,
                 "episode_id": episode_id,
             },
-            conversation_id=source.conversation_id,
-            crew_id=source.crew_id,
-            agent_id=source.agent_id,
-            resource_id=source.resource_id,
+            conversation=source.conversation,
+            crew=source.crew,
+            agent=source.agent,
+            resource=source.resource,
             base_importance=ENTRY_BASE_IMPORTANCE,
             importance=ENTRY_BASE_IMPORTANCE,
             source_event_ids=(entry.message_id,),
@@ -427,13 +427,13 @@ class EpisodeWriter:
         )
 
     def _learning_memory(
-        self, ws: str, episode_id: str, learning: Learning, events: dict[str, Any]
+        self, ws: str, episode_id: str, learning: Learning, events: dict[str, Event]
     ) -> Memory:
         source = events.get(learning.message_id or "")
         importance = min(1.0, max(0.0, learning.importance))
         return Memory(
             id="lrn_" + _digest(ws, episode_id, content_hash(learning.content)),
-            workspace_id=ws,
+            workspace=ws,
             ts=source.ts if source is not None else self.clock(),
             type=LEARNING_TYPE,
             content=learning.content,
@@ -446,10 +446,10 @@ class EpisodeWriter:
                 "extracted_by": learning.extractor,
                 "episode_id": episode_id,
             },
-            conversation_id=None if source is None else source.conversation_id,
-            crew_id=None if source is None else source.crew_id,
-            agent_id=None if source is None else source.agent_id,
-            resource_id=None if source is None else source.resource_id,
+            conversation=None if source is None else source.conversation,
+            crew=None if source is None else source.crew,
+            agent=None if source is None else source.agent,
+            resource=None if source is None else source.resource,
             base_importance=importance,
             importance=importance,
             source_event_ids=() if source is None else (source.id,),
@@ -475,10 +475,10 @@ def episode_json(m: Memory) -> dict[str, Any]:
         "outcome": p["outcome"] if isinstance(p.get("outcome"), str) else None,
         "keyphrases": list(p.get("keyphrases", [])),
         "described_by": p.get("described_by"),
-        "workspace_id": m.workspace_id,
-        "conversation_id": m.conversation_id,
-        "agent_id": m.agent_id,
-        "resource_id": m.resource_id,
+        "workspace": m.workspace,
+        "conversation": m.conversation,
+        "agent": m.agent,
+        "resource": m.resource,
         "stability": m.stability,
         "difficulty": m.difficulty,
     }
@@ -495,11 +495,11 @@ def _matrix(vectors: Sequence[Vector | None]) -> Any:
     return np.stack([np.zeros(dim, np.float32) if v is None else v for v in vectors])
 
 
-def _scope_of(events: Sequence[Any]) -> dict[str, str | None]:
+def _scope_of(events: Sequence[Event]) -> dict[str, str | None]:
     """The ids an episode is filed under: each the most common one among its messages
     (a user and an assistant share the conversation; the agent is the one that spoke)."""
     out: dict[str, str | None] = {}
-    for name in ("agent_id", "crew_id", "resource_id"):
+    for name in ("agent", "crew", "resource"):
         counts: dict[str, int] = {}
         for e in events:
             value = getattr(e, name)
@@ -509,7 +509,7 @@ def _scope_of(events: Sequence[Any]) -> dict[str, str | None]:
     return out
 
 
-def _phases(events: Sequence[Any]) -> tuple[dict[str, str], str | None]:
+def _phases(events: Sequence[Event]) -> tuple[dict[str, str], str | None]:
     """The phase in force at each message of a session (the latest ``payload.phase``, or
     ``payload.stage``, stated at or before it) and the last one stated. A learning takes
     the phase of the message it quotes, or the last one when it quotes none or a message
@@ -527,11 +527,11 @@ def _phases(events: Sequence[Any]) -> tuple[dict[str, str], str | None]:
     return at, current
 
 
-def _entry_scope(ws: str, event: Any) -> ScopeFilter:
+def _entry_scope(ws: str, event: Event) -> ScopeFilter:
     return ScopeFilter(
         workspace_id=ws,
-        agent_id=event.agent_id,
-        resource_id=event.resource_id,
+        agent_id=event.agent,
+        resource_id=event.resource,
         types=(ENTRY_TYPE,),
     )
 

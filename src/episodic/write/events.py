@@ -21,8 +21,13 @@ from episodic.payloads import check_json
 from episodic.policy import MESSAGE_TYPE
 from episodic.write.messages import ROLES
 
-ID_FIELDS = ("workspace_id", "crew_id", "agent_id", "resource_id", "conversation_id")
-KNOWN_FIELDS = frozenset((*ID_FIELDS, "id", "ts", "type", "severity", "summary", "payload", "refs"))
+ID_FIELDS = ("workspace", "crew", "agent", "resource", "conversation")
+# The names the id fields had before the API settled on one name per concept (the same
+# as every other request's): still read, with a deprecation notice, for one minor version.
+OLD_ID_FIELDS = {f"{name}_id": name for name in ID_FIELDS}
+KNOWN_FIELDS = frozenset(
+    (*ID_FIELDS, *OLD_ID_FIELDS, "id", "ts", "type", "severity", "summary", "payload", "refs")
+)
 MAX_ID_CHARS = 256
 # One scan finds both: control characters, and lone surrogates (not encodable as UTF-8).
 _ID_UNSAFE = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
@@ -57,13 +62,15 @@ def parse_event(
     now: datetime,
     source_bytes: int | None = None,
     may_hold_surrogates: bool = True,
+    deprecated: set[str] | None = None,
 ) -> Event:
     """Validate one event object; raise ``InvalidInput`` naming the first bad field.
 
     ``source_bytes`` is the size of the JSON text the object was parsed from, if known: a
     payload inside it cannot be larger, which spares serialising it again to measure it.
     ``may_hold_surrogates`` False says the source was UTF-8 bytes without a
-    ``\\ud800``-``\\udfff`` escape: no lone surrogate can be in it."""
+    ``\\ud800``-``\\udfff`` escape: no lone surrogate can be in it. Old field names
+    the object used (``workspace_id`` ...) are added to ``deprecated``."""
     if not isinstance(obj, Mapping):
         raise InvalidInput("event", f"expected a JSON object, got {type(obj).__name__}")
     unknown = sorted(obj.keys() - KNOWN_FIELDS)
@@ -73,10 +80,10 @@ def parse_event(
             f"unknown field; known fields are {', '.join(sorted(KNOWN_FIELDS))}",
         )
 
-    ids: dict[str, str | None] = {name: opt_id(obj, name) for name in ID_FIELDS}
-    workspace = ids["workspace_id"]
+    ids = _ids(obj, deprecated)
+    workspace = ids["workspace"]
     if workspace is None:
-        raise InvalidInput("workspace_id", "required (the workspace this event belongs to)")
+        raise InvalidInput("workspace", "required (the workspace this event belongs to)")
 
     event_id = opt_id(obj, "id") or new_event_id()
     event_type = opt_id(obj, "type") or DEFAULT_EVENT_TYPE
@@ -129,28 +136,32 @@ def parse_event(
             "(EPISODIC_MAX_PAYLOAD_BYTES)",
         )
     _check_refs(refs)
-    conversation = ids["conversation_id"]
+    conversation = ids["conversation"]
     if event_type == MESSAGE_TYPE:
         _check_message(conversation, payload)
 
     return Event(
         id=event_id,
-        workspace_id=workspace,
+        workspace=workspace,
         ts=_parse_ts(obj.get("ts"), now),
         type=event_type,
         severity=severity.lower(),
         summary=summary,
         payload=payload,
         refs=refs,
-        crew_id=ids["crew_id"],
-        agent_id=ids["agent_id"],
-        resource_id=ids["resource_id"],
-        conversation_id=ids["conversation_id"],
+        crew=ids["crew"],
+        agent=ids["agent"],
+        resource=ids["resource"],
+        conversation=conversation,
     )
 
 
 def read_jsonl(
-    lines: Iterable[bytes | str], *, settings: Settings, now: datetime
+    lines: Iterable[bytes | str],
+    *,
+    settings: Settings,
+    now: datetime,
+    deprecated: set[str] | None = None,
 ) -> Iterator[tuple[int, Event | LineError]]:
     """Parse JSON lines; yield (line number, event or error). Blank lines are skipped.
 
@@ -191,10 +202,27 @@ def read_jsonl(
                     source_bytes=len(raw) if isinstance(raw, bytes) else 4 * len(raw),
                     may_hold_surrogates=not isinstance(raw, bytes)
                     or _SURROGATE_ESCAPE.search(text) is not None,
+                    deprecated=deprecated,
                 ),
             )
         except InvalidInput as exc:
             yield number, LineError(number, exc.field, exc.message)
+
+
+def _ids(obj: Mapping[str, Any], deprecated: set[str] | None) -> dict[str, str | None]:
+    """The id fields under their current names, read from the old name where the object
+    uses that (both given and different: refused, naming the old one)."""
+    ids = {name: opt_id(obj, name) for name in ID_FIELDS}
+    for old, name in OLD_ID_FIELDS.items():
+        if old not in obj:
+            continue
+        value = opt_id(obj, old)
+        if name in obj and value != ids[name]:
+            raise InvalidInput(old, f"the old name of {name!r}, which says otherwise; give one")
+        ids[name] = value
+        if deprecated is not None:
+            deprecated.add(old)
+    return ids
 
 
 def _field_name(key: str) -> str:
@@ -234,11 +262,11 @@ def _opt_object(obj: Mapping[str, Any], name: str) -> dict[str, Any]:
     return dict(value)
 
 
-def _check_message(conversation_id: str | None, payload: Mapping[str, Any]) -> None:
+def _check_message(conversation: str | None, payload: Mapping[str, Any]) -> None:
     """A chat message belongs to a conversation and says who spoke."""
-    if conversation_id is None:
+    if conversation is None:
         raise InvalidInput(
-            "conversation_id", "required for a message (the conversation it belongs to)"
+            "conversation", "required for a message (the conversation it belongs to)"
         )
     role = payload.get("role")
     if role not in ROLES:

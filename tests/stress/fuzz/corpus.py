@@ -17,30 +17,30 @@ TS = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
 
 EVENTS = [
     {
-        "workspace_id": "acme",
+        "workspace": "acme",
         "type": "peer.escalation",
         "summary": "checkout OOM after cache TTL change",
         "ts": "2026-03-01T09:30:00+02:00",
-        "agent_id": "deployer",
-        "crew_id": "ops",
+        "agent": "deployer",
+        "crew": "ops",
         "severity": "WARN",
         "payload": {"service": "checkout", "n": 3, "tags": ["a", "b"]},
         "refs": {"episodic": True, "priority": "pin"},
     },
     {
-        "workspace_id": "acme",
+        "workspace": "acme",
         "type": "message",
-        "conversation_id": "c1",
+        "conversation": "c1",
         "summary": "can we roll back?",
         "payload": {"role": "user", "name": "ann"},
     },
-    {"id": "e1", "workspace_id": "w", "resource_id": "r", "ts": "2026-03-01"},
+    {"id": "e1", "workspace": "w", "resource": "r", "ts": "2026-03-01"},
 ]
 
 
 def _jsonl_seeds() -> list[bytes]:
     lines = [json.dumps(e, ensure_ascii=False).encode() for e in EVENTS]
-    bad = [b'{"workspace_id": 3}', b"{not json", b'{"workspace_id":"w","ts":"yesterday"}']
+    bad = [b'{"workspace": 3}', b"{not json", b'{"workspace_id":"w","ts":"yesterday"}']
     return [
         b"\n".join(lines),
         b"\n".join([lines[0], bad[0], lines[1], b"", bad[1], lines[2], bad[2]]),
@@ -51,14 +51,14 @@ def _jsonl_seeds() -> list[bytes]:
 def _markdown_seeds() -> list[bytes]:
     full = Memory(
         id="m1",
-        workspace_id="acme",
+        workspace="acme",
         ts=TS,
         type="learning",
         content="Roll back checkout first.\n\nThen look at the cache TTL.",
         severity="warn",
         payload={"source": "extracted", "evidence": "it said so", "x": [1, 2]},
-        crew_id="ops",
-        agent_id="deployer",
+        crew="ops",
+        agent="deployer",
         importance=0.8,
         base_importance=0.6,
         reference_count=2,
@@ -72,7 +72,7 @@ def _markdown_seeds() -> list[bytes]:
         last_reviewed_at=TS,
         consolidated_at=TS,
     )
-    short = Memory(id="m2", workspace_id="w", ts=TS, type="note", content="hi")
+    short = Memory(id="m2", workspace="w", ts=TS, type="note", content="hi")
     hand = "---\nid: m3\nworkspace: w\nts: 2026-03-01T09:30:00Z\n---\nwritten by hand\n"
     return [render_file(full).encode(), render_file(short).encode(), hand.encode()]
 

@@ -19,7 +19,7 @@ router = APIRouter()
 
 
 class EventsIn(Strict):
-    """A batch of journal events (the ``episodic ingest`` format). ``workspace_id`` may be
+    """A batch of journal events (the ``episodic ingest`` format). ``workspace`` may be
     left out: it is the key's workspace."""
 
     events: list[Any] = Field(min_length=1, max_length=MAX_BATCH_EVENTS)
@@ -37,6 +37,10 @@ class IngestOut(BaseModel):
     duplicates: int
     admitted: int
     errors: list[ItemError]
+    deprecated_fields: list[str] = Field(
+        description="old field names the batch used (workspace_id for workspace ...): "
+        "still read for one minor version"
+    )
 
 
 @router.post("/v1/events", response_model=IngestOut, responses=ERRORS, tags=["write"])
@@ -47,11 +51,11 @@ def post_events(body: EventsIn, caller: Caller, mem: Mem) -> dict[str, Any]:
     for raw in body.events:
         if isinstance(raw, dict):
             item = dict(raw)
-            _bind(item, "workspace_id", caller.workspace)
+            _bind(item, "workspace", caller.workspace)
             if caller.key.agent_id is not None and not caller.is_admin:
-                _bind(item, "agent_id", caller.agent)
+                _bind(item, "agent", caller.agent)
             if caller.key.crew_id is not None and not caller.is_admin:
-                _bind(item, "crew_id", caller.crew)
+                _bind(item, "crew", caller.crew)
             items.append(item)
         else:
             items.append(raw)
@@ -66,7 +70,10 @@ def post_events(body: EventsIn, caller: Caller, mem: Mem) -> dict[str, Any]:
 def _bind(item: dict[str, Any], name: str, check: Callable[[str | None], str | None]) -> None:
     """Fill an event's id field from the key, or check the one it names against the key
     (``Forbidden`` when it differs). A value of the wrong type is left for the event
-    parser to report by position, like any other bad field."""
+    parser to report by position, like any other bad field. An event that uses the field's
+    old name (``workspace_id`` ...) is bound under that name."""
+    if name not in item and name + "_id" in item:
+        name += "_id"
     value = item.get(name)
     if value is None or (isinstance(value, str) and not value.strip()):
         item[name] = check(None)

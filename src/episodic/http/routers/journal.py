@@ -22,8 +22,8 @@ class JournalEventOut(BaseModel):
     ts: str
     type: str
     severity: str
-    agent_id: str | None
-    crew_id: str | None
+    agent: str | None
+    crew: str | None
     summary: str
     archived: bool = Field(description="found in the archive (its payload cut to 400 chars)")
     score: float = Field(description="BM25, higher is better")

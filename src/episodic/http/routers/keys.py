@@ -16,10 +16,10 @@ router = APIRouter()
 
 class WhoAmIOut(BaseModel):
     key_id: str
-    workspace_id: str
+    workspace: str
     role: Literal["agent", "lead", "admin"]
-    agent_id: str | None
-    crew_id: str | None
+    agent: str | None
+    crew: str | None
     scope: ScopeName | None
 
 
@@ -31,9 +31,9 @@ def whoami(caller: Caller) -> dict[str, Any]:
     scope = scope_for_role(caller.role)
     return {
         "key_id": caller.key.id,
-        "workspace_id": caller.workspace_id,
+        "workspace": caller.workspace_id,
         "role": caller.role.value,
-        "agent_id": caller.key.agent_id,
-        "crew_id": caller.key.crew_id,
+        "agent": caller.key.agent_id,
+        "crew": caller.key.crew_id,
         "scope": None if scope is None else scope.value,
     }

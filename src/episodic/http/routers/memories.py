@@ -33,11 +33,11 @@ class MemoryIn(Strict):
 
 class MemoryOut(BaseModel):
     id: str
-    workspace_id: str
-    crew_id: str | None
-    agent_id: str | None
-    resource_id: str | None
-    conversation_id: str | None
+    workspace: str
+    crew: str | None
+    agent: str | None
+    resource: str | None
+    conversation: str | None
     ts: str
     type: str
     severity: str

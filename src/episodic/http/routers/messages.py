@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from pydantic import BaseModel, Field
 
+from episodic.errors import InvalidInput
 from episodic.http.auth import Caller
 from episodic.http.deps import Mem
 from episodic.http.errors import ERRORS
@@ -17,7 +18,10 @@ router = APIRouter()
 
 class MessageIn(Strict):
     conversation: Id
-    text: NonEmptyText
+    content: NonEmptyText | None = Field(default=None, description="what was said (required)")
+    text: NonEmptyText | None = Field(
+        default=None, deprecated=True, description="the old name of content"
+    )
     role: Literal["user", "assistant", "tool", "system"] = "user"
     name: Id | None = None
     agent: Id | None = None
@@ -30,8 +34,8 @@ class MessageIn(Strict):
 
 class MessageOut(BaseModel):
     id: str
-    workspace_id: str
-    conversation_id: str | None
+    workspace: str
+    conversation: str | None
     ts: str
 
 
@@ -42,10 +46,19 @@ class MessageOut(BaseModel):
     responses=ERRORS,
     tags=["write"],
 )
-def post_message(body: MessageIn, caller: Caller, mem: Mem) -> dict[str, Any]:
+def post_message(body: MessageIn, caller: Caller, mem: Mem, response: Response) -> dict[str, Any]:
     """Append one chat message to a conversation; episodes follow on segmentation."""
+    content = body.content
+    if body.text is not None:
+        if content is not None and content != body.text:
+            raise InvalidInput("text", "the old name of 'content', which says otherwise")
+        content = body.text
+        response.headers["Deprecation"] = "true"
+        response.headers["X-Episodic-Deprecated"] = "text -> content"
+    if content is None:
+        raise InvalidInput("content", "required (what was said)")
     event = mem.add_message(
-        body.text,
+        content,
         workspace=caller.workspace(body.workspace),
         conversation=body.conversation,
         role=body.role,
@@ -58,7 +71,7 @@ def post_message(body: MessageIn, caller: Caller, mem: Mem) -> dict[str, Any]:
     )
     return {
         "id": event.id,
-        "workspace_id": event.workspace_id,
-        "conversation_id": event.conversation_id,
+        "workspace": event.workspace,
+        "conversation": event.conversation,
         "ts": event.ts.isoformat(),
     }

@@ -55,21 +55,21 @@ class DetailOut(BaseModel):
     role: str | None
     name: str | None
     ts: str
-    text: str
+    content: str
 
 
 class HitOut(BaseModel):
     id: str
     score: float
     cosine: float | None
-    summary: str
+    content: str
     type: str
     severity: str
-    workspace_id: str
-    crew_id: str | None
-    agent_id: str | None
-    resource_id: str | None
-    conversation_id: str | None
+    workspace: str
+    crew: str | None
+    agent: str | None
+    resource: str | None
+    conversation: str | None
     payload: dict[str, Any]
     ts: str
     age_seconds: float
@@ -137,10 +137,10 @@ class EpisodeOut(BaseModel):
     outcome: str | None = Field(None, description="how the run that wrote it ended")
     keyphrases: list[str]
     described_by: str | None
-    workspace_id: str
-    conversation_id: str | None
-    agent_id: str | None
-    resource_id: str | None
+    workspace: str
+    conversation: str | None
+    agent: str | None
+    resource: str | None
     stability: float | None
     difficulty: float | None
 

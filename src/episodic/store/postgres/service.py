@@ -203,10 +203,10 @@ class ServiceMixin(PgBase):
         self, memory: Memory, events: Sequence[tuple[Event, str | None]] = ()
     ) -> RestoreResult:
         now = ts_text(utcnow())
-        ws = memory.workspace_id
+        ws = memory.workspace
         _refuse_nul(memory)
         for event, episode in events:
-            if event.workspace_id != ws:
+            if event.workspace != ws:
                 raise InvalidInput("events", f"event {event.id} is not of workspace {ws}")
             _refuse_nul(event, "events.")
             if _has_nul(episode):
@@ -322,7 +322,7 @@ class ServiceMixin(PgBase):
     def forget(self, spec: ForgetSpec, *, rekey: Callable[[Event], str]) -> ForgetCounts:
         ws = spec.workspace_id
         if not ws or not ws.strip():
-            raise InvalidInput("workspace_id", "required: forgetting runs inside one workspace")
+            raise InvalidInput("workspace", "required: forgetting runs inside one workspace")
         if _has_nul(ws, spec.agent_id, spec.resource_id, spec.conversation_id, spec.memory_id):
             return ForgetCounts()  # nothing stored can match
         where = ["workspace_id = %s"]

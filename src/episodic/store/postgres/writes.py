@@ -297,9 +297,9 @@ class WritesMixin(PgBase):
         derived: Sequence[Memory],
         keys: Mapping[str, str],
     ) -> bool:
-        ws = episode.workspace_id
+        ws = episode.workspace
         for m in derived:
-            if m.workspace_id != ws:
+            if m.workspace != ws:
                 raise InvalidInput(
                     "workspace_id", f"memory {m.id} is not of the episode's workspace {ws}"
                 )

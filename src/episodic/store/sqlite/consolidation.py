@@ -95,7 +95,7 @@ class ConsolidationMixin(SqliteBase):
         at: datetime,
     ) -> bool:
         for m in derived:
-            if m.workspace_id != workspace_id:
+            if m.workspace != workspace_id:
                 raise InvalidInput(
                     "workspace_id", f"memory {m.id} is not of the workspace {workspace_id}"
                 )

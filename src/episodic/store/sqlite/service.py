@@ -151,9 +151,9 @@ class ServiceMixin(SqliteBase):
         self, memory: Memory, events: Sequence[tuple[Event, str | None]] = ()
     ) -> RestoreResult:
         now = ts_text(utcnow())
-        ws = memory.workspace_id
+        ws = memory.workspace
         for event, _ in events:
-            if event.workspace_id != ws:
+            if event.workspace != ws:
                 raise InvalidInput("events", f"event {event.id} is not of workspace {ws}")
         with self._write():
             events_inserted = 0
@@ -248,7 +248,7 @@ class ServiceMixin(SqliteBase):
     def forget(self, spec: ForgetSpec, *, rekey: Callable[[Event], str]) -> ForgetCounts:
         ws = spec.workspace_id
         if not ws or not ws.strip():
-            raise InvalidInput("workspace_id", "required: forgetting runs inside one workspace")
+            raise InvalidInput("workspace", "required: forgetting runs inside one workspace")
         where = ["workspace_id = ?"]
         params: list[Any] = [ws]
         for column in ("agent_id", "resource_id", "conversation_id"):
