@@ -31,7 +31,9 @@ def test_keys_create_list_revoke(env: dict[str, str], tmp_path: Path) -> None:
     created = json.loads(result.stdout)
     secret = created["key"]
     assert secret.startswith("ep_k_") and created["role"] == "lead" and created["crew"] == "ops"
-    result = runner.invoke(app, ["keys", "create", "--workspace", "acme"], env=env)
+    result = runner.invoke(
+        app, ["keys", "create", "--workspace", "acme", "--agent", "deployer"], env=env
+    )
     assert result.exit_code == 0 and "only time the key is shown" in result.stderr
     plain_secret = result.stdout.strip().splitlines()[-1]
     assert plain_secret.startswith("ep_k_")

@@ -220,7 +220,7 @@ def test_jsonl_ingest_on_both_backends(db_url: str) -> None:
                 b'{"workspace_id":"w","id":"s3","payload":{"ok":"\\ud83d\\ude00"}}',
             ]
         )
-        assert [(e.line, e.field) for e in report.errors] == [(1, "payload"), (2, "refs")]
+        assert [(e.line, e.field) for e in report.errors] == [(1, "payload.a"), (2, "refs")]
         assert report.stored == 1
 
         @fuzz(25)

@@ -14,7 +14,9 @@ from conftest import raw_execute, raw_rows
 from episodic import Episodic, Settings
 from episodic.embed.fake import FakeEmbedder
 from episodic.http import MAX_BODY_BYTES, asgi
+from episodic.model import Role
 from episodic.store import open_store
+from episodic.tenancy import ApiKey, hash_secret, new_secret
 from servers import serve
 
 NOW = datetime.now(UTC)
@@ -57,7 +59,7 @@ def keys(mem: Episodic) -> dict[str, str]:
     out = {
         "admin": mem.create_key("acme", role="admin")[1],
         "deployer": mem.create_key("acme", role="agent", agent="deployer")[1],
-        "agent_unbound": mem.create_key("acme", role="agent")[1],
+        "agent_unbound": unbound_agent_key(mem, "acme"),
         "lead": mem.create_key("acme", role="lead", crew="ops")[1],
         "orbit": mem.create_key("orbit", role="admin")[1],
     }
@@ -92,6 +94,14 @@ def keys(mem: Episodic) -> dict[str, str]:
     )
     mem.index_once()
     return out
+
+
+def unbound_agent_key(mem: Episodic, workspace: str) -> str:
+    """An agent key bound to no agent, as older versions created: stored directly, since
+    ``create_key`` now refuses to make one."""
+    key_id, secret = new_secret()
+    mem.store.add_api_key(ApiKey(key_id, workspace, Role.AGENT), hash_secret(secret))
+    return secret
 
 
 def client(base: str, key: str | None = None) -> httpx.Client:
@@ -162,6 +172,7 @@ def test_roles_map_to_recall_scopes(base: str, keys: dict[str, str]) -> None:
     with client(base, keys["agent_unbound"]) as c:
         r = c.post("/v1/recall", json={"query": "checkout"})
         assert r.status_code == 422 and error_of(r)["field"] == "agent"
+        assert "created with --agent" in error_of(r)["message"]  # the error names the fix
         r = c.post("/v1/recall", json={"query": "checkout", "agent": "reviewer", "k": 10})
         assert {h["agent"] for h in r.json()["hits"]} == {"reviewer"}
     with client(base, keys["lead"]) as c:

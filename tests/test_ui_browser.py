@@ -107,7 +107,15 @@ def test_operator_page_in_a_real_browser(mem: Episodic, browser: Browser, tmp_pa
         assert b.eval("document.querySelector('#flash').innerText") == "retired u3"
         assert mem.store.get_memory("acme", "u3").status is MemoryStatus.RETIRED
         assert b.eval("document.querySelector('tr[data-id=u3]').className") == "status-retired"
+        # Forgetting asks first, on a page of its own; cancelling keeps the memory.
         b.act_and_wait("document.querySelector('tr[data-id=u5] button.forget').click()")
+        assert b.eval("location.pathname") == "/ui/memories/u5/forget"
+        assert "disk pressure" in b.eval("document.querySelector('#doomed').innerText")
+        assert mem.store.get_memories("acme", ["u5"]) != []
+        b.act_and_wait("document.querySelector('#cancel').click()")
+        assert "u5" in rows(b, "memories")
+        b.act_and_wait("document.querySelector('tr[data-id=u5] button.forget').click()")
+        b.act_and_wait("document.querySelector('#do-forget').click()")
         assert b.eval("document.querySelector('#flash').innerText").startswith(
             "forgot u5: 1 memories"
         )

@@ -148,10 +148,20 @@ class Principal:
                 raise Forbidden(f"a {self.key.role.value} key reads with scope {forced.value}")
             chosen = forced
         who, team = self.agent(agent), self.crew(crew)
+        # A key made before agent and lead keys had to name theirs may reach here bound
+        # to none: the message says how to go on with it, and how to replace it.
         if chosen is Scope.OWN and not who:
-            raise InvalidInput("agent", "scope 'own' needs an agent (this key has none bound)")
+            raise InvalidInput(
+                "agent",
+                "scope 'own' needs an agent and this key has none bound: name one in the "
+                "request, or use a key created with --agent",
+            )
         if chosen is Scope.CREW_SHARED and not team:
-            raise InvalidInput("crew", "scope 'crew_shared' needs a crew (this key has none bound)")
+            raise InvalidInput(
+                "crew",
+                "scope 'crew_shared' needs a crew and this key has none bound: name one in "
+                "the request, or use a key created with --crew",
+            )
         return ScopeFilter(
             workspace_id=ws,
             scope=chosen,

@@ -3,7 +3,8 @@
 Same keys as the API: the page asks for one once and keeps it in an HttpOnly,
 SameSite=Strict cookie scoped to ``/ui`` (so another site cannot make the browser post
 forms with it). Every view calls the same service methods as the API, under the key's
-workspace and role: browse and filter memories, retire or forget one, run a recall and see
+workspace and role: browse and filter memories, retire one or forget one (after a
+confirmation page), run a recall and see
 its trace stage by stage, and the health score's trend as an inline SVG chart.
 Recalls made here do not count as references (an operator looking is not an agent using).
 """
@@ -28,6 +29,8 @@ from episodic.tenancy import Principal
 COOKIE = "episodic_key"
 COOKIE_PATH = "/ui"
 PAGE_SIZE = 50
+# The form value the confirmation page's button sends; a forget without it only asks.
+FORGET_CONFIRMED = "yes"
 CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 640, 200, 28
 
 _env = Environment(
@@ -175,8 +178,28 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
             message = str(exc)
         return RedirectResponse("/ui/memories?" + urlencode({"flash": message}), 303)
 
+    @app.get("/ui/memories/{memory_id}/forget", include_in_schema=False)
+    def ui_forget_confirm(request: Request, memory_id: str) -> Response:
+        """The question before forgetting: what goes, and a button that says so. A plain
+        page and form, so the step holds without JavaScript."""
+        caller = caller_of(request)
+        if caller is None:
+            return to_login()
+        try:
+            found = mem.memory(caller.reading(), memory_id)
+        except EpisodicError:
+            message = f"no memory {memory_id} here"
+            return RedirectResponse("/ui/memories?" + urlencode({"flash": message}), 303)
+        return render("forget.html", caller=caller, page="memories", m=found)
+
     @app.post("/ui/memories/{memory_id}/forget", include_in_schema=False)
-    def ui_forget(request: Request, memory_id: str) -> Response:
+    def ui_forget(
+        request: Request,
+        memory_id: str,
+        confirm: Annotated[str, Form(max_length=10)] = "",
+    ) -> Response:
+        if confirm != FORGET_CONFIRMED:  # not asked yet: ask first
+            return ui_forget_confirm(request, memory_id)
         caller = caller_of(request)
         if caller is None:
             return to_login()

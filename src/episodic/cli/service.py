@@ -116,11 +116,15 @@ keys_app = typer.Typer(
 def keys_create(
     ctx: typer.Context,
     workspace: Annotated[str, typer.Option("--workspace", "-w", help="The key's workspace.")],
-    role: Annotated[str, typer.Option("--role", help="agent | lead | admin.")] = "agent",
+    role: Annotated[
+        str, typer.Option("--role", help="agent (needs --agent) | lead (needs --crew) | admin.")
+    ] = "agent",
     agent: Annotated[
-        str | None, typer.Option("--agent", help="Bind the key to this agent.")
+        str | None, typer.Option("--agent", help="The agent the key reads and writes as.")
     ] = None,
-    crew: Annotated[str | None, typer.Option("--crew", help="Bind the key to this crew.")] = None,
+    crew: Annotated[
+        str | None, typer.Option("--crew", help="The crew the key reads as (a lead key).")
+    ] = None,
     label: Annotated[str, typer.Option("--label", help="A note for `keys list`.")] = "",
     as_json: JsonOpt = False,
 ) -> None:

@@ -38,6 +38,7 @@ import yaml
 
 from episodic.errors import EpisodicError, InvalidInput
 from episodic.model import SEVERITIES, Event, Memory, MemoryStatus, ScopeFilter
+from episodic.payloads import check_json
 from episodic.portable.fields import (
     holds_surrogate,
     load_frontmatter,
@@ -395,6 +396,8 @@ def _event(obj: Any) -> tuple[Event, str | None]:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInput("event", f"malformed journal line: {exc}") from None
+    check_json("payload", event.payload)
+    check_json("refs", event.refs)
     episode = obj.get("episode_id")
     return event, episode if isinstance(episode, str) else None
 

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from episodic.errors import InvalidInput
+from episodic.payloads import check_json
 
 
 def load_frontmatter(text: str) -> Mapping[Any, Any]:
@@ -66,6 +67,7 @@ def mapping_field(head: Mapping[str, Any], name: str) -> dict[str, Any]:
         out: dict[str, Any] = json.loads(json.dumps(value, default=_json_default))
     except (TypeError, ValueError) as exc:
         raise InvalidInput(name, f"not representable as JSON: {exc}") from None
+    check_json(name, out)  # YAML's .nan, .inf and deep nesting would break every read
     return out
 
 

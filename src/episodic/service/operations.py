@@ -127,11 +127,23 @@ class Operations:
         for name, value in (("workspace", workspace), ("agent", agent), ("crew", crew)):
             if value is not None and (not value.strip() or len(value) > 256):
                 raise InvalidInput(name, "must be 1-256 characters")
+        chosen = parse_role(role)
+        # A key is for reading with its role's scope: "own" needs an agent, "crew_shared"
+        # a crew. Without one every recall with the key would be refused.
+        if chosen is Role.AGENT and not agent:
+            raise InvalidInput(
+                "agent",
+                "an agent key reads as one agent: name it (--agent), or pick role lead/admin",
+            )
+        if chosen is Role.LEAD and not crew:
+            raise InvalidInput(
+                "crew", "a lead key reads as one crew: name it (--crew), or pick role admin"
+            )
         key_id, secret = new_secret()
         key = ApiKey(
             id=key_id,
             workspace_id=workspace,
-            role=parse_role(role),
+            role=chosen,
             agent_id=agent,
             crew_id=crew,
             label=label,

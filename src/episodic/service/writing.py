@@ -16,6 +16,7 @@ from typing import Any
 from episodic.config import Settings
 from episodic.errors import IdTaken, InvalidInput
 from episodic.model import Event
+from episodic.payloads import check_json
 from episodic.service.context import Context
 from episodic.write.episodes import EpisodeWriter, SegmentReport
 from episodic.write.events import OLD_ID_FIELDS, LineError, parse_event, read_jsonl
@@ -194,13 +195,18 @@ class Writing:
 
         def numbered() -> Iterable[tuple[int, Event | LineError]]:
             for n, item in enumerate(items, start=1):
-                if isinstance(item, Event):
-                    yield n, item
-                    continue
                 try:
-                    yield n, parse_event(item, settings=settings, now=now, deprecated=old)
+                    if isinstance(item, Event):
+                        # Built by the caller, past the parser: its JSON still gets checked.
+                        check_json("payload", item.payload)
+                        check_json("refs", item.refs)
+                        event = item
+                    else:
+                        event = parse_event(item, settings=settings, now=now, deprecated=old)
                 except InvalidInput as exc:
                     yield n, LineError(n, exc.field, exc.message)
+                    continue
+                yield n, event
 
         return _warn_deprecated(self._store_parsed(numbered(), now, deprecated=old))
 

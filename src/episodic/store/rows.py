@@ -18,6 +18,7 @@ from typing import Any
 
 from episodic.errors import InvalidInput
 from episodic.model import Event, Memory, MemoryStatus, Role
+from episodic.payloads import stored_object
 from episodic.store.service import MemoryVersion
 from episodic.store.upkeep import HealthSnapshot, PendingReview, ReviewRequest
 from episodic.tenancy import ApiKey
@@ -90,7 +91,7 @@ def _decode(row: Sequence[Any], sources: Sequence[str]) -> Memory:
         type=row[7],
         severity=row[8],
         content=row[9],
-        payload=json.loads(row[10]),
+        payload=stored_object(row[10]),
         base_importance=float(row[11]),
         importance=float(row[12]),
         reference_count=int(row[13]),
@@ -198,8 +199,8 @@ def event_from_row(row: Sequence[Any]) -> Event:
         type=row[7],
         severity=row[8],
         summary=row[9],
-        payload=json.loads(row[10]),
-        refs=json.loads(row[11]),
+        payload=stored_object(row[10]),
+        refs=stored_object(row[11]),
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from episodic.config import Settings
 from episodic.errors import InvalidInput
 from episodic.model import PRIORITIES, SEVERITIES, Event
+from episodic.payloads import check_json
 from episodic.policy import MESSAGE_TYPE
 from episodic.write.messages import ROLES
 
@@ -114,10 +115,10 @@ def parse_event(
 
     payload = _opt_object(obj, "payload")
     refs = _opt_object(obj, "refs")
-    if may_hold_surrogates:
-        # A lone surrogate cannot be stored as UTF-8: PostgreSQL failed the whole batch.
-        _check_json_utf8("payload", payload)
-        _check_json_utf8("refs", refs)
+    # What JSON output cannot carry (too deep, NaN, ...) would break every read that
+    # returns it; a lone surrogate cannot be stored as UTF-8 (PostgreSQL failed the batch).
+    check_json("payload", payload, check_text=may_hold_surrogates)
+    check_json("refs", refs, check_text=may_hold_surrogates)
     if (
         source_bytes is not None
         and source_bytes * _MAX_REENCODE_GROWTH <= settings.max_payload_bytes
@@ -286,13 +287,6 @@ def _check_refs(refs: Mapping[str, Any]) -> None:
         raise InvalidInput(
             "refs.priority", f"unknown priority {priority!r}; use one of {'|'.join(PRIORITIES)}"
         )
-
-
-def _check_json_utf8(name: str, value: Mapping[str, Any]) -> None:
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(name, "contains text that is not valid UTF-8") from None
 
 
 def _check_utf8(name: str, value: str) -> None:

@@ -1,5 +1,5 @@
 """``POST /v1/forget``: remove data everywhere, by agent, resource, conversation, one
-memory and/or age."""
+memory and/or age, or the whole workspace when the body says ``"all": true``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import Field
 
+from episodic.errors import InvalidInput
 from episodic.http.auth import Caller
 from episodic.http.deps import Mem
 from episodic.http.errors import ERRORS
@@ -24,14 +25,31 @@ class ForgetIn(Strict):
     conversation: Id | None = None
     memory: Id | None = None
     older_than_days: float | None = Field(default=None, gt=0, le=MAX_FORGET_DAYS)
+    all: bool = Field(
+        default=False,
+        description="true to forget the whole workspace; a body naming nothing is refused",
+    )
     workspace: Id | None = None
 
 
 @router.post("/v1/forget", response_model=ForgetOut, responses=ERRORS, tags=["forget"])
 def forget(body: ForgetIn, caller: Caller, mem: Mem) -> dict[str, Any]:
     """Remove data everywhere: by agent, resource, conversation, one memory and/or
-    age. Needs an admin key, except for one memory of the key's own agent."""
+    age, or the whole workspace with ``"all": true``. Needs an admin key, except for one
+    memory of the key's own agent."""
     ws = caller.workspace(body.workspace)
+    selectors = (body.agent, body.resource, body.conversation, body.memory, body.older_than_days)
+    named = any(value is not None for value in selectors)
+    # A body that names nothing (an empty object, a client that dropped its filter) must
+    # never read as "everything": the whole workspace goes only when asked for by name.
+    if not named and not body.all:
+        raise InvalidInput(
+            "all",
+            "name what to forget (agent, resource, conversation, memory, older_than_days), "
+            'or send "all": true to forget the whole workspace',
+        )
+    if named and body.all:
+        raise InvalidInput("all", '"all": true forgets the whole workspace; name nothing else')
     only_memory = body.memory is not None and not any(
         (body.agent, body.resource, body.conversation, body.older_than_days)
     )
