@@ -700,6 +700,8 @@ class IsolationMachine(RuleBasedStateMachine):
             kwargs["resource"] = data.draw(st.sampled_from(RESOURCES), label="resource")
         elif how == "conversation":
             kwargs["conversation"] = data.draw(st.sampled_from(CONVERSATIONS), label="conv")
+        if len(kwargs) == 1:
+            kwargs["all"] = True  # the whole workspace, asked for by name
         self.ep.forget(**kwargs)
         after = self.truth.memories()
         for i, r in before.items():

@@ -280,6 +280,10 @@ def test_forget_refuses_bad_input(mem: Episodic) -> None:
         ({"workspace": ""}, "workspace"),
         ({"workspace": "acme", "older_than_days": -1}, "older_than_days"),
         ({"workspace": "acme", "agent": " "}, "agent"),
+        # Naming nothing is not "everything": the whole workspace needs all=True.
+        ({"workspace": "acme"}, "all"),
+        ({"workspace": "acme", "all": False}, "all"),
+        ({"workspace": "acme", "agent": "ghost", "all": True}, "all"),
     ):
         with pytest.raises(InvalidInput) as info:
             mem.forget(**kwargs)

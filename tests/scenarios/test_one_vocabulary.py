@@ -168,7 +168,7 @@ def test_an_export_with_the_old_journal_names_imports(mem: Episodic, tmp_path: P
         # As an export written before the rename had it.
         old = [{(k + "_id" if k in ID_NAMES else k): v for k, v in obj.items()} for obj in lines]
         path.write_text("".join(json.dumps(obj) + "\n" for obj in old))
-    mem.forget(workspace=W)
+    mem.forget(workspace=W, all=True)
     mem.import_markdown(tmp_path / "out")
     [back] = mem.list_memories(ScopeFilter(W)).items
     assert (back.id, back.agent, back.crew, back.resource) == (

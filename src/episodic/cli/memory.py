@@ -457,6 +457,7 @@ def forget(
             conversation=conversation,
             memory=memory,
             older_than_days=older_than,
+            all=whole,
         )
     if as_json:
         print_json(counts.to_json())

@@ -288,12 +288,24 @@ class Operations:
         conversation: str | None = None,
         memory: str | None = None,
         older_than_days: float | None = None,
+        all: bool = False,
     ) -> ForgetCounts:
-        """Remove a workspace's data (all of it, or what matches every filter given) from
-        every table it reaches, with what was derived from it. ``older_than_days`` keeps
-        what is newer (a retention policy)."""
+        """Remove a workspace's data (what matches every filter given, or with ``all=True``
+        and no filter all of it) from every table it reaches, with what was derived from
+        it. ``older_than_days`` keeps what is newer (a retention policy)."""
         if not isinstance(workspace, str) or not workspace.strip():
             raise InvalidInput("workspace", "required: forgetting runs inside one workspace")
+        named = any(v is not None for v in (agent, resource, conversation, memory, older_than_days))
+        # A call that names nothing (a caller that dropped its filter) must never read as
+        # "everything": the whole workspace goes only when asked for by name.
+        if not named and all is not True:
+            raise InvalidInput(
+                "all",
+                "name what to forget (agent, resource, conversation, memory, older_than_days), "
+                "or pass all=True to forget the whole workspace",
+            )
+        if named and all:
+            raise InvalidInput("all", "all=True forgets the whole workspace; name nothing else")
         for name, value in (
             ("agent", agent),
             ("resource", resource),

@@ -64,4 +64,5 @@ def forget(body: ForgetIn, caller: Caller, mem: Mem) -> dict[str, Any]:
         conversation=body.conversation,
         memory=body.memory,
         older_than_days=body.older_than_days,
+        all=body.all,
     ).to_json()
