@@ -148,6 +148,19 @@ def test_an_agent_key_cannot_file_under_another_agent_by_the_old_name(mem: Episo
     assert mem.list_memories(ScopeFilter(W)).items == []
 
 
+def test_the_server_reads_a_message_without_warning_itself(mem: Episodic) -> None:
+    """The deprecation is the caller's to hear (a header); the server's own read of the
+    body must not raise a DeprecationWarning on every message."""
+    from episodic.http.routers.messages import MessageIn
+
+    body = MessageIn(conversation="c1", content="hello")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert body.text is None and body.content == "hello"
+    schema = MessageIn.model_json_schema()["properties"]["text"]
+    assert schema.get("deprecated") is True
+
+
 def test_add_message_text_is_the_old_name_of_content(mem: Episodic) -> None:
     with pytest.warns(DeprecationWarning):
         event = mem.add_message(text="hello there", workspace=W, conversation="c1")

@@ -30,7 +30,11 @@ class MessageIn(Strict):
         default=None, description="what was said (required for one message)"
     )
     text: NonEmptyText | None = Field(
-        default=None, deprecated=True, description="the old name of content"
+        default=None,
+        # Marked deprecated in the schema only: pydantic's own flag would warn on every
+        # read of the field inside the server, not to the caller who sent it.
+        json_schema_extra={"deprecated": True},
+        description="deprecated: the old name of content",
     )
     role: Literal["user", "assistant", "tool", "system"] = "user"
     name: Id | None = None
