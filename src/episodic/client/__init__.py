@@ -1,0 +1,273 @@
+"""``Client`` and ``AsyncClient``: the HTTP API of an ``episodic serve`` with the method
+names, parameters, results and exceptions of the in-process ``Episodic``.
+
+    with Client("http://127.0.0.1:8765", key) as mem:
+        mem.remember("the deploy needs the VPN", agent="ops")
+        result = mem.recall("how do I deploy?")
+
+What a call means (its request, how its answer becomes a ``RecallResult``, a ``Memory``
+..., which exception an error body is) lives once in ``calls``; the two classes differ only
+in how they send. ``workspace`` defaults to the key's. A 503 is retried, waiting what
+``Retry-After`` says, up to ``attempts`` tries in all."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar, Unpack
+
+import anyio
+import httpx
+
+from episodic.client import calls
+from episodic.client.calls import (
+    BatchOptions,
+    Call,
+    Episode,
+    ForgetOptions,
+    MessageOptions,
+    RecallOptions,
+    RecentOptions,
+    RememberOptions,
+    RenderOptions,
+    ServerError,
+    ServerHealth,
+)
+from episodic.model import Event, Memory
+from episodic.recall.engine import RecallResult
+from episodic.service.editing import Version
+from episodic.service.writing import IngestReport, MessagesReport
+from episodic.store.service import ForgetCounts
+
+__all__ = ["AsyncClient", "Client", "Episode", "ServerError", "ServerHealth"]
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+class _Base:
+    """The settings both clients keep, and the answer of one attempt read."""
+
+    def __init__(self, base_url: str, key: str | None, attempts: int) -> None:
+        if attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        self.base_url = base_url.rstrip("/")
+        self.attempts = attempts
+        self.headers = {"authorization": f"Bearer {key}"} if key else {}
+
+    def _request(self, call: Call[Any]) -> dict[str, Any]:
+        return {
+            "method": call.method,
+            "url": call.path,
+            "json": call.json,
+            "params": call.params,
+        }
+
+    def _wait(self, response: httpx.Response, attempt: int) -> float | None:
+        """Seconds to wait before trying again, or None when this answer stands."""
+        if response.status_code != 503:
+            return None
+        wait = calls.retry_after(response.headers.get("retry-after"), attempt)
+        return wait if calls.should_retry(503, wait, attempt, self.attempts) else None
+
+    @staticmethod
+    def _result(call: Call[T], response: httpx.Response) -> T:
+        try:
+            body = response.json()
+        except ValueError:
+            body = response.text
+        if response.is_error:
+            raise calls.error_of(response.status_code, body)
+        return call.parse(body)
+
+
+def _unreachable(base_url: str, exc: httpx.TransportError) -> ServerError:
+    return ServerError(0, "unreachable", f"cannot reach {base_url}: {exc}")
+
+
+class Client(_Base):
+    """The HTTP API, called synchronously. Use as a context manager, or ``close()``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        key: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        attempts: int = calls.DEFAULT_ATTEMPTS,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, key, attempts)
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=self.headers, timeout=timeout, transport=transport
+        )
+
+    def _send(self, call: Call[T]) -> T:
+        for attempt in range(self.attempts):
+            try:
+                response = self._http.request(**self._request(call))
+            except httpx.TransportError as exc:
+                raise _unreachable(self.base_url, exc) from exc
+            wait = self._wait(response, attempt)
+            if wait is None:
+                break
+            time.sleep(wait)
+        return self._result(call, response)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # The same methods as ``AsyncClient``, each one line over ``calls``.
+    def ingest(self, items: Iterable[Mapping[str, Any]]) -> IngestReport:
+        return self._send(calls.ingest(items))
+
+    def add_message(
+        self, content: str, *, conversation: str, **options: Unpack[MessageOptions]
+    ) -> Event:
+        return self._send(calls.add_message(content, conversation, options))
+
+    def add_messages(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        conversation: str | None = None,
+        **options: Unpack[BatchOptions],
+    ) -> MessagesReport:
+        return self._send(calls.add_messages(messages, conversation, options))
+
+    def remember(self, content: str, **options: Unpack[RememberOptions]) -> Memory:
+        return self._send(calls.remember(content, options))
+
+    def recall(self, query: str, **options: Unpack[RecallOptions]) -> RecallResult:
+        return self._send(calls.recall(query, options))
+
+    def render(self, query: str, **options: Unpack[RenderOptions]) -> str:
+        return self._send(calls.render(query, options))
+
+    def recent(self, **options: Unpack[RecentOptions]) -> list[Episode]:
+        return self._send(calls.recent(options))
+
+    def forget(self, **options: Unpack[ForgetOptions]) -> ForgetCounts:
+        return self._send(calls.forget(options))
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        importance: float | None = None,
+        payload: Mapping[str, Any] | None = None,
+    ) -> Memory:
+        return self._send(calls.update(memory_id, content, importance, payload))
+
+    def history(self, memory_id: str) -> list[Version]:
+        return self._send(calls.history(memory_id))
+
+    def health(self) -> ServerHealth:
+        return self._send(calls.health())
+
+
+class AsyncClient(_Base):
+    """The HTTP API, awaited. Use as an async context manager, or ``await aclose()``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        key: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        attempts: int = calls.DEFAULT_ATTEMPTS,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, key, attempts)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, headers=self.headers, timeout=timeout, transport=transport
+        )
+
+    async def _send(self, call: Call[T]) -> T:
+        for attempt in range(self.attempts):
+            try:
+                response = await self._http.request(**self._request(call))
+            except httpx.TransportError as exc:
+                raise _unreachable(self.base_url, exc) from exc
+            wait = self._wait(response, attempt)
+            if wait is None:
+                break
+            await anyio.sleep(wait)
+        return self._result(call, response)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # The same methods as ``Client``, each one line over ``calls``.
+    async def ingest(self, items: Iterable[Mapping[str, Any]]) -> IngestReport:
+        return await self._send(calls.ingest(items))
+
+    async def add_message(
+        self, content: str, *, conversation: str, **options: Unpack[MessageOptions]
+    ) -> Event:
+        return await self._send(calls.add_message(content, conversation, options))
+
+    async def add_messages(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        conversation: str | None = None,
+        **options: Unpack[BatchOptions],
+    ) -> MessagesReport:
+        return await self._send(calls.add_messages(messages, conversation, options))
+
+    async def remember(self, content: str, **options: Unpack[RememberOptions]) -> Memory:
+        return await self._send(calls.remember(content, options))
+
+    async def recall(self, query: str, **options: Unpack[RecallOptions]) -> RecallResult:
+        return await self._send(calls.recall(query, options))
+
+    async def render(self, query: str, **options: Unpack[RenderOptions]) -> str:
+        return await self._send(calls.render(query, options))
+
+    async def recent(self, **options: Unpack[RecentOptions]) -> list[Episode]:
+        return await self._send(calls.recent(options))
+
+    async def forget(self, **options: Unpack[ForgetOptions]) -> ForgetCounts:
+        return await self._send(calls.forget(options))
+
+    async def update(
+        self,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        importance: float | None = None,
+        payload: Mapping[str, Any] | None = None,
+    ) -> Memory:
+        return await self._send(calls.update(memory_id, content, importance, payload))
+
+    async def history(self, memory_id: str) -> list[Version]:
+        return await self._send(calls.history(memory_id))
+
+    async def health(self) -> ServerHealth:
+        return await self._send(calls.health())
