@@ -146,7 +146,9 @@ SCRIPT = [
     ),
     Step("update", ("m-1",), {"importance": 0.3}, python_only=ONE),
     Step("history", ("m-1",), python_only=ONE),
-    Step("recall", ("change ticket token",), {"mark": False, "agent": "ops", **ONE}),
+    Step(
+        "recall", ("change ticket token",), {"mark": False, "agent": "ops", "explain": True, **ONE}
+    ),
     Step("forget", (), {"memory": "m-1", **ONE}),
     Step("recall", ("change ticket token",), {"mark": False, **ONE}),
 ]
@@ -170,7 +172,9 @@ def view(result: Any) -> Any:
             result.agent,
         )
     if isinstance(result, RecallResult):
-        return ([h.to_json() for h in result.hits], result.mode, result.policy, result.warnings)
+        trace = None if result.trace is None else result.trace.to_json()
+        hits = [h.to_json() for h in result.hits]
+        return (hits, result.mode, result.policy, result.warnings, trace)
     if isinstance(result, list) and all(isinstance(v, Version) for v in result):
         # Who wrote a version: "python" in process, the key's id over HTTP.
         return [
@@ -241,6 +245,7 @@ def test_the_clients_give_what_episodic_gives(mem: Episodic, server: tuple[str, 
     assert remembered["importance"] == 0.8 and first[0] and "VPN" in block
     assert edited["importance"] == 0.3 and [v["version"] for v in versions] == [3, 2, 1]
     assert second[0][0]["id"] == "m-1" and "token" in second[0][0]["content"]
+    assert second[4]["stages"] and second[4]["query"] == "change ticket token"
     assert gone["memories"] == 1 and all(h["id"] != "m-1" for h in after[0])
 
     for n, step in enumerate(SCRIPT):

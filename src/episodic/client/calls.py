@@ -30,6 +30,7 @@ from episodic.errors import (
 )
 from episodic.model import Event, Hit, Memory, MemoryStatus, Scope
 from episodic.recall.engine import RecallResult
+from episodic.recall.trace import Dropped, Trace, TraceRow
 from episodic.service.editing import Version
 from episodic.service.writing import IngestReport, MessagesReport
 from episodic.store.service import ForgetCounts
@@ -125,6 +126,7 @@ class RecallOptions(Where, total=False):
     k: int
     policy: str
     mark: bool
+    explain: bool
     walk: Literal[0, 1]
     types: Sequence[str] | str
     detail: Literal["none", "auto", "full"]
@@ -337,6 +339,26 @@ def _recall_result(raw: Mapping[str, Any]) -> RecallResult:
         mode=raw["mode"],
         policy=raw["policy"],
         warnings=list(raw["warnings"]),
+        trace=None if raw.get("trace") is None else _trace(raw["trace"]),
+    )
+
+
+def _trace(raw: Mapping[str, Any]) -> Trace:
+    """The recall's ``Trace`` from its JSON (scores rounded to 6 places, as shown)."""
+    return Trace(
+        policy=raw["policy"],
+        query=raw["query"],
+        lexical_query=raw["lexical_query"],
+        time_windows=list(raw["time_windows"]),
+        stages={
+            name: [
+                TraceRow(r["id"], r["rank"], r["score"], dict(r.get("detail") or {})) for r in rows
+            ]
+            for name, rows in raw["stages"].items()
+        },
+        dropped=[
+            Dropped(d["id"], d["stage"], d["reason"], d.get("detail") or "") for d in raw["dropped"]
+        ],
     )
 
 
