@@ -429,3 +429,25 @@ def test_the_client_imports_without_the_server_extra() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    from episodic.client.calls import BACKOFF_S, retry_after
+
+    now = datetime(2026, 5, 4, 12, 0, 0, tzinfo=UTC)
+    assert retry_after("2", 0, now=now) == 2.0
+    assert retry_after("Mon, 04 May 2026 12:00:05 GMT", 0, now=now) == 5.0
+    assert retry_after("Mon, 04 May 2026 11:00:00 GMT", 0, now=now) == 0.0  # already past
+    # Nothing said, or nothing readable: a doubling backoff.
+    assert [retry_after(None, n) for n in range(3)] == [BACKOFF_S, 2 * BACKOFF_S, 4 * BACKOFF_S]
+    assert retry_after("soon", 1) == 2 * BACKOFF_S
+
+
+def test_bad_client_settings_name_the_field() -> None:
+    for attempts in (0, True, 1.5):
+        with pytest.raises(InvalidInput) as bad:
+            Client("http://127.0.0.1:9", "k", attempts=attempts)  # type: ignore[arg-type]
+        assert bad.value.field == "attempts"
+    with pytest.raises(InvalidInput) as nothing:
+        Client("http://127.0.0.1:9", "k").update("m-1")
+    assert nothing.value.field == "content"

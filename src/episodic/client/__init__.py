@@ -34,6 +34,7 @@ from episodic.client.calls import (
     ServerError,
     ServerHealth,
 )
+from episodic.errors import InvalidInput
 from episodic.model import Event, Memory
 from episodic.recall.engine import RecallResult
 from episodic.service.editing import Version
@@ -50,12 +51,17 @@ DEFAULT_TIMEOUT_S = 60.0
 class _Base:
     """The settings both clients keep, and the answer of one attempt read."""
 
-    def __init__(self, base_url: str, key: str | None, attempts: int) -> None:
-        if attempts < 1:
-            raise ValueError("attempts must be at least 1")
+    def __init__(self, base_url: str, key: str | None, attempts: int, timeout: float) -> None:
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise InvalidInput("attempts", "a whole number of tries, at least 1")
         self.base_url = base_url.rstrip("/")
         self.attempts = attempts
-        self.headers = {"authorization": f"Bearer {key}"} if key else {}
+        headers = {"authorization": f"Bearer {key}"} if key else {}
+        self._options: dict[str, Any] = {
+            "base_url": self.base_url,
+            "headers": headers,
+            "timeout": timeout,
+        }
 
     def _request(self, call: Call[Any]) -> dict[str, Any]:
         return {
@@ -99,10 +105,8 @@ class Client(_Base):
         attempts: int = calls.DEFAULT_ATTEMPTS,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        super().__init__(base_url, key, attempts)
-        self._http = httpx.Client(
-            base_url=self.base_url, headers=self.headers, timeout=timeout, transport=transport
-        )
+        super().__init__(base_url, key, attempts, timeout)
+        self._http = httpx.Client(transport=transport, **self._options)
 
     def _send(self, call: Call[T]) -> T:
         for attempt in range(self.attempts):
@@ -192,10 +196,8 @@ class AsyncClient(_Base):
         attempts: int = calls.DEFAULT_ATTEMPTS,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        super().__init__(base_url, key, attempts)
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url, headers=self.headers, timeout=timeout, transport=transport
-        )
+        super().__init__(base_url, key, attempts, timeout)
+        self._http = httpx.AsyncClient(transport=transport, **self._options)
 
     async def _send(self, call: Call[T]) -> T:
         for attempt in range(self.attempts):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Generic, Literal, TypedDict, TypeVar
@@ -268,8 +268,8 @@ def _when(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
 
 
-def memory_of(raw: Mapping[str, Any]) -> Memory:
-    """A ``Memory`` from its JSON (``memory_json``): every field the API shows."""
+def _shown(raw: Mapping[str, Any]) -> Memory:
+    """The fields both a memory's JSON and a hit's carry; the rest keep their defaults."""
     return Memory(
         id=raw["id"],
         workspace=raw["workspace"],
@@ -282,9 +282,16 @@ def memory_of(raw: Mapping[str, Any]) -> Memory:
         agent=raw["agent"],
         resource=raw["resource"],
         conversation=raw["conversation"],
-        base_importance=raw["base_importance"],
         importance=raw["importance"],
         reference_count=raw["reference_count"],
+    )
+
+
+def memory_of(raw: Mapping[str, Any]) -> Memory:
+    """A ``Memory`` from its JSON (``memory_json``): every field the API shows."""
+    return replace(
+        _shown(raw),
+        base_importance=raw["base_importance"],
         last_referenced_at=_when(raw["last_referenced_at"]),
         status=MemoryStatus(raw["status"]),
         source_event_ids=tuple(raw["source_event_ids"]),
@@ -294,23 +301,9 @@ def memory_of(raw: Mapping[str, Any]) -> Memory:
 
 
 def _hit(raw: Mapping[str, Any]) -> Hit:
-    """A ``Hit`` from its JSON: the memory carries the fields a hit shows (its base
-    importance, status and keys are not part of a hit's JSON and keep their defaults)."""
-    memory = Memory(
-        id=raw["id"],
-        workspace=raw["workspace"],
-        ts=datetime.fromisoformat(raw["ts"]),
-        type=raw["type"],
-        content=raw["content"],
-        severity=raw["severity"],
-        payload=dict(raw["payload"]),
-        crew=raw["crew"],
-        agent=raw["agent"],
-        resource=raw["resource"],
-        conversation=raw["conversation"],
-        importance=raw["importance"],
-        reference_count=raw["reference_count"],
-    )
+    """A ``Hit`` from its JSON: its memory has the fields a hit shows (base importance,
+    status and keys are not part of a hit's JSON and keep their defaults)."""
+    memory = _shown(raw)
     details = tuple(
         Event(
             id=d["id"],
