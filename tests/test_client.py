@@ -38,6 +38,7 @@ from episodic.service.editing import Version
 from episodic.service.writing import IngestReport, MessagesReport
 from episodic.store import open_store
 from episodic.store.service import ForgetCounts
+from episodic.upkeep.health import HealthView
 from episodic.write.indexer import SweepResult
 from servers import serve
 
@@ -451,3 +452,26 @@ def test_bad_client_settings_name_the_field() -> None:
     with pytest.raises(InvalidInput) as nothing:
         Client("http://127.0.0.1:9", "k").update("m-1")
     assert nothing.value.field == "content"
+
+
+def test_memory_health_is_none_before_a_snapshot_and_the_same_view_after(
+    mem: Episodic, server: tuple[str, str]
+) -> None:
+    base, key = server
+
+    async def awaited() -> HealthView | None:
+        async with AsyncClient(base, key) as client:
+            return await client.memory_health(history=5)
+
+    with Client(base, key) as client:
+        assert mem.memory_health(WS) is None
+        assert client.memory_health() is None and anyio.run(awaited) is None
+        mem.remember("payments deploys need the VPN", workspace=WS)
+        mem.health_snapshot(workspace=WS)
+        expected = mem.memory_health(WS, history=5)
+        assert expected is not None
+        for got in (client.memory_health(history=5), anyio.run(awaited)):
+            assert got is not None and got.to_json() == expected.to_json()
+        with pytest.raises(InvalidInput) as bad:
+            client.memory_health(history=-1)
+        assert bad.value.field == "history"

@@ -40,6 +40,7 @@ from episodic.recall.engine import RecallResult
 from episodic.service.editing import Version
 from episodic.service.writing import IngestReport, MessagesReport
 from episodic.store.service import ForgetCounts
+from episodic.upkeep.health import HealthView
 
 __all__ = ["AsyncClient", "Client", "Episode", "ServerError", "ServerHealth"]
 
@@ -84,7 +85,7 @@ class _Base:
             body = response.json()
         except ValueError:
             body = response.text
-        if response.is_error:
+        if response.is_error and response.status_code != call.absent:
             raise calls.error_of(response.status_code, body)
         return call.parse(body)
 
@@ -183,6 +184,11 @@ class Client(_Base):
     def health(self) -> ServerHealth:
         return self._send(calls.health())
 
+    def memory_health(
+        self, workspace: str | None = None, crew: str | None = None, *, history: int = 30
+    ) -> HealthView | None:
+        return self._send(calls.memory_health(workspace, crew, history))
+
 
 class AsyncClient(_Base):
     """The HTTP API, awaited. Use as an async context manager, or ``await aclose()``."""
@@ -273,3 +279,8 @@ class AsyncClient(_Base):
 
     async def health(self) -> ServerHealth:
         return await self._send(calls.health())
+
+    async def memory_health(
+        self, workspace: str | None = None, crew: str | None = None, *, history: int = 30
+    ) -> HealthView | None:
+        return await self._send(calls.memory_health(workspace, crew, history))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Generic, Literal, TypedDict, TypeVar
 from urllib.parse import quote
@@ -34,9 +34,14 @@ from episodic.recall.trace import Dropped, Trace, TraceRow
 from episodic.service.editing import Version
 from episodic.service.writing import IngestReport, MessagesReport
 from episodic.store.service import ForgetCounts
+from episodic.store.upkeep import HealthSnapshot
+from episodic.upkeep.health import HealthView
 from episodic.write.events import LineError
 
 T = TypeVar("T")
+
+# The numbers of a health snapshot, as its JSON and its dataclass both name them.
+HEALTH_PARTS = ("freshness", "coverage", "coherence", "efficiency", "reachability", "score")
 
 # A 503 (the database busy or unreachable, the embedder loading) is tried this many times
 # in all, waiting what Retry-After says, or a doubling backoff when it says nothing.
@@ -98,6 +103,9 @@ class Call(Generic[T]):
     parse: Callable[[Any], T]
     json: dict[str, Any] | None = None
     params: dict[str, Any] | None = None
+    # An answer of this status is a result too (``parse`` reads its error body), not an
+    # error: a health view not computed yet is None in process, a 404 over HTTP.
+    absent: int | None = None
 
 
 # -- the options each call takes, by the names ``Episodic`` gives them -----------------
@@ -255,6 +263,11 @@ def health() -> Call[ServerHealth]:
             schema_version=raw["schema_version"],
         ),
     )
+
+
+def memory_health(workspace: str | None, crew: str | None, history: int) -> Call[HealthView | None]:
+    params = _body({"workspace": workspace, "crew": crew, "history": history})
+    return Call("GET", "/v1/health", _health_view, params=params, absent=404)
 
 
 def _segment(memory_id: str) -> str:
@@ -423,6 +436,31 @@ def _episodes(raw: Mapping[str, Any]) -> list[Episode]:
         )
         for e in raw["episodes"]
     ]
+
+
+def _health_view(raw: Mapping[str, Any]) -> HealthView | None:
+    """The health view from its JSON; None when the server has no snapshot yet."""
+    if "error" in raw:
+        if raw["error"].get("code") != "not_found":
+            raise error_of(404, raw)
+        return None
+
+    def snapshot(s: Mapping[str, Any]) -> HealthSnapshot:
+        return HealthSnapshot(
+            workspace_id=s["workspace"],
+            crew_id=s["crew"],
+            snapshot_date=date.fromisoformat(s["snapshot_date"]),
+            **{name: s[name] for name in HEALTH_PARTS},
+        )
+
+    return HealthView(
+        workspace_id=raw["workspace"],
+        crew_id=raw["crew"],
+        snapshot_date=raw["snapshot_date"],
+        band=raw["band"],
+        history=[snapshot(s) for s in raw["history"]],
+        **{name: raw[name] for name in HEALTH_PARTS},
+    )
 
 
 def _version(raw: Mapping[str, Any]) -> Version:
