@@ -475,3 +475,26 @@ def test_memory_health_is_none_before_a_snapshot_and_the_same_view_after(
         with pytest.raises(InvalidInput) as bad:
             client.memory_health(history=-1)
         assert bad.value.field == "history"
+
+
+def test_batches_longer_than_one_request_are_sent_in_parts(
+    mem: Episodic, server: tuple[str, str]
+) -> None:
+    base, key = server
+    events: list[dict[str, Any]] = [
+        {"id": f"big-{n}", "type": "build.finished", "summary": f"build {n} finished"}
+        for n in range(2100)
+    ]
+    events[1500]["ts"] = "not a time"  # line 1501 is refused; the others are stored
+    messages: list[dict[str, Any]] = [{"content": f"message {n}"} for n in range(1200)]
+    messages[1100]["content"] = ""
+    with Client(base, key) as client:
+        assert client.ingest([]).to_json() == mem.ingest([]).to_json()
+        report = client.ingest(events)
+        batch = client.add_messages(messages, conversation="c-long")
+    assert (report.received, report.stored) == (2100, 2099)
+    assert [(e.line, e.field) for e in report.errors] == [(1501, "ts")]
+    assert (batch.ingest.received, batch.ingest.stored, len(batch.ids)) == (1200, 1199, 1200)
+    assert [(e.line, e.field) for e in batch.ingest.errors] == [(1100, "content")]
+    assert batch.ids[1100] is None and batch.ids[1199] is not None
+    assert mem.stats(WS).events == 2099 + 1199

@@ -137,7 +137,7 @@ class Client(_Base):
 
     # The same methods as ``AsyncClient``, each one line over ``calls``.
     def ingest(self, items: Iterable[Mapping[str, Any]]) -> IngestReport:
-        return self._send(calls.ingest(items))
+        return calls.merged_ingest([self._send(c) for c in calls.ingest(items)])
 
     def add_message(
         self, content: str, *, conversation: str, **options: Unpack[MessageOptions]
@@ -151,7 +151,8 @@ class Client(_Base):
         conversation: str | None = None,
         **options: Unpack[BatchOptions],
     ) -> MessagesReport:
-        return self._send(calls.add_messages(messages, conversation, options))
+        parts = calls.add_messages(messages, conversation, options)
+        return calls.merged_messages([self._send(c) for c in parts])
 
     def remember(self, content: str, **options: Unpack[RememberOptions]) -> Memory:
         return self._send(calls.remember(content, options))
@@ -233,7 +234,7 @@ class AsyncClient(_Base):
 
     # The same methods as ``Client``, each one line over ``calls``.
     async def ingest(self, items: Iterable[Mapping[str, Any]]) -> IngestReport:
-        return await self._send(calls.ingest(items))
+        return calls.merged_ingest([await self._send(c) for c in calls.ingest(items)])
 
     async def add_message(
         self, content: str, *, conversation: str, **options: Unpack[MessageOptions]
@@ -247,7 +248,8 @@ class AsyncClient(_Base):
         conversation: str | None = None,
         **options: Unpack[BatchOptions],
     ) -> MessagesReport:
-        return await self._send(calls.add_messages(messages, conversation, options))
+        parts = calls.add_messages(messages, conversation, options)
+        return calls.merged_messages([await self._send(c) for c in parts])
 
     async def remember(self, content: str, **options: Unpack[RememberOptions]) -> Memory:
         return await self._send(calls.remember(content, options))

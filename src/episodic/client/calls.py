@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
+from functools import partial
 from typing import Any, Generic, Literal, TypedDict, TypeVar
 from urllib.parse import quote
 
@@ -42,6 +43,10 @@ T = TypeVar("T")
 
 # The numbers of a health snapshot, as its JSON and its dataclass both name them.
 HEALTH_PARTS = ("freshness", "coverage", "coherence", "efficiency", "reachability", "score")
+
+# The most items the API takes in one request (``POST /v1/events``, ``/v1/messages``):
+# a longer batch is sent in parts of this size.
+MAX_BATCH = 1000
 
 # A 503 (the database busy or unreachable, the embedder loading) is tried this many times
 # in all, waiting what Retry-After says, or a doubling backoff when it says nothing.
@@ -195,8 +200,13 @@ def _body(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # -- the calls -------------------------------------------------------------------------
-def ingest(items: Iterable[Mapping[str, Any]]) -> Call[IngestReport]:
-    return Call("POST", "/v1/events", _ingest_report, json={"events": [dict(i) for i in items]})
+def ingest(items: Iterable[Mapping[str, Any]]) -> list[Call[IngestReport]]:
+    """One call per ``MAX_BATCH`` events; ``merged_ingest`` joins their reports."""
+    events = [dict(i) for i in items]
+    return [
+        Call("POST", "/v1/events", partial(_ingest_report, first=start + 1), json={"events": part})
+        for start, part in _parts(events)
+    ]
 
 
 def add_message(content: str, conversation: str, options: MessageOptions) -> Call[Event]:
@@ -206,11 +216,43 @@ def add_message(content: str, conversation: str, options: MessageOptions) -> Cal
 
 def add_messages(
     messages: Sequence[Mapping[str, Any]], conversation: str | None, options: BatchOptions
-) -> Call[MessagesReport]:
-    body = {"messages": [_body(m) for m in messages], **_body(options)}
-    if conversation is not None:
-        body["conversation"] = conversation
-    return Call("POST", "/v1/messages", _messages_report, json=body)
+) -> list[Call[MessagesReport]]:
+    """One call per ``MAX_BATCH`` messages; ``merged_messages`` joins their reports."""
+    common = _body({**options, "conversation": conversation})
+    return [
+        Call(
+            "POST",
+            "/v1/messages",
+            partial(_messages_report, first=start),
+            json={"messages": part, **common},
+        )
+        for start, part in _parts([_body(m) for m in messages])
+    ]
+
+
+def _parts(items: list[dict[str, Any]]) -> list[tuple[int, list[dict[str, Any]]]]:
+    return [(start, items[start : start + MAX_BATCH]) for start in range(0, len(items), MAX_BATCH)]
+
+
+def merged_ingest(reports: Sequence[IngestReport]) -> IngestReport:
+    """The reports of a batch sent in parts, as one (an empty batch: all zeros)."""
+    out = IngestReport()
+    for r in reports:
+        out.received += r.received
+        out.stored += r.stored
+        out.duplicates += r.duplicates
+        out.admitted += r.admitted
+        out.errors.extend(r.errors)
+        out.deprecated_fields.extend(
+            f for f in r.deprecated_fields if f not in out.deprecated_fields
+        )
+    return out
+
+
+def merged_messages(reports: Sequence[MessagesReport]) -> MessagesReport:
+    return MessagesReport(
+        ingest=merged_ingest([r.ingest for r in reports]), ids=[i for r in reports for i in r.ids]
+    )
 
 
 def remember(content: str, options: RememberOptions) -> Call[Memory]:
@@ -372,25 +414,25 @@ def _line_errors(raw: Sequence[Mapping[str, Any]], first: int) -> list[LineError
     return [LineError(e["index"] + first, e["field"], e["message"]) for e in raw]
 
 
-def _ingest_report(raw: Mapping[str, Any]) -> IngestReport:
-    # The API numbers a batch's items from 0; ``IngestReport`` numbers lines from 1.
+def _ingest_report(raw: Mapping[str, Any], first: int) -> IngestReport:
+    # The API numbers a request's items from 0; ``IngestReport`` numbers lines from 1.
     return IngestReport(
         received=raw["received"],
         stored=raw["stored"],
         duplicates=raw["duplicates"],
         admitted=raw["admitted"],
-        errors=_line_errors(raw["errors"], 1),
+        errors=_line_errors(raw["errors"], first),
         deprecated_fields=list(raw["deprecated_fields"]),
     )
 
 
-def _messages_report(raw: Mapping[str, Any]) -> MessagesReport:
+def _messages_report(raw: Mapping[str, Any], first: int) -> MessagesReport:
     # The API does not say how many memories a batch admitted: ``admitted`` stays 0.
     report = IngestReport(
         received=raw["received"],
         stored=raw["stored"],
         duplicates=raw["duplicates"],
-        errors=_line_errors(raw["errors"], 0),
+        errors=_line_errors(raw["errors"], first),
     )
     return MessagesReport(ingest=report, ids=list(raw["ids"]))
 
