@@ -5,10 +5,10 @@ names, parameters, results and exceptions of the in-process ``Episodic``.
         mem.remember("the deploy needs the VPN", agent="ops")
         result = mem.recall("how do I deploy?")
 
-What a call means (its request, how its answer becomes a ``RecallResult``, a ``Memory``
-..., which exception an error body is) lives once in ``calls``; the two classes differ only
-in how they send. ``workspace`` defaults to the key's. A 503 is retried, waiting what
-``Retry-After`` says, up to ``attempts`` tries in all."""
+What a call means lives once: its request and retries in ``calls``, how its answer
+becomes a ``RecallResult``, a ``Memory`` ... or an exception in ``answers``; the two
+classes differ only in how they send. ``workspace`` defaults to the key's. A 503 is
+retried, waiting what ``Retry-After`` says, up to ``attempts`` tries in all."""
 
 from __future__ import annotations
 
@@ -20,19 +20,17 @@ from typing import Any, Self, TypeVar, Unpack
 import anyio
 import httpx
 
-from episodic.client import calls
+from episodic.client import answers, calls
+from episodic.client.answers import Episode, ServerError, ServerHealth
 from episodic.client.calls import (
     BatchOptions,
     Call,
-    Episode,
     ForgetOptions,
     MessageOptions,
     RecallOptions,
     RecentOptions,
     RememberOptions,
     RenderOptions,
-    ServerError,
-    ServerHealth,
 )
 from episodic.errors import InvalidInput
 from episodic.model import Event, Memory
@@ -86,7 +84,7 @@ class _Base:
         except ValueError:
             body = response.text
         if response.is_error and response.status_code != call.absent:
-            raise calls.error_of(response.status_code, body)
+            raise answers.error_of(response.status_code, body)
         return call.parse(body)
 
 
@@ -137,7 +135,7 @@ class Client(_Base):
 
     # The same methods as ``AsyncClient``, each one line over ``calls``.
     def ingest(self, items: Iterable[Mapping[str, Any]]) -> IngestReport:
-        return calls.merged_ingest([self._send(c) for c in calls.ingest(items)])
+        return answers.merged_ingest([self._send(c) for c in calls.ingest(items)])
 
     def add_message(
         self, content: str, *, conversation: str, **options: Unpack[MessageOptions]
@@ -152,7 +150,7 @@ class Client(_Base):
         **options: Unpack[BatchOptions],
     ) -> MessagesReport:
         parts = calls.add_messages(messages, conversation, options)
-        return calls.merged_messages([self._send(c) for c in parts])
+        return answers.merged_messages([self._send(c) for c in parts])
 
     def remember(self, content: str, **options: Unpack[RememberOptions]) -> Memory:
         return self._send(calls.remember(content, options))
@@ -234,7 +232,7 @@ class AsyncClient(_Base):
 
     # The same methods as ``Client``, each one line over ``calls``.
     async def ingest(self, items: Iterable[Mapping[str, Any]]) -> IngestReport:
-        return calls.merged_ingest([await self._send(c) for c in calls.ingest(items)])
+        return answers.merged_ingest([await self._send(c) for c in calls.ingest(items)])
 
     async def add_message(
         self, content: str, *, conversation: str, **options: Unpack[MessageOptions]
@@ -249,7 +247,7 @@ class AsyncClient(_Base):
         **options: Unpack[BatchOptions],
     ) -> MessagesReport:
         parts = calls.add_messages(messages, conversation, options)
-        return calls.merged_messages([await self._send(c) for c in parts])
+        return answers.merged_messages([await self._send(c) for c in parts])
 
     async def remember(self, content: str, **options: Unpack[RememberOptions]) -> Memory:
         return await self._send(calls.remember(content, options))
