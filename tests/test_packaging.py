@@ -167,7 +167,7 @@ def test_the_core_runs_without_the_extras_and_names_the_one_a_command_needs(
 ) -> None:
     venv.show_site_packages(_view(tmp_path, "core", ALWAYS_HIDDEN + EXTRAS_PACKAGES))
     probe = (
-        "import importlib.util as u, episodic, episodic.cli; "
+        "import importlib.util as u, episodic, episodic.cli, episodic.client; "
         "names = ('fastapi', 'uvicorn', 'jinja2', 'mcp', 'psycopg', 'pgvector', 'openai'); "
         "print([m for m in names if u.find_spec(m)])"
     )

@@ -1,5 +1,6 @@
 """episodic: an episodic-memory layer for LLM agents."""
 
+from episodic.client import AsyncClient, Client
 from episodic.config import Settings
 from episodic.errors import (
     BadEmbedding,
@@ -29,7 +30,9 @@ __version__ = "0.1.0"
 __all__ = [
     "POLICIES",
     "RECALL_MEMORY_TOOL",
+    "AsyncClient",
     "BadEmbedding",
+    "Client",
     "DoctorReport",
     "EmbedderError",
     "EmbedderUnavailable",

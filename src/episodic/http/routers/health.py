@@ -46,6 +46,8 @@ class HealthPointOut(BaseModel):
 
 
 class HealthOut(BaseModel):
+    workspace: str
+    crew: str | None = Field(description="the crew it is of; null: the whole workspace")
     freshness: float
     coverage: float
     coherence: float
