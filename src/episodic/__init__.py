@@ -1,5 +1,6 @@
 """episodic: an episodic-memory layer for LLM agents."""
 
+from episodic.aio import AsyncEpisodic
 from episodic.config import Settings
 from episodic.errors import (
     BadEmbedding,
@@ -29,6 +30,7 @@ __version__ = "0.1.0"
 __all__ = [
     "POLICIES",
     "RECALL_MEMORY_TOOL",
+    "AsyncEpisodic",
     "BadEmbedding",
     "DoctorReport",
     "EmbedderError",
