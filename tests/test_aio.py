@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 
@@ -12,7 +13,9 @@ from episodic import AsyncEpisodic, Episodic, InvalidInput
 
 
 def test_every_public_method_of_episodic_is_there_awaited() -> None:
-    sync_names = {n for n in dir(Episodic) if not n.startswith("_") and callable(getattr(Episodic, n))}
+    sync_names = {
+        n for n in dir(Episodic) if not n.startswith("_") and callable(getattr(Episodic, n))
+    }
     sync_names -= {"open", "close"}  # open returns an async opener; close is awaited
     missing = sorted(n for n in sync_names if not hasattr(AsyncEpisodic, n))
     assert missing == []
@@ -92,7 +95,7 @@ def test_the_loop_keeps_ticking_while_the_model_embeds(db_url: str) -> None:
                 done.set()
             # The longest the loop went without a tick while the sweep ran.
             marks = [started, *(t for t in ticks if t < finished), finished]
-            worst = max(b - a for a, b in zip(marks, marks[1:], strict=False))
+            worst = max(b - a for a, b in itertools.pairwise(marks))
             return finished - started, worst, sweep.embedded
 
     took, worst_gap, embedded = anyio.run(main)

@@ -80,7 +80,8 @@ def scope_of(namespace: tuple[str, ...]) -> tuple[str, str | None, str | None]:
     if not 1 <= len(namespace) <= 3:
         raise InvalidInput(
             "namespace",
-            f"use (workspace,), (workspace, agent) or (workspace, agent, resource); got {namespace!r}",
+            "use (workspace,), (workspace, agent) or (workspace, agent, resource); "
+            f"got {namespace!r}",
         )
     parts = [*namespace, None, None]
     return parts[0] or "", parts[1], parts[2]
@@ -165,9 +166,7 @@ class EpisodicStore(BaseStore):
         todo = list(ops)
         return await anyio.to_thread.run_sync(self.batch, todo)
 
-    def recall(
-        self, namespace_prefix: tuple[str, ...], query: str, **kwargs: Any
-    ) -> RecallResult:
+    def recall(self, namespace_prefix: tuple[str, ...], query: str, **kwargs: Any) -> RecallResult:
         """Episodic's recall in a namespace: ``Episodic.recall``'s keywords (``k``,
         ``explain``, ``policy``...) pass through."""
         workspace, agent, resource = scope_of(namespace_prefix)
@@ -189,13 +188,13 @@ class EpisodicStore(BaseStore):
     def _get(self, op: GetOp) -> Item | None:
         workspace, _, _ = scope_of(op.namespace)
         try:
-            m = self.mem.memory(ScopeFilter(workspace_id=workspace), memory_id(op.namespace, op.key))
+            m = self.mem.memory(
+                ScopeFilter(workspace_id=workspace), memory_id(op.namespace, op.key)
+            )
         except NotFound:
             return None
         namespace, key, value = item_parts(m)
-        return Item(
-            value=value, key=key, namespace=namespace, created_at=_when(m), updated_at=m.ts
-        )
+        return Item(value=value, key=key, namespace=namespace, created_at=_when(m), updated_at=m.ts)
 
     def _put(self, op: PutOp) -> None:
         workspace, agent, resource = scope_of(op.namespace)
@@ -271,7 +270,11 @@ class EpisodicStore(BaseStore):
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = op.match_conditions or ()
         first = next(
-            (c.path[0] for c in conditions if c.match_type == "prefix" and c.path and c.path[0] != "*"),
+            (
+                c.path[0]
+                for c in conditions
+                if c.match_type == "prefix" and c.path and c.path[0] != "*"
+            ),
             None,
         )
         workspaces = [first] if first is not None else self.mem.store.workspaces()
