@@ -204,3 +204,21 @@ def test_the_example_script_runs(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "recalled: Ana drinks oolong tea" in out.stdout
+
+
+def test_filters_take_langgraph_operators(store: EpisodicStore) -> None:
+    for key, stars, city in (("a", 2, "Oslo"), ("b", 4, "Rome"), ("c", 5, "Rome")):
+        store.put(("w",), key, {"content": f"hotel {key}", "stars": stars, "at": {"city": city}})
+    store.put(("w",), "d", {"content": "hotel d, unrated"})
+
+    def keys(flt: dict[str, Any]) -> list[str]:
+        return sorted(i.key for i in store.search(("w",), filter=flt))
+
+    assert keys({"stars": {"$gte": 4}}) == ["b", "c"]
+    assert keys({"stars": {"$gt": 2, "$lt": 5}}) == ["b"]
+    assert keys({"stars": {"$ne": 5}}) == ["a", "b", "d"]
+    assert keys({"at": {"city": "Rome"}, "stars": {"$eq": 5}}) == ["c"]
+    for bad in ({"stars": {"$near": 3}}, {"at": {"city": {"$like": "R%"}}}):
+        with pytest.raises(InvalidInput) as err:
+            store.search(("nothing-here",), filter=bad)  # said even when nothing is read
+        assert err.value.field == "filter"

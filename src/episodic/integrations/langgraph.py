@@ -26,7 +26,7 @@ How LangGraph's items map onto episodic's memories:
   namespace's memories newest first. Memories written other ways (episodes, messages,
   ``remember``) are found too: their key is the memory id, their namespace their
   workspace, agent and resource, their value ``{"content", "type", "payload"}``.
-- **filter**: equality on the value's top-level fields.
+- **filter**: LangGraph's: equal fields, or ``$eq $ne $gt $gte $lt $lte`` on a field.
 - **TTL** is not supported (LangGraph refuses a ``ttl`` for such a store); episodic's
   decay and retention (``forget --older-than-days``) do that work.
 """
@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -125,8 +126,53 @@ def item_parts(m: Memory) -> tuple[tuple[str, ...], str, dict[str, Any]]:
     return namespace_of(m), m.id, {"content": m.content, "type": m.type, "payload": dict(m.payload)}
 
 
-def matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
-    return not flt or all(value.get(k) == v for k, v in flt.items())
+ORDERINGS: dict[str, Callable[[float, float], bool]] = {
+    "$gt": operator.gt,
+    "$gte": operator.ge,
+    "$lt": operator.lt,
+    "$lte": operator.le,
+}
+
+
+def matches(value: Any, flt: Mapping[str, Any] | None) -> bool:
+    """Whether ``value`` passes LangGraph's ``filter``: equal fields (nested objects
+    field by field), or ``{"$eq"|"$ne"|"$gt"|"$gte"|"$lt"|"$lte": x}`` on a field."""
+    if not flt:
+        return True
+    if not isinstance(value, Mapping):
+        return False
+    return all(_field_matches(value.get(k), want) for k, want in flt.items())
+
+
+def check_filter(flt: Mapping[str, Any] | None) -> None:
+    """Refuse an unknown operator before anything is read, even when nothing would match."""
+    for want in (flt or {}).values():
+        if isinstance(want, Mapping):
+            for op in want:
+                if str(op).startswith("$") and op not in ("$eq", "$ne", *ORDERINGS):
+                    raise InvalidInput(
+                        "filter", f"unknown operator {op!r}; use $eq $ne $gt $gte $lt $lte"
+                    )
+            check_filter({k: v for k, v in want.items() if not str(k).startswith("$")})
+
+
+def _field_matches(have: Any, want: Any) -> bool:
+    if not isinstance(want, Mapping):
+        return bool(have == want)
+    if not any(str(k).startswith("$") for k in want):
+        return matches(have, want)
+    return all(_compare(have, op, arg) for op, arg in want.items())
+
+
+def _compare(have: Any, op: str, arg: Any) -> bool:
+    if op == "$eq":
+        return bool(have == arg)
+    if op == "$ne":
+        return bool(have != arg)
+    numbers = (int, float)
+    if isinstance(have, bool) or not isinstance(have, numbers) or not isinstance(arg, numbers):
+        return False  # a missing or non-numeric field is outside every range
+    return ORDERINGS[op](have, arg)
 
 
 def _when(m: Memory) -> datetime:
@@ -230,6 +276,7 @@ class EpisodicStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
+        check_filter(op.filter)
         wanted = op.offset + op.limit
         if op.query:
             hits = self.recall(prefix, op.query, k=min(MAX_RECALL_K, max(wanted, 1))).hits
