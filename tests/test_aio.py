@@ -103,3 +103,26 @@ def test_the_loop_keeps_ticking_while_the_model_embeds(db_url: str) -> None:
     # The sweep takes seconds; the loop was never blocked for more than a fraction of it.
     assert took > 1.0
     assert worst_gap < 0.5, f"the loop stalled {worst_gap:.2f}s during a {took:.2f}s sweep"
+
+
+def test_many_tasks_share_one_service(db_url: str) -> None:
+    """Fifty concurrent writes and recalls from one loop, each in a worker thread, on
+    the store's one connection (SQLite) or its pool (PostgreSQL): nothing is lost."""
+
+    async def main() -> tuple[int, list[int]]:
+        async with AsyncEpisodic.open(db_url, embedder=None) as mem:
+            found: list[int] = []
+
+            async def one(i: int) -> None:
+                await mem.remember(f"fact {i} about parrots", workspace="w", agent=f"a{i % 3}")
+                found.append(len((await mem.recall("parrots", workspace="w", k=50)).hits))
+
+            async with anyio.create_task_group() as tg:
+                for i in range(50):
+                    tg.start_soon(one, i)
+            final = await mem.recall("parrots", workspace="w", k=50)
+            return len(final.hits), found
+
+    stored, found = anyio.run(main)
+    assert stored == 50
+    assert len(found) == 50 and min(found) >= 1  # each saw at least its own
