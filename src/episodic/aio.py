@@ -22,7 +22,7 @@ import functools
 from collections.abc import Awaitable, Callable, Generator
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 import anyio.to_thread
 
@@ -30,11 +30,8 @@ from episodic.config import Settings
 from episodic.embed.base import Embedder
 from episodic.model import utcnow
 from episodic.service import Episodic
-from episodic.service.doctor import DoctorReport
 from episodic.service.facade import Forward
 from episodic.service.models import UNSET, _Unset
-from episodic.store.base import StoreStats
-from episodic.write.episodes import SegmentReport
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -50,8 +47,14 @@ class Awaited(Generic[P, R]):
     name run in a worker thread: ``recall = Awaited(Episodic.recall)``. Type checkers see
     the sync method's parameters and an awaitable of its result."""
 
-    def __init__(self, method: Forward[Any, P, R]) -> None:
-        self.name = method.name
+    @overload
+    def __init__(self, method: Forward[Any, P, R]) -> None: ...
+
+    @overload
+    def __init__(self, method: Callable[Concatenate[Episodic, P], R]) -> None: ...
+
+    def __init__(self, method: Forward[Any, P, R] | Callable[Concatenate[Episodic, P], R]) -> None:
+        self.name = method.name if isinstance(method, Forward) else method.__name__
         self.__doc__ = method.__doc__
 
     @overload
@@ -145,27 +148,9 @@ class AsyncEpisodic:
     ) -> None:
         await self.aclose()
 
-    async def segment(
-        self,
-        *,
-        flush: bool = False,
-        workspace: str | None = None,
-        conversation: str | None = None,
-        outcome: str | None = None,
-    ) -> SegmentReport:
-        return await in_thread(
-            self.sync.segment,
-            flush=flush,
-            workspace=workspace,
-            conversation=conversation,
-            outcome=outcome,
-        )
-
-    async def stats(self, workspace: str | None = None) -> StoreStats:
-        return await in_thread(self.sync.stats, workspace)
-
-    async def doctor(self, *, deep: bool = False) -> DoctorReport:
-        return await in_thread(self.sync.doctor, deep=deep)
+    segment = Awaited(Episodic.segment)
+    stats = Awaited(Episodic.stats)
+    doctor = Awaited(Episodic.doctor)
 
     # -- the models ----------------------------------------------------------------------
     embedder_status = Awaited(Episodic.embedder_status)
