@@ -222,3 +222,10 @@ def test_filters_take_langgraph_operators(store: EpisodicStore) -> None:
         with pytest.raises(InvalidInput) as err:
             store.search(("nothing-here",), filter=bad)  # said even when nothing is read
         assert err.value.field == "filter"
+
+
+def test_an_agents_search_is_not_crowded_out_by_other_agents(store: EpisodicStore) -> None:
+    for i in range(12):
+        store.put(("w", "b"), f"k{i}", {"content": f"parrot parrot parrot facts, part {i}"})
+    store.put(("w", "a"), "mine", {"content": "a parrot visited"})
+    assert [h.key for h in store.search(("w", "a"), query="parrot", limit=1)] == ["mine"]

@@ -59,7 +59,7 @@ from langgraph.store.base import (  # noqa: E402
 )
 
 from episodic.errors import InvalidInput, NotFound  # noqa: E402
-from episodic.model import Memory, ScopeFilter  # noqa: E402
+from episodic.model import Memory, Scope, ScopeFilter  # noqa: E402
 from episodic.recall.engine import RecallResult  # noqa: E402
 from episodic.service import Episodic  # noqa: E402
 
@@ -216,6 +216,11 @@ class EpisodicStore(BaseStore):
         """Episodic's recall in a namespace: ``Episodic.recall``'s keywords (``k``,
         ``explain``, ``policy``...) pass through."""
         workspace, agent, resource = scope_of(namespace_prefix)
+        if agent is not None:
+            # Recall only weighs the asking agent's memories higher; the namespace is a
+            # boundary, so the agent's own are all it may see (the resource narrows by
+            # itself).
+            kwargs.setdefault("scope", Scope.OWN)
         return self.mem.recall(query, workspace=workspace, agent=agent, resource=resource, **kwargs)
 
     # -- one operation -----------------------------------------------------------------
