@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -229,3 +230,20 @@ def test_an_agents_search_is_not_crowded_out_by_other_agents(store: EpisodicStor
         store.put(("w", "b"), f"k{i}", {"content": f"parrot parrot parrot facts, part {i}"})
     store.put(("w", "a"), "mine", {"content": "a parrot visited"})
     assert [h.key for h in store.search(("w", "a"), query="parrot", limit=1)] == ["mine"]
+
+
+def test_an_overwrite_moves_updated_at_and_keeps_created_at(store: EpisodicStore) -> None:
+    first = datetime(2026, 1, 1, tzinfo=UTC)
+    store.mem.clock = lambda: first
+    store.put(("w",), "k", {"content": "v1"})
+    store.mem.clock = lambda: first + timedelta(days=2)
+    store.put(("w",), "k", {"content": "v2"})
+    item = store.get(("w",), "k")
+    assert item is not None
+    assert (item.created_at, item.updated_at) == (first, first + timedelta(days=2))
+    [listed] = store.search(("w",))
+    assert listed.updated_at == first + timedelta(days=2)
+    versions = store.mem.history(
+        store.mem.list_memories(ScopeFilter(workspace_id="w")).items[0].id, workspace="w"
+    )
+    assert [(v.content, v.replaced_by) for v in versions] == [("v2", None), ("v1", "langgraph")]

@@ -179,6 +179,15 @@ def _when(m: Memory) -> datetime:
     return m.created_at or m.ts
 
 
+def _updated(m: Memory) -> datetime:
+    stored = m.payload.get(PAYLOAD_KEY)
+    at = stored.get("updated_at") if isinstance(stored, Mapping) else None
+    try:
+        return datetime.fromisoformat(at) if isinstance(at, str) else _when(m)
+    except ValueError:  # edited by hand into something else: the memory's own time
+        return _when(m)
+
+
 def namespace_matches(namespace: tuple[str, ...], cond: MatchCondition) -> bool:
     """LangGraph's prefix/suffix conditions; ``"*"`` matches any one label."""
     path = tuple(cond.path)
@@ -245,7 +254,9 @@ class EpisodicStore(BaseStore):
         except NotFound:
             return None
         namespace, key, value = item_parts(m)
-        return Item(value=value, key=key, namespace=namespace, created_at=_when(m), updated_at=m.ts)
+        return Item(
+            value=value, key=key, namespace=namespace, created_at=_when(m), updated_at=_updated(m)
+        )
 
     def _put(self, op: PutOp) -> None:
         workspace, agent, resource = scope_of(op.namespace)
@@ -265,10 +276,12 @@ class EpisodicStore(BaseStore):
                 "key": op.key,
                 "value": value,
                 "text_is_content": is_content,
+                # An overwrite keeps the memory's first time; LangGraph shows both.
+                "updated_at": self.mem.clock().isoformat(),
             }
         }
         if self.mem.memories(ScopeFilter(workspace_id=workspace), [mid]):
-            self.mem.update(mid, workspace=workspace, content=text, payload=payload)
+            self.mem.update(mid, workspace=workspace, content=text, payload=payload, by="langgraph")
         else:
             self.mem.remember(
                 text,
@@ -299,7 +312,7 @@ class EpisodicStore(BaseStore):
                     key=key,
                     value=value,
                     created_at=_when(m),
-                    updated_at=m.ts,
+                    updated_at=_updated(m),
                     score=score,
                 )
             )
