@@ -247,3 +247,16 @@ def test_an_overwrite_moves_updated_at_and_keeps_created_at(store: EpisodicStore
         store.mem.list_memories(ScopeFilter(workspace_id="w")).items[0].id, workspace="w"
     )
     assert [(v.content, v.replaced_by) for v in versions] == [("v2", None), ("v1", "langgraph")]
+
+
+def test_without_langgraph_the_import_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['langgraph'] = None\n"
+        "from episodic.extras import MissingExtra\n"
+        "try:\n    import episodic.integrations.langgraph\n"
+        "except MissingExtra as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "pip install 'episodic-memory[langgraph]'" in out.stdout
