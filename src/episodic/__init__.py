@@ -1,5 +1,6 @@
 """episodic: an episodic-memory layer for LLM agents."""
 
+from episodic.aio import AsyncEpisodic
 from episodic.client import AsyncClient, Client
 from episodic.config import Settings
 from episodic.errors import (
@@ -31,6 +32,7 @@ __all__ = [
     "POLICIES",
     "RECALL_MEMORY_TOOL",
     "AsyncClient",
+    "AsyncEpisodic",
     "BadEmbedding",
     "Client",
     "DoctorReport",

@@ -21,6 +21,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "postgres": ("psycopg", "psycopg_pool", "pgvector"),
     "llm": ("openai",),
     "client": ("httpx",),
+    "langgraph": ("langgraph",),
 }
 
 
