@@ -83,6 +83,29 @@ class ChatServer:
         }
         self.replies.append((200, json.dumps(body).encode(), delay))
 
+    def reply_tool_call(self, name: str, arguments: dict[str, Any], *, call_id: str = "") -> None:
+        """A reply in which the model calls the function tool ``name`` with ``arguments``."""
+        call = {
+            "id": call_id or f"call_{len(self.replies)}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        body = {
+            "id": f"chatcmpl-{len(self.replies)}",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+        self.replies.append((200, json.dumps(body).encode(), 0.0))
+
     def reply_json(self, payload: Any) -> None:
         self.reply(json.dumps(payload))
 

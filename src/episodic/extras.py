@@ -20,6 +20,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "mcp": ("mcp",),
     "postgres": ("psycopg", "psycopg_pool", "pgvector"),
     "llm": ("openai",),
+    "agents": ("agents",),
 }
 
 

@@ -1,0 +1,1 @@
+"""Adapters that give agent frameworks episodic memory."""
