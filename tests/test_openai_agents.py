@@ -193,9 +193,9 @@ def test_bad_tool_arguments_reach_the_model_as_errors_naming_the_field(
 
 
 def test_a_binding_needs_a_workspace(mem: Episodic) -> None:
-    with pytest.raises(InvalidInput, match="^workspace: required"):
+    with pytest.raises(InvalidInput, match=r"^workspace: required"):
         AgentMemory(mem, workspace=" ")
-    with pytest.raises(InvalidInput, match="^max_chars: "):
+    with pytest.raises(InvalidInput, match=r"^max_chars: "):
         AgentMemory(mem, workspace="acme", max_chars=0)
 
 
