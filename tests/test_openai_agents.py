@@ -248,3 +248,23 @@ def test_the_example_runs_against_an_openai_compatible_endpoint(
     assert "agent: They need the VPN switched on." in out.stdout
     assert "VPN switched on" in messages(server, 2)[0]["content"]
     assert json.loads(tool_answer(server, 3))["memories"][0]["content"] == FACT
+
+
+def test_the_block_is_recalled_once_per_run_however_many_model_calls_it_makes(
+    mem: Episodic, server: ChatServer
+) -> None:
+    """Recall counts a use of every memory it returns (reference counts feed ranking and
+    decay): a run that calls the model three times used its injected memory once."""
+    memory = AgentMemory(mem, workspace="acme", agent="helper")
+    fact_id = json.loads(memory.remember_json(FACT))["id"]
+    for note in ("the deploy window is 9-11", "the staging cluster is eu-1"):
+        server.reply_tool_call(
+            "remember", {"content": note, "importance": None, "source": None, "evidence": None}
+        )
+    server.reply("Both noted.")
+    Runner.run_sync(helper(memory, server), "Note the staging deploy window and cluster.")
+    assert len(server.requests) == 3
+    # Every model call of the run still carries the block.
+    assert all("VPN switched on" in messages(server, i)[0]["content"] for i in range(3))
+    used = mem.memory(ScopeFilter(workspace_id="acme"), fact_id).reference_count
+    assert used == 1

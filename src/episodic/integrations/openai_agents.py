@@ -10,7 +10,8 @@ crew and resource (the user or case the conversation is about), and gives an SDK
   agent or resource argument;
 - ``instructions(base)``: a dynamic-instructions callable (the SDK's ``instructions`` may
   be a function of the run context and the agent) that appends the ``<recalled-memory>``
-  block for the run's latest user message to ``base`` before each model call.
+  block for the run's latest user message to ``base``: recalled once when the run starts,
+  then the same block for each of the run's model calls.
 
 Instructions rather than ``RunHooks.on_agent_start``: a hook only observes, so injecting
 from it would mean mutating the shared ``Agent`` (unsafe when runs overlap), while the
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -170,11 +172,23 @@ class AgentMemory:
         """An ``instructions`` callable: ``base``, then the memory block recalled for the
         run's latest user message (just ``base`` when there is none or nothing matches)."""
 
+        # The SDK asks for the instructions before every model call of a run, and each
+        # recall counts a use of every memory it returns (reference counts feed ranking and
+        # decay): recall once per run, keyed by the run's context, held weakly.
+        runs: dict[int, tuple[weakref.ref[RunContextWrapper[Any]], str]] = {}
+
         async def with_memory(context: RunContextWrapper[Any], agent: Agent[Any]) -> str:
-            query = latest_user_text(context.turn_input)
-            # Recall is blocking database work: off the event loop, like the SDK's own
-            # sync tools.
-            block = await asyncio.to_thread(self.block, query)
+            held = runs.get(id(context))
+            if held is not None and held[0]() is context:
+                block = held[1]
+            else:
+                query = latest_user_text(context.turn_input)
+                # Recall is blocking database work: off the event loop, like the SDK's own
+                # sync tools.
+                block = await asyncio.to_thread(self.block, query)
+                for ended in [key for key, (ref, _) in runs.items() if ref() is None]:
+                    del runs[ended]
+                runs[id(context)] = (weakref.ref(context), block)
             return "\n\n".join(part for part in (base, block) if part)
 
         return with_memory
