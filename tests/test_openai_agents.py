@@ -4,6 +4,7 @@ the instructions inject, and the example script."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -22,7 +23,7 @@ from agents import (
 )
 from openai import AsyncOpenAI
 
-from chat_server import MODEL, ChatServer, running_chat_server
+from chat_server import MODEL, ChatServer, Recorded, running_chat_server
 from episodic import Episodic, InvalidInput, Settings
 from episodic.integrations.openai_agents import AgentMemory, latest_user_text
 from episodic.model import ScopeFilter
@@ -268,3 +269,35 @@ def test_the_block_is_recalled_once_per_run_however_many_model_calls_it_makes(
     assert all("VPN switched on" in messages(server, i)[0]["content"] for i in range(3))
     used = mem.memory(ScopeFilter(workspace_id="acme"), fact_id).reference_count
     assert used == 1
+
+
+def test_overlapping_runs_each_get_the_block_for_their_own_question(
+    mem: Episodic, server: ChatServer
+) -> None:
+    """One agent serving two runs at once: each run's instructions carry what was recalled
+    for its own question, never the other's."""
+    memory = AgentMemory(mem, workspace="acme", agent="helper")
+    memory.remember_json(FACT)
+    memory.remember_json("The coffee machine on floor three is broken until Friday.")
+
+    def answer(request: Recorded) -> tuple[int, bytes, float]:
+        question = request.body["messages"][-1]["content"]
+        # Held back a little, so the two runs are in flight together.
+        return 200, ChatServer.completion(f"re: {question}"), 0.2
+
+    server.responder = answer
+    agent = helper(memory, server)
+    questions = ("What do the staging deploys need?", "Is the coffee machine fixed?")
+
+    async def both() -> list[Any]:
+        return list(await asyncio.gather(*(Runner.run(agent, q) for q in questions)))
+
+    results = asyncio.run(both())
+    assert [r.final_output for r in results] == [f"re: {q}" for q in questions]
+    assert len(server.requests) == 2
+    for request in server.requests:
+        system, user = (m["content"] for m in request.body["messages"])
+        if "staging" in user:
+            assert "VPN" in system and "coffee" not in system
+        else:
+            assert "coffee machine" in system and "VPN" not in system
