@@ -67,18 +67,25 @@ class ChatServer:
         ).encode()
 
     def reply(self, content: str | None, *, finish: str = "stop", delay: float = 0.0) -> None:
+        self._reply_message({"role": "assistant", "content": content}, finish, delay)
+
+    def reply_tool_call(self, name: str, arguments: dict[str, Any], *, call_id: str = "") -> None:
+        """A reply in which the model calls the function tool ``name`` with ``arguments``."""
+        call = {
+            "id": call_id or f"call_{len(self.replies)}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        self._reply_message(message, "tool_calls", 0.0)
+
+    def _reply_message(self, message: dict[str, Any], finish: str, delay: float) -> None:
         body = {
             "id": f"chatcmpl-{len(self.replies)}",
             "object": "chat.completion",
             "created": 1_700_000_000,
             "model": MODEL,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": finish,
-                }
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }
         self.replies.append((200, json.dumps(body).encode(), delay))

@@ -3,7 +3,7 @@ run from outside the repository, with neither the editable checkout nor the mode
 on the path. The third-party packages come from this venv through a ``.pth`` file naming a
 folder of links to its site-packages (so the test needs no network for them); a second
 folder also leaves out the extras' packages (fastapi, uvicorn, jinja2, mcp, psycopg,
-pgvector, openai) to show the core runs without them.
+pgvector, openai, agents) to show the core runs without them.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ EXTRAS_PACKAGES = (
     "pgvector",
     "sse_starlette",
     "openai",
+    "agents",
 )
 
 
@@ -191,3 +192,6 @@ def test_the_core_runs_without_the_extras_and_names_the_one_a_command_needs(
     use_llm = "from episodic import Episodic; Episodic.open('sqlite:///./llm.db').llm"
     llm = venv.run("python", "-c", use_llm, EPISODIC_LLM_URL="http://127.0.0.1:1/v1")
     assert "MissingExtra" in llm.stderr and "episodic-memory[llm]" in llm.stderr, llm.stderr
+    # The Agents SDK integration without the [agents] extra: the same.
+    sdk = venv.run("python", "-c", "import episodic.integrations.openai_agents")
+    assert "MissingExtra" in sdk.stderr and "episodic-memory[agents]" in sdk.stderr, sdk.stderr

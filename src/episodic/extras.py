@@ -22,6 +22,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "llm": ("openai",),
     "client": ("httpx",),
     "langgraph": ("langgraph",),
+    "agents": ("agents",),
 }
 
 
