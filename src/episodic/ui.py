@@ -3,8 +3,10 @@
 Same keys as the API: the page asks for one once and keeps it in an HttpOnly,
 SameSite=Strict cookie scoped to ``/ui`` (so another site cannot make the browser post
 forms with it). Every view calls the same service methods as the API, under the key's
-workspace and role: browse and filter memories, retire one or forget one (after a
-confirmation page), run a recall and see
+workspace and role: browse, search and filter memories (with counts per type and
+status), open one in full (scope, FSRS state, sources, relations, history), read a
+conversation's episodes with what extraction kept and dropped, retire one or forget one
+(after a confirmation page), run a recall and see
 its trace stage by stage, and the health score's trend as an inline SVG chart.
 Recalls made here do not count as references (an operator looking is not an agent using).
 """
