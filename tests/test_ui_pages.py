@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from episodic import Episodic, Settings
+from episodic import Episodic, InvalidInput, Settings
 from episodic.embed.fake import FakeEmbedder
 from episodic.http import asgi
 from episodic.model import MemoryStatus, ScopeFilter
@@ -166,7 +166,7 @@ def test_detail_shows_fsrs_state_and_escapes(base: str, mem: Episodic) -> None:
 
 def test_an_unseen_memory_is_a_flash_not_a_page(base: str, mem: Episodic) -> None:
     with signed_in(base, mem) as c:
-        for memory_id in ("o1", "nope", "%3Cscript%3E"):
+        for memory_id in ("o1", "nope", "%3Cscript%3E", "a%00b"):
             r = c.get(f"/ui/memories/{memory_id}", follow_redirects=True)
             assert r.status_code == 200 and "no memory" in r.text
             assert 'id="content"' not in r.text
@@ -219,5 +219,26 @@ def test_a_conversations_episodes(base: str, mem: Episodic) -> None:
         r = c.get("/ui/conversations/%3Cscript%3Ealert(1)")
         assert r.status_code == 200 and "No episodes here yet" in r.text
         assert "<script>alert(1)" not in r.text
+        assert "No episodes here yet" in c.get("/ui/conversations/a%00b").text
     with signed_in(base, mem, role="agent", agent="deployer") as c:
         assert "No episodes here yet" in c.get("/ui/conversations/chat-1").text  # helper's
+
+
+def test_count_memories_by_type_and_status(mem: Episodic) -> None:
+    acme = ScopeFilter("acme")
+    assert mem.count_memories(acme, q="checkout") == {
+        ("peer.escalation", "active"): 1,
+        ("tool.call", "retired"): 1,
+    }
+    counts = mem.count_memories(acme)
+    assert sum(counts.values()) == len(mem.list_memories(acme, limit=200).items)
+    assert mem.count_memories(ScopeFilter("acme", agent_id="reviewer")) == {
+        ("approval.denied", "active"): 1,
+        ("tool.call", "retired"): 1,
+    }
+    for q in ("refund", "checkout TTL", "the", "zzzz"):  # the same matching as the list
+        found = mem.list_memories(acme, limit=200, q=q).items
+        assert sum(mem.count_memories(acme, q=q).values()) == len(found)
+    with pytest.raises(InvalidInput) as err:
+        mem.count_memories(acme, q="  ")
+    assert err.value.field == "q"
