@@ -139,7 +139,8 @@ def test_a_memory_in_full(base: str, mem: Episodic) -> None:
         assert f"{m.importance:.2f} (base {m.base_importance:.2f})" in facts
         refs = re.search(r'id="refs">(\d+)', page)
         assert refs is not None and refs.group(1) == "0"
-        assert 'href="/ui/memories/long"' in page  # its source event
+        sources = page.split('id="sources"')[1].split("</ul>")[0]
+        assert '<li data-id="long">long</li>' in sources  # its own event: not a link to itself
         # The similar edge, with the other memory's text (escaped).
         relations = page.split('id="relations"')[1].split("</table>")[0]
         assert 'data-id="evil"' in relations and "0.87" in relations and "similar" in relations
@@ -242,3 +243,18 @@ def test_count_memories_by_type_and_status(mem: Episodic) -> None:
     with pytest.raises(InvalidInput) as err:
         mem.count_memories(acme, q="  ")
     assert err.value.field == "q"
+
+
+def test_an_entry_shows_its_source_message_evidence_and_episode(base: str, mem: Episodic) -> None:
+    listed = mem.list_memories(ScopeFilter("acme"), limit=50).items
+    entry = next(m for m in listed if m.type == "entry" and "acquirer" in m.content)
+    (message_id,) = entry.source_event_ids
+    with signed_in(base, mem) as c:
+        page = c.get(f"/ui/memories/{entry.id}").text
+        sources = page.split('id="sources"')[1].split("</ul>")[0]
+        assert f'href="/ui/memories/{message_id}"' in sources
+        assert "Refunds above 500 euros" in sources  # the message's own text
+        evidence = page.split('id="evidence"')[1].split("</table>")[0]
+        assert f"<tr><th>source</th><td>{entry.payload['source']}</td></tr>" in evidence
+        assert str(entry.payload["evidence"]) in evidence
+        assert f'href="/ui/memories/{entry.payload["episode_id"]}"' in evidence

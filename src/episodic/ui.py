@@ -218,12 +218,14 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
         if caller is None:
             return to_login()
         flt = replace(caller.reading(), conversation_id=conversation_id)
+        episodes, complete = conversation_episodes(mem, flt)
         return render(
             "conversation.html",
             caller=caller,
             page="memories",
             conversation=conversation_id,
-            episodes=conversation_episodes(mem, flt),
+            episodes=episodes,
+            complete=complete,
         )
 
     @app.post("/ui/memories/{memory_id}/retire", include_in_schema=False)

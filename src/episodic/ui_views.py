@@ -31,6 +31,9 @@ class MemoryDetail:
     memory: Memory
     history: list[Version]
     related: list[Related]
+    # The source events that are memories the caller can see (messages, admitted events),
+    # by id; the other sources are listed by id only.
+    sources: dict[str, Memory]
 
 
 @dataclass(slots=True)
@@ -57,12 +60,17 @@ def memory_detail(mem: Episodic, flt: ScopeFilter, memory_id: str) -> MemoryDeta
         for relation, other, weight in edges
         if other in labels
     ]
-    return MemoryDetail(memory, history, related)
+    sources = {
+        m.id: m for m in mem.memories(flt, list(memory.source_event_ids)) if m.id != memory.id
+    }
+    return MemoryDetail(memory, history, related, sources)
 
 
-def conversation_episodes(mem: Episodic, flt: ScopeFilter) -> list[EpisodeView]:
+def conversation_episodes(mem: Episodic, flt: ScopeFilter) -> tuple[list[EpisodeView], bool]:
     """The episodes of ``flt``'s conversation, newest first, each with its messages in
-    order, the entries and learnings extracted from it, and the drops it recorded."""
+    order, the entries and learnings extracted from it, and the drops it recorded; and
+    whether that is all of them (False when only the newest ``CONVERSATION_LIMIT``
+    episodes and notes were read)."""
     found = mem.list_memories(
         ScopeFilter(
             workspace_id=flt.workspace_id,
@@ -85,7 +93,7 @@ def conversation_episodes(mem: Episodic, flt: ScopeFilter) -> list[EpisodeView]:
             owner.notes.append(m)
     for view in views.values():
         view.messages = mem.memories(flt, list(view.episode.source_event_ids))
-    return list(views.values())
+    return list(views.values()), len(found) < CONVERSATION_LIMIT
 
 
 def _drops(value: object) -> list[dict[str, Any]]:
