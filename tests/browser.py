@@ -134,6 +134,16 @@ class Browser:
         path.write_bytes(data)
         return data
 
+    def resize(self, width: int, height: int = HEIGHT) -> None:
+        """Lay pages out as a screen ``width`` CSS pixels wide (a phone below ~600)."""
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=width < 600,
+        )
+
     def close(self) -> None:
         self._stack.close()
         self.proc.terminate()

@@ -3,14 +3,17 @@
 Same keys as the API: the page asks for one once and keeps it in an HttpOnly,
 SameSite=Strict cookie scoped to ``/ui`` (so another site cannot make the browser post
 forms with it). Every view calls the same service methods as the API, under the key's
-workspace and role: browse and filter memories, retire one or forget one (after a
-confirmation page), run a recall and see
+workspace and role: browse, search and filter memories (with counts per type and
+status), open one in full (scope, FSRS state, sources, relations, history), read a
+conversation's episodes with what extraction kept and dropped, retire one or forget one
+(after a confirmation page), run a recall and see
 its trace stage by stage, and the health score's trend as an inline SVG chart.
 Recalls made here do not count as references (an operator looking is not an agent using).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from html import escape
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -25,6 +28,7 @@ from episodic.recall.render import relative_age
 from episodic.recall.trace import Dropped
 from episodic.service import Episodic
 from episodic.tenancy import Principal
+from episodic.ui_views import conversation_episodes, memory_detail
 
 COOKIE = "episodic_key"
 COOKIE_PATH = "/ui"
@@ -78,6 +82,24 @@ def trend_svg(points: list[tuple[str, float]]) -> str:
     return "".join(parts)
 
 
+def facets(
+    counts: dict[tuple[str, str], int], type_: str | None, status: str | None
+) -> dict[str, list[tuple[str, int]]]:
+    """Counts for the filter links: per type under the chosen status, per status under
+    the chosen type (each facet counts as if only the other one were set), most first."""
+    by_type: dict[str, int] = {}
+    by_status: dict[str, int] = {}
+    for (t, s), n in counts.items():
+        if status is None or s == status:
+            by_type[t] = by_type.get(t, 0) + n
+        if type_ is None or t == type_:
+            by_status[s] = by_status.get(s, 0) + n
+    return {
+        "type": sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0])),
+        "status": sorted(by_status.items(), key=lambda kv: (-kv[1], kv[0])),
+    }
+
+
 def _blank(value: str | None) -> str | None:
     return value.strip() or None if value is not None else None
 
@@ -126,6 +148,7 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
         resource: Annotated[str | None, Query(max_length=256)] = None,
         type: Annotated[str | None, Query(max_length=256)] = None,
         status: Annotated[str | None, Query(max_length=20)] = None,
+        q: Annotated[str | None, Query(max_length=4000)] = None,
         cursor: Annotated[str | None, Query(max_length=1000)] = None,
         flash: Annotated[str | None, Query(max_length=300)] = None,
     ) -> Response:
@@ -138,6 +161,7 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
             "resource": _blank(resource),
             "type": _blank(type),
             "status": _blank(status) or "",
+            "q": _blank(q),
         }
         context: dict[str, Any] = {"caller": caller, "page": "memories", "f": f, "flash": flash}
         try:
@@ -148,11 +172,21 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
                 types=(f["type"],) if f["type"] else None,
             )
             page = mem.list_memories(
-                flt, status=f["status"] or None, limit=PAGE_SIZE, cursor=cursor
+                flt, status=f["status"] or None, limit=PAGE_SIZE, cursor=cursor, q=f["q"]
             )
+            counts = mem.count_memories(replace(flt, types=None), q=f["q"])
         except EpisodicError as exc:
-            return render("memories.html", status=400, items=[], error=str(exc), **context)
+            return render(
+                "memories.html", status=400, items=[], facets=None, error=str(exc), **context
+            )
         query = {k: v for k, v in f.items() if v}
+
+        def facet_url(name: str, value: str | None) -> str:
+            """This listing with one filter set to ``value`` (None: cleared)."""
+            return "/ui/memories?" + urlencode(
+                {**query, name: value} if value else {k: v for k, v in query.items() if k != name}
+            )
+
         next_url = None
         if page.next_cursor:
             next_url = "/ui/memories?" + urlencode({**query, "cursor": page.next_cursor})
@@ -161,7 +195,37 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
             items=page.items,
             next_cursor=page.next_cursor,
             next_url=next_url,
+            facets=facets(counts, f["type"], f["status"] or None),
+            facet_url=facet_url,
             **context,
+        )
+
+    @app.get("/ui/memories/{memory_id}", include_in_schema=False)
+    def ui_memory(request: Request, memory_id: str) -> Response:
+        caller = caller_of(request)
+        if caller is None:
+            return to_login()
+        try:
+            detail = memory_detail(mem, caller.reading(), memory_id)
+        except NotFound:
+            message = f"no memory {memory_id} here"
+            return RedirectResponse("/ui/memories?" + urlencode({"flash": message}), 303)
+        return render("memory.html", caller=caller, page="memories", d=detail, m=detail.memory)
+
+    @app.get("/ui/conversations/{conversation_id}", include_in_schema=False)
+    def ui_conversation(request: Request, conversation_id: str) -> Response:
+        caller = caller_of(request)
+        if caller is None:
+            return to_login()
+        flt = replace(caller.reading(), conversation_id=conversation_id)
+        episodes, complete = conversation_episodes(mem, flt)
+        return render(
+            "conversation.html",
+            caller=caller,
+            page="memories",
+            conversation=conversation_id,
+            episodes=episodes,
+            complete=complete,
         )
 
     @app.post("/ui/memories/{memory_id}/retire", include_in_schema=False)

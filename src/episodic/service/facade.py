@@ -241,6 +241,7 @@ class Episodic:
     revoke_key = Forward("_operations", Operations.revoke_key)
     authenticate = Forward("_operations", Operations.authenticate)
     list_memories = Forward("_operations", Operations.list_memories)
+    count_memories = Forward("_operations", Operations.count_memories)
     memory = Forward("_operations", Operations.memory)
     memories = Forward("_operations", Operations.memories)
     retire = Forward("_operations", Operations.retire)

@@ -192,8 +192,7 @@ class Operations:
         stopwords left out); the order and the cursor stay the same."""
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInput("limit", f"must be 1-{MAX_PAGE}")
-        if q is not None and (not isinstance(q, str) or not q.strip() or len(q) > MAX_Q_CHARS):
-            raise InvalidInput("q", f"give 1-{MAX_Q_CHARS} characters of text to search for")
+        _check_q(q)
         statuses = None if status is None else [_status(status)]
         before = None if cursor is None else decode_cursor(cursor)
         items = self.ctx.store.list_memories(
@@ -202,6 +201,14 @@ class Operations:
         more = len(items) > limit
         items = items[:limit]
         return MemoryPage(items, encode_cursor(items[-1]) if more and items else None)
+
+    def count_memories(
+        self, flt: ScopeFilter, *, q: str | None = None
+    ) -> dict[tuple[str, str], int]:
+        """How many memories ``flt`` can see (holding every word of ``q``, as
+        ``list_memories`` matches) there are of each (type, status)."""
+        _check_q(q)
+        return self.ctx.store.count_memories(flt, matching=q)
 
     def memory(self, flt: ScopeFilter, memory_id: str) -> Memory:
         """One memory ``flt`` can see; ``NotFound`` otherwise (also for another
@@ -409,3 +416,8 @@ def _status(value: MemoryStatus | str) -> MemoryStatus:
         raise InvalidInput(
             "status", f"unknown status {value!r}; use active, retired or compacted"
         ) from None
+
+
+def _check_q(q: object) -> None:
+    if q is not None and (not isinstance(q, str) or not q.strip() or len(q) > MAX_Q_CHARS):
+        raise InvalidInput("q", f"give 1-{MAX_Q_CHARS} characters of text to search for")

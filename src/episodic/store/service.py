@@ -141,6 +141,13 @@ class ServiceStore(MemoryReader, Protocol):
         nothing."""
         ...
 
+    def count_memories(
+        self, flt: ScopeFilter, *, matching: str | None = None
+    ) -> dict[tuple[str, str], int]:
+        """How many memories visible through ``flt`` (and ``matching``, as in
+        ``list_memories``) there are of each (type, status); absent pairs are zero."""
+        ...
+
     def revise_memory(self, memory: Memory, *, by: str, at: datetime) -> bool:
         """Give the stored memory ``memory``'s content, content hash, importance (both
         base and current) and payload, in one transaction, keeping the version it

@@ -160,18 +160,10 @@ class ServiceMixin(PgBase):
         before: tuple[datetime, str] | None = None,
         matching: str | None = None,
     ) -> list[Memory]:
-        where, params = scope_where(flt, alias="m", mark="%s")
-        if limit <= 0 or (statuses is not None and not statuses):
+        found = self._listing(flt, statuses, matching)
+        if limit <= 0 or found is None:
             return []
-        if matching is not None:
-            query = tsquery_all(matching)
-            if query is None:
-                return []
-            where += " AND m.tsv @@ to_tsquery('english', %s)"
-            params.append(query)
-        if statuses is not None:
-            where += " AND m.status = ANY(%s::text[])"
-            params.append([MemoryStatus(s).value for s in statuses])
+        where, params = found
         if before is not None:
             stamp = ts_text(before[0])
             where += " AND (m.ts < %s OR (m.ts = %s AND m.id < %s))"
@@ -186,6 +178,40 @@ class ServiceMixin(PgBase):
                 (*params, limit),
             ).fetchall()
         return [_whole(row) for row in rows]
+
+    def count_memories(
+        self, flt: ScopeFilter, *, matching: str | None = None
+    ) -> dict[tuple[str, str], int]:
+        found = self._listing(flt, None, matching)
+        if found is None or _has_nul(*found[1]):
+            return {}
+        where, params = found
+        with self._read() as conn:
+            rows = self._exec(
+                conn,
+                f"SELECT m.type, m.status, COUNT(*) FROM memories m WHERE {where} "
+                "GROUP BY m.type, m.status",
+                params,
+            ).fetchall()
+        return {(str(t), str(s)): int(n) for t, s, n in rows}
+
+    def _listing(
+        self, flt: ScopeFilter, statuses: Sequence[MemoryStatus] | None, matching: str | None
+    ) -> tuple[str, list[Any]] | None:
+        """The WHERE clause (alias ``m``) of a listing, or None when nothing can match."""
+        where, params = scope_where(flt, alias="m", mark="%s")
+        if statuses is not None and not statuses:
+            return None
+        if matching is not None:
+            query = tsquery_all(matching)
+            if query is None:
+                return None
+            where += " AND m.tsv @@ to_tsquery('english', %s)"
+            params.append(query)
+        if statuses is not None:
+            where += " AND m.status = ANY(%s::text[])"
+            params.append([MemoryStatus(s).value for s in statuses])
+        return where, params
 
     # -- edits and their history ----------------------------------------------------
     def revise_memory(self, memory: Memory, *, by: str, at: datetime) -> bool:

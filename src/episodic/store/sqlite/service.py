@@ -114,33 +114,57 @@ class ServiceMixin(SqliteBase):
         before: tuple[datetime, str] | None = None,
         matching: str | None = None,
     ) -> list[Memory]:
-        where, params = scope_where(flt, alias="m")
-        if limit <= 0 or (statuses is not None and not statuses):
+        found = self._listing(flt, statuses, matching)
+        if limit <= 0 or found is None:
             return []
-        extra = ""
-        if matching is not None:
-            terms = fts_terms(matching, drop_stopwords=True)
-            if not terms:
-                return []
-            extra += " AND m.seq IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?)"
-            params.append(" AND ".join(terms))
-        if statuses is not None:
-            extra += f" AND m.status IN ({placeholders(len(statuses))})"
-            params.extend(MemoryStatus(s).value for s in statuses)
+        where, params = found
         if before is not None:
             stamp = ts_text(before[0])
-            extra += " AND (m.ts < ? OR (m.ts = ? AND m.id < ?))"
+            where += " AND (m.ts < ? OR (m.ts = ? AND m.id < ?))"
             params += [stamp, stamp, before[1]]
         with self._read():
             ids = [
                 row[0]
                 for row in self._execute(
-                    f"SELECT m.id FROM memories m WHERE {where}{extra} "
+                    f"SELECT m.id FROM memories m WHERE {where} "
                     "ORDER BY m.ts DESC, m.id DESC LIMIT ?",
                     (*params, limit),
                 )
             ]
         return self.get_memories(flt.workspace_id, ids)
+
+    def count_memories(
+        self, flt: ScopeFilter, *, matching: str | None = None
+    ) -> dict[tuple[str, str], int]:
+        found = self._listing(flt, None, matching)
+        if found is None:
+            return {}
+        where, params = found
+        with self._read():
+            rows = self._execute(
+                f"SELECT m.type, m.status, COUNT(*) FROM memories m WHERE {where} "
+                "GROUP BY m.type, m.status",
+                params,
+            ).fetchall()
+        return {(str(t), str(s)): int(n) for t, s, n in rows}
+
+    def _listing(
+        self, flt: ScopeFilter, statuses: Sequence[MemoryStatus] | None, matching: str | None
+    ) -> tuple[str, list[Any]] | None:
+        """The WHERE clause (alias ``m``) of a listing, or None when nothing can match."""
+        where, params = scope_where(flt, alias="m")
+        if statuses is not None and not statuses:
+            return None
+        if matching is not None:
+            terms = fts_terms(matching, drop_stopwords=True)
+            if not terms:
+                return None
+            where += " AND m.seq IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?)"
+            params.append(" AND ".join(terms))
+        if statuses is not None:
+            where += f" AND m.status IN ({placeholders(len(statuses))})"
+            params.extend(MemoryStatus(s).value for s in statuses)
+        return where, params
 
     def set_status(self, workspace_id: str, memory_id: str, status: MemoryStatus) -> Memory:
         with self._write():
