@@ -22,7 +22,7 @@ demo: $(STAMP)
 	$(BIN)/episodic --db sqlite:///./.episodic/demo.db demo
 
 test: $(STAMP) browser
-	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff check src tests benchmarks scripts examples
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 
@@ -31,8 +31,8 @@ browser:
 	sh scripts/ensure_chromium.sh
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks scripts
-	$(BIN)/ruff format --check src tests benchmarks scripts
+	$(BIN)/ruff check src tests benchmarks scripts examples
+	$(BIN)/ruff format --check src tests benchmarks scripts examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
