@@ -1,7 +1,7 @@
 """Talk to a running ``episodic serve`` from another process with ``episodic.Client``.
 
     episodic serve &                          # the server (needs the [server] extra)
-    episodic keys create acme --role admin    # prints a key
+    episodic keys create --workspace acme --role admin   # prints a key
     EPISODIC_URL=http://127.0.0.1:8765 EPISODIC_KEY=<key> python examples/client.py
 
 It remembers a note, recalls it, corrects it, shows its history and forgets it. The

@@ -397,12 +397,15 @@ def test_a_retry_after_too_long_to_wait_is_not_waited_for() -> None:
 
 
 # -- the example and the install ---------------------------------------------------------
-def test_the_example_runs_against_a_server(mem: Episodic, server: tuple[str, str]) -> None:
+@pytest.mark.parametrize("script", ["client.py", "async_client.py"])
+def test_the_example_runs_against_a_server(
+    mem: Episodic, server: tuple[str, str], script: str
+) -> None:
     base, key = server
     env = {**os.environ, "EPISODIC_URL": base, "EPISODIC_KEY": key}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "client.py")],
+        [sys.executable, str(ROOT / "examples" / script)],
         env=env,
         capture_output=True,
         text=True,

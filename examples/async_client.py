@@ -1,0 +1,41 @@
+"""The same conversation with a running ``episodic serve`` from asyncio, with
+``episodic.AsyncClient``: several look-ups in flight at once on one connection pool.
+
+    episodic serve &                                        # needs the [server] extra
+    episodic keys create --workspace acme --role admin      # prints a key
+    EPISODIC_URL=http://127.0.0.1:8765 EPISODIC_KEY=<key> python examples/async_client.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from episodic import AsyncClient, EpisodicError
+
+QUESTIONS = ("how do I deploy payments?", "what does a payments deploy need?")
+
+
+async def main() -> int:
+    url = os.environ.get("EPISODIC_URL", "http://127.0.0.1:8765")
+    key = os.environ.get("EPISODIC_KEY")
+    if not key:
+        print("set EPISODIC_KEY to an API key (see keys create above)", file=sys.stderr)
+        return 2
+    try:
+        async with AsyncClient(url, key) as mem:
+            note = await mem.remember("deploys of payments need the VPN up first", agent="ops")
+            answers = await asyncio.gather(*(mem.recall(q, mark=False) for q in QUESTIONS))
+            for question, result in zip(QUESTIONS, answers, strict=True):
+                top = result.hits[0].memory.content if result.hits else "(nothing)"
+                print(f"{question} -> {top}")
+            print("forgot:", (await mem.forget(memory=note.id)).memories, "memory")
+    except EpisodicError as exc:
+        print(f"episodic: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
