@@ -65,8 +65,8 @@ def test_awaiting_open_gives_a_service_to_close(tmp_path: Path) -> None:
 
 @pytest.mark.model
 def test_the_loop_keeps_ticking_while_the_model_embeds(db_url: str) -> None:
-    """A heartbeat coroutine ticks every 10 ms while ``index_once`` embeds a few hundred
-    memories with the real model: the loop is never held for long."""
+    """A heartbeat coroutine ticks every 10 ms while ``index_once`` embeds 600 memories
+    with the real model: the loop is never held for more than a fraction of the sweep."""
 
     async def main() -> tuple[float, float, int]:
         async with AsyncEpisodic.open(db_url) as mem:
@@ -77,7 +77,7 @@ def test_the_loop_keeps_ticking_while_the_model_embeds(db_url: str) -> None:
                     "summary": f"note {i} about topic {i % 17}",
                     "refs": {"episodic": True},  # admitted as a memory, embedded by the sweep
                 }
-                for i in range(300)
+                for i in range(600)
             )
             ticks: list[float] = []
             done = anyio.Event()
@@ -99,10 +99,12 @@ def test_the_loop_keeps_ticking_while_the_model_embeds(db_url: str) -> None:
             return finished - started, worst, sweep.embedded
 
     took, worst_gap, embedded = anyio.run(main)
-    assert embedded >= 300
-    # The sweep takes seconds; the loop was never blocked for more than a fraction of it.
-    assert took > 1.0
-    assert worst_gap < 0.5, f"the loop stalled {worst_gap:.2f}s during a {took:.2f}s sweep"
+    assert embedded >= 600
+    # Relative, not absolute: a quiet machine embeds 600 notes in well under a second, a
+    # loaded one in several. Run on the loop, the call would hold it for the whole sweep.
+    assert worst_gap < min(0.5, took / 3), (
+        f"the loop stalled {worst_gap:.2f}s during a {took:.2f}s sweep"
+    )
 
 
 def test_many_tasks_share_one_service(db_url: str) -> None:
