@@ -368,8 +368,11 @@ class UpkeepMixin(PgBase):
 
     def vector_matrix(self, flt: ScopeFilter) -> Vector:
         where, params = scope_where(flt, alias="m", mark="%s")
+        # Cast to the bare type: the indexer pins the column to vector(dim) when the first
+        # vectors arrive, and a statement psycopg prepared before that ALTER would fail
+        # ("cached plan must not change result type") if its result type followed it.
         sql = (
-            "SELECT v.vector FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
+            "SELECT v.vector::vector FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
             f"WHERE v.workspace_id = %s AND {where} AND m.status = 'active' ORDER BY v.seq"
         )
         args = (flt.workspace_id, *params)
