@@ -31,7 +31,7 @@ from episodic.errors import (
     UnknownPolicy,
 )
 from episodic.http import asgi
-from episodic.model import Event, Memory
+from episodic.model import Event, Memory, ScopeFilter
 from episodic.recall.engine import RecallResult
 from episodic.service import memory_json, version_json
 from episodic.service.editing import Version
@@ -501,3 +501,58 @@ def test_batches_longer_than_one_request_are_sent_in_parts(
     assert [(e.line, e.field) for e in batch.ingest.errors] == [(1100, "content")]
     assert batch.ids[1100] is None and batch.ids[1199] is not None
     assert mem.stats(WS).events == 2099 + 1199
+
+
+def test_listing_getting_and_retiring_match_the_in_process_api(
+    mem: Episodic, server: tuple[str, str]
+) -> None:
+    base, key = server
+    for n in range(5):
+        mem.remember(f"deploy note {n} about payments", workspace=WS, agent="ops", id=f"n-{n}")
+    mem.remember("lunch is at noon", workspace=WS, agent="ops", type="fact", id="f-1")
+    mem.remember("another agent's note", workspace=WS, agent="qa", id="q-1")
+    own = ScopeFilter(workspace_id=WS, agent_id="ops", types=("note",))
+
+    def pages(list_page: Callable[[str | None], Any]) -> list[list[str]]:
+        out, cursor = [], None
+        while True:
+            page = list_page(cursor)
+            out.append([m.id for m in page.items])
+            if page.next_cursor is None:
+                return out
+            cursor = page.next_cursor
+
+    expected = pages(lambda c: mem.list_memories(own, limit=2, cursor=c))
+    assert expected == [["n-4", "n-3"], ["n-2", "n-1"], ["n-0"]]
+
+    async def awaited() -> tuple[list[list[str]], Memory, list[str]]:
+        async with AsyncClient(base, key) as client:
+            got: list[list[str]] = []
+            cursor = None
+            while True:
+                page = await client.list_memories(agent="ops", types="note", limit=2, cursor=cursor)
+                got.append([m.id for m in page.items])
+                if page.next_cursor is None:
+                    break
+                cursor = page.next_cursor
+            one = await client.memory("n-2")
+            found = await client.list_memories(q="lunch")
+            return got, one, [m.id for m in found.items]
+
+    with Client(base, key) as client:
+        listed = pages(
+            lambda c: client.list_memories(agent="ops", types=["note"], limit=2, cursor=c)
+        )
+        assert listed == expected
+        assert view(client.memory("f-1")) == view(mem.memory(ScopeFilter(workspace_id=WS), "f-1"))
+        retired = client.retire("n-0")
+        assert retired.status.value == "retired"
+        assert [m.id for m in client.list_memories(status="retired").items] == ["n-0"]
+        with pytest.raises(NotFound):
+            client.memory("no-such-memory")
+        with pytest.raises(InvalidInput) as bad:
+            client.list_memories(limit=0)
+        assert bad.value.field == "limit"
+    got, one, found = anyio.run(awaited)
+    assert got == expected  # with no status asked, retired memories are listed too
+    assert view(one) == view(mem.memory(own, "n-2")) and found == ["f-1"]

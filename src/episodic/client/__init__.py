@@ -26,6 +26,7 @@ from episodic.client.calls import (
     BatchOptions,
     Call,
     ForgetOptions,
+    ListOptions,
     MessageOptions,
     RecallOptions,
     RecentOptions,
@@ -36,6 +37,7 @@ from episodic.errors import InvalidInput
 from episodic.model import Event, Memory
 from episodic.recall.engine import RecallResult
 from episodic.service.editing import Version
+from episodic.service.operations import MemoryPage
 from episodic.service.writing import IngestReport, MessagesReport
 from episodic.store.service import ForgetCounts
 from episodic.upkeep.health import HealthView
@@ -167,6 +169,17 @@ class Client(_Base):
     def forget(self, **options: Unpack[ForgetOptions]) -> ForgetCounts:
         return self._send(calls.forget(options))
 
+    def list_memories(self, **options: Unpack[ListOptions]) -> MemoryPage:
+        """``Episodic.list_memories``, the filter given by name (``agent=``, ``types=``
+        ...) as ``recall`` takes it; the key decides the rest."""
+        return self._send(calls.list_memories(options))
+
+    def memory(self, memory_id: str) -> Memory:
+        return self._send(calls.memory(memory_id))
+
+    def retire(self, memory_id: str) -> Memory:
+        return self._send(calls.retire(memory_id))
+
     def update(
         self,
         memory_id: str,
@@ -263,6 +276,17 @@ class AsyncClient(_Base):
 
     async def forget(self, **options: Unpack[ForgetOptions]) -> ForgetCounts:
         return await self._send(calls.forget(options))
+
+    async def list_memories(self, **options: Unpack[ListOptions]) -> MemoryPage:
+        """``Episodic.list_memories``, the filter given by name (``agent=``, ``types=``
+        ...) as ``recall`` takes it; the key decides the rest."""
+        return await self._send(calls.list_memories(options))
+
+    async def memory(self, memory_id: str) -> Memory:
+        return await self._send(calls.memory(memory_id))
+
+    async def retire(self, memory_id: str) -> Memory:
+        return await self._send(calls.retire(memory_id))
 
     async def update(
         self,

@@ -22,6 +22,7 @@ from episodic.errors import InvalidInput
 from episodic.model import Event, Memory, Scope
 from episodic.recall.engine import RecallResult
 from episodic.service.editing import Version
+from episodic.service.operations import MemoryPage
 from episodic.service.writing import IngestReport, MessagesReport
 from episodic.store.service import ForgetCounts
 from episodic.upkeep.health import HealthView
@@ -93,6 +94,15 @@ class RenderOptions(RecallOptions, total=False):
 
 class RecentOptions(Where, total=False):
     limit: int
+
+
+class ListOptions(Where, total=False):
+    scope: Scope | Literal["own", "crew_shared"]
+    types: Sequence[str] | str
+    status: Literal["active", "retired", "compacted"]
+    limit: int
+    cursor: str
+    q: str
 
 
 class RememberOptions(Where, total=False):
@@ -199,6 +209,26 @@ def render(query: str, options: RenderOptions) -> Call[str]:
 
 def recent(options: RecentOptions) -> Call[list[Episode]]:
     return Call("GET", "/v1/recent", answers.episodes, params=_body(options))
+
+
+def list_memories(options: ListOptions) -> Call[MemoryPage]:
+    params = _body(options)
+    if "types" in params:  # the query string names it as ``?type=a&type=b``
+        params["type"] = params.pop("types")
+    return Call(
+        "GET",
+        "/v1/memories",
+        lambda raw: MemoryPage([memory_of(m) for m in raw["items"]], raw["next_cursor"]),
+        params=params,
+    )
+
+
+def memory(memory_id: str) -> Call[Memory]:
+    return Call("GET", f"/v1/memories/{_segment(memory_id)}", memory_of)
+
+
+def retire(memory_id: str) -> Call[Memory]:
+    return Call("POST", f"/v1/memories/{_segment(memory_id)}/retire", memory_of)
 
 
 def forget(options: ForgetOptions) -> Call[ForgetCounts]:
