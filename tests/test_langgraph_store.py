@@ -86,6 +86,16 @@ def test_search_with_a_query_recalls_and_filters(store: EpisodicStore) -> None:
     assert result.trace is not None and result.hits
 
 
+def test_a_filtered_query_search_looks_past_the_first_hits(store: EpisodicStore) -> None:
+    ns = ("acme", "planner")
+    store.put(ns, "best", {"content": "window seat window seat window seat", "kind": "pref"})
+    store.put(ns, "other", {"content": "a window seat for the flight home", "kind": "trip"})
+    assert [h.key for h in store.search(ns, query="window seat", limit=1)] == ["best"]
+    # The best hit fails the filter; the one after it is what a caller asking for one gets.
+    found = store.search(ns, query="window seat", filter={"kind": "trip"}, limit=1)
+    assert [h.key for h in found] == ["other"]
+
+
 def test_listing_pages_with_limit_and_offset(store: EpisodicStore) -> None:
     for i in range(5):
         store.put(("w",), f"k{i}", {"content": f"note number {i}"})

@@ -22,7 +22,9 @@ How LangGraph's items map onto episodic's memories:
 - **search** with ``query`` runs episodic's recall: hybrid (keyword + vector), decay and
   importance, the scope weights; each hit is marked referenced, as any recall is. The
   ``score`` is recall's. ``EpisodicStore.recall`` gives the full ``RecallResult`` (with
-  ``explain=True``, the trace of every stage). Without ``query``, ``search`` lists the
+  ``explain=True``, the trace of every stage). A query search sees recall's best 50 at
+  most (recall's own bound), before ``filter`` and ``offset``. Without ``query``,
+  ``search`` lists the
   namespace's memories newest first. Memories written other ways (episodes, messages,
   ``remember``) are found too: their key is the memory id, their namespace their
   workspace, agent and resource, their value ``{"content", "type", "payload"}``.
@@ -297,7 +299,10 @@ class EpisodicStore(BaseStore):
         check_filter(op.filter)
         wanted = op.offset + op.limit
         if op.query:
-            hits = self.recall(prefix, op.query, k=min(MAX_RECALL_K, max(wanted, 1))).hits
+            # A filter is applied to recall's hits, so it gets recall's whole bound to
+            # choose from; without one, the hits asked for are enough.
+            k = MAX_RECALL_K if op.filter else min(MAX_RECALL_K, max(wanted, 1))
+            hits = self.recall(prefix, op.query, k=k).hits
             scored: Iterator[tuple[Memory, float | None]] = ((h.memory, h.score) for h in hits)
         else:
             scored = ((m, None) for m in self._memories(prefix))
