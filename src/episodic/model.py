@@ -46,6 +46,9 @@ class MemoryStatus(StrEnum):
     ACTIVE = "active"
     RETIRED = "retired"
     COMPACTED = "compacted"
+    # Replaced by a newer memory of the same slot: kept (and exported) with its validity,
+    # out of default recall, back in a recall ``as_of`` a time it was still true.
+    SUPERSEDED = "superseded"
 
 
 def utcnow() -> datetime:
@@ -105,6 +108,15 @@ class Memory:
     last_reviewed_at: datetime | None = None
     # When consolidation last folded this memory into a rule or fact; None = not yet.
     consolidated_at: datetime | None = None
+    # When what it says became true (None until stored: its ``ts``) and stopped being
+    # true (None: still true); ``superseded_by`` is the memory that replaced it.
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    superseded_by: str | None = None
+
+    @property
+    def valid_since(self) -> datetime:
+        return self.valid_from or self.ts
 
 
 @dataclass(frozen=True, slots=True)

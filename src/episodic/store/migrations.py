@@ -654,6 +654,35 @@ def m009_memory_history(conn: sqlite3.Connection) -> None:
     _run(conn, _M009_SQL)
 
 
+_M010_SQL = """
+ALTER TABLE memories ADD COLUMN valid_from TEXT;
+
+ALTER TABLE memories ADD COLUMN valid_to TEXT;
+
+ALTER TABLE memories ADD COLUMN superseded_by TEXT;
+
+CREATE TABLE supersessions (
+  old_id       TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+  new_id       TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+  workspace_id TEXT NOT NULL,
+  decided_by   TEXT NOT NULL,
+  reason       TEXT NOT NULL,
+  decided_at   TEXT NOT NULL,
+  PRIMARY KEY (old_id, new_id)
+);
+
+CREATE INDEX supersessions_new ON supersessions (new_id)
+"""
+
+
+def m010_validity(conn: sqlite3.Connection) -> None:
+    """Validity in time: ``valid_from`` (NULL: the memory's ``ts``) and ``valid_to``
+    (NULL: still true) on every memory, ``superseded_by`` on one a newer memory replaced,
+    and ``supersessions``, one row per replacement with who decided it and why. A row
+    cascades with either memory, so forgetting one forgets the link."""
+    _run(conn, _M010_SQL)
+
+
 MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (1, "initial", m001_initial),
     (2, "sparse_scope_index", m002_sparse_scope_index),
@@ -664,6 +693,7 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (7, "reinforcement", m007_reinforcement),
     (8, "unclustered", m008_unclustered),
     (9, "memory_history", m009_memory_history),
+    (10, "validity", m010_validity),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -877,4 +907,5 @@ _SQL_OF: dict[int, str] = {
     7: _M007_SQL,
     8: _M008_SQL,
     9: _M009_SQL,
+    10: _M010_SQL,
 }

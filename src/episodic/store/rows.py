@@ -105,6 +105,9 @@ def _decode(row: Sequence[Any], sources: Sequence[str]) -> Memory:
         difficulty=None if row[20] is None else float(row[20]),
         last_reviewed_at=opt_ts(row[21]),
         consolidated_at=opt_ts(row[22]),
+        valid_from=opt_ts(row[23]),
+        valid_to=opt_ts(row[24]),
+        superseded_by=row[25],
     )
 
 
@@ -136,6 +139,10 @@ def memory_row(m: Memory, now: str) -> tuple[Any, ...]:
         m.difficulty,
         None if m.last_reviewed_at is None else ts_text(m.last_reviewed_at),
         None if m.consolidated_at is None else ts_text(m.consolidated_at),
+        # NULL while it is the memory's own time, so a memory reads back as it was given.
+        None if m.valid_from is None or m.valid_from == m.ts else ts_text(m.valid_from),
+        None if m.valid_to is None else ts_text(m.valid_to),
+        m.superseded_by,
     )
 
 

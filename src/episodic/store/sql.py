@@ -48,6 +48,9 @@ MEMORY_INSERT_COLUMNS = (
     "difficulty",
     "last_reviewed_at",
     "consolidated_at",
+    "valid_from",
+    "valid_to",
+    "superseded_by",
 )
 # Read back: a row's columns (an event's without its bookkeeping, a memory's without
 # updated_at), as ``event_from_row`` and ``memory_from_row`` take them.
