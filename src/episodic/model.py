@@ -133,6 +133,9 @@ class ScopeFilter:
     conversation_id: str | None = None
     # Only memories of these types (None: every type).
     types: tuple[str, ...] | None = None
+    # Recall legs also find superseded memories (an ``as_of`` recall, or one that shows
+    # what was replaced); otherwise they see active memories only.
+    superseded: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +240,10 @@ class Query:
     scope: Scope | None = None
     k: int | None = None
     types: tuple[str, ...] | None = None  # only memories of these types
+    # Answer as memory stood at this time (what was valid then); None: now.
+    as_of: datetime | None = None
+    # Also the memories newer ones replaced, each with its validity.
+    include_superseded: bool = False
 
     def __post_init__(self) -> None:
         from episodic.errors import InvalidInput
@@ -270,6 +277,7 @@ class Query:
             resource_id=self.resource_id,
             conversation_id=self.conversation_id,
             types=self.types,
+            superseded=self.include_superseded or self.as_of is not None,
         )
 
 

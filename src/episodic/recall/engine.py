@@ -32,6 +32,7 @@ from episodic.recall.trace import (
     DROP_THRESHOLD,
     Trace,
 )
+from episodic.recall.validity import keep_valid, trace_superseded
 from episodic.recall.walk import walk_similar
 from episodic.scoring.blend import blend, confident_weight
 from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
@@ -189,11 +190,6 @@ def run_recall(
             c for w in bounded for c in store.search_recent(flt, pool, start=w.start, end=w.end)
         ]
         legs[TIME_LEG] = _reranked(list({c.memory_id: c for c in found}.values()))
-    if trace is not None:
-        for name, cands in legs.items():
-            trace.add_stage(f"leg:{name}", [(c.memory_id, c.score) for c in cands])
-        _trace_scope_drops(store, trace, flt, qvec, lexical, legs, pool)
-
     # Rows are fetched only for candidates that can still matter: a full row costs tens of
     # microseconds and deep pools hold hundreds of candidates.
     memories: dict[str, Memory] = {}
@@ -202,6 +198,16 @@ def run_recall(
         missing = [i for i in ids if i not in memories]
         if missing:
             memories.update((m.id, m) for m in store.get_memories(query.workspace_id, missing))
+
+    if query.as_of is not None:
+        fetch([c.memory_id for cands in legs.values() for c in cands])
+        legs = keep_valid(legs, memories, query.as_of, trace)
+    if trace is not None:
+        for name, cands in legs.items():
+            trace.add_stage(f"leg:{name}", [(c.memory_id, c.score) for c in cands])
+        _trace_scope_drops(store, trace, flt, qvec, lexical, legs, pool)
+        if not flt.superseded:
+            trace_superseded(store, trace, flt, qvec, lexical, legs, pool)
 
     cosines = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
     dense_rank = {c.memory_id: c.rank for c in legs.get(Leg.DENSE.value, [])}

@@ -15,6 +15,8 @@ DROP_MMR = "merged by MMR"  # a near-duplicate of a memory already picked
 DROP_SAME_SOURCE = "same source"  # an entry and the message it quotes: one is shown
 DROP_RANK = "beyond k"  # ranked below the k asked for
 DROP_BUDGET = "over budget"  # recalled, but did not fit the render budget
+DROP_SUPERSEDED = "superseded"  # a newer memory replaced it (shown with who decided)
+DROP_VALIDITY = "not valid then"  # not true at the time a recall ``as_of`` asked about
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from episodic.recall.trace import DROP_BUDGET
 from episodic.service.context import Context
 from episodic.store.search import SearchStore
 from episodic.write.episodes import EPISODE_TYPE
+from episodic.write.events import parse_time
 
 log = logging.getLogger("episodic")
 
@@ -124,6 +125,8 @@ class Recalling:
         types: Sequence[str] | str | None = None,
         review_conversation: str | None = None,
         detail: str | None = None,
+        as_of: datetime | str | None = None,
+        include_superseded: bool = False,
     ) -> RecallResult:
         """The memories that matter for ``query``, best first. Each hit returned is
         marked referenced (it feeds importance) unless ``mark`` is False. With ``explain``
@@ -144,6 +147,11 @@ class Recalling:
         which episodes come with their messages: seed 003's top-ranked key moments, by
         default.
 
+        Memories a newer one replaced (status ``superseded``) are left out. ``as_of`` (a
+        time, or ISO 8601 text) answers as memory stood then: what was valid at that time,
+        superseded since or not, and nothing that became true after it.
+        ``include_superseded`` shows the replaced memories too, each with its validity.
+
         A marked recall also records a pending review (seed 003) unless
         ``Settings.review_recalls`` is off; the review job rates it by the assistant
         messages that follow in ``review_conversation`` (default: the conversation the
@@ -163,6 +171,8 @@ class Recalling:
             scope=parse_scope(scope),
             k=k,
             types=None if types is None else ((types,) if isinstance(types, str) else tuple(types)),
+            as_of=None if as_of is None else parse_time("as_of", as_of),
+            include_superseded=_flag("include_superseded", include_superseded),
         )
         chosen = get_policy(policy)
         if walk is None:
@@ -327,3 +337,9 @@ class Recalling:
             marks.stop()
         else:
             marks.flush()
+
+
+def _flag(field: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput(field, "expected true or false")
+    return value

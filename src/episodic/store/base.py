@@ -10,6 +10,7 @@ the role-sized protocols each caller names.
 | ``UpkeepStore`` | ``episodic.store.upkeep`` | the upkeep jobs and their scheduler |
 | ``ServiceStore`` | ``episodic.store.service`` | keys, browsing, forget, markdown |
 | ``JournalStore`` | ``episodic.store.journal`` | keyword search of the journal |
+| ``SupersessionStore`` | ``episodic.store.supersession`` | replacing a memory, its links |
 | ``Store`` | here | the service, which composes them all, and ``doctor`` |
 
 Both backends (``episodic.store.sqlite``, ``episodic.store.postgres``) implement every
@@ -34,6 +35,7 @@ from episodic.store.service import (
     ServiceStore,
 )
 from episodic.store.sql import CREW_SHARED_MIN_BASE_IMPORTANCE
+from episodic.store.supersession import Supersession, SupersessionStore
 from episodic.store.upkeep import (
     DECAY_FORMULAS,
     ArchivedEvent,
@@ -71,7 +73,14 @@ class StoreStats:
 
 @runtime_checkable
 class Store(
-    WriteStore, SearchStore, VectorStore, UpkeepStore, ServiceStore, JournalStore, Protocol
+    WriteStore,
+    SearchStore,
+    VectorStore,
+    UpkeepStore,
+    ServiceStore,
+    JournalStore,
+    SupersessionStore,
+    Protocol,
 ):
     """A memory database. Methods are synchronous and thread-compatible per instance.
 
@@ -125,6 +134,8 @@ __all__ = [
     "ServiceStore",
     "Store",
     "StoreStats",
+    "Supersession",
+    "SupersessionStore",
     "UpkeepStore",
     "Vector",
     "VectorStore",

@@ -124,6 +124,7 @@ class DenseIndex:
         self._type: npt.NDArray[np.int32] = np.empty(0, np.int32)
         self._base: npt.NDArray[np.float64] = np.empty(0, np.float64)
         self._active: npt.NDArray[np.bool_] = np.empty(0, np.bool_)
+        self._superseded: npt.NDArray[np.bool_] = np.empty(0, np.bool_)
         # The inverted-file index over rows 0.._ann_rows-1 (ids = row positions), built on
         # the first search that wants it; None below ann_min_rows.
         self.ann_min_rows = ANN_MIN_ROWS
@@ -163,6 +164,7 @@ class DenseIndex:
             ("_type", np.int32),
             ("_base", np.float64),
             ("_active", np.bool_),
+            ("_superseded", np.bool_),
         ):
             grown = np.empty(capacity, dtype)
             grown[: self._n] = getattr(self, name)[: self._n]
@@ -229,12 +231,16 @@ class DenseIndex:
         self._base[targets] = rows.base_importances
         active = MemoryStatus.ACTIVE.value
         self._active[targets] = [status == active for status in rows.statuses]
+        superseded = MemoryStatus.SUPERSEDED.value
+        self._superseded[targets] = [status == superseded for status in rows.statuses]
 
     # -- searching -----------------------------------------------------------------
     def visible(self, flt: ScopeFilter, scope: Scope | None) -> npt.NDArray[np.bool_]:
-        """Which rows ``flt`` may see: the array twin of ``scope_where`` plus active-only."""
+        """Which rows ``flt`` may see: the array twin of ``live_where``."""
         n = self._n
         mask = self._active[:n].copy()
+        if flt.superseded:
+            mask |= self._superseded[:n]
 
         def eq(column: npt.NDArray[np.int32], value: str) -> npt.NDArray[np.bool_]:
             same: npt.NDArray[np.bool_] = column[:n] == self._lookup(value)

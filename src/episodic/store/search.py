@@ -14,13 +14,20 @@ from datetime import datetime
 from typing import Protocol
 
 from episodic.model import Candidate, ScopeFilter
+from episodic.store.supersession import Supersession
 from episodic.store.upkeep import ReviewRequest
 from episodic.store.vectors import Vector
 from episodic.store.writes import MemoryReader
 
 
 class SearchStore(MemoryReader, Protocol):
-    """The legs return ``Candidate``s best first; only active memories ``flt`` can see."""
+    """The legs return ``Candidate``s best first; only active memories ``flt`` can see
+    (superseded ones too when ``flt.superseded`` asks for them)."""
+
+    def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
+        """Who replaced whom (``episodic.store.supersession``): the links with either end
+        among ``memory_ids``, oldest decision first."""
+        ...
 
     def search_dense(self, flt: ScopeFilter, query: Vector, limit: int) -> list[Candidate]:
         """Active memories visible through ``flt`` ranked by cosine to ``query`` (best first)."""

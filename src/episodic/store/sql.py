@@ -172,6 +172,18 @@ def scope_where(
     return " AND ".join(clauses), params
 
 
+def live_where(
+    flt: ScopeFilter, *, alias: str = "", mark: str = "?"
+) -> tuple[str, list[Any]]:
+    """``scope_where`` for the recall legs: also only memories that are live, i.e.
+    active, and superseded too when ``flt.superseded`` asks for them (a recall ``as_of``
+    a past time, or one that shows what was replaced)."""
+    where, params = scope_where(flt, alias=alias, mark=mark)
+    col = f"{alias}." if alias else ""
+    statuses = "'active', 'superseded'" if flt.superseded else "'active'"
+    return f"{col}status IN ({statuses}) AND {where}", params
+
+
 def scope_allows(flt: ScopeFilter, m: Memory) -> bool:
     """Whether ``flt`` can see memory ``m`` (any status): ``scope_where`` as a Python
     predicate, for checks on one memory already fetched (an API caller's get/retire)."""

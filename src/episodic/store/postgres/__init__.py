@@ -31,6 +31,7 @@ from episodic.store.postgres.reviews import ReviewsMixin
 from episodic.store.postgres.search import SearchMixin
 from episodic.store.postgres.service import ServiceMixin
 from episodic.store.postgres.sparse import SparseMixin
+from episodic.store.postgres.supersession import SupersessionMixin
 from episodic.store.postgres.upkeep import UpkeepMixin
 from episodic.store.postgres.vectors import VectorsMixin
 from episodic.store.postgres.writes import WritesMixin
@@ -48,6 +49,7 @@ class PostgresStore(
     ConsolidationMixin,
     ReviewsMixin,
     ServiceMixin,
+    SupersessionMixin,
     IntegrityMixin,
     PgBase,
 ):

@@ -32,7 +32,7 @@ from episodic.model import Candidate, ScopeFilter, utcnow
 from episodic.store.dense import unit_vector
 from episodic.store.postgres.connection import Conn, PgBase, _has_nul
 from episodic.store.rows import parse_ts, ts_text, unique
-from episodic.store.sql import scope_where
+from episodic.store.sql import live_where, scope_where
 from episodic.store.upkeep import ReviewRequest
 from episodic.store.vectors import Vector
 
@@ -64,7 +64,7 @@ class SearchMixin(PgBase):
 
     # -- dense ------------------------------------------------------------------------
     def search_dense(self, flt: ScopeFilter, query: Vector, limit: int) -> list[Candidate]:
-        where, params = scope_where(flt, alias="m", mark="%s")
+        where, params = live_where(flt, alias="m", mark="%s")
         if _has_nul(*params):  # PostgreSQL text holds no NUL: nothing matches
             return []
         if limit <= 0:
@@ -94,7 +94,7 @@ class SearchMixin(PgBase):
         min_score: float | None = None,
         exclude: Sequence[Sequence[str]] | None = None,
     ) -> list[list[Candidate]]:
-        where, params = scope_where(flt, alias="m", mark="%s")
+        where, params = live_where(flt, alias="m", mark="%s")
         if _has_nul(*params):  # PostgreSQL text holds no NUL: nothing matches
             return [[] for _ in range(len(queries))]
         q = np.asarray(queries, dtype=np.float32)
@@ -188,7 +188,7 @@ class SearchMixin(PgBase):
         end: datetime | None = None,
         types: Sequence[str] | None = None,
     ) -> list[Candidate]:
-        where, params = scope_where(flt, alias="m", mark="%s")
+        where, params = live_where(flt, alias="m", mark="%s")
         if _has_nul(*params):  # PostgreSQL text holds no NUL: nothing matches
             return []
         if limit <= 0 or (types is not None and not types):
@@ -206,7 +206,7 @@ class SearchMixin(PgBase):
         with self._read() as conn:
             rows = self._fetch(
                 conn,
-                f"SELECT m.id, m.ts FROM memories m WHERE m.status = 'active' AND {where}"
+                f"SELECT m.id, m.ts FROM memories m WHERE {where}"
                 f"{bounds} ORDER BY m.ts DESC, m.seq DESC LIMIT %s",
                 (*params, limit),
             )
@@ -411,7 +411,7 @@ def _dense_sql(
         " ORDER BY v.vector <=> %s LIMIT %s"
         "), hits AS MATERIALIZED ("
         " SELECT m.id, v.score, m.seq FROM near v JOIN memories m ON m.id = v.memory_id"
-        f" WHERE m.status = 'active' AND {where}{near_extra}"
+        f" WHERE {where}{near_extra}"
         " ORDER BY v.score DESC, m.seq LIMIT %s"
         "), complete AS MATERIALIZED (SELECT NOT %s"
         f" AND to_regclass('memory_vectors_hnsw') IS NOT NULL AND ({complete}) AS ok) "
@@ -420,7 +420,7 @@ def _dense_sql(
         " SELECT m.id, 0 - (v.vector <#> %s), m.seq"
         " FROM memory_vectors v JOIN memories m ON m.id = v.memory_id"
         " WHERE NOT (SELECT ok FROM complete) AND v.workspace_id = %s"
-        f" AND m.status = 'active' AND {where}{exact_extra}"
+        f" AND {where}{exact_extra}"
         " ORDER BY v.vector <#> %s, m.seq LIMIT %s"
         ") ORDER BY 2 DESC, 3"
     )

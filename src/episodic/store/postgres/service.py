@@ -57,6 +57,7 @@ from episodic.store.sql import (
     scope_where,
     update_memory_sql,
 )
+from episodic.store.supersession import revive_sql
 from episodic.tenancy import ApiKey
 
 # A memory's columns followed by its source events in the order they were stored, so one
@@ -398,6 +399,11 @@ class ServiceMixin(PgBase):
             return 0
         # Sources, vectors, edges and compaction records cascade; the tsvector is a column.
         with self._write() as conn:
+            self._exec(
+                conn,
+                revive_sql("(SELECT unnest(%s::text[]))", "%s"),
+                (ts_text(utcnow()), wanted, wanted),
+            )
             return self._exec(
                 conn,
                 "DELETE FROM memories WHERE workspace_id = %s AND id = ANY(%s::text[])",
@@ -557,6 +563,7 @@ class ServiceMixin(PgBase):
             f"OR event_id IN {_FORGOTTEN_EVENTS}",
         )
         # Vectors, edges and compaction records cascade; the tsvector is a column.
+        self._exec(conn, revive_sql(_FORGOTTEN_MEMORIES, "%s"), (ts_text(utcnow()),))
         memories = self._exec(
             conn, f"DELETE FROM memories WHERE id IN {_FORGOTTEN_MEMORIES}"
         ).rowcount

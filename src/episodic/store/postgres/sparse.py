@@ -69,7 +69,7 @@ from episodic.store.sparse import (
     SPARSE_RARE_BUDGET,
     DocCounts,
 )
-from episodic.store.sql import scope_where
+from episodic.store.sql import live_where
 
 # Sparse candidates: each term contributes at most this many of its newest matches in
 # scope (all of them when it has fewer: a rare term's old matches are the point of a
@@ -153,7 +153,7 @@ class SparseMixin(PgBase):
     _sparse_counts: _SparseCache | None = None
 
     def search_sparse(self, flt: ScopeFilter, text: str, limit: int) -> list[Candidate]:
-        where, params = scope_where(flt, alias="m", mark="%s")
+        where, params = live_where(flt, alias="m", mark="%s")
         if _has_nul(*params):  # PostgreSQL text holds no NUL: nothing matches
             return []
         tokens = without_stopwords(fts_tokens(text))[:MAX_FTS_TERMS]
@@ -206,7 +206,7 @@ class SparseMixin(PgBase):
         alone, as SQLite fills a short answer)."""
         branch = (
             "(SELECT m.seq FROM memories m WHERE m.tsv @@ to_tsquery('english', %s) "
-            f"AND m.status = 'active' AND {where} ORDER BY m.seq DESC LIMIT %s)"
+            f"AND {where} ORDER BY m.seq DESC LIMIT %s)"
         )
         common = [terms[i].query for i in plan.common]
         window = max(
@@ -232,7 +232,7 @@ class SparseMixin(PgBase):
             fill = (
                 "SELECT m.seq FROM memories m WHERE (SELECT count(*) FROM kept) < %s "
                 "AND m.tsv @@ to_tsquery('english', %s) "
-                f"AND m.status = 'active' AND {where} ORDER BY m.seq DESC LIMIT %s"
+                f"AND {where} ORDER BY m.seq DESC LIMIT %s"
             )
             args += [limit, dropped, *params, limit]
         sql = _SPARSE_SCORE_SQL.format(kept=kept, fill=fill)

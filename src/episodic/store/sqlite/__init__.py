@@ -37,6 +37,7 @@ from episodic.store.sqlite.reviews import ReviewsMixin
 from episodic.store.sqlite.search import SearchMixin
 from episodic.store.sqlite.service import ServiceMixin
 from episodic.store.sqlite.sparse import SparseMixin, SparseMode
+from episodic.store.sqlite.supersession import SupersessionMixin
 from episodic.store.sqlite.upkeep import UpkeepMixin
 from episodic.store.sqlite.vectors import VectorsMixin
 from episodic.store.sqlite.writes import WritesMixin
@@ -52,6 +53,7 @@ class SqliteStore(
     ConsolidationMixin,
     ReviewsMixin,
     ServiceMixin,
+    SupersessionMixin,
     IntegrityMixin,
     JournalMixin,
     SqliteBase,

@@ -18,7 +18,7 @@ from datetime import datetime
 from episodic.model import Candidate, ScopeFilter, utcnow
 from episodic.store.dense import DenseIndex, DenseRows
 from episodic.store.rows import parse_ts, ts_text, unique
-from episodic.store.sql import normalise_scope, scope_where
+from episodic.store.sql import live_where, normalise_scope, scope_where
 from episodic.store.sqlite.connection import IN_CHUNK, SqliteBase, map_errors, placeholders
 from episodic.store.upkeep import ReviewRequest
 from episodic.store.vectors import Vector
@@ -91,7 +91,7 @@ class SearchMixin(SqliteBase):
         end: datetime | None = None,
         types: Sequence[str] | None = None,
     ) -> list[Candidate]:
-        where, params = scope_where(flt, alias="m")
+        where, params = live_where(flt, alias="m")
         if limit <= 0 or (types is not None and not types):
             return []
         bounds = ""
@@ -106,7 +106,7 @@ class SearchMixin(SqliteBase):
             params.append(ts_text(end))
         with self._read():
             rows = self._execute(
-                f"SELECT m.id, m.ts FROM memories m WHERE m.status = 'active' AND {where}"
+                f"SELECT m.id, m.ts FROM memories m WHERE {where}"
                 f"{bounds} ORDER BY m.ts DESC, m.seq DESC LIMIT ?",
                 (*params, limit),
             ).fetchall()

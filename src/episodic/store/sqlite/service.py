@@ -50,6 +50,7 @@ from episodic.store.sql import (
     update_memory_sql,
 )
 from episodic.store.sqlite.connection import SqliteBase, chunks, map_errors, placeholders
+from episodic.store.supersession import revive_sql
 from episodic.tenancy import ApiKey
 
 _UPDATE_MEMORY = update_memory_sql("?")
@@ -313,6 +314,7 @@ class ServiceMixin(SqliteBase):
             for chunk in chunks(unique(ids)):
                 marks = placeholders(len(chunk))
                 self._execute(f"DELETE FROM memory_sources WHERE memory_id IN ({marks})", chunk)
+                self._execute(revive_sql(f"({marks})", "?"), (ts_text(utcnow()), *chunk, *chunk))
                 deleted += self._execute(
                     f"DELETE FROM memories WHERE +workspace_id = ? AND id IN ({marks})",
                     (workspace_id, *chunk),
@@ -482,6 +484,7 @@ class ServiceMixin(SqliteBase):
             f"DELETE FROM memory_sources WHERE memory_id IN {in_memories} "
             "OR event_id IN (SELECT id FROM forget_events)"
         )
+        self._execute(revive_sql(in_memories, "?"), (ts_text(utcnow()),))
         memories = self._execute(f"DELETE FROM memories WHERE id IN {in_memories}").rowcount
         events = self._execute(
             "DELETE FROM events WHERE id IN (SELECT id FROM forget_events)"

@@ -23,7 +23,7 @@ from episodic.store.sparse import (
     SPARSE_RARE_BUDGET,
     DocCounts,
 )
-from episodic.store.sql import scope_where
+from episodic.store.sql import live_where
 from episodic.store.sqlite.connection import SqliteBase
 
 SparseMode = Literal["seed", "stopwords", "budgeted"]
@@ -57,7 +57,7 @@ _SPARSE_ALL_SQL = (
     "SELECT mm.id, w.seq, w.score FROM ("
     " SELECT m.seq AS seq, bm25(memories_fts, ?, ?, ?) AS score"
     + _SPARSE_SCOPED
-    + " WHERE memories_fts MATCH ? AND m.status = 'active' AND {where}"
+    + " WHERE memories_fts MATCH ? AND {where}"
     " ORDER BY score, m.seq LIMIT ?"
     ") AS w CROSS JOIN memories AS mm ON mm.seq = w.seq"
     " ORDER BY w.score, w.seq"
@@ -78,7 +78,7 @@ _SPARSE_WINDOW_SQL = (
     + _SPARSE_SCOPED
     + "   WHERE memories_fts MATCH ? AND memories_fts.rowid < ?"
     "    AND memories_fts.rowid >= (SELECT lo FROM bound)"
-    "    AND m.status = 'active' AND {where}"
+    "    AND {where}"
     "   ORDER BY memories_fts.rowid DESC LIMIT ?)"
     "  ORDER BY score, seq LIMIT ?) AS w LEFT JOIN memories AS mm ON mm.seq = w.seq"
     " ORDER BY w.score, w.seq"
@@ -156,7 +156,7 @@ class SparseMixin(SqliteBase):
         were found or there are no more: another workspace's matches can narrow what is
         compared, never shorten this workspace's answer or enter it.
         """
-        where, params = scope_where(flt, alias="m")
+        where, params = live_where(flt, alias="m")
         terms = fts_terms(text, drop_stopwords=self.sparse_mode != "seed")
         if not terms or limit <= 0:
             return []

@@ -1,0 +1,73 @@
+"""PostgresStore: supersession (``SupersessionStore``; see ``episodic.store.supersession``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from episodic.errors import NotFound
+from episodic.model import Memory
+from episodic.store.postgres.connection import PgBase, _has_nul
+from episodic.store.postgres.writes import _MEMORY_WITH_SOURCES
+from episodic.store.rows import memory_from_row, parse_ts, ts_text, unique
+from episodic.store.supersession import SUPERSESSION_COLUMNS, Supersession
+
+
+class SupersessionMixin(PgBase):
+    def supersede(
+        self,
+        workspace_id: str,
+        old_id: str,
+        new_id: str,
+        *,
+        decided_by: str,
+        reason: str,
+        at: datetime,
+    ) -> Memory | None:
+        for memory_id in (old_id, new_id):
+            if _has_nul(workspace_id, memory_id):
+                raise NotFound(memory_id)
+        with self._write() as conn:
+            # Locked in id order, as every other writer of two memories does.
+            found = {
+                row[0]: row[1:]
+                for row in self._exec(
+                    conn,
+                    "SELECT id, status, ts, valid_from FROM memories "
+                    "WHERE workspace_id = %s AND id IN (%s, %s) ORDER BY id FOR UPDATE",
+                    (workspace_id, old_id, new_id),
+                ).fetchall()
+            }
+            for memory_id in (old_id, new_id):
+                if memory_id not in found:
+                    raise NotFound(memory_id)
+            if found[old_id][0] != "active":
+                return None
+            _, new_ts, new_from = found[new_id]
+            row = self._exec(
+                conn,
+                "UPDATE memories m SET status = 'superseded', valid_to = %s, superseded_by = %s, "
+                f"updated_at = %s WHERE m.id = %s RETURNING {_MEMORY_WITH_SOURCES}",
+                (new_from or new_ts, new_id, ts_text(at), old_id),
+            ).fetchone()
+            self._exec(
+                conn,
+                f"INSERT INTO supersessions (workspace_id, {SUPERSESSION_COLUMNS}) "
+                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (old_id, new_id) DO NOTHING",
+                (workspace_id, old_id, new_id, decided_by, reason, ts_text(at)),
+            )
+        return None if row is None else memory_from_row(row[:-1], row[-1] or ())
+
+    def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
+        wanted = [i for i in unique(memory_ids) if not _has_nul(i)]
+        if not wanted or _has_nul(workspace_id):
+            return []
+        with self._read() as conn:
+            rows = self._exec(
+                conn,
+                f"SELECT {SUPERSESSION_COLUMNS} FROM supersessions WHERE workspace_id = %s "
+                "AND (old_id = ANY(%s) OR new_id = ANY(%s)) "
+                "ORDER BY decided_at, old_id, new_id",
+                (workspace_id, wanted, wanted),
+            ).fetchall()
+        return [Supersession(r[0], r[1], r[2], r[3], parse_ts(r[4])) for r in rows]

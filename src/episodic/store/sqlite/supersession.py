@@ -1,0 +1,65 @@
+"""SqliteStore: supersession (``SupersessionStore``; see ``episodic.store.supersession``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from episodic.errors import NotFound
+from episodic.model import Memory
+from episodic.store.rows import parse_ts, ts_text, unique
+from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
+from episodic.store.supersession import SUPERSESSION_COLUMNS, Supersession
+
+
+class SupersessionMixin(SqliteBase):
+    def supersede(
+        self,
+        workspace_id: str,
+        old_id: str,
+        new_id: str,
+        *,
+        decided_by: str,
+        reason: str,
+        at: datetime,
+    ) -> Memory | None:
+        with self._write():
+            found = {
+                row[0]: row[1:]
+                for row in self._execute(
+                    "SELECT id, status, ts, valid_from FROM memories "
+                    "WHERE +workspace_id = ? AND id IN (?, ?)",
+                    (workspace_id, old_id, new_id),
+                )
+            }
+            for memory_id in (old_id, new_id):
+                if memory_id not in found:
+                    raise NotFound(memory_id)
+            if found[old_id][0] != "active":
+                return None
+            _, new_ts, new_from = found[new_id]
+            self._execute(
+                "UPDATE memories SET status = 'superseded', valid_to = ?, superseded_by = ?, "
+                "updated_at = ? WHERE id = ?",
+                (new_from or new_ts, new_id, ts_text(at), old_id),
+            )
+            self._execute(
+                f"INSERT INTO supersessions (workspace_id, {SUPERSESSION_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (old_id, new_id) DO NOTHING",
+                (workspace_id, old_id, new_id, decided_by, reason, ts_text(at)),
+            )
+        return self.get_memory(workspace_id, old_id)
+
+    def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
+        found: dict[tuple[str, str], Supersession] = {}
+        with self._read():
+            for chunk in chunks(unique(memory_ids)):
+                marks = placeholders(len(chunk))
+                for row in self._execute(
+                    f"SELECT {SUPERSESSION_COLUMNS} FROM supersessions WHERE workspace_id = ? "
+                    f"AND (old_id IN ({marks}) OR new_id IN ({marks}))",
+                    (workspace_id, *chunk, *chunk),
+                ):
+                    link = Supersession(row[0], row[1], row[2], row[3], parse_ts(row[4]))
+                    found[(link.old_id, link.new_id)] = link
+        return sorted(found.values(), key=lambda s: (s.decided_at, s.old_id, s.new_id))

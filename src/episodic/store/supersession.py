@@ -1,0 +1,69 @@
+"""The store's part in supersession: replacing a memory with a newer one of the same slot,
+and reading who replaced what (``SupersessionStore``, both backends' ``supersession.py``).
+
+A superseded memory is never deleted: its status becomes ``superseded``, its
+``valid_to`` the time the replacing memory became true, its ``superseded_by`` that
+memory's id, and a ``supersessions`` row records who decided (``llm:<model>``,
+``offline:<rule>``, ``explicit``) and why. Forgetting the replacing memory gives the old
+one back its validity (``REVIVE_SQL``): a link whose newer end is gone replaces nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from episodic.model import Memory
+
+
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    """``new_id`` replaced ``old_id``: decided by whom, why, and when it was decided."""
+
+    old_id: str
+    new_id: str
+    decided_by: str
+    reason: str
+    decided_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "old": self.old_id,
+            "new": self.new_id,
+            "decided_by": self.decided_by,
+            "reason": self.reason,
+            "decided_at": self.decided_at.isoformat(),
+        }
+
+
+class SupersessionStore(Protocol):
+    def supersede(
+        self,
+        workspace_id: str,
+        old_id: str,
+        new_id: str,
+        *,
+        decided_by: str,
+        reason: str,
+        at: datetime,
+    ) -> Memory | None:
+        """Mark ``old_id`` superseded by ``new_id`` in one transaction: its status, its
+        ``valid_to`` (when ``new_id`` became true) and its ``superseded_by``, and the
+        link. None, with nothing written, when ``old_id`` is not active (already
+        superseded, retired or compacted: the first replacement stands). ``NotFound``
+        when either id is not a memory of the workspace."""
+        ...
+
+
+# -- SQL both backends run (``mark`` is the driver's placeholder) -------------------------
+SUPERSESSION_COLUMNS = "old_id, new_id, decided_by, reason, decided_at"
+
+
+def revive_sql(forgotten: str, mark: str) -> str:
+    """Give back their validity to memories whose replacing memory is among ``forgotten``
+    (a subquery of ids) while they are not: parameters ``(now,)``."""
+    return (
+        f"UPDATE memories SET status = 'active', valid_to = NULL, superseded_by = NULL, "
+        f"updated_at = {mark} WHERE status = 'superseded' AND superseded_by IN {forgotten} "
+        f"AND id NOT IN {forgotten}"
+    )
