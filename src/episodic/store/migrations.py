@@ -661,6 +661,12 @@ ALTER TABLE memories ADD COLUMN valid_to TEXT;
 
 ALTER TABLE memories ADD COLUMN superseded_by TEXT;
 
+ALTER TABLE memories ADD COLUMN supersession_pending INTEGER NOT NULL DEFAULT 1;
+
+UPDATE memories SET supersession_pending = 0;
+
+CREATE INDEX memories_supersession_pending ON memories (seq) WHERE supersession_pending = 1;
+
 CREATE TABLE supersessions (
   old_id       TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
   new_id       TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
@@ -679,7 +685,9 @@ def m010_validity(conn: sqlite3.Connection) -> None:
     """Validity in time: ``valid_from`` (NULL: the memory's ``ts``) and ``valid_to``
     (NULL: still true) on every memory, ``superseded_by`` on one a newer memory replaced,
     and ``supersessions``, one row per replacement with who decided it and why. A row
-    cascades with either memory, so forgetting one forgets the link."""
+    cascades with either memory, so forgetting one forgets the link.
+    ``supersession_pending`` marks a memory not yet checked for what it may replace (every
+    new row; the memories already stored are not checked: what they said stood)."""
     _run(conn, _M010_SQL)
 
 

@@ -10,6 +10,7 @@ one back its validity (``REVIVE_SQL``): a link whose newer end is gone replaces 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -52,6 +53,15 @@ class SupersessionStore(Protocol):
         link. None, with nothing written, when ``old_id`` is not active (already
         superseded, retired or compacted: the first replacement stands). ``NotFound``
         when either id is not a memory of the workspace."""
+        ...
+
+    def pending_supersession(self, limit: int, *, vectored_only: bool) -> list[Memory]:
+        """Memories not yet checked for what they may replace, oldest written first
+        (with ``vectored_only``, only those already embedded)."""
+        ...
+
+    def mark_supersession_checked(self, ids: Sequence[str]) -> None:
+        """Take memories off the list ``pending_supersession`` reads."""
         ...
 
 

@@ -71,3 +71,25 @@ class SupersessionMixin(PgBase):
                 (workspace_id, wanted, wanted),
             ).fetchall()
         return [Supersession(r[0], r[1], r[2], r[3], parse_ts(r[4])) for r in rows]
+
+    def pending_supersession(self, limit: int, *, vectored_only: bool) -> list[Memory]:
+        vectored = " AND m.has_vector = 1" if vectored_only else ""
+        with self._read() as conn:
+            rows = self._exec(
+                conn,
+                f"SELECT {_MEMORY_WITH_SOURCES} FROM memories m "
+                f"WHERE m.supersession_pending = 1{vectored} ORDER BY m.seq LIMIT %s",
+                (limit,),
+            ).fetchall()
+        return [memory_from_row(row[:-1], row[-1] or ()) for row in rows]
+
+    def mark_supersession_checked(self, ids: Sequence[str]) -> None:
+        wanted = [i for i in unique(ids) if not _has_nul(i)]
+        if not wanted:
+            return
+        with self._write() as conn:
+            self._exec(
+                conn,
+                "UPDATE memories SET supersession_pending = 0 WHERE id = ANY(%s)",
+                (wanted,),
+            )

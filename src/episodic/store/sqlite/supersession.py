@@ -63,3 +63,29 @@ class SupersessionMixin(SqliteBase):
                     link = Supersession(row[0], row[1], row[2], row[3], parse_ts(row[4]))
                     found[(link.old_id, link.new_id)] = link
         return sorted(found.values(), key=lambda s: (s.decided_at, s.old_id, s.new_id))
+
+    def pending_supersession(self, limit: int, *, vectored_only: bool) -> list[Memory]:
+        vectored = " AND has_vector = 1" if vectored_only else ""
+        with self._read():
+            ids = [
+                (row[0], row[1])
+                for row in self._execute(
+                    "SELECT workspace_id, id FROM memories INDEXED BY "
+                    f"memories_supersession_pending WHERE supersession_pending = 1{vectored} "
+                    "ORDER BY seq LIMIT ?",
+                    (limit,),
+                )
+            ]
+        found: list[Memory] = []
+        for workspace_id, memory_id in ids:
+            found += self.get_memories(workspace_id, [memory_id])
+        return found
+
+    def mark_supersession_checked(self, ids: Sequence[str]) -> None:
+        with self._write():
+            for chunk in chunks(unique(ids)):
+                self._execute(
+                    "UPDATE memories SET supersession_pending = 0 "
+                    f"WHERE id IN ({placeholders(len(chunk))})",
+                    chunk,
+                )
