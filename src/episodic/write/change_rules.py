@@ -1,0 +1,557 @@
+"""The offline supersession rule: does a new English statement replace an older one?
+
+Pure and deterministic. It is deliberately conservative: a wrong "supersedes" hides a true
+memory from recall, while a missed one only leaves two memories side by side, so every
+doubt ends in "unrelated".
+
+The rule reads the NEW text only for its change signal (the old text's wording never
+makes a change), in four families:
+
+- replacement, naming the old value B: "use A instead of B", "switched from B to A",
+  "replace B with A", "B was renamed to A", "B is deprecated, use A";
+- corrections: "not B but A", "A, not B" (B named), and "actually, ...", "correction: ...",
+  "I meant ...", "that was wrong, ..." followed by a statement;
+- a scoped statement: "from now on ...", "starting next week ...", "going forward ...";
+  and a restated attribute: "X's new address is W", "X's address is now W", "X moved to W",
+  "X now lives/works in W";
+- a reversal: "no longer ...", "... not anymore", "stopped ...".
+
+What makes two statements fill the same slot: both are reduced to content words (stopwords
+dropped, light stemming, a few verb phrases folded into one slot word, such as "lives in",
+"moved to" and "is based in" into a residence slot) and aligned. With B named, the old text
+must contain B, and the context words of the new statement ("for the analytics service")
+must be in the old one. Without B, the two must differ in exactly one place, after a shared
+lead of at least two words that names the slot (subject and attribute): "I pay subscriptions
+with card A" and "I pay subscriptions with card B" do; "I pay groceries with card A" does
+not (two places differ). The same words in both is a duplicate.
+
+Never a change: a question, a conditional or hypothetical ("if we switch to B"), a wish or
+plan ("we want to move to Lisbon"), a negated change ("we are not switching to B"), or an
+addition ("I also use B").
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from episodic.write.text import STOP_WORDS, TOKEN, split_sentences
+
+Kind = Literal["supersedes", "duplicate", "unrelated"]
+
+# Each rule name (what ``decided_by`` carries after "offline:") and the family it belongs to.
+RULE_FAMILY: dict[str, str] = {
+    "instead-of": "replacement",
+    "switched-from-to": "replacement",
+    "changed-from-to": "replacement",
+    "replaced-with": "replacement",
+    "renamed": "replacement",
+    "deprecated": "replacement",
+    "not-but": "correction",
+    "actually": "correction",
+    "correction": "correction",
+    "i-meant": "correction",
+    "that-was-wrong": "correction",
+    "from-now-on": "from-now-on",
+    "starting": "from-now-on",
+    "going-forward": "from-now-on",
+    "attribute-now": "attribute",
+    "attribute-new": "attribute",
+    "moved": "attribute",
+    "changed-to": "attribute",
+    "no-longer": "no-longer",
+    "not-anymore": "no-longer",
+    "stopped": "no-longer",
+    "same-text": "duplicate",
+    "same-statement": "duplicate",
+    "no-change-signal": "unrelated",
+    "different-slot": "unrelated",
+}
+
+# The longest value (in content words) the rule accepts as "the thing that changed".
+MAX_VALUE_WORDS = 4
+# What a named value or a change's context may span, in words.
+_PHRASE_WORDS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    kind: Kind
+    rule: str
+    reason: str
+
+
+# -- words ---------------------------------------------------------------------------------
+# Verb phrases that name the same slot, folded into one marker word before comparing:
+# "lives in", "moved to", "relocated to", "is based in" all fill where someone lives.
+_RESIDENCE = "_residence_"
+_EMPLOYER = "_employer_"
+_USES = "_uses_"
+_LOCATION = "_location_"
+_BE = "_be_"
+# "is based in" and "lives in", "is working at" and "works at" fill the same slot.
+_COPULA = r"\b(?:(?:is|are|am|was|were|has\s+been|have\s+been)\s+)?"
+_SLOT_MARKERS = frozenset({_RESIDENCE, _EMPLOYER, _USES, _LOCATION})
+_FOLDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), f" {marker} ")
+    for pattern, marker in (
+        (
+            rf"{_COPULA}(?:lives?|lived|living|resides?|resided|residing|moved|moves|moving|"
+            r"relocated|relocates|relocating|based|settled)\s+(?:back\s+|over\s+)?(?:in|to)\b",
+            _RESIDENCE,
+        ),
+        (
+            rf"{_COPULA}(?:(?:started|starts|began)\s+(?:working|a\s+(?:new\s+)?job)|works?|"
+            r"worked|working|employed|(?:new\s+)?job)\s+(?:at|for|by)\b",
+            _EMPLOYER,
+        ),
+        (
+            rf"{_COPULA}(?:uses?|using|switched\s+to|switch(?:es|ing)?\s+to|migrated\s+to|"
+            r"runs?\s+on|running\s+on|relies\s+on|rely\s+on)\b",
+            _USES,
+        ),
+        (r"\b(?:is|are|am|was|were)\s+(?:now\s+|currently\s+|still\s+)?in\b", _LOCATION),
+    )
+)
+# Subject pronouns stay, so "I moved" and "we live" keep their subject; object and
+# possessive forms ("my", "her") are dropped like other stopwords ("her" could be either).
+_SUBJECTS = {
+    "i": "_i_",
+    "we": "_we_",
+    "he": "_he_",
+    "she": "_she_",
+    "they": "_they_",
+    **dict.fromkeys(("is", "are", "am", "was", "were"), _BE),
+}
+_PRONOUNS = frozenset({"_i_", "_we_", "_he_", "_she_", "_they_"})
+# Words that mark when or how firmly, not what: "Bob now lives in Rome" and "Bob always
+# lived in Rome" fill the same slot.
+_IGNORED = frozenset(
+    """now new currently current always usually normally generally nowadays still instead
+    anymore longer""".split()
+)
+# Counts are values ("one approval", "two approvals"), though "one" is a filler word.
+_NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve twenty thirty hundred".split()
+)
+# Verbs too general to name a slot on their own ("use A for X": X names the slot).
+_GENERIC = frozenset({_USES, "use", "go", "get", "set", "make", "do", "pick", "choose", "prefer"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Word:
+    key: str  # stemmed, casefolded (or a marker)
+    surface: str  # casefolded as written
+    lower: bool  # written in lower case (so a common word, not a name)
+    value: bool  # a number, a code, a single capital letter or a name mid-sentence
+
+
+def _stem(word: str) -> str:
+    """A light suffix-stripping stem: enough that "lives", "lived" and "living" meet."""
+    w = word
+    if len(w) > 4 and w.endswith("ies"):
+        w = w[:-3] + "y"
+    elif len(w) > 5 and w.endswith("ing"):
+        w = w[:-3]
+    elif len(w) > 4 and w.endswith("ed"):
+        w = w[:-2]
+    elif len(w) > 4 and w.endswith(("ches", "shes", "sses", "xes", "zes")):
+        w = w[:-2]
+    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "ls":
+        w = w[:-1]  # "stopp" (stopped) -> "stop"
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]  # "live" and "liv" (lived) meet
+    return w
+
+
+def _fold(text: str) -> str:
+    text = text.replace("’", "'")
+    for pattern, marker in _FOLDS:
+        text = pattern.sub(marker, text)
+    return text
+
+
+def _words(text: str) -> list[_Word]:
+    """The comparable words of ``text``: content words, subjects, values; in order."""
+    out: list[_Word] = []
+    for sentence in split_sentences(_fold(text)):
+        first = True
+        for match in TOKEN.finditer(sentence):
+            raw = match.group()
+            if raw.endswith(("'s", "'S")):
+                raw = raw[:-2]
+            key = raw.casefold()
+            initial, first = first, False
+            if key.startswith("_") and key.endswith("_"):
+                out.append(_Word(key, key, True, False))
+                continue
+            if key in _SUBJECTS:
+                out.append(_Word(_SUBJECTS[key], key, True, False))
+                continue
+            capital_letter = len(raw) == 1 and raw.isupper() and not initial and raw != "I"
+            number = key.isdigit() or key in _NUMBER_WORDS
+            if not (capital_letter or number) and (
+                key in STOP_WORDS or key in _IGNORED or len(key) < 2
+            ):
+                continue
+            has_digit = number or any(c.isdigit() for c in raw)
+            name = raw[0].isupper() and not initial
+            out.append(
+                _Word(
+                    key if has_digit else _stem(key),
+                    key,
+                    raw[0].islower(),
+                    has_digit or capital_letter or name,
+                )
+            )
+    return out
+
+
+def _keys(words: Sequence[_Word]) -> list[str]:
+    return [w.key for w in words]
+
+
+def _normalised(text: str) -> str:
+    return " ".join(TOKEN.findall(text.casefold().replace("’", "'")))
+
+
+# -- guards --------------------------------------------------------------------------------
+_QUESTION_START = re.compile(
+    r"^\W*(?:do|does|did|is|are|was|were|should|could|would|can|will|shall|have|has|what|"
+    r"why|how|when|where|who|which|whose)\b",
+    re.IGNORECASE,
+)
+# A statement about what might, could or is hoped to be, not what is.
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if|unless|whether|suppose|supposing|imagine|maybe|perhaps|might|could|would|"
+    r"should|consider|considering|thinking|planning\s+to|planned\s+to|want|wants|"
+    r"(?:i|we|you|they|he|she)\s+(?:\w+\s+)?plans?\s+to|'d\s+(?:like|love|rather|prefer)|"
+    r"wanted|hope|hoping|wish|propose|proposed|suggest|suggested|tempted|"
+    r"going\s+to|about\s+to|(?:will|'ll)\s+(?:probably|maybe))\b",
+    re.IGNORECASE,
+)
+# "may" in lower case only: "starting May 1" is a date, not a maybe.
+_MAY = re.compile(r"\bmay\b")
+_ADDITION = re.compile(
+    r"\b(?:also|as\s+well|another|additionally|in\s+addition|besides)\b|\btoo\s*(?:[.!,;]|$)",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(r"\b(?:not|never|no|didn't|don't|doesn't|won't|isn't|aren't)\b|n't\b")
+
+
+def _reasons_to_skip(sentence: str) -> str | None:
+    """Why a sentence of the new text cannot signal a change, or None."""
+    if sentence.rstrip().endswith("?") or _QUESTION_START.match(sentence):
+        return "a question"
+    if _HYPOTHETICAL.search(sentence) or _MAY.search(sentence):
+        return "a hypothetical, plan or wish"
+    if _ADDITION.search(sentence):
+        return "an addition, not a replacement"
+    return None
+
+
+# -- signals -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Signal:
+    rule: str
+    statement: str  # what the new text now says, signal words removed
+    old_value: str = ""  # B, when the new text names what it replaces
+    new_value: str = ""  # A, when named
+    negated: bool = False  # the statement is what is no longer so
+
+
+_P = r"[\w'.\-/:$£€#@]+"
+_PHRASE = rf"(?:{_P}\s+){{0,{_PHRASE_WORDS - 1}}}?{_P}"
+# A value ends at punctuation or at a word that starts a qualifier.
+_END = r"(?<!\bDr)(?<!\bMr)(?<!\bMs)(?<!\bMrs)(?<!\bSt)(?<!\bProf)(?=\s*(?:[,;.!)]|$)|\s+(?:for|in|on|at|because|since|as|when|after|by|so|and|but|from|to|every|each)\b)"
+
+
+def _named(rule: str, pattern: str) -> tuple[str, re.Pattern[str]]:
+    return rule, re.compile(pattern, re.IGNORECASE)
+
+
+# Patterns that name the old value B (and the new value A). Order matters: the first match
+# in a sentence wins.
+_REPLACEMENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    _named("switched-from-to", rf"\bswitch(?:ed|ing|es)?\s+(?:over\s+)?from\s+(?P<b>{_PHRASE})\s+to\s+(?P<a>{_PHRASE}){_END}"),
+    _named(
+        "changed-from-to",
+        rf"\b(?:changed|change|went|moved|migrated|upgraded|downgraded|converted|updated|"
+        rf"transitioned|shifted)\s+(?:[\w'-]+\s+){{0,3}}?from\s+(?P<b>{_PHRASE})\s+to\s+(?P<a>{_PHRASE}){_END}",
+    ),
+    _named("replaced-with", rf"\breplac(?:e|ed|ing)\s+(?P<b>{_PHRASE})\s+(?:with|by)\s+(?P<a>{_PHRASE}){_END}"),
+    _named(
+        "replaced-with",
+        rf"(?P<b>{_PHRASE})\s+(?:was|is|has\s+been|got|have\s+been|were)\s+replaced\s+(?:by|with)\s+(?P<a>{_PHRASE}){_END}",
+    ),
+    _named("renamed", rf"\brenamed\s+(?P<b>{_PHRASE})\s+(?:to|as)\s+(?P<a>{_PHRASE}){_END}"),
+    _named(
+        "renamed",
+        rf"(?P<b>{_PHRASE})\s+(?:was|is|has\s+been|got|have\s+been|were)\s+(?:now\s+)?renamed\s+(?:to\s+|as\s+)?(?P<a>{_PHRASE}){_END}",
+    ),
+    _named(
+        "deprecated",
+        rf"(?P<b>{_PHRASE})\s+(?:is|was|has\s+been|got|are|were)\s+(?:now\s+)?deprecated"
+        rf"(?:\s+\w+)?(?:\s+in\s+favou?r\s+of\s+|\W+(?:so\s+|and\s+)?(?:please\s+)?use\s+)(?P<a>{_PHRASE}){_END}",
+    ),
+    _named("not-but", rf"\bnot\s+(?P<b>{_PHRASE})\s*,?\s+but\s+(?P<a>{_PHRASE}){_END}"),
+    _named("not-but", rf"(?P<a>{_PHRASE})\s*,\s*not\s+(?P<b>{_PHRASE})\s*(?:[.!;]|$)"),
+    _named("instead-of", rf"(?P<a>{_PHRASE})\s+(?:instead\s+of|rather\s+than)\s+(?P<b>{_PHRASE}){_END}"),
+)
+
+# Openers after which the rest of the sentence is the new state.
+_OPENERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    _named("from-now-on", r"\b(?:from\s+now\s+on|from\s+today\s+on(?:wards?)?|from\s+here\s+on(?:\s+out)?|henceforth|effective\s+(?:today|immediately|now))\b"),
+    _named(
+        "starting",
+        r"\b(?:starting|beginning|as\s+of)\s+(?:today|tomorrow|now|on\s+\w+|next\s+\w+|this\s+\w+|"
+        r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+        r"january|february|march|april|may|june|july|august|september|october|november|"
+        r"december)(?:\s+\d{1,2}(?:st|nd|rd|th)?)?\b",
+    ),
+    _named("going-forward", r"\b(?:going|moving)\s+forward\b"),
+    _named("correction", r"^\W*(?:correction|to\s+correct\s+myself|let\s+me\s+correct\s+that)\b"),
+    _named("that-was-wrong", r"\b(?:that|this)\s+(?:was|is)\s+(?:wrong|incorrect|a\s+mistake|not\s+right)\b"),
+    _named("i-meant", r"\b(?:i|we)\s+meant\b(?:\s+to\s+say)?(?:\s+that)?"),
+    _named("actually", r"^\W*actually\b"),
+)
+
+_REVERSALS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    _named("no-longer", r"\bno\s+longer\b"),
+    _named("not-anymore", r"\b(?:not|never|n't|don't|doesn't|didn't|isn't|aren't)\b.*\bany\s*more\b"),
+    _named("stopped", r"\b(?:stopped|quit|gave\s+up|has\s+given\s+up|have\s+given\s+up)\b"),
+)
+_REVERSAL_WORDS = re.compile(
+    r"\b(?:no\s+longer|any\s*more|stopped|quit|gave\s+up|given\s+up|has|have|do\s+not|does\s+not|"
+    r"did\s+not|not|don't|doesn't|didn't|isn't|aren't)\b",
+    re.IGNORECASE,
+)
+# The attribute family: the new text restates a slot as changed.
+# "now" as in "is now", not "for now", "just now", "until now", "by now" or "now that".
+_ATTRIBUTE_NOW = re.compile(
+    r"\b(?:(?P<not>for|just|until|by|from)\s+)?now\b(?!\s+that\b)", re.IGNORECASE
+)
+_ATTRIBUTE_NEW = re.compile(r"\bnew\s+\w+(?:\s+\w+)?\s+(?:is|are)\b", re.IGNORECASE)
+_MOVED = re.compile(r"\b(?:moved|relocated|moving)\s+(?:back\s+)?to\b", re.IGNORECASE)
+_CHANGED_TO = re.compile(
+    r"\b(?:changed|updated|switched|changes|switches)\s+(?:it\s+)?to\b", re.IGNORECASE
+)
+
+
+def _negated_before(sentence: str, at: int) -> bool:
+    return _NEGATION.search(sentence[:at]) is not None
+
+
+def _signals(sentence: str) -> list[_Signal]:
+    """Every change signal in one sentence of the new text, strongest first."""
+    found: list[_Signal] = []
+    for rule, pattern in _REPLACEMENTS:
+        for match in pattern.finditer(sentence):
+            if rule != "not-but" and _negated_before(sentence, match.start()):
+                continue
+            context = sentence[: match.start()] + " " + sentence[match.end() :]
+            found.append(_Signal(rule, context, match.group("b"), match.group("a")))
+    for rule, pattern in _REVERSALS:
+        match = pattern.search(sentence)
+        if match:
+            found.append(_Signal(rule, _REVERSAL_WORDS.sub(" ", sentence), negated=True))
+    for rule, pattern in _OPENERS:
+        match = pattern.search(sentence)
+        if match:
+            rest = sentence[match.end() :].lstrip(" ,:;-—")
+            if _NEGATION.match(rest):
+                found.append(_Signal(rule, _REVERSAL_WORDS.sub(" ", rest), negated=True))
+            else:
+                found.append(_Signal(rule, rest))
+    for rule, pattern in (
+        ("moved", _MOVED),
+        ("attribute-new", _ATTRIBUTE_NEW),
+        ("changed-to", _CHANGED_TO),
+        ("attribute-now", _ATTRIBUTE_NOW),
+    ):
+        match = pattern.search(sentence)
+        if match and match.groupdict().get("not") is None:
+            if not _negated_before(sentence, match.start()):
+                found.append(_Signal(rule, sentence))
+    return found
+
+
+# -- comparing statements ------------------------------------------------------------------
+def _clauses(text: str) -> list[str]:
+    """The old text cut into clauses: sentences, then at ; and at "but"/"and so"."""
+    out: list[str] = []
+    for sentence in split_sentences(text):
+        out.extend(p for p in re.split(r";|\s—\s|\bbut\b|\bwhereas\b", sentence) if p.strip())
+    return out
+
+
+def _attribute(word: _Word, lower_keys: frozenset[str]) -> bool:
+    """A word that can name a slot: a common word, or a folded verb phrase."""
+    if word.key in _SLOT_MARKERS:
+        return True
+    if word.key in _PRONOUNS or word.key == _BE or word.value:
+        return False
+    return word.lower or word.key in lower_keys
+
+
+def _one_change(new: Sequence[_Word], old: Sequence[_Word], lower: frozenset[str]) -> str:
+    """"same" when the two say the same; "changed" when they differ in exactly one value
+    after a shared lead that names the slot; "" otherwise."""
+    new_keys, old_keys = _keys(new), _keys(old)
+    if not new_keys or not old_keys:
+        return ""
+    if new_keys == old_keys:
+        return "same"
+    opcodes = [
+        op
+        for op in difflib.SequenceMatcher(None, new_keys, old_keys, autojunk=False).get_opcodes()
+        if op[0] != "equal"
+    ]
+    if len(opcodes) != 1 or opcodes[0][0] != "replace":
+        return ""
+    _, i1, i2, j1, j2 = opcodes[0]
+    if i2 - i1 > MAX_VALUE_WORDS or j2 - j1 > MAX_VALUE_WORDS:
+        return ""
+    changed = [*new_keys[i1:i2], *old_keys[j1:j2]]
+    if any(k in _SLOT_MARKERS or k == _BE or k in _PRONOUNS for k in changed):
+        return ""  # a different verb or subject: a different slot, not a different value
+    if i2 < len(new_keys) and i2 - i1 > 1 and j2 - j1 > 1 and all(
+        any(_attribute(w, frozenset()) and w.key not in _SLOT_MARKERS for w in side)
+        for side in (new[i1:i2], old[j1:j2])
+    ):
+        # A common word changed on each side too, inside a shared frame ("at 10am for the
+        # mobile team" and "at 9am for the web team"): a qualifier, not only a value.
+        return ""
+    lead = new[:i1]
+    if len(lead) < 2 or not any(_attribute(w, lower) for w in lead):
+        return ""
+    return "changed"
+
+
+def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
+    return bool(needle) and set(needle) <= set(haystack)
+
+
+def _lower_keys(*texts: Sequence[_Word]) -> frozenset[str]:
+    return frozenset(w.key for words in texts for w in words if w.lower)
+
+
+_CHANGE_VERBS = frozenset(
+    _stem(w)
+    for w in """switch switched switching changed change went moved migrated upgraded downgraded
+    converted updated transitioned shifted replace replaced replacing renamed deprecated favour
+    favor rather""".split()
+)
+
+
+def _used(keys: Sequence[str], value: Sequence[str]) -> bool:
+    """Whether ``value`` follows a folded verb phrase in ``keys`` ("use B", "runs on B")."""
+    return any(
+        keys[i] in _SLOT_MARKERS and keys[i + 1 : i + 1 + len(value)] == list(value)
+        for i in range(len(keys) - 1)
+    )
+
+
+def _leftover(keys: Sequence[str], value: Sequence[str]) -> list[str]:
+    """What a clause says besides ``value``, who says it and a general verb."""
+    return [
+        k for k in keys if k not in value and k not in _GENERIC and k not in _PRONOUNS and k != _BE
+    ]
+
+
+def _check_named(signal: _Signal, new_sentence: str, old: str) -> Verdict | None:
+    b = _keys(_words(signal.old_value))
+    a = _keys(_words(signal.new_value))
+    if not b or set(b) <= set(a):
+        return None
+    # What the change is about: the sentence's words but the values, the change verb
+    # itself and who made it ("we replaced ...").
+    context = [k for k in _leftover(_keys(_words(new_sentence)), [*a, *b]) if k not in _CHANGE_VERBS]
+    new_keys = set(_keys(_words(new_sentence)))
+    # The new value, as written: "Teams" is not in "team chat".
+    a_surface = [w.surface for w in _words(signal.new_value) if w.key not in b]
+    for clause in _clauses(old):
+        clause_words = _words(clause)
+        keys = _keys(clause_words)
+        if not _contains(keys, b) or _contains([w.surface for w in clause_words], a_surface):
+            continue
+        if _NEGATION.search(clause):
+            continue
+        # A rename makes every mention of the old name stale; any other change must be
+        # about the same thing: its context ("for the analytics service") is in the old
+        # clause, or, with none, the old clause uses B or says nothing the new text does not.
+        if signal.rule == "renamed":
+            pass
+        elif context:
+            if not set(context) <= set(keys):
+                continue
+        elif not (_used(keys, b) or set(_leftover(keys, b)) <= new_keys):
+            continue
+        return Verdict(
+            "supersedes",
+            signal.rule,
+            f"the new text replaces {signal.old_value.strip()!r} with "
+            f"{signal.new_value.strip()!r}, which the old text used",
+        )
+    return None
+
+
+def _check_statement(signal: _Signal, old: str) -> Verdict | None:
+    new = _words(signal.statement)
+    for clause in _clauses(old):
+        old_words = _words(clause)
+        old_negated = _NEGATION.search(clause) is not None
+        if signal.negated:
+            needed = _keys(new)
+            if len(needed) < 2 or not set(needed) <= set(_keys(old_words)):
+                continue
+            if not any(_attribute(w, _lower_keys(new, old_words)) for w in new):
+                continue
+            if old_negated:
+                return Verdict("duplicate", "same-statement", "both say this is no longer so")
+            return Verdict(
+                "supersedes", signal.rule, "the new text says what the old text states is no longer so"
+            )
+        if old_negated:
+            continue
+        outcome = _one_change(new, old_words, _lower_keys(new, old_words))
+        if outcome == "same":
+            return Verdict("duplicate", "same-statement", "the same slot with the same value")
+        if outcome == "changed":
+            return Verdict(
+                "supersedes", signal.rule, "the new text gives the same slot a different value"
+            )
+    return None
+
+
+def decide(new: str, old: str) -> Verdict:
+    """Whether ``new`` supersedes, duplicates or is unrelated to ``old`` (``old`` written
+    no later than ``new``)."""
+    if _normalised(new) == _normalised(old):
+        return Verdict("duplicate", "same-text", "the same text")
+    skipped = ""
+    for sentence in split_sentences(new):
+        reason = _reasons_to_skip(sentence)
+        if reason is not None:
+            skipped = reason
+            continue
+        for signal in _signals(sentence):
+            if signal.old_value:
+                verdict = _check_named(signal, sentence, old)
+            else:
+                verdict = _check_statement(signal, old)
+            if verdict is not None:
+                return verdict
+    new_keys, old_keys = _keys(_words(new)), _keys(_words(old))
+    if new_keys and new_keys == old_keys:
+        return Verdict("duplicate", "same-statement", "the same words in the same order")
+    if skipped:
+        return Verdict("unrelated", "no-change-signal", f"the new text is {skipped}")
+    return Verdict(
+        "unrelated", "different-slot", "no change signal in the new text fills the old text's slot"
+    )
