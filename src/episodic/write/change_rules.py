@@ -280,6 +280,10 @@ def _named(rule: str, pattern: str) -> tuple[str, re.Pattern[str]]:
 _REPLACEMENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     _named("switched-from-to", rf"\bswitch(?:ed|ing|es)?\s+(?:over\s+)?from\s+(?P<b>{_PHRASE})\s+to\s+(?P<a>{_PHRASE}){_END}"),
     _named(
+        "renamed",
+        rf"\brenamed\s+(?:[\w'-]+\s+){{0,3}}?from\s+(?P<b>{_PHRASE})\s+to\s+(?P<a>{_PHRASE}){_END}",
+    ),
+    _named(
         "changed-from-to",
         rf"\b(?:changed|change|went|moved|migrated|upgraded|downgraded|converted|updated|"
         rf"transitioned|shifted)\s+(?:[\w'-]+\s+){{0,3}}?from\s+(?P<b>{_PHRASE})\s+to\s+(?P<a>{_PHRASE}){_END}",
@@ -289,7 +293,7 @@ _REPLACEMENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "replaced-with",
         rf"(?P<b>{_PHRASE})\s+(?:was|is|has\s+been|got|have\s+been|were)\s+replaced\s+(?:by|with)\s+(?P<a>{_PHRASE}){_END}",
     ),
-    _named("renamed", rf"\brenamed\s+(?P<b>{_PHRASE})\s+(?:to|as)\s+(?P<a>{_PHRASE}){_END}"),
+    _named("renamed", rf"\brenamed\s+(?!from\b)(?P<b>{_PHRASE})\s+(?:to|as)\s+(?P<a>{_PHRASE}){_END}"),
     _named(
         "renamed",
         rf"(?P<b>{_PHRASE})\s+(?:was|is|has\s+been|got|have\s+been|were)\s+(?:now\s+)?renamed\s+(?:to\s+|as\s+)?(?P<a>{_PHRASE}){_END}",
@@ -315,7 +319,7 @@ _OPENERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"december)(?:\s+\d{1,2}(?:st|nd|rd|th)?)?\b",
     ),
     _named("going-forward", r"\b(?:going|moving)\s+forward\b"),
-    _named("correction", r"^\W*(?:correction|to\s+correct\s+myself|let\s+me\s+correct\s+that)\b"),
+    _named("correction", r"^\W*(?:sorry\W+)?(?:correction|to\s+correct\s+myself|let\s+me\s+correct\s+that)\b"),
     _named("that-was-wrong", r"\b(?:that|this)\s+(?:was|is)\s+(?:wrong|incorrect|a\s+mistake|not\s+right)\b"),
     _named("i-meant", r"\b(?:i|we)\s+meant\b(?:\s+to\s+say)?(?:\s+that)?"),
     _named("actually", r"^\W*actually\b"),
@@ -457,6 +461,10 @@ def _used(keys: Sequence[str], value: Sequence[str]) -> bool:
     )
 
 
+def _shown(value: str) -> str:
+    return value.strip(" \t.,;:!")
+
+
 def _leftover(keys: Sequence[str], value: Sequence[str]) -> list[str]:
     """What a clause says besides ``value``, who says it and a general verb."""
     return [
@@ -495,8 +503,8 @@ def _check_named(signal: _Signal, new_sentence: str, old: str) -> Verdict | None
         return Verdict(
             "supersedes",
             signal.rule,
-            f"the new text replaces {signal.old_value.strip()!r} with "
-            f"{signal.new_value.strip()!r}, which the old text used",
+            f"the new text replaces {_shown(signal.old_value)!r} with "
+            f"{_shown(signal.new_value)!r}, which the old text used",
         )
     return None
 
