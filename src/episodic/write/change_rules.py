@@ -129,14 +129,12 @@ _SUBJECTS = {
 _PRONOUNS = frozenset({"_i_", "_we_", "_he_", "_she_", "_they_"})
 # Words that mark when or how firmly, not what: "Bob now lives in Rome" and "Bob always
 # lived in Rome" fill the same slot.
-_IGNORED = frozenset(
-    """now new currently current always usually normally generally nowadays still instead
-    anymore longer""".split()
-)
+_IGNORED_WORDS = """now new currently current always usually normally generally nowadays still
+instead anymore longer"""
+_IGNORED = frozenset(_IGNORED_WORDS.split())
 # Counts are values ("one approval", "two approvals"), though "one" is a filler word.
-_NUMBER_WORDS = frozenset(
-    "one two three four five six seven eight nine ten eleven twelve twenty thirty hundred".split()
-)
+_NUMBERS = "one two three four five six seven eight nine ten eleven twelve twenty thirty hundred"
+_NUMBER_WORDS = frozenset(_NUMBERS.split())
 # Verbs too general to name a slot on their own ("use A for X": X names the slot).
 _GENERIC = frozenset({_USES, "use", "go", "get", "set", "make", "do", "pick", "choose", "prefer"})
 
@@ -156,9 +154,9 @@ def _stem(word: str) -> str:
         w = w[:-3] + "y"
     elif len(w) > 5 and w.endswith("ing"):
         w = w[:-3]
-    elif len(w) > 4 and w.endswith("ed"):
-        w = w[:-2]
-    elif len(w) > 4 and w.endswith(("ches", "shes", "sses", "xes", "zes")):
+    elif (len(w) > 4 and w.endswith("ed")) or (
+        len(w) > 4 and w.endswith(("ches", "shes", "sses", "xes", "zes"))
+    ):
         w = w[:-2]
     elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
         w = w[:-1]
@@ -259,7 +257,7 @@ def _reasons_to_skip(sentence: str) -> str | None:
 @dataclass(frozen=True, slots=True)
 class _Signal:
     rule: str
-    statement: str  # what the new text now says, signal words removed
+    statement: str  # what the new text now says (for a reversal: what is no longer so)
     old_value: str = ""  # B, when the new text names what it replaces
     new_value: str = ""  # A, when named
     negated: bool = False  # the statement is what is no longer so
@@ -267,8 +265,12 @@ class _Signal:
 
 _P = r"[\w'.\-/:$£€#@]+"
 _PHRASE = rf"(?:{_P}\s+){{0,{_PHRASE_WORDS - 1}}}?{_P}"
-# A value ends at punctuation or at a word that starts a qualifier.
-_END = r"(?<!\bDr)(?<!\bMr)(?<!\bMs)(?<!\bMrs)(?<!\bSt)(?<!\bProf)(?=\s*(?:[,;.!)]|$)|\s+(?:for|in|on|at|because|since|as|when|after|by|so|and|but|from|to|every|each)\b)"
+# A value ends at punctuation (not the dot of "Dr.") or at a word that starts a qualifier.
+_END = (
+    r"(?<!\bDr)(?<!\bMr)(?<!\bMs)(?<!\bMrs)(?<!\bSt)(?<!\bProf)"
+    r"(?=\s*(?:[,;.!)]|$)|\s+(?:for|in|on|at|because|since|as|when|after|by|so|and|but|from|"
+    r"to|every|each)\b)"
+)
 
 
 def _named(rule: str, pattern: str) -> tuple[str, re.Pattern[str]]:
@@ -278,7 +280,10 @@ def _named(rule: str, pattern: str) -> tuple[str, re.Pattern[str]]:
 # Patterns that name the old value B (and the new value A). Order matters: the first match
 # in a sentence wins.
 _REPLACEMENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    _named("switched-from-to", rf"\bswitch(?:ed|ing|es)?\s+(?:over\s+)?from\s+(?P<b>{_PHRASE})\s+to\s+(?P<a>{_PHRASE}){_END}"),
+    _named(
+        "switched-from-to",
+        rf"\bswitch(?:ed|ing|es)?\s+(?:over\s+)?from\s+(?P<b>{_PHRASE})\s+to\s+(?P<a>{_PHRASE}){_END}",
+    ),
     _named(
         "renamed",
         rf"\brenamed\s+(?:[\w'-]+\s+){{0,3}}?from\s+(?P<b>{_PHRASE})\s+to\s+(?P<a>{_PHRASE}){_END}",
@@ -288,12 +293,17 @@ _REPLACEMENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
         rf"\b(?:changed|change|went|moved|migrated|upgraded|downgraded|converted|updated|"
         rf"transitioned|shifted)\s+(?:[\w'-]+\s+){{0,3}}?from\s+(?P<b>{_PHRASE})\s+to\s+(?P<a>{_PHRASE}){_END}",
     ),
-    _named("replaced-with", rf"\breplac(?:e|ed|ing)\s+(?P<b>{_PHRASE})\s+(?:with|by)\s+(?P<a>{_PHRASE}){_END}"),
+    _named(
+        "replaced-with",
+        rf"\breplac(?:e|ed|ing)\s+(?P<b>{_PHRASE})\s+(?:with|by)\s+(?P<a>{_PHRASE}){_END}",
+    ),
     _named(
         "replaced-with",
         rf"(?P<b>{_PHRASE})\s+(?:was|is|has\s+been|got|have\s+been|were)\s+replaced\s+(?:by|with)\s+(?P<a>{_PHRASE}){_END}",
     ),
-    _named("renamed", rf"\brenamed\s+(?!from\b)(?P<b>{_PHRASE})\s+(?:to|as)\s+(?P<a>{_PHRASE}){_END}"),
+    _named(
+        "renamed", rf"\brenamed\s+(?!from\b)(?P<b>{_PHRASE})\s+(?:to|as)\s+(?P<a>{_PHRASE}){_END}"
+    ),
     _named(
         "renamed",
         rf"(?P<b>{_PHRASE})\s+(?:was|is|has\s+been|got|have\s+been|were)\s+(?:now\s+)?renamed\s+(?:to\s+|as\s+)?(?P<a>{_PHRASE}){_END}",
@@ -305,12 +315,17 @@ _REPLACEMENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     _named("not-but", rf"\bnot\s+(?P<b>{_PHRASE})\s*,?\s+but\s+(?P<a>{_PHRASE}){_END}"),
     _named("not-but", rf"(?P<a>{_PHRASE})\s*,\s*not\s+(?P<b>{_PHRASE})\s*(?:[.!;]|$)"),
-    _named("instead-of", rf"(?P<a>{_PHRASE})\s+(?:instead\s+of|rather\s+than)\s+(?P<b>{_PHRASE}){_END}"),
+    _named(
+        "instead-of", rf"(?P<a>{_PHRASE})\s+(?:instead\s+of|rather\s+than)\s+(?P<b>{_PHRASE}){_END}"
+    ),
 )
 
 # Openers after which the rest of the sentence is the new state.
 _OPENERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    _named("from-now-on", r"\b(?:from\s+now\s+on|from\s+today\s+on(?:wards?)?|from\s+here\s+on(?:\s+out)?|henceforth|effective\s+(?:today|immediately|now))\b"),
+    _named(
+        "from-now-on",
+        r"\b(?:from\s+now\s+on|from\s+today\s+on(?:wards?)?|from\s+here\s+on(?:\s+out)?|henceforth|effective\s+(?:today|immediately|now))\b",
+    ),
     _named(
         "starting",
         r"\b(?:starting|beginning|as\s+of)\s+(?:today|tomorrow|now|on\s+\w+|next\s+\w+|this\s+\w+|"
@@ -319,15 +334,23 @@ _OPENERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"december)(?:\s+\d{1,2}(?:st|nd|rd|th)?)?\b",
     ),
     _named("going-forward", r"\b(?:going|moving)\s+forward\b"),
-    _named("correction", r"^\W*(?:sorry\W+)?(?:correction|to\s+correct\s+myself|let\s+me\s+correct\s+that)\b"),
-    _named("that-was-wrong", r"\b(?:that|this)\s+(?:was|is)\s+(?:wrong|incorrect|a\s+mistake|not\s+right)\b"),
+    _named(
+        "correction",
+        r"^\W*(?:sorry\W+)?(?:correction|to\s+correct\s+myself|let\s+me\s+correct\s+that)\b",
+    ),
+    _named(
+        "that-was-wrong",
+        r"\b(?:that|this)\s+(?:was|is)\s+(?:wrong|incorrect|a\s+mistake|not\s+right)\b",
+    ),
     _named("i-meant", r"\b(?:i|we)\s+meant\b(?:\s+to\s+say)?(?:\s+that)?"),
     _named("actually", r"^\W*actually\b"),
 )
 
 _REVERSALS: tuple[tuple[str, re.Pattern[str]], ...] = (
     _named("no-longer", r"\bno\s+longer\b"),
-    _named("not-anymore", r"\b(?:not|never|n't|don't|doesn't|didn't|isn't|aren't)\b.*\bany\s*more\b"),
+    _named(
+        "not-anymore", r"\b(?:not|never|n't|don't|doesn't|didn't|isn't|aren't)\b.*\bany\s*more\b"
+    ),
     _named("stopped", r"\b(?:stopped|quit|gave\s+up|has\s+given\s+up|have\s+given\s+up)\b"),
 )
 _REVERSAL_WORDS = re.compile(
@@ -355,19 +378,18 @@ def _signals(sentence: str) -> list[_Signal]:
     """Every change signal in one sentence of the new text, strongest first."""
     found: list[_Signal] = []
     for rule, pattern in _REPLACEMENTS:
-        for match in pattern.finditer(sentence):
-            if rule != "not-but" and _negated_before(sentence, match.start()):
-                continue
-            context = sentence[: match.start()] + " " + sentence[match.end() :]
-            found.append(_Signal(rule, context, match.group("b"), match.group("a")))
+        for named in pattern.finditer(sentence):
+            # "not B but A" is itself a negation; any other "not" before the change
+            # ("we are not switching from B to A") takes it back.
+            if rule == "not-but" or not _negated_before(sentence, named.start()):
+                found.append(_Signal(rule, sentence, named.group("b"), named.group("a")))
     for rule, pattern in _REVERSALS:
-        match = pattern.search(sentence)
-        if match:
+        if pattern.search(sentence):
             found.append(_Signal(rule, _REVERSAL_WORDS.sub(" ", sentence), negated=True))
     for rule, pattern in _OPENERS:
-        match = pattern.search(sentence)
-        if match:
-            rest = sentence[match.end() :].lstrip(" ,:;-—")
+        opener = pattern.search(sentence)
+        if opener:
+            rest = sentence[opener.end() :].lstrip(" ,:;-—")
             if _NEGATION.match(rest):
                 found.append(_Signal(rule, _REVERSAL_WORDS.sub(" ", rest), negated=True))
             else:
@@ -378,10 +400,13 @@ def _signals(sentence: str) -> list[_Signal]:
         ("changed-to", _CHANGED_TO),
         ("attribute-now", _ATTRIBUTE_NOW),
     ):
-        match = pattern.search(sentence)
-        if match and match.groupdict().get("not") is None:
-            if not _negated_before(sentence, match.start()):
-                found.append(_Signal(rule, sentence))
+        said = pattern.search(sentence)
+        if (
+            said
+            and said.groupdict().get("not") is None
+            and not _negated_before(sentence, said.start())
+        ):
+            found.append(_Signal(rule, sentence))
     return found
 
 
@@ -404,7 +429,7 @@ def _attribute(word: _Word, lower_keys: frozenset[str]) -> bool:
 
 
 def _one_change(new: Sequence[_Word], old: Sequence[_Word], lower: frozenset[str]) -> str:
-    """"same" when the two say the same; "changed" when they differ in exactly one value
+    """ "same" when the two say the same; "changed" when they differ in exactly one value
     after a shared lead that names the slot; "" otherwise."""
     new_keys, old_keys = _keys(new), _keys(old)
     if not new_keys or not old_keys:
@@ -424,9 +449,14 @@ def _one_change(new: Sequence[_Word], old: Sequence[_Word], lower: frozenset[str
     changed = [*new_keys[i1:i2], *old_keys[j1:j2]]
     if any(k in _SLOT_MARKERS or k == _BE or k in _PRONOUNS for k in changed):
         return ""  # a different verb or subject: a different slot, not a different value
-    if i2 < len(new_keys) and i2 - i1 > 1 and j2 - j1 > 1 and all(
-        any(_attribute(w, frozenset()) and w.key not in _SLOT_MARKERS for w in side)
-        for side in (new[i1:i2], old[j1:j2])
+    if (
+        i2 < len(new_keys)
+        and i2 - i1 > 1
+        and j2 - j1 > 1
+        and all(
+            any(_attribute(w, frozenset()) and w.key not in _SLOT_MARKERS for w in side)
+            for side in (new[i1:i2], old[j1:j2])
+        )
     ):
         # A common word changed on each side too, inside a shared frame ("at 10am for the
         # mobile team" and "at 9am for the web team"): a qualifier, not only a value.
@@ -445,12 +475,11 @@ def _lower_keys(*texts: Sequence[_Word]) -> frozenset[str]:
     return frozenset(w.key for words in texts for w in words if w.lower)
 
 
-_CHANGE_VERBS = frozenset(
-    _stem(w)
-    for w in """switch switched switching changed change went moved migrated upgraded downgraded
-    converted updated transitioned shifted replace replaced replacing renamed deprecated favour
-    favor rather""".split()
-)
+_CHANGE_VERB_WORDS = """switch switched switching changed change went moved migrated upgraded
+downgraded converted updated transitioned shifted replace replaced replacing renamed deprecated
+favour favor rather"""
+# The verbs of the replacement patterns: they say that something changed, not what.
+_CHANGE_VERBS = frozenset(_stem(w) for w in _CHANGE_VERB_WORDS.split())
 
 
 def _used(keys: Sequence[str], value: Sequence[str]) -> bool:
@@ -472,15 +501,17 @@ def _leftover(keys: Sequence[str], value: Sequence[str]) -> list[str]:
     ]
 
 
-def _check_named(signal: _Signal, new_sentence: str, old: str) -> Verdict | None:
+def _check_named(signal: _Signal, old: str) -> Verdict | None:
     b = _keys(_words(signal.old_value))
     a = _keys(_words(signal.new_value))
     if not b or set(b) <= set(a):
         return None
     # What the change is about: the sentence's words but the values, the change verb
     # itself and who made it ("we replaced ...").
-    context = [k for k in _leftover(_keys(_words(new_sentence)), [*a, *b]) if k not in _CHANGE_VERBS]
-    new_keys = set(_keys(_words(new_sentence)))
+    context = [
+        k for k in _leftover(_keys(_words(signal.statement)), [*a, *b]) if k not in _CHANGE_VERBS
+    ]
+    new_keys = set(_keys(_words(signal.statement)))
     # The new value, as written: "Teams" is not in "team chat".
     a_surface = [w.surface for w in _words(signal.new_value) if w.key not in b]
     for clause in _clauses(old):
@@ -523,7 +554,9 @@ def _check_statement(signal: _Signal, old: str) -> Verdict | None:
             if old_negated:
                 return Verdict("duplicate", "same-statement", "both say this is no longer so")
             return Verdict(
-                "supersedes", signal.rule, "the new text says what the old text states is no longer so"
+                "supersedes",
+                signal.rule,
+                "the new text says what the old text states is no longer so",
             )
         if old_negated:
             continue
@@ -550,7 +583,7 @@ def decide(new: str, old: str) -> Verdict:
             continue
         for signal in _signals(sentence):
             if signal.old_value:
-                verdict = _check_named(signal, sentence, old)
+                verdict = _check_named(signal, old)
             else:
                 verdict = _check_statement(signal, old)
             if verdict is not None:
