@@ -238,6 +238,41 @@ CHANGES: list[tuple[str, str, str]] = [
         "The venue is the Riverside Pavilion.",
         "correction",
     ),
+    ("Ingrid moved to Oslo to be closer to her kids.", "Ingrid lives in Bergen.", "attribute"),
+    ("Our accountant is now Priyanka Shah.", "Our accountant is Derek Lowe.", "attribute"),
+    (
+        "The Zoom link for the book club changed to zoom.us/j/555.",
+        "The Zoom link for the book club is zoom.us/j/123.",
+        "attribute",
+    ),
+    ("From now on, the dog gets fed at 7pm.", "The dog gets fed at 6pm.", "from-now-on"),
+    (
+        "We switched the newsletter from Mailchimp to Buttondown.",
+        "The newsletter goes out through Mailchimp.",
+        "replacement",
+    ),
+    ("I no longer take the 8:05 train.", "I take the 8:05 train to work.", "no-longer"),
+    ("Actually, the conference is in Montreal.", "The conference is in Toronto.", "correction"),
+    (
+        "Replace the old API key with sk-new-789 in the deploy script.",
+        "The deploy script uses the API key sk-old-123.",
+        "replacement",
+    ),
+    ("Starting in June, my rent goes up to 2,100.", "My rent is 1,950.", "from-now-on"),
+    ("Dmitri now lives in Tbilisi.", "Dmitri lives in Yerevan.", "attribute"),
+    ("The kids' bedtime is now 8:30.", "The kids' bedtime is 8:00.", "attribute"),
+    (
+        "Lena stopped working at the hospital.",
+        "Lena works at the hospital as a nurse.",
+        "no-longer",
+    ),
+    ("My doctor is Dr. Brandt, not Dr. Kühn.", "My doctor is Dr. Kühn.", "correction"),
+    (
+        "Use the 2024 template instead of the 2023 template for reports.",
+        "Use the 2023 template for reports.",
+        "replacement",
+    ),
+    ("Going forward, meetings end at 4:30.", "Meetings end at 5:00.", "from-now-on"),
 ]
 
 # The same statement again.
@@ -318,6 +353,24 @@ CONTROLS: list[tuple[str, str]] = [
     ("If the fee goes from 12 to 15 dollars, cancel it.", "The monthly fee is 12 dollars."),
     ("We used to order from FreshBox.", "We order groceries from FreshBox every week."),
     ("Yusuf now also coaches the chess club.", "Yusuf teaches at Riverside High."),
+    ("Ingrid visited Oslo last weekend.", "Ingrid lives in Bergen."),
+    ("Ingrid's daughter moved to Oslo.", "Ingrid lives in Bergen."),
+    ("Should the dog get fed at 7pm?", "The dog gets fed at 6pm."),
+    ("From now on, the cat gets fed at 7pm.", "The dog gets fed at 6pm."),
+    ("We might switch the newsletter to Buttondown.", "The newsletter goes out through Mailchimp."),
+    ("I no longer take the bus.", "I take the 8:05 train to work."),
+    ("Actually, the conference was great.", "The conference is in Toronto."),
+    ("The kids' school now starts at 8:30.", "The kids' bedtime is 8:00."),
+    ("Lena stopped by the hospital to visit.", "Lena works at the hospital as a nurse."),
+    ("Dmitri's cousin now lives in Tbilisi.", "Dmitri lives in Yerevan."),
+    ("I now also take the 9:10 train on Fridays.", "I take the 8:05 train to work."),
+    (
+        "We never switched from Mailchimp to Buttondown.",
+        "The newsletter goes out through Mailchimp.",
+    ),
+    ("My rent is due on the first.", "My rent is 1,950."),
+    ("The weather in Oslo is now cold.", "Ingrid lives in Bergen."),
+    ("Our new neighbour is from Toronto.", "The conference is in Toronto."),
 ]
 
 

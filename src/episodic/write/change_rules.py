@@ -114,6 +114,12 @@ _FOLDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             _USES,
         ),
         (r"\b(?:is|are|am|was|were)\s+(?:now\s+|currently\s+|still\s+)?in\b", _LOCATION),
+        # "changed to W", "goes up to W": the slot now holds W, like "is W".
+        (
+            r"\b(?:(?:is|are|was|were|has\s+been|have\s+been|got)\s+)?(?:changed|updated|set|"
+            r"increased|decreased|raised|lowered|(?:goes|went|gone)\s+(?:up|down))\s+to\b",
+            _BE,
+        ),
     )
 )
 # Subject pronouns stay, so "I moved" and "we live" keep their subject; object and
@@ -129,8 +135,8 @@ _SUBJECTS = {
 _PRONOUNS = frozenset({"_i_", "_we_", "_he_", "_she_", "_they_"})
 # Words that mark when or how firmly, not what: "Bob now lives in Rome" and "Bob always
 # lived in Rome" fill the same slot.
-_IGNORED_WORDS = """now new currently current always usually normally generally nowadays still
-instead anymore longer"""
+_IGNORED_WORDS = """now new old previous former currently current always usually normally
+generally nowadays still instead anymore longer"""
 _IGNORED = frozenset(_IGNORED_WORDS.split())
 # Counts are values ("one approval", "two approvals"), though "one" is a filler word.
 _NUMBERS = "one two three four five six seven eight nine ten eleven twelve twenty thirty hundred"
@@ -266,9 +272,10 @@ class _Signal:
 _P = r"[\w'.\-/:$£€#@]+"
 _PHRASE = rf"(?:{_P}\s+){{0,{_PHRASE_WORDS - 1}}}?{_P}"
 # A value ends at punctuation (not the dot of "Dr.") or at a word that starts a qualifier.
+_NOT_ABBREVIATED = r"(?<!\bDr)(?<!\bMr)(?<!\bMs)(?<!\bMrs)(?<!\bSt)(?<!\bProf)"
 _END = (
-    r"(?<!\bDr)(?<!\bMr)(?<!\bMs)(?<!\bMrs)(?<!\bSt)(?<!\bProf)"
-    r"(?=\s*(?:[,;.!)]|$)|\s+(?:for|in|on|at|because|since|as|when|after|by|so|and|but|from|"
+    _NOT_ABBREVIATED
+    + r"(?=\s*(?:[,;.!)]|$)|\s+(?:for|in|on|at|because|since|as|when|after|by|so|and|but|from|"
     r"to|every|each)\b)"
 )
 
@@ -282,7 +289,7 @@ def _named(rule: str, pattern: str) -> tuple[str, re.Pattern[str]]:
 _REPLACEMENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     _named(
         "switched-from-to",
-        rf"\bswitch(?:ed|ing|es)?\s+(?:over\s+)?from\s+(?P<b>{_PHRASE})\s+to\s+(?P<a>{_PHRASE}){_END}",
+        rf"\bswitch(?:ed|ing|es)?\s+(?:over\s+)?(?:[\w'-]+\s+){{0,3}}?from\s+(?P<b>{_PHRASE})\s+to\s+(?P<a>{_PHRASE}){_END}",
     ),
     _named(
         "renamed",
@@ -314,7 +321,9 @@ _REPLACEMENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
         rf"(?:\s+\w+)?(?:\s+in\s+favou?r\s+of\s+|\W+(?:so\s+|and\s+)?(?:please\s+)?use\s+)(?P<a>{_PHRASE}){_END}",
     ),
     _named("not-but", rf"\bnot\s+(?P<b>{_PHRASE})\s*,?\s+but\s+(?P<a>{_PHRASE}){_END}"),
-    _named("not-but", rf"(?P<a>{_PHRASE})\s*,\s*not\s+(?P<b>{_PHRASE})\s*(?:[.!;]|$)"),
+    _named(
+        "not-but", rf"(?P<a>{_PHRASE})\s*,\s*not\s+(?P<b>{_PHRASE}){_NOT_ABBREVIATED}\s*(?:[.!;]|$)"
+    ),
     _named(
         "instead-of", rf"(?P<a>{_PHRASE})\s+(?:instead\s+of|rather\s+than)\s+(?P<b>{_PHRASE}){_END}"
     ),
@@ -328,7 +337,8 @@ _OPENERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     _named(
         "starting",
-        r"\b(?:starting|beginning|as\s+of)\s+(?:today|tomorrow|now|on\s+\w+|next\s+\w+|this\s+\w+|"
+        r"\b(?:starting|beginning|as\s+of)\s+(?:today|tomorrow|now|(?:on|in)\s+\w+|next\s+\w+|"
+        r"this\s+\w+|"
         r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
         r"january|february|march|april|may|june|july|august|september|october|november|"
         r"december)(?:\s+\d{1,2}(?:st|nd|rd|th)?)?\b",
