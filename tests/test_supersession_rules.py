@@ -273,6 +273,12 @@ CHANGES: list[tuple[str, str, str]] = [
         "replacement",
     ),
     ("Going forward, meetings end at 4:30.", "Meetings end at 5:00.", "from-now-on"),
+    (
+        "We used to order from FreshBox.",
+        "We order groceries from FreshBox every week.",
+        "no-longer",
+    ),
+    ("I used to live in Boston, now I'm in Denver.", "I live in Boston.", "no-longer"),
 ]
 
 # The same statement again.
@@ -351,7 +357,6 @@ CONTROLS: list[tuple[str, str]] = [
     ("Carla no longer has a cat.", "Carla's flight lands at 17:15."),
     ("Omar's brother now lives in Alexandria.", "Omar lives in Cairo."),
     ("If the fee goes from 12 to 15 dollars, cancel it.", "The monthly fee is 12 dollars."),
-    ("We used to order from FreshBox.", "We order groceries from FreshBox every week."),
     ("Yusuf now also coaches the chess club.", "Yusuf teaches at Riverside High."),
     ("Ingrid visited Oslo last weekend.", "Ingrid lives in Bergen."),
     ("Ingrid's daughter moved to Oslo.", "Ingrid lives in Bergen."),
@@ -371,6 +376,41 @@ CONTROLS: list[tuple[str, str]] = [
     ("My rent is due on the first.", "My rent is 1,950."),
     ("The weather in Oslo is now cold.", "Ingrid lives in Bergen."),
     ("Our new neighbour is from Toronto.", "The conference is in Toronto."),
+    # Chat-style messages.
+    (
+        "Hey! Just got back from Rome, the food was incredible. Now I'm in Paris for two days.",
+        "I live in Rome with my husband.",
+    ),
+    ("Now that the kids are older, we travel more.", "We travel once a year."),
+    ("I'm thinking of moving to Denver, what do you think?", "I live in Boston."),
+    ("She said she moved to Berlin, but I'm not sure.", "Anna lives in Munich."),
+    ("Thanks! I use the blue notebook for sketches now.", "I use the red notebook for journaling."),
+    ("My brother now works at Google, he loves it.", "I work at Microsoft."),
+    ("Actually, I think that's a great idea!", "Let's meet on Friday."),
+    ("Haha yes, I no longer care about that.", "I care a lot about my garden."),
+    ("From now on I'll try to run every morning.", "I run three times a week."),
+    ("We went from Paris to Lyon by train, it was lovely.", "We live in Paris."),
+    (
+        "The kids switched from piano to guitar lessons this year.",
+        "Tom takes piano lessons on Tuesdays.",
+    ),
+    ("I stopped at the bakery on the way home.", "The bakery on Main Street closes at 5pm."),
+    ("My new bike is amazing, I ride it to work now.", "I take the bus to work."),
+    (
+        "Honestly, I now think the movie was better than the book.",
+        "I think the book was better than the movie.",
+    ),
+    ("I moved the meeting notes to the shared drive.", "The meeting is on Tuesday."),
+    ("It's now 3pm and I'm still waiting.", "The appointment is at 2pm."),
+    ("Did you know Sam moved to Canada?", "Sam lives in Ohio."),
+    ("Caroline now volunteers at the shelter every Saturday.", "Caroline works at the shelter."),
+    ("We're no longer in touch with the old neighbours.", "The neighbours are lovely."),
+    ("Correction: I meant to say I loved the concert.", "The concert was loud."),
+    ("Going forward, I want to read more books.", "I read one book a month."),
+    ("Starting next week I'm on vacation.", "I work from home on Mondays."),
+    ("The new season starts in May.", "The season ends in April."),
+    ("I replaced the batteries in the smoke alarm.", "The smoke alarm is in the hallway."),
+    ("Use whatever you like instead of the default.", "Use the default settings for exports."),
 ]
 
 

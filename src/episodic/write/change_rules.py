@@ -65,6 +65,7 @@ RULE_FAMILY: dict[str, str] = {
     "no-longer": "no-longer",
     "not-anymore": "no-longer",
     "stopped": "no-longer",
+    "used-to": "no-longer",
     "same-text": "duplicate",
     "same-statement": "duplicate",
     "no-change-signal": "unrelated",
@@ -138,6 +139,8 @@ _PRONOUNS = frozenset({"_i_", "_we_", "_he_", "_she_", "_they_"})
 _IGNORED_WORDS = """now new old previous former currently current always usually normally
 generally nowadays still instead anymore longer"""
 _IGNORED = frozenset(_IGNORED_WORDS.split())
+# Words that stand for a value without naming one.
+_VAGUE = frozenset({"whatever", "whichever", "anything", "something", "else", "other", "like"})
 # Counts are values ("one approval", "two approvals"), though "one" is a filler word.
 _NUMBERS = "one two three four five six seven eight nine ten eleven twelve twenty thirty hundred"
 _NUMBER_WORDS = frozenset(_NUMBERS.split())
@@ -245,6 +248,8 @@ _ADDITION = re.compile(
     r"\b(?:also|as\s+well|another|additionally|in\s+addition|besides)\b|\btoo\s*(?:[.!,;]|$)",
     re.IGNORECASE,
 )
+_OLD_CLAUSE_BREAK = re.compile(r";|\s—\s|\bbut\b|\bwhereas\b")
+_CLAUSE_BREAK = re.compile(r"[,;]|\s—\s|\bbut\b|\bwhereas\b")
 _NEGATION = re.compile(r"\b(?:not|never|no|didn't|don't|doesn't|won't|isn't|aren't)\b|n't\b")
 
 
@@ -362,10 +367,11 @@ _REVERSALS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "not-anymore", r"\b(?:not|never|n't|don't|doesn't|didn't|isn't|aren't)\b.*\bany\s*more\b"
     ),
     _named("stopped", r"\b(?:stopped|quit|gave\s+up|has\s+given\s+up|have\s+given\s+up)\b"),
+    _named("used-to", r"\bused\s+to\b"),
 )
 _REVERSAL_WORDS = re.compile(
-    r"\b(?:no\s+longer|any\s*more|stopped|quit|gave\s+up|given\s+up|has|have|do\s+not|does\s+not|"
-    r"did\s+not|not|don't|doesn't|didn't|isn't|aren't)\b",
+    r"\b(?:no\s+longer|any\s*more|stopped|quit|gave\s+up|given\s+up|used\s+to|has|have|do\s+not|"
+    r"does\s+not|did\s+not|not|don't|doesn't|didn't|isn't|aren't)\b",
     re.IGNORECASE,
 )
 # The attribute family: the new text restates a slot as changed.
@@ -384,6 +390,17 @@ def _negated_before(sentence: str, at: int) -> bool:
     return _NEGATION.search(sentence[:at]) is not None
 
 
+def _clause_at(sentence: str, at: int) -> str:
+    """The clause of ``sentence`` around character ``at`` (clauses end at , ; and "but")."""
+    start = 0
+    for piece in _CLAUSE_BREAK.split(sentence):
+        end = sentence.find(piece, start) + len(piece)
+        if at < end:
+            return piece
+        start = end
+    return sentence
+
+
 def _signals(sentence: str) -> list[_Signal]:
     """Every change signal in one sentence of the new text, strongest first."""
     found: list[_Signal] = []
@@ -394,8 +411,12 @@ def _signals(sentence: str) -> list[_Signal]:
             if rule == "not-but" or not _negated_before(sentence, named.start()):
                 found.append(_Signal(rule, sentence, named.group("b"), named.group("a")))
     for rule, pattern in _REVERSALS:
-        if pattern.search(sentence):
-            found.append(_Signal(rule, _REVERSAL_WORDS.sub(" ", sentence), negated=True))
+        reversal = pattern.search(sentence)
+        if reversal:
+            # Only the clause that says what stopped: "I used to live in Boston, now I'm in
+            # Denver" reverses living in Boston.
+            clause = _clause_at(sentence, reversal.start())
+            found.append(_Signal(rule, _REVERSAL_WORDS.sub(" ", clause), negated=True))
     for rule, pattern in _OPENERS:
         opener = pattern.search(sentence)
         if opener:
@@ -422,10 +443,10 @@ def _signals(sentence: str) -> list[_Signal]:
 
 # -- comparing statements ------------------------------------------------------------------
 def _clauses(text: str) -> list[str]:
-    """The old text cut into clauses: sentences, then at ; and at "but"/"and so"."""
+    """The old text cut into clauses: sentences, then at ; and at "but" or "whereas"."""
     out: list[str] = []
     for sentence in split_sentences(text):
-        out.extend(p for p in re.split(r";|\s—\s|\bbut\b|\bwhereas\b", sentence) if p.strip())
+        out.extend(p for p in _OLD_CLAUSE_BREAK.split(sentence) if p.strip())
     return out
 
 
@@ -516,6 +537,8 @@ def _check_named(signal: _Signal, old: str) -> Verdict | None:
     a = _keys(_words(signal.new_value))
     if not b or set(b) <= set(a):
         return None
+    if not [k for k in a if k not in b and k not in _GENERIC and k not in _VAGUE]:
+        return None  # "use whatever you like instead of B" names no new value
     # What the change is about: the sentence's words but the values, the change verb
     # itself and who made it ("we replaced ...").
     context = [
@@ -557,7 +580,11 @@ def _check_statement(signal: _Signal, old: str) -> Verdict | None:
         old_negated = _NEGATION.search(clause) is not None
         if signal.negated:
             needed = _keys(new)
-            if len(needed) < 2 or not set(needed) <= set(_keys(old_words)):
+            # Something besides who and the verb must be named: "I no longer care about
+            # that" does not say what about.
+            if len([k for k in needed if k not in _PRONOUNS]) < 2:
+                continue
+            if not set(needed) <= set(_keys(old_words)):
                 continue
             if not any(_attribute(w, _lower_keys(new, old_words)) for w in new):
                 continue
