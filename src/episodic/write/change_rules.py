@@ -14,7 +14,7 @@ makes a change), in four families:
 - a scoped statement: "from now on ...", "starting next week ...", "going forward ...";
   and a restated attribute: "X's new address is W", "X's address is now W", "X moved to W",
   "X now lives/works in W";
-- a reversal: "no longer ...", "... not anymore", "stopped ...".
+- a reversal: "no longer ...", "... not anymore", "stopped ...", "used to ...".
 
 What makes two statements fill the same slot: both are reduced to content words (stopwords
 dropped, light stemming, a few verb phrases folded into one slot word, such as "lives in",
@@ -38,7 +38,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from episodic.write.text import STOP_WORDS, TOKEN, split_sentences
+from episodic.write.statement_words import (
+    BE,
+    GENERIC,
+    PRONOUNS,
+    SLOT_MARKERS,
+    VAGUE,
+    Word,
+    normalised,
+    stem,
+    to_words,
+    word_keys,
+)
+from episodic.write.text import split_sentences
 
 Kind = Literal["supersedes", "duplicate", "unrelated"]
 
@@ -83,148 +95,6 @@ class Verdict:
     kind: Kind
     rule: str
     reason: str
-
-
-# -- words ---------------------------------------------------------------------------------
-# Verb phrases that name the same slot, folded into one marker word before comparing:
-# "lives in", "moved to", "relocated to", "is based in" all fill where someone lives.
-_RESIDENCE = "_residence_"
-_EMPLOYER = "_employer_"
-_USES = "_uses_"
-_LOCATION = "_location_"
-_BE = "_be_"
-# "is based in" and "lives in", "is working at" and "works at" fill the same slot.
-_COPULA = r"\b(?:(?:is|are|am|was|were|has\s+been|have\s+been)\s+)?"
-_SLOT_MARKERS = frozenset({_RESIDENCE, _EMPLOYER, _USES, _LOCATION})
-_FOLDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, re.IGNORECASE), f" {marker} ")
-    for pattern, marker in (
-        (
-            rf"{_COPULA}(?:lives?|lived|living|resides?|resided|residing|moved|moves|moving|"
-            r"relocated|relocates|relocating|based|settled)\s+(?:back\s+|over\s+)?(?:in|to)\b",
-            _RESIDENCE,
-        ),
-        (
-            rf"{_COPULA}(?:(?:started|starts|began)\s+(?:working|a\s+(?:new\s+)?job)|works?|"
-            r"worked|working|employed|(?:new\s+)?job)\s+(?:at|for|by)\b",
-            _EMPLOYER,
-        ),
-        (
-            rf"{_COPULA}(?:uses?|using|switched\s+to|switch(?:es|ing)?\s+to|migrated\s+to|"
-            r"runs?\s+on|running\s+on|relies\s+on|rely\s+on)\b",
-            _USES,
-        ),
-        (r"\b(?:is|are|am|was|were)\s+(?:now\s+|currently\s+|still\s+)?in\b", _LOCATION),
-        # "changed to W", "goes up to W": the slot now holds W, like "is W".
-        (
-            r"\b(?:(?:is|are|was|were|has\s+been|have\s+been|got)\s+)?(?:changed|updated|set|"
-            r"increased|decreased|raised|lowered|(?:goes|went|gone)\s+(?:up|down))\s+to\b",
-            _BE,
-        ),
-    )
-)
-# Subject pronouns stay, so "I moved" and "we live" keep their subject; object and
-# possessive forms ("my", "her") are dropped like other stopwords ("her" could be either).
-_SUBJECTS = {
-    "i": "_i_",
-    "we": "_we_",
-    "he": "_he_",
-    "she": "_she_",
-    "they": "_they_",
-    **dict.fromkeys(("is", "are", "am", "was", "were"), _BE),
-}
-_PRONOUNS = frozenset({"_i_", "_we_", "_he_", "_she_", "_they_"})
-# Words that mark when or how firmly, not what: "Bob now lives in Rome" and "Bob always
-# lived in Rome" fill the same slot.
-_IGNORED_WORDS = """now new old previous former currently current always usually normally
-generally nowadays still instead anymore longer"""
-_IGNORED = frozenset(_IGNORED_WORDS.split())
-# Words that stand for a value without naming one.
-_VAGUE = frozenset({"whatever", "whichever", "anything", "something", "else", "other", "like"})
-# Counts are values ("one approval", "two approvals"), though "one" is a filler word.
-_NUMBERS = "one two three four five six seven eight nine ten eleven twelve twenty thirty hundred"
-_NUMBER_WORDS = frozenset(_NUMBERS.split())
-# Verbs too general to name a slot on their own ("use A for X": X names the slot).
-_GENERIC = frozenset({_USES, "use", "go", "get", "set", "make", "do", "pick", "choose", "prefer"})
-
-
-@dataclass(frozen=True, slots=True)
-class _Word:
-    key: str  # stemmed, casefolded (or a marker)
-    surface: str  # casefolded as written
-    lower: bool  # written in lower case (so a common word, not a name)
-    value: bool  # a number, a code, a single capital letter or a name mid-sentence
-
-
-def _stem(word: str) -> str:
-    """A light suffix-stripping stem: enough that "lives", "lived" and "living" meet."""
-    w = word
-    if len(w) > 4 and w.endswith("ies"):
-        w = w[:-3] + "y"
-    elif len(w) > 5 and w.endswith("ing"):
-        w = w[:-3]
-    elif (len(w) > 4 and w.endswith("ed")) or (
-        len(w) > 4 and w.endswith(("ches", "shes", "sses", "xes", "zes"))
-    ):
-        w = w[:-2]
-    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "ls":
-        w = w[:-1]  # "stopp" (stopped) -> "stop"
-    if len(w) > 3 and w.endswith("e"):
-        w = w[:-1]  # "live" and "liv" (lived) meet
-    return w
-
-
-def _fold(text: str) -> str:
-    text = text.replace("’", "'")
-    for pattern, marker in _FOLDS:
-        text = pattern.sub(marker, text)
-    return text
-
-
-def _words(text: str) -> list[_Word]:
-    """The comparable words of ``text``: content words, subjects, values; in order."""
-    out: list[_Word] = []
-    for sentence in split_sentences(_fold(text)):
-        first = True
-        for match in TOKEN.finditer(sentence):
-            raw = match.group()
-            if raw.endswith(("'s", "'S")):
-                raw = raw[:-2]
-            key = raw.casefold()
-            initial, first = first, False
-            if key.startswith("_") and key.endswith("_"):
-                out.append(_Word(key, key, True, False))
-                continue
-            if key in _SUBJECTS:
-                out.append(_Word(_SUBJECTS[key], key, True, False))
-                continue
-            capital_letter = len(raw) == 1 and raw.isupper() and not initial and raw != "I"
-            number = key.isdigit() or key in _NUMBER_WORDS
-            if not (capital_letter or number) and (
-                key in STOP_WORDS or key in _IGNORED or len(key) < 2
-            ):
-                continue
-            has_digit = number or any(c.isdigit() for c in raw)
-            name = raw[0].isupper() and not initial
-            out.append(
-                _Word(
-                    key if has_digit else _stem(key),
-                    key,
-                    raw[0].islower(),
-                    has_digit or capital_letter or name,
-                )
-            )
-    return out
-
-
-def _keys(words: Sequence[_Word]) -> list[str]:
-    return [w.key for w in words]
-
-
-def _normalised(text: str) -> str:
-    return " ".join(TOKEN.findall(text.casefold().replace("’", "'")))
 
 
 # -- guards --------------------------------------------------------------------------------
@@ -450,19 +320,19 @@ def _clauses(text: str) -> list[str]:
     return out
 
 
-def _attribute(word: _Word, lower_keys: frozenset[str]) -> bool:
+def _attribute(word: Word, lower_keys: frozenset[str]) -> bool:
     """A word that can name a slot: a common word, or a folded verb phrase."""
-    if word.key in _SLOT_MARKERS:
+    if word.key in SLOT_MARKERS:
         return True
-    if word.key in _PRONOUNS or word.key == _BE or word.value:
+    if word.key in PRONOUNS or word.key == BE or word.value:
         return False
     return word.lower or word.key in lower_keys
 
 
-def _one_change(new: Sequence[_Word], old: Sequence[_Word], lower: frozenset[str]) -> str:
+def _one_change(new: Sequence[Word], old: Sequence[Word], lower: frozenset[str]) -> str:
     """ "same" when the two say the same; "changed" when they differ in exactly one value
     after a shared lead that names the slot; "" otherwise."""
-    new_keys, old_keys = _keys(new), _keys(old)
+    new_keys, old_keys = word_keys(new), word_keys(old)
     if not new_keys or not old_keys:
         return ""
     if new_keys == old_keys:
@@ -478,14 +348,14 @@ def _one_change(new: Sequence[_Word], old: Sequence[_Word], lower: frozenset[str
     if i2 - i1 > MAX_VALUE_WORDS or j2 - j1 > MAX_VALUE_WORDS:
         return ""
     changed = [*new_keys[i1:i2], *old_keys[j1:j2]]
-    if any(k in _SLOT_MARKERS or k == _BE or k in _PRONOUNS for k in changed):
+    if any(k in SLOT_MARKERS or k == BE or k in PRONOUNS for k in changed):
         return ""  # a different verb or subject: a different slot, not a different value
     if (
         i2 < len(new_keys)
         and i2 - i1 > 1
         and j2 - j1 > 1
         and all(
-            any(_attribute(w, frozenset()) and w.key not in _SLOT_MARKERS for w in side)
+            any(_attribute(w, frozenset()) and w.key not in SLOT_MARKERS for w in side)
             for side in (new[i1:i2], old[j1:j2])
         )
     ):
@@ -502,7 +372,7 @@ def _contains(haystack: Sequence[str], needle: Sequence[str]) -> bool:
     return bool(needle) and set(needle) <= set(haystack)
 
 
-def _lower_keys(*texts: Sequence[_Word]) -> frozenset[str]:
+def _lower_keys(*texts: Sequence[Word]) -> frozenset[str]:
     return frozenset(w.key for words in texts for w in words if w.lower)
 
 
@@ -510,13 +380,13 @@ _CHANGE_VERB_WORDS = """switch switched switching changed change went moved migr
 downgraded converted updated transitioned shifted replace replaced replacing renamed deprecated
 favour favor rather"""
 # The verbs of the replacement patterns: they say that something changed, not what.
-_CHANGE_VERBS = frozenset(_stem(w) for w in _CHANGE_VERB_WORDS.split())
+_CHANGE_VERBS = frozenset(stem(w) for w in _CHANGE_VERB_WORDS.split())
 
 
 def _used(keys: Sequence[str], value: Sequence[str]) -> bool:
     """Whether ``value`` follows a folded verb phrase in ``keys`` ("use B", "runs on B")."""
     return any(
-        keys[i] in _SLOT_MARKERS and keys[i + 1 : i + 1 + len(value)] == list(value)
+        keys[i] in SLOT_MARKERS and keys[i + 1 : i + 1 + len(value)] == list(value)
         for i in range(len(keys) - 1)
     )
 
@@ -528,28 +398,30 @@ def _shown(value: str) -> str:
 def _leftover(keys: Sequence[str], value: Sequence[str]) -> list[str]:
     """What a clause says besides ``value``, who says it and a general verb."""
     return [
-        k for k in keys if k not in value and k not in _GENERIC and k not in _PRONOUNS and k != _BE
+        k for k in keys if k not in value and k not in GENERIC and k not in PRONOUNS and k != BE
     ]
 
 
 def _check_named(signal: _Signal, old: str) -> Verdict | None:
-    b = _keys(_words(signal.old_value))
-    a = _keys(_words(signal.new_value))
+    b = word_keys(to_words(signal.old_value))
+    a = word_keys(to_words(signal.new_value))
     if not b or set(b) <= set(a):
         return None
-    if not [k for k in a if k not in b and k not in _GENERIC and k not in _VAGUE]:
+    if not [k for k in a if k not in b and k not in GENERIC and k not in VAGUE]:
         return None  # "use whatever you like instead of B" names no new value
     # What the change is about: the sentence's words but the values, the change verb
     # itself and who made it ("we replaced ...").
     context = [
-        k for k in _leftover(_keys(_words(signal.statement)), [*a, *b]) if k not in _CHANGE_VERBS
+        k
+        for k in _leftover(word_keys(to_words(signal.statement)), [*a, *b])
+        if k not in _CHANGE_VERBS
     ]
-    new_keys = set(_keys(_words(signal.statement)))
+    new_keys = set(word_keys(to_words(signal.statement)))
     # The new value, as written: "Teams" is not in "team chat".
-    a_surface = [w.surface for w in _words(signal.new_value) if w.key not in b]
+    a_surface = [w.surface for w in to_words(signal.new_value) if w.key not in b]
     for clause in _clauses(old):
-        clause_words = _words(clause)
-        keys = _keys(clause_words)
+        clause_words = to_words(clause)
+        keys = word_keys(clause_words)
         if not _contains(keys, b) or _contains([w.surface for w in clause_words], a_surface):
             continue
         if _NEGATION.search(clause):
@@ -574,17 +446,17 @@ def _check_named(signal: _Signal, old: str) -> Verdict | None:
 
 
 def _check_statement(signal: _Signal, old: str) -> Verdict | None:
-    new = _words(signal.statement)
+    new = to_words(signal.statement)
     for clause in _clauses(old):
-        old_words = _words(clause)
+        old_words = to_words(clause)
         old_negated = _NEGATION.search(clause) is not None
         if signal.negated:
-            needed = _keys(new)
+            needed = word_keys(new)
             # Something besides who and the verb must be named: "I no longer care about
             # that" does not say what about.
-            if len([k for k in needed if k not in _PRONOUNS]) < 2:
+            if len([k for k in needed if k not in PRONOUNS]) < 2:
                 continue
-            if not set(needed) <= set(_keys(old_words)):
+            if not set(needed) <= set(word_keys(old_words)):
                 continue
             if not any(_attribute(w, _lower_keys(new, old_words)) for w in new):
                 continue
@@ -610,7 +482,7 @@ def _check_statement(signal: _Signal, old: str) -> Verdict | None:
 def decide(new: str, old: str) -> Verdict:
     """Whether ``new`` supersedes, duplicates or is unrelated to ``old`` (``old`` written
     no later than ``new``)."""
-    if _normalised(new) == _normalised(old):
+    if normalised(new) == normalised(old):
         return Verdict("duplicate", "same-text", "the same text")
     skipped = ""
     for sentence in split_sentences(new):
@@ -625,7 +497,7 @@ def decide(new: str, old: str) -> Verdict:
                 verdict = _check_statement(signal, old)
             if verdict is not None:
                 return verdict
-    new_keys, old_keys = _keys(_words(new)), _keys(_words(old))
+    new_keys, old_keys = word_keys(to_words(new)), word_keys(to_words(old))
     if new_keys and new_keys == old_keys:
         return Verdict("duplicate", "same-statement", "the same words in the same order")
     if skipped:
