@@ -21,6 +21,9 @@ def _default_cache_dir() -> Path:
     return Path(base) / "episodic"
 
 
+SUPERSESSION_CHOICES = ("auto", "off")
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     db_url: str = DEFAULT_DB_URL
@@ -45,6 +48,9 @@ class Settings:
     # Index each memory with derived keys too (speaker, date, its episode's title and
     # keyphrases, extracted facts); see benchmarks/README.md for what it changes.
     key_expansion: bool = True
+    # Whether a new memory is checked for older ones it replaces (the configured LLM
+    # decides when there is one, else the offline rule): "auto" or "off".
+    supersession: str = "auto"
     cache_dir: Path = field(default_factory=_default_cache_dir)
     # -- upkeep ----------------------------------------------------------------------
     decay_formula: str = "crewship"  # or "prominence" (seed 001)
@@ -129,6 +135,7 @@ def _upkeep_from_env(env: Mapping[str, str], s: Settings) -> Settings:
         daily_at=env.get("EPISODIC_DAILY_AT", s.daily_at).strip(),
         review_interval_s=_num(env, "EPISODIC_REVIEW_INTERVAL", s.review_interval_s),
         review_recalls=env.get("EPISODIC_REVIEW_RECALLS", "1").lower() not in ("0", "false"),
+        supersession=env.get("EPISODIC_SUPERSESSION", s.supersession).strip().lower(),
         consolidate_threshold=int(
             _num(env, "EPISODIC_CONSOLIDATE_THRESHOLD", s.consolidate_threshold)
         ),
@@ -171,6 +178,11 @@ def parse_clock(value: str, name: str) -> tuple[int, int]:
 
 
 def _check_upkeep(s: Settings) -> None:
+    if s.supersession not in SUPERSESSION_CHOICES:
+        raise InvalidInput(
+            "supersession",
+            f"expected one of {', '.join(SUPERSESSION_CHOICES)}, got {s.supersession!r}",
+        )
     if s.decay_formula not in DECAY_FORMULA_CHOICES:
         raise InvalidInput(
             "EPISODIC_DECAY_FORMULA",

@@ -36,11 +36,13 @@ from episodic.service.journal import Journal
 from episodic.service.models import UNSET, Models, _Unset
 from episodic.service.operations import Operations
 from episodic.service.recalling import Recalling
+from episodic.service.superseding import CheckReport, Superseding
 from episodic.service.upkeep import Upkeep
 from episodic.service.writing import Writing
 from episodic.store import open_store
 from episodic.store.base import Store, StoreStats
 from episodic.write.episodes import SegmentReport
+from episodic.write.indexer import SweepResult
 
 log = logging.getLogger("episodic")
 
@@ -96,6 +98,9 @@ class Episodic:
         self._operations = Operations(self._ctx, self._writing)
         self._journal = Journal(self._ctx)
         self._editing = Editing(self._ctx, self._writing, self._operations)
+        self._superseding = Superseding(self._ctx, self._operations)
+        # A note is checked for what it replaces as it is remembered, not at the sweep.
+        self._operations.after_remember = self._superseding.check_memory
 
     @classmethod
     def open(
@@ -170,6 +175,9 @@ class Episodic:
         report = self._writing.segment(
             flush=flush, workspace=workspace, conversation=conversation, outcome=outcome
         )
+        # Entries and learnings drawn from the episodes (and, sparse-only, every memory
+        # written since) are checked for what they replace.
+        self._check_quietly()
         if report.episodes:
             try:
                 self._upkeep.run_reviews()
@@ -178,11 +186,32 @@ class Episodic:
         return report
 
     def _segment_quietly(self) -> None:
-        # The sweeper's follow-up: conversations idle past the hard gap become episodes
-        # without anyone flushing them; a flashbulb among them is consolidated at once.
+        # The sweeper's follow-up: what was embedded is checked for what it replaces;
+        # conversations idle past the hard gap become episodes without anyone flushing
+        # them; a flashbulb among them is consolidated at once.
+        self._check_quietly()
         report = self.segment()
         if report.episodes:
             self.consolidate_if_due()
+
+    def index_once(self) -> SweepResult:
+        """Embed everything pending now (``episodic index --once``; the CLI then runs
+        ``segment``), then check what was written for older memories it replaces."""
+        result = self._writing.index_once()
+        self._check_quietly()
+        return result
+
+    def check_supersessions(self) -> CheckReport:
+        """Check every memory written since the last check for older memories it
+        replaces (``Superseding.check_pending``); the indexer's sweep, ``index_once``
+        and ``segment`` run it."""
+        return self._superseding.check_pending()
+
+    def _check_quietly(self) -> None:
+        try:
+            self._superseding.check_pending()
+        except EpisodicError as exc:  # what was written stands; the next sweep retries
+            log.warning("supersession check did not run: %s", exc)
 
     def stats(self, workspace: str | None = None) -> StoreStats:
         return self._ctx.store.stats(workspace)
@@ -207,7 +236,6 @@ class Episodic:
     add_message = Forward("_writing", Writing.add_message)
     add_messages = Forward("_writing", Writing.add_messages)
     episode_writer = Forward("_writing", Writing.episode_writer)
-    index_once = Forward("_writing", Writing.index_once)
     index_one = Forward("_writing", Writing.index_one)
     start_indexer = Forward("_writing", Writing.start_indexer)
     reindex = Forward("_writing", Writing.reindex)
@@ -246,7 +274,6 @@ class Episodic:
     memories = Forward("_operations", Operations.memories)
     retire = Forward("_operations", Operations.retire)
     retire_as = Forward("_operations", Operations.retire_as)
-    remember = Forward("_operations", Operations.remember)
     forget = Forward("_operations", Operations.forget)
     forget_memory_as = Forward("_operations", Operations.forget_memory_as)
     export_markdown = Forward("_operations", Operations.export_markdown)
@@ -259,6 +286,11 @@ class Episodic:
     update_as = Forward("_editing", Editing.update_as)
     history = Forward("_editing", Editing.history)
     history_as = Forward("_editing", Editing.history_as)
+    remember = Forward("_operations", Operations.remember)
+
+    # -- supersession (episodic.service.superseding) -------------------------------------
+    supersede = Forward("_superseding", Superseding.supersede)
+    supersede_as = Forward("_superseding", Superseding.supersede_as)
 
     # -- the journal (episodic.service.journal) ----------------------------------------
     search_journal = Forward("_journal", Journal.search_journal)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -45,6 +45,8 @@ DEFAULT_PAGE = 50
 MAX_SECRET_CHARS = 200
 MAX_Q_CHARS = 1000
 REMEMBER_TYPE = "note"
+# Who decided a replacement a caller asked for by name.
+EXPLICIT = "explicit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,9 @@ class Operations:
     def __init__(self, ctx: Context, writing: Writing) -> None:
         self.ctx = ctx
         self.writing = writing
+        # Run on each remembered note before ``remember`` returns (the facade checks it
+        # for older memories it replaces).
+        self.after_remember: Callable[[Memory], object] | None = None
 
     # -- API keys ----------------------------------------------------------------------
     def create_key(
@@ -243,11 +248,15 @@ class Operations:
         evidence: str | None = None,
         payload: Mapping[str, Any] | None = None,
         id: str | None = None,
+        replaces: str | None = None,
     ) -> Memory:
         """Store one memory now (admitted whatever its type; embedded at once when an
-        embedder is there). ``source`` and ``evidence`` follow seed 004's provenance."""
+        embedder is there). ``source`` and ``evidence`` follow seed 004's provenance.
+        ``replaces`` names a memory this one supersedes (kept, out of default recall);
+        otherwise the new memory is checked for older ones it replaces."""
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("content", "required: the text to remember")
+        old = None if replaces is None else self.replaceable(workspace, replaces)
         if type == MESSAGE_TYPE:
             raise InvalidInput("type", "messages belong to a conversation; add them as messages")
         if importance is not None and not 0.0 <= importance <= 1.0:
@@ -283,7 +292,29 @@ class Operations:
             memory = replace(memory, base_importance=importance, importance=importance)
         self.ctx.store.append([event], [memory])
         self.writing.index_one(event.workspace, event.id)
+        if old is not None:
+            self.replace(old, event.id, by=EXPLICIT, reason="replaced on request")
+            self.ctx.store.mark_supersession_checked([event.id])
+        elif self.after_remember is not None:
+            self.after_remember(self.ctx.store.get_memory(event.workspace, event.id))
         return self.ctx.store.get_memory(event.workspace, event.id)
+
+    def replaceable(self, workspace: str, memory_id: str, field: str = "replaces") -> Memory:
+        """The memory ``memory_id`` if it may be superseded (``InvalidInput`` naming
+        ``field`` when it is not active or is an episode, ``NotFound`` when absent)."""
+        if not isinstance(memory_id, str) or not memory_id.strip():
+            raise InvalidInput(field, "the id of the memory being replaced")
+        old = self.memory(ScopeFilter(workspace_id=workspace), memory_id)
+        if old.status is not MemoryStatus.ACTIVE:
+            raise InvalidInput(field, f"memory {memory_id} is {old.status.value}, not active")
+        if old.type == "episode":
+            raise InvalidInput(field, "an episode tells what happened; it is never replaced")
+        return old
+
+    def replace(self, old: Memory, new_id: str, *, by: str, reason: str) -> None:
+        self.ctx.store.supersede(
+            old.workspace, old.id, new_id, decided_by=by, reason=reason, at=self.ctx.clock()
+        )
 
     # -- forgetting ----------------------------------------------------------------------
     def forget(

@@ -687,8 +687,33 @@ def m010_validity(conn: sqlite3.Connection) -> None:
     and ``supersessions``, one row per replacement with who decided it and why. A row
     cascades with either memory, so forgetting one forgets the link.
     ``supersession_pending`` marks a memory not yet checked for what it may replace (every
-    new row; the memories already stored are not checked: what they said stood)."""
+    new row; the memories already stored are not checked: what they said stood).
+
+    The status check gains ``superseded``. SQLite cannot alter a CHECK constraint, and
+    rebuilding ``memories`` would cascade through every table that references it, so
+    the constraint's text is edited in the schema table, the procedure SQLite documents
+    for loosening a constraint (every stored row passes the looser check), with the
+    schema version bumped so other connections re-read it."""
     _run(conn, _M010_SQL)
+    (sql,) = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'memories'"
+    ).fetchone()
+    if sql.count(_STATUS_CHECK) != 1:
+        raise sqlite3.DatabaseError("memories has an unexpected status check; not migrating")
+    (version,) = conn.execute("PRAGMA schema_version").fetchone()
+    conn.execute("PRAGMA writable_schema = ON")
+    try:
+        conn.execute(
+            "UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = 'memories'",
+            (sql.replace(_STATUS_CHECK, _STATUS_CHECK_V10),),
+        )
+        conn.execute(f"PRAGMA schema_version = {int(version) + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema = OFF")
+
+
+_STATUS_CHECK = "status IN ('active', 'retired', 'compacted')"
+_STATUS_CHECK_V10 = "status IN ('active', 'retired', 'compacted', 'superseded')"
 
 
 MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
@@ -824,6 +849,10 @@ _PG_JOURNAL_TSV = (
 )
 
 _PG_EXTRAS: dict[int, tuple[str, ...]] = {
+    10: (
+        "ALTER TABLE memories DROP CONSTRAINT memories_status_check",
+        f"ALTER TABLE memories ADD CONSTRAINT memories_status_check CHECK ({_STATUS_CHECK_V10})",
+    ),
     1: (
         # The column takes its dimension (vector(dim)) and its HNSW index when the first
         # vectors arrive: the model, hence the dimension, is not known before.

@@ -172,9 +172,7 @@ def scope_where(
     return " AND ".join(clauses), params
 
 
-def live_where(
-    flt: ScopeFilter, *, alias: str = "", mark: str = "?"
-) -> tuple[str, list[Any]]:
+def live_where(flt: ScopeFilter, *, alias: str = "", mark: str = "?") -> tuple[str, list[Any]]:
     """``scope_where`` for the recall legs: also only memories that are live, i.e.
     active, and superseded too when ``flt.superseded`` asks for them (a recall ``as_of``
     a past time, or one that shows what was replaced)."""

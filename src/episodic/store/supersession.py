@@ -9,8 +9,8 @@ one back its validity (``REVIVE_SQL``): a link whose newer end is gone replaces 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 

@@ -1,0 +1,199 @@
+"""The service's supersession area: newer memories replacing older ones of the same slot.
+
+Explicitly (``supersede``: an old memory and the new text or memory that replaces it),
+and on write: every new memory but an episode is checked once for older memories it
+replaces (``check_pending``; the indexer's sweep, ``index_once`` and ``segment`` run it,
+so an embedded memory has its vector by then). The candidates are the memories of the
+same agent, crew and resource, no newer than it, that keyword search (and, for the
+LLM, vector search) finds for its text; then each is decided ``supersedes``,
+``duplicate`` or ``unrelated`` by the configured LLM when there is one, else by the
+offline rule (``episodic.write.supersession``). What is superseded stays stored, out of
+default recall; ``recall(as_of=...)`` and ``include_superseded`` still reach it.
+
+An episode is never checked nor replaced: it tells what happened in a conversation,
+which a later change does not make untrue, and it holds more than the one fact that
+changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from episodic.errors import EpisodicError, InvalidInput, NotFound
+from episodic.model import Memory, MemoryStatus, ScopeFilter
+from episodic.service.context import Context
+from episodic.service.operations import EXPLICIT, Operations
+from episodic.tenancy import Principal
+from episodic.write.episodes import EPISODE_TYPE
+from episodic.write.supersession import Claim, Decision, decide_offline, decide_with_llm
+
+log = logging.getLogger("episodic")
+
+# Memories checked per call of ``check_pending`` (it loops until none are left).
+CHECK_BATCH = 200
+# Candidates each leg gives one new memory, and how many of them are decided.
+CANDIDATE_POOL = 10
+MAX_CANDIDATES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    checked: int = 0
+    superseded: int = 0
+
+
+class Superseding:
+    def __init__(self, ctx: Context, operations: Operations) -> None:
+        self.ctx = ctx
+        self.operations = operations
+
+    # -- explicit ------------------------------------------------------------------------
+    def supersede(
+        self,
+        old_id: str,
+        new: str,
+        *,
+        workspace: str,
+        reason: str | None = None,
+        by: str = EXPLICIT,
+    ) -> Memory:
+        """Replace memory ``old_id`` with ``new``: the id of another memory of the
+        workspace, or the text of a new one, remembered now as a note of the old
+        memory's agent, crew and resource. The old memory stays stored as
+        ``superseded`` (``valid_to`` = when the new one became true), out of default
+        recall. Returns the memory that replaced it. ``InvalidInput`` when the old one
+        is not active or is an episode."""
+        old = self.operations.replaceable(workspace, old_id, "old_id")
+        if not isinstance(new, str) or not new.strip():
+            raise InvalidInput("new", "required: the replacing memory's id or text")
+        found = self.operations.memories(ScopeFilter(workspace_id=workspace), [new])
+        if not found:
+            return self.operations.remember(
+                new,
+                workspace=workspace,
+                agent=old.agent,
+                crew=old.crew,
+                resource=old.resource,
+                importance=old.base_importance,
+                replaces=old.id,
+            )
+        if found[0].id == old.id:
+            raise InvalidInput("new", "a memory cannot replace itself")
+        if found[0].valid_since < old.valid_since:
+            raise InvalidInput("new", f"memory {new} is older than the one it would replace")
+        why = (reason or "").strip() or "replaced on request"
+        self.operations.replace(old, found[0].id, by=by, reason=why)
+        return found[0]
+
+    def supersede_as(
+        self, caller: Principal, old_id: str, new: str, *, reason: str | None = None
+    ) -> Memory:
+        """``supersede`` on behalf of an API key: who may edit the old memory may
+        replace it; recorded as decided by the key."""
+        self.operations.owned_by(caller, old_id, "supersede")
+        return self.supersede(
+            old_id,
+            new,
+            workspace=caller.workspace_id,
+            reason=reason,
+            by=f"{EXPLICIT}:{caller.key.id}",
+        )
+
+    # -- detection on write ------------------------------------------------------------
+    def check_pending(self) -> CheckReport:
+        """Check every memory written since the last check for older ones it replaces."""
+        if self.ctx.settings.supersession == "off":
+            return CheckReport()
+        llm = self.ctx.models.llm
+        embedder = self.ctx.models.embedder
+        checked = superseded = 0
+        while True:
+            batch = self.ctx.store.pending_supersession(
+                CHECK_BATCH, vectored_only=llm is not None and embedder is not None
+            )
+            if not batch:
+                return CheckReport(checked, superseded)
+            for memory in batch:
+                try:
+                    superseded += self._check(memory)
+                except EpisodicError as exc:  # the memory stands; the next one is checked
+                    log.warning("supersession check of %s failed: %s", memory.id, exc)
+            self.ctx.store.mark_supersession_checked([m.id for m in batch])
+            checked += len(batch)
+
+    def check_memory(self, memory: Memory) -> int:
+        """Check one memory now (a note just remembered), not waiting for the sweep;
+        returns how many memories it replaced."""
+        if self.ctx.settings.supersession == "off":
+            return 0
+        try:
+            return self._check(memory)
+        finally:
+            self.ctx.store.mark_supersession_checked([memory.id])
+
+    def _check(self, memory: Memory) -> int:
+        if memory.type == EPISODE_TYPE or memory.status is not MemoryStatus.ACTIVE:
+            return 0
+        candidates = self._candidates(memory)
+        if not candidates:
+            return 0
+        new = Claim(memory.id, memory.content, memory.valid_since)
+        claims = [Claim(c.id, c.content, c.valid_since) for c in candidates]
+        llm = self.ctx.models.llm
+        decisions: dict[str, Decision]
+        if llm is not None:
+            decisions = decide_with_llm(llm, new, claims)
+        else:
+            decisions = {c.id: decide_offline(new, c) for c in claims}
+        replaced = 0
+        for claim in claims:
+            decision = decisions[claim.id]
+            if decision.kind != "supersedes":
+                continue
+            try:
+                done = self.ctx.store.supersede(
+                    memory.workspace,
+                    claim.id,
+                    memory.id,
+                    decided_by=decision.decided_by,
+                    reason=decision.reason,
+                    at=self.ctx.clock(),
+                )
+            except NotFound:  # forgotten meanwhile
+                continue
+            replaced += done is not None
+        return replaced
+
+    def _candidates(self, memory: Memory) -> list[Memory]:
+        """Older active memories of the same agent, crew and resource that keyword search
+        (and vector search, when an LLM will read them) finds for ``memory``'s text."""
+        store = self.ctx.store
+        flt = ScopeFilter(
+            workspace_id=memory.workspace,
+            agent_id=memory.agent,
+            crew_id=memory.crew,
+            resource_id=memory.resource,
+        )
+        found = [c.memory_id for c in store.search_sparse(flt, memory.content, CANDIDATE_POOL)]
+        if self.ctx.models.llm is not None:
+            vectors = store.get_vectors(memory.workspace, [memory.id])
+            if memory.id in vectors:
+                found += [
+                    c.memory_id for c in store.search_dense(flt, vectors[memory.id], CANDIDATE_POOL)
+                ]
+        wanted = [i for i in dict.fromkeys(found) if i != memory.id]
+        return [
+            m
+            for m in store.get_memories(memory.workspace, wanted)
+            if _same_slot_owner(m, memory)
+            and m.type != EPISODE_TYPE
+            and m.status is MemoryStatus.ACTIVE
+            and m.valid_since <= memory.valid_since
+        ][:MAX_CANDIDATES]
+
+
+def _same_slot_owner(old: Memory, new: Memory) -> bool:
+    # Search narrows only by the ids the new memory has: a memory of no agent must not
+    # replace one agent's own.
+    return (old.agent, old.crew, old.resource) == (new.agent, new.crew, new.resource)

@@ -1,0 +1,133 @@
+"""Supersession end to end, on both backends: a newer memory replaces an older one of the
+same slot (decided on write by the offline rule, or asked for by name), the replaced one
+stays stored but leaves default recall, ``as_of`` answers as memory stood then,
+``include_superseded`` shows both, the trace says what replaced what, and forgetting the
+newer memory gives the older one back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from episodic import Episodic, InvalidInput, Settings
+from episodic.model import MemoryStatus
+
+WS = "acme"
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+OLD = "Always pay my subscriptions with card A."
+NEW = "Card A expired. From now on pay my subscriptions with card B."
+QUESTION = "which card pays my subscriptions"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def mem(db_url: str, clock: Clock) -> Iterator[Episodic]:
+    m = Episodic.open(db_url, embedder=None, settings=Settings(), clock=clock)
+    yield m
+    m.close()
+
+
+def ids(mem: Episodic, **options: object) -> list[str]:
+    return [h.id for h in mem.recall(QUESTION, workspace=WS, mark=False, **options).hits]
+
+
+def test_a_later_change_replaces_the_old_fact_in_recall(mem: Episodic, clock: Clock) -> None:
+    old = mem.remember(OLD, workspace=WS, agent="billing", id="card-a")
+    clock.now = T0 + timedelta(days=21)
+    new = mem.remember(NEW, workspace=WS, agent="billing", id="card-b")
+
+    replaced = mem.store.get_memory(WS, old.id)
+    assert replaced.status is MemoryStatus.SUPERSEDED
+    assert replaced.superseded_by == new.id and replaced.valid_to == new.ts
+    [link] = mem.store.supersessions(WS, [old.id])
+    assert link.new_id == new.id and link.decided_by.startswith("offline:")
+
+    assert ids(mem) == ["card-b"]
+    assert set(ids(mem, include_superseded=True)) == {"card-a", "card-b"}
+    # As memory stood two weeks in: card A, and nothing of the change to come.
+    assert ids(mem, as_of=T0 + timedelta(days=14)) == ["card-a"]
+    assert ids(mem, as_of=(T0 + timedelta(days=22)).isoformat()) == ["card-b"]
+
+    trace = mem.recall(QUESTION, workspace=WS, mark=False, explain=True).trace
+    assert trace is not None
+    [drop] = [d for d in trace.dropped if d.memory_id == "card-a"]
+    assert drop.reason == "superseded" and "card-b" in drop.detail and "offline:" in drop.detail
+
+
+def test_detection_can_be_turned_off(db_url: str, clock: Clock) -> None:
+    with Episodic.open(
+        db_url, embedder=None, settings=Settings(supersession="off"), clock=clock
+    ) as mem:
+        mem.remember(OLD, workspace=WS, id="card-a")
+        clock.now = T0 + timedelta(days=21)
+        mem.remember(NEW, workspace=WS, id="card-b")
+        assert set(ids(mem)) == {"card-a", "card-b"}
+        assert mem.store.get_memory(WS, "card-a").status is MemoryStatus.ACTIVE
+
+
+def test_look_alike_facts_of_another_slot_both_stay(mem: Episodic, clock: Clock) -> None:
+    mem.remember("Pay the groceries with card A.", workspace=WS, id="groceries")
+    clock.now = T0 + timedelta(days=3)
+    mem.remember("From now on pay the subscriptions with card B.", workspace=WS, id="subs")
+    assert mem.store.get_memory(WS, "groceries").status is MemoryStatus.ACTIVE
+
+
+def test_an_explicit_replacement_by_text_and_forgetting_it(mem: Episodic, clock: Clock) -> None:
+    mem.remember("The staging database is db-old.internal", workspace=WS, agent="ops", id="db")
+    clock.now = T0 + timedelta(days=5)
+    new = mem.supersede("db", "The staging database is db-new.internal", workspace=WS)
+    assert new.agent == "ops" and new.content.endswith("db-new.internal")
+    old = mem.store.get_memory(WS, "db")
+    assert old.status is MemoryStatus.SUPERSEDED and old.superseded_by == new.id
+    [link] = mem.store.supersessions(WS, ["db"])
+    assert link.decided_by == "explicit"
+
+    mem.forget(workspace=WS, memory=new.id)
+    revived = mem.store.get_memory(WS, "db")
+    assert revived.status is MemoryStatus.ACTIVE and revived.valid_to is None
+    assert mem.store.supersessions(WS, ["db"]) == []
+
+
+def test_an_explicit_replacement_by_id_and_its_errors(mem: Episodic, clock: Clock) -> None:
+    mem.remember("the on-call phone is 555-0100", workspace=WS, id="phone-1")
+    clock.now = T0 + timedelta(days=1)
+    mem.remember("ops rota printed", workspace=WS, id="other")
+    assert mem.supersede("phone-1", "other", workspace=WS, reason="moved").id == "other"
+    [link] = mem.store.supersessions(WS, ["phone-1"])
+    assert (link.decided_by, link.reason) == ("explicit", "moved")
+    with pytest.raises(InvalidInput) as again:
+        mem.supersede("phone-1", "a third text", workspace=WS)
+    assert again.value.field == "old_id"
+    with pytest.raises(InvalidInput) as itself:
+        mem.supersede("other", "other", workspace=WS)
+    assert itself.value.field == "new"
+    with pytest.raises(InvalidInput) as bad:
+        mem.recall(QUESTION, workspace=WS, as_of="last tuesday")
+    assert bad.value.field == "as_of"
+    with pytest.raises(InvalidInput) as flag:
+        mem.recall(QUESTION, workspace=WS, include_superseded="yes")  # type: ignore[arg-type]
+    assert flag.value.field == "include_superseded"
+
+
+def test_remember_with_replaces(mem: Episodic, clock: Clock) -> None:
+    mem.remember("deploys go through Jenkins", workspace=WS, id="ci-1")
+    clock.now = T0 + timedelta(days=2)
+    new = mem.remember("deploys go through GitHub Actions", workspace=WS, replaces="ci-1")
+    assert mem.store.get_memory(WS, "ci-1").superseded_by == new.id
+    with pytest.raises(InvalidInput) as gone:
+        mem.remember("deploys go through Buildkite", workspace=WS, replaces="ci-1")
+    assert gone.value.field == "replaces"
