@@ -197,6 +197,11 @@ class Hit:
             "via": self.via,
             "moment": self.moment,
             "details": [detail_json(e) for e in self.details],
+            # Validity: a recall with include_superseded or as_of shows replaced memories.
+            "status": m.status.value,
+            "valid_from": m.valid_since.isoformat(),
+            "valid_to": None if m.valid_to is None else m.valid_to.isoformat(),
+            "superseded_by": m.superseded_by,
         }
 
 

@@ -83,6 +83,16 @@ def memory_json(m: Memory) -> dict[str, Any]:
         "keys": m.keys,
         "source_event_ids": list(m.source_event_ids),
         "created_at": None if m.created_at is None else m.created_at.isoformat(),
+        **validity_json(m),
+    }
+
+
+def validity_json(m: Memory) -> dict[str, Any]:
+    """When what a memory says was true, and what replaced it (None: still true)."""
+    return {
+        "valid_from": m.valid_since.isoformat(),
+        "valid_to": None if m.valid_to is None else m.valid_to.isoformat(),
+        "superseded_by": m.superseded_by,
     }
 
 
