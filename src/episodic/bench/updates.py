@@ -31,6 +31,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from episodic.bench.cache import SqliteEmbeddingCache
 from episodic.bench.locomo import (
     CACHE_FILE,
     BenchClock,
@@ -41,7 +42,6 @@ from episodic.bench.locomo import (
 from episodic.bench.updates_data import Scenario, Write, load_scenarios
 from episodic.config import Settings
 from episodic.embed import make_embedder
-from episodic.bench.cache import SqliteEmbeddingCache
 from episodic.errors import EmbedderError, InvalidInput, LLMError
 from episodic.llm.base import DEFAULT_MAX_TOKENS
 from episodic.model import ScopeFilter
@@ -151,12 +151,17 @@ def oracle_decisions(
     decisions = []
     for candidate in candidates:
         content = str(candidate.get("content", ""))
-        older = said and any(
-            carries(content, v) for v in values[: said[-1]]
-        ) and not carries(content, values[said[-1]])
-        decision = "supersedes" if older else "unrelated"
-        reason = "an earlier value of the same fact" if older else "not the same fact"
-        decisions.append({"ref": str(candidate.get("ref", "")), "decision": decision, "reason": reason})
+        older = bool(said) and (
+            any(carries(content, v) for v in values[: said[-1]])
+            and not carries(content, values[said[-1]])
+        )
+        decisions.append(
+            {
+                "ref": str(candidate.get("ref", "")),
+                "decision": "supersedes" if older else "unrelated",
+                "reason": "an earlier value of the same fact" if older else "not the same fact",
+            }
+        )
     return decisions
 
 
