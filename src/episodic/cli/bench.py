@@ -30,6 +30,11 @@ from episodic.cli.common import JsonOpt, err, errors, out, print_json
 from episodic.config import Settings
 from episodic.errors import InvalidInput
 
+EmbedderOpt = Annotated[
+    str | None,
+    typer.Option("--embedder", help="local | ollama | openai | none (default: EPISODIC_EMBEDDER)."),
+]
+
 bench_app = typer.Typer(
     help=(
         "Measure recall quality on public benchmarks.\n\n"
@@ -49,12 +54,7 @@ def bench_locomo(
     granularity: Annotated[
         str, typer.Option("--granularity", help="Score turns or their sessions: turn|session.")
     ] = "turn",
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--embedder", help="local | ollama | openai | none (default: EPISODIC_EMBEDDER)."
-        ),
-    ] = None,
+    embedder: EmbedderOpt = None,
     ingest: Annotated[
         str,
         typer.Option(
@@ -259,12 +259,7 @@ def bench_journal(
             "--policy", help="Policy name, comma-separated names, or all (incl. default-no-prior)."
         ),
     ] = "all",
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--embedder", help="local | ollama | openai | none (default: EPISODIC_EMBEDDER)."
-        ),
-    ] = None,
+    embedder: EmbedderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Recall quality on a journal-shaped set: a seeded multi-agent journal of 90 days.
@@ -344,12 +339,7 @@ def bench_updates(
         int | None,
         typer.Option("--limit", help="Run only the first N update and N control scenarios."),
     ] = None,
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--embedder", help="local | ollama | openai | none (default: EPISODIC_EMBEDDER)."
-        ),
-    ] = None,
+    embedder: EmbedderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """How recall handles facts that change: the current value, or a stale one?
