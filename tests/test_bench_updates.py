@@ -357,8 +357,10 @@ def test_command_json_end_to_end(fake_env: dict[str, str]) -> None:
     off = report["modes"]["off"]
     assert list(off["policies"]) == ["default"]
     scores = off["policies"]["default"]
-    assert set(scores) == {*UPDATE_KEYS, *CONTROL_KEYS}
-    assert all(0.0 <= v <= 1.0 for v in scores.values())
+    assert set(scores) == {*UPDATE_KEYS, *CONTROL_KEYS, "by_form"}
+    assert set(scores["by_form"]) == {"conversation", "journal"}
+    for rows in (scores, *scores["by_form"].values()):
+        assert all(0.0 <= rows[key] <= 1.0 for key in (*UPDATE_KEYS, *CONTROL_KEYS))
     assert scores["current@5"] >= scores["current@1"]
     assert off["false_supersession"]["valid"] > 0
 

@@ -341,8 +341,18 @@ def mode_report(run: ModeRun, policies: Sequence[str]) -> dict[str, Any]:
             "valid": sum(valid.values()),
         },
         "policies": {
-            name: summarise_policy([a for a in run.asked if a.policy == name]) for name in policies
+            name: _policy_report([a for a in run.asked if a.policy == name]) for name in policies
         },
+    }
+
+
+def _policy_report(asked: Sequence[Asked]) -> dict[str, Any]:
+    """The metrics overall and, apart, over the chat and the journal scenarios (chats
+    also hold episodes and entries made from the messages)."""
+    forms = sorted({a.scenario.form for a in asked})
+    return {
+        **summarise_policy(asked),
+        "by_form": {f: summarise_policy([a for a in asked if a.scenario.form == f]) for f in forms},
     }
 
 
