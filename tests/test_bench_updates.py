@@ -27,6 +27,7 @@ from episodic.bench.updates import (
     oracle_decisions,
     run_updates,
     stale_above_current,
+    stale_superseded,
     summarise_policy,
 )
 from episodic.bench.updates_data import Scenario, load_scenarios
@@ -100,6 +101,20 @@ def test_hit_metrics(contents: list[str], at1: bool, at5: bool, stale_first: boo
 )  # fmt: skip
 def test_false_supersessions(memories: list[tuple[str, str]], expected: tuple[int, int]) -> None:
     assert false_supersessions(memories, CURRENT, STALE) == expected
+
+
+@pytest.mark.parametrize(
+    ("memories", "expected"),
+    [
+        pytest.param([("Dana lives in Porto.", "superseded"), ("I'll use Ghent.", "active")],
+                     (1, 2), id="one-of-two-caught"),
+        pytest.param([("Dana moved from Porto to Lisbon.", "superseded")], (0, 0),
+                     id="a-memory-carrying-the-current-value-is-not-stale"),
+        pytest.param([(OTHER, "superseded")], (0, 0), id="distractors-do-not-count"),
+    ],
+)  # fmt: skip
+def test_stale_superseded(memories: list[tuple[str, str]], expected: tuple[int, int]) -> None:
+    assert stale_superseded(memories, CURRENT, STALE) == expected
 
 
 def _scenario(kind: str, current: str, stale: tuple[str, ...] = ()) -> Scenario:
@@ -321,6 +336,9 @@ def test_runner_on_both_backends(db_url: str, fake_env: dict[str, str], tmp_path
     assert off["false_supersession"]["wrong"] == 0
     # the update's change message and the control's two events should all stay valid
     assert off["false_supersession"]["valid"] >= 3
+    # the first message and its acknowledgement carry only the expired card: out of date,
+    # and with nothing detecting changes, not marked
+    assert off["stale_superseded"]["stale"] >= 2 and off["stale_superseded"]["superseded"] == 0
 
 
 def test_a_mode_this_build_cannot_run_is_skipped_not_fatal(

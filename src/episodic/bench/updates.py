@@ -77,8 +77,7 @@ def first_carrying(contents: Sequence[str], values: Sequence[str]) -> int | None
 
 def current_at(contents: Sequence[str], current: str, k: int) -> bool:
     """Whether one of the first ``k`` hits carries the current value."""
-    rank = first_carrying(contents[:k], [current])
-    return rank is not None
+    return first_carrying(contents[:k], [current]) is not None
 
 
 def stale_above_current(contents: Sequence[str], current: str, stale: Sequence[str]) -> bool:
@@ -106,6 +105,15 @@ def false_supersessions(
     """(wrongly superseded, should stay valid) over ``(content, status)`` pairs."""
     valid = [status for content, status in memories if should_stay_valid(content, current, stale)]
     return sum(status == SUPERSEDED for status in valid), len(valid)
+
+
+def stale_superseded(
+    memories: Sequence[tuple[str, str]], current: str, stale: Sequence[str]
+) -> tuple[int, int]:
+    """(superseded, carrying a stale value only) over ``(content, status)`` pairs: how
+    much of what went out of date the detection caught."""
+    old = [status for content, status in memories if not should_stay_valid(content, current, stale)]
+    return sum(status == SUPERSEDED for status in old), len(old)
 
 
 def rate(hits: int, total: int) -> float:
@@ -282,8 +290,10 @@ class ModeRun:
     asked: list[Asked]
     wrong: dict[str, int]  # by scenario kind: memories wrongly superseded
     valid: dict[str, int]  # by scenario kind: memories that should stay valid
-    seconds: float
-    oracle_calls: int
+    seconds: float = 0.0
+    oracle_calls: int = 0
+    caught: int = 0  # memories carrying only a stale value, marked superseded
+    stale: int = 0  # memories carrying only a stale value
 
 
 def run_mode(
@@ -302,7 +312,7 @@ def run_mode(
     oracle = ScenarioOracle()
     clock = BenchClock()
     started = time.perf_counter()
-    run = ModeRun([], {"update": 0, "control": 0}, {"update": 0, "control": 0}, 0.0, 0)
+    run = ModeRun([], {"update": 0, "control": 0}, {"update": 0, "control": 0})
     store = open_store(db_url or f"sqlite:///{folder / f'updates-{mode}.db'}")
     llm = oracle if mode == "llm" else None
     with Episodic(store=store, embedder=embedder, settings=settings, clock=clock, llm=llm) as mem:
@@ -316,11 +326,13 @@ def run_mode(
                 )
                 contents = tuple(hit.memory.content for hit in result.hits)
                 run.asked.append(Asked(scenario, name, contents))
-            wrong, valid = false_supersessions(
-                scenario_memories(mem, workspace), scenario.current, scenario.stale
-            )
+            memories = scenario_memories(mem, workspace)
+            wrong, valid = false_supersessions(memories, scenario.current, scenario.stale)
             run.wrong[scenario.kind] += wrong
             run.valid[scenario.kind] += valid
+            caught, old = stale_superseded(memories, scenario.current, scenario.stale)
+            run.caught += caught
+            run.stale += old
             if n % 50 == 0:
                 say(f"mode {mode}: {n} of {len(scenarios)} scenarios")
     run.seconds = time.perf_counter() - started
@@ -339,6 +351,11 @@ def mode_report(run: ModeRun, policies: Sequence[str]) -> dict[str, Any]:
             "update": rate(wrong["update"], valid["update"]),
             "wrong": sum(wrong.values()),
             "valid": sum(valid.values()),
+        },
+        "stale_superseded": {
+            "rate": rate(run.caught, run.stale),
+            "superseded": run.caught,
+            "stale": run.stale,
         },
         "policies": {
             name: _policy_report([a for a in run.asked if a.policy == name]) for name in policies
