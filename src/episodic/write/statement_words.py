@@ -11,6 +11,7 @@ or a name in mid-sentence).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -114,7 +115,10 @@ def _fold(text: str) -> str:
     return text
 
 
-def to_words(text: str) -> list[Word]:
+# The rule compares one new text with each of its candidates, clause by clause and once per
+# change signal: the same texts are read many times in a row.
+@functools.lru_cache(maxsize=2048)
+def to_words(text: str) -> tuple[Word, ...]:
     """The comparable words of ``text``: content words, subjects, values; in order."""
     out: list[Word] = []
     for sentence in split_sentences(_fold(text)):
@@ -147,7 +151,7 @@ def to_words(text: str) -> list[Word]:
                     has_digit or capital_letter or name,
                 )
             )
-    return out
+    return tuple(out)
 
 
 def word_keys(words: Sequence[Word]) -> list[str]:
