@@ -23,7 +23,10 @@ must contain B, and the context words of the new statement ("for the analytics s
 must be in the old one. Without B, the two must differ in exactly one place, after a shared
 lead of at least two words that names the slot (subject and attribute): "I pay subscriptions
 with card A" and "I pay subscriptions with card B" do; "I pay groceries with card A" does
-not (two places differ). The same words in both is a duplicate.
+not (two places differ). The two values must be of one kind (both names, numbers or codes,
+or both common words), and after a bare "X is" only names, numbers and codes count as
+values ("the plumber is coming on Tuesday" is not "the plumber was friendly"). The same
+words in both is a duplicate.
 
 Never a change: a question, a conditional or hypothetical ("if we switch to B"), a wish or
 plan ("we want to move to Lisbon"), a negated change ("we are not switching to B"), or an
@@ -221,6 +224,7 @@ _OPENERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     _named("going-forward", r"\b(?:going|moving)\s+forward\b"),
     _named(
         "correction",
+        r"^\W*(?:no|nope|wait)\s*[,:;—-]|"
         r"^\W*(?:sorry\W+)?(?:correction|to\s+correct\s+myself|let\s+me\s+correct\s+that)\b",
     ),
     _named(
@@ -362,8 +366,21 @@ def _one_change(new: Sequence[Word], old: Sequence[Word], lower: frozenset[str])
         # A common word changed on each side too, inside a shared frame ("at 10am for the
         # mobile team" and "at 9am for the web team"): a qualifier, not only a value.
         return ""
+    new_value, old_value = new[i1:i2], old[j1:j2]
+    if new_value[0].value != old_value[0].value:
+        # A name or number on one side, a common word on the other ("go to Elm Park
+        # Primary", "go to swimming"): two kinds of thing, not two values of one.
+        return ""
     lead = new[:i1]
     if len(lead) < 2 or not any(_attribute(w, lower) for w in lead):
+        return ""
+    if (
+        len(lead) == 2
+        and lead[-1].key == BE
+        and not (any(w.value for w in new_value) and any(w.value for w in old_value))
+    ):
+        # "The plumber is coming on Tuesday" and "the plumber was friendly": after a bare
+        # "X is", only a name, a number or a code is clearly a value of the same slot.
         return ""
     return "changed"
 

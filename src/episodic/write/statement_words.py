@@ -74,7 +74,9 @@ _IGNORED = frozenset(_IGNORED_WORDS.split())
 # Words that stand for a value without naming one.
 VAGUE = frozenset({"whatever", "whichever", "anything", "something", "else", "other", "like"})
 # Counts are values ("one approval", "two approvals"), though "one" is a filler word.
-_NUMBERS = "one two three four five six seven eight nine ten eleven twelve twenty thirty hundred"
+_CODE_MARKS = frozenset(".@/:_#")
+_NUMBERS = """one two three four five six seven eight nine ten eleven twelve twenty thirty hundred
+once twice first second third fourth fifth sixth seventh eighth ninth tenth"""
 _NUMBER_WORDS = frozenset(_NUMBERS.split())
 # Verbs too general to name a slot on their own ("use A for X": X names the slot).
 GENERIC = frozenset({USES, "use", "go", "get", "set", "make", "do", "pick", "choose", "prefer"})
@@ -142,13 +144,15 @@ def to_words(text: str) -> tuple[Word, ...]:
             ):
                 continue
             has_digit = number or any(c.isdigit() for c in raw)
+            # A host, an address, a path or a handle: "vpn.corp.net", "ops@acme.io".
+            code = any(c in _CODE_MARKS for c in raw)
             name = raw[0].isupper() and not initial
             out.append(
                 Word(
-                    key if has_digit else stem(key),
+                    key if has_digit or code else stem(key),
                     key,
                     raw[0].islower(),
-                    has_digit or capital_letter or name,
+                    has_digit or code or capital_letter or name,
                 )
             )
     return tuple(out)
