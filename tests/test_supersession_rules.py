@@ -327,6 +327,31 @@ CHANGES: list[tuple[str, str, str]] = [
     ("The kids now go to Oakwood Primary.", "The kids go to Elm Park Primary.", "attribute"),
     ("Mark now leads the design guild, not the team.", "The team lead is Mark.", "correction"),
     ("No, the plumber is coming on Wednesday.", "The plumber is coming on Tuesday.", "correction"),
+    (
+        "The weekly newsletter now goes out on Fridays.",
+        "The weekly newsletter goes out on Mondays.",
+        "attribute",
+    ),
+    ("Nina's new employer is Deloitte.", "Nina's employer is KPMG.", "attribute"),
+    ("From now on, the garage code is 4471.", "The garage code is 1290.", "from-now-on"),
+    ("We moved our hosting from Heroku to Fly.io.", "Our app is hosted on Heroku.", "replacement"),
+    (
+        "Pablo no longer plays in the Sunday league.",
+        "Pablo plays in the Sunday league.",
+        "no-longer",
+    ),
+    (
+        "Actually, the invoice total is 1,240 euros.",
+        "The invoice total is 1,420 euros.",
+        "correction",
+    ),
+    ("Starting Friday, the pool opens at 6am.", "The pool opens at 7am.", "from-now-on"),
+    ("Lisa now teaches at Brookline College.", "Lisa teaches at Newton High.", "attribute"),
+    (
+        "The default branch was renamed from master to main.",
+        "Push hotfixes to master.",
+        "replacement",
+    ),
 ]
 
 # The same statement again.
@@ -485,11 +510,42 @@ CONTROLS: list[tuple[str, str]] = [
     ("My old phone is now in the drawer.", "My phone plan is with Vodafone."),
     ("Starting next month I'm learning Italian.", "I speak Spanish fluently."),
     ("The VPN is down again today.", "The VPN endpoint is vpn.corp.net."),
+    (
+        "The newsletter for parents now goes out on Fridays.",
+        "The weekly newsletter goes out on Mondays.",
+    ),
+    ("Nina's sister works at Deloitte.", "Nina's employer is KPMG."),
+    ("The garage is now full of boxes.", "The garage code is 1290."),
+    ("We moved the meeting from Monday to Tuesday.", "Our app is hosted on Heroku."),
+    ("Pablo no longer plays video games at night.", "Pablo plays in the Sunday league."),
+    ("Actually, the invoice was paid yesterday.", "The invoice total is 1,420 euros."),
+    ("Starting Friday, the gym opens at 6am.", "The pool opens at 7am."),
+    ("My password is now stronger.", "My username is jdoe."),
+    ("Lisa now also tutors on weekends.", "Lisa teaches at Newton High."),
+    ("If we rename master to main, CI breaks.", "Push hotfixes to master."),
+    ("Is the pool open at 6am now?", "The pool opens at 7am."),
+    ("I hope Nina moves to Deloitte.", "Nina's employer is KPMG."),
+    ("We didn't move our hosting to Fly.io after all.", "Our app is hosted on Heroku."),
+    ("The pool at the hotel opens at 6am.", "The pool opens at 7am."),
+    ("Pablo now plays in the Saturday league too.", "Pablo plays in the Sunday league."),
+    ("My brother's username is jdoe88.", "My username is jdoe."),
+    ("Heroku now charges more for dynos.", "Our app is hosted on Heroku."),
+    ("The invoice total for March is 980 euros.", "The invoice total is 1,420 euros."),
+    ("From now on, I'll remember to lock the garage.", "The garage code is 1290."),
+    ("Lisa now lives near Brookline College.", "Lisa teaches at Newton High."),
+    ("We stopped at the pool on the way back.", "The pool opens at 7am."),
+    (
+        "Going forward, let's keep the newsletter short.",
+        "The weekly newsletter goes out on Mondays.",
+    ),
+    ("Nina used to love hiking.", "Nina's employer is KPMG."),
+    ("Not the main branch but the release branch needs a fix.", "Push hotfixes to master."),
+    ("The Sunday league switched from grass to turf.", "Pablo plays in the Sunday league."),
 ]
 
 # True changes beyond the rule's reach: it leaves them unrelated, the safe side. A named
 # new value whose context is not in the old text; a person where the old text had a thing;
-# a reversal that names only one thing.
+# a reversal that names only one thing; a code on one side and a plain word on the other.
 BEYOND_REACH: list[tuple[str, str]] = [
     (
         "From now on, book meeting rooms through Robin.",
@@ -498,6 +554,7 @@ BEYOND_REACH: list[tuple[str, str]] = [
     ("We replaced the Sonos speaker with a Bose one.", "The living room has a Sonos speaker."),
     ("We don't have the cat anymore.", "We have a cat named Miso."),
     ("I switched my gym from FitPlus to CoreLab.", "I go to FitPlus on Mondays."),
+    ("My username is now jdoe88.", "My username is jdoe."),
 ]
 
 
