@@ -419,6 +419,17 @@ def _leftover(keys: Sequence[str], value: Sequence[str]) -> list[str]:
     ]
 
 
+def _same_subject(
+    context: Sequence[str], said: Sequence[str], keys: Sequence[str], b: Sequence[str]
+) -> bool:
+    """Whether an old clause ``keys`` that mentions B is about what the new text changes:
+    the new text's ``context`` ("for the analytics service") is in it, or, with no context,
+    the clause uses B ("we use Slack") or says nothing the new text ``said`` does not."""
+    if context:
+        return set(context) <= set(keys)
+    return _used(keys, b) or set(_leftover(keys, b)) <= set(said)
+
+
 def _check_named(signal: _Signal, old: str) -> Verdict | None:
     b = word_keys(to_words(signal.old_value))
     a = word_keys(to_words(signal.new_value))
@@ -428,12 +439,8 @@ def _check_named(signal: _Signal, old: str) -> Verdict | None:
         return None  # "use whatever you like instead of B" names no new value
     # What the change is about: the sentence's words but the values, the change verb
     # itself and who made it ("we replaced ...").
-    context = [
-        k
-        for k in _leftover(word_keys(to_words(signal.statement)), [*a, *b])
-        if k not in _CHANGE_VERBS
-    ]
-    new_keys = set(word_keys(to_words(signal.statement)))
+    said = word_keys(to_words(signal.statement))
+    context = [k for k in _leftover(said, [*a, *b]) if k not in _CHANGE_VERBS]
     # The new value, as written: "Teams" is not in "team chat".
     a_surface = [w.surface for w in to_words(signal.new_value) if w.key not in b]
     for clause in _clauses(old):
@@ -444,14 +451,8 @@ def _check_named(signal: _Signal, old: str) -> Verdict | None:
         if _NEGATION.search(clause):
             continue
         # A rename makes every mention of the old name stale; any other change must be
-        # about the same thing: its context ("for the analytics service") is in the old
-        # clause, or, with none, the old clause uses B or says nothing the new text does not.
-        if signal.rule == "renamed":
-            pass
-        elif context:
-            if not set(context) <= set(keys):
-                continue
-        elif not (_used(keys, b) or set(_leftover(keys, b)) <= new_keys):
+        # about the same thing.
+        if signal.rule != "renamed" and not _same_subject(context, said, keys, b):
             continue
         return Verdict(
             "supersedes",
