@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from episodic.errors import LLMError
+from episodic.errors import InvalidInput, LLMError
 from episodic.llm.base import ScriptedLLM, check_schema
 from episodic.llm.prompts import DEFAULT_PROMPTS, Prompts
 from episodic.write.change_rules import RULE_FAMILY
@@ -769,6 +769,16 @@ def test_the_system_prompt_can_be_overridden() -> None:
 
     assert llm.calls[0].system == "Judge the memories."
     assert Prompts().supersession_system == DEFAULT_PROMPTS.supersession_system
+
+
+def test_a_candidate_given_twice_is_refused_naming_the_field() -> None:
+    llm = ScriptedLLM([])
+
+    with pytest.raises(InvalidInput) as caught:
+        decide_with_llm(llm, NEW, [CANDIDATES[0], CANDIDATES[1], CANDIDATES[0]])
+
+    assert caught.value.field == "candidates" and "m-1" in caught.value.message
+    assert llm.calls == []
 
 
 def test_no_candidates_means_no_call() -> None:
