@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -224,12 +224,9 @@ def resolve_modes(choice: str | None) -> list[str]:
     return names
 
 
-def mode_settings(base: Settings, mode: str) -> Settings | None:
-    """The settings a mode runs under; None when the installed ``Settings`` has no
-    ``supersession`` (a build without detection: only ``off`` can run, as it is)."""
-    if "supersession" not in {f.name for f in fields(Settings)}:
-        return base if mode == "off" else None
-    return replace(base, supersession="off" if mode == "off" else "auto")  # type: ignore[call-arg, unused-ignore]
+def mode_settings(base: Settings, mode: str) -> Settings:
+    """The settings a mode runs under: detection off, or on ("auto")."""
+    return replace(base, supersession="off" if mode == "off" else "auto")
 
 
 def _messages_and_events(
@@ -398,8 +395,7 @@ def run_updates(
     db_url: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark; the result is what ``episodic bench updates --json`` prints.
-    A mode the installed build cannot run is reported as skipped, with the reason."""
+    """Run the benchmark; the result is what ``episodic bench updates --json`` prints."""
     say = progress or (lambda _line: None)
     names = resolve_policies(policies)
     chosen = resolve_modes(modes)
@@ -417,10 +413,6 @@ def run_updates(
         report["embedder"] = embedder.model_id if embedder is not None else "none"
         for mode in chosen:
             mode_set = mode_settings(settings, mode)
-            if mode_set is None:
-                say(f"mode {mode} skipped: this build's Settings has no 'supersession'")
-                report["modes"][mode] = {"skipped": "no supersession setting in this build"}
-                continue
             run = run_mode(
                 mode, scenarios, names, mode_set, embedder, db_url=db_url, folder=folder, say=say
             )
