@@ -131,3 +131,32 @@ def test_remember_with_replaces(mem: Episodic, clock: Clock) -> None:
     with pytest.raises(InvalidInput) as gone:
         mem.remember("deploys go through Buildkite", workspace=WS, replaces="ci-1")
     assert gone.value.field == "replaces"
+
+
+def test_a_corrective_learning_supersedes_what_the_assistant_said(
+    mem: Episodic, clock: Clock
+) -> None:
+    mem.add_messages(
+        [
+            {"id": "u1", "role": "user", "content": "Please book me a train to Lyon on Friday."},
+            {
+                "id": "a1",
+                "role": "assistant",
+                "content": "I will book the 9am train to Lyon on Friday.",
+            },
+            {"id": "u2", "role": "user", "content": "No, book the 11am train to Lyon instead."},
+        ],
+        conversation="trip",
+        workspace=WS,
+        agent="travel",
+    )
+    clock.now = T0 + timedelta(hours=1)
+    mem.segment(flush=True, workspace=WS)
+    said = mem.store.get_memory(WS, "a1")
+    assert said.status is MemoryStatus.SUPERSEDED
+    [link] = mem.store.supersessions(WS, ["a1"])
+    assert link.decided_by == "explicit:corrective"
+    learning = mem.store.get_memory(WS, link.new_id)
+    assert learning.type == "learning" and "11am" in learning.content
+    # The user's own request stands: only what the assistant said was corrected.
+    assert mem.store.get_memory(WS, "u1").status is MemoryStatus.ACTIVE
