@@ -8,7 +8,6 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import fields
 from pathlib import Path
 from types import ModuleType
 from typing import Any

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 from episodic.errors import EpisodicError, InvalidInput, NotFound
 from episodic.model import Memory, MemoryStatus, ScopeFilter
+from episodic.policy import MESSAGE_TYPE
 from episodic.service.context import Context
 from episodic.service.operations import EXPLICIT, Operations
 from episodic.tenancy import Principal
-from episodic.policy import MESSAGE_TYPE
 from episodic.write.episodes import EPISODE_TYPE, LEARNING_TYPE
-from episodic.write.text import content_words
 from episodic.write.supersession import Claim, Decision, decide_offline, decide_with_llm
+from episodic.write.text import content_words
 
 log = logging.getLogger("episodic")
 
