@@ -160,3 +160,43 @@ def test_a_corrective_learning_supersedes_what_the_assistant_said(
     assert learning.type == "learning" and "11am" in learning.content
     # The user's own request stands: only what the assistant said was corrected.
     assert mem.store.get_memory(WS, "u1").status is MemoryStatus.ACTIVE
+
+
+def test_the_episode_of_a_replaced_message_goes_with_it(mem: Episodic, clock: Clock) -> None:
+    mem.add_messages(
+        [
+            {"id": "c1", "role": "user", "content": OLD},
+            {"id": "c2", "role": "assistant", "content": "Noted."},
+        ],
+        conversation="day-1",
+        workspace=WS,
+        agent="billing",
+    )
+    clock.now = T0 + timedelta(hours=2)
+    mem.segment(flush=True, workspace=WS)
+    [episode] = [m for m in mem.recent(workspace=WS, conversation="day-1")]
+    clock.now = T0 + timedelta(days=21)
+    mem.add_messages(
+        [{"id": "c3", "role": "user", "content": NEW}],
+        conversation="day-22",
+        workspace=WS,
+        agent="billing",
+    )
+    clock.now = T0 + timedelta(days=21, hours=2)
+    mem.segment(flush=True, workspace=WS)
+
+    assert mem.store.get_memory(WS, "c1").superseded_by == "c3"
+    replaced = mem.store.get_memory(WS, episode.id)
+    assert replaced.status is MemoryStatus.SUPERSEDED and replaced.superseded_by == "c3"
+    assert mem.store.get_memory(WS, "c2").status is MemoryStatus.ACTIVE  # not made from c1
+    hits = mem.recall(QUESTION, workspace=WS, mark=False).hits
+    assert not {h.id for h in hits} & {"c1", episode.id}
+    # The change is there, as itself or as the episode made from it.
+    assert any(h.id == "c3" or "c3" in h.memory.source_event_ids for h in hits)
+    then = {
+        h.id
+        for h in mem.recall(QUESTION, workspace=WS, mark=False, as_of=T0 + timedelta(days=1)).hits
+    }
+    assert then & {"c1", episode.id} and "c3" not in then
+    mem.forget(workspace=WS, memory="c3")
+    assert mem.store.get_memory(WS, episode.id).status is MemoryStatus.ACTIVE

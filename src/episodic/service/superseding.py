@@ -10,9 +10,11 @@ LLM, vector search) finds for its text; then each is decided ``supersedes``,
 offline rule (``episodic.write.supersession``). What is superseded stays stored, out of
 default recall; ``recall(as_of=...)`` and ``include_superseded`` still reach it.
 
-An episode is never checked nor replaced: it tells what happened in a conversation,
-which a later change does not make untrue, and it holds more than the one fact that
-changed.
+An episode is not checked itself (it holds more than one fact), and detection never
+picks it as a candidate. When a message it was made from is superseded, though, the
+episode goes with it (``SupersessionStore.supersede``): it still tells truly what was
+said then, and ``as_of`` or ``include_superseded`` bring it back, but default recall
+should answer with what is true now, not with an account of the old state.
 """
 
 from __future__ import annotations
