@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from episodic import Episodic, InvalidInput, Settings
-from episodic.model import MemoryStatus
+from episodic.model import Memory, MemoryStatus, ScopeFilter
 
 WS = "acme"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -200,3 +200,28 @@ def test_the_episode_of_a_replaced_message_goes_with_it(mem: Episodic, clock: Cl
     assert then & {"c1", episode.id} and "c3" not in then
     mem.forget(workspace=WS, memory="c3")
     assert mem.store.get_memory(WS, episode.id).status is MemoryStatus.ACTIVE
+
+
+def test_an_episode_segmented_after_the_change_is_replaced_too(mem: Episodic, clock: Clock) -> None:
+    mem.add_messages(
+        [{"id": "d1", "role": "user", "content": OLD}], conversation="day-1", workspace=WS
+    )
+    clock.now = T0 + timedelta(days=21)
+    mem.add_messages(
+        [{"id": "d2", "role": "user", "content": NEW}], conversation="day-22", workspace=WS
+    )
+    mem.check_supersessions()
+    assert mem.store.get_memory(WS, "d1").superseded_by == "d2"
+    clock.now = T0 + timedelta(days=21, hours=2)
+    mem.segment(flush=True, workspace=WS)  # both conversations become episodes only now
+
+    def episode_of(conversation: str) -> Memory:
+        flt = ScopeFilter(workspace_id=WS, conversation_id=conversation, types=("episode",))
+        [episode] = mem.list_memories(flt).items
+        return episode
+
+    old_episode, new_episode = episode_of("day-1"), episode_of("day-22")
+    assert mem.recent(workspace=WS, conversation="day-1") == []  # out of default views
+    replaced = mem.store.get_memory(WS, old_episode.id)
+    assert replaced.status is MemoryStatus.SUPERSEDED and replaced.superseded_by == "d2"
+    assert mem.store.get_memory(WS, new_episode.id).status is MemoryStatus.ACTIVE

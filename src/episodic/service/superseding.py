@@ -27,6 +27,7 @@ from episodic.model import Memory, MemoryStatus, ScopeFilter
 from episodic.policy import MESSAGE_TYPE
 from episodic.service.context import Context
 from episodic.service.operations import EXPLICIT, Operations
+from episodic.store.supersession import derived_reason
 from episodic.tenancy import Principal
 from episodic.write.episodes import EPISODE_TYPE, LEARNING_TYPE
 from episodic.write.supersession import Claim, Decision, decide_offline, decide_with_llm
@@ -137,7 +138,11 @@ class Superseding:
             self.ctx.store.mark_supersession_checked([memory.id])
 
     def _check(self, memory: Memory) -> int:
-        if memory.type == EPISODE_TYPE or memory.status is not MemoryStatus.ACTIVE:
+        if memory.status is not MemoryStatus.ACTIVE:
+            return 0
+        if self._inherit(memory):
+            return 0
+        if memory.type == EPISODE_TYPE:
             return 0
         replaced = self._correction(memory)
         candidates = self._candidates(memory)
@@ -168,6 +173,35 @@ class Superseding:
                 continue
             replaced += done is not None
         return replaced
+
+    def _inherit(self, memory: Memory) -> bool:
+        """A memory made from one already superseded (an episode of messages segmented
+        after the change came, an entry quoting a replaced message) is superseded with
+        it, by the same newer memory, when that one is newer than it."""
+        sources = self.ctx.store.get_memories(memory.workspace, list(memory.source_event_ids))
+        for source in sources:
+            newer = source.superseded_by
+            if source.status is not MemoryStatus.SUPERSEDED or newer is None or newer == memory.id:
+                continue
+            replacing = self.ctx.store.get_memories(memory.workspace, [newer])
+            if not replacing or replacing[0].valid_since < memory.valid_since:
+                continue
+            links = [
+                s
+                for s in self.ctx.store.supersessions(memory.workspace, [source.id])
+                if s.old_id == source.id and s.new_id == newer
+            ]
+            decided_by = links[0].decided_by if links else "inherited"
+            done = self.ctx.store.supersede(
+                memory.workspace,
+                memory.id,
+                newer,
+                decided_by=decided_by,
+                reason=derived_reason(source.id, links[0].reason if links else "replaced"),
+                at=self.ctx.clock(),
+            )
+            return done is not None
+        return False
 
     def _correction(self, memory: Memory) -> int:
         """Seed 001's corrective learning (the user set the assistant right) supersedes
