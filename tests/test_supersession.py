@@ -89,12 +89,14 @@ def test_look_alike_facts_of_another_slot_both_stay(mem: Episodic, clock: Clock)
 def test_an_explicit_replacement_by_text_and_forgetting_it(mem: Episodic, clock: Clock) -> None:
     mem.remember("The staging database is db-old.internal", workspace=WS, agent="ops", id="db")
     clock.now = T0 + timedelta(days=5)
-    new = mem.supersede("db", "The staging database is db-new.internal", workspace=WS)
+    new = mem.supersede(
+        "db", "The staging database is db-new.internal", workspace=WS, reason="migrated"
+    )
     assert new.agent == "ops" and new.content.endswith("db-new.internal")
     old = mem.store.get_memory(WS, "db")
     assert old.status is MemoryStatus.SUPERSEDED and old.superseded_by == new.id
     [link] = mem.store.supersessions(WS, ["db"])
-    assert link.decided_by == "explicit"
+    assert (link.decided_by, link.reason) == ("explicit", "migrated")
 
     mem.forget(workspace=WS, memory=new.id)
     revived = mem.store.get_memory(WS, "db")
@@ -225,3 +227,13 @@ def test_an_episode_segmented_after_the_change_is_replaced_too(mem: Episodic, cl
     replaced = mem.store.get_memory(WS, old_episode.id)
     assert replaced.status is MemoryStatus.SUPERSEDED and replaced.superseded_by == "d2"
     assert mem.store.get_memory(WS, new_episode.id).status is MemoryStatus.ACTIVE
+
+
+def test_a_note_cannot_replace_a_memory_newer_than_itself(mem: Episodic, clock: Clock) -> None:
+    mem.remember("the launch is planned for May", workspace=WS, id="plan")
+    clock.now = T0 - timedelta(days=1)  # a clock behind the stored memory
+    with pytest.raises(InvalidInput) as early:
+        mem.remember("the launch moved to June", workspace=WS, replaces="plan")
+    assert early.value.field == "replaces"
+    assert mem.store.get_memory(WS, "plan").status is MemoryStatus.ACTIVE
+    assert [m.id for m in mem.list_memories(ScopeFilter(workspace_id=WS)).items] == ["plan"]

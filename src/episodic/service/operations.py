@@ -259,11 +259,14 @@ class Operations:
         payload: Mapping[str, Any] | None = None,
         id: str | None = None,
         replaces: str | None = None,
+        reason: str | None = None,
+        by: str = EXPLICIT,
     ) -> Memory:
         """Store one memory now (admitted whatever its type; embedded at once when an
         embedder is there). ``source`` and ``evidence`` follow seed 004's provenance.
-        ``replaces`` names a memory this one supersedes (kept, out of default recall);
-        otherwise the new memory is checked for older ones it replaces."""
+        ``replaces`` names a memory this one supersedes (kept, out of default recall),
+        recorded with ``reason`` as decided by ``by``; otherwise the new memory is
+        checked for older ones it replaces."""
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("content", "required: the text to remember")
         old = None if replaces is None else self.replaceable(workspace, replaces)
@@ -281,6 +284,10 @@ class Operations:
         if evidence is not None:
             body["evidence"] = evidence
         now = self.ctx.clock()
+        if old is not None and old.valid_since > now:
+            raise InvalidInput("replaces", f"memory {replaces} is newer than this note")
+        if not isinstance(by, str) or not by.strip():
+            raise InvalidInput("by", "name who decided the replacement")
         event = parse_note(
             {
                 "id": id,
@@ -303,7 +310,8 @@ class Operations:
         self.ctx.store.append([event], [memory])
         self.writing.index_one(event.workspace, event.id)
         if old is not None:
-            self.replace(old, event.id, by=EXPLICIT, reason="replaced on request")
+            why = (reason or "").strip() or "replaced on request"
+            self.replace(old, event.id, by=by, reason=why)
             self.ctx.store.mark_supersession_checked([event.id])
         elif self.after_remember is not None:
             self.after_remember(self.ctx.store.get_memory(event.workspace, event.id))

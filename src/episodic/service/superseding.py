@@ -82,6 +82,8 @@ class Superseding:
                 resource=old.resource,
                 importance=old.base_importance,
                 replaces=old.id,
+                reason=reason,
+                by=by,
             )
         if found[0].id == old.id:
             raise InvalidInput("new", "a memory cannot replace itself")
