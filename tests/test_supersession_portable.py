@@ -195,3 +195,37 @@ def test_bad_validity_values_are_refused_naming_the_field(
     with pytest.raises(InvalidInput) as caught:
         parse_document(HEAD + lines + "---\nA note.\n")
     assert caught.value.field == field and words in caught.value.message
+
+
+TEAPARTY = Path(__file__).parent / "fixtures" / "teaparty"
+RULE = "0b6f3c2e-8d1a-4c5e-9f7a-2e4d6b8a1c01"  # global, created 2026-01-05
+LATER_RULE = "0b6f3c2e-8d1a-4c5e-9f7a-2e4d6b8a1c02"  # global, created 2026-02-20
+
+
+def test_the_teaparty_tree_keeps_supersession_too(
+    db_url: str, tmp_path: Path, clock: Clock, new_db_url: Callable[[], str]
+) -> None:
+    with open_mem(db_url, clock) as mem:
+        assert mem.import_teaparty(TEAPARTY, workspace=WS).errors == []
+        mem.supersede(RULE, LATER_RULE, workspace=WS, reason="the team changed its rule")
+        mem.export_teaparty(tmp_path / "out", workspace=WS)
+        text = (tmp_path / "out" / "MEMORY.md").read_text("utf-8")
+        assert "status: superseded\n" in text
+        assert "valid_to: '2026-02-20T00:00:00+00:00'\n" in text
+        assert f"superseded_by: {LATER_RULE}\n" in text
+        assert f"supersedes:\n- id: {RULE}\n  decided_by: explicit\n" in text
+        with open_mem(new_db_url(), clock) as fresh:
+            assert fresh.import_teaparty(tmp_path / "out", workspace=WS).errors == []
+            for memory_id in (RULE, LATER_RULE):
+                back, before = (m.store.get_memory(WS, memory_id) for m in (fresh, mem))
+                assert (back.status, back.valid_to, back.superseded_by) == (
+                    before.status,
+                    before.valid_to,
+                    before.superseded_by,
+                )
+            assert fresh.store.supersessions(WS, [RULE]) == mem.store.supersessions(WS, [RULE])
+            assert fresh.doctor(deep=True).ok
+            fresh.export_teaparty(tmp_path / "again", workspace=WS)
+    again = {p.relative_to(tmp_path / "again") for p in (tmp_path / "again").rglob("*.md")}
+    for rel in again:
+        assert (tmp_path / "again" / rel).read_bytes() == (tmp_path / "out" / rel).read_bytes()

@@ -486,7 +486,7 @@ class _Journals:
         return found
 
 
-def _restore_links(
+def restore_links(
     store: PortableStore,
     read: list[tuple[str, Memory, list[Supersession]]],
     errors: list[FileError],
@@ -571,7 +571,7 @@ def import_markdown(store: PortableStore, directory: Path, *, mirror: bool = Fal
         fresh.append(
             ImportedFile(rel, stat.st_mtime_ns, stat.st_size, digest, memory.workspace, memory.id)
         )
-    _restore_links(store, links, errors)
+    restore_links(store, links, errors)
     gone = [p for p in state if p not in seen]
     store.save_import_state(root, fresh, gone)
     removed = 0
