@@ -8,7 +8,7 @@ import, and a bad validity value is refused naming its field."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,20 +17,11 @@ from episodic import Episodic, Settings
 from episodic.errors import InvalidInput
 from episodic.model import Memory, MemoryStatus
 from episodic.portable import parse_document, parse_file, render_file
+from supersession_support import T0, WS, Clock
 
-WS = "acme"
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 OLD = "Always pay my subscriptions with card A."
 NEW = "Card A expired. From now on pay my subscriptions with card B."
 QUESTION = "which card pays my subscriptions"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def open_mem(url: str, clock: Clock, supersession: str = "auto") -> Episodic:

@@ -8,7 +8,7 @@ rows while it flags a link that does not hold."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -18,20 +18,11 @@ from episodic import Episodic, Settings
 from episodic.embed.fake import FakeEmbedder
 from episodic.model import Memory, MemoryStatus, ScopeFilter
 from episodic.upkeep.consolidate import CONSOLIDATED_TYPE
+from supersession_support import T0, WS, Clock
 
-WS = "acme"
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 LATER = T0 + timedelta(days=21)
 # Near-duplicates (token Jaccard above compaction's 0.8 and clustering's 0.5).
 STANDUP = "The team standup is at 9am in room 4 every weekday morning for the whole crew"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @pytest.fixture
