@@ -88,11 +88,19 @@ def test_consolidation_cites_only_memories_valid_now(mem: Episodic, clock: Clock
 def test_health_counts_only_memories_valid_now(db_url: str, clock: Clock) -> None:
     settings = Settings(supersession="off")
     with Episodic.open(db_url, embedder=FakeEmbedder(dim=64), settings=settings, clock=clock) as m:
-        replace_later(m, clock, "old", "new")
+        m.remember(STANDUP, workspace=WS, id="old")
+        clock.now = LATER
+        m.remember(STANDUP + " now", workspace=WS, id="new")
         m.remember("Invoices go out on the first of the month.", workspace=WS, id="other")
         m.index_once()
+        # The two near-duplicates are linked to each other, and only to each other.
+        assert m.store.health_facts(WS, LATER)[None].linked == 2
+        m.supersede("old", "new", workspace=WS)
+
         facts = m.store.health_facts(WS, LATER)[None]
         assert (facts.active, facts.vectored) == (2, 2)
+        # An edge to a replaced memory reaches nothing recall's walk can return.
+        assert facts.linked == 0
         # Coherence reads the vectors of the memories valid now only.
         assert m.store.vector_matrix(ScopeFilter(WS)).shape[0] == 2
         assert m.stats(WS).active_memories == 2
