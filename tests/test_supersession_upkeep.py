@@ -17,7 +17,7 @@ from conftest import raw_execute
 from episodic import Episodic, Settings
 from episodic.embed.fake import FakeEmbedder
 from episodic.model import Memory, MemoryStatus, ScopeFilter
-from episodic.upkeep.consolidate import CONSOLIDATED_TYPE
+from episodic.upkeep.consolidate import CONSOLIDATED_TYPE, EXCLUDED_TYPES
 from supersession_support import T0, WS, Clock
 
 LATER = T0 + timedelta(days=21)
@@ -75,6 +75,8 @@ def test_compaction_never_merges_a_superseded_memory(mem: Episodic, clock: Clock
 def test_consolidation_cites_only_memories_valid_now(mem: Episodic, clock: Clock) -> None:
     replace_later(mem, clock, "old", "new")
     mem.remember(STANDUP + " again", workspace=WS, id="third")
+    # The backlog that triggers a run counts what is valid now only.
+    assert mem.store.consolidation_backlog(WS, EXCLUDED_TYPES).unconsolidated == 2
     mem.consolidate(workspace=WS, refresh_health=False)
 
     [derived] = mem.store.list_memories(ScopeFilter(WS, types=(CONSOLIDATED_TYPE,)), 10)

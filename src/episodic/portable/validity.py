@@ -63,13 +63,13 @@ def validity_frontmatter(m: Memory, links: Iterable[Supersession] = ()) -> dict[
 def read_validity(
     head: Mapping[str, Any], memory_id: str, ts: datetime, status: MemoryStatus
 ) -> tuple[datetime | None, datetime | None, str | None]:
-    """``valid_from``, ``valid_to`` and ``superseded_by`` of a file, checked against each
-    other and its status; ``InvalidInput`` naming the field at fault."""
+    """``valid_from``, ``valid_to`` and ``superseded_by`` of a file, checked against its
+    status; ``InvalidInput`` naming the field at fault."""
     valid_from = when_field(head, "valid_from")
     valid_to = when_field(head, "valid_to")
     superseded_by = text_field(head, "superseded_by") or None
-    if valid_to is not None and valid_to < (valid_from or ts):
-        raise InvalidInput("valid_to", "earlier than the time the memory became true")
+    # A valid_to before valid_from is not refused: the store can hold one (a memory
+    # replaced by name with one written before it), and what an export wrote must import.
     if superseded_by == memory_id:
         raise InvalidInput("superseded_by", "a memory cannot replace itself")
     if status is MemoryStatus.SUPERSEDED and superseded_by is None:
