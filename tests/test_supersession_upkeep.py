@@ -72,6 +72,26 @@ def test_compaction_never_merges_a_superseded_memory(mem: Episodic, clock: Clock
     assert mem.store.compacted_into(WS, ["old", "new"]) == {}
 
 
+def test_compaction_never_merges_across_a_supersession(mem: Episodic, clock: Clock) -> None:
+    # "new" replaced "old"; "restated" says what "new" says. Merging them would move the
+    # replacing memory's time (a merge takes the newest) or fold it into another memory,
+    # and "old" would then name a replacement that no longer stands as it did.
+    replace_later(mem, clock, "old", "new")
+    clock.now = LATER + timedelta(days=1)
+    mem.remember(STANDUP + " again", workspace=WS, id="restated")
+    before = mem.store.get_memory(WS, "new")
+
+    [result] = mem.compact(workspace=WS)
+    assert result.detail["compacted"] == 0
+    assert mem.store.get_memory(WS, "new") == before
+    assert status(mem, "restated") is MemoryStatus.ACTIVE
+    [link] = mem.store.supersessions(WS, ["old"])
+    assert link.new_id == "new"
+    assert [
+        h.id for h in mem.recall("standup room", workspace=WS, mark=False, as_of=LATER).hits
+    ] == ["new"]
+
+
 def test_consolidation_cites_only_memories_valid_now(mem: Episodic, clock: Clock) -> None:
     replace_later(mem, clock, "old", "new")
     mem.remember(STANDUP + " again", workspace=WS, id="third")
