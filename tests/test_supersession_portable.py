@@ -251,3 +251,16 @@ def test_remember_refuses_to_replace_a_newer_memory(db_url: str, clock: Clock) -
         with pytest.raises(InvalidInput) as caught:
             mem.remember(NEW, workspace=WS, id="card-b", replaces="card-a")
         assert caught.value.field == "replaces"
+
+
+def test_a_hand_edited_reason_updates_the_link(source: Episodic, tmp_path: Path) -> None:
+    out = tmp_path / "export"
+    source.export_markdown(out)
+    path = out / WS / "office-new.md"
+    path.write_text(
+        path.read_text("utf-8").replace("the team moved", "we moved to a bigger office"), "utf-8"
+    )
+    report = source.import_markdown(out)
+    assert report.errors == [] and report.updated == 0  # the memory itself is as it was
+    [link] = source.store.supersessions(WS, ["office-old"])
+    assert (link.new_id, link.reason) == ("office-new", "we moved to a bigger office")
