@@ -264,3 +264,16 @@ def test_a_hand_edited_reason_updates_the_link(source: Episodic, tmp_path: Path)
     assert report.errors == [] and report.updated == 0  # the memory itself is as it was
     [link] = source.store.supersessions(WS, ["office-old"])
     assert (link.new_id, link.reason) == ("office-new", "we moved to a bigger office")
+
+
+def test_a_mirror_import_without_the_replacing_file_gives_the_old_memory_back(
+    source: Episodic, tmp_path: Path
+) -> None:
+    out = tmp_path / "export"
+    source.export_markdown(out)
+    (out / WS / "office-new.md").unlink()
+    report = source.import_markdown(out, mirror=True)
+    assert report.errors == [] and report.removed == 1
+    old = source.store.get_memory(WS, "office-old")
+    assert (old.status, old.valid_to, old.superseded_by) == (MemoryStatus.ACTIVE, None, None)
+    assert source.store.supersessions(WS, ["office-old"]) == []
