@@ -147,6 +147,7 @@ DEEP_NAMES = {
     "orphans.sources",
     "orphans.relations",
     "orphans.compactions",
+    "orphans.supersessions",
     "orphans.archive",
     "orphans.vectors",
     "vectors.flag",

@@ -27,11 +27,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import yaml
@@ -49,7 +49,14 @@ from episodic.portable.fields import (
     text_field,
     when_field,
 )
+from episodic.portable.validity import (
+    VALIDITY_FIELDS,
+    read_links,
+    read_validity,
+    validity_frontmatter,
+)
 from episodic.store.service import ImportedFile, ServiceStore
+from episodic.store.supersession import Supersession, SupersessionStore
 
 JOURNAL_FILE = "_journal.jsonl"
 FRONTMATTER = "---"
@@ -69,6 +76,7 @@ FIELDS = (
     "reinforcement",
     "last_reinforced",
     "ts",
+    *VALIDITY_FIELDS,
     "created_at",
     "severity",
     "source",
@@ -83,6 +91,15 @@ FIELDS = (
     "payload",
 )
 _KNOWN = frozenset(FIELDS)
+
+
+class PortableStore(ServiceStore, SupersessionStore, Protocol):
+    """What markdown export and import read and write: memories, their journal events
+    and who replaced whom."""
+
+    def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
+        """The links with either end among ``memory_ids`` (as ``SearchStore``'s)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +175,7 @@ def _ts(value: datetime | None) -> str | None:
     return None if value is None else value.astimezone(UTC).isoformat()
 
 
-def frontmatter(m: Memory) -> dict[str, Any]:
+def frontmatter(m: Memory, links: Sequence[Supersession] = ()) -> dict[str, Any]:
     payload = dict(m.payload)
     source = payload.pop("source") if isinstance(payload.get("source"), str) else None
     evidence = payload.pop("evidence") if isinstance(payload.get("evidence"), str) else None
@@ -176,6 +193,7 @@ def frontmatter(m: Memory) -> dict[str, Any]:
         "reinforcement": m.reference_count,
         "last_reinforced": _ts(m.last_referenced_at),
         "ts": _ts(m.ts),
+        **validity_frontmatter(m, links),
         "created_at": _ts(m.created_at),
         "severity": m.severity,
         "source": source,
@@ -193,9 +211,14 @@ def frontmatter(m: Memory) -> dict[str, Any]:
     return {k: v for k, v in values.items() if v is not None and v != "" and v != [] and v != {}}
 
 
-def render_file(m: Memory) -> str:
+def render_file(m: Memory, links: Sequence[Supersession] = ()) -> str:
+    """A memory's file; ``links`` are the supersessions it is the newer end of."""
     head = yaml.safe_dump(
-        frontmatter(m), sort_keys=False, allow_unicode=True, default_flow_style=False, width=100
+        frontmatter(m, links),
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=100,
     )
     return f"{FRONTMATTER}\n{head}{FRONTMATTER}\n{m.content}\n"
 
@@ -232,7 +255,7 @@ def event_json(event: Event, episode_id: str | None) -> dict[str, Any]:
 
 
 def export_markdown(
-    store: ServiceStore, directory: Path, *, workspace: str | None = None
+    store: PortableStore, directory: Path, *, workspace: str | None = None
 ) -> ExportReport:
     """Write the memories of one workspace (or all) under ``directory``. Markdown files of
     an exported workspace that no memory wrote are removed, so the folder is a snapshot."""
@@ -242,16 +265,18 @@ def export_markdown(
         root = directory / _segment(ws)
         kept: set[Path] = set()
         cited: list[str] = []
-        for m in all_memories(store, ws):
-            path = directory / relative_path(m)
-            if path in kept:
-                raise EpisodicError(f"two memories map to {path}; ids must differ")
-            kept.add(path)
-            cited.extend(m.source_event_ids)
-            if write_if_changed(path, render_file(m).encode("utf-8")):
-                written += 1
-            else:
-                unchanged += 1
+        for page in memory_pages(store, ws):
+            links = store.supersessions(ws, [m.id for m in page])
+            for m in page:
+                path = directory / relative_path(m)
+                if path in kept:
+                    raise EpisodicError(f"two memories map to {path}; ids must differ")
+                kept.add(path)
+                cited.extend(m.source_event_ids)
+                if write_if_changed(path, render_file(m, links).encode("utf-8")):
+                    written += 1
+                else:
+                    unchanged += 1
         rows = store.events_with_episodes(ws, cited)
         events += len(rows)
         journal = "".join(
@@ -279,10 +304,19 @@ def all_memories(
     store: ServiceStore, workspace: str, types: tuple[str, ...] | None = None
 ) -> Iterator[Memory]:
     """Every memory of a workspace (of those types), any status, page by page."""
+    for page in memory_pages(store, workspace, types):
+        yield from page
+
+
+def memory_pages(
+    store: ServiceStore, workspace: str, types: tuple[str, ...] | None = None
+) -> Iterator[list[Memory]]:
+    """``all_memories`` a page at a time (superseded ones too: history is exported)."""
     before: tuple[datetime, str] | None = None
     while True:
         page = store.list_memories(ScopeFilter(workspace, types=types), EXPORT_PAGE, before=before)
-        yield from page
+        if page:
+            yield page
         if len(page) < EXPORT_PAGE:
             return
         before = (page[-1].ts, page[-1].id)
@@ -291,6 +325,12 @@ def all_memories(
 # -- reading ---------------------------------------------------------------------------
 def parse_file(text: str) -> Memory:
     """A memory from a markdown file's text; ``InvalidInput`` naming the field."""
+    return parse_document(text)[0]
+
+
+def parse_document(text: str) -> tuple[Memory, list[Supersession]]:
+    """A memory and the supersessions it is the newer end of, from a markdown file's
+    text; ``InvalidInput`` naming the field."""
     if text.startswith("\ufeff"):
         text = text[1:]
     if not text.startswith(FRONTMATTER + "\n"):
@@ -333,17 +373,20 @@ def parse_file(text: str) -> Memory:
     try:
         parsed_status = MemoryStatus(status)
     except ValueError:
-        raise InvalidInput("status", "use active, retired or compacted") from None
+        raise InvalidInput("status", "use active, retired, compacted or superseded") from None
     sources = head.get("sources", [])
     if not isinstance(sources, list) or not all(isinstance(s, str) and s for s in sources):
         raise InvalidInput("sources", "expected a list of event ids")
     reinforcement = head.get("reinforcement", 0)
     if isinstance(reinforcement, bool) or not isinstance(reinforcement, int) or reinforcement < 0:
         raise InvalidInput("reinforcement", "expected a whole number, 0 or more")
-    return Memory(
-        id=required(head, "id"),
+    memory_id = required(head, "id")
+    ts = when_field(head, "ts") or created or datetime.now(UTC)
+    valid_from, valid_to, superseded_by = read_validity(head, memory_id, ts, parsed_status)
+    memory = Memory(
+        id=memory_id,
         workspace=required(head, "workspace"),
-        ts=when_field(head, "ts") or created or datetime.now(UTC),
+        ts=ts,
         type=text_field(head, "type") or "note",
         content=content,
         severity=severity,
@@ -366,7 +409,11 @@ def parse_file(text: str) -> Memory:
         difficulty=opt_number_field(head, "difficulty"),
         last_reviewed_at=when_field(head, "last_reviewed"),
         consolidated_at=when_field(head, "consolidated_at"),
+        valid_from=valid_from,
+        valid_to=valid_to,
+        superseded_by=superseded_by,
     )
+    return memory, read_links(head, memory)
 
 
 def _either(obj: Mapping[str, Any], name: str) -> Any:
@@ -439,7 +486,24 @@ class _Journals:
         return found
 
 
-def import_markdown(store: ServiceStore, directory: Path, *, mirror: bool = False) -> ImportReport:
+def restore_links(
+    store: PortableStore,
+    read: list[tuple[str, Memory, list[Supersession]]],
+    errors: list[FileError],
+) -> None:
+    """Write the supersessions the files read name, and take the memories they hold off
+    the list checked for what they replace: an export carries the decisions already
+    taken, so importing one never decides them again."""
+    for rel, memory, replaced in read:
+        try:
+            if replaced:
+                store.restore_supersessions(memory.workspace, replaced)
+        except InvalidInput as exc:
+            errors.append(FileError(rel, exc.field, exc.message))
+    store.mark_supersession_checked([memory.id for _, memory, _ in read])
+
+
+def import_markdown(store: PortableStore, directory: Path, *, mirror: bool = False) -> ImportReport:
     """Import the markdown memories under ``directory``; with ``mirror``, memories of the
     workspaces found there that no file holds (any more) are removed too (their events
     stay)."""
@@ -456,6 +520,8 @@ def import_markdown(store: ServiceStore, directory: Path, *, mirror: bool = Fals
     ids_by_ws: dict[str, set[str]] = {}
     owner: dict[str, str] = {}
     fresh: list[ImportedFile] = []
+    # Written once every file is in: the memory a link replaced may come later.
+    links: list[tuple[str, Memory, list[Supersession]]] = []
     for path in sorted(directory.rglob("*.md")):
         if not path.is_file():
             continue
@@ -485,7 +551,7 @@ def import_markdown(store: ServiceStore, directory: Path, *, mirror: bool = Fals
             continue
         counts["read"] += 1
         try:
-            memory = parse_file(data.decode("utf-8"))
+            memory, replaced = parse_document(data.decode("utf-8"))
             if memory.id in owner and owner[memory.id] != rel:
                 raise InvalidInput("id", f"{memory.id} is also the id of {owner[memory.id]}")
             result = store.restore(memory, journals.events_for(memory))
@@ -496,6 +562,7 @@ def import_markdown(store: ServiceStore, directory: Path, *, mirror: bool = Fals
             errors.append(FileError(rel, exc.field, exc.message))
             continue
         owner[memory.id] = rel
+        links.append((rel, memory, replaced))
         ids_by_ws.setdefault(memory.workspace, set()).add(memory.id)
         counts["inserted"] += result.inserted
         counts["updated"] += result.updated
@@ -504,6 +571,7 @@ def import_markdown(store: ServiceStore, directory: Path, *, mirror: bool = Fals
         fresh.append(
             ImportedFile(rel, stat.st_mtime_ns, stat.st_size, digest, memory.workspace, memory.id)
         )
+    restore_links(store, links, errors)
     gone = [p for p in state if p not in seen]
     store.save_import_state(root, fresh, gone)
     removed = 0

@@ -19,7 +19,7 @@ then its text (so the text cannot hold a ``---`` line of its own)::
     ---
     id: 6f1c...            type: declarative|procedural|directive|corrective
     domain: task|team      importance: 0.0-1.0      phase: design (optional)
-    status: active|retired|compacted     reinforcement_count: 2
+    status: active|retired|compacted|superseded     reinforcement_count: 2
     last_reinforced: '2026-03-01'        created_at: '2026-02-11'
     ---
     The learning's text.
@@ -42,7 +42,11 @@ pass writes them. Fields: ``type`` -> ``payload.learning_type``, ``domain``, ``p
 (the ones reinforcement and stage retirement use), ``importance`` -> base importance,
 ``created_at`` -> the memory's time (a date), TeaParty's optional ``session_id``,
 ``session_task``, ``promoted_from`` and ``promoted_at`` -> payload, ``agent`` -> the
-agent id (episodic's own field), any other field -> ``payload.frontmatter``. A field
+agent id (episodic's own field), any other field -> ``payload.frontmatter``. A memory a
+newer one replaced keeps its entry (``status: superseded``) with episodic's validity
+fields after TeaParty's (``valid_to``, ``superseded_by``; ``supersedes`` on the newer
+entry, as in the plain layout: ``episodic.portable.validity``), so the tree loses no
+history; entries without them read as before. A field
 left out takes TeaParty's default (``procedural``, ``team``, 0.5, ``active``, 0); a bad
 value is reported with its file, entry line and field, and the other entries import.
 
@@ -56,7 +60,7 @@ reported, not written: the plain layout keeps everything.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path, PurePosixPath
@@ -66,7 +70,14 @@ import yaml
 
 from episodic.errors import InvalidInput
 from episodic.model import Memory, MemoryStatus
-from episodic.portable import FileError, ImportReport, all_memories, write_if_changed
+from episodic.portable import (
+    FileError,
+    ImportReport,
+    PortableStore,
+    all_memories,
+    restore_links,
+    write_if_changed,
+)
 from episodic.portable.fields import (
     holds_surrogate,
     load_frontmatter,
@@ -74,13 +85,19 @@ from episodic.portable.fields import (
     required,
     text_field,
 )
+from episodic.portable.validity import (
+    VALIDITY_FIELDS,
+    read_links,
+    read_validity,
+    validity_frontmatter,
+)
 from episodic.scoring.decay import (
     LAST_REINFORCED,
     REINFORCEMENT_COUNT,
     REINFORCEMENT_LIMIT,
     reinforcement_of,
 )
-from episodic.store.service import ServiceStore
+from episodic.store.supersession import Supersession
 from episodic.write.events import opt_id
 from episodic.write.extract import content_hash
 from episodic.write.learnings import DOMAINS, LEARNING_TYPES
@@ -100,7 +117,7 @@ AGENT = "agent"
 EXTRA = "frontmatter"  # payload key for fields this layout does not know
 KNOWN = frozenset(
     {"id", "type", "domain", "importance", "phase", "status", "created_at", AGENT}
-    | {REINFORCEMENT_COUNT, LAST_REINFORCED, *OPTIONAL_TEXT}
+    | {REINFORCEMENT_COUNT, LAST_REINFORCED, *OPTIONAL_TEXT, *VALIDITY_FIELDS}
 )
 # Payload keys an entry's file decides; the memory's other payload keys are kept.
 GOVERNED = frozenset(
@@ -287,6 +304,8 @@ def read_entry(
     if created is not None and (old is None or old.ts.date() != created):
         ts = datetime(created.year, created.month, created.day, tzinfo=UTC)
     same_text = old is not None and old.content == entry.content
+    status = MemoryStatus(status_text)
+    valid_from, valid_to, superseded_by = read_validity(head, memory_id, ts, status)
     return Memory(
         id=memory_id,
         workspace=workspace,
@@ -303,7 +322,7 @@ def read_entry(
         importance=old.importance if old and old.base_importance == base else base,
         reference_count=old.reference_count if old else 0,
         last_referenced_at=old.last_referenced_at if old else None,
-        status=MemoryStatus(status_text),
+        status=status,
         source_event_ids=old.source_event_ids if old else (),
         created_at=old.created_at if old else arrival,
         keys=old.keys if old and same_text else "",
@@ -312,12 +331,16 @@ def read_entry(
         difficulty=old.difficulty if old else None,
         last_reviewed_at=old.last_reviewed_at if old else None,
         consolidated_at=old.consolidated_at if old else None,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        superseded_by=superseded_by,
     )
 
 
-def frontmatter(m: Memory) -> dict[str, Any]:
+def frontmatter(m: Memory, links: Sequence[Supersession] = ()) -> dict[str, Any]:
     """An entry's fields in TeaParty's order: id, type, domain, importance, phase, status,
-    reinforcement_count, last_reinforced, created_at, its optional ones, then ours."""
+    reinforcement_count, last_reinforced, created_at, its optional ones, then ours (the
+    agent; a memory's validity and what it replaced, only when it has them)."""
     p = m.payload
     kind = p.get("learning_type")
     domain = p.get("domain")
@@ -335,6 +358,7 @@ def frontmatter(m: Memory) -> dict[str, Any]:
         AGENT: m.agent,
     }
     out = {k: v for k, v in out.items() if isinstance(v, str | int | float) and v != ""}
+    out.update(validity_frontmatter(m, links))
     extra = p.get(EXTRA)
     if isinstance(extra, Mapping):
         out.update({k: v for k, v in sorted(extra.items()) if k not in KNOWN})
@@ -345,9 +369,13 @@ def clean_text(content: str) -> str:
     return content.replace("\r\n", "\n").replace("\r", "\n").strip()
 
 
-def render_entry(m: Memory) -> str:
+def render_entry(m: Memory, links: Sequence[Supersession] = ()) -> str:
     head = yaml.safe_dump(
-        frontmatter(m), sort_keys=False, allow_unicode=True, default_flow_style=False, width=4096
+        frontmatter(m, links),
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=4096,
     )
     return f"{SEPARATOR}\n{head}{SEPARATOR}\n{clean_text(m.content)}\n"
 
@@ -385,7 +413,7 @@ def _check_workspace(workspace: str) -> str:
     return checked
 
 
-def export_teaparty(store: ServiceStore, directory: Path, *, workspace: str) -> TeaPartyExport:
+def export_teaparty(store: PortableStore, directory: Path, *, workspace: str) -> TeaPartyExport:
     """Write the workspace's learnings and institutional memories as a TeaParty tree."""
     ws = _check_workspace(workspace)
     files: dict[PurePosixPath, list[Memory]] = {}
@@ -401,7 +429,8 @@ def export_teaparty(store: ServiceStore, directory: Path, *, workspace: str) -> 
     written = unchanged = 0
     for rel, memories in sorted(files.items()):
         memories.sort(key=lambda m: (m.created_at or m.ts, m.id))
-        text = "\n".join(render_entry(m) for m in memories)
+        links = store.supersessions(ws, [m.id for m in memories])
+        text = "\n".join(render_entry(m, links) for m in memories)
         if write_if_changed(directory.joinpath(*rel.parts), text.encode("utf-8")):
             written += 1
         else:
@@ -441,7 +470,7 @@ def memory_files(directory: Path) -> Iterator[tuple[PurePosixPath, Place, Path]]
 
 
 def import_teaparty(
-    store: ServiceStore, directory: Path, *, workspace: str, now: datetime
+    store: PortableStore, directory: Path, *, workspace: str, now: datetime
 ) -> ImportReport:
     """Read a TeaParty tree into ``workspace``: every entry inserted, or its memory
     updated; bad entries reported (file, line, field) and the rest imported."""
@@ -452,6 +481,8 @@ def import_teaparty(
     files = inserted = updated = unchanged = 0
     owner: dict[str, str] = {}
     arrived = 0
+    # Written once every entry is in: the memory a link replaced may come later.
+    read: list[tuple[str, Memory, list[Supersession]]] = []
     for rel, place, path in memory_files(directory):
         files += 1
         try:
@@ -473,10 +504,12 @@ def import_teaparty(
                 memory = read_entry(
                     entry, place, ws, existing, now + timedelta(microseconds=arrived)
                 )
+                links = read_links(load_frontmatter(entry.head), memory)
                 if memory.id in owner:
                     raise InvalidInput("id", f"{memory.id} is also the id of {owner[memory.id]}")
                 # Stored as it reads: no write transaction (a re-run of an unchanged tree).
                 result = None if existing.get(memory.id) == memory else store.restore(memory, ())
+                read.append((where, memory, links))
             except InvalidInput as exc:
                 errors.append(FileError(where, exc.field, exc.message))
                 continue
@@ -488,6 +521,7 @@ def import_teaparty(
             inserted += result.inserted
             updated += result.updated
             unchanged += result.unchanged
+    restore_links(store, read, errors)
     # Every file is read: entries carry no file state of their own to skip by.
     return ImportReport(
         str(directory),

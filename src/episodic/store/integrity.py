@@ -109,6 +109,35 @@ _ORPHANS: tuple[tuple[str, tuple[tuple[str, str], ...], str], ...] = (
         "memories) OR survivor_id NOT IN (SELECT id FROM memories)",
     ),
     (
+        "orphans.supersessions",
+        (
+            (
+                "SELECT count(*) FROM supersessions s "
+                "WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = s.old_id) "
+                "OR NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = s.new_id)",
+                "supersession links naming a memory that does not exist",
+            ),
+            (
+                "SELECT count(*) FROM supersessions s JOIN memories m ON m.id = s.old_id "
+                "WHERE m.status <> 'superseded'",
+                "supersession links whose replaced memory is not superseded",
+            ),
+            (
+                # A superseded memory leaves recall; with no replacing memory (or no link
+                # to it) nothing says what took its place.
+                "SELECT count(*) FROM memories m WHERE m.status = 'superseded' "
+                "AND NOT EXISTS (SELECT 1 FROM supersessions s JOIN memories n "
+                "ON n.id = s.new_id WHERE s.old_id = m.id AND s.new_id = m.superseded_by)",
+                "superseded memories with no link to the memory that replaced them",
+            ),
+        ),
+        "delete the links and give the memories back their validity: DELETE FROM "
+        "supersessions WHERE old_id NOT IN (SELECT id FROM memories WHERE status = "
+        "'superseded') OR new_id NOT IN (SELECT id FROM memories); UPDATE memories SET "
+        "status = 'active', valid_to = NULL, superseded_by = NULL WHERE status = 'superseded' "
+        "AND id NOT IN (SELECT old_id FROM supersessions)",
+    ),
+    (
         "orphans.archive",
         (
             (

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from episodic.model import Memory
+from episodic.store.rows import ts_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,14 @@ class SupersessionStore(Protocol):
         ``NotFound`` when either id is not a memory of the workspace."""
         ...
 
+    def restore_supersessions(self, workspace_id: str, links: Sequence[Supersession]) -> int:
+        """Write links read back from an export as they were (who decided, why, when),
+        replacing a stored link of the same two memories; the memories' own fields
+        (status, validity) are restored with them. ``InvalidInput`` on field
+        ``supersedes`` when an end is not a memory of the workspace. Returns the links
+        written."""
+        ...
+
     def pending_supersession(self, limit: int, *, vectored_only: bool) -> list[Memory]:
         """Memories not yet checked for what they may replace, oldest written first
         (with ``vectored_only``, only those already embedded)."""
@@ -85,6 +94,26 @@ def derived_reason(old_id: str, reason: str) -> str:
     return f"made from {old_id}, which it replaced: {reason}"
 
 
+def restore_link_sql(mark: str) -> str:
+    """Write one link as an export recorded it: parameters ``(workspace, old_id, new_id,
+    decided_by, reason, decided_at)``."""
+    values = ", ".join([mark] * 6)
+    return (
+        f"INSERT INTO supersessions (workspace_id, {SUPERSESSION_COLUMNS}) VALUES ({values}) "
+        "ON CONFLICT (old_id, new_id) DO UPDATE SET decided_by = excluded.decided_by, "
+        "reason = excluded.reason, decided_at = excluded.decided_at"
+    )
+
+
+def missing_end(links: Sequence[Supersession], stored: set[str]) -> str | None:
+    """The first end of ``links`` that is not among the ``stored`` memory ids, if any."""
+    for link in links:
+        for memory_id in (link.old_id, link.new_id):
+            if memory_id not in stored:
+                return memory_id
+    return None
+
+
 def revive_sql(forgotten: str, mark: str) -> str:
     """Give back their validity to memories whose replacing memory is among ``forgotten``
     (a subquery of ids) while they are not: parameters ``(now,)``."""
@@ -92,4 +121,16 @@ def revive_sql(forgotten: str, mark: str) -> str:
         f"UPDATE memories SET status = 'active', valid_to = NULL, superseded_by = NULL, "
         f"updated_at = {mark} WHERE status = 'superseded' AND superseded_by IN {forgotten} "
         f"AND id NOT IN {forgotten}"
+    )
+
+
+def link_row(workspace_id: str, link: Supersession) -> tuple[str, ...]:
+    """``restore_link_sql``'s parameters for one link."""
+    return (
+        workspace_id,
+        link.old_id,
+        link.new_id,
+        link.decided_by,
+        link.reason,
+        ts_text(link.decided_at),
     )

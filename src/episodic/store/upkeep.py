@@ -27,6 +27,17 @@ ARCHIVE_PAYLOAD_CHARS = 400
 DECAY_CHUNK_ROWS = 50_000
 
 
+# Whether memory ``m`` is linked (health's reachability): an edge leads to a memory
+# recall's walk can return, an active one. An edge to a superseded, retired or compacted
+# memory reaches nothing.
+LINKED_SQL = (
+    "EXISTS (SELECT 1 FROM memory_relations r JOIN memories o ON o.id = r.dst "
+    "AND o.status = 'active' WHERE r.src = m.id) OR "
+    "EXISTS (SELECT 1 FROM memory_relations r JOIN memories o ON o.id = r.src "
+    "AND o.status = 'active' WHERE r.dst = m.id)"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ReviewRequest:
     """A recall waiting for its review (seed 003): the memories it returned, best first,

@@ -16,7 +16,10 @@ Each group merges into its most important member (ties: longer content, then new
 which takes the longest content, the highest importance, the summed reinforcement
 (reference counts) and the latest dates; the others get status ``compacted`` and a
 pointer to it (``payload.compacted_into`` and ``memory_compactions``). They stay in the
-database, out of every recall.
+database, out of every recall. Nothing is merged across a supersession: a superseded
+memory is not active, and a memory that replaced another is left as it is, since a merge
+would move its time (the newest of the group) or fold it into another memory, and the
+memory it replaced would name a replacement that no longer stands as it did.
 
 **Stage retirement** (seed 001): when a phase of a project ends, the ``domain = task``
 memories of that phase (payload ``phase`` or ``stage``) get status ``retired``; they stay
@@ -28,13 +31,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from episodic.errors import InvalidInput
 from episodic.model import Memory
 from episodic.scoring.mmr import jaccard, tokens
 from episodic.scoring.similarity import near_duplicates
 from episodic.store.base import ArchivedEvent as ArchivedEvent
+from episodic.store.supersession import Supersession
 from episodic.store.upkeep import Merge, UpkeepStore
 from episodic.write.messages import MESSAGE_TYPE
 
@@ -47,6 +51,14 @@ NOT_MERGED_TYPES = (MESSAGE_TYPE,)
 TASK_DOMAIN = "task"
 
 _UNICODE_WORD = re.compile(r"\w+")
+
+
+class CompactionStore(UpkeepStore, Protocol):
+    """What compaction reads and writes: the upkeep tables, and who replaced whom."""
+
+    def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
+        """The links with either end among ``memory_ids`` (as ``SearchStore``'s)."""
+        ...
 
 
 def archive(store: UpkeepStore, workspace: str, now: datetime, after_days: float) -> int:
@@ -129,9 +141,9 @@ def _merge(survivor: Memory, losers: Sequence[tuple[Memory, float]]) -> Merge:
     )
 
 
-def merge_near_duplicates(store: UpkeepStore, workspace: str, now: datetime) -> tuple[int, int]:
-    """Plan and apply merges over the workspace's active memories; returns (merges
-    planned, memories compacted)."""
+def merge_near_duplicates(store: CompactionStore, workspace: str, now: datetime) -> tuple[int, int]:
+    """Plan and apply merges over the workspace's active memories but those that replaced
+    another; returns (merges planned, memories compacted)."""
     memories: list[Memory] = []
     cursor = 0
     while True:
@@ -141,12 +153,13 @@ def merge_near_duplicates(store: UpkeepStore, workspace: str, now: datetime) -> 
         memories += page
         if not cursor:
             break
-    merges = plan_merges(memories)
+    replacing = {link.new_id for link in store.supersessions(workspace, [m.id for m in memories])}
+    merges = plan_merges([m for m in memories if m.id not in replacing])
     return len(merges), store.compact_memories(workspace, merges, now)
 
 
 def run_compaction(
-    store: UpkeepStore,
+    store: CompactionStore,
     workspace: str,
     now: datetime,
     *,

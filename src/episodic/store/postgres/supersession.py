@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from episodic.errors import NotFound
+from episodic.errors import InvalidInput, NotFound
 from episodic.model import Memory
 from episodic.store.postgres.connection import PgBase, _has_nul
 from episodic.store.postgres.writes import _MEMORY_WITH_SOURCES
@@ -15,6 +15,9 @@ from episodic.store.supersession import (
     Supersession,
     derived_reason,
     derived_sql,
+    link_row,
+    missing_end,
+    restore_link_sql,
 )
 
 
@@ -91,6 +94,30 @@ class SupersessionMixin(PgBase):
                 (workspace_id, wanted, wanted),
             ).fetchall()
         return [Supersession(r[0], r[1], r[2], r[3], parse_ts(r[4])) for r in rows]
+
+    def restore_supersessions(self, workspace_id: str, links: Sequence[Supersession]) -> int:
+        for link in links:
+            if _has_nul(link.old_id, link.new_id, link.decided_by, link.reason):
+                raise InvalidInput("supersedes", "cannot hold a NUL (0x00) character")
+        ends = unique([i for link in links for i in (link.old_id, link.new_id)])
+        with self._write() as conn:
+            stored = {
+                row[0]
+                for row in self._exec(
+                    conn,
+                    "SELECT id FROM memories WHERE workspace_id = %s AND id = ANY(%s)",
+                    (workspace_id, ends),
+                ).fetchall()
+            }
+            absent = missing_end(links, stored)
+            if absent is not None:
+                raise InvalidInput("supersedes", f"memory {absent} is not stored in {workspace_id}")
+            self._executemany(
+                conn,
+                restore_link_sql("%s"),
+                [link_row(workspace_id, link) for link in links],
+            )
+        return len(links)
 
     def pending_supersession(self, limit: int, *, vectored_only: bool) -> list[Memory]:
         vectored = " AND m.has_vector = 1" if vectored_only else ""

@@ -49,6 +49,7 @@ from episodic.store.sql import SNAPSHOT_COLUMNS, scope_where
 from episodic.store.upkeep import (
     ARCHIVE_PAYLOAD_CHARS,
     DECAY_CHUNK_ROWS,
+    LINKED_SQL,
     ArchivedEvent,
     HealthFacts,
     HealthSnapshot,
@@ -344,8 +345,7 @@ class UpkeepMixin(PgBase):
                 "percentile_disc(0.5) WITHIN GROUP (ORDER BY ts), "
                 "percentile_disc(0.5) WITHIN GROUP (ORDER BY ts DESC) "
                 "FROM (SELECT m.crew_id, m.ts, m.has_vector, m.has_vector = 1 AND ("
-                "EXISTS (SELECT 1 FROM memory_relations r WHERE r.src = m.id) OR "
-                "EXISTS (SELECT 1 FROM memory_relations r WHERE r.dst = m.id)) AS linked "
+                f"{LINKED_SQL}) AS linked "
                 "FROM memories m WHERE m.workspace_id = %s AND m.status = 'active') a "
                 "GROUP BY GROUPING SETS ((), (crew_id))",
                 (workspace_id,),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from episodic.errors import NotFound
+from episodic.errors import InvalidInput, NotFound
 from episodic.model import Memory
 from episodic.store.rows import parse_ts, ts_text, unique
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
@@ -14,6 +14,9 @@ from episodic.store.supersession import (
     Supersession,
     derived_reason,
     derived_sql,
+    link_row,
+    missing_end,
+    restore_link_sql,
 )
 
 
@@ -77,6 +80,28 @@ class SupersessionMixin(SqliteBase):
                     link = Supersession(row[0], row[1], row[2], row[3], parse_ts(row[4]))
                     found[(link.old_id, link.new_id)] = link
         return sorted(found.values(), key=lambda s: (s.decided_at, s.old_id, s.new_id))
+
+    def restore_supersessions(self, workspace_id: str, links: Sequence[Supersession]) -> int:
+        ends = unique([i for link in links for i in (link.old_id, link.new_id)])
+        with self._write():
+            stored: set[str] = set()
+            for chunk in chunks(ends):
+                stored.update(
+                    row[0]
+                    for row in self._execute(
+                        "SELECT id FROM memories WHERE +workspace_id = ? "
+                        f"AND id IN ({placeholders(len(chunk))})",
+                        (workspace_id, *chunk),
+                    )
+                )
+            absent = missing_end(links, stored)
+            if absent is not None:
+                raise InvalidInput("supersedes", f"memory {absent} is not stored in {workspace_id}")
+            self._executemany(
+                restore_link_sql("?"),
+                [link_row(workspace_id, link) for link in links],
+            )
+        return len(links)
 
     def pending_supersession(self, limit: int, *, vectored_only: bool) -> list[Memory]:
         vectored = " AND has_vector = 1" if vectored_only else ""

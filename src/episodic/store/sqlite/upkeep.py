@@ -38,6 +38,7 @@ from episodic.store.sqlite.connection import SqliteBase, chunks, map_errors, pla
 from episodic.store.upkeep import (
     ARCHIVE_PAYLOAD_CHARS,
     DECAY_CHUNK_ROWS,
+    LINKED_SQL,
     ArchivedEvent,
     HealthFacts,
     HealthSnapshot,
@@ -253,8 +254,7 @@ class UpkeepMixin(SqliteBase):
         with self._read():
             rows = self._execute(
                 "SELECT m.crew_id, m.ts, m.has_vector, m.has_vector = 1 AND ("
-                "EXISTS (SELECT 1 FROM memory_relations r WHERE r.src = m.id) OR "
-                "EXISTS (SELECT 1 FROM memory_relations r WHERE r.dst = m.id)) "
+                f"{LINKED_SQL}) "
                 "FROM memories m WHERE m.workspace_id = ? AND m.status = 'active'",
                 (workspace_id,),
             ).fetchall()
