@@ -178,7 +178,7 @@ def memory_line(hit: Hit) -> str:
 
 
 def superseded_label(hit: Hit) -> str:
-    """"superseded 2026-05-03 by m-7" for a memory a newer one replaced (recalled only
+    """ "superseded 2026-05-03 by m-7" for a memory a newer one replaced (recalled only
     with ``as_of`` or ``include_superseded``), so the model reads it as outdated; "" for
     one still valid."""
     m = hit.memory
