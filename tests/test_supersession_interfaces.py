@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -22,22 +22,10 @@ from episodic.cli import app
 from episodic.http import asgi
 from episodic.mcp import Binding, build_server
 from episodic.model import MemoryStatus
-from servers import serve
+from servers import call, serve
+from test_supersession import NEW, OLD, QUESTION, T0, WS, Clock
 
-WS = "acme"
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 CHANGED = T0 + timedelta(days=21)
-OLD = "Always pay my subscriptions with card A."
-NEW = "Card A expired. From now on pay my subscriptions with card B."
-QUESTION = "which card pays my subscriptions"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @pytest.fixture
@@ -73,17 +61,11 @@ def http(mem: Episodic) -> Iterator[tuple[str, dict[str, str]]]:
         yield base, keys
 
 
-def call(
-    base: str, secret: str, method: str, path: str, body: Any = None, **params: Any
-) -> httpx.Response:
-    return httpx.request(
-        method,
-        f"{base}{path}",
-        json=body,
-        params=params or None,
-        headers={"Authorization": f"Bearer {secret}"},
-        timeout=30,
-    )
+def links(base: str, secret: str, memory_id: str) -> list[dict[str, Any]]:
+    response = call(base, secret, "GET", f"/v1/memories/{memory_id}/supersessions")
+    assert response.status_code == 200, response.text
+    found: list[dict[str, Any]] = response.json()["supersessions"]
+    return found
 
 
 def hit_ids(response: httpx.Response) -> list[str]:
@@ -121,8 +103,7 @@ def test_http_recall_and_render_answer_as_memory_stood(
 
     listed = call(base, admin, "GET", "/v1/memories", status="superseded").json()["items"]
     assert [(m["id"], m["superseded_by"]) for m in listed] == [("card-a", "card-b")]
-    links = call(base, admin, "GET", "/v1/memories/card-b/supersessions").json()
-    [link] = links["supersessions"]
+    [link] = links(base, admin, "card-b")
     assert (link["old"], link["new"]) == ("card-a", "card-b")
     assert link["decided_by"].startswith("offline:")
 
@@ -144,9 +125,7 @@ def test_http_supersede_follows_the_edit_rules(
     assert new["content"].endswith("db-new.internal") and new["agent"] == "billing"
     old = call(base, keys["billing"], "GET", "/v1/memories/db").json()
     assert (old["status"], old["superseded_by"]) == ("superseded", new["id"])
-    [link] = call(base, keys["billing"], "GET", "/v1/memories/db/supersessions").json()[
-        "supersessions"
-    ]
+    [link] = links(base, keys["billing"], "db")
     assert (link["old"], link["new"]) == ("db", new["id"])
     assert call(base, keys["reviewer"], "GET", "/v1/memories/db/supersessions").status_code == 404
 
@@ -187,9 +166,7 @@ def test_a_replacement_by_text_records_who_decided_and_why(
     body = {"new": "the staging database is db-new.internal", "reason": "migrated"}
     done = call(base, keys["billing"], "POST", "/v1/memories/db/supersede", body)
     assert done.status_code == 200, done.text
-    [link] = call(base, keys["billing"], "GET", "/v1/memories/db/supersessions").json()[
-        "supersessions"
-    ]
+    [link] = links(base, keys["billing"], "db")
     assert (link["decided_by"], link["reason"]) == (f"explicit:{keys['billing.id']}", "migrated")
 
 
@@ -203,9 +180,7 @@ def test_a_replacement_by_id_records_the_key_and_the_reason(
     body = {"new": "phone-2", "reason": "new number"}
     done = call(base, keys["billing"], "POST", "/v1/memories/phone-1/supersede", body)
     assert done.status_code == 200 and done.json()["id"] == "phone-2", done.text
-    [link] = call(base, keys["admin"], "GET", "/v1/memories/phone-2/supersessions").json()[
-        "supersessions"
-    ]
+    [link] = links(base, keys["admin"], "phone-2")
     assert (link["old"], link["decided_by"], link["reason"]) == (
         "phone-1",
         f"explicit:{keys['billing.id']}",
@@ -328,9 +303,7 @@ def test_mcp_remember_replaces_and_recall_shows_what_was_replaced(
                 assert [m["id"] for m in now["memories"]] == [stored["id"]]
                 assert "superseded" not in now["memories"][0]
                 both = structured(
-                    await client.call_tool(
-                        "recall_memory", {**query, "include_superseded": True}
-                    )
+                    await client.call_tool("recall_memory", {**query, "include_superseded": True})
                 )
                 replaced = {m["id"]: m for m in both["memories"]}["old"]
                 assert replaced["superseded"] == {"at": CHANGED.isoformat(), "by": stored["id"]}
