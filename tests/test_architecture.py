@@ -137,6 +137,7 @@ def test_both_backends_are_split_into_the_same_areas(backend: str) -> None:
         "service",
         "integrity",
         "journal",
+        "supersession",
     }
     assert {p.stem for p in (PACKAGE / "store" / backend).glob("*.py")} == areas
 

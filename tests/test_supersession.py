@@ -131,3 +131,72 @@ def test_remember_with_replaces(mem: Episodic, clock: Clock) -> None:
     with pytest.raises(InvalidInput) as gone:
         mem.remember("deploys go through Buildkite", workspace=WS, replaces="ci-1")
     assert gone.value.field == "replaces"
+
+
+def test_a_corrective_learning_supersedes_what_the_assistant_said(
+    mem: Episodic, clock: Clock
+) -> None:
+    mem.add_messages(
+        [
+            {"id": "u1", "role": "user", "content": "Please book me a train to Lyon on Friday."},
+            {
+                "id": "a1",
+                "role": "assistant",
+                "content": "I will book the 9am train to Lyon on Friday.",
+            },
+            {"id": "u2", "role": "user", "content": "No, book the 11am train to Lyon instead."},
+        ],
+        conversation="trip",
+        workspace=WS,
+        agent="travel",
+    )
+    clock.now = T0 + timedelta(hours=1)
+    mem.segment(flush=True, workspace=WS)
+    said = mem.store.get_memory(WS, "a1")
+    assert said.status is MemoryStatus.SUPERSEDED
+    [link] = mem.store.supersessions(WS, ["a1"])
+    assert link.decided_by == "explicit:corrective"
+    learning = mem.store.get_memory(WS, link.new_id)
+    assert learning.type == "learning" and "11am" in learning.content
+    # The user's own request stands: only what the assistant said was corrected.
+    assert mem.store.get_memory(WS, "u1").status is MemoryStatus.ACTIVE
+
+
+def test_the_episode_of_a_replaced_message_goes_with_it(mem: Episodic, clock: Clock) -> None:
+    mem.add_messages(
+        [
+            {"id": "c1", "role": "user", "content": OLD},
+            {"id": "c2", "role": "assistant", "content": "Noted."},
+        ],
+        conversation="day-1",
+        workspace=WS,
+        agent="billing",
+    )
+    clock.now = T0 + timedelta(hours=2)
+    mem.segment(flush=True, workspace=WS)
+    [episode] = [m for m in mem.recent(workspace=WS, conversation="day-1")]
+    clock.now = T0 + timedelta(days=21)
+    mem.add_messages(
+        [{"id": "c3", "role": "user", "content": NEW}],
+        conversation="day-22",
+        workspace=WS,
+        agent="billing",
+    )
+    clock.now = T0 + timedelta(days=21, hours=2)
+    mem.segment(flush=True, workspace=WS)
+
+    assert mem.store.get_memory(WS, "c1").superseded_by == "c3"
+    replaced = mem.store.get_memory(WS, episode.id)
+    assert replaced.status is MemoryStatus.SUPERSEDED and replaced.superseded_by == "c3"
+    assert mem.store.get_memory(WS, "c2").status is MemoryStatus.ACTIVE  # not made from c1
+    hits = mem.recall(QUESTION, workspace=WS, mark=False).hits
+    assert not {h.id for h in hits} & {"c1", episode.id}
+    # The change is there, as itself or as the episode made from it.
+    assert any(h.id == "c3" or "c3" in h.memory.source_event_ids for h in hits)
+    then = {
+        h.id
+        for h in mem.recall(QUESTION, workspace=WS, mark=False, as_of=T0 + timedelta(days=1)).hits
+    }
+    assert then & {"c1", episode.id} and "c3" not in then
+    mem.forget(workspace=WS, memory="c3")
+    assert mem.store.get_memory(WS, episode.id).status is MemoryStatus.ACTIVE

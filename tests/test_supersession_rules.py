@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from episodic.errors import LLMError
+from episodic.errors import InvalidInput, LLMError
 from episodic.llm.base import ScriptedLLM, check_schema
 from episodic.llm.prompts import DEFAULT_PROMPTS, Prompts
 from episodic.write.change_rules import RULE_FAMILY
@@ -279,6 +279,79 @@ CHANGES: list[tuple[str, str, str]] = [
         "no-longer",
     ),
     ("I used to live in Boston, now I'm in Denver.", "I live in Boston.", "no-longer"),
+    (
+        "Rafael moved back to Madrid after the contract ended.",
+        "Rafael lives in Barcelona.",
+        "attribute",
+    ),
+    ("Our pediatrician is now Dr. Ames.", "Our pediatrician is Dr. Soto.", "attribute"),
+    (
+        "The VPN endpoint changed to vpn2.corp.net.",
+        "The VPN endpoint is vpn.corp.net.",
+        "attribute",
+    ),
+    ("Aisha no longer drives to work.", "Aisha drives to work every day.", "no-longer"),
+    (
+        "Actually, the plumber is coming on Wednesday.",
+        "The plumber is coming on Tuesday.",
+        "correction",
+    ),
+    (
+        "The Python version for the project is now 3.12.",
+        "The Python version for the project is 3.10.",
+        "attribute",
+    ),
+    (
+        "Starting next month, the cleaning lady comes twice a week.",
+        "The cleaning lady comes once a week.",
+        "from-now-on",
+    ),
+    (
+        "My phone plan switched from Vodafone to Three.",
+        "My phone plan is with Vodafone.",
+        "replacement",
+    ),
+    ("The team lead is Chen, not Mark.", "The team lead is Mark.", "correction"),
+    (
+        "I stopped taking the vitamin D supplement.",
+        "I take a vitamin D supplement every morning.",
+        "no-longer",
+    ),
+    ("Karim's new address is 4 Canal Street.", "Karim's address is 19 Mill Lane.", "attribute"),
+    (
+        "Going forward, expenses are approved by Lucia.",
+        "Expenses are approved by Henrik.",
+        "from-now-on",
+    ),
+    ("Use yarn instead of npm for the frontend.", "The frontend uses npm.", "replacement"),
+    ("The kids now go to Oakwood Primary.", "The kids go to Elm Park Primary.", "attribute"),
+    ("Mark now leads the design guild, not the team.", "The team lead is Mark.", "correction"),
+    ("No, the plumber is coming on Wednesday.", "The plumber is coming on Tuesday.", "correction"),
+    (
+        "The weekly newsletter now goes out on Fridays.",
+        "The weekly newsletter goes out on Mondays.",
+        "attribute",
+    ),
+    ("Nina's new employer is Deloitte.", "Nina's employer is KPMG.", "attribute"),
+    ("From now on, the garage code is 4471.", "The garage code is 1290.", "from-now-on"),
+    ("We moved our hosting from Heroku to Fly.io.", "Our app is hosted on Heroku.", "replacement"),
+    (
+        "Pablo no longer plays in the Sunday league.",
+        "Pablo plays in the Sunday league.",
+        "no-longer",
+    ),
+    (
+        "Actually, the invoice total is 1,240 euros.",
+        "The invoice total is 1,420 euros.",
+        "correction",
+    ),
+    ("Starting Friday, the pool opens at 6am.", "The pool opens at 7am.", "from-now-on"),
+    ("Lisa now teaches at Brookline College.", "Lisa teaches at Newton High.", "attribute"),
+    (
+        "The default branch was renamed from master to main.",
+        "Push hotfixes to master.",
+        "replacement",
+    ),
 ]
 
 # The same statement again.
@@ -411,6 +484,77 @@ CONTROLS: list[tuple[str, str]] = [
     ("The new season starts in May.", "The season ends in April."),
     ("I replaced the batteries in the smoke alarm.", "The smoke alarm is in the hallway."),
     ("Use whatever you like instead of the default.", "Use the default settings for exports."),
+    ("The printer on floor two was renamed to PR-204.", "Send print jobs to PR-201 on floor two."),
+    ("Rafael's brother lives in Madrid.", "Rafael lives in Barcelona."),
+    ("Rafael flew to Madrid for a wedding.", "Rafael lives in Barcelona."),
+    (
+        "Do we still book rooms through the front desk?",
+        "Book meeting rooms through the front desk.",
+    ),
+    ("From now on, book flights through Robin.", "Book meeting rooms through the front desk."),
+    ("We may replace the Sonos speaker next year.", "The living room has a Sonos speaker."),
+    ("Aisha no longer drives to the gym.", "Aisha drives to work every day."),
+    ("Actually, the plumber was very friendly.", "The plumber is coming on Tuesday."),
+    (
+        "The Python version for the scripts is now 3.12.",
+        "The Python version for the project is 3.10.",
+    ),
+    ("I also take magnesium now.", "I take a vitamin D supplement every morning."),
+    ("Karim's new car is a Golf.", "Karim's address is 19 Mill Lane."),
+    ("Lucia now approves travel requests.", "Expenses are approved by Henrik."),
+    ("Should we use yarn instead of npm?", "The frontend uses npm."),
+    ("The kids now go to swimming on Thursdays.", "The kids go to Elm Park Primary."),
+    ("We were thinking of getting a second cat.", "We have a cat named Miso."),
+    ("Henrik moved to the sales team.", "Henrik lives in Malmö."),
+    ("The meeting moved to next week.", "The plumber is coming on Tuesday."),
+    ("My old phone is now in the drawer.", "My phone plan is with Vodafone."),
+    ("Starting next month I'm learning Italian.", "I speak Spanish fluently."),
+    ("The VPN is down again today.", "The VPN endpoint is vpn.corp.net."),
+    (
+        "The newsletter for parents now goes out on Fridays.",
+        "The weekly newsletter goes out on Mondays.",
+    ),
+    ("Nina's sister works at Deloitte.", "Nina's employer is KPMG."),
+    ("The garage is now full of boxes.", "The garage code is 1290."),
+    ("We moved the meeting from Monday to Tuesday.", "Our app is hosted on Heroku."),
+    ("Pablo no longer plays video games at night.", "Pablo plays in the Sunday league."),
+    ("Actually, the invoice was paid yesterday.", "The invoice total is 1,420 euros."),
+    ("Starting Friday, the gym opens at 6am.", "The pool opens at 7am."),
+    ("My password is now stronger.", "My username is jdoe."),
+    ("Lisa now also tutors on weekends.", "Lisa teaches at Newton High."),
+    ("If we rename master to main, CI breaks.", "Push hotfixes to master."),
+    ("Is the pool open at 6am now?", "The pool opens at 7am."),
+    ("I hope Nina moves to Deloitte.", "Nina's employer is KPMG."),
+    ("We didn't move our hosting to Fly.io after all.", "Our app is hosted on Heroku."),
+    ("The pool at the hotel opens at 6am.", "The pool opens at 7am."),
+    ("Pablo now plays in the Saturday league too.", "Pablo plays in the Sunday league."),
+    ("My brother's username is jdoe88.", "My username is jdoe."),
+    ("Heroku now charges more for dynos.", "Our app is hosted on Heroku."),
+    ("The invoice total for March is 980 euros.", "The invoice total is 1,420 euros."),
+    ("From now on, I'll remember to lock the garage.", "The garage code is 1290."),
+    ("Lisa now lives near Brookline College.", "Lisa teaches at Newton High."),
+    ("We stopped at the pool on the way back.", "The pool opens at 7am."),
+    (
+        "Going forward, let's keep the newsletter short.",
+        "The weekly newsletter goes out on Mondays.",
+    ),
+    ("Nina used to love hiking.", "Nina's employer is KPMG."),
+    ("Not the main branch but the release branch needs a fix.", "Push hotfixes to master."),
+    ("The Sunday league switched from grass to turf.", "Pablo plays in the Sunday league."),
+]
+
+# True changes beyond the rule's reach: it leaves them unrelated, the safe side. A named
+# new value whose context is not in the old text; a person where the old text had a thing;
+# a reversal that names only one thing; a code on one side and a plain word on the other.
+BEYOND_REACH: list[tuple[str, str]] = [
+    (
+        "From now on, book meeting rooms through Robin.",
+        "Book meeting rooms through the front desk.",
+    ),
+    ("We replaced the Sonos speaker with a Bose one.", "The living room has a Sonos speaker."),
+    ("We don't have the cat anymore.", "We have a cat named Miso."),
+    ("I switched my gym from FitPlus to CoreLab.", "I go to FitPlus on Mondays."),
+    ("My username is now jdoe88.", "My username is jdoe."),
 ]
 
 
@@ -445,6 +589,11 @@ def test_a_look_alike_stays_unrelated(new: str, old: str) -> None:
 
     assert decision.kind == "unrelated", decision
     assert RULE_FAMILY[rule_of(decision)] == "unrelated"
+
+
+@pytest.mark.parametrize(("new", "old"), BEYOND_REACH)
+def test_changes_beyond_the_rules_reach_stay_unrelated(new: str, old: str) -> None:
+    assert offline(new, old).kind == "unrelated"
 
 
 @pytest.mark.parametrize(("new", "old", "family"), CHANGES)
@@ -620,6 +769,16 @@ def test_the_system_prompt_can_be_overridden() -> None:
 
     assert llm.calls[0].system == "Judge the memories."
     assert Prompts().supersession_system == DEFAULT_PROMPTS.supersession_system
+
+
+def test_a_candidate_given_twice_is_refused_naming_the_field() -> None:
+    llm = ScriptedLLM([])
+
+    with pytest.raises(InvalidInput) as caught:
+        decide_with_llm(llm, NEW, [CANDIDATES[0], CANDIDATES[1], CANDIDATES[0]])
+
+    assert caught.value.field == "candidates" and "m-1" in caught.value.message
+    assert llm.calls == []
 
 
 def test_no_candidates_means_no_call() -> None:

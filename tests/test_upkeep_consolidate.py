@@ -125,7 +125,8 @@ def test_without_vectors_memories_cluster_by_shared_words(db_url: str) -> None:
 
 def llm_svc(url: str, replies: list[Any]) -> tuple[Episodic, ScriptedLLM]:
     llm = ScriptedLLM(replies)
-    mem = make(url, llm)
+    # The script answers consolidation only: no supersession decisions in between.
+    mem = make(url, llm, supersession="off")
     # One cluster only: the three cache memories.
     mem.ingest([ev(i, GROUPS[i], n) for n, i in enumerate(("c1", "c2", "c3", "lone"))])
     mem.index_once()

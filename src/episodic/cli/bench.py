@@ -1,4 +1,5 @@
-"""``episodic bench locomo``: recall quality on the LoCoMo benchmark, and its table."""
+"""``episodic bench``: recall quality on LoCoMo, on the journal-shaped set and on facts
+that change (``updates``), and their tables."""
 
 from __future__ import annotations
 
@@ -23,9 +24,16 @@ from episodic.bench.locomo import (
     run_locomo,
 )
 from episodic.bench.metrics import METRIC_KEYS
+from episodic.bench.updates import CONTROL_KEYS, UPDATE_KEYS, run_updates
+from episodic.bench.updates import MODES as UPDATE_MODES
 from episodic.cli.common import JsonOpt, err, errors, out, print_json
 from episodic.config import Settings
 from episodic.errors import InvalidInput
+
+EmbedderOpt = Annotated[
+    str | None,
+    typer.Option("--embedder", help="local | ollama | openai | none (default: EPISODIC_EMBEDDER)."),
+]
 
 bench_app = typer.Typer(
     help=(
@@ -46,12 +54,7 @@ def bench_locomo(
     granularity: Annotated[
         str, typer.Option("--granularity", help="Score turns or their sessions: turn|session.")
     ] = "turn",
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--embedder", help="local | ollama | openai | none (default: EPISODIC_EMBEDDER)."
-        ),
-    ] = None,
+    embedder: EmbedderOpt = None,
     ingest: Annotated[
         str,
         typer.Option(
@@ -256,12 +259,7 @@ def bench_journal(
             "--policy", help="Policy name, comma-separated names, or all (incl. default-no-prior)."
         ),
     ] = "all",
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--embedder", help="local | ollama | openai | none (default: EPISODIC_EMBEDDER)."
-        ),
-    ] = None,
+    embedder: EmbedderOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Recall quality on a journal-shaped set: a seeded multi-agent journal of 90 days.
@@ -309,4 +307,92 @@ def _journal_table(policies: dict[str, Any]) -> Table:
         table.add_row(
             f"latency {key} ms", *(f"{p['latency_ms'][key]:.2f}" for p in policies.values())
         )
+    return table
+
+
+@bench_app.command("updates")
+def bench_updates(
+    scenarios: Annotated[
+        Path,
+        typer.Option(
+            "--scenarios",
+            help="The scenarios file (default: benchmarks/updates/scenarios.jsonl).",
+        ),
+    ] = Path("benchmarks/updates/scenarios.jsonl"),
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="An EMPTY database to run in, e.g. postgresql://... (default: a throwaway "
+            "SQLite file per mode).",
+        ),
+    ] = None,
+    policies: Annotated[
+        str,
+        typer.Option("--policies", help="Policy name, comma-separated names, or all."),
+    ] = "all",
+    modes: Annotated[
+        str,
+        typer.Option("--modes", help="Supersession modes, comma-separated: off,offline,llm."),
+    ] = ",".join(UPDATE_MODES),
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", help="Run only the first N update and N control scenarios."),
+    ] = None,
+    embedder: EmbedderOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """How recall handles facts that change: the current value, or a stale one?
+
+    Each scenario (its own workspace) is written in time order, indexed and asked its
+    question under each policy (k=5). Reports, per mode and policy, how often the current
+    value is in the first hit and the top 5, how often a stale value ranks above it
+    (lower is better), the same recall on control scenarios where nothing changed, and
+    how many memories that should stay valid were marked superseded. Modes: off (no
+    detection), offline (the rule without a model), llm (the model step answered from the
+    ground truth).
+
+    Example: episodic bench updates --modes off --policies default,bm25
+    """
+    with errors():
+        overrides: dict[str, Any] = {} if embedder is None else {"embedder": embedder}
+        settings = Settings.from_env(**overrides)
+        report = run_updates(
+            scenarios,
+            settings,
+            policies=policies,
+            modes=modes,
+            limit=limit,
+            db_url=db,
+            progress=_say,
+        )
+    if as_json:
+        print_json(report)
+        return
+    counts = report["scenarios"]
+    out.print(
+        f"Updates: {counts['update']} update and {counts['control']} control scenarios, "
+        f"k={report['k']}, embedder {report['embedder']}"
+    )
+    _print_table(_updates_table(report["modes"]))
+    for mode, run in report["modes"].items():
+        if "skipped" in run:
+            out.print(f"mode {mode} skipped: {run['skipped']}")
+
+
+def _updates_table(modes: dict[str, Any]) -> Table:
+    table = Table()
+    for name in ("mode", "policy"):
+        table.add_column(name, no_wrap=True)
+    for key in (*UPDATE_KEYS, *CONTROL_KEYS, "false supersession", "stale superseded"):
+        table.add_column(key, justify="right")
+    for mode, run in modes.items():
+        if "skipped" in run:
+            continue
+        # per mode, not per policy: what detection marked when the scenarios were written
+        marked = [f"{run[key]['rate']:.3f}" for key in ("false_supersession", "stale_superseded")]
+        for name, scores in run["policies"].items():
+            cells = [f"{scores[key]:.3f}" for key in (*UPDATE_KEYS, *CONTROL_KEYS)]
+            table.add_row(mode, name, *cells, *marked)
+        table.add_section()
     return table

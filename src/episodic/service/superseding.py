@@ -10,9 +10,11 @@ LLM, vector search) finds for its text; then each is decided ``supersedes``,
 offline rule (``episodic.write.supersession``). What is superseded stays stored, out of
 default recall; ``recall(as_of=...)`` and ``include_superseded`` still reach it.
 
-An episode is never checked nor replaced: it tells what happened in a conversation,
-which a later change does not make untrue, and it holds more than the one fact that
-changed.
+An episode is not checked itself (it holds more than one fact), and detection never
+picks it as a candidate. When a message it was made from is superseded, though, the
+episode goes with it (``SupersessionStore.supersede``): it still tells truly what was
+said then, and ``as_of`` or ``include_superseded`` bring it back, but default recall
+should answer with what is true now, not with an account of the old state.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from dataclasses import dataclass
 
 from episodic.errors import EpisodicError, InvalidInput, NotFound
 from episodic.model import Memory, MemoryStatus, ScopeFilter
+from episodic.policy import MESSAGE_TYPE
 from episodic.service.context import Context
 from episodic.service.operations import EXPLICIT, Operations
 from episodic.store.supersession import Supersession
 from episodic.tenancy import Principal
-from episodic.write.episodes import EPISODE_TYPE
+from episodic.write.episodes import EPISODE_TYPE, LEARNING_TYPE
 from episodic.write.supersession import Claim, Decision, decide_offline, decide_with_llm
+from episodic.write.text import content_words
 
 log = logging.getLogger("episodic")
 
@@ -158,6 +162,7 @@ class Superseding:
     def _check(self, memory: Memory) -> int:
         if memory.type == EPISODE_TYPE or memory.status is not MemoryStatus.ACTIVE:
             return 0
+        replaced = self._correction(memory)
         candidates = self._candidates(memory)
         if not candidates:
             return 0
@@ -169,7 +174,6 @@ class Superseding:
             decisions = decide_with_llm(llm, new, claims)
         else:
             decisions = {c.id: decide_offline(new, c) for c in claims}
-        replaced = 0
         for claim in claims:
             decision = decisions[claim.id]
             if decision.kind != "supersedes":
@@ -187,6 +191,36 @@ class Superseding:
                 continue
             replaced += done is not None
         return replaced
+
+    def _correction(self, memory: Memory) -> int:
+        """Seed 001's corrective learning (the user set the assistant right) supersedes
+        what it corrects: the assistant's last message before the user's, when the two
+        share a content word (a correction of something else replaces nothing)."""
+        if memory.type != LEARNING_TYPE or memory.payload.get("learning_type") != "corrective":
+            return 0
+        if memory.conversation is None or not memory.source_event_ids:
+            return 0
+        flt = ScopeFilter(
+            workspace_id=memory.workspace,
+            conversation_id=memory.conversation,
+            types=(MESSAGE_TYPE,),
+        )
+        before = self.ctx.store.search_recent(flt, CANDIDATE_POOL, end=memory.ts)
+        said = self.ctx.store.get_memories(memory.workspace, [c.memory_id for c in before])
+        previous = next((m for m in said if m.payload.get("role") == "assistant"), None)
+        if previous is None or not set(content_words(previous.content)) & set(
+            content_words(memory.content)
+        ):
+            return 0
+        done = self.ctx.store.supersede(
+            memory.workspace,
+            previous.id,
+            memory.id,
+            decided_by="explicit:corrective",
+            reason="the user corrected what the assistant said",
+            at=self.ctx.clock(),
+        )
+        return int(done is not None)
 
     def _candidates(self, memory: Memory) -> list[Memory]:
         """Older active memories of the same agent, crew and resource that keyword search

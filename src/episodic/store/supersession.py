@@ -50,9 +50,11 @@ class SupersessionStore(Protocol):
     ) -> Memory | None:
         """Mark ``old_id`` superseded by ``new_id`` in one transaction: its status, its
         ``valid_to`` (when ``new_id`` became true) and its ``superseded_by``, and the
-        link. None, with nothing written, when ``old_id`` is not active (already
-        superseded, retired or compacted: the first replacement stands). ``NotFound``
-        when either id is not a memory of the workspace."""
+        link. The active memories made from ``old_id`` (an episode recounting a message,
+        an entry quoting it) that are no newer than ``new_id`` go with it, each linked
+        to ``new_id`` too. None, with nothing written, when ``old_id`` is not active
+        (already superseded, retired or compacted: the first replacement stands).
+        ``NotFound`` when either id is not a memory of the workspace."""
         ...
 
     def pending_supersession(self, limit: int, *, vectored_only: bool) -> list[Memory]:
@@ -67,6 +69,20 @@ class SupersessionStore(Protocol):
 
 # -- SQL both backends run (``mark`` is the driver's placeholder) -------------------------
 SUPERSESSION_COLUMNS = "old_id, new_id, decided_by, reason, decided_at"
+
+
+def derived_sql(mark: str) -> str:
+    """The active memories made from one memory (its id is their source event's), no
+    newer than a time: parameters ``(old_id, workspace, old_id, new_id, until)``."""
+    return (
+        "SELECT s.memory_id FROM memory_sources s JOIN memories m ON m.id = s.memory_id "
+        f"WHERE s.event_id = {mark} AND m.workspace_id = {mark} AND m.status = 'active' "
+        f"AND m.id NOT IN ({mark}, {mark}) AND m.ts <= {mark}"
+    )
+
+
+def derived_reason(old_id: str, reason: str) -> str:
+    return f"made from {old_id}, which it replaced: {reason}"
 
 
 def revive_sql(forgotten: str, mark: str) -> str:

@@ -23,7 +23,10 @@ must contain B, and the context words of the new statement ("for the analytics s
 must be in the old one. Without B, the two must differ in exactly one place, after a shared
 lead of at least two words that names the slot (subject and attribute): "I pay subscriptions
 with card A" and "I pay subscriptions with card B" do; "I pay groceries with card A" does
-not (two places differ). The same words in both is a duplicate.
+not (two places differ). The two values must be of one kind (both names, numbers or codes,
+or both common words), and after a bare "X is" only names, numbers and codes count as
+values ("the plumber is coming on Tuesday" is not "the plumber was friendly"). The same
+words in both is a duplicate.
 
 Never a change: a question, a conditional or hypothetical ("if we switch to B"), a wish or
 plan ("we want to move to Lisbon"), a negated change ("we are not switching to B"), or an
@@ -221,6 +224,7 @@ _OPENERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     _named("going-forward", r"\b(?:going|moving)\s+forward\b"),
     _named(
         "correction",
+        r"^\W*(?:no|nope|wait)\s*[,:;—-]|"
         r"^\W*(?:sorry\W+)?(?:correction|to\s+correct\s+myself|let\s+me\s+correct\s+that)\b",
     ),
     _named(
@@ -362,8 +366,21 @@ def _one_change(new: Sequence[Word], old: Sequence[Word], lower: frozenset[str])
         # A common word changed on each side too, inside a shared frame ("at 10am for the
         # mobile team" and "at 9am for the web team"): a qualifier, not only a value.
         return ""
+    new_value, old_value = new[i1:i2], old[j1:j2]
+    if new_value[0].value != old_value[0].value:
+        # A name or number on one side, a common word on the other ("go to Elm Park
+        # Primary", "go to swimming"): two kinds of thing, not two values of one.
+        return ""
     lead = new[:i1]
     if len(lead) < 2 or not any(_attribute(w, lower) for w in lead):
+        return ""
+    if (
+        len(lead) == 2
+        and lead[-1].key == BE
+        and not (any(w.value for w in new_value) and any(w.value for w in old_value))
+    ):
+        # "The plumber is coming on Tuesday" and "the plumber was friendly": after a bare
+        # "X is", only a name, a number or a code is clearly a value of the same slot.
         return ""
     return "changed"
 
@@ -402,6 +419,17 @@ def _leftover(keys: Sequence[str], value: Sequence[str]) -> list[str]:
     ]
 
 
+def _same_subject(
+    context: Sequence[str], said: Sequence[str], keys: Sequence[str], b: Sequence[str]
+) -> bool:
+    """Whether an old clause ``keys`` that mentions B is about what the new text changes:
+    the new text's ``context`` ("for the analytics service") is in it, or, with no context,
+    the clause uses B ("we use Slack") or says nothing the new text ``said`` does not."""
+    if context:
+        return set(context) <= set(keys)
+    return _used(keys, b) or set(_leftover(keys, b)) <= set(said)
+
+
 def _check_named(signal: _Signal, old: str) -> Verdict | None:
     b = word_keys(to_words(signal.old_value))
     a = word_keys(to_words(signal.new_value))
@@ -411,12 +439,8 @@ def _check_named(signal: _Signal, old: str) -> Verdict | None:
         return None  # "use whatever you like instead of B" names no new value
     # What the change is about: the sentence's words but the values, the change verb
     # itself and who made it ("we replaced ...").
-    context = [
-        k
-        for k in _leftover(word_keys(to_words(signal.statement)), [*a, *b])
-        if k not in _CHANGE_VERBS
-    ]
-    new_keys = set(word_keys(to_words(signal.statement)))
+    said = word_keys(to_words(signal.statement))
+    context = [k for k in _leftover(said, [*a, *b]) if k not in _CHANGE_VERBS]
     # The new value, as written: "Teams" is not in "team chat".
     a_surface = [w.surface for w in to_words(signal.new_value) if w.key not in b]
     for clause in _clauses(old):
@@ -427,14 +451,8 @@ def _check_named(signal: _Signal, old: str) -> Verdict | None:
         if _NEGATION.search(clause):
             continue
         # A rename makes every mention of the old name stale; any other change must be
-        # about the same thing: its context ("for the analytics service") is in the old
-        # clause, or, with none, the old clause uses B or says nothing the new text does not.
-        if signal.rule == "renamed":
-            pass
-        elif context:
-            if not set(context) <= set(keys):
-                continue
-        elif not (_used(keys, b) or set(_leftover(keys, b)) <= new_keys):
+        # about the same thing.
+        if signal.rule != "renamed" and not _same_subject(context, said, keys, b):
             continue
         return Verdict(
             "supersedes",

@@ -11,6 +11,7 @@ or a name in mid-sentence).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -73,7 +74,9 @@ _IGNORED = frozenset(_IGNORED_WORDS.split())
 # Words that stand for a value without naming one.
 VAGUE = frozenset({"whatever", "whichever", "anything", "something", "else", "other", "like"})
 # Counts are values ("one approval", "two approvals"), though "one" is a filler word.
-_NUMBERS = "one two three four five six seven eight nine ten eleven twelve twenty thirty hundred"
+_CODE_MARKS = frozenset(".@/:_#")
+_NUMBERS = """one two three four five six seven eight nine ten eleven twelve twenty thirty hundred
+once twice first second third fourth fifth sixth seventh eighth ninth tenth"""
 _NUMBER_WORDS = frozenset(_NUMBERS.split())
 # Verbs too general to name a slot on their own ("use A for X": X names the slot).
 GENERIC = frozenset({USES, "use", "go", "get", "set", "make", "do", "pick", "choose", "prefer"})
@@ -114,7 +117,10 @@ def _fold(text: str) -> str:
     return text
 
 
-def to_words(text: str) -> list[Word]:
+# The rule compares one new text with each of its candidates, clause by clause and once per
+# change signal: the same texts are read many times in a row.
+@functools.lru_cache(maxsize=2048)
+def to_words(text: str) -> tuple[Word, ...]:
     """The comparable words of ``text``: content words, subjects, values; in order."""
     out: list[Word] = []
     for sentence in split_sentences(_fold(text)):
@@ -138,16 +144,18 @@ def to_words(text: str) -> list[Word]:
             ):
                 continue
             has_digit = number or any(c.isdigit() for c in raw)
+            # A host, an address, a path or a handle: "vpn.corp.net", "ops@acme.io".
+            code = any(c in _CODE_MARKS for c in raw)
             name = raw[0].isupper() and not initial
             out.append(
                 Word(
-                    key if has_digit else stem(key),
+                    key if has_digit or code else stem(key),
                     key,
                     raw[0].islower(),
-                    has_digit or capital_letter or name,
+                    has_digit or code or capital_letter or name,
                 )
             )
-    return out
+    return tuple(out)
 
 
 def word_keys(words: Sequence[Word]) -> list[str]:

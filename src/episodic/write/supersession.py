@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from episodic.errors import LLMError
+from episodic.errors import InvalidInput, LLMError
 from episodic.llm.base import LLM
 from episodic.llm.prompts import DEFAULT_PROMPTS, SUPERSESSION_SCHEMA, Prompts
 from episodic.write.change_rules import Kind, decide
@@ -110,10 +110,15 @@ def decide_with_llm(
 
     A candidate the reply leaves out is ``unrelated``; a ref the reply invents is ignored;
     if a ref is answered twice the first answer counts. Never raises for model problems:
-    on ``LLMError`` every candidate is decided by ``decide_offline``.
+    on ``LLMError`` every candidate is decided by ``decide_offline``. ``InvalidInput``
+    (field ``candidates``) if a candidate id is given twice.
     """
     if not candidates:
         return {}
+    ids = [c.id for c in candidates]
+    if len(set(ids)) != len(ids):
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        raise InvalidInput("candidates", f"each candidate once; repeated ids: {repeated}")
     try:
         reply = llm.complete_json(
             prompts.supersession_system,

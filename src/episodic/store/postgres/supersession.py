@@ -10,7 +10,12 @@ from episodic.model import Memory
 from episodic.store.postgres.connection import PgBase, _has_nul
 from episodic.store.postgres.writes import _MEMORY_WITH_SOURCES
 from episodic.store.rows import memory_from_row, parse_ts, ts_text, unique
-from episodic.store.supersession import SUPERSESSION_COLUMNS, Supersession
+from episodic.store.supersession import (
+    SUPERSESSION_COLUMNS,
+    Supersession,
+    derived_reason,
+    derived_sql,
+)
 
 
 class SupersessionMixin(PgBase):
@@ -44,17 +49,32 @@ class SupersessionMixin(PgBase):
             if found[old_id][0] != "active":
                 return None
             _, new_ts, new_from = found[new_id]
+            until = new_from or new_ts
+            derived = [
+                r[0]
+                for r in self._exec(
+                    conn, derived_sql("%s"), (old_id, workspace_id, old_id, new_id, new_ts)
+                ).fetchall()
+            ]
             row = self._exec(
                 conn,
                 "UPDATE memories m SET status = 'superseded', valid_to = %s, superseded_by = %s, "
                 f"updated_at = %s WHERE m.id = %s RETURNING {_MEMORY_WITH_SOURCES}",
-                (new_from or new_ts, new_id, ts_text(at), old_id),
+                (until, new_id, ts_text(at), old_id),
             ).fetchone()
-            self._exec(
+            if derived:
+                self._exec(
+                    conn,
+                    "UPDATE memories SET status = 'superseded', valid_to = %s, "
+                    "superseded_by = %s, updated_at = %s WHERE id = ANY(%s)",
+                    (until, new_id, ts_text(at), derived),
+                )
+            links = [(old_id, reason)] + [(d, derived_reason(old_id, reason)) for d in derived]
+            self._executemany(
                 conn,
                 f"INSERT INTO supersessions (workspace_id, {SUPERSESSION_COLUMNS}) "
                 "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (old_id, new_id) DO NOTHING",
-                (workspace_id, old_id, new_id, decided_by, reason, ts_text(at)),
+                [(workspace_id, m, new_id, decided_by, why, ts_text(at)) for m, why in links],
             )
         return None if row is None else memory_from_row(row[:-1], row[-1] or ())
 

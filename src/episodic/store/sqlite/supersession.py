@@ -9,7 +9,12 @@ from episodic.errors import NotFound
 from episodic.model import Memory
 from episodic.store.rows import parse_ts, ts_text, unique
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
-from episodic.store.supersession import SUPERSESSION_COLUMNS, Supersession
+from episodic.store.supersession import (
+    SUPERSESSION_COLUMNS,
+    Supersession,
+    derived_reason,
+    derived_sql,
+)
 
 
 class SupersessionMixin(SqliteBase):
@@ -38,16 +43,25 @@ class SupersessionMixin(SqliteBase):
             if found[old_id][0] != "active":
                 return None
             _, new_ts, new_from = found[new_id]
-            self._execute(
-                "UPDATE memories SET status = 'superseded', valid_to = ?, superseded_by = ?, "
-                "updated_at = ? WHERE id = ?",
-                (new_from or new_ts, new_id, ts_text(at), old_id),
-            )
-            self._execute(
-                f"INSERT INTO supersessions (workspace_id, {SUPERSESSION_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (old_id, new_id) DO NOTHING",
-                (workspace_id, old_id, new_id, decided_by, reason, ts_text(at)),
-            )
+            until = new_from or new_ts
+            derived = [
+                row[0]
+                for row in self._execute(
+                    derived_sql("?"), (old_id, workspace_id, old_id, new_id, new_ts)
+                )
+            ]
+            links = [(old_id, reason)] + [(d, derived_reason(old_id, reason)) for d in derived]
+            for memory_id, why in links:
+                self._execute(
+                    "UPDATE memories SET status = 'superseded', valid_to = ?, "
+                    "superseded_by = ?, updated_at = ? WHERE id = ?",
+                    (until, new_id, ts_text(at), memory_id),
+                )
+                self._execute(
+                    f"INSERT INTO supersessions (workspace_id, {SUPERSESSION_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (old_id, new_id) DO NOTHING",
+                    (workspace_id, memory_id, new_id, decided_by, why, ts_text(at)),
+                )
         return self.get_memory(workspace_id, old_id)
 
     def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
