@@ -14,7 +14,15 @@ from episodic.http.deps import Mem
 from episodic.http.errors import ERRORS
 from episodic.http.models import ForgetOut, Id, NonEmptyText, ScopeName, Strict
 from episodic.model import Memory
-from episodic.service import MAX_PAGE, MAX_Q_CHARS, SOURCES, memory_json, version_json
+from episodic.service import (
+    MAX_PAGE,
+    MAX_Q_CHARS,
+    SOURCES,
+    Episodic,
+    memory_json,
+    version_json,
+)
+from episodic.tenancy import Principal
 
 router = APIRouter()
 
@@ -89,7 +97,9 @@ class SupersedeIn(Strict):
 class SupersessionOut(BaseModel):
     old: str = Field(description="the memory replaced")
     new: str = Field(description="the memory that replaced it")
-    decided_by: str = Field(description="explicit[:key id], offline:<rule> or llm:<model>")
+    decided_by: str = Field(
+        description="explicit (:<key id>, :corrective), offline:<rule> or llm:<model>"
+    )
     reason: str
     decided_at: str
 
@@ -210,7 +220,9 @@ def update_memory(memory_id: str, body: MemoryPatchIn, caller: Caller, mem: Mem)
     return memory_json(memory)
 
 
-def _supersede_with(memory_id: str, body: MemoryPatchIn, caller: Caller, mem: Mem) -> Memory:
+def _supersede_with(
+    memory_id: str, body: MemoryPatchIn, caller: Principal, mem: Episodic
+) -> Memory:
     if body.content is None:
         raise InvalidInput("content", "supersede needs the content of the new memory")
     for name in ("importance", "payload"):
