@@ -86,8 +86,10 @@ def supersede(
     reason: Annotated[str | None, typer.Option("--reason", help="Why it is replaced.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Replace a memory with a newer one: the old one is kept as superseded, out of
-    recall unless asked for (--include-superseded, --as-of). Prints the replacing memory.
+    """Replace a memory with a newer one; the old one is kept as superseded.
+
+    It leaves recall unless asked for (--include-superseded, --as-of). Prints the
+    memory that replaced it.
 
     Example: episodic memory supersede evt_123 -w acme "pay subscriptions with card B"
     """

@@ -47,7 +47,7 @@ def remember(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Remember one note now. With --replaces, the older memory is kept as superseded.
+    """Remember one note now; --replaces keeps an older one as superseded.
 
     Example: episodic memory remember "pay subscriptions with card B" -w acme --replaces evt_1
     """
