@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
 import uvicorn
 
 
@@ -34,3 +35,17 @@ def serve(app: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(10)
         sock.close()
+
+
+def call(
+    base: str, secret: str, method: str, path: str, body: Any = None, **params: Any
+) -> httpx.Response:
+    """One request to the HTTP API at ``base`` as the API key ``secret``."""
+    return httpx.request(
+        method,
+        f"{base}{path}",
+        json=body,
+        params=params or None,
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=30,
+    )

@@ -38,6 +38,7 @@ from episodic.service.editing import Version
 from episodic.service.writing import IngestReport, MessagesReport
 from episodic.store import open_store
 from episodic.store.service import ForgetCounts
+from episodic.store.supersession import Supersession
 from episodic.upkeep.health import HealthView
 from episodic.write.indexer import SweepResult
 from servers import serve
@@ -150,6 +151,14 @@ SCRIPT = [
     Step(
         "recall", ("change ticket token",), {"mark": False, "agent": "ops", "explain": True, **ONE}
     ),
+    # Another agent's note (so the check on write leaves m-1 alone), then named as m-1's
+    # replacement: m-1 leaves default recall and comes back with include_superseded.
+    Step("remember", ("payments deploys now need a hardware token",), {"id": "m-2", **ONE}),
+    Step("supersede", ("m-1", "m-2"), {"reason": "tokens are hardware now"}, python_only=ONE),
+    Step("supersessions", ("m-2",), python_only=ONE),
+    Step("recall", ("change ticket token",), {"mark": False, **ONE}),
+    Step("recall", ("change ticket token",), {"mark": False, "include_superseded": True, **ONE}),
+    Step("recall", ("change ticket token",), {"mark": False, "as_of": NOW, **ONE}),
     Step("forget", (), {"memory": "m-1", **ONE}),
     Step("recall", ("change ticket token",), {"mark": False, **ONE}),
 ]
@@ -185,6 +194,12 @@ def view(result: Any) -> Any:
                 "replaced_by": v.replaced_by is not None,
             }
             for v in result
+        ]
+    if isinstance(result, list) and all(isinstance(v, Supersession) for v in result):
+        # Who decided: "explicit" in process, "explicit:<key id>" over HTTP.
+        return [
+            {**link.to_json(), "decided_by": link.decided_by.startswith("explicit")}
+            for link in result
         ]
     if isinstance(result, SweepResult):
         return result.embedded
@@ -237,16 +252,20 @@ def test_the_clients_give_what_episodic_gives(mem: Episodic, server: tuple[str, 
     awaited = run_async(base, key, mem)
 
     # The script does something worth comparing: events stored and refused, a message
-    # batch with a bad item, hits before and after the edit, the edit's history.
-    ingest, _, batch, remembered, _, first, block, _, edited, versions, second, gone, after = (
-        in_process
-    )
+    # batch with a bad item, hits before and after the edit, the edit's history, a
+    # replacement and the replaced memory shown again only when asked for.
+    ingest, _, batch, remembered, _, first, block, _, edited, versions, second = in_process[:11]
+    _, replacing, links, current, both, _, gone, after = in_process[11:]
     assert (ingest["stored"], ingest["admitted"], ingest["errors"][0]["line"]) == (2, 1, 2)
     assert batch["ids"][1] is None and batch["errors"][0]["field"] == "content"
     assert remembered["importance"] == 0.8 and first[0] and "VPN" in block
     assert edited["importance"] == 0.3 and [v["version"] for v in versions] == [3, 2, 1]
     assert second[0][0]["id"] == "m-1" and "token" in second[0][0]["content"]
     assert second[4]["stages"] and second[4]["query"] == "change ticket token"
+    assert replacing["id"] == "m-2" and [(lk["old"], lk["new"]) for lk in links] == [("m-1", "m-2")]
+    assert "m-2" in [h["id"] for h in current[0]] and "m-1" not in [h["id"] for h in current[0]]
+    replaced = {h["id"]: h for h in both[0]}["m-1"]
+    assert (replaced["status"], replaced["superseded_by"]) == ("superseded", "m-2")
     assert gone["memories"] == 1 and all(h["id"] != "m-1" for h in after[0])
 
     for n, step in enumerate(SCRIPT):
@@ -556,3 +575,33 @@ def test_listing_getting_and_retiring_match_the_in_process_api(
     got, one, found = anyio.run(awaited)
     assert got == expected  # with no status asked, retired memories are listed too
     assert view(one) == view(mem.memory(own, "n-2")) and found == ["f-1"]
+
+
+def test_a_replaced_memory_reads_the_same_over_http_and_bad_fields_are_named(
+    mem: Episodic, server: tuple[str, str]
+) -> None:
+    base, key = server
+    mem.remember("the VPN endpoint is vpn1.acme", workspace=WS, agent="ops", id="vpn-1")
+    with Client(base, key) as client:
+        new = client.supersede("vpn-1", "the VPN endpoint is vpn2.acme", reason="moved")
+        [replaced] = client.list_memories(status="superseded").items
+        assert view(replaced) == view(mem.memory(ScopeFilter(workspace_id=WS), "vpn-1"))
+        assert (replaced.superseded_by, replaced.valid_to) == (new.id, new.ts)
+        assert view(client.memory(new.id)) == view(mem.memory(ScopeFilter(WS), new.id))
+        for old, field in (("vpn-1", "old_id"), (" ", "old_id")):
+            with pytest.raises(InvalidInput) as bad:
+                client.supersede(old, "the VPN endpoint is vpn3.acme")
+            assert bad.value.field == field
+        with pytest.raises(InvalidInput) as gone:
+            client.remember("vpn3", replaces="vpn-1")
+        assert gone.value.field == "replaces"
+        with pytest.raises(InvalidInput) as when:
+            client.recall("vpn", as_of="the day before")
+        assert when.value.field == "as_of"
+
+    async def awaited() -> list[Any]:
+        async with AsyncClient(base, key) as client:
+            return [link.to_json() for link in await client.supersessions("vpn-1")]
+
+    [link] = anyio.run(awaited)
+    assert (link["old"], link["new"]) == ("vpn-1", new.id)

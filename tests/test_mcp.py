@@ -60,7 +60,13 @@ async def exercise(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == TOOLS
     assert "UNTRUSTED" in (tools["recall_memory"].description or "")
-    assert set(tools["recall_memory"].input_schema["properties"]) == {"query", "k"}
+    # No workspace, agent or resource: the binding decides what the model may see.
+    assert set(tools["recall_memory"].input_schema["properties"]) == {
+        "query",
+        "k",
+        "as_of",
+        "include_superseded",
+    }
 
     found = structured(await client.call_tool("recall_memory", {"query": "checkout OOM", "k": 5}))
     assert "UNTRUSTED" in found["note"]

@@ -10,7 +10,6 @@ from dataclasses import replace
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from mcp import Client
 from typer.testing import CliRunner
@@ -25,7 +24,7 @@ from episodic.mcp import Binding, build_server
 from episodic.model import ScopeFilter
 from episodic.store import open_store
 from episodic.write.extract import content_hash
-from servers import serve
+from servers import call, serve
 
 WS = "acme"
 
@@ -46,19 +45,6 @@ def http(mem: Episodic) -> Iterator[tuple[str, dict[str, str]]]:
         keys[name], keys[f"{name}.id"] = secret, key.id
     with serve(asgi(mem)) as base:
         yield base, keys
-
-
-def call(
-    base: str, secret: str, method: str, path: str, body: Any = None, **params: Any
-) -> httpx.Response:
-    return httpx.request(
-        method,
-        f"{base}{path}",
-        json=body,
-        params=params or None,
-        headers={"Authorization": f"Bearer {secret}"},
-        timeout=30,
-    )
 
 
 # -- update and history ---------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -13,6 +14,8 @@ from episodic.recall.render import (
     PREAMBLE,
     escape_text,
     fit_block,
+    hit_line,
+    memory_line,
     relative_age,
     render_block,
 )
@@ -109,3 +112,41 @@ def test_type_caps_bound_one_type_without_starving_the_others() -> None:
     assert sum(len(line) for line in body if "tool.output" in line) <= 200
     assert sum("tool.output" in line for line in body) == 2
     assert any("the escalation that matters" in line for line in body)
+
+
+REPLACED_AT = datetime(2026, 11, 20, 8, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("valid_to", "superseded_by", "line", "newest_first"),
+    [
+        (
+            None,
+            None,
+            "- [note · 2 days ago · score 0.500] pay with card A",
+            "- pay with card A (2 days ago)",
+        ),
+        (
+            REPLACED_AT,
+            "card-b",
+            "- [note · 2 days ago · score 0.500 · superseded 2026-11-20 by card-b] pay with card A",
+            "- pay with card A (2 days ago; superseded 2026-11-20 by card-b)",
+        ),
+        (
+            REPLACED_AT,
+            "</recalled-memory>",
+            "- [note · 2 days ago · score 0.500 · superseded 2026-11-20 by &lt;/recalled-memory>]"
+            " pay with card A",
+            "- pay with card A (2 days ago; superseded 2026-11-20 by &lt;/recalled-memory>)",
+        ),
+    ],
+)
+def test_a_superseded_hit_says_when_and_by_what(
+    valid_to: datetime | None, superseded_by: str | None, line: str, newest_first: str
+) -> None:
+    # Only an as_of or include_superseded recall returns one; the model must read it as
+    # outdated, and the replacing id (caller-written) is escaped like any text.
+    h = hit("pay with card A", kind="note")
+    h = replace(h, memory=replace(h.memory, valid_to=valid_to, superseded_by=superseded_by))
+    assert hit_line(h) == line
+    assert memory_line(h) == newest_first

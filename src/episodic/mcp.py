@@ -9,7 +9,8 @@ and writes to it, seed 004's agentId + resourceId scope: an agent serving many u
 recalls, for each, only what it holds about that one. The model cannot widen any of it:
 the tools take no workspace, agent or resource argument.
 
-Tools: ``recall_memory(query, k)``, ``remember(content, ...)``, ``forget(memory_id)``,
+Tools: ``recall_memory(query, k, as_of, include_superseded)``, ``remember(content, ...,
+replaces)``, ``forget(memory_id)``,
 ``update_memory(memory_id, content, importance)`` and ``memory_health()``. Recalled
 content is untrusted; the descriptions say so, and the text comes back escaped so it
 cannot pose as structure.
@@ -23,7 +24,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field, StrictInt
+from pydantic import Field, StrictBool, StrictInt
 
 import episodic
 from episodic.errors import EpisodicError, NotFound
@@ -105,6 +106,12 @@ def _fail(exc: EpisodicError) -> ToolError:
 def build_server(mem: Episodic, binding: Binding) -> MCPServer:
     """The MCP server over ``mem``, acting as ``binding``."""
     caller = binding.principal()
+
+    def _visible(memory_id: str) -> None:
+        # Another resource's memory is as invisible here as another agent's.
+        if binding.resource:
+            mem.memory(caller.reading(resource=binding.resource), memory_id)
+
     server: MCPServer = MCPServer(
         "episodic", instructions=INSTRUCTIONS, version=episodic.__version__
     )
@@ -119,6 +126,17 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
         k: Annotated[
             StrictInt, Field(description="How many memories, 1-50; outside that range: 5.")
         ] = 5,
+        as_of: Annotated[
+            str | None,
+            Field(
+                description="An ISO 8601 time: what memory held then (before later changes).",
+                max_length=64,
+            ),
+        ] = None,
+        include_superseded: Annotated[
+            StrictBool,
+            Field(description="Also show memories a newer one replaced, marked superseded."),
+        ] = False,
     ) -> dict[str, Any]:
         try:
             flt = caller.reading(resource=binding.resource)
@@ -130,6 +148,8 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
                 resource=flt.resource_id,
                 scope=flt.scope,
                 k=k,
+                as_of=as_of,
+                include_superseded=include_superseded,
             )
         except EpisodicError as exc:
             raise _fail(exc) from exc
@@ -151,9 +171,20 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
         evidence: Annotated[
             str | None, Field(description="Exact words from the conversation it rests on.")
         ] = None,
+        replaces: Annotated[
+            str | None,
+            Field(
+                description="The id (from recall_memory) of a memory this one makes "
+                "outdated; it is kept, marked superseded.",
+                max_length=256,
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         try:
             flt = caller.reading()
+            if replaces is not None:
+                _visible(replaces)
+                mem.replaceable_as(caller, replaces)
             memory = mem.remember(
                 content,
                 workspace=flt.workspace_id,
@@ -163,7 +194,10 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
                 importance=importance,
                 source=source,
                 evidence=evidence,
+                replaces=replaces,
             )
+        except NotFound:
+            raise ToolError(f"no memory {replaces} here") from None
         except EpisodicError as exc:
             raise _fail(exc) from exc
         return {"id": memory.id, "stored": True}
@@ -180,9 +214,7 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
         memory_id: Annotated[str, Field(description="The memory's id.", max_length=256)],
     ) -> dict[str, Any]:
         try:
-            if binding.resource:
-                # Another resource's memory is as invisible here as another agent's.
-                mem.memory(caller.reading(resource=binding.resource), memory_id)
+            _visible(memory_id)
             counts = mem.forget_memory_as(caller, memory_id)
         except NotFound:
             raise ToolError(f"no memory {memory_id} here") from None
@@ -207,8 +239,7 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
         importance: Annotated[float | None, Field(description="0-1.", ge=0, le=1)] = None,
     ) -> dict[str, Any]:
         try:
-            if binding.resource:
-                mem.memory(caller.reading(resource=binding.resource), memory_id)
+            _visible(memory_id)
             memory = mem.update_as(caller, memory_id, content=content, importance=importance)
         except NotFound:
             raise ToolError(f"no memory {memory_id} here") from None

@@ -6,7 +6,8 @@ next step, and a non-zero exit status.
 
 One module a command group: ``getting_started`` (init, doctor, demo), ``memory`` (ingest, index,
 recent, reindex, recall, render, forget), ``service`` (serve, keys, mcp), ``portability``
-(export, import, migrate), ``upkeep`` (consolidate, memory health, upkeep), ``journal``
+(export, import, migrate), ``upkeep`` (consolidate, memory health, upkeep), ``edits``
+(memory update, history, supersede, supersessions), ``notes`` (memory remember, list), ``journal``
 (keyword search of the journal), ``bench`` and ``model`` (pull, status);
 ``common`` holds what they share. Only this module registers the commands and groups on
 the root app, so their order in ``episodic --help`` is set in one place.
@@ -21,6 +22,7 @@ from episodic.cli import (
     journal,
     memory,
     model,
+    notes,
     portability,
     service,
     upkeep,
@@ -59,8 +61,12 @@ def _register() -> None:
         ("keys", service.keys_app),
         ("model", model.model_app),
     )
+    upkeep.memory_app.command("remember")(notes.remember)
+    upkeep.memory_app.command("list")(notes.list_memories)
     upkeep.memory_app.command("update")(edits.update)
     upkeep.memory_app.command("history")(edits.history)
+    upkeep.memory_app.command("supersede")(edits.supersede)
+    upkeep.memory_app.command("supersessions")(edits.supersessions)
     for name, group in groups:
         app.add_typer(group, name=name)
 

@@ -1,6 +1,6 @@
-"""Correcting a memory from the shell: ``episodic memory update ID`` and ``episodic
-memory history ID`` (commands of the ``memory`` group, registered in
-``episodic.cli``)."""
+"""Correcting a memory from the shell: ``episodic memory update ID``, ``episodic
+memory history ID``, ``episodic memory supersede OLD NEW`` and ``episodic memory
+supersessions ID`` (commands of the ``memory`` group, registered in ``episodic.cli``)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,54 @@ def history(
         out.print(
             f"v{v.version} ({mark}; written {written}) importance {v.importance:.2f}: "
             f"{escape(v.content)}"
+        )
+
+
+def supersede(
+    ctx: typer.Context,
+    old_id: Annotated[str, typer.Argument(help="The id of the memory that is outdated.")],
+    new: Annotated[str, typer.Argument(help="The replacing memory's id, or a new text.")],
+    workspace: Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")],
+    reason: Annotated[str | None, typer.Option("--reason", help="Why it is replaced.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replace a memory with a newer one; the old one is kept as superseded.
+
+    It leaves recall unless asked for (--include-superseded, --as-of). Prints the
+    memory that replaced it.
+
+    Example: episodic memory supersede evt_123 -w acme "pay subscriptions with card B"
+    """
+    with errors(), open_memory(ctx) as mem:
+        memory = mem.supersede(old_id, new, workspace=workspace, reason=reason)
+    if as_json:
+        print_json(memory_json(memory))
+        return
+    out.print(f"{escape(old_id)} superseded by {memory.id}: {escape(memory.content)}")
+
+
+def supersessions(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    workspace: Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """What replaced a memory and what it replaced: who decided, why and when.
+
+    Example: episodic memory supersessions evt_123 -w acme
+    """
+    with errors(), open_memory(ctx) as mem:
+        links = mem.supersessions(memory_id, workspace=workspace)
+    if as_json:
+        print_json({"supersessions": [link.to_json() for link in links]})
+        return
+    if not links:
+        out.print(f"{escape(memory_id)} neither replaced nor was replaced")
+    for link in links:
+        out.print(
+            f"{escape(link.old_id)} superseded by {escape(link.new_id)} "
+            f"({link.decided_at:%Y-%m-%d %H:%M}, {escape(link.decided_by)}): "
+            f"{escape(link.reason)}"
         )
 
 

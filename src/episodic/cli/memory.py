@@ -21,9 +21,10 @@ from rich.table import Table
 from episodic.cli.common import ConversationOpt, JsonOpt, err, errors, open_memory, out, print_json
 from episodic.cli.portability import import_dir
 from episodic.errors import InvalidInput
+from episodic.model import Hit
 from episodic.recall.engine import RecallResult
 from episodic.recall.policies import POLICIES
-from episodic.recall.render import detail_line, relative_age
+from episodic.recall.render import detail_line, relative_age, superseded_label
 from episodic.recall.trace import Trace
 from episodic.service import Episodic
 from episodic.service.writing import deprecation_note
@@ -75,6 +76,14 @@ MarkOpt = Annotated[
         help="Count the memories recalled as referenced, which raises their importance "
         "(as every interface does by default); --no-mark only looks.",
     ),
+]
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option("--as-of", help="An ISO 8601 time: answer as memory stood then."),
+]
+SupersededOpt = Annotated[
+    bool,
+    typer.Option("--include-superseded", help="Also show memories a newer one replaced."),
 ]
 ExplainOpt = Annotated[
     bool, typer.Option("--explain", help="Show every stage's candidates and what was dropped why.")
@@ -289,6 +298,8 @@ def recall(
     conversation: ConversationOpt = None,
     detail: DetailOpt = None,
     mark: MarkOpt = True,
+    as_of: AsOfOpt = None,
+    include_superseded: SupersededOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """The past memories that matter for QUERY, best first.
@@ -310,6 +321,8 @@ def recall(
             conversation=conversation,
             detail=detail,
             mark=mark,
+            as_of=as_of,
+            include_superseded=include_superseded,
         )
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}")
@@ -352,7 +365,7 @@ def _print_hits(result: RecallResult) -> None:
             str(i),
             f"{hit.score:.3f}",
             relative_age(hit.age_seconds),
-            hit.memory.type + (f" ({hit.moment})" if hit.moment else ""),
+            _kind(hit),
             hit.memory.agent or "-",
             hit.memory.content,
         )
@@ -362,6 +375,12 @@ def _print_hits(result: RecallResult) -> None:
             out.print(f"#{i} {hit.moment or hit.memory.type}, as it happened:", markup=False)
             for event in hit.details:
                 out.print(f"  > {detail_line(event)}", markup=False)
+
+
+def _kind(hit: Hit) -> str:
+    """The type column: the type, and an episode's moment or what replaced a memory."""
+    notes = [n for n in (hit.moment, superseded_label(hit)) if n]
+    return hit.memory.type + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def render(
@@ -382,6 +401,8 @@ def render(
     conversation: ConversationOpt = None,
     detail: DetailOpt = None,
     mark: MarkOpt = True,
+    as_of: AsOfOpt = None,
+    include_superseded: SupersededOpt = False,
 ) -> None:
     """The prompt-ready <recalled-memory> block for QUERY (prints nothing if none).
 
@@ -403,6 +424,8 @@ def render(
             conversation=conversation,
             detail=detail,
             mark=mark,
+            as_of=as_of,
+            include_superseded=include_superseded,
         )
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}")

@@ -40,6 +40,7 @@ from episodic.service.editing import Version
 from episodic.service.operations import MemoryPage
 from episodic.service.writing import IngestReport, MessagesReport
 from episodic.store.service import ForgetCounts
+from episodic.store.supersession import Supersession
 from episodic.upkeep.health import HealthView
 
 __all__ = ["AsyncClient", "Client", "Episode", "ServerError", "ServerHealth"]
@@ -190,6 +191,14 @@ class Client(_Base):
     ) -> Memory:
         return self._send(calls.update(memory_id, content, importance, payload))
 
+    def supersede(self, old_id: str, new: str, *, reason: str | None = None) -> Memory:
+        """``Episodic.supersede_as``: ``new`` (a memory's id or a new text) replaces
+        ``old_id``; returns the memory that replaced it."""
+        return self._send(calls.supersede(old_id, new, reason))
+
+    def supersessions(self, memory_id: str) -> list[Supersession]:
+        return self._send(calls.supersessions(memory_id))
+
     def history(self, memory_id: str) -> list[Version]:
         return self._send(calls.history(memory_id))
 
@@ -297,6 +306,14 @@ class AsyncClient(_Base):
         payload: Mapping[str, Any] | None = None,
     ) -> Memory:
         return await self._send(calls.update(memory_id, content, importance, payload))
+
+    async def supersede(self, old_id: str, new: str, *, reason: str | None = None) -> Memory:
+        """``Episodic.supersede_as``: ``new`` (a memory's id or a new text) replaces
+        ``old_id``; returns the memory that replaced it."""
+        return await self._send(calls.supersede(old_id, new, reason))
+
+    async def supersessions(self, memory_id: str) -> list[Supersession]:
+        return await self._send(calls.supersessions(memory_id))
 
     async def history(self, memory_id: str) -> list[Version]:
         return await self._send(calls.history(memory_id))

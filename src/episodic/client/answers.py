@@ -29,6 +29,7 @@ from episodic.recall.engine import RecallResult
 from episodic.recall.trace import Dropped, Trace, TraceRow
 from episodic.service.editing import Version
 from episodic.service.writing import IngestReport, MessagesReport
+from episodic.store.supersession import Supersession
 from episodic.store.upkeep import HealthSnapshot
 from episodic.upkeep.health import HealthView
 from episodic.write.events import LineError
@@ -122,7 +123,21 @@ def _shown(raw: Mapping[str, Any]) -> Memory:
         conversation=raw["conversation"],
         importance=raw["importance"],
         reference_count=raw["reference_count"],
+        status=MemoryStatus(raw["status"]),
+        **_validity(raw),
     )
+
+
+def _validity(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``valid_from``, ``valid_to`` and ``superseded_by`` as ``Memory`` holds them: the
+    JSON always names a start, which a memory that became true at its ``ts`` stores as
+    None."""
+    since = datetime.fromisoformat(raw["valid_from"])
+    return {
+        "valid_from": None if since == datetime.fromisoformat(raw["ts"]) else since,
+        "valid_to": _when(raw["valid_to"]),
+        "superseded_by": raw["superseded_by"],
+    }
 
 
 def memory_of(raw: Mapping[str, Any]) -> Memory:
@@ -131,7 +146,6 @@ def memory_of(raw: Mapping[str, Any]) -> Memory:
         _shown(raw),
         base_importance=raw["base_importance"],
         last_referenced_at=_when(raw["last_referenced_at"]),
-        status=MemoryStatus(raw["status"]),
         source_event_ids=tuple(raw["source_event_ids"]),
         created_at=_when(raw["created_at"]),
         keys=raw["keys"],
@@ -139,8 +153,8 @@ def memory_of(raw: Mapping[str, Any]) -> Memory:
 
 
 def _hit(raw: Mapping[str, Any]) -> Hit:
-    """A ``Hit`` from its JSON: its memory has the fields a hit shows (base importance,
-    status and keys are not part of a hit's JSON and keep their defaults)."""
+    """A ``Hit`` from its JSON: its memory has the fields a hit shows (base importance
+    and keys are not part of a hit's JSON and keep their defaults)."""
     memory = _shown(raw)
     details = tuple(
         Event(
@@ -285,6 +299,16 @@ def health_view(raw: Mapping[str, Any]) -> HealthView | None:
         band=raw["band"],
         history=[snapshot(s) for s in raw["history"]],
         **{name: raw[name] for name in HEALTH_PARTS},
+    )
+
+
+def supersession(raw: Mapping[str, Any]) -> Supersession:
+    return Supersession(
+        old_id=raw["old"],
+        new_id=raw["new"],
+        decided_by=raw["decided_by"],
+        reason=raw["reason"],
+        decided_at=datetime.fromisoformat(raw["decided_at"]),
     )
 
 

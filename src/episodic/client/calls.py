@@ -25,6 +25,7 @@ from episodic.service.editing import Version
 from episodic.service.operations import MemoryPage
 from episodic.service.writing import IngestReport, MessagesReport
 from episodic.store.service import ForgetCounts
+from episodic.store.supersession import Supersession
 from episodic.upkeep.health import HealthView
 
 T = TypeVar("T")
@@ -86,6 +87,8 @@ class RecallOptions(Where, total=False):
     walk: Literal[0, 1]
     types: Sequence[str] | str
     detail: Literal["none", "auto", "full"]
+    as_of: datetime | str
+    include_superseded: bool
 
 
 class RenderOptions(RecallOptions, total=False):
@@ -99,7 +102,7 @@ class RecentOptions(Where, total=False):
 class ListOptions(Where, total=False):
     scope: Scope | Literal["own", "crew_shared"]
     types: Sequence[str] | str
-    status: Literal["active", "retired", "compacted"]
+    status: Literal["active", "retired", "compacted", "superseded"]
     limit: int
     cursor: str
     q: str
@@ -112,6 +115,7 @@ class RememberOptions(Where, total=False):
     evidence: str
     payload: Mapping[str, Any]
     id: str
+    replaces: str
 
 
 class MessageOptions(TypedDict, total=False):
@@ -247,6 +251,16 @@ def update(
     return Call("PATCH", f"/v1/memories/{_segment(memory_id)}", memory_of, json=body)
 
 
+def supersede(old_id: str, new: str, reason: str | None) -> Call[Memory]:
+    path = f"/v1/memories/{_segment(old_id, 'old_id')}/supersede"
+    return Call("POST", path, memory_of, json=_body({"new": new, "reason": reason}))
+
+
+def supersessions(memory_id: str) -> Call[list[Supersession]]:
+    path = f"/v1/memories/{_segment(memory_id)}/supersessions"
+    return Call("GET", path, lambda raw: [answers.supersession(s) for s in raw["supersessions"]])
+
+
 def history(memory_id: str) -> Call[list[Version]]:
     path = f"/v1/memories/{_segment(memory_id)}/history"
     return Call("GET", path, lambda raw: [answers.version(v) for v in raw["versions"]])
@@ -270,9 +284,9 @@ def memory_health(workspace: str | None, crew: str | None, history: int) -> Call
     return Call("GET", "/v1/health", answers.health_view, params=params, absent=404)
 
 
-def _segment(memory_id: str) -> str:
+def _segment(memory_id: str, field: str = "memory_id") -> str:
     if not isinstance(memory_id, str) or not memory_id.strip():
-        raise InvalidInput("memory_id", "required: the id of the memory")
+        raise InvalidInput(field, "required: the id of the memory")
     return quote(memory_id, safe="")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from episodic.model import Hit
 from episodic.recall.engine import RecallResult
 from episodic.recall.render import detail_line, escape_text, relative_age
 
@@ -22,6 +23,15 @@ REMEMBER_DESCRIPTION = (
 
 def _escaped(value: object) -> str | None:
     return None if value is None else escape_text(str(value))
+
+
+def _superseded(hit: Hit) -> dict[str, Any]:
+    """What replaced a memory a newer one made outdated (shown only with ``as_of`` or
+    ``include_superseded``); nothing for a memory still valid."""
+    m = hit.memory
+    if m.valid_to is None:
+        return {}
+    return {"superseded": {"at": m.valid_to.isoformat(), "by": _escaped(m.superseded_by)}}
 
 
 def recall_answer(result: RecallResult) -> dict[str, Any]:
@@ -42,6 +52,7 @@ def recall_answer(result: RecallResult) -> dict[str, Any]:
                 # bring the messages they were made from.
                 "moment": h.moment,
                 "details": [detail_line(e) for e in h.details],
+                **_superseded(h),
             }
             for h in result.hits
         ],

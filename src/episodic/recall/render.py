@@ -91,11 +91,14 @@ def relative_age(seconds: float) -> str:
 
 def hit_line(hit: Hit) -> str:
     """``- [type · key moment · 2 days ago · score 0.812] content``, then the episode's
-    messages when the recall's detail level gave them, one ``  > speaker: text`` each."""
+    messages when the recall's detail level gave them, one ``  > speaker: text`` each.
+    A memory a newer one replaced says so last in the brackets."""
     m = hit.memory
     label = f" · {hit.moment}" if hit.moment else ""
     age = relative_age(hit.age_seconds)
-    head = f"- [{escape_text(m.type)}{label} · {age} · score {hit.score:.3f}]"
+    outdated = superseded_label(hit)
+    stale = f" · {outdated}" if outdated else ""
+    head = f"- [{escape_text(m.type)}{label} · {age} · score {hit.score:.3f}{stale}]"
     lines = [f"{head} {escape_text(m.content)}"]
     lines += [f"  > {detail_line(e)}" for e in hit.details]
     return "\n".join(lines)
@@ -169,7 +172,20 @@ def fit_memory_block(
 
 
 def memory_line(hit: Hit) -> str:
-    return f"- {escape_text(hit.memory.content)} ({relative_age(hit.age_seconds)})"
+    outdated = superseded_label(hit)
+    stale = f"; {outdated}" if outdated else ""
+    return f"- {escape_text(hit.memory.content)} ({relative_age(hit.age_seconds)}{stale})"
+
+
+def superseded_label(hit: Hit) -> str:
+    """ "superseded 2026-05-03 by m-7" for a memory a newer one replaced (recalled only
+    with ``as_of`` or ``include_superseded``), so the model reads it as outdated; "" for
+    one still valid."""
+    m = hit.memory
+    if m.valid_to is None:
+        return ""
+    by = f" by {escape_text(m.superseded_by)}" if m.superseded_by else ""
+    return f"superseded {m.valid_to.date().isoformat()}{by}"
 
 
 def _fit(

@@ -291,6 +291,9 @@ class Episodic:
     # -- supersession (episodic.service.superseding) -------------------------------------
     supersede = Forward("_superseding", Superseding.supersede)
     supersede_as = Forward("_superseding", Superseding.supersede_as)
+    replaceable_as = Forward("_superseding", Superseding.replaceable_as)
+    supersessions = Forward("_superseding", Superseding.supersessions)
+    supersessions_as = Forward("_superseding", Superseding.supersessions_as)
 
     # -- the journal (episodic.service.journal) ----------------------------------------
     search_journal = Forward("_journal", Journal.search_journal)

@@ -27,7 +27,7 @@ from episodic.model import Memory, MemoryStatus, ScopeFilter
 from episodic.policy import MESSAGE_TYPE
 from episodic.service.context import Context
 from episodic.service.operations import EXPLICIT, Operations
-from episodic.store.supersession import derived_reason
+from episodic.store.supersession import Supersession, derived_reason
 from episodic.tenancy import Principal
 from episodic.write.episodes import EPISODE_TYPE, LEARNING_TYPE
 from episodic.write.supersession import Claim, Decision, decide_offline, decide_with_llm
@@ -106,6 +106,28 @@ class Superseding:
             reason=reason,
             by=f"{EXPLICIT}:{caller.key.id}",
         )
+
+    def replaceable_as(self, caller: Principal, old_id: str) -> Memory:
+        """The memory ``old_id`` if this API key may replace it (who may edit it:
+        ``Forbidden`` otherwise) and it may be replaced (``InvalidInput`` naming
+        ``replaces`` when it is not active or is an episode): what a key's
+        ``remember(replaces=...)`` checks first."""
+        self.operations.owned_by(caller, old_id, "supersede")
+        return self.operations.replaceable(caller.workspace_id, old_id)
+
+    def supersessions(self, memory_id: str, *, workspace: str) -> list[Supersession]:
+        """The links that name memory ``memory_id`` at either end (what replaced it,
+        what it replaced), oldest decided first; ``NotFound`` when it is not a memory of
+        the workspace."""
+        return self._links(ScopeFilter(workspace_id=workspace), memory_id)
+
+    def supersessions_as(self, caller: Principal, memory_id: str) -> list[Supersession]:
+        """``supersessions`` of a memory the API key may see (``NotFound`` otherwise)."""
+        return self._links(caller.reading(), memory_id)
+
+    def _links(self, flt: ScopeFilter, memory_id: str) -> list[Supersession]:
+        found = self.operations.memory(flt, memory_id)
+        return self.ctx.store.supersessions(found.workspace, [found.id])
 
     # -- detection on write ------------------------------------------------------------
     def check_pending(self) -> CheckReport:

@@ -1,18 +1,28 @@
-"""``/v1/memories``: create, list (with a text filter), get, correct, retire and delete
-single memories, and a memory's history of versions."""
+"""``/v1/memories``: create, list (with a text filter), get, correct, supersede, retire
+and delete single memories, a memory's history of versions and its supersession links."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
+from episodic.errors import InvalidInput
 from episodic.http.auth import Caller
 from episodic.http.deps import Mem
 from episodic.http.errors import ERRORS
 from episodic.http.models import ForgetOut, Id, NonEmptyText, ScopeName, Strict
-from episodic.service import MAX_PAGE, MAX_Q_CHARS, SOURCES, memory_json, version_json
+from episodic.model import Memory
+from episodic.service import (
+    MAX_PAGE,
+    MAX_Q_CHARS,
+    SOURCES,
+    Episodic,
+    memory_json,
+    version_json,
+)
+from episodic.tenancy import Principal
 
 router = APIRouter()
 
@@ -30,6 +40,10 @@ class MemoryIn(Strict):
     payload: dict[str, Any] | None = None
     id: Id | None = None
     workspace: Id | None = None
+    replaces: Id | None = Field(
+        default=None,
+        description="the id of a memory this one supersedes (kept, out of default recall)",
+    )
 
 
 class MemoryOut(BaseModel):
@@ -54,14 +68,46 @@ class MemoryOut(BaseModel):
     keys: str
     source_event_ids: list[str]
     created_at: str | None
+    valid_from: str = Field(description="since when what it says is true (its ts by default)")
+    valid_to: str | None = Field(
+        description="until when it was true (a newer memory replaced it); null: still true"
+    )
+    superseded_by: str | None = Field(description="the id of the memory that replaced it")
 
 
 class MemoryPatchIn(Strict):
-    """The fields an edit may change (see ``Episodic.update``); at least one."""
+    """The fields an edit may change (see ``Episodic.update``); at least one. With
+    ``supersede``, ``content`` is not written over the memory: it becomes a new memory
+    that supersedes this one."""
 
     content: NonEmptyText | None = None
     importance: Annotated[float, Field(ge=0.0, le=1.0, strict=True)] | None = None
     payload: dict[str, Any] | None = None
+    supersede: StrictBool = Field(
+        default=False,
+        description="keep this memory as superseded and remember content as the new one",
+    )
+
+
+class SupersedeIn(Strict):
+    new: NonEmptyText = Field(description="the replacing memory's id, or the text of a new one")
+    reason: NonEmptyText | None = None
+
+
+class SupersessionOut(BaseModel):
+    old: str = Field(description="the memory replaced")
+    new: str = Field(description="the memory that replaced it")
+    decided_by: str = Field(
+        description="explicit (:<key id>, :corrective), offline:<rule> or llm:<model>"
+    )
+    reason: str
+    decided_at: str
+
+
+class SupersessionsOut(BaseModel):
+    supersessions: list[SupersessionOut] = Field(
+        description="the links naming the memory at either end, oldest decided first"
+    )
 
 
 class VersionOut(BaseModel):
@@ -95,8 +141,11 @@ class MemoryPageOut(BaseModel):
     tags=["memories"],
 )
 def create_memory(body: MemoryIn, caller: Caller, mem: Mem) -> dict[str, Any]:
-    """Remember one note now (admitted whatever its type, embedded at once)."""
+    """Remember one note now (admitted whatever its type, embedded at once);
+    ``replaces`` supersedes a memory the key may edit."""
     flt = caller.reading(workspace=body.workspace, agent=body.agent, crew=body.crew)
+    if body.replaces is not None:
+        mem.replaceable_as(caller, body.replaces)
     memory = mem.remember(
         body.content,
         workspace=flt.workspace_id,
@@ -110,6 +159,7 @@ def create_memory(body: MemoryIn, caller: Caller, mem: Mem) -> dict[str, Any]:
         evidence=body.evidence,
         payload=body.payload,
         id=body.id,
+        replaces=body.replaces,
     )
     return memory_json(memory)
 
@@ -124,7 +174,9 @@ def list_memories(
     resource: Annotated[Id | None, Query()] = None,
     conversation: Annotated[Id | None, Query()] = None,
     type: Annotated[list[Id] | None, Query(max_length=20)] = None,
-    status: Annotated[Literal["active", "retired", "compacted"] | None, Query()] = None,
+    status: Annotated[
+        Literal["active", "retired", "compacted", "superseded"] | None, Query()
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(max_length=1000)] = None,
     q: Annotated[str | None, Query(min_length=1, max_length=MAX_Q_CHARS)] = None,
@@ -158,11 +210,49 @@ def get_memory(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
 )
 def update_memory(memory_id: str, body: MemoryPatchIn, caller: Caller, mem: Mem) -> dict[str, Any]:
     """Correct a memory's content, importance and/or payload; the version it replaces
-    is kept (``GET .../history``). Who may delete a memory may correct it."""
+    is kept (``GET .../history``). Who may delete a memory may correct it. With
+    ``supersede``, ``content`` becomes a new memory that supersedes this one (returned)."""
+    if body.supersede:
+        return memory_json(_supersede_with(memory_id, body, caller, mem))
     memory = mem.update_as(
         caller, memory_id, content=body.content, importance=body.importance, payload=body.payload
     )
     return memory_json(memory)
+
+
+def _supersede_with(
+    memory_id: str, body: MemoryPatchIn, caller: Principal, mem: Episodic
+) -> Memory:
+    if body.content is None:
+        raise InvalidInput("content", "supersede needs the content of the new memory")
+    for name in ("importance", "payload"):
+        if getattr(body, name) is not None:
+            raise InvalidInput(name, "cannot be changed with supersede: edit the new memory")
+    return mem.supersede_as(caller, memory_id, body.content)
+
+
+@router.post(
+    "/v1/memories/{memory_id}/supersede",
+    response_model=MemoryOut,
+    responses=ERRORS,
+    tags=["memories"],
+)
+def supersede_memory(memory_id: str, body: SupersedeIn, caller: Caller, mem: Mem) -> dict[str, Any]:
+    """Replace a memory with ``new`` (another memory's id, or the text of a new one):
+    the old one is kept as superseded, out of default recall. Returns the memory that
+    replaced it. Who may correct a memory may supersede it."""
+    return memory_json(mem.supersede_as(caller, memory_id, body.new, reason=body.reason))
+
+
+@router.get(
+    "/v1/memories/{memory_id}/supersessions",
+    response_model=SupersessionsOut,
+    responses=ERRORS,
+    tags=["memories"],
+)
+def memory_supersessions(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
+    """What replaced this memory and what it replaced: who decided, why, when."""
+    return {"supersessions": [s.to_json() for s in mem.supersessions_as(caller, memory_id)]}
 
 
 @router.get(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 from episodic.http.auth import Caller
 from episodic.http.deps import Mem, RecallGate
@@ -42,6 +42,13 @@ class RecallIn(Strict):
         default=None,
         description="which episodes come with their messages: none, auto (the default: "
         "key moments ranked in the top 2) or full (every episode)",
+    )
+    as_of: Id | None = Field(
+        default=None,
+        description="an ISO 8601 time: answer as memory stood then (naive times are UTC)",
+    )
+    include_superseded: StrictBool = Field(
+        default=False, description="show memories a newer one replaced too, with their validity"
     )
     workspace: Id | None = None
 
@@ -82,6 +89,10 @@ class HitOut(BaseModel):
         description="seed 003's label of a surprising episode"
     )
     details: list[DetailOut] = Field(description="the episode's messages, at this detail level")
+    status: str = Field(description="active, or superseded (with as_of or include_superseded)")
+    valid_from: str = Field(description="since when what it says is true")
+    valid_to: str | None = Field(description="until when it was true; null: still true")
+    superseded_by: str | None = Field(description="the id of the memory that replaced it")
 
 
 class TraceRowOut(BaseModel):
@@ -218,6 +229,8 @@ def _recall_args(body: RecallIn, caller: Principal) -> dict[str, Any]:
         "walk": body.walk,
         "mark": body.mark,
         "detail": body.detail,
+        "as_of": body.as_of,
+        "include_superseded": body.include_superseded,
     }
 
 
