@@ -152,12 +152,6 @@ def test_http_supersede_follows_the_edit_rules(
     assert again["superseded_by"] == created.json()["id"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: supersede with a new text records 'explicit' and 'replaced on request', "
-    "dropping the key and the reason given (Superseding.supersede hands the text to "
-    "remember(replaces=...), which takes neither)",
-)
 def test_a_replacement_by_text_records_who_decided_and_why(
     mem: Episodic, http: tuple[str, dict[str, str]]
 ) -> None:

@@ -238,11 +238,6 @@ def test_a_memory_replaced_before_it_was_true_still_round_trips(
         assert target.store.get_memory(WS, "card-a") == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: remember(replaces=) does not refuse a replaced memory newer than the new one, "
-    "as supersede() does; the old memory's valid_to then falls before its ts",
-)
 def test_remember_refuses_to_replace_a_newer_memory(db_url: str, clock: Clock) -> None:
     with open_mem(db_url, clock, supersession="off") as mem:
         clock.now = T0 + timedelta(days=10)

@@ -463,7 +463,7 @@ def _status(value: MemoryStatus | str) -> MemoryStatus:
         return MemoryStatus(value)
     except ValueError:
         raise InvalidInput(
-            "status", f"unknown status {value!r}; use active, retired or compacted"
+            "status", f"unknown status {value!r}; use active, retired, compacted or superseded"
         ) from None
 
 
