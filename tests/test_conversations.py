@@ -217,7 +217,8 @@ def llm_service(chat: Any, clock: list[datetime]) -> Episodic:
     return Episodic(
         store=open_store("sqlite:///:memory:"),
         embedder=None,
-        settings=Settings(embedder="none"),
+        # The scripted model answers segmentation's steps only, in order.
+        settings=Settings(embedder="none", supersession="off"),
         clock=lambda: clock[0],
         llm=OpenAICompatLLM(base_url=chat.base_url, model=MODEL, timeout_s=5.0),
     )

@@ -51,18 +51,30 @@ def test_the_newer_version_of_a_changed_setting_is_recalled_first(
     mem.index_once()
     clock.advance(days=1)
 
-    def order(query: str) -> list[str]:
-        return [h.id for h in mem.recall(query, workspace=WS, k=5, mark=False).hits]
+    def order(query: str, **options: object) -> list[str]:
+        hits = mem.recall(query, workspace=WS, k=5, mark=False, **options).hits
+        return [h.id for h in hits]
 
+    # "is now" replaced the old values: they leave default recall...
     timeout = order("what is the payments-api request timeout?")
-    assert timeout[:2] == ["timeout-v2", "timeout-v1"], timeout
+    assert timeout[0] == "timeout-v2" and "timeout-v1" not in timeout, timeout
     backup = order("when does the orders database backup run?")
-    assert backup.index("backup-v2") < backup.index("backup-v1"), backup
+    assert "backup-v2" in backup and "backup-v1" not in backup, backup
+    # ... and when asked for them too, the newer version still comes first.
+    both = order("what is the payments-api request timeout?", include_superseded=True)
+    assert both[:2] == ["timeout-v2", "timeout-v1"], both
+    both = order("when does the orders database backup run?", include_superseded=True)
+    assert both.index("backup-v2") < both.index("backup-v1"), both
 
     # The HTTP API is the same service: the same order.
     with http_client(mem, WS) as api:
         body = api.post(
-            "/v1/recall", json={"query": "what is the payments-api request timeout?", "k": 5}
+            "/v1/recall",
+            json={
+                "query": "what is the payments-api request timeout?",
+                "k": 5,
+                "include_superseded": True,
+            },
         ).json()
     assert [h["id"] for h in body["hits"]][:2] == ["timeout-v2", "timeout-v1"]
 
