@@ -224,13 +224,16 @@ def test_the_teaparty_tree_keeps_supersession_too(
 def test_a_memory_replaced_before_it_was_true_still_round_trips(
     db_url: str, tmp_path: Path, clock: Clock, new_db_url: Callable[[], str]
 ) -> None:
-    # remember(replaces=...) accepts a replaced memory newer than the replacing one, so
-    # the store can hold valid_to < ts: its export must import all the same.
+    # The service refuses it, but the store can hold valid_to < ts (a link written by
+    # an older version, or by hand): its export must import all the same.
     with open_mem(db_url, clock, supersession="off") as mem:
         clock.now = T0 + timedelta(days=10)
         mem.remember(OLD, workspace=WS, id="card-a")
         clock.now = T0
-        mem.remember(NEW, workspace=WS, id="card-b", replaces="card-a")
+        mem.remember(NEW, workspace=WS, id="card-b")
+        mem.store.supersede(
+            WS, "card-a", "card-b", decided_by="explicit", reason="by hand", at=clock.now
+        )
         mem.export_markdown(tmp_path / "out")
         before = mem.store.get_memory(WS, "card-a")
     with open_mem(new_db_url(), clock) as target:
