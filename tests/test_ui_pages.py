@@ -258,3 +258,17 @@ def test_an_entry_shows_its_source_message_evidence_and_episode(base: str, mem: 
         assert f"<tr><th>source</th><td>{entry.payload['source']}</td></tr>" in evidence
         assert str(entry.payload["evidence"]) in evidence
         assert f'href="/ui/memories/{entry.payload["episode_id"]}"' in evidence
+
+
+def test_a_replaced_memory_shows_its_validity_and_what_replaced_it(
+    base: str, mem: Episodic
+) -> None:
+    mem.remember("the wiki lives at wiki-old.internal", workspace="acme", id="ui-wiki-1")
+    new = mem.supersede("ui-wiki-1", "the wiki lives at wiki-new.internal", workspace="acme")
+    with signed_in(base, mem) as c:
+        page = c.get("/ui/memories/ui-wiki-1").text
+        validity = page.split('id="validity"')[1].split("</td>")[0]
+        assert "replaced by" in validity and f'href="/ui/memories/{new.id}"' in validity
+        assert "superseded" in page.split('id="title"')[1].split("</h2>")[0]
+        current = c.get(f"/ui/memories/{new.id}").text
+        assert "now" in current.split('id="validity"')[1].split("</td>")[0]
