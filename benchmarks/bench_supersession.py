@@ -90,10 +90,10 @@ def messages(n: int, rng: random.Random) -> list[dict[str, Any]]:
     ]
 
 
-def run(db: str, mode: str, n: int, seed: int) -> dict[str, float]:
+def run(db: str, mode: str, n: int, seed: int, suffix: str = "") -> dict[str, float]:
     rng = random.Random(seed)
     clock = Clock()
-    ws = f"bench-{mode}"
+    ws = f"bench-{mode}{suffix}"
     out: dict[str, float] = {}
     settings = Settings(supersession=mode)
     with Episodic.open(db, settings=settings, embedder=None, clock=clock) as mem:
@@ -106,7 +106,7 @@ def run(db: str, mode: str, n: int, seed: int) -> dict[str, float]:
         started = time.perf_counter()
         checked = mem.check_supersessions().checked
         took = time.perf_counter() - started
-        out["check events/s"] = checked / took if checked else float("nan")
+        out["check events/s"] = checked / took if checked else 0.0
 
         turns = messages(n, rng)
         started = time.perf_counter()
@@ -137,18 +137,22 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2000, help="events, and messages")
     parser.add_argument("--db", default=None, help="a postgresql:// URL (default: SQLite)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each mode, in turn")
     args = parser.parse_args()
-    results = {}
+    runs: dict[str, list[dict[str, float]]] = {"off": [], "auto": []}
     with tempfile.TemporaryDirectory() as folder:
-        for mode in ("off", "auto"):
-            db = args.db or f"sqlite:///{Path(folder) / mode}.db"
-            if db.startswith("sqlite"):
-                Episodic.open(db, embedder=None).close()  # episodic init
-            results[mode] = run(db, mode, args.n, args.seed)
-    names = list(results["off"])
+        for round_ in range(args.rounds):
+            # In turn, off then auto, so that both see the same drift of a shared machine.
+            for mode in ("off", "auto"):
+                db = args.db or f"sqlite:///{Path(folder) / f'{mode}-{round_}'}.db"
+                if db.startswith("sqlite"):
+                    Episodic.open(db, embedder=None).close()  # episodic init
+                runs[mode].append(run(db, mode, args.n, args.seed, suffix=str(round_)))
+    print(f"medians of {args.rounds} rounds, {args.n} events and {args.n} messages")
     print(f"{'':28} {'off':>12} {'auto':>12} {'auto/off':>9}")
-    for name in names:
-        off, on = results["off"][name], results["auto"][name]
+    for name in runs["off"][0]:
+        off = statistics.median(r[name] for r in runs["off"])
+        on = statistics.median(r[name] for r in runs["auto"])
         ratio = on / off if off else float("nan")
         print(f"{name:28} {off:12.1f} {on:12.1f} {ratio:9.2f}")
 
