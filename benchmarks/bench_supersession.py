@@ -97,7 +97,8 @@ def run(db: str, mode: str, n: int, seed: int, suffix: str = "") -> dict[str, fl
     out: dict[str, float] = {}
     settings = Settings(supersession=mode)
     with Episodic.open(db, settings=settings, embedder=None, clock=clock) as mem:
-        evs = [dict(e, workspace=ws) for e in events(n, rng)]
+        # Ids are unique per database: each run's carry its workspace.
+        evs = [dict(e, workspace=ws, id=f"{ws}-{e['id']}") for e in events(n, rng)]
         started = time.perf_counter()
         for i in range(0, n, 100):
             mem.ingest(evs[i : i + 100])
@@ -108,7 +109,7 @@ def run(db: str, mode: str, n: int, seed: int, suffix: str = "") -> dict[str, fl
         took = time.perf_counter() - started
         out["check events/s"] = checked / took if checked else 0.0
 
-        turns = messages(n, rng)
+        turns = [dict(t, id=f"{ws}-{t['id']}") for t in messages(n, rng)]
         started = time.perf_counter()
         for i in range(0, n, 20):
             mem.add_messages(turns[i : i + 20], conversation=f"c-{i // 200}", workspace=ws)
