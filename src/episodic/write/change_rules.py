@@ -54,6 +54,7 @@ from episodic.write.statement_words import (
     word_keys,
 )
 from episodic.write.text import split_sentences
+from episodic.write.value_rules import names_old_value, update_cue
 
 Kind = Literal["supersedes", "duplicate", "unrelated"]
 
@@ -81,6 +82,8 @@ RULE_FAMILY: dict[str, str] = {
     "not-anymore": "no-longer",
     "stopped": "no-longer",
     "used-to": "no-longer",
+    "names-old-value": "names-old-value",
+    "update-cue": "update-cue",
     "same-text": "duplicate",
     "same-statement": "duplicate",
     "no-change-signal": "unrelated",
@@ -503,11 +506,13 @@ def decide(new: str, old: str) -> Verdict:
     if normalised(new) == normalised(old):
         return Verdict("duplicate", "same-text", "the same text")
     skipped = ""
+    said: list[str] = []  # the sentences that can signal a change
     for sentence in split_sentences(new):
         reason = _reasons_to_skip(sentence)
         if reason is not None:
             skipped = reason
             continue
+        said.append(sentence)
         for signal in _signals(sentence):
             if signal.old_value:
                 verdict = _check_named(signal, old)
@@ -515,6 +520,11 @@ def decide(new: str, old: str) -> Verdict:
                 verdict = _check_statement(signal, old)
             if verdict is not None:
                 return verdict
+    statement = " ".join(said)
+    for rule, check in (("names-old-value", names_old_value), ("update-cue", update_cue)):
+        why = check(statement, old) if statement else None
+        if why is not None:
+            return Verdict("supersedes", rule, why)
     new_keys, old_keys = word_keys(to_words(new)), word_keys(to_words(old))
     if new_keys and new_keys == old_keys:
         return Verdict("duplicate", "same-statement", "the same words in the same order")
