@@ -60,6 +60,9 @@ _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 # A name: capitalised words in a row, with a trailing number or size ("Flex 20", "Data
 # Lite 2GB"). "I" and "I'm" are not names.
 _NAME = re.compile(r"\b[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|\d+[A-Za-z]*)\b)*")
+# A single capitalised word opening a sentence is a name when a verb follows ("Kenji
+# moved", "Sanne eats") or it owns something ("Dana's"); "Water the ferns" is no name.
+_NAME_LEADS = re.compile(r"\s+(?:[a-z]+(?:ed|es|s)|is|was|has|had|left|went|quit|took|keeps)\b")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\W*$")
 
 
@@ -96,7 +99,14 @@ def values(text: str) -> tuple[Value, ...]:
     for m in _NAME.finditer(text):
         words = m.group().split()
         start = m.start()
-        if _SENTENCE_START.search(text[: m.start()]) and _common(words[0], text):
+        if _SENTENCE_START.search(text[: m.start()]) and (
+            _common(words[0], text)
+            or (
+                len(words) == 1
+                and not words[0].endswith("'s")
+                and not _NAME_LEADS.match(text, m.end())
+            )
+        ):
             # "Standup for ...", "Charge Viktor's ...": the opening word is no name.
             if len(words) == 1:
                 continue
@@ -190,6 +200,31 @@ def _relatives(text: str) -> set[str]:
     return {m.group().casefold() for m in _RELATIVE.finditer(text)}
 
 
+_POSSESSED = r"'s\s+(?:(?:new|old|current|preferred|usual|main|regular|favou?rite)\s+)?([a-z][\w-]*)"
+
+
+def _possessed(text: str, owner: str) -> set[str]:
+    """What ``text`` says belongs to ``owner``: "Ewa's rent" -> {"rent"}."""
+    pattern = rf"(?<![\w-]){re.escape(owner)}{_POSSESSED}"
+    return {stem(m.group(1)) for m in re.finditer(pattern, text.casefold())}
+
+
+def _same_heads(new_heads: set[str], old_heads: set[str], new: str, old: str) -> bool:
+    """Whether what the two texts say belongs to the subject is one thing: one text's word
+    is in the other ("Viktor's subscriptions", "Viktor's streaming subscriptions") or both
+    name one slot ("Yara's card", "Yara's subscriptions")."""
+    slots = {_SLOT_OF.get(h, h) for h in new_heads}
+    return (
+        bool(new_heads & _stems(old))
+        or bool(old_heads & _stems(new))
+        or bool(slots & {_SLOT_OF.get(h, h) for h in old_heads})
+    )
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(m.group().casefold()) for m in _WORD.finditer(text)}
+
+
 def _mentions(text: str, words: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(words)}(?![\w-])", text.casefold()) is not None
 
@@ -202,12 +237,37 @@ def _same_subject(new: str, old: str, old_vals: Sequence[Value], b: Value) -> bo
         return False
     if _relatives(new) != _relatives(old):
         return False  # "Omar lives in Cairo", "Omar's brother lives in Alexandria"
+    for s in subject:
+        new_heads, old_heads = _possessed(new, s), _possessed(old, s)
+        if new_heads and old_heads and not _same_heads(new_heads, old_heads, new, old):
+            return False  # "Ewa's rent" and "Ewa's phone bill": two things of one subject
     return b.kind != "name" or any(_mentions(old[: b.start], s) for s in subject)
 
 
+# Words that make a second slot of the same kind: the staging host is not the host, the
+# docs' owner is not the service's owner.
+_QUALIFIER = re.compile(
+    r"\b(?:admin|console|dashboard|docs|documentation|status|staging|test|testing|dev|"
+    r"development|backup|mirror|replica|secondary|primary|fallback|internal|external|public|"
+    r"private|metrics|logs|logging|monitoring|sandbox|preview|sidecar)\b",
+    re.IGNORECASE,
+)
+
+
+def _qualifiers(text: str, vals: Sequence[Value]) -> set[str]:
+    return {
+        m.group().casefold()
+        for m in _QUALIFIER.finditer(text)
+        if not any(v.start <= m.start() < v.end for v in vals)
+    }
+
+
 def _slots_agree(new: str, old: str, a: Value, b: Value, new_vals: Sequence[Value]) -> bool:
+    old_vals = values(old)
+    if _qualifiers(new, new_vals) != _qualifiers(old, old_vals):
+        return False
     new_slots = _slots(new, new_vals)
-    old_slots = _slots(old, values(old))
+    old_slots = _slots(old, old_vals)
     if new_slots and old_slots and not new_slots & old_slots:
         return False  # "owner" and "endpoint": two slots of one subject
     if a.kind == "name":
@@ -282,12 +342,17 @@ _CUE = re.compile(
     r"(?:bumped|pushed|upgraded|downgraded|rolled\s+back)\b.*\bto|(?:started|began)\s+a\s+new)\b",
     re.IGNORECASE,
 )
-_NOT_NOW = re.compile(r"\b(?:for|just|until|by|from)\s+now\b|\bnow\s+that\b", re.IGNORECASE)
+_NOT_NOW = re.compile(
+    r"\b(?:for|just|until|by)\s+now\b|\bfrom\s+now\b(?!\s+on)|\bnow\s+that\b", re.IGNORECASE
+)
+# A cue taken back: "we are not moving it to B".
+_CUE_NEGATED = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
 
 
 def update_cue(new: str, old: str) -> str | None:
     """Why ``new`` restates ``old``'s slot with another value after an update cue, or None."""
-    if not _CUE.search(_NOT_NOW.sub(" ", new)):
+    cue = _CUE.search(_NOT_NOW.sub(" ", new))
+    if cue is None or _CUE_NEGATED.search(new[: cue.start()]):
         return None
     old_vals, new_vals = values(old), values(new)
     new_texts = {v.text for v in new_vals}
