@@ -49,7 +49,7 @@ _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("card", r"\b[A-Za-z]+\s+(?:card\s+)?ending\s+(?:in\s+)?\d{2,6}\b"),
         ("host", r"\b[\w-]+@[\w-]+(?:\.[\w-]+)+|\b[a-z][\w-]*(?:\.[\w-]+)*\.[a-z]{2,}\b(?!\.\w)"),
         ("version", r"\bv\d+(?:\.\d+)*\b|\b\d+\.\d+\.\d+\b"),
-        ("time", r"\b\d{1,2}(?::\d{2})\s*(?:[ap]\.?m\b\.?)?|\b\d{1,2}\s*[ap]\.?m\b\.?"),
+        ("time", r"\b\d{1,2}(?::\d{2})(?:\s*[ap]\.?m\b\.?)?|\b\d{1,2}\s*[ap]\.?m\b\.?"),
         ("channel", r"(?<!\w)#[\w-]+"),
         ("region", r"\b[a-z]{2,}(?:-[a-z]+)+-\d+\b"),
         ("weekday", rf"\b{_DAYS}\b"),
@@ -79,11 +79,11 @@ def _common(word: str, text: str) -> bool:
 
 
 # Words a sentence opens with that are not names.
-_OPENING_WORDS = frozenset(
-    """always never please note questions point charge set order use make when after before
+_OPENING = """always never please note questions point charge set order use make when after before
     cutover heads quick update scratch correction instead turns going starting from
-    ownership new production our their the""".split()
-)
+    ownership new production our their the send add call ask book remind email text tell
+    pay keep put buy bring take give ship route forward water feed check"""
+_OPENING_WORDS = frozenset(_OPENING.split())
 
 
 def values(text: str) -> tuple[Value, ...]:
@@ -167,14 +167,15 @@ _GROUP = re.compile(
     r"\b((?:[a-z][\w-]*\s+){1,2})(?:team|squad|crew|guild|group|department|service|job|"
     r"project|app)\b"
 )
-_IDENTIFIER = re.compile(r"\b[a-z]+(?:-[a-z]+)+\b")
+# "the reports-exporter", not "check-ups".
+_IDENTIFIER = re.compile(r"(?<=\b(?:the|our)\s)[a-z]+(?:-[a-z]+)+\b", re.IGNORECASE)
 
 
 def _subject(text: str, vals: Sequence[Value]) -> set[str]:
     """Who or what ``text`` is about: its names and identifiers but its values' kinds."""
     found = {v.text for v in vals if v.kind == "name"}
     found |= {
-        m.group()
+        m.group().casefold()
         for m in _IDENTIFIER.finditer(text)
         if not any(v.start <= m.start() < v.end for v in vals)
     }
@@ -191,7 +192,7 @@ def _subject(text: str, vals: Sequence[Value]) -> set[str]:
 _RELATIVE = re.compile(
     r"\b(?:brother|sister|mother|mom|mum|father|dad|parents?|cousin|wife|husband|partner|"
     r"son|daughter|kids?|child|children|friend|boss|manager|colleague|neighbou?r|aunt|uncle|"
-    r"roommate|flatmate|grand(?:mother|father|ma|pa))s?\b",
+    r"roommate|flatmate|grand(?:mother|father|ma|pa)|dog|cat|pet|puppy|kitten|horse)s?\b",
     re.IGNORECASE,
 )
 
@@ -200,7 +201,9 @@ def _relatives(text: str) -> set[str]:
     return {m.group().casefold() for m in _RELATIVE.finditer(text)}
 
 
-_POSSESSED = r"'s\s+(?:(?:new|old|current|preferred|usual|main|regular|favou?rite)\s+)?([a-z][\w-]*)"
+_POSSESSED = (
+    r"'s\s+(?:(?:new|old|current|preferred|usual|main|regular|favou?rite)\s+)?([a-z][\w-]*)"
+)
 
 
 def _possessed(text: str, owner: str) -> set[str]:
@@ -279,7 +282,8 @@ def _slots_agree(new: str, old: str, a: Value, b: Value, new_vals: Sequence[Valu
 # What, written just before B, says B is being left: "from B", "instead of B", "no longer
 # B", "left B", "replaced B", "the note about B", "what I said about B".
 _BEFORE_B = re.compile(
-    r"(?:\bfrom|\binstead\s+of|\brather\s+than|\bno\s+longer(?:\s+\w+){0,2}|\bnot|\bnever|"
+    r"(?:\b(?:switch|chang|mov|migrat|upgrad|downgrad|roll\w*\s+back|transition|shift|"
+    r"convert|went|go|away)\w*\s+(?:[\w'-]+\s+){0,3}?from|\binstead\s+of|\brather\s+than|\bno\s+longer(?:\s+\w+){0,2}|\bnot|\bnever|"
     r"\bleft|\bquit|\bdropped|\bditched|\bcancell?ed|\bretired|\bdecommissioned|\breplaced|"
     r"\bblocked|\bgave\s+up(?:\s+on)?|\bstopped\s+\w+ing|\bshut\s+down|\bnote\s+about|"
     r"\bsaid\s+about|\bmoved\s+off|\bmoved\s+away\s+from|\bmigrated\s+off)"
@@ -292,7 +296,7 @@ _AFTER_B = re.compile(
     r"^(?:\s+\w+)?\s+(?:(?:is|was|are|were|has\s+been|have\s+been|got)\s+(?:now\s+)?)?"
     r"(?:retired|decommissioned|expired|outdated|deprecated|gone|dropped|cancell?ed|"
     r"discontinued|obsolete|closed|blocked|shut\s+down|out\s+of\s+date|no\s+longer\b)|"
-    r"^\s+any\s*more\b",
+    r"^(?:\s+\w+)?\s+any\s*more\b",
     re.IGNORECASE,
 )
 # The clause B is in ends at these.
@@ -339,7 +343,7 @@ _CUE = re.compile(
     r"heads\s+up|new\s+\w+(?:\s+\w+)?\s+(?:for|of|is)\b|is\s+the\s+new|now|reassigned|"
     r"handed\s+over|took\s+over|moved|switched\s+to|changed\s+to|updated\s+to|as\s+of|"
     r"starting|effective|turns\s+out|scratch\s+that|correction|permanently|"
-    r"(?:bumped|pushed|upgraded|downgraded|rolled\s+back)\b.*\bto|(?:started|began)\s+a\s+new)\b",
+    r"(?:bumped|pushed|upgraded|downgraded|rolled\s+back)\b.*\bto|(?:started|began)\s+a\s+new)(?!\w)",
     re.IGNORECASE,
 )
 _NOT_NOW = re.compile(
