@@ -602,8 +602,8 @@ VALUE_CHANGES: list[tuple[str, str, str]] = [
         "names-old-value",
     ),
     (
-        "The eu-north-1 cluster is decommissioned; the telemetry-sink runs in us-east-2.",
-        "The telemetry-sink runs in eu-north-1.",
+        "The eu-north-1 region is decommissioned; the telemetry-sink runs in us-east-2.",
+        "The telemetry-sink is hosted in eu-north-1.",
         "names-old-value",
     ),
     (
@@ -623,7 +623,7 @@ VALUE_CHANGES: list[tuple[str, str, str]] = [
     ),
     (
         "The mobile-app's 4.2.0 release is retired; users are on 4.3.1.",
-        "Users of the mobile-app are on 4.2.0.",
+        "The mobile-app's current release is 4.2.0.",
         "names-old-value",
     ),
     (

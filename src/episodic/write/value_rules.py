@@ -40,6 +40,12 @@ class Value:
 
 
 _DAYS = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+_MONTHS = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b"
+)
+# "May" alone is too often "may"; "in March" is a date.
+_MONTH_ALONE = r"(?:january|february|march|april|june|july|august|september|october|november|december)\b"
 _DIETS = r"""vegan|vegetarian|pescatarian|keto|paleo|halal|kosher|gluten-free|dairy-free|
 low-fodmap|low-carb|lactose-free|nut-free|carnivore|flexitarian|raw-food"""
 # The shapes of values, most specific first; a span taken by one is not read again.
@@ -52,6 +58,10 @@ _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("time", r"\b\d{1,2}(?::\d{2})(?:\s*[ap]\.?m\b\.?)?|\b\d{1,2}\s*[ap]\.?m\b\.?"),
         ("channel", r"(?<!\w)#[\w-]+"),
         ("region", r"\b[a-z]{2,}(?:-[a-z]+)+-\d+\b"),
+        (
+            "date",
+            rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTHS}|\b{_MONTHS}\s+\d{{1,2}}\b|\b{_MONTH_ALONE}",
+        ),
         ("weekday", rf"\b{_DAYS}\b"),
         ("diet", rf"\b(?:{_DIETS.replace(chr(10), '')})\b"),
         ("amount", r"[$£€]\s?\d[\d,.]*\b|\b\d[\d,.]*\s?(?:dollars|euros|pounds|usd|eur|gbp)\b"),
@@ -62,7 +72,8 @@ _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 _NAME = re.compile(r"\b[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|\d+[A-Za-z]*)\b)*")
 # A single capitalised word opening a sentence is a name when a verb follows ("Kenji
 # moved", "Sanne eats") or it owns something ("Dana's"); "Water the ferns" is no name.
-_NAME_LEADS = re.compile(r"\s+(?:[a-z]+(?:ed|es|s)|is|was|has|had|left|went|quit|took|keeps)\b")
+_NAME_LEADS = re.compile(
+    r"(?:\s+(?:now|just|also|still|finally|recently|never))?\s+(?:[a-z]+(?:ed|es|s)|is|was|has|had|left|went|quit|took|keeps)\b")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\W*$")
 
 
@@ -139,7 +150,7 @@ _SLOT_WORDS: dict[str, str] = {
     "region": "region hosted servers datacenter zone",
     "version": "version release released upgraded bumped rolled",
     "employer": "employer employed job company works",
-    "residence": "home lives live flat city apartment rents",
+    "residence": "home lives live flat city apartment rents based",
     "diet": "diet eats eat meals food",
     "editor": "editor editing codes ide",
     "ci": "ci pipeline pipelines builds",
@@ -215,12 +226,14 @@ def _possessed(text: str, owner: str) -> set[str]:
 def _same_heads(new_heads: set[str], old_heads: set[str], new: str, old: str) -> bool:
     """Whether what the two texts say belongs to the subject is one thing: one text's word
     is in the other ("Viktor's subscriptions", "Viktor's streaming subscriptions") or both
-    name one slot ("Yara's card", "Yara's subscriptions")."""
-    slots = {_SLOT_OF.get(h, h) for h in new_heads}
+    name one slot ("Yara's card", "charge Yara's subscriptions")."""
+    new_slots = {_SLOT_OF[h] for h in new_heads if h in _SLOT_OF}
+    old_slots = {_SLOT_OF[h] for h in old_heads if h in _SLOT_OF}
     return (
         bool(new_heads & _stems(old))
         or bool(old_heads & _stems(new))
-        or bool(slots & {_SLOT_OF.get(h, h) for h in old_heads})
+        or bool(new_slots & _slots(old, ()))
+        or bool(old_slots & _slots(new, ()))
     )
 
 
@@ -317,8 +330,43 @@ def _left_behind(text: str, at: Value) -> bool:
 _NEGATED = re.compile(r"\b(?:not|never|no\s+longer)\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
 
 
+# A stay, not a change: "in Vienna this week for a conference".
+_TEMPORARY = re.compile(
+    r"\bthis\s+(?:week|weekend|month)\b|\bfor\s+(?:a|the)\s+(?:conference|trip|visit|"
+    r"holiday|vacation|week|weekend|few\s+days|summit|meeting)\b|\b(?:visiting|temporarily|"
+    r"today\s+only|for\s+now|on\s+(?:holiday|vacation|a\s+trip)|until)\b",
+    re.IGNORECASE,
+)
+
+
+def _strangers(new_vals: Sequence[Value], old_vals: Sequence[Value], a: Value) -> bool:
+    """Whether the new text names someone or something besides A the old text does not
+    ("Ben now lives in Oslo with Kim" is about Ben, not Kim)."""
+    olds = {v.text for v in old_vals}
+    return any(v.kind == "name" and v.text not in olds and v.text != a.text for v in new_vals)
+
+
+_HEAD = re.compile(r"\s+([a-z][\w-]*)")
+_GONE = frozenset(
+    """retired decommissioned expired outdated deprecated gone dropped cancelled canceled
+    discontinued obsolete closed blocked shut anymore behind""".split()
+)
+
+
+def _same_thing(new: str, old: str, b: Value) -> bool:
+    """Whether the noun the new text puts after B is the old text's ("the 9:15 bus is gone"
+    is not "the gym class at 9:15"): the word itself or one of its slot."""
+    head = _HEAD.match(new, b.end)
+    if head is None or head.group(1) in STOP_WORDS or head.group(1) in _GONE:
+        return True
+    key = stem(head.group(1))
+    return key in _stems(old) or (key in _SLOT_OF and _SLOT_OF[key] in _slots(old, ()))
+
+
 def names_old_value(new: str, old: str) -> str | None:
     """Why ``new`` replaces ``old`` because it names the old value as left behind, or None."""
+    if _TEMPORARY.search(new):
+        return None
     old_vals, new_vals = values(old), values(new)
     for b in old_vals:
         if _NEGATED.search(old[: b.start]):
@@ -333,6 +381,8 @@ def names_old_value(new: str, old: str) -> str | None:
             if a.kind == b.kind and a.text not in olds and not _left_behind(new, a)
         ]
         if fresh and _same_subject(new, old, old_vals, b):
+            if _strangers(new_vals, old_vals, fresh[0]) or not _same_thing(new, old, named[0]):
+                continue
             return f"the new text leaves {b.text!r} behind for {fresh[0].text!r}"
     return None
 
@@ -356,7 +406,7 @@ _CUE_NEGATED = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
 def update_cue(new: str, old: str) -> str | None:
     """Why ``new`` restates ``old``'s slot with another value after an update cue, or None."""
     cue = _CUE.search(_NOT_NOW.sub(" ", new))
-    if cue is None or _CUE_NEGATED.search(new[: cue.start()]):
+    if cue is None or _CUE_NEGATED.search(new[: cue.start()]) or _TEMPORARY.search(new):
         return None
     old_vals, new_vals = values(old), values(new)
     new_texts = {v.text for v in new_vals}
@@ -365,7 +415,7 @@ def update_cue(new: str, old: str) -> str | None:
         if b.text in new_texts or _NEGATED.search(old[: b.start]):
             continue
         for a in new_vals:
-            if a.kind != b.kind or a.text in old_texts:
+            if a.kind != b.kind or a.text in old_texts or _strangers(new_vals, old_vals, a):
                 continue
             if _same_subject(new, old, old_vals, b) and _slots_agree(new, old, a, b, new_vals):
                 return f"the new text gives the slot {b.text!r} filled the value {a.text!r}"
