@@ -739,6 +739,34 @@ VALUE_CHANGES: list[tuple[str, str, str]] = [
 # Values of one kind that must not replace each other: the same subject's other slot,
 # another subject's same slot, the old value mentioned but kept, questions and plans.
 VALUE_CONTROLS: list[tuple[str, str]] = [
+    # a stay, a trip or another person, not a change
+    ("Anna left Paris on Monday and is in Vienna now for a conference.", "Anna lives in Paris."),
+    ("Emma left Paris at 9:00 and landed in Rome at 11:00.", "Emma lives in Paris."),
+    ("Instead of Paris, Emma flew via Frankfurt to reach Lyon.", "Emma lives in Paris."),
+    ("Ben now lives in Oslo with Kim.", "Kim lives in Bergen."),
+    ("Jo left Google; Jo's husband is at Meta now.", "Jo works at Google."),
+    ("Heads up: Anna's sister now works at Nokia.", "Anna works at Ericsson."),
+    (
+        "Not Berlin but Munich hosts the trade fair; Jonas still lives in Berlin.",
+        "Jonas lives in Berlin.",
+    ),
+    ("Ivan stopped at Lidl instead of Aldi today.", "Ivan shops at Aldi."),
+    # one kind of value, two things it belongs to
+    ("The 9:15 bus is gone; Omar now catches the 8:50 train.", "Omar's gym class is at 9:15."),
+    (
+        "As of March, Ken pays the electricity bill with the Amex ending 4000.",
+        "Ken pays the water bill with the Amex ending 5000.",
+    ),
+    ("Lee's dentist appointment is now at 11:00.", "Lee's haircut is at 10:00."),
+    ("Moved the dentist to 15:00.", "The standup is at 9:30."),
+    (
+        "From now on, remind me about Lena's birthday on Fridays.",
+        "Lena's yoga class is on Mondays.",
+    ),
+    (
+        "Now the orders-api also listens on api3.example.com.",
+        "The orders-api listens on api2.example.com.",
+    ),
     (
         "Heads up: the payroll-api's admin console now answers on admin2.example.com.",
         "Point clients of the payroll-api at api.example.com.",

@@ -45,7 +45,9 @@ _MONTHS = (
     r"december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b"
 )
 # "May" alone is too often "may"; "in March" is a date.
-_MONTH_ALONE = r"(?:january|february|march|april|june|july|august|september|october|november|december)\b"
+_MONTH_ALONE = (
+    r"(?:january|february|march|april|june|july|august|september|october|november|december)\b"
+)
 _DIETS = r"""vegan|vegetarian|pescatarian|keto|paleo|halal|kosher|gluten-free|dairy-free|
 low-fodmap|low-carb|lactose-free|nut-free|carnivore|flexitarian|raw-food"""
 # The shapes of values, most specific first; a span taken by one is not read again.
@@ -73,7 +75,8 @@ _NAME = re.compile(r"\b[A-Z][\w'-]*(?:\s+(?:[A-Z][\w'-]*|\d+[A-Za-z]*)\b)*")
 # A single capitalised word opening a sentence is a name when a verb follows ("Kenji
 # moved", "Sanne eats") or it owns something ("Dana's"); "Water the ferns" is no name.
 _NAME_LEADS = re.compile(
-    r"(?:\s+(?:now|just|also|still|finally|recently|never))?\s+(?:[a-z]+(?:ed|es|s)|is|was|has|had|left|went|quit|took|keeps)\b")
+    r"(?:\s+(?:now|just|also|still|finally|recently|never))?\s+(?:[a-z]+(?:ed|es|s)|is|was|has|had|left|went|quit|took|keeps)\b"
+)
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)\W*$")
 
 
@@ -278,9 +281,30 @@ def _qualifiers(text: str, vals: Sequence[Value]) -> set[str]:
     }
 
 
+# "the water bill": a modifier that tells one thing of a kind from another.
+_MODIFIED = re.compile(
+    r"\b(?:the|a|an|its|their|his|her|our|my|your)\s+([a-z][a-z-]*)\s+([a-z][a-z-]*)\b"
+)
+
+
+def _modifiers(text: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for m in _MODIFIED.finditer(text):
+        modifier, noun = m.group(1), m.group(2)
+        if modifier not in STOP_WORDS and noun not in STOP_WORDS:
+            out.setdefault(stem(noun), set()).add(stem(modifier))
+    return out
+
+
+def _modifiers_clash(new: str, old: str) -> bool:
+    """Whether one noun is told apart differently: "the electricity bill", "the water bill"."""
+    new_mods, old_mods = _modifiers(new), _modifiers(old)
+    return any(not new_mods[n] & old_mods[n] for n in new_mods.keys() & old_mods.keys())
+
+
 def _slots_agree(new: str, old: str, a: Value, b: Value, new_vals: Sequence[Value]) -> bool:
     old_vals = values(old)
-    if _qualifiers(new, new_vals) != _qualifiers(old, old_vals):
+    if _qualifiers(new, new_vals) != _qualifiers(old, old_vals) or _modifiers_clash(new, old):
         return False
     new_slots = _slots(new, new_vals)
     old_slots = _slots(old, old_vals)
@@ -333,7 +357,8 @@ _NEGATED = re.compile(r"\b(?:not|never|no\s+longer)\s+(?:\w+\s+){0,2}$", re.IGNO
 # A stay, not a change: "in Vienna this week for a conference".
 _TEMPORARY = re.compile(
     r"\bthis\s+(?:week|weekend|month)\b|\bfor\s+(?:a|the)\s+(?:conference|trip|visit|"
-    r"holiday|vacation|week|weekend|few\s+days|summit|meeting)\b|\b(?:visiting|temporarily|"
+    r"holiday|vacation|week|weekend|few\s+days|summit|meeting)\b|\b(?:visiting|visited|landed|flew|flying|trip|"
+    r"travel(?:l?ing|l?ed)?|temporarily|"
     r"today\s+only|for\s+now|on\s+(?:holiday|vacation|a\s+trip)|until)\b",
     re.IGNORECASE,
 )
@@ -371,9 +396,9 @@ def names_old_value(new: str, old: str) -> str | None:
     for b in old_vals:
         if _NEGATED.search(old[: b.start]):
             continue  # the old text itself says "not B"
-        named = [v for v in new_vals if v.text == b.text and _left_behind(new, v)]
-        if not named:
-            continue
+        named = [v for v in new_vals if v.text == b.text]
+        if not named or not all(_left_behind(new, v) for v in named):
+            continue  # not named, or named as still so too ("... still lives in B")
         olds = {v.text for v in old_vals}
         fresh = [
             a
