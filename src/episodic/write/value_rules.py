@@ -372,10 +372,9 @@ def _strangers(new_vals: Sequence[Value], old_vals: Sequence[Value], a: Value) -
 
 
 _HEAD = re.compile(r"\s+([a-z][\w-]*)")
-_GONE = frozenset(
-    """retired decommissioned expired outdated deprecated gone dropped cancelled canceled
-    discontinued obsolete closed blocked shut anymore behind""".split()
-)
+_GONE_WORDS = """retired decommissioned expired outdated deprecated gone dropped cancelled
+canceled discontinued obsolete closed blocked shut anymore behind"""
+_GONE = frozenset(_GONE_WORDS.split())
 
 
 def _same_thing(new: str, old: str, b: Value) -> bool:
