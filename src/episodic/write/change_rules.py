@@ -5,7 +5,7 @@ memory from recall, while a missed one only leaves two memories side by side, so
 doubt ends in "unrelated".
 
 The rule reads the NEW text only for its change signal (the old text's wording never
-makes a change), in four families:
+makes a change), in four families of phrase rules:
 
 - replacement, naming the old value B: "use A instead of B", "switched from B to A",
   "replace B with A", "B was renamed to A", "B is deprecated, use A";
@@ -15,6 +15,13 @@ makes a change), in four families:
   and a restated attribute: "X's new address is W", "X's address is now W", "X moved to W",
   "X now lives/works in W";
 - a reversal: "no longer ...", "... not anymore", "stopped ...", "used to ...".
+
+When none of these aligns, two value rules (``write.value_rules``) read the texts as values
+of a kind (hosts, versions, times, weekdays, channels, regions, cards, diets, names): the
+new text names the old value as left behind ("left B", "B is retired", "not B anymore";
+rule ``names-old-value``), or an update cue ("quick update:", "new owner for X:", "is
+now", "reassigned") gives the same subject's slot a different value of the same kind (rule
+``update-cue``).
 
 What makes two statements fill the same slot: both are reduced to content words (stopwords
 dropped, light stemming, a few verb phrases folded into one slot word, such as "lives in",
