@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from episodic.write.statement_words import stem
-from episodic.write.text import STOP_WORDS
+from episodic.write.text import STOP_WORDS, split_sentences
 
 __all__ = ["Value", "names_old_value", "update_cue", "values"]
 
@@ -388,9 +388,19 @@ def _same_thing(new: str, old: str, b: Value) -> bool:
 
 
 def names_old_value(new: str, old: str) -> str | None:
-    """Why ``new`` replaces ``old`` because it names the old value as left behind, or None."""
+    """Why ``new`` replaces ``old`` because it names the old value as left behind, or None.
+    The old value, its subject and its slot are read in one sentence of the old text: a
+    long message has many values, and one sentence's subject is not another's."""
     if _TEMPORARY.search(new):
         return None
+    for sentence in split_sentences(old):
+        why = _names_old_value(new, sentence)
+        if why is not None:
+            return why
+    return None
+
+
+def _names_old_value(new: str, old: str) -> str | None:
     old_vals, new_vals = values(old), values(new)
     for b in old_vals:
         if _NEGATED.search(old[: b.start]):
@@ -428,10 +438,22 @@ _CUE_NEGATED = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
 
 
 def update_cue(new: str, old: str) -> str | None:
-    """Why ``new`` restates ``old``'s slot with another value after an update cue, or None."""
-    cue = _CUE.search(_NOT_NOW.sub(" ", new))
-    if cue is None or _CUE_NEGATED.search(new[: cue.start()]) or _TEMPORARY.search(new):
-        return None
+    """Why ``new`` restates ``old``'s slot with another value after an update cue, or None.
+    Sentence by sentence on both sides: the cue, the new value, the subject and the slot
+    in one sentence of the new text, the old value with its subject and slot in one of the
+    old text."""
+    for said in split_sentences(new):
+        cue = _CUE.search(_NOT_NOW.sub(" ", said))
+        if cue is None or _CUE_NEGATED.search(said[: cue.start()]) or _TEMPORARY.search(said):
+            continue
+        for sentence in split_sentences(old):
+            why = _update_cue(said, sentence)
+            if why is not None:
+                return why
+    return None
+
+
+def _update_cue(new: str, old: str) -> str | None:
     old_vals, new_vals = values(old), values(new)
     new_texts = {v.text for v in new_vals}
     old_texts = {v.text for v in old_vals}
