@@ -187,7 +187,12 @@ _IDENTIFIER = re.compile(r"(?<=\b(?:the|our)\s)[a-z]+(?:-[a-z]+)+\b", re.IGNOREC
 
 def _subject(text: str, vals: Sequence[Value]) -> set[str]:
     """Who or what ``text`` is about: its names and identifiers but its values' kinds."""
-    found = {v.text for v in vals if v.kind == "name"}
+    # An acronym ("CI", "API") names a kind of thing more often than who.
+    found = {
+        v.text
+        for v in vals
+        if v.kind == "name" and not (text[v.start : v.end].isupper() and v.end - v.start <= 4)
+    }
     found |= {
         m.group().casefold()
         for m in _IDENTIFIER.finditer(text)
@@ -268,7 +273,8 @@ def _same_subject(new: str, old: str, old_vals: Sequence[Value], b: Value) -> bo
 _QUALIFIER = re.compile(
     r"\b(?:admin|console|dashboard|docs|documentation|status|staging|test|testing|dev|"
     r"development|backup|mirror|replica|secondary|primary|fallback|internal|external|public|"
-    r"private|metrics|logs|logging|monitoring|sandbox|preview|sidecar)\b",
+    r"private|metrics|logs|logging|monitoring|sandbox|preview|sidecar|cdn|cache|proxy|dns|"
+    r"smtp|vpn|ssh|database|db|replica)\b",
     re.IGNORECASE,
 )
 
@@ -306,8 +312,8 @@ def _slots_agree(new: str, old: str, a: Value, b: Value, new_vals: Sequence[Valu
     old_vals = values(old)
     if _qualifiers(new, new_vals) != _qualifiers(old, old_vals) or _modifiers_clash(new, old):
         return False
-    new_slots = _slots(new, new_vals)
-    old_slots = _slots(old, old_vals)
+    new_slots = _slots(new, (a,))
+    old_slots = _slots(old, (b,))
     if new_slots and old_slots and not new_slots & old_slots:
         return False  # "owner" and "endpoint": two slots of one subject
     if a.kind == "name":
@@ -323,7 +329,7 @@ _BEFORE_B = re.compile(
     r"convert|went|go|away)\w*\s+(?:[\w'-]+\s+){0,3}?from|\binstead\s+of|\brather\s+than|\bno\s+longer(?:\s+\w+){0,2}|\bnot|\bnever|"
     r"\bleft|\bquit|\bdropped|\bditched|\bcancell?ed|\bretired|\bdecommissioned|\breplaced|"
     r"\bblocked|\bgave\s+up(?:\s+on)?|\bstopped\s+\w+ing|\bshut\s+down|\bnote\s+about|"
-    r"\bsaid\s+about|\bmoved\s+off|\bmoved\s+away\s+from|\bmigrated\s+off)"
+    r"\bsaid\s+about|\bprefer\w*\s+(?:[\w'-]+\s+){1,3}?over|\bmoved\s+off|\bmoved\s+away\s+from|\bmigrated\s+off)"
     r"(?:\s+(?:the|a|an|its|his|her|their|our|my|on))?\s*$",
     re.IGNORECASE,
 )
