@@ -558,6 +558,290 @@ BEYOND_REACH: list[tuple[str, str]] = [
 ]
 
 
+# The old value named as left behind ("left B", "instead of B", "B is retired", "not B
+# anymore", "A, never B"), or an update cue restating the slot with a value of one kind.
+VALUE_CHANGES: list[tuple[str, str, str]] = [
+    (
+        "Nadia left Stripe in June and is with Plaid now.",
+        "Nadia works at Stripe.",
+        "names-old-value",
+    ),
+    (
+        "The metrics-collector is no longer on v1.8.2; it runs v2.0.1.",
+        "The metrics-collector runs v1.8.2.",
+        "names-old-value",
+    ),
+    (
+        "Instead of #ops-chatter, alerts for the storage team go to #storage-pager now.",
+        "Send alerts for the storage team to #ops-chatter.",
+        "names-old-value",
+    ),
+    (
+        "Tariq's old Mastercard ending 4410 expired, so his gym fee goes on the Visa ending 9921.",
+        "Tariq's gym fee is charged to the Mastercard ending 4410.",
+        "names-old-value",
+    ),
+    (
+        "The note about 7:15 is outdated; the choir-practice reminder fires at 6:45.",
+        "The choir-practice reminder fires at 7:15.",
+        "names-old-value",
+    ),
+    (
+        "Correction: the cache-warmer lives on cache2.lab.example.com, not cache1.lab.example.com.",
+        "The cache-warmer lives on cache1.lab.example.com.",
+        "names-old-value",
+    ),
+    (
+        "It's not Wednesdays anymore: the book-club meets on Thursdays.",
+        "The book-club meets on Wednesdays.",
+        "names-old-value",
+    ),
+    (
+        "Halvorsen Legal has replaced Brightline Partners as Ingeborg's law firm.",
+        "Ingeborg's law firm is Brightline Partners.",
+        "names-old-value",
+    ),
+    (
+        "The eu-north-1 region is decommissioned; the telemetry-sink runs in us-east-2.",
+        "The telemetry-sink is hosted in eu-north-1.",
+        "names-old-value",
+    ),
+    (
+        "Rosa quit Core Studio and trains at Iron Temple now.",
+        "Rosa trains at Core Studio.",
+        "names-old-value",
+    ),
+    (
+        "Kofi never takes the 8:05 train anymore; he catches the one at 7:40.",
+        "Kofi takes the 8:05 train to work.",
+        "names-old-value",
+    ),
+    (
+        "Priyanka dropped Duolingo and practises Spanish with Babbel.",
+        "Priyanka practises Spanish with Duolingo.",
+        "names-old-value",
+    ),
+    (
+        "The mobile-app's 4.2.0 release is retired; users are on 4.3.1.",
+        "The mobile-app's current release is 4.2.0.",
+        "names-old-value",
+    ),
+    (
+        "The weekly sync of the design-ops group moved off Mondays; it is on Tuesdays.",
+        "The design-ops group holds its weekly sync on Mondays.",
+        "names-old-value",
+    ),
+    (
+        "Dr Lindqvist retired, so Gustavo now sees Dr Moreau.",
+        "Gustavo sees Dr Lindqvist for check-ups.",
+        "names-old-value",
+    ),
+    (
+        "The standup-bot's old channel #general is retired; it posts to #team-standup.",
+        "The standup-bot posts to #general.",
+        "names-old-value",
+    ),
+    (
+        "Jin's team is not on Jira anymore; tickets live in Linear.",
+        "Jin's team tracks tickets in Jira.",
+        "names-old-value",
+    ),
+    (
+        "Aiko's piano lesson at 10:30 is gone; lessons start at 11:00 now.",
+        "Aiko's piano lesson is at 10:30.",
+        "names-old-value",
+    ),
+    (
+        "Instead of Thursdays, the chess-club meets on Fridays.",
+        "The chess-club meets on Thursdays.",
+        "names-old-value",
+    ),
+    (
+        "The Amex ending 3007 was cancelled; Bilal's phone bill goes on the Visa ending 1185.",
+        "Bilal pays the phone bill with the Amex ending 3007.",
+        "names-old-value",
+    ),
+    (
+        "pay.legacy.example.com is decommissioned; the payroll-service calls pay.core.example.com.",
+        "The payroll-service talks to pay.legacy.example.com.",
+        "names-old-value",
+    ),
+    ("Sofia gave up keto and is vegetarian these days.", "Sofia eats keto.", "names-old-value"),
+    (
+        "The wiki-sync job left eu-west-3 behind; it runs in ca-east-2.",
+        "The wiki-sync job runs in eu-west-3.",
+        "names-old-value",
+    ),
+    (
+        "Marguerite buys her coffee beans from Hasbean, never Origin.",
+        "Marguerite buys her coffee beans from Origin.",
+        "names-old-value",
+    ),
+    (
+        "Quick update: the status-page is served from status.newhost.net.",
+        "The status-page is served from status.oldhost.org.",
+        "update-cue",
+    ),
+    ("From now on, Lars is vegan.", "Lars is pescatarian.", "update-cue"),
+    (
+        "New owner for the billing-ui project: Fatima Zahra.",
+        "The billing-ui project is owned by Oren Levi.",
+        "update-cue",
+    ),
+    (
+        "As of 1 May, the sprint-review happens at 15:00.",
+        "The sprint-review happens at 14:00.",
+        "update-cue",
+    ),
+    ("The jazz-night moved to Saturdays.", "The jazz-night is on Fridays.", "update-cue"),
+    (
+        "Going forward, Ewa's rent is paid from the Revolut ending 5512.",
+        "Ewa's rent is paid from the Monzo ending 7781.",
+        "update-cue",
+    ),
+    (
+        "Heads up: the image-cdn answers on cdn2.example.org.",
+        "The image-cdn answers on cdn1.example.org.",
+        "update-cue",
+    ),
+    ("Tomás's employer is now Zalando.", "Tomás works for Spotify.", "update-cue"),
+    (
+        "The reading-group's meeting is now on Sundays.",
+        "The reading-group meets on Saturdays.",
+        "update-cue",
+    ),
+    (
+        "Ownership of the ml-pipeline was reassigned to Kwame Mensah.",
+        "The ml-pipeline is maintained by Li Wei.",
+        "update-cue",
+    ),
+    ("Order halal meals for Yusuf from now on.", "Yusuf is vegetarian.", "update-cue"),
+    ("Bumped the search-api to v3.4.0 this morning.", "The search-api is on v3.3.9.", "update-cue"),
+    ("Kirsten's home city is now Trondheim.", "Kirsten lives in Bergen.", "update-cue"),
+    (
+        "New region for the video-transcoder: ap-southeast-2.",
+        "The video-transcoder is hosted in eu-west-3.",
+        "update-cue",
+    ),
+    ("Update: the quiz-night starts at 20:00.", "The quiz-night starts at 19:30.", "update-cue"),
+    (
+        "Heads up: the ledger-export reaches finance@newco.example on Fridays.",
+        "The ledger-export reaches finance@oldco.example on Fridays.",
+        "update-cue",
+    ),
+    (
+        "The yoga-class moved its session to Wednesdays.",
+        "The yoga-class session is on Mondays.",
+        "update-cue",
+    ),
+    ("Starting next week, Imani's diet is paleo.", "Imani keeps a keto diet.", "update-cue"),
+]
+# Values of one kind that must not replace each other: the same subject's other slot,
+# another subject's same slot, the old value mentioned but kept, questions and plans.
+VALUE_CONTROLS: list[tuple[str, str]] = [
+    # a stay, a trip or another person, not a change
+    ("Anna left Paris on Monday and is in Vienna now for a conference.", "Anna lives in Paris."),
+    ("Emma left Paris at 9:00 and landed in Rome at 11:00.", "Emma lives in Paris."),
+    ("Instead of Paris, Emma flew via Frankfurt to reach Lyon.", "Emma lives in Paris."),
+    ("Ben now lives in Oslo with Kim.", "Kim lives in Bergen."),
+    ("Jo left Google; Jo's husband is at Meta now.", "Jo works at Google."),
+    ("Heads up: Anna's sister now works at Nokia.", "Anna works at Ericsson."),
+    (
+        "Not Berlin but Munich hosts the trade fair; Jonas still lives in Berlin.",
+        "Jonas lives in Berlin.",
+    ),
+    ("Ivan stopped at Lidl instead of Aldi today.", "Ivan shops at Aldi."),
+    # one kind of value, two things it belongs to
+    (
+        "The v1 endpoint at old.example.com is gone; the new host for the photo-app is new.example.com.",
+        "The photo-app's CDN is cdn.example.com.",
+    ),
+    ("The 9:15 bus is gone; Omar now catches the 8:50 train.", "Omar's gym class is at 9:15."),
+    (
+        "As of March, Ken pays the electricity bill with the Amex ending 4000.",
+        "Ken pays the water bill with the Amex ending 5000.",
+    ),
+    ("Lee's dentist appointment is now at 11:00.", "Lee's haircut is at 10:00."),
+    ("Moved the dentist to 15:00.", "The standup is at 9:30."),
+    (
+        "From now on, remind me about Lena's birthday on Fridays.",
+        "Lena's yoga class is on Mondays.",
+    ),
+    (
+        "Now the orders-api also listens on api3.example.com.",
+        "The orders-api listens on api2.example.com.",
+    ),
+    (
+        "Heads up: the payroll-api's admin console now answers on admin2.example.com.",
+        "Point clients of the payroll-api at api.example.com.",
+    ),
+    (
+        "From now on, Ewa's phone bill is paid from the Revolut ending 5512.",
+        "Ewa's rent is paid from the Monzo ending 7781.",
+    ),
+    ("Quick update: Tomás's dentist is Dr Moreau.", "Tomás works for Spotify."),
+    (
+        "Heads up: the image-cdn's staging mirror now answers on cdn9.example.org.",
+        "The image-cdn answers on cdn1.example.org.",
+    ),
+    ("As of today, the search-api's staging copy is on v3.4.0.", "The search-api is on v3.3.9."),
+    (
+        "Ownership of the ml-pipeline's docs was reassigned to Kwame Mensah.",
+        "The ml-pipeline is maintained by Li Wei.",
+    ),
+    (
+        "From now on, the reading-group's snacks come from Lidl.",
+        "The reading-group meets on Saturdays.",
+    ),
+    ("Ewa's landlord is no longer Mr Holm; rent goes to Ms Berg now.", "Ewa's dentist is Mr Holm."),
+    ("Going forward, Imani's dog eats paleo.", "Imani keeps a keto diet."),
+    ("The jazz-night moved to Saturdays.", "The poetry-slam is on Fridays."),
+    ("Quick update: Wen's employer is Nokia.", "Jonas works for Ericsson."),
+    ("Omar left Stripe and is with Plaid now.", "Nadia works at Stripe."),
+    (
+        "Instead of #ops-chatter, alerts for the network team go to #net-pager now.",
+        "Send alerts for the storage team to #ops-chatter.",
+    ),
+    ("From now on, Lars's daughter is vegan.", "Lars is pescatarian."),
+    ("Sofia's brother gave up keto and is vegetarian now.", "Sofia eats keto."),
+    ("Mehmet's parents left Ankara and live in Izmir now.", "Mehmet lives in Ankara."),
+    ("Nadia's husband left Stripe and is with Plaid now.", "Nadia works at Stripe."),
+    ("Going forward, the web team's standup is at 10:00.", "The mobile team's standup is at 9:30."),
+    (
+        "Both cache1.example.org and cache2.example.org work for the cache-warmer.",
+        "The cache-warmer lives on cache1.example.org.",
+    ),
+    (
+        "v1.8.2 is still fine for the metrics-collector; v2.0.1 is for staging.",
+        "The metrics-collector runs v1.8.2.",
+    ),
+    ("We compared Stripe with Plaid for Nadia's project.", "Nadia works at Stripe."),
+    (
+        "The Visa ending 9921 arrived; the Mastercard ending 4410 still covers Tariq's gym fee.",
+        "Tariq's gym fee is charged to the Mastercard ending 4410.",
+    ),
+    ("Kirsten visited Trondheim, now she is back at work.", "Kirsten lives in Bergen."),
+    (
+        "Priyanka never used Duolingo for French; she uses Babbel for that.",
+        "Priyanka practises Spanish with Duolingo.",
+    ),
+    (
+        "Is the metrics-collector no longer on v1.8.2? Does it run v2.0.1?",
+        "The metrics-collector runs v1.8.2.",
+    ),
+    ("If Nadia left Stripe, she would join Plaid.", "Nadia works at Stripe."),
+    ("Maybe from now on the chess-club meets on Fridays.", "The chess-club meets on Thursdays."),
+    ("We are not moving the jazz-night to Saturdays.", "The jazz-night is on Fridays."),
+    ("Should the jazz-night move to Saturdays?", "The jazz-night is on Fridays."),
+    (
+        "If the Amex ending 3007 gets cancelled, Bilal's phone bill goes on the Visa ending 1185.",
+        "Bilal pays the phone bill with the Amex ending 3007.",
+    ),
+    ("Lars wants to go vegan from now on.", "Lars is pescatarian."),
+    ("Quick question: is the quiz-night at 20:00 now?", "The quiz-night starts at 19:30."),
+]
+
+
 def offline(new: str, old: str) -> Decision:
     return decide_offline(Claim("new", new, T_NEW), Claim("old", old, T_OLD))
 
@@ -594,6 +878,27 @@ def test_a_look_alike_stays_unrelated(new: str, old: str) -> None:
 @pytest.mark.parametrize(("new", "old"), BEYOND_REACH)
 def test_changes_beyond_the_rules_reach_stay_unrelated(new: str, old: str) -> None:
     assert offline(new, old).kind == "unrelated"
+
+
+@pytest.mark.parametrize(("new", "old", "family"), VALUE_CHANGES)
+def test_a_value_left_behind_or_restated_after_a_cue_supersedes(
+    new: str, old: str, family: str
+) -> None:
+    decision = offline(new, old)
+
+    assert decision.kind == "supersedes", decision
+    assert RULE_FAMILY[rule_of(decision)] == family, decision
+
+
+@pytest.mark.parametrize(("new", "old"), VALUE_CONTROLS)
+def test_a_value_of_the_same_kind_elsewhere_stays_unrelated(new: str, old: str) -> None:
+    assert offline(new, old).kind == "unrelated"
+
+
+@pytest.mark.parametrize(("new", "old", "family"), VALUE_CHANGES)
+def test_the_value_rules_read_only_the_new_texts_signal(new: str, old: str, family: str) -> None:
+    # The old text saying the new one's words is no change.
+    assert offline(old, new).kind != "supersedes"
 
 
 @pytest.mark.parametrize(("new", "old", "family"), CHANGES)

@@ -5,7 +5,7 @@ memory from recall, while a missed one only leaves two memories side by side, so
 doubt ends in "unrelated".
 
 The rule reads the NEW text only for its change signal (the old text's wording never
-makes a change), in four families:
+makes a change), in four families of phrase rules:
 
 - replacement, naming the old value B: "use A instead of B", "switched from B to A",
   "replace B with A", "B was renamed to A", "B is deprecated, use A";
@@ -15,6 +15,13 @@ makes a change), in four families:
   and a restated attribute: "X's new address is W", "X's address is now W", "X moved to W",
   "X now lives/works in W";
 - a reversal: "no longer ...", "... not anymore", "stopped ...", "used to ...".
+
+When none of these aligns, two value rules (``write.value_rules``) read the texts as values
+of a kind (hosts, versions, times, weekdays, channels, regions, cards, diets, names): the
+new text names the old value as left behind ("left B", "B is retired", "not B anymore";
+rule ``names-old-value``), or an update cue ("quick update:", "new owner for X:", "is
+now", "reassigned") gives the same subject's slot a different value of the same kind (rule
+``update-cue``).
 
 What makes two statements fill the same slot: both are reduced to content words (stopwords
 dropped, light stemming, a few verb phrases folded into one slot word, such as "lives in",
@@ -54,6 +61,7 @@ from episodic.write.statement_words import (
     word_keys,
 )
 from episodic.write.text import split_sentences
+from episodic.write.value_rules import names_old_value, update_cue
 
 Kind = Literal["supersedes", "duplicate", "unrelated"]
 
@@ -81,6 +89,8 @@ RULE_FAMILY: dict[str, str] = {
     "not-anymore": "no-longer",
     "stopped": "no-longer",
     "used-to": "no-longer",
+    "names-old-value": "names-old-value",
+    "update-cue": "update-cue",
     "same-text": "duplicate",
     "same-statement": "duplicate",
     "no-change-signal": "unrelated",
@@ -503,11 +513,13 @@ def decide(new: str, old: str) -> Verdict:
     if normalised(new) == normalised(old):
         return Verdict("duplicate", "same-text", "the same text")
     skipped = ""
+    said: list[str] = []  # the sentences that can signal a change
     for sentence in split_sentences(new):
         reason = _reasons_to_skip(sentence)
         if reason is not None:
             skipped = reason
             continue
+        said.append(sentence)
         for signal in _signals(sentence):
             if signal.old_value:
                 verdict = _check_named(signal, old)
@@ -515,6 +527,11 @@ def decide(new: str, old: str) -> Verdict:
                 verdict = _check_statement(signal, old)
             if verdict is not None:
                 return verdict
+    statement = " ".join(said)
+    for rule, check in (("names-old-value", names_old_value), ("update-cue", update_cue)):
+        why = check(statement, old) if statement else None
+        if why is not None:
+            return Verdict("supersedes", rule, why)
     new_keys, old_keys = word_keys(to_words(new)), word_keys(to_words(old))
     if new_keys and new_keys == old_keys:
         return Verdict("duplicate", "same-statement", "the same words in the same order")
