@@ -170,6 +170,7 @@ class AsyncEpisodic:
     index_one = Awaited(Episodic.index_one)
     start_indexer = Awaited(Episodic.start_indexer)
     reindex = Awaited(Episodic.reindex)
+    check_supersessions = Awaited(Episodic.check_supersessions)
 
     # -- recalling -----------------------------------------------------------------------
     recall = Awaited(Episodic.recall)
