@@ -753,7 +753,7 @@ VALUE_CONTROLS: list[tuple[str, str]] = [
     ("Ivan stopped at Lidl instead of Aldi today.", "Ivan shops at Aldi."),
     # one kind of value, two things it belongs to
     (
-        "The v1 endpoint at old.example.com is gone; the new host for the photo-app is new.example.com.",
+        "The v1 endpoint at old.example.com is gone; the photo-app's new host is new.example.com.",
         "The photo-app's CDN is cdn.example.com.",
     ),
     ("The 9:15 bus is gone; Omar now catches the 8:50 train.", "Omar's gym class is at 9:15."),

@@ -164,10 +164,15 @@ _SLOT_OF: dict[str, str] = {
 _WORD = re.compile(r"[A-Za-z][\w-]*")
 
 
+def _inside(at: int, vals: Sequence[Value]) -> bool:
+    return any(v.start <= at < v.end for v in vals)
+
+
 def _slots(text: str, skip: Sequence[Value]) -> set[str]:
+    """The slots ``text`` names, words inside the values ``skip`` aside."""
     out: set[str] = set()
     for m in _WORD.finditer(text):
-        if any(v.start <= m.start() < v.end for v in skip):
+        if _inside(m.start(), skip):
             continue
         slot = _SLOT_OF.get(stem(m.group().casefold()))
         if slot:
@@ -194,9 +199,7 @@ def _subject(text: str, vals: Sequence[Value]) -> set[str]:
         if v.kind == "name" and not (text[v.start : v.end].isupper() and v.end - v.start <= 4)
     }
     found |= {
-        m.group().casefold()
-        for m in _IDENTIFIER.finditer(text)
-        if not any(v.start <= m.start() < v.end for v in vals)
+        m.group().casefold() for m in _IDENTIFIER.finditer(text) if not _inside(m.start(), vals)
     }
     for m in _GROUP.finditer(text):
         found |= {
@@ -280,11 +283,7 @@ _QUALIFIER = re.compile(
 
 
 def _qualifiers(text: str, vals: Sequence[Value]) -> set[str]:
-    return {
-        m.group().casefold()
-        for m in _QUALIFIER.finditer(text)
-        if not any(v.start <= m.start() < v.end for v in vals)
-    }
+    return {m.group().casefold() for m in _QUALIFIER.finditer(text) if not _inside(m.start(), vals)}
 
 
 # "the water bill": a modifier that tells one thing of a kind from another.
@@ -308,9 +307,10 @@ def _modifiers_clash(new: str, old: str) -> bool:
     return any(not new_mods[n] & old_mods[n] for n in new_mods.keys() & old_mods.keys())
 
 
-def _slots_agree(new: str, old: str, a: Value, b: Value, new_vals: Sequence[Value]) -> bool:
-    old_vals = values(old)
-    if _qualifiers(new, new_vals) != _qualifiers(old, old_vals) or _modifiers_clash(new, old):
+def _slots_agree(new: str, old: str, a: Value, b: Value) -> bool:
+    """Whether A in ``new`` and B in ``old`` fill one slot: no qualifier or modifier tells
+    them apart, the slot words do not differ, and a name has its slot named in both."""
+    if _qualifiers(new, (a,)) != _qualifiers(old, (b,)) or _modifiers_clash(new, old):
         return False
     new_slots = _slots(new, (a,))
     old_slots = _slots(old, (b,))
@@ -469,6 +469,6 @@ def _update_cue(new: str, old: str) -> str | None:
         for a in new_vals:
             if a.kind != b.kind or a.text in old_texts or _strangers(new_vals, old_vals, a):
                 continue
-            if _same_subject(new, old, old_vals, b) and _slots_agree(new, old, a, b, new_vals):
+            if _same_subject(new, old, old_vals, b) and _slots_agree(new, old, a, b):
                 return f"the new text gives the slot {b.text!r} filled the value {a.text!r}"
     return None
