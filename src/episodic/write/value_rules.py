@@ -21,6 +21,7 @@ Pure and deterministic; every doubt is "no decision" (``None``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -100,6 +101,9 @@ _OPENING = """always never please note questions point charge set order use make
 _OPENING_WORDS = frozenset(_OPENING.split())
 
 
+# One new text is compared with many candidates, sentence by sentence: the same texts are
+# read many times in a row.
+@functools.lru_cache(maxsize=4096)
 def values(text: str) -> tuple[Value, ...]:
     """The values of ``text``, in order."""
     taken: list[Value] = []
