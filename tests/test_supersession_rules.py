@@ -939,7 +939,18 @@ def test_texts_of_several_sentences(new: str, old: str, expected: str) -> None:
 
 
 def test_every_decision_has_a_readable_one_line_reason() -> None:
-    pairs = [*((n, o) for n, o, _ in CHANGES), *DUPLICATES, *CONTROLS]
+    pairs = [
+        *((n, o) for n, o, _ in [*CHANGES, *VALUE_CHANGES]),
+        *DUPLICATES,
+        *CONTROLS,
+        *VALUE_CONTROLS,
+        # A run of capitalised words is one long name; the reason still fits on a line.
+        (
+            "Quick update: Ada's employer is The Very Long Name Of A Company That Goes On "
+            "And On And On Without End Incorporated.",
+            "Ada's employer is Globex.",
+        ),
+    ]
     for new, old in pairs:
         reason = offline(new, old).reason
         assert reason.strip(), (new, old)
@@ -947,7 +958,7 @@ def test_every_decision_has_a_readable_one_line_reason() -> None:
 
 
 def test_the_rule_is_deterministic_and_names_a_known_rule() -> None:
-    for new, old, _ in CHANGES:
+    for new, old, _ in [*CHANGES, *VALUE_CHANGES]:
         first, second = offline(new, old), offline(new, old)
         assert first == second
         assert rule_of(first) in RULE_FAMILY

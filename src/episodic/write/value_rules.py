@@ -140,6 +140,11 @@ def values(text: str) -> tuple[Value, ...]:
     return tuple(sorted(taken, key=lambda v: v.start))
 
 
+def _short(value: Value) -> str:
+    """A value as a reason shows it: a title-cased run of words can be long."""
+    return value.text if len(value.text) <= 40 else value.text[:39] + "…"
+
+
 def _norm(span: str) -> str:
     return " ".join(span.casefold().removesuffix("'s").split())
 
@@ -427,7 +432,7 @@ def _names_old_value(new: str, old: str) -> str | None:
         if fresh and _same_subject(new, old, old_vals, b):
             if _strangers(new_vals, old_vals, fresh[0]) or not _same_thing(new, old, named[0]):
                 continue
-            return f"the new text leaves {b.text!r} behind for {fresh[0].text!r}"
+            return f"the new text leaves {_short(b)!r} behind for {_short(fresh[0])!r}"
     return None
 
 
@@ -474,5 +479,7 @@ def _update_cue(new: str, old: str) -> str | None:
             if a.kind != b.kind or a.text in old_texts or _strangers(new_vals, old_vals, a):
                 continue
             if _same_subject(new, old, old_vals, b) and _slots_agree(new, old, a, b):
-                return f"the new text gives the slot {b.text!r} filled the value {a.text!r}"
+                return (
+                    f"an update cue gives the slot that held {_short(b)!r} the value {_short(a)!r}"
+                )
     return None
