@@ -561,6 +561,28 @@ BEYOND_REACH: list[tuple[str, str]] = [
 # The old value named as left behind ("left B", "instead of B", "B is retired", "not B
 # anymore", "A, never B"), or an update cue restating the slot with a value of one kind.
 VALUE_CHANGES: list[tuple[str, str, str]] = [
+    # "out of B", "rescheduled from B", "B is archived", "took over from B"
+    (
+        "We migrated the photo-archive out of us-east-1; it now sits in eu-central-1.",
+        "The photo-archive is hosted in us-east-1.",
+        "names-old-value",
+    ),
+    (
+        "The choir-practice was rescheduled from 19:00 to 19:30.",
+        "The choir-practice starts at 19:00.",
+        "names-old-value",
+    ),
+    (
+        "#dev-chat is archived; ask the mobile team in #mobile-help.",
+        "The mobile team answers questions in #dev-chat.",
+        "names-old-value",
+    ),
+    (
+        "Wen took over the newsletter-job from Pablo Ruiz.",
+        "The newsletter-job belongs to Pablo Ruiz.",
+        "names-old-value",
+    ),
+    ("Oskar went vegan after the holidays.", "Oskar eats pescatarian.", "update-cue"),
     (
         "Nadia left Stripe in June and is with Plaid now.",
         "Nadia works at Stripe.",
@@ -752,6 +774,9 @@ VALUE_CONTROLS: list[tuple[str, str]] = [
     ),
     ("Ivan stopped at Lidl instead of Aldi today.", "Ivan shops at Aldi."),
     # one kind of value, two things it belongs to
+    ("Oskar went to Tokyo for the spring.", "Oskar lives in Osaka."),
+    ("Wen took over the night shift from Pablo Ruiz.", "The newsletter-job belongs to Pablo Ruiz."),
+    ("The choir-practice moved out of the church hall at 19:30.", "The book-club starts at 19:00."),
     (
         "The v1 endpoint at old.example.com is gone; the photo-app's new host is new.example.com.",
         "The photo-app's CDN is cdn.example.com.",

@@ -335,7 +335,8 @@ def _slots_agree(new: str, old: str, a: Value, b: Value) -> bool:
 # B", "left B", "replaced B", "the note about B", "what I said about B".
 _BEFORE_B = re.compile(
     r"(?:\b(?:switch|chang|mov|migrat|upgrad|downgrad|roll\w*\s+back|transition|shift|"
-    r"convert|went|go|away)\w*\s+(?:[\w'-]+\s+){0,3}?from|\binstead\s+of|\brather\s+than|\bno\s+longer(?:\s+\w+){0,2}|\bnot|\bnever|"
+    r"convert|went|go|away|reschedul|took\s+over|bump|push)\w*\s+(?:[\w'-]+\s+){0,3}?from|"
+    r"\b(?:mov|relocat|migrat)\w*\s+(?:[\w'-]+\s+){0,3}?out\s+of|\binstead\s+of|\brather\s+than|\bno\s+longer(?:\s+\w+){0,2}|\bnot|\bnever|"
     r"\bleft|\bquit|\bdropped|\bditched|\bcancell?ed|\bretired|\bdecommissioned|\breplaced|"
     r"\bblocked|\bgave\s+up(?:\s+on)?|\bstopped\s+\w+ing|\bshut\s+down|\bnote\s+about|"
     r"\bsaid\s+about|\bprefer\w*\s+(?:[\w'-]+\s+){1,3}?over|\bmoved\s+off|\bmoved\s+away\s+from|\bmigrated\s+off)"
@@ -347,7 +348,8 @@ _BEFORE_B = re.compile(
 _AFTER_B = re.compile(
     r"^(?:\s+\w+)?\s+(?:(?:is|was|are|were|has\s+been|have\s+been|got)\s+(?:now\s+)?)?"
     r"(?:retired|decommissioned|expired|outdated|deprecated|gone|dropped|cancell?ed|"
-    r"discontinued|obsolete|closed|blocked|shut\s+down|out\s+of\s+date|no\s+longer\b)|"
+    r"discontinued|obsolete|closed|blocked|archived|shut\s+down|out\s+of\s+date|"
+    r"no\s+longer\b)|"
     r"^(?:\s+\w+)?\s+any\s*more\b",
     re.IGNORECASE,
 )
@@ -388,7 +390,7 @@ def _strangers(new_vals: Sequence[Value], old_vals: Sequence[Value], a: Value) -
 
 _HEAD = re.compile(r"\s+([a-z][\w-]*)")
 _GONE_WORDS = """retired decommissioned expired outdated deprecated gone dropped cancelled
-canceled discontinued obsolete closed blocked shut anymore behind"""
+canceled discontinued obsolete closed blocked archived shut anymore behind"""
 _GONE = frozenset(_GONE_WORDS.split())
 
 
@@ -440,7 +442,7 @@ def _names_old_value(new: str, old: str) -> str | None:
 _CUE = re.compile(
     r"\b(?:from\s+now\s+on|going\s+forward|moving\s+forward|quick\s+update|update\s*:|"
     r"heads\s+up|new\s+\w+(?:\s+\w+)?\s+(?:for|of|is)\b|is\s+the\s+new|now|reassigned|"
-    r"handed\s+over|took\s+over|moved|switched\s+to|changed\s+to|updated\s+to|as\s+of|"
+    r"handed\s+over|took\s+over|moved|went|switched\s+to|changed\s+to|updated\s+to|as\s+of|"
     r"starting|effective|turns\s+out|scratch\s+that|correction|permanently|"
     r"(?:bumped|pushed|upgraded|downgraded|rolled\s+back)\b.*\bto|(?:started|began)\s+a\s+new)(?!\w)",
     re.IGNORECASE,
