@@ -561,6 +561,28 @@ BEYOND_REACH: list[tuple[str, str]] = [
 # The old value named as left behind ("left B", "instead of B", "B is retired", "not B
 # anymore", "A, never B"), or an update cue restating the slot with a value of one kind.
 VALUE_CHANGES: list[tuple[str, str, str]] = [
+    # "out of B", "rescheduled from B", "B is archived", "took over from B"
+    (
+        "We migrated the photo-archive out of us-east-1; it now sits in eu-central-1.",
+        "The photo-archive is hosted in us-east-1.",
+        "names-old-value",
+    ),
+    (
+        "The choir-practice was rescheduled from 19:00 to 19:30.",
+        "The choir-practice starts at 19:00.",
+        "names-old-value",
+    ),
+    (
+        "#dev-chat is archived; ask the mobile team in #mobile-help.",
+        "The mobile team answers questions in #dev-chat.",
+        "names-old-value",
+    ),
+    (
+        "Wen took over the newsletter-job from Pablo Ruiz.",
+        "The newsletter-job belongs to Pablo Ruiz.",
+        "names-old-value",
+    ),
+    ("Oskar went vegan after the holidays.", "Oskar eats pescatarian.", "update-cue"),
     (
         "Nadia left Stripe in June and is with Plaid now.",
         "Nadia works at Stripe.",
@@ -752,8 +774,11 @@ VALUE_CONTROLS: list[tuple[str, str]] = [
     ),
     ("Ivan stopped at Lidl instead of Aldi today.", "Ivan shops at Aldi."),
     # one kind of value, two things it belongs to
+    ("Oskar went to Tokyo for the spring.", "Oskar lives in Osaka."),
+    ("Wen took over the night shift from Pablo Ruiz.", "The newsletter-job belongs to Pablo Ruiz."),
+    ("The choir-practice moved out of the church hall at 19:30.", "The book-club starts at 19:00."),
     (
-        "The v1 endpoint at old.example.com is gone; the new host for the photo-app is new.example.com.",
+        "The v1 endpoint at old.example.com is gone; the photo-app's new host is new.example.com.",
         "The photo-app's CDN is cdn.example.com.",
     ),
     ("The 9:15 bus is gone; Omar now catches the 8:50 train.", "Omar's gym class is at 9:15."),
@@ -939,7 +964,18 @@ def test_texts_of_several_sentences(new: str, old: str, expected: str) -> None:
 
 
 def test_every_decision_has_a_readable_one_line_reason() -> None:
-    pairs = [*((n, o) for n, o, _ in CHANGES), *DUPLICATES, *CONTROLS]
+    pairs = [
+        *((n, o) for n, o, _ in [*CHANGES, *VALUE_CHANGES]),
+        *DUPLICATES,
+        *CONTROLS,
+        *VALUE_CONTROLS,
+        # A run of capitalised words is one long name; the reason still fits on a line.
+        (
+            "Quick update: Ada's employer is The Very Long Name Of A Company That Goes On "
+            "And On And On Without End Incorporated.",
+            "Ada's employer is Globex.",
+        ),
+    ]
     for new, old in pairs:
         reason = offline(new, old).reason
         assert reason.strip(), (new, old)
@@ -947,7 +983,7 @@ def test_every_decision_has_a_readable_one_line_reason() -> None:
 
 
 def test_the_rule_is_deterministic_and_names_a_known_rule() -> None:
-    for new, old, _ in CHANGES:
+    for new, old, _ in [*CHANGES, *VALUE_CHANGES]:
         first, second = offline(new, old), offline(new, old)
         assert first == second
         assert rule_of(first) in RULE_FAMILY

@@ -21,6 +21,7 @@ Pure and deterministic; every doubt is "no decision" (``None``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -100,6 +101,9 @@ _OPENING = """always never please note questions point charge set order use make
 _OPENING_WORDS = frozenset(_OPENING.split())
 
 
+# One new text is compared with many candidates, sentence by sentence: the same texts are
+# read many times in a row.
+@functools.lru_cache(maxsize=4096)
 def values(text: str) -> tuple[Value, ...]:
     """The values of ``text``, in order."""
     taken: list[Value] = []
@@ -136,6 +140,11 @@ def values(text: str) -> tuple[Value, ...]:
     return tuple(sorted(taken, key=lambda v: v.start))
 
 
+def _short(value: Value) -> str:
+    """A value as a reason shows it: a title-cased run of words can be long."""
+    return value.text if len(value.text) <= 40 else value.text[:39] + "…"
+
+
 def _norm(span: str) -> str:
     return " ".join(span.casefold().removesuffix("'s").split())
 
@@ -164,10 +173,15 @@ _SLOT_OF: dict[str, str] = {
 _WORD = re.compile(r"[A-Za-z][\w-]*")
 
 
+def _inside(at: int, vals: Sequence[Value]) -> bool:
+    return any(v.start <= at < v.end for v in vals)
+
+
 def _slots(text: str, skip: Sequence[Value]) -> set[str]:
+    """The slots ``text`` names, words inside the values ``skip`` aside."""
     out: set[str] = set()
     for m in _WORD.finditer(text):
-        if any(v.start <= m.start() < v.end for v in skip):
+        if _inside(m.start(), skip):
             continue
         slot = _SLOT_OF.get(stem(m.group().casefold()))
         if slot:
@@ -194,9 +208,7 @@ def _subject(text: str, vals: Sequence[Value]) -> set[str]:
         if v.kind == "name" and not (text[v.start : v.end].isupper() and v.end - v.start <= 4)
     }
     found |= {
-        m.group().casefold()
-        for m in _IDENTIFIER.finditer(text)
-        if not any(v.start <= m.start() < v.end for v in vals)
+        m.group().casefold() for m in _IDENTIFIER.finditer(text) if not _inside(m.start(), vals)
     }
     for m in _GROUP.finditer(text):
         found |= {
@@ -280,11 +292,7 @@ _QUALIFIER = re.compile(
 
 
 def _qualifiers(text: str, vals: Sequence[Value]) -> set[str]:
-    return {
-        m.group().casefold()
-        for m in _QUALIFIER.finditer(text)
-        if not any(v.start <= m.start() < v.end for v in vals)
-    }
+    return {m.group().casefold() for m in _QUALIFIER.finditer(text) if not _inside(m.start(), vals)}
 
 
 # "the water bill": a modifier that tells one thing of a kind from another.
@@ -308,9 +316,10 @@ def _modifiers_clash(new: str, old: str) -> bool:
     return any(not new_mods[n] & old_mods[n] for n in new_mods.keys() & old_mods.keys())
 
 
-def _slots_agree(new: str, old: str, a: Value, b: Value, new_vals: Sequence[Value]) -> bool:
-    old_vals = values(old)
-    if _qualifiers(new, new_vals) != _qualifiers(old, old_vals) or _modifiers_clash(new, old):
+def _slots_agree(new: str, old: str, a: Value, b: Value) -> bool:
+    """Whether A in ``new`` and B in ``old`` fill one slot: no qualifier or modifier tells
+    them apart, the slot words do not differ, and a name has its slot named in both."""
+    if _qualifiers(new, (a,)) != _qualifiers(old, (b,)) or _modifiers_clash(new, old):
         return False
     new_slots = _slots(new, (a,))
     old_slots = _slots(old, (b,))
@@ -326,7 +335,8 @@ def _slots_agree(new: str, old: str, a: Value, b: Value, new_vals: Sequence[Valu
 # B", "left B", "replaced B", "the note about B", "what I said about B".
 _BEFORE_B = re.compile(
     r"(?:\b(?:switch|chang|mov|migrat|upgrad|downgrad|roll\w*\s+back|transition|shift|"
-    r"convert|went|go|away)\w*\s+(?:[\w'-]+\s+){0,3}?from|\binstead\s+of|\brather\s+than|\bno\s+longer(?:\s+\w+){0,2}|\bnot|\bnever|"
+    r"convert|went|go|away|reschedul|took\s+over|bump|push)\w*\s+(?:[\w'-]+\s+){0,3}?from|"
+    r"\b(?:mov|relocat|migrat)\w*\s+(?:[\w'-]+\s+){0,3}?out\s+of|\binstead\s+of|\brather\s+than|\bno\s+longer(?:\s+\w+){0,2}|\bnot|\bnever|"
     r"\bleft|\bquit|\bdropped|\bditched|\bcancell?ed|\bretired|\bdecommissioned|\breplaced|"
     r"\bblocked|\bgave\s+up(?:\s+on)?|\bstopped\s+\w+ing|\bshut\s+down|\bnote\s+about|"
     r"\bsaid\s+about|\bprefer\w*\s+(?:[\w'-]+\s+){1,3}?over|\bmoved\s+off|\bmoved\s+away\s+from|\bmigrated\s+off)"
@@ -338,7 +348,8 @@ _BEFORE_B = re.compile(
 _AFTER_B = re.compile(
     r"^(?:\s+\w+)?\s+(?:(?:is|was|are|were|has\s+been|have\s+been|got)\s+(?:now\s+)?)?"
     r"(?:retired|decommissioned|expired|outdated|deprecated|gone|dropped|cancell?ed|"
-    r"discontinued|obsolete|closed|blocked|shut\s+down|out\s+of\s+date|no\s+longer\b)|"
+    r"discontinued|obsolete|closed|blocked|archived|shut\s+down|out\s+of\s+date|"
+    r"no\s+longer\b)|"
     r"^(?:\s+\w+)?\s+any\s*more\b",
     re.IGNORECASE,
 )
@@ -379,7 +390,7 @@ def _strangers(new_vals: Sequence[Value], old_vals: Sequence[Value], a: Value) -
 
 _HEAD = re.compile(r"\s+([a-z][\w-]*)")
 _GONE_WORDS = """retired decommissioned expired outdated deprecated gone dropped cancelled
-canceled discontinued obsolete closed blocked shut anymore behind"""
+canceled discontinued obsolete closed blocked archived shut anymore behind"""
 _GONE = frozenset(_GONE_WORDS.split())
 
 
@@ -423,7 +434,7 @@ def _names_old_value(new: str, old: str) -> str | None:
         if fresh and _same_subject(new, old, old_vals, b):
             if _strangers(new_vals, old_vals, fresh[0]) or not _same_thing(new, old, named[0]):
                 continue
-            return f"the new text leaves {b.text!r} behind for {fresh[0].text!r}"
+            return f"the new text leaves {_short(b)!r} behind for {_short(fresh[0])!r}"
     return None
 
 
@@ -431,7 +442,7 @@ def _names_old_value(new: str, old: str) -> str | None:
 _CUE = re.compile(
     r"\b(?:from\s+now\s+on|going\s+forward|moving\s+forward|quick\s+update|update\s*:|"
     r"heads\s+up|new\s+\w+(?:\s+\w+)?\s+(?:for|of|is)\b|is\s+the\s+new|now|reassigned|"
-    r"handed\s+over|took\s+over|moved|switched\s+to|changed\s+to|updated\s+to|as\s+of|"
+    r"handed\s+over|took\s+over|moved|went|switched\s+to|changed\s+to|updated\s+to|as\s+of|"
     r"starting|effective|turns\s+out|scratch\s+that|correction|permanently|"
     r"(?:bumped|pushed|upgraded|downgraded|rolled\s+back)\b.*\bto|(?:started|began)\s+a\s+new)(?!\w)",
     re.IGNORECASE,
@@ -469,6 +480,8 @@ def _update_cue(new: str, old: str) -> str | None:
         for a in new_vals:
             if a.kind != b.kind or a.text in old_texts or _strangers(new_vals, old_vals, a):
                 continue
-            if _same_subject(new, old, old_vals, b) and _slots_agree(new, old, a, b, new_vals):
-                return f"the new text gives the slot {b.text!r} filled the value {a.text!r}"
+            if _same_subject(new, old, old_vals, b) and _slots_agree(new, old, a, b):
+                return (
+                    f"an update cue gives the slot that held {_short(b)!r} the value {_short(a)!r}"
+                )
     return None
