@@ -372,6 +372,10 @@ DUPLICATES: list[tuple[str, str]] = [
 # subject, a change signal about something else, narration that adds rather than replaces,
 # questions, hypotheticals, plans and wishes, negated changes, additions, no signal at all.
 CONTROLS: list[tuple[str, str]] = [
+    # Chat that urges on or plans: nothing that stopped, no new state.
+    ("Kai: Don't quit the band!", "Kai: I play bass in the band."),
+    ("Mia: Now I'll see what fits my week.", "Mia: See you next week!"),
+    ("Now let's pick a date for the trip.", "The trip date is open."),
     ("From now on, pay my subscriptions with card B.", "Pay groceries with card A."),
     ("Alice moved to Paris.", "Bob lives in Rome."),
     ("We visited Rome, now we are in Paris for the conference.", "Bob lives in Rome."),

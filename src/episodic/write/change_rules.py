@@ -260,8 +260,12 @@ _REVERSAL_WORDS = re.compile(
 )
 # The attribute family: the new text restates a slot as changed.
 # "now" as in "is now", not "for now", "just now", "until now", "by now" or "now that".
+# Nor "now I'll ..." or "now let's ...": a plan or a turn of the talk, not a new state.
 _ATTRIBUTE_NOW = re.compile(
-    r"\b(?:(?P<not>for|just|until|by|from)\s+)?now\b(?!\s+that\b)", re.IGNORECASE
+    r"\b(?:(?P<not>for|just|until|by|from)\s+)?now\b(?!\s+that\b)"
+    r"(?!,?\s+(?:let's|let\s+us|(?:i|we|you|they|he|she|it)(?:'ll|'d|\s+will|\s+would|"
+    r"\s+might|\s+could|\s+should|\s+can|\s+(?:am|are|is)\s+going\s+to))\b)",
+    re.IGNORECASE,
 )
 _ATTRIBUTE_NEW = re.compile(r"\bnew\s+\w+(?:\s+\w+)?\s+(?:is|are)\b", re.IGNORECASE)
 _MOVED = re.compile(r"\b(?:moved|relocated|moving)\s+(?:back\s+)?to\b", re.IGNORECASE)
@@ -296,6 +300,9 @@ def _signals(sentence: str) -> list[_Signal]:
                 found.append(_Signal(rule, sentence, named.group("b"), named.group("a")))
     for rule, pattern in _REVERSALS:
         reversal = pattern.search(sentence)
+        # "don't quit!" and "never stop" urge on; they tell of nothing that stopped.
+        if reversal and rule == "stopped" and _negated_before(sentence, reversal.start()):
+            reversal = None
         if reversal:
             # Only the clause that says what stopped: "I used to live in Boston, now I'm in
             # Denver" reverses living in Boston.
