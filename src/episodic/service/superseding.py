@@ -30,8 +30,14 @@ from episodic.service.operations import EXPLICIT, Operations
 from episodic.store.supersession import Supersession, derived_reason
 from episodic.tenancy import Principal
 from episodic.write.episodes import EPISODE_TYPE, LEARNING_TYPE
-from episodic.write.supersession import Claim, Decision, decide_offline, decide_with_llm
-from episodic.write.text import content_words
+from episodic.write.supersession import (
+    OFFLINE_MAX_CHARS,
+    Claim,
+    Decision,
+    decide_offline,
+    decide_with_llm,
+)
+from episodic.write.text import content_words, cut_words
 
 log = logging.getLogger("episodic")
 
@@ -267,7 +273,10 @@ class Superseding:
             crew_id=memory.crew,
             resource_id=memory.resource,
         )
-        found = [c.memory_id for c in store.search_sparse(flt, memory.content, CANDIDATE_POOL)]
+        # The head of the text, as the offline rule reads it: a long memory's every word
+        # as a search term would cost more than the decision.
+        query = cut_words(memory.content, OFFLINE_MAX_CHARS)
+        found = [c.memory_id for c in store.search_sparse(flt, query, CANDIDATE_POOL)]
         if self.ctx.models.llm is not None:
             vectors = store.get_vectors(memory.workspace, [memory.id])
             if memory.id in vectors:

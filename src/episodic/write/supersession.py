@@ -50,6 +50,8 @@ DECISION_SCHEMA: dict[str, Any] = SUPERSESSION_SCHEMA
 # says what it says in its first paragraphs, and a prompt with many candidates must stay
 # within a small model's context.
 CONTENT_MAX_CHARS = 2000
+# What the offline rule reads of each text.
+OFFLINE_MAX_CHARS = 600
 DATA_TAG = "untrusted_memory_data"
 # A reply lists one short decision per candidate.
 DECISION_MAX_TOKENS = 1024
@@ -77,9 +79,15 @@ class Decision:
 
 def decide_offline(new: Claim, old: Claim) -> Decision:
     """The offline rule's decision on whether ``new`` supersedes ``old`` (``old.ts <=
-    new.ts``, which the caller guarantees)."""
-    verdict = decide(new.content, old.content)
+    new.ts``, which the caller guarantees). It reads the first ``OFFLINE_MAX_CHARS`` of
+    each: a statement of a changed fact is short, and the rule's patterns cost more than
+    linear time on long runs of text a caller may send."""
+    verdict = decide(_head(new.content), _head(old.content))
     return Decision(verdict.kind, f"offline:{verdict.rule}", verdict.reason)
+
+
+def _head(text: str) -> str:
+    return cut_words(text, OFFLINE_MAX_CHARS, ellipsis="")
 
 
 def user_message(new: Claim, candidates: Sequence[Claim]) -> str:
