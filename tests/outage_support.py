@@ -82,6 +82,7 @@ def step_of(request: Recorded) -> str:
         ("You find where the topic changes", "topics"),
         ("You consolidate", "consolidate"),
         ("You grade", "review"),
+        ("You keep a memory store current", "supersession"),
     ):
         if system.startswith(prefix):
             return step

@@ -465,6 +465,7 @@ def answer_by_step(
             "learnings": {"learnings": []},
             "key_terms": {"terms": ["refunds"]},
             "review": {"ratings": []},
+            "supersession": {"decisions": []},
         }.get(step) or extracts.pop(0)
         return 200, ChatServer.completion(json.dumps(reply)), 0.0
 

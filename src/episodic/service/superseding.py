@@ -216,6 +216,9 @@ class Superseding:
             replacing = self.ctx.store.get_memories(memory.workspace, [newer])
             if not replacing or replacing[0].valid_since < memory.valid_since:
                 continue
+            # Made from the replacing memory too: it holds the current state as well.
+            if {newer, *replacing[0].source_event_ids} & set(memory.source_event_ids):
+                continue
             links = [
                 s
                 for s in self.ctx.store.supersessions(memory.workspace, [source.id])

@@ -82,11 +82,16 @@ SUPERSESSION_COLUMNS = "old_id, new_id, decided_by, reason, decided_at"
 
 def derived_sql(mark: str) -> str:
     """The active memories made from one memory (its id is their source event's), no
-    newer than a time: parameters ``(old_id, workspace, old_id, new_id, until)``."""
+    newer than a time, and not made from the replacing memory too (an episode that holds
+    the correction as well as what it corrected tells the current state): parameters
+    ``(old_id, workspace, old_id, new_id, until, new_id, new_id)``."""
     return (
         "SELECT s.memory_id FROM memory_sources s JOIN memories m ON m.id = s.memory_id "
         f"WHERE s.event_id = {mark} AND m.workspace_id = {mark} AND m.status = 'active' "
-        f"AND m.id NOT IN ({mark}, {mark}) AND m.ts <= {mark}"
+        f"AND m.id NOT IN ({mark}, {mark}) AND m.ts <= {mark} "
+        "AND NOT EXISTS (SELECT 1 FROM memory_sources n WHERE n.memory_id = m.id "
+        f"AND (n.event_id = {mark} OR n.event_id IN "
+        f"(SELECT event_id FROM memory_sources WHERE memory_id = {mark})))"
     )
 
 

@@ -56,7 +56,9 @@ class SupersessionMixin(PgBase):
             derived = [
                 r[0]
                 for r in self._exec(
-                    conn, derived_sql("%s"), (old_id, workspace_id, old_id, new_id, new_ts)
+                    conn,
+                    derived_sql("%s"),
+                    (old_id, workspace_id, old_id, new_id, new_ts, new_id, new_id),
                 ).fetchall()
             ]
             row = self._exec(

@@ -50,7 +50,7 @@ class SupersessionMixin(SqliteBase):
             derived = [
                 row[0]
                 for row in self._execute(
-                    derived_sql("?"), (old_id, workspace_id, old_id, new_id, new_ts)
+                    derived_sql("?"), (old_id, workspace_id, old_id, new_id, new_ts, new_id, new_id)
                 )
             ]
             links = [(old_id, reason)] + [(d, derived_reason(old_id, reason)) for d in derived]
