@@ -208,7 +208,11 @@ class Superseding:
         """A memory made from one already superseded (an episode of messages segmented
         after the change came, an entry quoting a replaced message) is superseded with
         it, by the same newer memory, when that one is newer than it."""
-        sources = self.ctx.store.get_memories(memory.workspace, list(memory.source_event_ids))
+        # A message or journal memory is its own source: nothing to read for it.
+        made_from = [i for i in memory.source_event_ids if i != memory.id]
+        if not made_from:
+            return False
+        sources = self.ctx.store.get_memories(memory.workspace, made_from)
         for source in sources:
             newer = source.superseded_by
             if source.status is not MemoryStatus.SUPERSEDED or newer is None or newer == memory.id:
