@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import faiss
 import numpy as np
@@ -37,6 +37,7 @@ from episodic.errors import BadEmbedding, ModelMismatch, StoreError
 from episodic.model import Candidate, MemoryStatus, Scope, ScopeFilter
 from episodic.store.base import CREW_SHARED_MIN_BASE_IMPORTANCE, Vector
 
+T = TypeVar("T")
 LE_FLOAT32 = np.dtype("<f4")
 _NATIVE_IS_LE = sys.byteorder == "little"
 
@@ -339,13 +340,7 @@ class DenseIndex:
         if q.shape != (self.dim,):
             raise ModelMismatch(self.model, self.dim, "the query's embedder", int(q.size))
         q = unit_vector(q)
-        while True:
-            with self._lock.shared():
-                found = self._search(flt, scope, q, limit)
-            if found is not None:
-                return found
-            with self._lock.exclusive():
-                self._ensure_ann()
+        return self._shared(lambda: self._search(flt, scope, q, limit))
 
     def _search(
         self, flt: ScopeFilter, scope: Scope | None, q: Vector, limit: int
@@ -411,13 +406,7 @@ class DenseIndex:
         norms[norms == 0] = 1.0
         q = np.ascontiguousarray(q / norms, dtype=np.float32)
         excluded = [set(ids) for ids in exclude] if exclude is not None else [set()] * b
-        while True:
-            with self._lock.shared():
-                found = self._search_many(flt, scope, q, limit, min_score, excluded)
-            if found is not None:
-                return found
-            with self._lock.exclusive():
-                self._ensure_ann()
+        return self._shared(lambda: self._search_many(flt, scope, q, limit, min_score, excluded))
 
     def _search_many(
         self,
@@ -505,6 +494,17 @@ class DenseIndex:
             return view
         out: Vector = self._matrix[: self._n][mask]
         return out
+
+    def _shared(self, search: Callable[[], T | None]) -> T:
+        """``search`` under the shared lock; when it answers None (it wants the inverted
+        file, not built up to the last row), build that alone and search again."""
+        while True:
+            with self._lock.shared():
+                found = search()
+            if found is not None:
+                return found
+            with self._lock.exclusive():
+                self._ensure_ann()
 
     # -- the approximate path ------------------------------------------------------
     def _ann_ready(self) -> bool:
