@@ -327,9 +327,7 @@ def test_a_bad_reader_count_names_the_setting(raw: str) -> None:
         reader_count(raw)
 
 
-def test_the_environment_sets_the_pool_size(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_environment_sets_the_pool_size(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(READERS_ENV, "2")
     with seeded(db_path, count=10) as store:
         with ThreadPoolExecutor(8) as pool:
