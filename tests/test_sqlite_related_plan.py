@@ -12,14 +12,14 @@ from episodic.store import open_store
 
 
 def test_related_searches_the_edges_of_the_asked_ids_first(tmp_path: Path) -> None:
-    store: Any = open_store(f"sqlite:///{tmp_path / 'plan.db'}")
-    seen: list[str] = []
+    seen: list[tuple[str, Any]] = []
+    store: Any = open_store(
+        f"sqlite:///{tmp_path / 'plan.db'}", tracer=lambda sql, params: seen.append((sql, params))
+    )
     try:
-        store._conn.set_trace_callback(seen.append)
         store.related(ScopeFilter("ws"), [f"m{i}" for i in range(20)], "similar")
-        store._conn.set_trace_callback(None)
-        sql = next(s for s in seen if "memory_relations" in s)
-        plan = [row[3] for row in store._conn.execute("EXPLAIN QUERY PLAN " + sql)]
+        sql, params = next(s for s in seen if "FROM memory_relations" in s[0])
+        plan = [row[3] for row in store._writer.execute("EXPLAIN QUERY PLAN " + sql, params)]
     finally:
         store.close()
     searches = [step for step in plan if step.startswith(("SEARCH", "SCAN"))]

@@ -13,16 +13,21 @@ are looked at is approximate. Narrow scopes (an agent's own memories) keep the e
 gathered scan, which is cheaper for them anyway.
 
 The store owns freshness (what to load and when); this module only holds rows and answers
-searches. The mask here must mean exactly what ``episodic.store.sql.scope_where`` means in
-SQL; the store contract tests run every scope rule through both legs to keep them equal.
+searches. Searches of one index run in parallel (the matrix product and faiss release the
+GIL); loading rows and building the inverted file wait for them and hold them off, so no
+search sees a half-loaded index. The mask here must mean exactly what
+``episodic.store.sql.scope_where`` means in SQL; the store contract tests run every scope
+rule through both legs to keep them equal.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import faiss
 import numpy as np
@@ -32,6 +37,7 @@ from episodic.errors import BadEmbedding, ModelMismatch, StoreError
 from episodic.model import Candidate, MemoryStatus, Scope, ScopeFilter
 from episodic.store.base import CREW_SHARED_MIN_BASE_IMPORTANCE, Vector
 
+T = TypeVar("T")
 LE_FLOAT32 = np.dtype("<f4")
 _NATIVE_IS_LE = sys.byteorder == "little"
 
@@ -86,6 +92,49 @@ class DenseRows:
         return len(self.memory_ids)
 
 
+class SharedLock:
+    """Many holders of ``shared()`` at once, or one of ``exclusive()``. A waiting
+    exclusive holder goes before shared holders that come after it, so a steady stream
+    of searches cannot hold a load off for ever. Not reentrant."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._sharing = 0
+        self._exclusive = False
+        self._waiting = 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._exclusive or self._waiting:
+                self._cond.wait()
+            self._sharing += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._sharing -= 1
+                if not self._sharing:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            try:
+                while self._exclusive or self._sharing:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
 def unit_vector(vector: Vector | Sequence[float], dim: int | None = None) -> Vector:
     """``vector`` as a finite, L2-normalised 1-D float32 array; ``BadEmbedding`` if it
     cannot be one (wrong length, NaN/inf, all zeros)."""
@@ -102,7 +151,8 @@ def unit_vector(vector: Vector | Sequence[float], dim: int | None = None) -> Vec
 
 
 class DenseIndex:
-    """The vectors of one workspace. Not thread-safe: the store calls it under its lock."""
+    """The vectors of one workspace. Thread-safe: searches share it, ``upsert`` and the
+    inverted file's build take it alone."""
 
     def __init__(self) -> None:
         self.model: str | None = None
@@ -131,6 +181,7 @@ class DenseIndex:
         self._ann: Any = None
         self._ann_rows = 0
         self._ann_trained_rows = 0
+        self._lock = SharedLock()
 
     def __len__(self) -> int:
         return self._n
@@ -172,6 +223,10 @@ class DenseIndex:
 
     def upsert(self, rows: DenseRows) -> None:
         """Add rows, or overwrite the row of a memory already held (a re-embedded memory)."""
+        with self._lock.exclusive():
+            self._upsert(rows)
+
+    def _upsert(self, rows: DenseRows) -> None:
         count = len(rows)
         if count == 0:
             return
@@ -237,6 +292,10 @@ class DenseIndex:
     # -- searching -----------------------------------------------------------------
     def visible(self, flt: ScopeFilter, scope: Scope | None) -> npt.NDArray[np.bool_]:
         """Which rows ``flt`` may see: the array twin of ``live_where``."""
+        with self._lock.shared():
+            return self._visible(flt, scope)
+
+    def _visible(self, flt: ScopeFilter, scope: Scope | None) -> npt.NDArray[np.bool_]:
         n = self._n
         mask = self._active[:n].copy()
         if flt.superseded:
@@ -281,14 +340,22 @@ class DenseIndex:
         if q.shape != (self.dim,):
             raise ModelMismatch(self.model, self.dim, "the query's embedder", int(q.size))
         q = unit_vector(q)
+        return self._shared(lambda: self._search(flt, scope, q, limit))
 
-        mask = self.visible(flt, scope)
+    def _search(
+        self, flt: ScopeFilter, scope: Scope | None, q: Vector, limit: int
+    ) -> list[Candidate] | None:
+        """``search`` under the shared lock; None when it wants the inverted file and
+        that is not built up to the last row yet."""
+        mask = self._visible(flt, scope)
         rows = np.flatnonzero(mask)
         visible = int(rows.size)
         if visible == 0:
             return []
         n = self._n
         if n >= self.ann_min_rows and visible >= n * _GATHER_FRACTION:
+            if not self._ann_ready():
+                return None
             found = self._search_ann(mask, visible, q, min(limit, visible))
             if found is not None:
                 return found
@@ -338,12 +405,25 @@ class DenseIndex:
         norms = np.linalg.norm(q, axis=1, keepdims=True).astype(np.float32)
         norms[norms == 0] = 1.0
         q = np.ascontiguousarray(q / norms, dtype=np.float32)
-        mask = self.visible(flt, scope)
+        excluded = [set(ids) for ids in exclude] if exclude is not None else [set()] * b
+        return self._shared(lambda: self._search_many(flt, scope, q, limit, min_score, excluded))
+
+    def _search_many(
+        self,
+        flt: ScopeFilter,
+        scope: Scope | None,
+        q: Vector,
+        limit: int,
+        min_score: float | None,
+        excluded: Sequence[set[str]],
+    ) -> list[list[Candidate]] | None:
+        """``search_many`` under the shared lock; None as for ``_search``."""
+        b = int(q.shape[0])
+        mask = self._visible(flt, scope)
         rows = np.flatnonzero(mask)
         visible = int(rows.size)
         if visible == 0:
             return [[] for _ in range(b)]
-        excluded = [set(ids) for ids in exclude] if exclude is not None else [set()] * b
         n = self._n
         if (
             min_score is not None
@@ -351,6 +431,8 @@ class DenseIndex:
             and n >= self.ann_min_rows
             and visible >= n * _GATHER_FRACTION
         ):
+            if not self._ann_ready():
+                return None
             return self._near_ann(mask, visible, q, limit, min_score, excluded)
         block = self._matrix[:n] if visible == n else self._matrix[rows]
         scores = q @ block.T  # queries x visible
@@ -378,7 +460,7 @@ class DenseIndex:
         min_score: float,
         excluded: Sequence[set[str]],
     ) -> list[list[Candidate]]:
-        ann = self._ensure_ann()
+        ann = self._ann
         params = faiss.SearchParametersIVF()
         params.nprobe = min(NEAR_PROBE_LISTS, ann.nlist)
         if visible < self._n:
@@ -399,9 +481,13 @@ class DenseIndex:
     def visible_matrix(self, flt: ScopeFilter, scope: Scope | None) -> Vector:
         """The vectors ``flt`` sees (active rows only), one row each: a read-only view
         when that is every row, else a copy."""
+        with self._lock.shared():
+            return self._visible_matrix(flt, scope)
+
+    def _visible_matrix(self, flt: ScopeFilter, scope: Scope | None) -> Vector:
         if self._n == 0 or self.dim is None:
             return np.zeros((0, 0), np.float32)
-        mask = self.visible(flt, scope)
+        mask = self._visible(flt, scope)
         if bool(mask.all()):
             view: Vector = self._matrix[: self._n].view()
             view.flags.writeable = False
@@ -409,9 +495,30 @@ class DenseIndex:
         out: Vector = self._matrix[: self._n][mask]
         return out
 
+    def _shared(self, search: Callable[[], T | None]) -> T:
+        """``search`` under the shared lock; when it answers None (it wants the inverted
+        file, not built up to the last row), build that alone and search again."""
+        while True:
+            with self._lock.shared():
+                found = search()
+            if found is not None:
+                return found
+            with self._lock.exclusive():
+                self._ensure_ann()
+
     # -- the approximate path ------------------------------------------------------
+    def _ann_ready(self) -> bool:
+        """Whether the inverted file holds every row and needs no retraining (what
+        ``_ensure_ann`` would otherwise do, under the exclusive lock)."""
+        n = self._n
+        return (
+            self._ann is not None
+            and n < self._ann_trained_rows * _ANN_RETRAIN_GROWTH
+            and self._ann_rows >= n
+        )
+
     def _ensure_ann(self) -> Any:
-        """The inverted-file index, trained and holding every row."""
+        """The inverted-file index, trained and holding every row (exclusive lock)."""
         n, dim = self._n, self.dim
         assert dim is not None
         if self._ann is None or n >= self._ann_trained_rows * _ANN_RETRAIN_GROWTH:
@@ -436,7 +543,7 @@ class DenseIndex:
         """The best ``k`` visible rows among the probed lists, or None when the probe
         found fewer than ``k`` (a filter that leaves few rows in the nearest lists): the
         caller then scans exactly."""
-        ann = self._ensure_ann()
+        ann = self._ann
         params = None
         if visible < self._n:
             bitmap = np.packbits(mask, bitorder="little")

@@ -1,10 +1,19 @@
-"""SQLite plumbing shared by every part of ``SqliteStore``: the connection, migrations,
+"""SQLite plumbing shared by every part of ``SqliteStore``: the connections, migrations,
 transactions, error mapping.
 
-One connection per store, shared by the indexer thread and request threads under a lock:
-``_read`` and ``_write`` hold it for one transaction each. The store's methods live in
-mixins, one module per area, all built on ``SqliteBase``, as ``episodic.store.postgres``'s
-are built on ``PgBase``.
+A file database in WAL mode has one writer connection and a small pool of read
+connections. ``_write`` holds the writer for one transaction under the write lock, so
+writes are serialised as SQLite serialises them anyway; ``_read`` borrows a read
+connection for one snapshot transaction, so recalls run their SQL in parallel with each
+other and with a write (WAL readers see the last commit and never wait for a writer, and
+``sqlite3`` releases the GIL while a statement steps). ``_execute`` runs on the
+connection of the calling thread's transaction; a ``_read`` nested in a ``_write`` reads
+on the writer, so it sees the write's own uncommitted rows. A ``:memory:`` database (each
+connection would be a database of its own) and a file not in WAL mode (readers would
+block the writer) keep one connection for everything, under the write lock.
+
+The store's methods live in mixins, one module per area, all built on ``SqliteBase``, as
+``episodic.store.postgres``'s are built on ``PgBase``.
 """
 
 from __future__ import annotations
@@ -35,6 +44,10 @@ Tracer = Callable[[str, Sequence[Any]], None]
 
 MEMORY_URL = "sqlite:///:memory:"
 BUSY_TIMEOUT_MS = 5000
+# Read connections per file store: enough for a few recalls at once on a small machine,
+# each costing a file handle and its own page cache.
+DEFAULT_READERS = 4
+READERS_ENV = "EPISODIC_SQLITE_READERS"
 # Well under SQLite's bound-parameter limit, and keeps each statement's plan small.
 IN_CHUNK = 500
 
@@ -80,6 +93,20 @@ def has_schema(path_or_url: str | os.PathLike[str]) -> bool:
         return True
 
 
+def reader_count(raw: str | None) -> int:
+    """How many read connections ``EPISODIC_SQLITE_READERS`` asks for (unset: the
+    default; 0: one connection for everything)."""
+    if raw is None or not raw.strip():
+        return DEFAULT_READERS
+    try:
+        count = int(raw)
+    except ValueError:
+        count = -1
+    if not 0 <= count <= 256:
+        raise InvalidInput(READERS_ENV, f"expected a whole number from 0 to 256, got {raw!r}")
+    return count
+
+
 def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), IN_CHUNK):
         yield items[start : start + IN_CHUNK]
@@ -118,28 +145,50 @@ class SqliteBase:
         *,
         tracer: Tracer | None = None,
         read_only: bool = False,
+        readers: int | None = None,
     ) -> None:
+        """``readers``: the most read connections open at once (default
+        ``EPISODIC_SQLITE_READERS``, else 4); 0 keeps one connection for everything."""
         self.path = sqlite_target(path_or_url)
         self.in_memory = self.path == ":memory:"
         self.url = MEMORY_URL if self.in_memory else f"sqlite:///{Path(self.path).absolute()}"
         self.read_only = read_only
         self._tracer = tracer
+        # The write lock: held for each write transaction, and by whatever uses the
+        # writer connection outside one.
         self._lock = threading.RLock()
         self._closed = False
+        # The connection of the calling thread's transaction (see _execute).
+        self._local = threading.local()
         self._dense: dict[str, DenseIndex] = {}
-        self._seen_stamp: tuple[int, int] = (-1, -1)
+        # One dense refresh at a time, so each reads a snapshot at least as new as the
+        # last one did (see SearchMixin._fresh_index).
+        self._dense_lock = threading.Lock()
+        self._seen_stamps: dict[sqlite3.Connection, tuple[int, int]] = {}
         self._epoch = 0
+        self._counts_lock = threading.Lock()
+        wanted = reader_count(os.environ.get(READERS_ENV)) if readers is None else readers
+        if wanted < 0:
+            raise InvalidInput("readers", f"expected 0 or more read connections, got {wanted}")
+        self._idle_readers: list[sqlite3.Connection] = []
+        self._open_readers = 0
+        self._pool_lock = threading.Lock()
         with map_errors():
-            self._conn = self._connect()
+            self._writer = self._connect()
             try:
                 self._prepare()
+                mode = str(self._writer.execute("PRAGMA journal_mode").fetchone()[0]).lower()
             except BaseException:
-                self._conn.close()
+                self._writer.close()
                 raise
+        # Readers only pay off in WAL, where they neither wait for the writer nor block it.
+        self._readers = wanted if mode == "wal" and not self.in_memory else 0
+        self._reader_slots = threading.BoundedSemaphore(max(1, self._readers))
 
     def _connect(self) -> sqlite3.Connection:
         # isolation_level=None: transactions are explicit (see _write/_read).
-        # check_same_thread=False: one connection serves every thread, under self._lock.
+        # check_same_thread=False: a connection serves one transaction at a time, on
+        # whichever thread holds it (the writer under self._lock, a reader while borrowed).
         timeout = BUSY_TIMEOUT_MS / 1000
         if self.in_memory:
             return sqlite3.connect(
@@ -163,8 +212,8 @@ class SqliteBase:
         ):
             self._execute(pragma)
         if self.read_only:
-            version = current_version(self._conn)
-            missing = missing_versions(applied_versions(self._conn))
+            version = current_version(self._writer)
+            missing = missing_versions(applied_versions(self._writer))
             if missing:
                 raise StoreError(
                     f"{self.url} lacks schema step(s) {', '.join(map(str, missing))} of this "
@@ -175,12 +224,12 @@ class SqliteBase:
             tracer = self._tracer
             if tracer is not None:
                 # Migration steps run on the raw connection; show them to the tracer too.
-                self._conn.set_trace_callback(lambda sql: tracer(sql, ()))
+                self._writer.set_trace_callback(lambda sql: tracer(sql, ()))
             try:
-                migrate(self._conn)
+                migrate(self._writer)
             finally:
-                self._conn.set_trace_callback(None)
-            version = current_version(self._conn)
+                self._writer.set_trace_callback(None)
+            version = current_version(self._writer)
         if version > LATEST_VERSION:
             raise StoreError(
                 f"{self.url} is at schema v{version}, newer than this episodic knows "
@@ -188,6 +237,13 @@ class SqliteBase:
             )
 
     # -- plumbing --------------------------------------------------------------------
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """The connection of the calling thread's transaction; outside one, the writer
+        (whose callers hold ``self._lock``)."""
+        current: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        return self._writer if current is None else current
+
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         if self._tracer is not None:
             self._tracer(sql, params)
@@ -203,40 +259,129 @@ class SqliteBase:
             raise StoreError(f"the store {self.url} is closed; open a new one")
 
     @contextmanager
+    def _on(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """Run this thread's statements on ``conn`` for the block."""
+        outer = getattr(self._local, "conn", None)
+        self._local.conn = conn
+        try:
+            yield
+        finally:
+            self._local.conn = outer
+
+    @contextmanager
     def _write(self) -> Iterator[None]:
         """One write transaction, taken up front so a busy writer is waited for here
         rather than failing halfway through."""
-        with self._lock, map_errors():
+        with self._lock, map_errors(), self._on(self._writer):
             self._check_open()
             self._execute("BEGIN IMMEDIATE")
             try:
                 yield
                 self._execute("COMMIT")
             except BaseException:
-                if self._conn.in_transaction:
+                if self._writer.in_transaction:
                     self._execute("ROLLBACK")
                 raise
 
     @contextmanager
     def _read(self) -> Iterator[None]:
-        """One read snapshot, so several statements see the same commit."""
-        with self._lock, map_errors():
-            self._check_open()
-            self._execute("BEGIN")
+        """One read snapshot, so several statements see the same commit. Inside another
+        transaction of this thread, that transaction's connection and snapshot (inside
+        a write, the write's own rows)."""
+        if getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        if not self._readers:
+            with self._lock, map_errors(), self._on(self._writer):
+                self._check_open()
+                self._execute("BEGIN")
+                try:
+                    yield
+                finally:
+                    self._execute("COMMIT")
+            return
+        with map_errors():
+            conn = self._borrow_reader()
             try:
-                yield
+                with self._on(conn):
+                    self._execute("BEGIN")
+                    try:
+                        yield
+                    finally:
+                        self._execute("COMMIT")
             finally:
-                self._execute("COMMIT")
+                self._return_reader(conn)
+
+    def _borrow_reader(self) -> sqlite3.Connection:
+        """A pooled read connection, opened on first need; waits while all are lent."""
+        self._check_open()
+        self._reader_slots.acquire()
+        try:
+            with self._pool_lock:
+                self._check_open()
+                if self._idle_readers:
+                    return self._idle_readers.pop()
+                self._open_readers += 1
+            try:
+                return self._open_reader()
+            except BaseException:
+                with self._pool_lock:
+                    self._open_readers -= 1
+                raise
+        except BaseException:
+            self._reader_slots.release()
+            raise
+
+    def _open_reader(self) -> sqlite3.Connection:
+        conn = self._connect()
+        try:
+            for pragma in (
+                f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
+                "PRAGMA foreign_keys = ON",
+                # A reader that tried to write would take a lock the writer then waits on.
+                "PRAGMA query_only = ON",
+            ):
+                conn.execute(pragma)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _return_reader(self, conn: sqlite3.Connection) -> None:
+        """Back to the pool, or closed if the store was closed while it was lent."""
+        with self._pool_lock:
+            keep = not self._closed
+            if keep:
+                self._idle_readers.append(conn)
+            else:
+                self._open_readers -= 1
+                self._seen_stamps.pop(conn, None)
+        if not keep:
+            conn.close()
+        self._reader_slots.release()
+
+    def open_connections(self) -> int:
+        """How many SQLite connections this store holds open (the writer and readers)."""
+        with self._pool_lock:
+            return self._open_readers + (0 if self._closed else 1)
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
+        """Close the writer and the idle readers; a reader lent out is closed when its
+        read ends."""
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+            with self._pool_lock:
+                if self._closed:
+                    return
+                self._closed = True
+                idle, self._idle_readers = self._idle_readers, []
+                self._open_readers -= len(idle)
             self._dense.clear()
+            self._seen_stamps.clear()
             with map_errors():
-                self._conn.close()
+                for conn in idle:
+                    conn.close()
+                self._writer.close()
 
     def __enter__(self) -> Self:
         return self
@@ -255,7 +400,7 @@ class SqliteBase:
     def schema_version(self) -> int:
         with self._lock, map_errors():
             self._check_open()
-            return current_version(self._conn)
+            return current_version(self._writer)
 
     # -- what one area asks of another (each implemented by the mixin named) ----------
     def get_memories(self, workspace_id: str, ids: Sequence[str]) -> list[Memory]:

@@ -264,7 +264,14 @@ class IntegrityMixin(SqliteBase):
             return self._execute(sql)
 
         with self._read():
-            checks = read_checks(execute)
+            # The keyword mirror's check builds temp tables, which a pooled reader, being
+            # query-only, may not; its earlier setting comes back after.
+            query_only = int(self._execute("PRAGMA query_only").fetchone()[0])
+            self._execute("PRAGMA query_only = OFF")
+            try:
+                checks = read_checks(execute)
+            finally:
+                self._execute(f"PRAGMA query_only = {query_only}")
         if self.read_only:
             engine = fts_engine_check(execute, writable=False)
         else:

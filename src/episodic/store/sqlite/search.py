@@ -4,9 +4,13 @@ leg is ``episodic.store.sqlite.sparse``.
 
 The dense leg scans an in-process numpy matrix per workspace (``episodic.store.dense``);
 each search first asks SQLite, cheaply, whether anything changed since it last looked
-(``PRAGMA data_version`` sees commits of other connections, ``total_changes`` this one's)
-and then loads only the vectors written since, or the whole workspace again when rows were
-deleted or changed in place (see ``episodic.store.migrations`` for the bookkeeping).
+(``PRAGMA data_version`` sees commits of other connections, ``total_changes`` this one's;
+both are per connection, so each connection's last values are kept) and then loads only
+the vectors written since, or the whole workspace again when rows were deleted or changed
+in place (see ``episodic.store.migrations`` for the bookkeeping). Refreshes run one at a
+time, each on a snapshot taken inside that turn, so a refresh never goes back to an older
+state than the last one loaded; searches share the index, which locks itself while rows
+go in (see ``DenseIndex``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from episodic.model import Candidate, ScopeFilter, utcnow
 from episodic.store.dense import DenseIndex, DenseRows
 from episodic.store.rows import parse_ts, ts_text, unique
 from episodic.store.sql import live_where, normalise_scope, scope_where
-from episodic.store.sqlite.connection import IN_CHUNK, SqliteBase, map_errors, placeholders
+from episodic.store.sqlite.connection import IN_CHUNK, SqliteBase, placeholders
 from episodic.store.upkeep import ReviewRequest
 from episodic.store.vectors import Vector
 
@@ -30,10 +34,8 @@ class SearchMixin(SqliteBase):
         scope = normalise_scope(flt)
         if limit <= 0:
             return []
-        with self._lock, map_errors():
-            self._check_open()
-            index = self._fresh_index(flt.workspace_id)
-            return index.search(flt, scope, query, limit)
+        index = self._fresh_index(flt.workspace_id)
+        return index.search(flt, scope, query, limit)
 
     def _fresh_index(self, workspace_id: str) -> DenseIndex:
         """The workspace's dense index, brought up to date with every committed write.
@@ -41,17 +43,16 @@ class SearchMixin(SqliteBase):
         Costs one PRAGMA when nothing was written anywhere since the last search, plus two
         index lookups when something was; loads rows only when this workspace's vectors
         changed."""
-        data_version = int(self._execute("PRAGMA data_version").fetchone()[0])
-        stamp = (data_version, self._conn.total_changes)
-        if stamp != self._seen_stamp:
-            self._seen_stamp = stamp
-            self._epoch += 1
-        index = self._dense.get(workspace_id)
-        if index is not None and index.epoch == self._epoch:
-            return index
-
-        self._execute("BEGIN")
-        try:
+        with self._read(), self._dense_lock:
+            conn = self._conn
+            data_version = int(self._execute("PRAGMA data_version").fetchone()[0])
+            stamp = (data_version, conn.total_changes)
+            if stamp != self._seen_stamps.get(conn):
+                self._seen_stamps[conn] = stamp
+                self._epoch += 1
+            index = self._dense.get(workspace_id)
+            if index is not None and index.epoch == self._epoch:
+                return index
             generation, max_seq = self._execute(
                 "SELECT (SELECT generation FROM vector_generations WHERE workspace_id = ?), "
                 "(SELECT max(seq) FROM memory_vectors WHERE workspace_id = ?)",
@@ -59,15 +60,14 @@ class SearchMixin(SqliteBase):
             ).fetchone()
             generation, max_seq = int(generation or 0), int(max_seq or 0)
             if index is None or index.generation != generation or max_seq < index.max_seq:
+                # A new index, swapped in whole: searches still on the old one finish there.
                 index = DenseIndex()
                 index.upsert(self._dense_rows(workspace_id, after_seq=0))
             elif max_seq > index.max_seq:
                 index.upsert(self._dense_rows(workspace_id, after_seq=index.max_seq))
-        finally:
-            self._execute("COMMIT")
-        index.generation, index.max_seq, index.epoch = generation, max_seq, self._epoch
-        self._dense[workspace_id] = index
-        return index
+            index.generation, index.max_seq, index.epoch = generation, max_seq, self._epoch
+            self._dense[workspace_id] = index
+            return index
 
     def _dense_rows(self, workspace_id: str, *, after_seq: int) -> DenseRows:
         return DenseRows.from_records(

@@ -347,7 +347,8 @@ class ServiceMixin(SqliteBase):
             try:
                 with self._write():
                     counts = self._forget_rows(spec, match, params, rekey)
-                self._dense.pop(ws, None)
+                with self._dense_lock:
+                    self._dense.pop(ws, None)
                 # Deleted FTS5 rows leave tombstones beside the old terms until segments
                 # merge; merging now drops the terms themselves (the journal's index too).
                 with self._write():

@@ -305,7 +305,9 @@ class SparseMixin(SqliteBase):
         now = time.monotonic()
 
         def count(term: str) -> int:
-            known = cache.get(term, now)
+            # Recalls on several read connections share the cache.
+            with self._counts_lock:
+                known = cache.get(term, now)
             if known is not None:
                 return known
             whole = fts_whole_word(term)
@@ -313,7 +315,8 @@ class SparseMixin(SqliteBase):
                 found = cap  # a prefix matches all its whole word does, and more
             else:
                 found = int(self._execute(_SPARSE_COUNT_SQL, (term, cap)).fetchone()[0])
-            cache.put(term, found, now)
+            with self._counts_lock:
+                cache.put(term, found, now)
             return found
 
         return [count(term) for term in terms]

@@ -34,7 +34,7 @@ from episodic.store.rows import (
     unique,
 )
 from episodic.store.sql import SNAPSHOT_COLUMNS, normalise_scope
-from episodic.store.sqlite.connection import SqliteBase, chunks, map_errors, placeholders
+from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
 from episodic.store.upkeep import (
     ARCHIVE_PAYLOAD_CHARS,
     DECAY_CHUNK_ROWS,
@@ -282,9 +282,7 @@ class UpkeepMixin(SqliteBase):
 
     def vector_matrix(self, flt: ScopeFilter) -> Vector:
         scope = normalise_scope(flt)
-        with self._lock, map_errors():
-            self._check_open()
-            return self._fresh_index(flt.workspace_id).visible_matrix(flt, scope)
+        return self._fresh_index(flt.workspace_id).visible_matrix(flt, scope)
 
     def put_health_snapshot(self, snapshot: HealthSnapshot) -> None:
         with self._write():

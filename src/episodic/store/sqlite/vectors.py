@@ -17,7 +17,7 @@ from episodic.model import Candidate, ScopeFilter, utcnow
 from episodic.store.dense import LE_FLOAT32, unit_vector
 from episodic.store.rows import ts_text, unique
 from episodic.store.sql import normalise_scope
-from episodic.store.sqlite.connection import SqliteBase, chunks, map_errors, placeholders
+from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
 from episodic.store.vectors import PendingVector, Relation, Vector
 
 
@@ -135,10 +135,8 @@ class VectorsMixin(SqliteBase):
         exclude: Sequence[Sequence[str]] | None = None,
     ) -> list[list[Candidate]]:
         scope = normalise_scope(flt)
-        with self._lock, map_errors():
-            self._check_open()
-            index = self._fresh_index(flt.workspace_id)
-            return index.search_many(flt, scope, queries, limit, min_score, exclude)
+        index = self._fresh_index(flt.workspace_id)
+        return index.search_many(flt, scope, queries, limit, min_score, exclude)
 
     def add_relations(self, workspace_id: str, edges: Sequence[Relation]) -> int:
         if not edges:
