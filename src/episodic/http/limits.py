@@ -26,7 +26,7 @@ T = TypeVar("T")
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
-def _env_number(name: str, default: float) -> float:
+def env_number(name: str, default: float) -> float:
     """A positive number from the environment, or ``default``; a bad value is an error
     that names the variable (the server would otherwise start with a silent default)."""
     raw = os.environ.get(name)
@@ -46,17 +46,17 @@ def _env_number(name: str, default: float) -> float:
 # memory), fewer leave a core idle while one recall waits on the database. Four let the
 # query embedding of some overlap the store work of others (measured in-process, 16
 # threads over 100k memories: 48.6 vs 37.9 recalls/s, p95 513 vs 749 ms on a busy machine).
-RECALL_SLOTS = int(_env_number("EPISODIC_RECALL_SLOTS", 4))
+RECALL_SLOTS = int(env_number("EPISODIC_RECALL_SLOTS", 4))
 # The longest a recall is let wait in line for a slot, estimated when it arrives. A recall
 # usually feeds a prompt an agent is about to send: past a couple of seconds of queueing
 # it is better told at once to come back (503 + Retry-After) than left to queue further,
 # which makes every request behind it later still and ends in client timeouts.
-RECALL_MAX_WAIT_S = _env_number("EPISODIC_RECALL_MAX_WAIT", 2.0)
+RECALL_MAX_WAIT_S = env_number("EPISODIC_RECALL_MAX_WAIT", 2.0)
 # Writes waiting or running at once per process beyond which a write is refused with 503.
 # A write takes ~5-20 ms on the one writer (SQLite) or a pooled connection (PostgreSQL),
 # so 256 in line is already seconds of work: only a flood gets there, and it is shed
 # rather than left to time out.
-MAX_WRITES_QUEUED = int(_env_number("EPISODIC_MAX_WRITES_QUEUED", 256))
+MAX_WRITES_QUEUED = int(env_number("EPISODIC_MAX_WRITES_QUEUED", 256))
 # What a recall is assumed to take before one has been measured, and how much each new
 # measurement moves the moving average (about the last ten recalls count).
 FIRST_RECALL_GUESS_S = 0.1
@@ -98,6 +98,7 @@ class RecallQueue:
         self.slots = slots
         self.max_wait_s = max_wait_s
         self.service_s = FIRST_RECALL_GUESS_S
+        self.shed = 0  # recalls refused so far
         self._limiter: anyio.CapacityLimiter | None = None
 
     def limiter(self) -> anyio.CapacityLimiter:
@@ -114,6 +115,7 @@ class RecallQueue:
         """``work()`` in a worker thread once a slot is free, or ``Overloaded``."""
         wait = self.wait_s()
         if wait > self.max_wait_s:
+            self.shed += 1
             raise Overloaded(
                 f"too many recalls waiting: about {wait:.1f} s in line, over the "
                 f"{self.max_wait_s:g} s this server lets one wait; retry after the "
