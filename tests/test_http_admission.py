@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +66,17 @@ class HeldEmbedder:
         return self.inner.embed_batch(texts)
 
 
+@dataclass(frozen=True)
+class Served:
+    base: str  # the server's URL
+    key: str  # an admin key of the workspace
+    recalls: RecallQueue
+    writes: WriteCount
+
+
 @contextmanager
-def server(
-    db_url: str, embedder: HeldEmbedder, **limits: Any
-) -> Iterator[tuple[str, str, RecallQueue, WriteCount]]:
-    """A server over a workspace with a few indexed memories; yields (URL, admin key,
-    its recall queue, its write count)."""
+def server(db_url: str, embedder: HeldEmbedder, **limits: Any) -> Iterator[Served]:
+    """A server over a workspace with a few indexed memories."""
     mem = Episodic(store=open_store(db_url), embedder=embedder, settings=Settings())
     try:
         secret = mem.create_key(WS, role="admin")[1]
@@ -89,10 +95,14 @@ def server(
         app = asgi(mem, **limits)
         state = app.app.state
         with serve(app) as base:
-            yield base, secret, state.recalls, state.writes
+            yield Served(base, secret, state.recalls, state.writes)
     finally:
         embedder.release()
         mem.close()
+
+
+def sqlite(folder: Path) -> str:
+    return f"sqlite:///{folder}/m.db"
 
 
 def post(base: str, secret: str, path: str, body: dict[str, Any]) -> httpx.Response:
@@ -125,22 +135,24 @@ def test_a_write_is_answered_at_once_while_recalls_fill_every_slot_and_a_line_wa
 ) -> None:
     embedder = HeldEmbedder()
     with (
-        server(db_url, embedder, recall_slots=2, recall_max_wait_s=600) as (base, key, queue, _),
+        server(db_url, embedder, recall_slots=2, recall_max_wait_s=600) as srv,
         ThreadPoolExecutor(LINE) as pool,
     ):
         embedder.hold()
-        recalls = [pool.submit(recall, base, key, f"rollout question {i}") for i in range(LINE)]
-        wait_until(line_of(queue, 2, LINE - 2))
+        recalls = [
+            pool.submit(recall, srv.base, srv.key, f"rollout question {i}") for i in range(LINE)
+        ]
+        wait_until(line_of(srv.recalls, 2, LINE - 2))
         start = time.perf_counter()
         written = post(
-            base,
-            key,
+            srv.base,
+            srv.key,
             "/v1/events",
             {"events": [{"id": "w-1", "type": "peer.escalation", "summary": "a new fact"}]},
         )
         write_s = time.perf_counter() - start
         start = time.perf_counter()
-        alive = httpx.get(f"{base}/healthz", timeout=10)
+        alive = httpx.get(f"{srv.base}/healthz", timeout=10)
         health_s = time.perf_counter() - start
         embedder.release()
         answers = [f.result(60) for f in recalls]
@@ -153,21 +165,18 @@ def test_a_write_is_answered_at_once_while_recalls_fill_every_slot_and_a_line_wa
 def test_queued_recalls_run_in_the_order_they_came(tmp_path: Path) -> None:
     embedder = HeldEmbedder()
     with (
-        server(f"sqlite:///{tmp_path}/m.db", embedder, recall_slots=1, recall_max_wait_s=600) as (
-            base,
-            key,
-            queue,
-            _,
-        ),
+        server(
+            f"sqlite:///{tmp_path}/m.db", embedder, recall_slots=1, recall_max_wait_s=600
+        ) as srv,
         ThreadPoolExecutor(8) as pool,
     ):
         embedder.hold()
         embedder.seen.clear()
         answers: list[Future[httpx.Response]] = []
         for i in range(8):
-            answers.append(pool.submit(recall, base, key, f"approval order{i}"))
+            answers.append(pool.submit(recall, srv.base, srv.key, f"approval order{i}"))
             # The next one is sent only once this one is running or in line.
-            wait_until(line_of(queue, 1, i))
+            wait_until(line_of(srv.recalls, 1, i))
         embedder.release()
         statuses = [f.result(60).status_code for f in answers]
     order = [int(m.group(1)) for t in embedder.seen if (m := re.search(r"order(\d+)", t))]
@@ -178,19 +187,16 @@ def test_queued_recalls_run_in_the_order_they_came(tmp_path: Path) -> None:
 def test_a_recall_the_line_would_keep_too_long_gets_503_and_retry_after(tmp_path: Path) -> None:
     embedder = HeldEmbedder()
     with (
-        server(f"sqlite:///{tmp_path}/m.db", embedder, recall_slots=1, recall_max_wait_s=1.0) as (
-            base,
-            key,
-            queue,
-            _,
-        ),
+        server(
+            f"sqlite:///{tmp_path}/m.db", embedder, recall_slots=1, recall_max_wait_s=1.0
+        ) as srv,
         ThreadPoolExecutor(6) as pool,
     ):
-        queue.service_s = 0.2  # so the line may hold five: (5 + 1) x 0.2 s is over 1 s
+        srv.recalls.service_s = 0.2  # so the line may hold five: (5 + 1) x 0.2 s is over 1 s
         embedder.hold()
-        admitted = [pool.submit(recall, base, key, f"rollout {i}") for i in range(6)]
-        wait_until(line_of(queue, 1, 5))
-        refused = recall(base, key, "one too many")
+        admitted = [pool.submit(recall, srv.base, srv.key, f"rollout {i}") for i in range(6)]
+        wait_until(line_of(srv.recalls, 1, 5))
+        refused = recall(srv.base, srv.key, "one too many")
         embedder.release()
         statuses = [f.result(60).status_code for f in admitted]
     assert refused.status_code == 503
@@ -198,22 +204,22 @@ def test_a_recall_the_line_would_keep_too_long_gets_503_and_retry_after(tmp_path
     error = refused.json()["error"]
     assert error["code"] == "overloaded" and "recalls waiting" in error["message"]
     assert statuses == [200] * 6
-    assert queue.shed == 1
+    assert srv.recalls.shed == 1
 
 
 def test_the_client_waits_out_a_503_and_its_retry_succeeds(db_url: str) -> None:
     embedder = HeldEmbedder()
     with (
-        server(db_url, embedder, recall_slots=1, recall_max_wait_s=0.05) as (base, key, queue, _),
+        server(db_url, embedder, recall_slots=1, recall_max_wait_s=0.05) as srv,
         ThreadPoolExecutor(2) as pool,
-        Client(base, key) as client,
+        Client(srv.base, srv.key) as client,
     ):
-        queue.service_s = 0.2
+        srv.recalls.service_s = 0.2
         embedder.hold()
-        first = pool.submit(recall, base, key, "rollout first")
-        wait_until(line_of(queue, 1, 0))
+        first = pool.submit(recall, srv.base, srv.key, "rollout first")
+        wait_until(line_of(srv.recalls, 1, 0))
         second = pool.submit(client.recall, "rollout second")
-        wait_until(lambda: queue.shed >= 1)
+        wait_until(lambda: srv.recalls.shed >= 1)
         embedder.release()  # the slot frees before the Retry-After second is over
         result = second.result(60)
         assert first.result(60).status_code == 200
@@ -222,19 +228,14 @@ def test_the_client_waits_out_a_503_and_its_retry_succeeds(db_url: str) -> None:
 
 def test_a_flood_of_writes_is_shed_with_503_and_reads_still_pass(tmp_path: Path) -> None:
     embedder = HeldEmbedder()
-    with server(f"sqlite:///{tmp_path}/m.db", embedder, max_writes_queued=4) as (
-        base,
-        key,
-        _,
-        writes,
-    ):
-        writes.active = 4  # four writes in line already
-        refused = post(base, key, "/v1/memories", {"content": "one more"})
+    with server(sqlite(tmp_path), embedder, max_writes_queued=4) as srv:
+        srv.writes.active = 4  # four writes in line already
+        refused = post(srv.base, srv.key, "/v1/memories", {"content": "one more"})
         listed = httpx.get(
-            f"{base}/v1/memories", headers={"Authorization": f"Bearer {key}"}, timeout=10
+            f"{srv.base}/v1/memories", headers={"Authorization": f"Bearer {srv.key}"}, timeout=10
         )
-        writes.active = 0
-        accepted = post(base, key, "/v1/memories", {"content": "now it fits"})
+        srv.writes.active = 0
+        accepted = post(srv.base, srv.key, "/v1/memories", {"content": "now it fits"})
     assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
     assert refused.json()["error"]["code"] == "overloaded"
     assert listed.status_code == 200

@@ -17,6 +17,7 @@ import anyio.to_thread
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from episodic.config import _num
 from episodic.errors import InvalidInput
 from episodic.http.errors import error_body
 
@@ -29,16 +30,7 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 def env_number(name: str, default: float) -> float:
     """A positive number from the environment, or ``default``; a bad value is an error
     that names the variable (the server would otherwise start with a silent default)."""
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InvalidInput(name, f"must be a number, got {raw!r}") from None
-    if value <= 0:
-        raise InvalidInput(name, f"must be above 0, got {raw!r}")
-    return value
+    return _num(os.environ, name, default)
 
 
 # Recalls in flight per process. The store's reads, the query embedding and the ranking
