@@ -2,9 +2,10 @@
 answered at once while every recall slot is busy and a long line of recalls waits; the
 server stays responsive meanwhile; queued recalls run in the order they came; a recall
 the line would keep too long is refused with 503, ``Retry-After`` and the ``overloaded``
-JSON error, which ``episodic.Client`` waits out and retries; a flood of writes is shed
-the same way. Recalls are made slow by an embedder that holds each query until the test
-lets it go, not by sleeps."""
+JSON error, which ``episodic.Client`` waits out and retries; a flood of writes waits in
+its own line, then is shed the same way, while recalls go on. Recalls are made slow by an
+embedder that holds each query until the test lets it go, writes by a store that holds
+them, not by sleeps."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -25,9 +26,9 @@ from episodic import Client, Episodic, Settings
 from episodic.embed.base import Matrix
 from episodic.embed.fake import FakeEmbedder
 from episodic.errors import InvalidInput
-from episodic.http import Overloaded, RecallQueue, WriteCount, asgi
+from episodic.http import Lane, asgi
 from episodic.http.limits import env_number, expected_wait, retry_after
-from episodic.store import open_store
+from episodic.store import Store, open_store
 from servers import serve
 
 WS = "acme"
@@ -66,18 +67,37 @@ class HeldEmbedder:
         return self.inner.embed_batch(texts)
 
 
+class HeldStore:
+    """A store whose ``append`` (every write of events, messages and notes) waits while
+    ``held``; everything else goes straight to the real store."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.open = threading.Event()
+        self.open.set()
+
+    def append(self, *args: Any, **kwargs: Any) -> Any:
+        assert self.open.wait(60), "the test never released the store"
+        return self.inner.append(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 @dataclass(frozen=True)
 class Served:
     base: str  # the server's URL
     key: str  # an admin key of the workspace
-    recalls: RecallQueue
-    writes: WriteCount
+    recalls: Lane
+    writes: Lane
+    store: HeldStore
 
 
 @contextmanager
 def server(db_url: str, embedder: HeldEmbedder, **limits: Any) -> Iterator[Served]:
     """A server over a workspace with a few indexed memories."""
-    mem = Episodic(store=open_store(db_url), embedder=embedder, settings=Settings())
+    store = HeldStore(open_store(db_url))
+    mem = Episodic(store=cast(Store, store), embedder=embedder, settings=Settings())
     try:
         secret = mem.create_key(WS, role="admin")[1]
         mem.ingest(
@@ -95,9 +115,10 @@ def server(db_url: str, embedder: HeldEmbedder, **limits: Any) -> Iterator[Serve
         app = asgi(mem, **limits)
         state = app.app.state
         with serve(app) as base:
-            yield Served(base, secret, state.recalls, state.writes)
+            yield Served(base, secret, state.recalls, state.writes, store)
     finally:
         embedder.release()
+        store.open.set()
         mem.close()
 
 
@@ -122,7 +143,7 @@ def wait_until(what: Callable[[], bool], timeout: float = 20.0) -> None:
         time.sleep(0.01)
 
 
-def line_of(queue: RecallQueue, running: int, waiting: int) -> Callable[[], bool]:
+def line_of(queue: Lane, running: int, waiting: int) -> Callable[[], bool]:
     def there() -> bool:
         stats = queue.limiter().statistics()
         return stats.borrowed_tokens == running and stats.tasks_waiting == waiting
@@ -226,20 +247,35 @@ def test_the_client_waits_out_a_503_and_its_retry_succeeds(db_url: str) -> None:
     assert any(h.id.startswith("seed-") for h in result.hits)
 
 
-def test_a_flood_of_writes_is_shed_with_503_and_reads_still_pass(tmp_path: Path) -> None:
+def note(i: int) -> dict[str, Any]:
+    return {"content": f"the rollout of service {i} is done", "id": f"note-{i}"}
+
+
+def test_a_flood_of_writes_waits_in_line_then_is_shed_and_reads_still_pass(
+    tmp_path: Path,
+) -> None:
     embedder = HeldEmbedder()
-    with server(sqlite(tmp_path), embedder, max_writes_queued=4) as srv:
-        srv.writes.active = 4  # four writes in line already
-        refused = post(srv.base, srv.key, "/v1/memories", {"content": "one more"})
-        listed = httpx.get(
-            f"{srv.base}/v1/memories", headers={"Authorization": f"Bearer {srv.key}"}, timeout=10
-        )
-        srv.writes.active = 0
-        accepted = post(srv.base, srv.key, "/v1/memories", {"content": "now it fits"})
-    assert refused.status_code == 503 and refused.headers["Retry-After"] == "1"
-    assert refused.json()["error"]["code"] == "overloaded"
-    assert listed.status_code == 200
-    assert accepted.status_code == 201
+    with (
+        server(sqlite(tmp_path), embedder, write_slots=1, write_max_wait_s=1.0) as srv,
+        ThreadPoolExecutor(6) as pool,
+    ):
+        srv.writes.service_s = 0.2  # so the line may hold five: (5 + 1) x 0.2 s is over 1 s
+        srv.store.open.clear()  # the store takes no write until the test says so
+        writes = [pool.submit(post, srv.base, srv.key, "/v1/memories", note(i)) for i in range(6)]
+        wait_until(line_of(srv.writes, 1, 5))
+        refused = post(srv.base, srv.key, "/v1/memories", note(6))
+        start = time.perf_counter()
+        read = recall(srv.base, srv.key, "payments rollout")
+        read_s = time.perf_counter() - start
+        srv.store.open.set()
+        statuses = [f.result(60).status_code for f in writes]
+        retried = post(srv.base, srv.key, "/v1/memories", note(6))
+    assert refused.status_code == 503 and int(refused.headers["Retry-After"]) >= 1
+    error = refused.json()["error"]
+    assert error["code"] == "overloaded" and "writes waiting" in error["message"]
+    assert read.status_code == 200 and read.json()["hits"] and read_s < 1.0
+    assert statuses == [201] * 6
+    assert retried.status_code == 201
 
 
 @pytest.mark.parametrize(
@@ -263,13 +299,9 @@ def test_retry_after_is_whole_seconds_and_at_least_one(wait_s: float, seconds: i
     assert retry_after(wait_s) == seconds
 
 
-def test_the_bounds_refuse_nonsense_naming_the_field() -> None:
+def test_a_lane_without_slots_is_refused_naming_the_field() -> None:
     with pytest.raises(InvalidInput, match="slots"):
-        RecallQueue(0, 1.0)
-    count = WriteCount(1)
-    with count.admit(), pytest.raises(Overloaded), count.admit():
-        pass
-    assert count.active == 0
+        Lane("recall", 0, 1.0, 0.1)
 
 
 @pytest.mark.parametrize("raw", ["many", "0", "-2"])

@@ -12,8 +12,8 @@ Where things are: ``app`` builds the app and includes the routers; ``routers/`` 
 module per resource with the models it alone uses; ``models`` the models several routers
 share; ``errors`` the error table, bodies and handlers; ``auth`` the caller's key;
 ``deps`` the service and the load bounds as dependencies; ``limits`` the body size limit,
-the line of recalls and the bound on writes in line (503 + Retry-After past them). The
-names below are this package's public face.
+the lines of recalls and of writes (503 + Retry-After past their bounds). The names below
+are this package's public face.
 """
 
 from episodic.http.app import (
@@ -34,13 +34,13 @@ from episodic.http.errors import (
 )
 from episodic.http.limits import (
     MAX_BODY_BYTES,
-    MAX_WRITES_QUEUED,
     RECALL_MAX_WAIT_S,
     RECALL_SLOTS,
+    WRITE_MAX_WAIT_S,
+    WRITE_SLOTS,
     BodyLimit,
+    Lane,
     Overloaded,
-    RecallQueue,
-    WriteCount,
 )
 
 __all__ = [
@@ -50,14 +50,14 @@ __all__ = [
     "ERRORS",
     "ERROR_STATUS",
     "MAX_BODY_BYTES",
-    "MAX_WRITES_QUEUED",
     "RECALL_MAX_WAIT_S",
     "RECALL_SLOTS",
+    "WRITE_MAX_WAIT_S",
+    "WRITE_SLOTS",
     "BodyLimit",
     "Caller",
+    "Lane",
     "Overloaded",
-    "RecallQueue",
-    "WriteCount",
     "app_from_env",
     "asgi",
     "bearer_secret",

@@ -15,13 +15,15 @@ from fastapi import FastAPI
 import episodic
 from episodic.http.errors import install_error_handlers
 from episodic.http.limits import (
+    FIRST_RECALL_GUESS_S,
+    FIRST_WRITE_GUESS_S,
     MAX_BODY_BYTES,
-    MAX_WRITES_QUEUED,
     RECALL_MAX_WAIT_S,
     RECALL_SLOTS,
+    WRITE_MAX_WAIT_S,
+    WRITE_SLOTS,
     BodyLimit,
-    RecallQueue,
-    WriteCount,
+    Lane,
 )
 from episodic.http.routers import events, forget, health, journal, keys, memories, messages, recall
 from episodic.service import Episodic
@@ -45,11 +47,12 @@ def create_app(
     ui: bool = True,
     recall_slots: int = RECALL_SLOTS,
     recall_max_wait_s: float = RECALL_MAX_WAIT_S,
-    max_writes_queued: int = MAX_WRITES_QUEUED,
+    write_slots: int = WRITE_SLOTS,
+    write_max_wait_s: float = WRITE_MAX_WAIT_S,
 ) -> FastAPI:
     """The API over ``mem``. ``background`` starts the indexer with the app (``serve``
-    does; tests leave it off and index explicitly). The last three bound the load it
-    takes (``episodic.http.limits``). The caller closes ``mem``."""
+    does; tests leave it off and index explicitly). The slots and waits bound the load
+    it takes (``episodic.http.limits``). The caller closes ``mem``."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -76,8 +79,8 @@ def create_app(
     )
     # Read by the handlers through episodic.http.deps: the service and the load bounds.
     app.state.episodic = mem
-    app.state.recalls = RecallQueue(recall_slots, recall_max_wait_s)
-    app.state.writes = WriteCount(max_writes_queued)
+    app.state.recalls = Lane("recall", recall_slots, recall_max_wait_s, FIRST_RECALL_GUESS_S)
+    app.state.writes = Lane("write", write_slots, write_max_wait_s, FIRST_WRITE_GUESS_S)
     install_error_handlers(app)
     # The order here is the order of the paths in the OpenAPI document.
     app.include_router(health.liveness_router)

@@ -1,7 +1,7 @@
 """What one app keeps in ``app.state`` for its handlers, as dependencies: the service
-(``Mem``), the line of recalls (``Recalls``) and the count of writes in line
-(``WriteAdmission``, which refuses a write past the bound). ``create_app`` puts them
-there."""
+(``Mem``), the line of recalls (``Recalls``) and the line of writes (``WriteAdmission``,
+a slot held while a write handler runs, or 503 past the line's bound). ``create_app`` puts
+them there."""
 
 from __future__ import annotations
 
@@ -10,28 +10,28 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from episodic.http.limits import RecallQueue, WriteCount
+from episodic.http.limits import Lane
 from episodic.service import Episodic
 
 
-# All are async so that FastAPI calls them on the event loop, not through its thread pool
-# (the write count is only ever touched there, so it needs no lock).
+# All are async so that FastAPI calls them on the event loop, not through its thread pool:
+# a write waits for its slot there, holding no thread, then its sync handler runs.
 async def episodic_of(request: Request) -> Episodic:
     mem: Episodic = request.app.state.episodic
     return mem
 
 
-async def recalls_of(request: Request) -> RecallQueue:
-    queue: RecallQueue = request.app.state.recalls
-    return queue
+async def recalls_of(request: Request) -> Lane:
+    lane: Lane = request.app.state.recalls
+    return lane
 
 
 async def write_admission(request: Request) -> AsyncIterator[None]:
-    writes: WriteCount = request.app.state.writes
-    with writes.admit():
+    writes: Lane = request.app.state.writes
+    async with writes.slot():
         yield
 
 
 Mem = Annotated[Episodic, Depends(episodic_of)]
-Recalls = Annotated[RecallQueue, Depends(recalls_of)]
+Recalls = Annotated[Lane, Depends(recalls_of)]
 WriteAdmission = Depends(write_admission)

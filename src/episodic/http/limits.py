@@ -1,15 +1,15 @@
 """What bounds the load one server takes: the request body size limit (``BodyLimit``, an
-ASGI wrapper around the app), the recalls in flight and their line (``RecallQueue``) and
-the writes in line (``WriteCount``), each shedding load with 503 + Retry-After
-(``Overloaded``) before a request would wait too long."""
+ASGI wrapper around the app), and the recalls and the writes in flight with their lines
+(a ``Lane`` each), which shed load with 503 + Retry-After (``Overloaded``) before a
+request would wait too long."""
 
 from __future__ import annotations
 
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
@@ -44,14 +44,20 @@ RECALL_SLOTS = int(env_number("EPISODIC_RECALL_SLOTS", 4))
 # it is better told at once to come back (503 + Retry-After) than left to queue further,
 # which makes every request behind it later still and ends in client timeouts.
 RECALL_MAX_WAIT_S = env_number("EPISODIC_RECALL_MAX_WAIT", 2.0)
-# Writes waiting or running at once per process beyond which a write is refused with 503.
-# A write takes ~5-20 ms on the one writer (SQLite) or a pooled connection (PostgreSQL),
-# so 256 in line is already seconds of work: only a flood gets there, and it is shed
-# rather than left to time out.
-MAX_WRITES_QUEUED = int(env_number("EPISODIC_MAX_WRITES_QUEUED", 256))
-# What a recall is assumed to take before one has been measured, and how much each new
-# measurement moves the moving average (about the last ten recalls count).
+# Writes in flight per process; the rest wait in line, in arrival order. SQLite has one
+# writer and PostgreSQL's write pool six connections (the indexer and upkeep take two):
+# more writes at once only wait on a lock inside the store, and Python's locks are not
+# fair, so under a flood a few writes lost it again and again (a 64-client load showed
+# writes' p99 at 5 s with every write let in at once).
+WRITE_SLOTS = int(env_number("EPISODIC_WRITE_SLOTS", 4))
+# The longest a write is let wait in line. A write is data an agent wants kept, so it may
+# wait longer than a recall; still well under clients' timeouts, so a flood of writes is
+# shed (503 + Retry-After) rather than left to time out.
+WRITE_MAX_WAIT_S = env_number("EPISODIC_WRITE_MAX_WAIT", 5.0)
+# What a recall and a write are assumed to take before one has been measured, and how
+# much each new measurement moves the moving average (about the last ten count).
 FIRST_RECALL_GUESS_S = 0.1
+FIRST_WRITE_GUESS_S = 0.02
 SERVICE_TIME_WEIGHT = 0.1
 
 
@@ -77,20 +83,20 @@ def retry_after(wait_s: float) -> int:
     return max(1, math.ceil(wait_s))
 
 
-class RecallQueue:
-    """The recalls of one process: at most ``slots`` run, each in a worker thread, and
-    the rest wait in arrival order on the event loop (an anyio ``CapacityLimiter``
-    is FIFO), holding no thread; so a line of recalls never takes the threads that
-    writes and cheap reads run on. A recall whose expected wait is over ``max_wait_s``
-    is refused with ``Overloaded`` instead."""
+class Lane:
+    """One kind of request of one process (``kind``: recall, write): at most ``slots``
+    run at once and the rest wait in line on the event loop, in arrival order (an anyio
+    ``CapacityLimiter`` is FIFO), holding no thread. One whose expected wait is over
+    ``max_wait_s`` is refused with ``Overloaded`` instead of joining the line."""
 
-    def __init__(self, slots: int, max_wait_s: float) -> None:
+    def __init__(self, kind: str, slots: int, max_wait_s: float, first_guess_s: float) -> None:
         if slots < 1:
             raise InvalidInput("slots", f"must be at least 1, got {slots}")
+        self.kind = kind
         self.slots = slots
         self.max_wait_s = max_wait_s
-        self.service_s = FIRST_RECALL_GUESS_S
-        self.shed = 0  # recalls refused so far
+        self.service_s = first_guess_s  # a moving average of the time a slot is held
+        self.shed = 0  # requests refused so far
         self._limiter: anyio.CapacityLimiter | None = None
 
     def limiter(self) -> anyio.CapacityLimiter:
@@ -103,49 +109,44 @@ class RecallQueue:
         stats = self.limiter().statistics()
         return expected_wait(stats.tasks_waiting, stats.borrowed_tokens, self.slots, self.service_s)
 
-    async def run(self, work: Callable[[], T]) -> T:
-        """``work()`` in a worker thread once a slot is free, or ``Overloaded``."""
+    def admit(self) -> None:
+        """Refuse a request that would wait too long (``Overloaded``)."""
         wait = self.wait_s()
         if wait > self.max_wait_s:
             self.shed += 1
             raise Overloaded(
-                f"too many recalls waiting: about {wait:.1f} s in line, over the "
+                f"too many {self.kind}s waiting: about {wait:.1f} s in line, over the "
                 f"{self.max_wait_s:g} s this server lets one wait; retry after the "
                 "Retry-After seconds",
                 retry_after(wait - self.max_wait_s),
             )
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """``work()`` in a worker thread of its own once a slot is free (the thread pool
+        that sync handlers share is not touched), or ``Overloaded``."""
+        self.admit()
         return await anyio.to_thread.run_sync(self._timed, work, limiter=self.limiter())
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold a slot for the body (a sync handler's run), or ``Overloaded``."""
+        self.admit()
+        async with self.limiter():
+            start = time.perf_counter()
+            try:
+                yield
+            finally:
+                self._measured(time.perf_counter() - start)
 
     def _timed(self, work: Callable[[], T]) -> T:
         start = time.perf_counter()
         try:
             return work()
         finally:
-            took = time.perf_counter() - start
-            self.service_s += SERVICE_TIME_WEIGHT * (took - self.service_s)
+            self._measured(time.perf_counter() - start)
 
-
-class WriteCount:
-    """Writes waiting or running in this process; past ``limit`` one is refused with
-    ``Overloaded`` rather than queued behind a flood."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.active = 0
-
-    @contextmanager
-    def admit(self) -> Iterator[None]:
-        if self.active >= self.limit:
-            raise Overloaded(
-                f"too many writes waiting: {self.active} in line, the most this server "
-                "queues; retry after the Retry-After seconds, or send larger batches",
-                1,
-            )
-        self.active += 1
-        try:
-            yield
-        finally:
-            self.active -= 1
+    def _measured(self, took: float) -> None:
+        self.service_s += SERVICE_TIME_WEIGHT * (took - self.service_s)
 
 
 class _TooLarge(StarletteHTTPException):

@@ -161,7 +161,7 @@ class RecentOut(BaseModel):
 
 
 # Recall and render embed the query and rank: they wait for a slot on the event loop and
-# run in a worker thread of their own (episodic.http.limits.RecallQueue), so a line of
+# run in a worker thread of their own (episodic.http.limits.Lane), so a line of
 # them holds no thread of the pool that writes and cheap reads run on.
 @router.post("/v1/recall", response_model=RecallOut, responses=ERRORS, tags=["recall"])
 async def recall(body: RecallIn, caller: Caller, mem: Mem, recalls: Recalls) -> dict[str, Any]:
