@@ -77,7 +77,9 @@ from episodic.write.episodes import EPISODE_TYPE
 
 RSS_TOLERANCE_FRACTION = 0.10
 RSS_TOLERANCE_BYTES = 50 * 1024 * 1024
-# What a write may take under the full mix (retries after a shed included): p95 and max.
+# What a write should take under the full mix (retries after a shed included): its p95,
+# and the time no write should pass. Reported, not asserted: on the shared 2-core machine
+# the driver's 64 clients, four recalls and the writes compete for the same cores.
 WRITE_P95_BUDGET_MS = 150.0
 SLOW_WRITE_S = 1.0
 POLICIES = ("default", "crewship", "teaparty", "plastmem", "n8n", "bm25", "dense")
@@ -312,7 +314,10 @@ class LoadReport:
                     f"{self.sheds(WRITE_KINDS)} / {self.sheds(READ_KINDS)} / "
                     f"{self.sheds(OTHER_KINDS)}"
                 ),
-                f"writes over {SLOW_WRITE_S:g} s": self.slow(WRITE_KINDS, SLOW_WRITE_S),
+                f"writes' p95 within {WRITE_P95_BUDGET_MS:g} ms / writes over {SLOW_WRITE_S:g} s": (
+                    f"{'yes' if self.percentiles(WRITE_KINDS)[1] <= WRITE_P95_BUDGET_MS else 'no'}"
+                    f" / {self.slow(WRITE_KINDS, SLOW_WRITE_S)}"
+                ),
                 "errors": len(self.errors),
                 "writes acknowledged (events, messages, notes)": (
                     f"{len(self.written)} ("
