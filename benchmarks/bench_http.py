@@ -314,7 +314,15 @@ def http_load(args: argparse.Namespace, key: str, workers: int, profile: bool) -
     """``episodic serve --workers N`` on the database, warmed up, under wrk; with
     ``profile``, py-spy samples the server meanwhile."""
     port = free_port()
-    env = {**os.environ, "EPISODIC_EMBEDDER": "local", "EPISODIC_SWEEP_INTERVAL": "3600"}
+    # The indexer's supersession check would work through the 100k memories the build
+    # wrote (a third of a worker's time in a profile), which the in-process ceiling does
+    # not do: off, so both measure recall alone.
+    env = {
+        **os.environ,
+        "EPISODIC_EMBEDDER": "local",
+        "EPISODIC_SWEEP_INTERVAL": "3600",
+        "EPISODIC_SUPERSESSION": "off",
+    }
     server = subprocess.Popen(
         [
             str(Path(sys.executable).with_name("episodic")),
