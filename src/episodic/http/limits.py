@@ -38,6 +38,8 @@ def env_number(name: str, default: float) -> float:
 # memory), fewer leave a core idle while one recall waits on the database. Four let the
 # query embedding of some overlap the store work of others (measured in-process, 16
 # threads over 100k memories: 48.6 vs 37.9 recalls/s, p95 513 vs 749 ms on a busy machine).
+# Measured again with recalls in a lane of their own (64 clients of the mixed load, 120 s,
+# SQLite, a machine at load 9-10): two slots did 26.8 requests/s, four 40.8.
 RECALL_SLOTS = int(env_number("EPISODIC_RECALL_SLOTS", 4))
 # The longest a recall is let wait in line for a slot, estimated when it arrives. A recall
 # usually feeds a prompt an agent is about to send: past a couple of seconds of queueing
