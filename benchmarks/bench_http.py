@@ -1,7 +1,8 @@
-"""HTTP recall under load: ``episodic serve`` over 100k memories, driven by wrk.
+"""HTTP recall under load: ``episodic serve`` over 100k memories, driven by wrk, against
+the in-process ceiling measured in the same run at the same concurrency.
 
-    .venv/bin/python benchmarks/bench_http.py [--memories 100000] [--connections 16]
-        [--threads 2] [--duration 30] [--workers 1] [--policy default]
+    .venv/bin/python benchmarks/bench_http.py [--memories 100000] [--connections 8]
+        [--threads 2] [--duration 30] [--workers 1 2] [--policy default] [--profile]
 
 1. builds (once, then reuses) a database of N memories in one workspace: journal events
    with ~18-word summaries and clustered 384-d vectors stored under the local MiniLM's
@@ -13,7 +14,19 @@
    Debian's ``wrk`` (installed with apt-get when missing) against ``POST /v1/recall`` with
    an admin key: each request a different query of 3-7 words from a pool of 50,000, so the
    service's query-embedding LRU never answers;
-4. prints wrk's own output, with p50/p90/p95/p99 from its Lua ``done`` hook.
+4. prints wrk's own output, with p50/p90/p95/p99 from its Lua ``done`` hook, and the
+   recalls/s as a share of the in-process ceiling and p95 as a multiple of its p95.
+
+The ceiling, before any server starts: ``--connections`` threads recalling in-process on
+the same database for ``--duration`` seconds (query embedding included, the query
+embeddings batched and the marks deferred as the server does), its recalls/s and
+p50/p95; and the old bound, one recall at a time times the cores.
+
+``--profile`` runs py-spy (``py-spy`` on the PATH or beside the interpreter; it is not a
+dependency of the project: ``pip download py-spy`` and unpack the wheel's script) on the
+server of the first ``--workers`` value during the load, and prints where its time goes:
+the share of samples in HTTP/JSON/validation, recall, query embedding and the store, and
+the top functions by cumulative time.
 """
 
 from __future__ import annotations
@@ -22,13 +35,17 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -127,7 +144,7 @@ def build(db: Path, n: int) -> None:
     print(f"built {n} memories with vectors in {time.perf_counter() - t0:.0f}s")
 
 
-def ceiling(db: Path, policy: str, n: int = 200) -> None:
+def ceiling(db: Path, policy: str, n: int = 100) -> None:
     """One recall at a time, in-process, on the same database: what a recall costs without
     HTTP or concurrency, and so the most two cores can do."""
     with Episodic.open(f"sqlite:///{db}", settings=Settings(embedder="local")) as mem:
@@ -156,31 +173,156 @@ def ceiling(db: Path, policy: str, n: int = 200) -> None:
     )
 
 
+@dataclass(frozen=True)
+class Rate:
+    """Recalls/s and latency percentiles of one way of recalling."""
+
+    per_s: float
+    p50_ms: float
+    p95_ms: float
+
+
+def percentile(sorted_ms: list[float], q: float) -> float:
+    return sorted_ms[min(len(sorted_ms) - 1, round(q / 100 * (len(sorted_ms) - 1)))]
+
+
+def concurrent_ceiling(db: Path, policy: str, threads: int, seconds: float) -> Rate:
+    """``threads`` threads recalling in-process on the same database for ``seconds``,
+    each query new and embedded in the call: the most the server could do at that
+    concurrency with no HTTP in the way."""
+    with Episodic.open(f"sqlite:///{db}", settings=Settings(embedder="local")) as mem:
+        mem.defer_marks()
+        mem.batch_query_embeddings()
+        mem.recall("warm up", workspace="big", policy=policy)
+        latencies: list[float] = []
+        lock = threading.Lock()
+        start = threading.Barrier(threads + 1)
+        deadline = [0.0]
+
+        def loop(seed: int) -> None:
+            rnd = random.Random(seed)
+            start.wait()
+            while time.perf_counter() < deadline[0]:
+                q = f"{sentence(rnd.randint(3, 7))} {seed}"
+                t0 = time.perf_counter()
+                mem.recall(q, workspace="big", k=5, policy=policy)
+                took = (time.perf_counter() - t0) * 1000
+                with lock:
+                    latencies.append(took)
+
+        workers = [threading.Thread(target=loop, args=(101 + i,)) for i in range(threads)]
+        for w in workers:
+            w.start()
+        deadline[0] = time.perf_counter() + seconds
+        t0 = time.perf_counter()
+        start.wait()
+        for w in workers:
+            w.join()
+        elapsed = time.perf_counter() - t0
+        mem.flush_marks(stop=True)
+    latencies.sort()
+    rate = Rate(len(latencies) / elapsed, percentile(latencies, 50), percentile(latencies, 95))
+    print(
+        f"in-process, {threads} threads for {elapsed:.0f}s: {rate.per_s:.1f} recalls/s, "
+        f"p50 {rate.p50_ms:.1f} ms, p95 {rate.p95_ms:.1f} ms ({len(latencies)} recalls)"
+    )
+    return rate
+
+
+def wrk_rate(output: str) -> Rate:
+    """Successful recalls/s and p50/p95 from the Lua ``done`` hook's lines."""
+    done = re.search(r"requests (\d+) in ([\d.]+)s: .* status (\d+), timeout (\d+)", output)
+    p50 = re.search(r"latency p50: ([\d.]+) ms", output)
+    p95 = re.search(r"latency p95: ([\d.]+) ms", output)
+    if not (done and p50 and p95):
+        raise SystemExit(f"wrk's output lacks its summary:\n{output}")
+    requests, secs, failed, timeouts = (float(g) for g in done.groups())
+    return Rate((requests - failed - timeouts) / secs, float(p50.group(1)), float(p95.group(1)))
+
+
+# Where a sampled stack's time goes: the innermost frame whose file matches decides.
+CATEGORIES = (
+    ("query embedding", ("episodic/embed/", "onnxruntime", "tokenizers")),
+    ("store", ("episodic/store/", "sqlite3", "psycopg", "faiss")),
+    ("recall", ("episodic/recall/", "episodic/scoring/", "episodic/service/")),
+    (
+        "HTTP/JSON/validation",
+        (
+            "episodic/http/",
+            "fastapi",
+            "starlette",
+            "pydantic",
+            "uvicorn",
+            "h11",
+            "httptools",
+            "json",
+            "anyio",
+            "asyncio",
+        ),
+    ),
+)
+
+
+def category(stack: list[str]) -> str:
+    for frame in reversed(stack):
+        for name, marks in CATEGORIES:
+            if any(mark in frame for mark in marks):
+                return name
+    return "other"
+
+
+def profile_report(raw: str, top: int = 20) -> None:
+    """Print the shares of py-spy's raw (collapsed) samples per category and the
+    functions with the most cumulative samples."""
+    shares: Counter[str] = Counter()
+    cumulative: Counter[str] = Counter()
+    total = 0
+    for line in raw.splitlines():
+        stack_text, _, count_text = line.rpartition(" ")
+        if not stack_text or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        stack = stack_text.split(";")
+        total += count
+        shares[category(stack)] += count
+        for frame in set(stack):
+            cumulative[frame] += count
+    if not total:
+        print("profile: no samples")
+        return
+    print(f"profile of one worker: {total} samples of its busy threads")
+    for name, count in shares.most_common():
+        print(f"  {name:>22}: {100 * count / total:5.1f}%")
+    print("  top functions by cumulative samples:")
+    for frame, count in cumulative.most_common(top):
+        print(f"    {100 * count / total:5.1f}%  {frame[:150]}")
+
+
+def py_spy() -> str | None:
+    return shutil.which("py-spy") or next(
+        (str(p) for p in [Path(sys.executable).with_name("py-spy")] if p.exists()), None
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--memories", type=int, default=100_000)
-    parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--duration", type=int, default=30)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--policy", default="default")
-    parser.add_argument("--db", type=Path, default=ROOT / ".episodic" / "bench_http.db")
-    args = parser.parse_args()
-    wrk = ensure_wrk()
-    args.db.parent.mkdir(parents=True, exist_ok=True)
-    build(args.db, args.memories)
-    print(f"load average before: {os.getloadavg()[0]:.2f}")
-    ceiling(args.db, args.policy)
-    with Episodic.open(f"sqlite:///{args.db}", settings=Settings(embedder="none")) as mem:
-        _, key = mem.create_key("big", role="admin", label="bench_http")
+def http_load(args: argparse.Namespace, key: str, workers: int, profile: bool) -> Rate:
+    """``episodic serve --workers N`` on the database, warmed up, under wrk; with
+    ``profile``, py-spy samples the server meanwhile."""
     port = free_port()
-    env = {**os.environ, "EPISODIC_EMBEDDER": "local", "EPISODIC_SWEEP_INTERVAL": "3600"}
+    # The indexer's supersession check would work through the 100k memories the build
+    # wrote (a third of a worker's time in a profile), which the in-process ceiling does
+    # not do: off, so both measure recall alone.
+    env = {
+        **os.environ,
+        "EPISODIC_EMBEDDER": "local",
+        "EPISODIC_SWEEP_INTERVAL": "3600",
+        "EPISODIC_SUPERSESSION": "off",
+    }
     server = subprocess.Popen(
         [
             str(Path(sys.executable).with_name("episodic")),
@@ -190,7 +332,7 @@ def main() -> None:
             "--port",
             str(port),
             "--workers",
-            str(args.workers),
+            str(workers),
             "--log-level",
             "warning",
         ],
@@ -198,6 +340,7 @@ def main() -> None:
         start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
+    spy: subprocess.Popen[bytes] | None = None
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -208,14 +351,14 @@ def main() -> None:
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise SystemExit("the server did not come up") from None
                 time.sleep(0.5)
-        print(f"server: {health}, workers {args.workers}")
+        print(f"server: {health}, workers {workers}")
         rnd = random.Random(11)
         pool = list(dict.fromkeys(sentence(rnd.randint(3, 7)) for _ in range(QUERY_POOL)))
         # A new connection each time, so that every worker process gets some and loads its
         # dense matrix before the clock starts (keep-alive would pin them all to one).
         headers = {"Authorization": f"Bearer {key}", "Connection": "close"}
         t0 = time.perf_counter()
-        for i in range(40 * args.workers):
+        for i in range(40 * workers):
             r = httpx.post(
                 f"{base}/v1/recall",
                 headers=headers,
@@ -236,7 +379,7 @@ def main() -> None:
             )
             script = fh.name
         cmd = [
-            wrk,
+            ensure_wrk(),
             f"-t{args.threads}",
             f"-c{args.connections}",
             f"-d{args.duration}s",
@@ -247,6 +390,9 @@ def main() -> None:
             script,
             f"{base}/v1/recall",
         ]
+        raw = Path(tempfile.mkdtemp(prefix="bench-http-")) / "profile.txt"
+        if profile:
+            spy = start_py_spy(server.pid, args.duration, raw)
         print("$ " + " ".join([*cmd[:-2], "bench_http.lua", cmd[-1]]))
         load = subprocess.run(cmd, capture_output=True, text=True, check=True)
         print(load.stdout, end="")
@@ -256,9 +402,65 @@ def main() -> None:
             f"{os.getloadavg()[0]:.2f})"
         )
         os.unlink(script)
+        if spy is not None:
+            spy.wait(60)
+            profile_report(raw.read_text() if raw.exists() else "")
+        return wrk_rate(load.stdout)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(30)
+
+
+def start_py_spy(pid: int, seconds: int, out: Path) -> subprocess.Popen[bytes] | None:
+    spy = py_spy()
+    if spy is None:
+        print("--profile: py-spy not found (pip download py-spy; unpack its script on PATH)")
+        return None
+    return subprocess.Popen(
+        [
+            *(spy, "record", "--pid", str(pid), "--subprocesses", "--duration", str(seconds)),
+            *("--rate", "200", "--format", "raw", "--output", str(out), "--nonblocking"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--duration", type=int, default=30)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--policy", default="default")
+    parser.add_argument("--profile", action="store_true", help="py-spy on the first server")
+    parser.add_argument("--db", type=Path, default=ROOT / ".episodic" / "bench_http.db")
+    args = parser.parse_args()
+    ensure_wrk()
+    args.db.parent.mkdir(parents=True, exist_ok=True)
+    build(args.db, args.memories)
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    ceiling(args.db, args.policy)
+    inproc = concurrent_ceiling(args.db, args.policy, args.connections, args.duration)
+    with Episodic.open(f"sqlite:///{args.db}", settings=Settings(embedder="none")) as mem:
+        _, key = mem.create_key("big", role="admin", label="bench_http")
+    results = []
+    for n, workers in enumerate(args.workers):
+        rate = http_load(args, key, workers, args.profile and n == 0)
+        results.append((workers, rate))
+    print(
+        f"\nin-process ceiling at {args.connections} threads: {inproc.per_s:.1f} recalls/s, "
+        f"p50 {inproc.p50_ms:.1f} ms, p95 {inproc.p95_ms:.1f} ms"
+    )
+    for workers, rate in results:
+        print(
+            f"HTTP, {args.connections} connections, --workers {workers}: {rate.per_s:.1f} "
+            f"recalls/s = {100 * rate.per_s / inproc.per_s:.0f}% of the ceiling; p50 "
+            f"{rate.p50_ms:.1f} ms, p95 {rate.p95_ms:.1f} ms = "
+            f"{rate.p95_ms / inproc.p95_ms:.2f}x the in-process p95"
+        )
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -75,23 +75,3 @@ def test_every_waiter_gets_the_embedders_error() -> None:
     assert all(isinstance(v, EmbedderUnavailable) for v in got.values())
     with pytest.raises(EmbedderUnavailable):
         BatchingEmbedder(inner).embed_batch(["alone"])
-
-
-def test_the_recall_gate_hands_slots_over_in_arrival_order() -> None:
-    from episodic.http import FairGate
-
-    gate = FairGate(1)
-    order: list[int] = []
-    gate.__enter__()  # the one slot is taken
-    threads = []
-    for i in range(5):
-        t = threading.Thread(
-            target=lambda i=i: (gate.__enter__(), order.append(i), gate.__exit__())
-        )
-        t.start()
-        threads.append(t)
-        time.sleep(0.02)  # arrive one after another
-    gate.__exit__()
-    for t in threads:
-        t.join(5)
-    assert order == [0, 1, 2, 3, 4]

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import httpx
 import pytest
-from load import RSS_TOLERANCE_BYTES, RSS_TOLERANCE_FRACTION, LoadConfig, run_load
+from load import RSS_TOLERANCE_BYTES, RSS_TOLERANCE_FRACTION, LoadConfig, run_load, shed_wait
 from results import record
 
 SECONDS = float(os.environ.get("EPISODIC_LOAD_SECONDS", "600"))
@@ -52,3 +53,19 @@ def test_load(db_url: str, tmp_path: Path) -> None:
         ),
     )
     assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "wait"),
+    [
+        (503, {"Retry-After": "2"}, 2.0),  # shed: wait and send it again
+        (503, {}, None),  # a 503 that does not say when is a failure
+        (503, {"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}, None),
+        (200, {"Retry-After": "1"}, None),
+        (429, {"Retry-After": "1"}, None),
+    ],
+)
+def test_the_driver_waits_out_a_503_with_retry_after_only(
+    status: int, headers: dict[str, str], wait: float | None
+) -> None:
+    assert shed_wait(httpx.Response(status, headers=headers)) == wait

@@ -11,8 +11,9 @@ leave the server: no response model has a field for one.
 Where things are: ``app`` builds the app and includes the routers; ``routers/`` holds one
 module per resource with the models it alone uses; ``models`` the models several routers
 share; ``errors`` the error table, bodies and handlers; ``auth`` the caller's key;
-``deps`` the service and recall gate as dependencies; ``limits`` the body size limit and
-the recall gate. The names below are this package's public face.
+``deps`` the service and the load bounds as dependencies; ``limits`` the body size limit,
+the lines of recalls and of writes (503 + Retry-After past their bounds). The names below
+are this package's public face.
 """
 
 from episodic.http.app import (
@@ -31,7 +32,16 @@ from episodic.http.errors import (
     error_body,
     error_status,
 )
-from episodic.http.limits import MAX_BODY_BYTES, RECALL_SLOTS, BodyLimit, FairGate
+from episodic.http.limits import (
+    MAX_BODY_BYTES,
+    RECALL_MAX_WAIT_S,
+    RECALL_SLOTS,
+    WRITE_MAX_WAIT_S,
+    WRITE_SLOTS,
+    BodyLimit,
+    Lane,
+    Overloaded,
+)
 
 __all__ = [
     "BUSY_RETRY_AFTER_S",
@@ -40,10 +50,14 @@ __all__ = [
     "ERRORS",
     "ERROR_STATUS",
     "MAX_BODY_BYTES",
+    "RECALL_MAX_WAIT_S",
     "RECALL_SLOTS",
+    "WRITE_MAX_WAIT_S",
+    "WRITE_SLOTS",
     "BodyLimit",
     "Caller",
-    "FairGate",
+    "Lane",
+    "Overloaded",
     "app_from_env",
     "asgi",
     "bearer_secret",

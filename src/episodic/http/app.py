@@ -14,7 +14,17 @@ from fastapi import FastAPI
 
 import episodic
 from episodic.http.errors import install_error_handlers
-from episodic.http.limits import MAX_BODY_BYTES, RECALL_SLOTS, BodyLimit, FairGate
+from episodic.http.limits import (
+    FIRST_RECALL_GUESS_S,
+    FIRST_WRITE_GUESS_S,
+    MAX_BODY_BYTES,
+    RECALL_MAX_WAIT_S,
+    RECALL_SLOTS,
+    WRITE_MAX_WAIT_S,
+    WRITE_SLOTS,
+    BodyLimit,
+    Lane,
+)
 from episodic.http.routers import events, forget, health, journal, keys, memories, messages, recall
 from episodic.service import Episodic
 
@@ -30,9 +40,19 @@ def start_background_jobs(mem: Episodic) -> None:
     mem.scheduler().start()
 
 
-def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> FastAPI:
+def create_app(
+    mem: Episodic,
+    *,
+    background: bool = False,
+    ui: bool = True,
+    recall_slots: int = RECALL_SLOTS,
+    recall_max_wait_s: float = RECALL_MAX_WAIT_S,
+    write_slots: int = WRITE_SLOTS,
+    write_max_wait_s: float = WRITE_MAX_WAIT_S,
+) -> FastAPI:
     """The API over ``mem``. ``background`` starts the indexer with the app (``serve``
-    does; tests leave it off and index explicitly). The caller closes ``mem``."""
+    does; tests leave it off and index explicitly). The slots and waits bound the load
+    it takes (``episodic.http.limits``). The caller closes ``mem``."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -57,9 +77,10 @@ def create_app(mem: Episodic, *, background: bool = False, ui: bool = True) -> F
         ),
         lifespan=lifespan,
     )
-    # Read by the handlers: the service and the gate through episodic.http.deps.
+    # Read by the handlers through episodic.http.deps: the service and the load bounds.
     app.state.episodic = mem
-    app.state.recall_gate = FairGate(RECALL_SLOTS)
+    app.state.recalls = Lane("recall", recall_slots, recall_max_wait_s, FIRST_RECALL_GUESS_S)
+    app.state.writes = Lane("write", write_slots, write_max_wait_s, FIRST_WRITE_GUESS_S)
     install_error_handlers(app)
     # The order here is the order of the paths in the OpenAPI document.
     app.include_router(health.liveness_router)

@@ -108,6 +108,7 @@ def install_error_handlers(app: FastAPI) -> None:
             404: "not_found",
             405: "method_not_allowed",
             413: "payload_too_large",
+            503: "overloaded",  # episodic.http.limits sheds load with it
         }.get(exc.status_code, "error")
         field = "body" if exc.status_code in (400, 413) else None
         return JSONResponse(

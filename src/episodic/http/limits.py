@@ -1,52 +1,154 @@
 """What bounds the load one server takes: the request body size limit (``BodyLimit``, an
-ASGI wrapper around the app) and the gate on recalls in flight (``FairGate``)."""
+ASGI wrapper around the app), and the recalls and the writes in flight with their lines
+(a ``Lane`` each), which shed load with 503 + Retry-After (``Overloaded``) before a
+request would wait too long."""
 
 from __future__ import annotations
 
-import threading
-from collections import deque
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+import math
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
 
+import anyio
+import anyio.to_thread
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from episodic.config import _num
+from episodic.errors import InvalidInput
 from episodic.http.errors import error_body
+
+T = TypeVar("T")
 
 # A request body larger than this is refused with 413 before it is parsed.
 MAX_BODY_BYTES = 4 * 1024 * 1024
 
-# Recalls in flight per process. The store serialises its reads on one connection and
-# Python's locks are not fair, so with many more threads than that a few requests can
-# lose the lock again and again; a FIFO gate keeps the order of arrival. Four let the
+
+def env_number(name: str, default: float) -> float:
+    """A positive number from the environment, or ``default``; a bad value is an error
+    that names the variable (the server would otherwise start with a silent default)."""
+    return _num(os.environ, name, default)
+
+
+# Recalls in flight per process. The store's reads, the query embedding and the ranking
+# share two cores; more recalls at once than that only interleave them (and take more
+# memory), fewer leave a core idle while one recall waits on the database. Four let the
 # query embedding of some overlap the store work of others (measured in-process, 16
 # threads over 100k memories: 48.6 vs 37.9 recalls/s, p95 513 vs 749 ms on a busy machine).
-RECALL_SLOTS = 4
+# Measured again with recalls in a lane of their own (64 clients of the mixed load, 120 s,
+# SQLite, a machine at load 9-10): two slots did 26.8 requests/s, four 40.8.
+RECALL_SLOTS = int(env_number("EPISODIC_RECALL_SLOTS", 4))
+# The longest a recall is let wait in line for a slot, estimated when it arrives. A recall
+# usually feeds a prompt an agent is about to send: past a couple of seconds of queueing
+# it is better told at once to come back (503 + Retry-After) than left to queue further,
+# which makes every request behind it later still and ends in client timeouts.
+RECALL_MAX_WAIT_S = env_number("EPISODIC_RECALL_MAX_WAIT", 2.0)
+# Writes in flight per process; the rest wait in line, in arrival order. SQLite has one
+# writer and PostgreSQL's write pool six connections (the indexer and upkeep take two):
+# more writes at once only wait on a lock inside the store, and Python's locks are not
+# fair, so under a flood a few writes lost it again and again (a 64-client load showed
+# writes' p99 at 5 s with every write let in at once).
+WRITE_SLOTS = int(env_number("EPISODIC_WRITE_SLOTS", 4))
+# The longest a write is let wait in line. A write is data an agent wants kept, so it may
+# wait longer than a recall; still well under clients' timeouts, so a flood of writes is
+# shed (503 + Retry-After) rather than left to time out.
+WRITE_MAX_WAIT_S = env_number("EPISODIC_WRITE_MAX_WAIT", 5.0)
+# What a recall and a write are assumed to take before one has been measured, and how
+# much each new measurement moves the moving average (about the last ten count).
+FIRST_RECALL_GUESS_S = 0.1
+FIRST_WRITE_GUESS_S = 0.02
+SERVICE_TIME_WEIGHT = 0.1
 
 
-class FairGate:
-    """A FIFO semaphore: a released slot goes to the longest waiter."""
+class Overloaded(StarletteHTTPException):
+    """A request shed before it queued: 503 with ``Retry-After``, rendered by the app's
+    HTTP error handler (``episodic.http.errors``) as the ``overloaded`` JSON error."""
 
-    def __init__(self, slots: int) -> None:
-        self._free = slots
-        self._lock = threading.Lock()
-        self._waiters: deque[threading.Event] = deque()
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(503, message, headers={"Retry-After": str(retry_after_s)})
+        self.retry_after_s = retry_after_s
 
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._free > 0 and not self._waiters:
-                self._free -= 1
-                return
-            turn = threading.Event()
-            self._waiters.append(turn)
-        turn.wait()
 
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            if self._waiters:
-                self._waiters.popleft().set()  # the slot passes straight to the next
-            else:
-                self._free += 1
+def expected_wait(waiting: int, busy: int, slots: int, service_s: float) -> float:
+    """Seconds a new arrival waits for one of ``slots``, ``busy`` of them taken and
+    ``waiting`` callers ahead of it, when each holds a slot ``service_s`` on average."""
+    if busy < slots and waiting == 0:
+        return 0.0
+    return (waiting + 1) / slots * service_s
+
+
+def retry_after(wait_s: float) -> int:
+    """Whole seconds to tell a shed caller: about when the line it saw will have gone."""
+    return max(1, math.ceil(wait_s))
+
+
+class Lane:
+    """One kind of request of one process (``kind``: recall, write): at most ``slots``
+    run at once and the rest wait in line on the event loop, in arrival order (an anyio
+    ``CapacityLimiter`` is FIFO), holding no thread. One whose expected wait is over
+    ``max_wait_s`` is refused with ``Overloaded`` instead of joining the line."""
+
+    def __init__(self, kind: str, slots: int, max_wait_s: float, first_guess_s: float) -> None:
+        if slots < 1:
+            raise InvalidInput("slots", f"must be at least 1, got {slots}")
+        self.kind = kind
+        self.slots = slots
+        self.max_wait_s = max_wait_s
+        self.service_s = first_guess_s  # a moving average of the time a slot is held
+        self.shed = 0  # requests refused so far
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    def limiter(self) -> anyio.CapacityLimiter:
+        # Made on first use: a limiter belongs to the event loop it is first used on.
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self.slots)
+        return self._limiter
+
+    def wait_s(self) -> float:
+        stats = self.limiter().statistics()
+        return expected_wait(stats.tasks_waiting, stats.borrowed_tokens, self.slots, self.service_s)
+
+    def admit(self) -> None:
+        """Refuse a request that would wait too long (``Overloaded``)."""
+        wait = self.wait_s()
+        if wait > self.max_wait_s:
+            self.shed += 1
+            raise Overloaded(
+                f"too many {self.kind}s waiting: about {wait:.1f} s in line, over the "
+                f"{self.max_wait_s:g} s this server lets one wait; retry after the "
+                "Retry-After seconds",
+                retry_after(wait - self.max_wait_s),
+            )
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """``work()`` in a worker thread of its own once a slot is free (the thread pool
+        that sync handlers share is not touched), or ``Overloaded``."""
+        self.admit()
+        return await anyio.to_thread.run_sync(self._timed, work, limiter=self.limiter())
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold a slot for the body (a sync handler's run), or ``Overloaded``."""
+        self.admit()
+        async with self.limiter():
+            start = time.perf_counter()
+            try:
+                yield
+            finally:
+                self._measured(time.perf_counter() - start)
+
+    def _timed(self, work: Callable[[], T]) -> T:
+        start = time.perf_counter()
+        try:
+            return work()
+        finally:
+            self._measured(time.perf_counter() - start)
+
+    def _measured(self, took: float) -> None:
+        self.service_s += SERVICE_TIME_WEIGHT * (took - self.service_s)
 
 
 class _TooLarge(StarletteHTTPException):

@@ -10,13 +10,14 @@ from pydantic import Field
 
 from episodic.errors import InvalidInput
 from episodic.http.auth import Caller
-from episodic.http.deps import Mem
+from episodic.http.deps import Mem, WriteAdmission
 from episodic.http.errors import ERRORS
 from episodic.http.models import ForgetOut, Id, Strict
 
 MAX_FORGET_DAYS = 36_500
 
-router = APIRouter()
+# Every route here writes: each is counted in the line of writes (503 past its bound).
+router = APIRouter(dependencies=[WriteAdmission])
 
 
 class ForgetIn(Strict):

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, StrictBool
 
 from episodic.errors import InvalidInput
 from episodic.http.auth import Caller
-from episodic.http.deps import Mem
+from episodic.http.deps import Mem, WriteAdmission
 from episodic.http.errors import ERRORS
 from episodic.http.models import ForgetOut, Id, NonEmptyText, ScopeName, Strict
 from episodic.model import Memory
@@ -135,6 +135,7 @@ class MemoryPageOut(BaseModel):
 
 @router.post(
     "/v1/memories",
+    dependencies=[WriteAdmission],
     response_model=MemoryOut,
     status_code=201,
     responses=ERRORS,
@@ -206,7 +207,11 @@ def get_memory(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
 
 
 @router.patch(
-    "/v1/memories/{memory_id}", response_model=MemoryOut, responses=ERRORS, tags=["memories"]
+    "/v1/memories/{memory_id}",
+    response_model=MemoryOut,
+    responses=ERRORS,
+    tags=["memories"],
+    dependencies=[WriteAdmission],
 )
 def update_memory(memory_id: str, body: MemoryPatchIn, caller: Caller, mem: Mem) -> dict[str, Any]:
     """Correct a memory's content, importance and/or payload; the version it replaces
@@ -233,6 +238,7 @@ def _supersede_with(
 
 @router.post(
     "/v1/memories/{memory_id}/supersede",
+    dependencies=[WriteAdmission],
     response_model=MemoryOut,
     responses=ERRORS,
     tags=["memories"],
@@ -268,6 +274,7 @@ def memory_history(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
 
 @router.post(
     "/v1/memories/{memory_id}/retire",
+    dependencies=[WriteAdmission],
     response_model=MemoryOut,
     responses=ERRORS,
     tags=["memories"],
@@ -278,7 +285,11 @@ def retire_memory(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
 
 
 @router.delete(
-    "/v1/memories/{memory_id}", response_model=ForgetOut, responses=ERRORS, tags=["forget"]
+    "/v1/memories/{memory_id}",
+    response_model=ForgetOut,
+    responses=ERRORS,
+    tags=["forget"],
+    dependencies=[WriteAdmission],
 )
 def delete_memory(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
     """Forget one memory (and what was derived from it) everywhere."""

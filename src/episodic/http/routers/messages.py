@@ -9,14 +9,15 @@ from pydantic import BaseModel, Field, RootModel
 
 from episodic.errors import InvalidInput
 from episodic.http.auth import Caller
-from episodic.http.deps import Mem
+from episodic.http.deps import Mem, WriteAdmission
 from episodic.http.errors import ERRORS
 from episodic.http.models import Id, NonEmptyText, Strict
 from episodic.http.routers.events import ItemError
 
 MAX_BATCH_MESSAGES = 1000
 
-router = APIRouter()
+# Every route here writes: each is counted in the line of writes (503 past its bound).
+router = APIRouter(dependencies=[WriteAdmission])
 
 
 class MessageIn(Strict):

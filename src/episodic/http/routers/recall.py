@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 from episodic.http.auth import Caller
-from episodic.http.deps import Mem, RecallGate
+from episodic.http.deps import Mem, Recalls
 from episodic.http.errors import ERRORS
 from episodic.http.models import Id, NonEmptyText, ScopeName, Strict
 from episodic.recall.engine import RecallResult
@@ -160,27 +160,31 @@ class RecentOut(BaseModel):
     episodes: list[EpisodeOut]
 
 
+# Recall and render embed the query and rank: they wait for a slot on the event loop and
+# run in a worker thread of their own (episodic.http.limits.Lane), so a line of
+# them holds no thread of the pool that writes and cheap reads run on.
 @router.post("/v1/recall", response_model=RecallOut, responses=ERRORS, tags=["recall"])
-def recall(body: RecallIn, caller: Caller, mem: Mem, gate: RecallGate) -> dict[str, Any]:
+async def recall(body: RecallIn, caller: Caller, mem: Mem, recalls: Recalls) -> dict[str, Any]:
     """The memories that matter for ``query``, best first; ``explain`` adds the trace."""
     args = _recall_args(body, caller)
-    with gate:
-        result = mem.recall(body.query, **args)
-    return _recall_json(result, caller)
+
+    def work() -> dict[str, Any]:
+        return _recall_json(mem.recall(body.query, **args), caller)
+
+    return await recalls.run(work)
 
 
 @router.post("/v1/render", response_model=RenderOut, responses=ERRORS, tags=["recall"])
-def render(body: RenderIn, caller: Caller, mem: Mem, gate: RecallGate) -> dict[str, Any]:
+async def render(body: RenderIn, caller: Caller, mem: Mem, recalls: Recalls) -> dict[str, Any]:
     """The prompt-ready injection block for ``query`` (untrusted hints)."""
     args = _recall_args(body, caller)
-    with gate:
+
+    def work() -> dict[str, Any]:
         block, result = mem.render_explained(body.query, max_chars=body.max_chars, **args)
-    out = _recall_json(result, caller)
-    return {
-        "block": block,
-        "hit_ids": [h["id"] for h in out.pop("hits")],
-        **out,
-    }
+        out = _recall_json(result, caller)
+        return {"block": block, "hit_ids": [h["id"] for h in out.pop("hits")], **out}
+
+    return await recalls.run(work)
 
 
 @router.get("/v1/recent", response_model=RecentOut, responses=ERRORS, tags=["recall"])

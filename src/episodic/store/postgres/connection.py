@@ -1,17 +1,18 @@
-"""PostgreSQL plumbing shared by every part of ``PostgresStore``: the connection pool,
+"""PostgreSQL plumbing shared by every part of ``PostgresStore``: the connection pools,
 migrations, transactions, error mapping.
 
 The store's methods live in mixins, one module per area, all built on ``PgBase``. Every
-method takes a connection from the pool for one transaction (``_read`` or ``_write``) and
-gives it back, so one store serves many threads, and several processes share one
-database.
+method takes a connection for one transaction (``_read`` from the read pool, ``_write``
+from the write pool) and gives it back, so one store serves many threads, and several
+processes share one database. Two pools, so that recalls holding every read connection
+never make a write wait, and a burst of writes never starves recalls.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from types import TracebackType
@@ -38,9 +39,40 @@ Conn = psycopg.Connection[tuple[Any, ...]]
 # ``VectorsMixin._copy_vectors``): a statement per row costs ~0.2 ms of parsing and round
 # trip.
 COPY_MIN_ROWS = 200
-# A pool of this many connections per store: request threads, the indexer and upkeep
-# jobs each hold one for a transaction at a time.
-POOL_MAX = int(os.environ.get("EPISODIC_PG_POOL", "8"))
+# Connections per store and role. Reads: the HTTP server's recall slots (4 per process,
+# episodic.http.limits) plus headroom for the cheap reads beside them (listing, getting,
+# recent episodes, key lookups, health). Writes: request writes (each a short
+# transaction), the indexer's claim and upkeep's current job. 14 per process in all, so
+# a few workers stay well inside PostgreSQL's default max_connections of 100.
+READ_POOL_DEFAULT = 8
+WRITE_POOL_DEFAULT = 6
+
+
+def pool_sizes(env: Mapping[str, str]) -> tuple[int, int]:
+    """(read, write) pool sizes from the environment. ``EPISODIC_PG_READ_POOL`` and
+    ``EPISODIC_PG_WRITE_POOL`` set one role each; ``EPISODIC_PG_POOL`` (what one pool for
+    both used to be) is the total per store, split in two, the odd one to reads; each at
+    least 1. A value that is not a whole number above 0 is an error naming it."""
+
+    def read(name: str) -> int | None:
+        raw = env.get(name, "").strip()
+        if not raw:
+            return None
+        if not raw.isdigit() or int(raw) < 1:
+            raise StoreError(f"{name} must be a whole number of connections above 0, got {raw!r}")
+        return int(raw)
+
+    total = read("EPISODIC_PG_POOL")
+    reads, writes = split_pool(total) if total else (READ_POOL_DEFAULT, WRITE_POOL_DEFAULT)
+    return read("EPISODIC_PG_READ_POOL") or reads, read("EPISODIC_PG_WRITE_POOL") or writes
+
+
+def split_pool(total: int) -> tuple[int, int]:
+    """(read, write) sizes for ``total`` connections: half each, the odd one to reads,
+    at least one each."""
+    return max(1, total - total // 2), max(1, total // 2)
+
+
 # How long a caller waits for a connection (and a new connection for the server) before
 # the call fails with StoreUnavailable: fail fast, the HTTP layer answers 503.
 CONNECT_TIMEOUT_S = 5.0
@@ -68,18 +100,21 @@ def pool_is_full(pool: psycopg_pool.ConnectionPool[Any]) -> bool:
 
 
 @contextmanager
-def map_errors(url: str, pool: psycopg_pool.ConnectionPool[Any] | None = None) -> Iterator[None]:
+def map_errors(
+    url: str, pool: psycopg_pool.ConnectionPool[Any] | None = None, role: str = "read"
+) -> Iterator[None]:
     """Turn every psycopg failure into a ``StoreError`` that keeps the cause; a lost or
     unreachable server becomes ``StoreUnavailable``, a wait for a connection of a pool
-    that is busy with other calls ``StoreBusy``."""
+    that is busy with other calls ``StoreBusy``, naming the pool (``role``)."""
     try:
         yield
     except psycopg_pool.PoolTimeout as exc:
         if pool is not None and pool_is_full(pool):
             raise StoreBusy(
                 f"PostgreSQL at {display_url(url)} is busy: all {pool.max_size} connections "
-                f"of this process stayed in use for {CONNECT_TIMEOUT_S:g} s; retry shortly, "
-                "or raise EPISODIC_PG_POOL"
+                f"of this process's {role} pool stayed in use for {CONNECT_TIMEOUT_S:g} s; "
+                f"retry shortly, or raise EPISODIC_PG_{role.upper()}_POOL (or "
+                "EPISODIC_PG_POOL, both pools' total)"
             ) from exc
         raise StoreUnavailable(
             f"PostgreSQL at {display_url(url)} is unreachable ({str(exc).strip()}); "
@@ -152,7 +187,12 @@ class PgBase:
         tracer: Tracer | None = None,
         read_only: bool = False,
         pool_max: int | None = None,
+        read_pool: int | None = None,
+        write_pool: int | None = None,
     ) -> None:
+        """``pool_max`` is the connections of both pools together (split as
+        ``split_pool`` does); ``read_pool`` and ``write_pool`` size one each; unset, they
+        come from the environment (``pool_sizes``)."""
         self.url = url
         self.read_only = read_only
         self.in_memory = False
@@ -188,18 +228,29 @@ class PgBase:
                     f"{display_url(url)} is at schema v{version}, newer than this episodic "
                     f"knows (v{LATEST_VERSION}); upgrade episodic"
                 )
-            self._pool = psycopg_pool.ConnectionPool(
-                self._conninfo,
-                min_size=1,
-                max_size=max(1, pool_max or POOL_MAX),
-                kwargs={"connect_timeout": int(CONNECT_TIMEOUT_S)},
-                configure=register_vector,
-                timeout=CONNECT_TIMEOUT_S,
-                # A connection the server dropped is noticed and replaced before use.
-                check=psycopg_pool.ConnectionPool.check_connection,
-                open=False,
-            )
-            self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+            reads, writes = split_pool(pool_max) if pool_max else pool_sizes(os.environ)
+            self._read_pool = self._open_pool(read_pool or reads, "read")
+            try:
+                self._write_pool = self._open_pool(write_pool or writes, "write")
+            except BaseException:
+                self._read_pool.close()
+                raise
+
+    def _open_pool(self, size: int, role: str) -> psycopg_pool.ConnectionPool[Any]:
+        pool = psycopg_pool.ConnectionPool(
+            self._conninfo,
+            min_size=1,
+            max_size=max(1, size),
+            kwargs={"connect_timeout": int(CONNECT_TIMEOUT_S)},
+            configure=register_vector,
+            timeout=CONNECT_TIMEOUT_S,
+            # A connection the server dropped is noticed and replaced before use.
+            check=psycopg_pool.ConnectionPool.check_connection,
+            name=f"episodic-{role}",
+            open=False,
+        )
+        pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        return pool
 
     # -- plumbing --------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -261,7 +312,8 @@ class PgBase:
     def _write(self) -> Iterator[Conn]:
         """One read-write transaction on a pooled connection."""
         self._check_open()
-        with map_errors(self.url, self._pool), self._pool.connection() as conn, conn.transaction():
+        pool = self._write_pool
+        with map_errors(self.url, pool, "write"), pool.connection() as conn, conn.transaction():
             if self.read_only:
                 conn.execute("SET TRANSACTION READ ONLY")
             yield conn
@@ -270,7 +322,8 @@ class PgBase:
     def _read(self) -> Iterator[Conn]:
         """One read-only snapshot, so several statements see the same commit."""
         self._check_open()
-        with map_errors(self.url, self._pool), self._pool.connection() as conn, conn.transaction():
+        pool = self._read_pool
+        with map_errors(self.url, pool, "read"), pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn
 
@@ -280,7 +333,8 @@ class PgBase:
             if self._closed:
                 return
             self._closed = True
-            self._pool.close()
+            self._read_pool.close()
+            self._write_pool.close()
 
     def __enter__(self) -> Self:
         return self
@@ -298,5 +352,5 @@ class PgBase:
 
     def schema_version(self) -> int:
         self._check_open()
-        with map_errors(self.url, self._pool), self._pool.connection() as conn:
+        with map_errors(self.url, self._read_pool), self._read_pool.connection() as conn:
             return current_version(conn)

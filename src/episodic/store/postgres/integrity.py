@@ -104,7 +104,8 @@ class IntegrityMixin(PgBase):
             dim = self._column_dim(conn)
         assert row is not None
         server, pgvector, database, db_bytes, vector_bytes, wal_level, hnsw = row
-        pool = self._pool.get_stats()
+        pools = (self._read_pool, self._write_pool)
+        stats = [p.get_stats() for p in pools]
         return {
             "backend": "postgresql",
             "url": display_url(self.url),
@@ -121,9 +122,12 @@ class IntegrityMixin(PgBase):
             "vector_bytes": int(vector_bytes),
             "vector_column_dim": dim,
             "hnsw_index": bool(hnsw),
-            "pool_max": self._pool.max_size,
-            "pool_size": int(pool.get("pool_size", 0)),
-            "pool_available": int(pool.get("pool_available", 0)),
+            # Both pools together, then each (reads and writes have a pool each).
+            "pool_max": sum(p.max_size for p in pools),
+            "pool_size": sum(int(s.get("pool_size", 0)) for s in stats),
+            "pool_available": sum(int(s.get("pool_available", 0)) for s in stats),
+            "read_pool_max": self._read_pool.max_size,
+            "write_pool_max": self._write_pool.max_size,
         }
 
     def deep_check(self) -> list[IntegrityCheck]:
