@@ -30,7 +30,14 @@ import psycopg
 from episodic.errors import ModelMismatch, StoreError
 from episodic.model import Candidate, ScopeFilter, utcnow
 from episodic.store.dense import unit_vector
-from episodic.store.postgres.connection import Conn, PgBase, _has_nul
+from episodic.store.postgres.connection import Conn, _has_nul
+from episodic.store.postgres.pgvector import (
+    MAX_SCAN_TUPLES,
+    HnswIndex,
+    PgvectorMixin,
+    distance_sql,
+    has_iterative_scan,
+)
 from episodic.store.rows import parse_ts, ts_text, unique
 from episodic.store.sql import live_where, scope_where
 from episodic.store.upkeep import ReviewRequest
@@ -57,7 +64,7 @@ def _is_dimension_error(exc: StoreError) -> bool:
     return isinstance(cause, psycopg.errors.DataException) and "dimensions" in str(cause)
 
 
-class SearchMixin(PgBase):
+class SearchMixin(PgvectorMixin):
     # None: scaled with the table (``ef_floor``); a number pins it (benchmarks sweep it).
     ef_search_floor: int | None = None
     _ef_floor_cache: tuple[int, float] | None = None
@@ -74,8 +81,18 @@ class SearchMixin(PgBase):
         try:
             with self._read() as conn:
                 ef = _ef_search(limit, floor=self.ef_floor(conn))
-                sql, args = _dense_sql(where, params, flt.workspace_id, unit, limit, ef)
-                self._set_ef_search(conn, ef)
+                index, iterative = self._dense_plan(conn)
+                sql, args = _dense_sql(
+                    where,
+                    params,
+                    flt.workspace_id,
+                    unit,
+                    limit,
+                    ef,
+                    index=index,
+                    iterative=iterative,
+                )
+                self._set_ef_search(conn, ef, iterative=iterative)
                 rows = self._fetch(conn, sql, args)
         except StoreError as exc:
             if _is_dimension_error(exc):
@@ -111,12 +128,13 @@ class SearchMixin(PgBase):
         try:
             with self._read() as conn:
                 floor = self.ef_floor(conn)
+                index, iterative = self._dense_plan(conn)
                 # One statement per query, all sent before any answer is read.
                 with conn.pipeline():
                     cursors = []
                     for i in range(b):
                         ef = _ef_search(limit, len(excluded[i]), floor=floor)
-                        self._set_ef_search(conn, ef)
+                        self._set_ef_search(conn, ef, iterative=iterative)
                         sql, args = _dense_sql(
                             where,
                             params,
@@ -127,6 +145,8 @@ class SearchMixin(PgBase):
                             min_score=min_score,
                             exclude=excluded[i],
                             exact=bool(zero[i]),
+                            index=index,
+                            iterative=iterative,
                         )
                         if self._tracer is not None:
                             self._tracer(sql, args)
@@ -160,15 +180,29 @@ class SearchMixin(PgBase):
         self._ef_floor_cache = (floor, now + EF_FLOOR_TTL_S)
         return floor
 
-    def _set_ef_search(self, conn: Conn, ef: int) -> None:
+    def _dense_plan(self, conn: Conn) -> tuple[HnswIndex | None, bool]:
+        """The HNSW index a dense search follows, and whether it scans it iteratively
+        (pgvector 0.8 on, and an index to scan)."""
+        index = self.hnsw_index(conn)
+        return index, index is not None and has_iterative_scan(self.pgvector_version(conn))
+
+    def _set_ef_search(self, conn: Conn, ef: int, *, iterative: bool = False) -> None:
         # Also no parallel workers: the exact fallback sits behind a one-time filter, and a
         # Gather below it would start its workers even when the filter skips the scan.
-        self._exec(
-            conn,
+        sql = (
             "SELECT set_config('hnsw.ef_search', %s, true), "
-            "set_config('max_parallel_workers_per_gather', '0', true)",
-            (str(ef),),
+            "set_config('max_parallel_workers_per_gather', '0', true)"
         )
+        params: tuple[str, ...] = (str(ef),)
+        if iterative:
+            # relaxed_order: the rows come back nearly nearest first; they are sorted by
+            # their exact scores afterwards anyway.
+            sql += (
+                ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+                ", set_config('hnsw.max_scan_tuples', %s, true)"
+            )
+            params += (str(MAX_SCAN_TUPLES),)
+        self._exec(conn, sql, params)
 
     def _mismatch(self, current: str, current_dim: int) -> StoreError | ModelMismatch:
         """The ModelMismatch for a query of another dimension than the stored vectors."""
@@ -366,6 +400,8 @@ def _dense_sql(
     min_score: float | None = None,
     exclude: Sequence[str] = (),
     exact: bool = False,
+    index: HnswIndex | None = None,
+    iterative: bool = False,
 ) -> tuple[str, list[Any]]:
     """One dense search as one statement: (sql, params).
 
@@ -385,7 +421,14 @@ def _dense_sql(
     inner products of unit vectors in both branches (= cosine), ties broken by memory
     order as SQLite breaks them by load order. The index is skipped (``near`` never
     runs) when it does not exist (no vectors yet, or more dimensions than HNSW takes)
-    and when ``exact`` is set (a zero query vector has no direction to search by)."""
+    and when ``exact`` is set (a zero query vector has no direction to search by).
+
+    ``near`` orders by the distance written as ``index`` is built (a halfvec index is only
+    used for the same cast). With ``iterative`` (pgvector 0.8; the caller turned
+    ``hnsw.iterative_scan`` on) the filter moves inside ``near``: the index scan goes on
+    past ``ef`` rows until ``ef`` of the filter's rows are found (or it has visited
+    ``hnsw.max_scan_tuples``), so a narrow scope is filled by the index and the exact scan
+    is left for scopes with fewer rows than asked for."""
     near_extra, exact_extra = "", ""
     near_params: list[Any] = []
     exact_params: list[Any] = []
@@ -405,10 +448,20 @@ def _dense_sql(
         # coalesce: an empty ``near`` has no farthest row and proves nothing.
         complete += " OR coalesce((SELECT min(score) FROM near) < %s, false)"
         complete_params.append(float(min_score))
+    near = " SELECT v.memory_id, 0 - (v.vector <#> %s) AS score FROM memory_vectors v"
+    near_args: list[Any] = [query]
+    if iterative:
+        # The score floor stays in ``hits``: inside the scan it would send the index
+        # looking for rows that are not there.
+        near += f" JOIN memories m ON m.id = v.memory_id WHERE v.workspace_id = %s AND {where}"
+        near_args += [workspace_id, *params]
+        if exclude:
+            near += " AND NOT (m.id = ANY(%s))"
+            near_args.append(list(exclude))
+    near += f" ORDER BY {distance_sql(index)} LIMIT %s"
+    near_args += [query, ef]
     sql = (
-        "WITH near AS MATERIALIZED ("
-        " SELECT v.memory_id, 0 - (v.vector <#> %s) AS score FROM memory_vectors v"
-        " ORDER BY v.vector <=> %s LIMIT %s"
+        f"WITH near AS MATERIALIZED ({near}"
         "), hits AS MATERIALIZED ("
         " SELECT m.id, v.score, m.seq FROM near v JOIN memories m ON m.id = v.memory_id"
         f" WHERE {where}{near_extra}"
@@ -424,7 +477,7 @@ def _dense_sql(
         " ORDER BY v.vector <#> %s, m.seq LIMIT %s"
         ") ORDER BY 2 DESC, 3"
     )
-    args: list[Any] = [query, query, ef, *params, *near_params, limit]
+    args: list[Any] = [*near_args, *params, *near_params, limit]
     args += [exact, *complete_params]
     args += [query, workspace_id, *params, *exact_params, query, limit]
     return sql, args
