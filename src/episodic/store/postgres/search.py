@@ -451,12 +451,14 @@ def _dense_sql(
     near = " SELECT v.memory_id, 0 - (v.vector <#> %s) AS score FROM memory_vectors v"
     near_args: list[Any] = [query]
     if iterative:
-        # The score floor stays in ``hits``: inside the scan it would send the index
-        # looking for rows that are not there.
-        near += f" JOIN memories m ON m.id = v.memory_id WHERE v.workspace_id = %s AND {where}"
-        near_args += [workspace_id, *params]
+        # The filter is a subquery per row, not a join or a column of memory_vectors:
+        # the planner cannot turn it into a scan of the scope's rows and a sort, and the
+        # index scan stays the way in. The score floor stays in ``hits``: inside the
+        # scan it would send the index looking for rows that are not there.
+        near += f" WHERE (SELECT {where} FROM memories m WHERE m.id = v.memory_id)"
+        near_args += [*params]
         if exclude:
-            near += " AND NOT (m.id = ANY(%s))"
+            near += " AND NOT (v.memory_id = ANY(%s))"
             near_args.append(list(exclude))
     near += f" ORDER BY {distance_sql(index)} LIMIT %s"
     near_args += [query, ef]
