@@ -476,6 +476,12 @@ def own_server(data: Path, version: str = "16") -> Iterator[str]:
         server.cleanup()
 
 
+def server_dir(version: str) -> Path:
+    """The data directory of the server this script starts for ``version``; PostgreSQL
+    16 keeps the one it has always had (its cached builds)."""
+    return CACHE / ("pgdata" if version == "16" else f"pgdata{version}")
+
+
 def with_db(uri: str, dbname: str) -> str:
     """The server URI pointing at another database (pgserver's URIs carry the socket in
     the query string)."""
@@ -750,11 +756,7 @@ def main() -> None:
             admins = [args.pg_url]
         else:
             versions = ("16", "18") if args.server == "both" else (args.server,)
-            # PostgreSQL 16 keeps the directory it has always had (its cached builds).
-            admins = [
-                stack.enter_context(own_server(CACHE / f"pgdata{'' if v == '16' else v}", v))
-                for v in versions
-            ]
+            admins = [stack.enter_context(own_server(server_dir(v), v)) for v in versions]
         admin_urls = {server_label(url): url for url in admins}
         for label, url in admin_urls.items():
             log(f"{label}: {server_settings(url)}")

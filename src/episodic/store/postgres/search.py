@@ -11,8 +11,12 @@ clause, so a narrow scope (one agent of many, a small workspace among large ones
 come back short. Each search therefore takes the index's ``ef_search`` nearest rows of
 the whole table, keeps the ones the scope sees, and, in the same statement, falls back to
 an exact scan of the scope's rows unless those fill the answer (or, with a score floor,
-the index's farthest row is already below it; see ``_dense_sql``). ``hnsw.ef_search`` is
-set per transaction to twice the rows wanted (40 to 1000).
+the index's farthest row is already below it; see ``_dense_sql``). On pgvector 0.8 the
+scope is checked inside an iterative index scan instead, which goes on until it has found
+``ef_search`` of the scope's rows, and the exact scan is left for scopes smaller than the
+answer. ``hnsw.ef_search`` is set per transaction to twice the rows wanted (40 to 1000).
+The distance the index is searched by is written as the existing index was built (on
+``vector`` or on ``halfvec``; see ``episodic.store.postgres.pgvector``).
 """
 
 from __future__ import annotations
