@@ -234,41 +234,69 @@ def test_whole_workspace_and_narrow_scope_searches_return_the_exact_top_10(
         assert_same(narrow, brute_force(seeded.vectors, seeded.ids, visible, query, 10))
 
 
+def index_and_exact_scan(nodes: list[dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+    """The plan's HNSW index scan, and whether the exact scan (every other read of
+    memory_vectors) ran."""
+    hnsw = [n for n in nodes if n.get("Index Name") == "memory_vectors_hnsw"]
+    assert len(hnsw) == 1
+    exact = [n for n in nodes if n.get("Relation Name") == "memory_vectors" and n not in hnsw]
+    assert exact
+    return hnsw[0], any(n["Actual Loops"] > 0 for n in exact)
+
+
 def test_one_agent_of_50_is_filled_and_on_pgvector_08_by_the_index_alone(
     seeded: Seeded,
 ) -> None:
     query = seeded.vectors[11]
     own = ScopeFilter("acme", Scope.OWN, agent_id="a3")
-    got, sql, params = traced_search(seeded.store, own, query, 20)
+    # As for a scope of more rows than are scanned exactly at once.
+    seeded.store.small_scope_rows = 0
+    try:
+        got, sql, params = traced_search(seeded.store, own, query, 20)
+    finally:
+        seeded.store.small_scope_rows = PostgresStore.small_scope_rows
     visible = [a == "a3" for a in seeded.agents]
     assert_same(got, brute_force(seeded.vectors, seeded.ids, visible, query, 20))
-    nodes = plan_nodes(seeded.store, sql, params)
-    hnsw = [n for n in nodes if n.get("Index Name") == "memory_vectors_hnsw"]
-    assert len(hnsw) == 1
-    # The exact scan: every other read of memory_vectors.
-    exact = [n for n in nodes if n.get("Relation Name") == "memory_vectors" and n not in hnsw]
-    assert exact
-    exact_ran = any(n["Actual Loops"] > 0 for n in exact)
+    hnsw, exact_ran = index_and_exact_scan(plan_nodes(seeded.store, sql, params))
     if seeded.major == "16":
         # 0.6: the 40 nearest of the whole table hold about one of a3's rows.
-        assert hnsw[0]["Actual Rows"] == 40
+        assert hnsw["Actual Rows"] == 40
         assert exact_ran
     else:
         # 0.8: the index scan goes on past 40 rows until 40 of a3's are found.
-        assert hnsw[0]["Actual Rows"] == 40
-        assert hnsw[0]["Rows Removed by Filter"] > 40
+        assert hnsw["Actual Rows"] == 40
+        assert hnsw["Rows Removed by Filter"] > 40
         assert not exact_ran
 
 
+@pytest.mark.parametrize("small_scope_rows", [0, PostgresStore.small_scope_rows])
 def test_a_scope_with_fewer_rows_than_asked_for_falls_back_to_the_exact_scan(
-    seeded: Seeded,
+    seeded: Seeded, small_scope_rows: int
 ) -> None:
     own = ScopeFilter("acme", Scope.OWN, agent_id="a9")
     query = seeded.vectors[0]
-    got = seeded.store.search_dense(own, query, 100)
+    seeded.store.small_scope_rows = small_scope_rows
+    try:
+        got = seeded.store.search_dense(own, query, 100)
+    finally:
+        seeded.store.small_scope_rows = PostgresStore.small_scope_rows
     assert len(got) == ROWS // AGENTS
     visible = [a == "a9" for a in seeded.agents]
     assert_same(pairs(got), brute_force(seeded.vectors, seeded.ids, visible, query, 100))
+
+
+def test_on_pgvector_08_a_small_scope_skips_the_index(seeded: Seeded) -> None:
+    """60 rows, fewer than ``small_scope_rows``: an exact scan of them is cheaper than the
+    rows the index would pass over to find them."""
+    query = seeded.vectors[2]
+    own = ScopeFilter("acme", Scope.OWN, agent_id="a5")
+    got, sql, params = traced_search(seeded.store, own, query, 10)
+    visible = [a == "a5" for a in seeded.agents]
+    assert_same(got, brute_force(seeded.vectors, seeded.ids, visible, query, 10))
+    hnsw, exact_ran = index_and_exact_scan(plan_nodes(seeded.store, sql, params))
+    assert exact_ran
+    # 0.6: the index is scanned first (and comes back short); 0.8: not at all.
+    assert (hnsw["Actual Loops"] > 0) is (seeded.major == "16")
 
 
 def test_clearing_and_retyping_the_vectors_rebuild_the_index(server: tuple[str, str]) -> None:
@@ -313,6 +341,7 @@ def test_a_plain_vector_index_built_before_an_upgrade_is_still_searched(
             "USING hnsw (vector vector_cosine_ops)"
         )
     with PostgresStore(url) as store:
+        store.small_scope_rows = 0  # as for a table larger than is scanned exactly
         query = vectors[17]
         got, sql, params = traced_search(store, ScopeFilter("acme"), query, 10)
         assert_same(got, brute_force(vectors, ids, [True] * 1000, query, 10))

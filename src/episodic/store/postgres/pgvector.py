@@ -33,6 +33,8 @@ INDEX_TTL_S = 60.0
 # An iterative scan stops after visiting this many tuples (pgvector's default); a scope
 # the index cannot fill by then is answered by the exact scan.
 MAX_SCAN_TUPLES = 20_000
+# A scope of at most this many rows is scanned exactly instead (see ``_dense_sql``).
+SMALL_SCOPE_ROWS = 2_000
 
 Form = Literal["vector", "halfvec"]
 Version = tuple[int, int, int]

@@ -37,6 +37,7 @@ from episodic.store.dense import unit_vector
 from episodic.store.postgres.connection import Conn, _has_nul
 from episodic.store.postgres.pgvector import (
     MAX_SCAN_TUPLES,
+    SMALL_SCOPE_ROWS,
     HnswIndex,
     PgvectorMixin,
     distance_sql,
@@ -71,6 +72,8 @@ def _is_dimension_error(exc: StoreError) -> bool:
 class SearchMixin(PgvectorMixin):
     # None: scaled with the table (``ef_floor``); a number pins it (benchmarks sweep it).
     ef_search_floor: int | None = None
+    # pgvector 0.8: a scope of at most this many rows is scanned exactly, not by the index.
+    small_scope_rows: int = SMALL_SCOPE_ROWS
     _ef_floor_cache: tuple[int, float] | None = None
 
     # -- dense ------------------------------------------------------------------------
@@ -95,6 +98,7 @@ class SearchMixin(PgvectorMixin):
                     ef,
                     index=index,
                     iterative=iterative,
+                    small_scope=self.small_scope_rows,
                 )
                 self._set_ef_search(conn, ef, iterative=iterative)
                 rows = self._fetch(conn, sql, args)
@@ -151,6 +155,7 @@ class SearchMixin(PgvectorMixin):
                             exact=bool(zero[i]),
                             index=index,
                             iterative=iterative,
+                            small_scope=self.small_scope_rows,
                         )
                         if self._tracer is not None:
                             self._tracer(sql, args)
@@ -406,6 +411,7 @@ def _dense_sql(
     exact: bool = False,
     index: HnswIndex | None = None,
     iterative: bool = False,
+    small_scope: int = SMALL_SCOPE_ROWS,
 ) -> tuple[str, list[Any]]:
     """One dense search as one statement: (sql, params).
 
@@ -431,8 +437,10 @@ def _dense_sql(
     used for the same cast). With ``iterative`` (pgvector 0.8; the caller turned
     ``hnsw.iterative_scan`` on) the filter moves inside ``near``: the index scan goes on
     past ``ef`` rows until ``ef`` of the filter's rows are found (or it has visited
-    ``hnsw.max_scan_tuples``), so a narrow scope is filled by the index and the exact scan
-    is left for scopes with fewer rows than asked for."""
+    ``hnsw.max_scan_tuples``), so a narrow scope is filled by the index. A scope of at
+    most ``small_scope`` rows (counted first, up to one more) skips the index: its exact
+    scan is cheaper. The exact scan is still the fallback when the index comes back
+    short."""
     near_extra, exact_extra = "", ""
     near_params: list[Any] = []
     exact_params: list[Any] = []
@@ -452,14 +460,27 @@ def _dense_sql(
         # coalesce: an empty ``near`` has no farthest row and proves nothing.
         complete += " OR coalesce((SELECT min(score) FROM near) < %s, false)"
         complete_params.append(float(min_score))
+    head = "WITH"
+    head_args: list[Any] = []
     near = " SELECT v.memory_id, 0 - (v.vector <#> %s) AS score FROM memory_vectors v"
     near_args: list[Any] = [query]
     if iterative:
+        # A scope of at most ``small_scope`` rows is scanned exactly at once: cheaper
+        # than the rows the index would pass over to find them (all of
+        # hnsw.max_scan_tuples when the scope holds fewer than asked for).
+        head = (
+            "WITH small AS MATERIALIZED (SELECT count(*) <= %s AS yes FROM"
+            f" (SELECT 1 FROM memories m WHERE {where} LIMIT %s) s),"
+        )
+        head_args = [small_scope, *params, small_scope + 1]
         # The filter is a subquery per row, not a join or a column of memory_vectors:
         # the planner cannot turn it into a scan of the scope's rows and a sort, and the
         # index scan stays the way in. The score floor stays in ``hits``: inside the
         # scan it would send the index looking for rows that are not there.
-        near += f" WHERE (SELECT {where} FROM memories m WHERE m.id = v.memory_id)"
+        near += (
+            " WHERE NOT (SELECT yes FROM small)"
+            f" AND (SELECT {where} FROM memories m WHERE m.id = v.memory_id)"
+        )
         near_args += [*params]
         if exclude:
             near += " AND NOT (v.memory_id = ANY(%s))"
@@ -467,7 +488,7 @@ def _dense_sql(
     near += f" ORDER BY {distance_sql(index)} LIMIT %s"
     near_args += [query, ef]
     sql = (
-        f"WITH near AS MATERIALIZED ({near}"
+        f"{head} near AS MATERIALIZED ({near}"
         "), hits AS MATERIALIZED ("
         " SELECT m.id, v.score, m.seq FROM near v JOIN memories m ON m.id = v.memory_id"
         f" WHERE {where}{near_extra}"
@@ -483,7 +504,7 @@ def _dense_sql(
         " ORDER BY v.vector <#> %s, m.seq LIMIT %s"
         ") ORDER BY 2 DESC, 3"
     )
-    args: list[Any] = [*near_args, *params, *near_params, limit]
+    args: list[Any] = [*head_args, *near_args, *params, *near_params, limit]
     args += [exact, *complete_params]
     args += [query, workspace_id, *params, *exact_params, query, limit]
     return sql, args
