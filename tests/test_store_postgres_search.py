@@ -18,6 +18,7 @@ from episodic.model import Candidate, Scope, ScopeFilter
 from episodic.store import SqliteStore, Store
 from episodic.store.base import Relation, Vector
 from episodic.store.postgres import PostgresStore
+from episodic.store.postgres.pgvector import distance_sql
 from store_contract import DIM, MODEL, event, memory_of, remember, sparse_ids
 
 ACME = ScopeFilter("acme")
@@ -83,8 +84,10 @@ def assert_same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> 
 # -- dense -------------------------------------------------------------------------------
 def uses_hnsw(store: PostgresStore, query: Vector) -> bool:
     with store._read() as conn:
+        # The distance as the index was built (on halfvec from pgvector 0.7).
+        distance = distance_sql(store.hnsw_index(conn))
         plan = conn.execute(
-            "EXPLAIN SELECT memory_id FROM memory_vectors ORDER BY vector <=> %s LIMIT 40",
+            f"EXPLAIN SELECT v.memory_id FROM memory_vectors v ORDER BY {distance} LIMIT 40",
             (query,),
         ).fetchall()
     return any("memory_vectors_hnsw" in row[0] for row in plan)
