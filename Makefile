@@ -40,8 +40,13 @@ typecheck: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_spine.py
 
+# The stress suites, then the PostgreSQL suites again on the oldest supported server
+# (PostgreSQL 16 + pgvector 0.6; `make test` runs on 18 + 0.8: tests/pg_servers.py).
 stress: $(STAMP)
 	$(BIN)/pytest -q tests/stress
+	EPISODIC_TEST_PG=16 $(BIN)/pytest -q tests/test_store_postgres.py tests/test_postgres_busy.py \
+		tests/test_postgres_claims.py tests/test_postgres_outage.py tests/test_postgres_workers.py \
+		tests/test_migrate.py tests/test_http.py
 
 clean:
 	rm -rf $(VENV) .episodic .pytest_cache .mypy_cache .ruff_cache

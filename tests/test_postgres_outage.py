@@ -1,6 +1,6 @@
 """PostgreSQL lost mid-run: requests fail fast with a 503 that says why, the background
 sweeper backs off and resumes when the server is back, and no acknowledged write is lost.
-The server is a pgserver instance of this test's own, stopped and started again on the
+The server is one of this test's own (``pg_servers``), stopped and started again on the
 same data directory."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pgserver
 
+import pg_servers
 from episodic import Episodic, Settings
 from episodic.embed.fake import FakeEmbedder
 from episodic.http import asgi
@@ -32,7 +32,7 @@ def test_requests_fail_fast_while_the_database_is_down_and_nothing_acknowledged_
     tmp_path: Path,
 ) -> None:
     pgdata = tmp_path / "pg"
-    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    server = pg_servers.start(pgdata, cleanup_mode="stop")
     url = server.get_uri()
     mem = Episodic(
         store=open_store(url),
@@ -70,7 +70,7 @@ def test_requests_fail_fast_while_the_database_is_down_and_nothing_acknowledged_
                 assert "unreachable" in error["message"] and "PostgreSQL" in error["message"]
             time.sleep(1.0)  # the sweeper meets the outage too
 
-            server = pgserver.get_server(pgdata, cleanup_mode="stop")  # back again
+            server = pg_servers.start(pgdata, cleanup_mode="stop")  # back again
             deadline = time.monotonic() + 30
             while True:
                 r = c.post("/v1/events", json={"events": [_event(200)]})

@@ -1,4 +1,4 @@
-"""PostgresStore: the Store contract on a real PostgreSQL 16 + pgvector (pgserver), plus
+"""PostgresStore: the Store contract on a real PostgreSQL + pgvector (tests/pg_servers.py), plus
 what only the server backend has."""
 
 from __future__ import annotations
