@@ -708,7 +708,7 @@ def report(rows: Sequence[Row], sweeps: Sweeps) -> None:
             log(f"  notice: {notice}")
     log(
         "\nPostgreSQL search_dense(limit 10), hnsw.ef_search floor swept (store default: "
-        "40, growing with the table past 100k rows, 126 at 1M):"
+        "40, growing with the table past 16k rows, 100 at 100k, 200 from 400k):"
     )
     log("| size | server | ef_search | recall@10 vs exact | p50 | p95 |")
     log("|---|---|---|---|---|---|")

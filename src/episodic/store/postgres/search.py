@@ -51,12 +51,13 @@ from episodic.store.vectors import Vector
 # hnsw.ef_search bounds: pgvector's default and its maximum.
 EF_SEARCH_MIN = 40
 EF_SEARCH_MAX = 1000
-# An HNSW graph's recall at a given ef_search falls as the table grows (on bench_postgres's
-# clustered vectors, recall@10 at ef 40: 1.00 at 10k, 0.96 at 100k, 0.66 at 1M). The floor
-# grows with the square root of the vectors stored past EF_SCALE_ROWS (40 at 100k, ~126
-# at 1M), up to EF_FLOOR_MAX; the table's size is the catalog's estimate, read again
-# after EF_FLOOR_TTL_S.
-EF_SCALE_ROWS = 100_000
+# An HNSW graph's recall at a given ef_search falls as the table grows (bench_postgres,
+# recall@10 vs exact at ef 40: 1.00 at 10k; at 100k 0.97 on clustered vectors but 0.88 on
+# vectors with real MiniLM embeddings' spectrum, which need ef 100 for 0.96; clustered at
+# 1M: 0.66). The floor grows with the square root of the vectors stored past
+# EF_SCALE_ROWS (100 at 100k, 200 from 400k on), up to EF_FLOOR_MAX; the table's size is
+# the catalog's estimate, read again after EF_FLOOR_TTL_S.
+EF_SCALE_ROWS = 16_000
 EF_FLOOR_MAX = 200
 EF_FLOOR_TTL_S = 60.0
 # The index is asked for this many times the rows wanted (plus the ids excluded), so a
@@ -387,8 +388,8 @@ class SearchMixin(PgvectorMixin):
 def ef_floor_for(rows: float) -> int:
     """The ef_search floor for a table of ``rows`` vectors (see ``EF_SCALE_ROWS``).
 
-    >>> [ef_floor_for(n) for n in (0, 100_000, 400_000, 1_000_000, 10_000_000)]
-    [40, 40, 80, 126, 200]
+    >>> [ef_floor_for(n) for n in (0, 16_000, 50_000, 100_000, 400_000, 1_000_000)]
+    [40, 40, 71, 100, 200, 200]
     """
     scaled = round(EF_SEARCH_MIN * math.sqrt(max(rows, 0.0) / EF_SCALE_ROWS))
     return min(EF_FLOOR_MAX, max(EF_SEARCH_MIN, scaled))
