@@ -1,6 +1,6 @@
 """Bulk writes to PostgreSQL: COPY through a staging table against row by row.
 
-    .venv/bin/python benchmarks/bench_pg_bulk.py [--n 100000] [--pg-url URL]
+    .venv/bin/python benchmarks/bench_pg_bulk.py [--n 100000] [--server 16|18] [--pg-url URL]
 
 N memories (bench_postgres's rows: journal events with ~18-word summaries and 384-d
 clustered vectors) are written into two fresh databases on one server, chunk by chunk
@@ -11,6 +11,8 @@ forced row by row (pipelined ``executemany``, the path below that size). Prints 
 seconds each path spent appending and storing vectors, and the ratio. Both databases
 keep the HNSW index the store creates with the first vectors, so both pay for inserting
 every vector into the graph (bench_postgres's bulk mode builds the index once instead).
+``--server``: the server started (as bench_postgres starts it): PostgreSQL 16 + pgvector
+0.6 (the default) or PostgreSQL 18 + pgvector 0.8 (a halfvec index).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_postgres import (
     APPEND_BATCH,
-    CACHE,
     DIM,
     MODEL_ID,
     Source,
@@ -36,6 +37,8 @@ from bench_postgres import (
     loadavg,
     machine,
     own_server,
+    server_dir,
+    server_label,
     vector_batches,
     with_db,
 )
@@ -48,15 +51,21 @@ ROW_BY_ROW = 10**12
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--pg-url", default=None, help="an existing server (else pgserver)")
+    parser.add_argument("--server", choices=("16", "18"), default="16", help="the server started")
+    parser.add_argument("--pg-url", default=None, help="an existing server (none started)")
     args = parser.parse_args()
     print(f"$ {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"machine: {machine()}; load average before: {loadavg()}")
     src = Source("clustered")
     paths = {"copy": pg_connection.COPY_MIN_ROWS, "rows": ROW_BY_ROW}
     spent = {name: {"append": 0.0, "vectors": 0.0} for name in paths}
-    server = nullcontext(args.pg_url) if args.pg_url else own_server(CACHE / "pgdata")
+    server = (
+        nullcontext(args.pg_url)
+        if args.pg_url
+        else own_server(server_dir(args.server), args.server)
+    )
     with server as admin:
+        print(f"server: {server_label(admin)}")
         urls = {}
         for name in paths:
             db = f"bulk_{name}"

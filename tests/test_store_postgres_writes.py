@@ -15,7 +15,7 @@ import pytest
 from episodic.errors import ModelMismatch
 from episodic.model import Memory
 from episodic.store.postgres import PostgresStore
-from episodic.store.postgres.vectors import HNSW_MAX_DIM
+from episodic.store.postgres.pgvector import HALFVEC_MAX_DIM
 from store_contract import DIM, MODEL, T0, axis, event, memory_of, remember
 
 # How long a writer must stay blocked for the test to call it waiting on a lock.
@@ -116,8 +116,9 @@ def test_a_table_emptied_without_clear_takes_another_dimension(
 
 def test_vectors_too_wide_for_hnsw_are_stored_unindexed(store: PostgresStore) -> None:
     remember(store, event("m1"))
-    wide = np.ones(HNSW_MAX_DIM + 1, np.float32)
-    assert store.put_vectors("wide", HNSW_MAX_DIM + 1, [("m1", wide)]) == 1
+    # Wider than any pgvector indexes (as halfvec from 0.7; as vector: 2000).
+    wide = np.ones(HALFVEC_MAX_DIM + 1, np.float32)
+    assert store.put_vectors("wide", HALFVEC_MAX_DIM + 1, [("m1", wide)]) == 1
     assert store.meta()["hnsw_index"] is False
     (got,) = store.get_vectors("acme", ["m1"]).values()
     assert got.dtype == np.float32 and np.allclose(got, wide / np.linalg.norm(wide))

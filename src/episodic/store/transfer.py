@@ -48,7 +48,7 @@ from episodic.store.migrations import (
 )
 from episodic.store.postgres import PostgresStore
 from episodic.store.postgres.connection import Conn, map_errors
-from episodic.store.postgres.vectors import HNSW_MAX_DIM
+from episodic.store.postgres.pgvector import index_sql, index_to_build, parse_version
 from episodic.store.sqlite import sqlite_target
 from episodic.store.urls import display_url, libpq_url
 
@@ -528,23 +528,26 @@ def _index_vectors(src: sqlite3.Connection, dst: Conn, vectors: int, shown: List
     if vectors == 0:
         return
     dim = int(src.execute("SELECT max(dim) FROM memory_vectors").fetchone()[0])
-    if dim > HNSW_MAX_DIM:  # as the store does: pgvector cannot index these; exact search
+    row = dst.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    # The index the store builds with its first vectors (halfvec from pgvector 0.7).
+    index = index_to_build(parse_version(str(row[0]) if row else "0"), dim)
+    if index is None:  # as the store does: pgvector cannot index these; exact search
         return
     label = "index memory_vectors (hnsw)"
     shown.start(label, None)
     # The build is several times faster while the graph fits in maintenance_work_mem
     # (pgvector's advice); raise it for this session to about the graph's size (the
     # vectors plus ~500 bytes of links each), never lower, at most 1 GB.
-    want_kb = min(vectors * (dim * 4 + 500) // 1024, _MAX_INDEX_MEMORY_KB)
+    element = dim * (2 if index.form == "halfvec" else 4)
+    want_kb = min(vectors * (element + 500) // 1024, _MAX_INDEX_MEMORY_KB)
     row = dst.execute(
         "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
     ).fetchone()
     if row is not None and int(row[0]) < want_kb:
         dst.execute(f"SET maintenance_work_mem = '{want_kb}kB'")
-    dst.execute(
-        "CREATE INDEX IF NOT EXISTS memory_vectors_hnsw ON memory_vectors "
-        "USING hnsw (vector vector_cosine_ops)"
-    )
+    # Built by the server's parallel maintenance workers (max_parallel_maintenance_workers,
+    # 2 by default) beside this session while the graph fits in that memory.
+    dst.execute(index_sql(index))
     shown.advance(label, vectors)
 
 

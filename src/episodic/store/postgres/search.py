@@ -11,8 +11,12 @@ clause, so a narrow scope (one agent of many, a small workspace among large ones
 come back short. Each search therefore takes the index's ``ef_search`` nearest rows of
 the whole table, keeps the ones the scope sees, and, in the same statement, falls back to
 an exact scan of the scope's rows unless those fill the answer (or, with a score floor,
-the index's farthest row is already below it; see ``_dense_sql``). ``hnsw.ef_search`` is
-set per transaction to twice the rows wanted (40 to 1000).
+the index's farthest row is already below it; see ``_dense_sql``). On pgvector 0.8 the
+scope is checked inside an iterative index scan instead, which goes on until it has found
+``ef_search`` of the scope's rows, and the exact scan is left for scopes smaller than the
+answer. ``hnsw.ef_search`` is set per transaction to twice the rows wanted (40 to 1000).
+The distance the index is searched by is written as the existing index was built (on
+``vector`` or on ``halfvec``; see ``episodic.store.postgres.pgvector``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,15 @@ import psycopg
 from episodic.errors import ModelMismatch, StoreError
 from episodic.model import Candidate, ScopeFilter, utcnow
 from episodic.store.dense import unit_vector
-from episodic.store.postgres.connection import Conn, PgBase, _has_nul
+from episodic.store.postgres.connection import Conn, _has_nul
+from episodic.store.postgres.pgvector import (
+    MAX_SCAN_TUPLES,
+    SMALL_SCOPE_ROWS,
+    HnswIndex,
+    PgvectorMixin,
+    distance_sql,
+    has_iterative_scan,
+)
 from episodic.store.rows import parse_ts, ts_text, unique
 from episodic.store.sql import live_where, scope_where
 from episodic.store.upkeep import ReviewRequest
@@ -39,12 +51,13 @@ from episodic.store.vectors import Vector
 # hnsw.ef_search bounds: pgvector's default and its maximum.
 EF_SEARCH_MIN = 40
 EF_SEARCH_MAX = 1000
-# An HNSW graph's recall at a given ef_search falls as the table grows (on bench_postgres's
-# clustered vectors, recall@10 at ef 40: 1.00 at 10k, 0.96 at 100k, 0.66 at 1M). The floor
-# grows with the square root of the vectors stored past EF_SCALE_ROWS (40 at 100k, ~126
-# at 1M), up to EF_FLOOR_MAX; the table's size is the catalog's estimate, read again
-# after EF_FLOOR_TTL_S.
-EF_SCALE_ROWS = 100_000
+# An HNSW graph's recall at a given ef_search falls as the table grows (bench_postgres,
+# recall@10 vs exact at ef 40: 1.00 at 10k; at 100k 0.97 on clustered vectors but 0.88 on
+# vectors with real MiniLM embeddings' spectrum, which need ef 100 for 0.96; clustered at
+# 1M: 0.66). The floor grows with the square root of the vectors stored past
+# EF_SCALE_ROWS (100 at 100k, 200 from 400k on), up to EF_FLOOR_MAX; the table's size is
+# the catalog's estimate, read again after EF_FLOOR_TTL_S.
+EF_SCALE_ROWS = 16_000
 EF_FLOOR_MAX = 200
 EF_FLOOR_TTL_S = 60.0
 # The index is asked for this many times the rows wanted (plus the ids excluded), so a
@@ -57,9 +70,11 @@ def _is_dimension_error(exc: StoreError) -> bool:
     return isinstance(cause, psycopg.errors.DataException) and "dimensions" in str(cause)
 
 
-class SearchMixin(PgBase):
+class SearchMixin(PgvectorMixin):
     # None: scaled with the table (``ef_floor``); a number pins it (benchmarks sweep it).
     ef_search_floor: int | None = None
+    # pgvector 0.8: a scope of at most this many rows is scanned exactly, not by the index.
+    small_scope_rows: int = SMALL_SCOPE_ROWS
     _ef_floor_cache: tuple[int, float] | None = None
 
     # -- dense ------------------------------------------------------------------------
@@ -74,8 +89,19 @@ class SearchMixin(PgBase):
         try:
             with self._read() as conn:
                 ef = _ef_search(limit, floor=self.ef_floor(conn))
-                sql, args = _dense_sql(where, params, flt.workspace_id, unit, limit, ef)
-                self._set_ef_search(conn, ef)
+                index, iterative = self._dense_plan(conn)
+                sql, args = _dense_sql(
+                    where,
+                    params,
+                    flt.workspace_id,
+                    unit,
+                    limit,
+                    ef,
+                    index=index,
+                    iterative=iterative,
+                    small_scope=self.small_scope_rows,
+                )
+                self._set_ef_search(conn, ef, iterative=iterative)
                 rows = self._fetch(conn, sql, args)
         except StoreError as exc:
             if _is_dimension_error(exc):
@@ -111,12 +137,13 @@ class SearchMixin(PgBase):
         try:
             with self._read() as conn:
                 floor = self.ef_floor(conn)
+                index, iterative = self._dense_plan(conn)
                 # One statement per query, all sent before any answer is read.
                 with conn.pipeline():
                     cursors = []
                     for i in range(b):
                         ef = _ef_search(limit, len(excluded[i]), floor=floor)
-                        self._set_ef_search(conn, ef)
+                        self._set_ef_search(conn, ef, iterative=iterative)
                         sql, args = _dense_sql(
                             where,
                             params,
@@ -127,6 +154,9 @@ class SearchMixin(PgBase):
                             min_score=min_score,
                             exclude=excluded[i],
                             exact=bool(zero[i]),
+                            index=index,
+                            iterative=iterative,
+                            small_scope=self.small_scope_rows,
                         )
                         if self._tracer is not None:
                             self._tracer(sql, args)
@@ -160,15 +190,29 @@ class SearchMixin(PgBase):
         self._ef_floor_cache = (floor, now + EF_FLOOR_TTL_S)
         return floor
 
-    def _set_ef_search(self, conn: Conn, ef: int) -> None:
+    def _dense_plan(self, conn: Conn) -> tuple[HnswIndex | None, bool]:
+        """The HNSW index a dense search follows, and whether it scans it iteratively
+        (pgvector 0.8 on, and an index to scan)."""
+        index = self.hnsw_index(conn)
+        return index, index is not None and has_iterative_scan(self.pgvector_version(conn))
+
+    def _set_ef_search(self, conn: Conn, ef: int, *, iterative: bool = False) -> None:
         # Also no parallel workers: the exact fallback sits behind a one-time filter, and a
         # Gather below it would start its workers even when the filter skips the scan.
-        self._exec(
-            conn,
+        sql = (
             "SELECT set_config('hnsw.ef_search', %s, true), "
-            "set_config('max_parallel_workers_per_gather', '0', true)",
-            (str(ef),),
+            "set_config('max_parallel_workers_per_gather', '0', true)"
         )
+        params: tuple[str, ...] = (str(ef),)
+        if iterative:
+            # relaxed_order: the rows come back nearly nearest first; they are sorted by
+            # their exact scores afterwards anyway.
+            sql += (
+                ", set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+                ", set_config('hnsw.max_scan_tuples', %s, true)"
+            )
+            params += (str(MAX_SCAN_TUPLES),)
+        self._exec(conn, sql, params)
 
     def _mismatch(self, current: str, current_dim: int) -> StoreError | ModelMismatch:
         """The ModelMismatch for a query of another dimension than the stored vectors."""
@@ -344,8 +388,8 @@ class SearchMixin(PgBase):
 def ef_floor_for(rows: float) -> int:
     """The ef_search floor for a table of ``rows`` vectors (see ``EF_SCALE_ROWS``).
 
-    >>> [ef_floor_for(n) for n in (0, 100_000, 400_000, 1_000_000, 10_000_000)]
-    [40, 40, 80, 126, 200]
+    >>> [ef_floor_for(n) for n in (0, 16_000, 50_000, 100_000, 400_000, 1_000_000)]
+    [40, 40, 71, 100, 200, 200]
     """
     scaled = round(EF_SEARCH_MIN * math.sqrt(max(rows, 0.0) / EF_SCALE_ROWS))
     return min(EF_FLOOR_MAX, max(EF_SEARCH_MIN, scaled))
@@ -366,6 +410,9 @@ def _dense_sql(
     min_score: float | None = None,
     exclude: Sequence[str] = (),
     exact: bool = False,
+    index: HnswIndex | None = None,
+    iterative: bool = False,
+    small_scope: int = SMALL_SCOPE_ROWS,
 ) -> tuple[str, list[Any]]:
     """One dense search as one statement: (sql, params).
 
@@ -385,7 +432,16 @@ def _dense_sql(
     inner products of unit vectors in both branches (= cosine), ties broken by memory
     order as SQLite breaks them by load order. The index is skipped (``near`` never
     runs) when it does not exist (no vectors yet, or more dimensions than HNSW takes)
-    and when ``exact`` is set (a zero query vector has no direction to search by)."""
+    and when ``exact`` is set (a zero query vector has no direction to search by).
+
+    ``near`` orders by the distance written as ``index`` is built (a halfvec index is only
+    used for the same cast). With ``iterative`` (pgvector 0.8; the caller turned
+    ``hnsw.iterative_scan`` on) the filter moves inside ``near``: the index scan goes on
+    past ``ef`` rows until ``ef`` of the filter's rows are found (or it has visited
+    ``hnsw.max_scan_tuples``), so a narrow scope is filled by the index. A scope of at
+    most ``small_scope`` rows (counted first, up to one more) skips the index: its exact
+    scan is cheaper. The exact scan is still the fallback when the index comes back
+    short."""
     near_extra, exact_extra = "", ""
     near_params: list[Any] = []
     exact_params: list[Any] = []
@@ -405,10 +461,35 @@ def _dense_sql(
         # coalesce: an empty ``near`` has no farthest row and proves nothing.
         complete += " OR coalesce((SELECT min(score) FROM near) < %s, false)"
         complete_params.append(float(min_score))
+    head = "WITH"
+    head_args: list[Any] = []
+    near = " SELECT v.memory_id, 0 - (v.vector <#> %s) AS score FROM memory_vectors v"
+    near_args: list[Any] = [query]
+    if iterative:
+        # A scope of at most ``small_scope`` rows is scanned exactly at once: cheaper
+        # than the rows the index would pass over to find them (all of
+        # hnsw.max_scan_tuples when the scope holds fewer than asked for).
+        head = (
+            "WITH small AS MATERIALIZED (SELECT count(*) <= %s AS yes FROM"
+            f" (SELECT 1 FROM memories m WHERE {where} LIMIT %s) s),"
+        )
+        head_args = [small_scope, *params, small_scope + 1]
+        # The filter is a subquery per row, not a join or a column of memory_vectors:
+        # the planner cannot turn it into a scan of the scope's rows and a sort, and the
+        # index scan stays the way in. The score floor stays in ``hits``: inside the
+        # scan it would send the index looking for rows that are not there.
+        near += (
+            " WHERE NOT (SELECT yes FROM small)"
+            f" AND (SELECT {where} FROM memories m WHERE m.id = v.memory_id)"
+        )
+        near_args += [*params]
+        if exclude:
+            near += " AND NOT (v.memory_id = ANY(%s))"
+            near_args.append(list(exclude))
+    near += f" ORDER BY {distance_sql(index)} LIMIT %s"
+    near_args += [query, ef]
     sql = (
-        "WITH near AS MATERIALIZED ("
-        " SELECT v.memory_id, 0 - (v.vector <#> %s) AS score FROM memory_vectors v"
-        " ORDER BY v.vector <=> %s LIMIT %s"
+        f"{head} near AS MATERIALIZED ({near}"
         "), hits AS MATERIALIZED ("
         " SELECT m.id, v.score, m.seq FROM near v JOIN memories m ON m.id = v.memory_id"
         f" WHERE {where}{near_extra}"
@@ -424,7 +505,7 @@ def _dense_sql(
         " ORDER BY v.vector <#> %s, m.seq LIMIT %s"
         ") ORDER BY 2 DESC, 3"
     )
-    args: list[Any] = [query, query, ef, *params, *near_params, limit]
+    args: list[Any] = [*head_args, *near_args, *params, *near_params, limit]
     args += [exact, *complete_params]
     args += [query, workspace_id, *params, *exact_params, query, limit]
     return sql, args

@@ -26,16 +26,15 @@ from pgvector import Vector as PgVector
 from episodic.errors import InvalidInput, ModelMismatch, NotFound
 from episodic.model import utcnow
 from episodic.store.dense import LE_FLOAT32, unit_vector
-from episodic.store.postgres.connection import Conn, PgBase, _has_nul
+from episodic.store.postgres.connection import Conn, _has_nul
+from episodic.store.postgres.pgvector import HNSW_MAX_DIM as HNSW_MAX_DIM  # its old home
+from episodic.store.postgres.pgvector import PgvectorMixin
 from episodic.store.rows import ts_text, unique
 from episodic.store.vectors import PendingVector, Relation, Vector
 
 # pg_advisory_xact_lock keys (the migration lock is "epmi").
 _VECTORS_LOCK = 0x6570_7663  # "epvc": shared by vector writes, exclusive for clear_vectors
 _SETUP_LOCK = 0x6570_7673  # "epvs": deciding the model of an empty vector table
-# pgvector (0.6) builds HNSW indexes on vectors of at most this many dimensions; wider
-# ones are stored unindexed and searched by a scan.
-HNSW_MAX_DIM = 2000
 # FOR KEY SHARE: a memory deleted meanwhile is skipped (like an unknown id) instead of
 # failing the foreign key check. The seq of a replaced row stays, as SQLite's in-process
 # index keeps a re-embedded memory in its place.
@@ -71,7 +70,7 @@ def array_of(value: PgVector) -> Vector:
     return out
 
 
-class VectorsMixin(PgBase):
+class VectorsMixin(PgvectorMixin):
     # -- vectors ---------------------------------------------------------------------
     def pending_vectors(self, limit: int) -> list[PendingVector]:
         """Active memories without a vector, in the order they were stored."""
@@ -162,15 +161,11 @@ class VectorsMixin(PgBase):
         return int(written)
 
     def _type_vectors(self, conn: Conn, dim: int) -> None:
-        """Give the (empty) vector column its dimension and build the HNSW index."""
+        """Give the (empty) vector column its dimension and build the HNSW index (on
+        halfvec where pgvector has it; see ``episodic.store.postgres.pgvector``)."""
         self._exec(conn, "DROP INDEX IF EXISTS memory_vectors_hnsw")
         self._exec(conn, f"ALTER TABLE memory_vectors ALTER COLUMN vector TYPE vector({dim:d})")
-        if dim <= HNSW_MAX_DIM:
-            self._exec(
-                conn,
-                "CREATE INDEX IF NOT EXISTS memory_vectors_hnsw ON memory_vectors "
-                "USING hnsw (vector vector_cosine_ops)",
-            )
+        self.build_index(conn, dim)
 
     def clear_vectors(self) -> int:
         with self._write() as conn:
@@ -184,6 +179,8 @@ class VectorsMixin(PgBase):
             self._exec(conn, "UPDATE memories SET has_vector = 0 WHERE has_vector = 1")
             self._exec(conn, "DROP INDEX IF EXISTS memory_vectors_hnsw")
             self._exec(conn, "ALTER TABLE memory_vectors ALTER COLUMN vector TYPE vector")
+        # After the commit: a search meanwhile may have cached the index just dropped.
+        self.forget_index()
         return dropped
 
     def get_vectors(self, workspace_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
