@@ -9,6 +9,7 @@ them, not by sleeps."""
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -27,7 +28,14 @@ from episodic.embed.base import Matrix
 from episodic.embed.fake import FakeEmbedder
 from episodic.errors import InvalidInput
 from episodic.http import Lane, asgi
-from episodic.http.limits import env_number, expected_wait, retry_after
+from episodic.http.limits import (
+    RECALL_NICE,
+    RECALL_NICE_MAX,
+    env_nice,
+    env_number,
+    expected_wait,
+    retry_after,
+)
 from episodic.store import Store, open_store
 from servers import serve
 
@@ -46,6 +54,7 @@ class HeldEmbedder:
         self.open = threading.Event()
         self.open.set()
         self.seen: list[str] = []
+        self.priority: dict[str, int] = {}  # text -> the nice of the thread that embedded it
 
     @property
     def model_id(self) -> str:
@@ -63,6 +72,8 @@ class HeldEmbedder:
 
     def embed_batch(self, texts: Sequence[str]) -> Matrix:
         self.seen.extend(texts)
+        nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        self.priority.update(dict.fromkeys(texts, nice))
         assert self.open.wait(60), "the test never released the embedder"
         return self.inner.embed_batch(texts)
 
@@ -311,3 +322,39 @@ def test_a_bad_bound_in_the_environment_is_named(raw: str, monkeypatch: pytest.M
         env_number("EPISODIC_RECALL_SLOTS", 4)
     monkeypatch.setenv("EPISODIC_RECALL_SLOTS", "6")
     assert env_number("EPISODIC_RECALL_SLOTS", 4) == 6
+
+
+def test_recalls_run_at_a_lower_cpu_priority_than_writes(db_url: str) -> None:
+    # Two cores shared by recalls and writes: the scheduler must run a write's thread
+    # before the recalls' threads, so a write does not wait out their time slices.
+    embedder = HeldEmbedder()
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    with server(db_url, embedder) as srv:
+        assert recall(srv.base, srv.key, "who approved the payments rollout").status_code == 200
+        note = {"workspace": WS, "content": "the rollout moved to Thursday"}
+        assert post(srv.base, srv.key, "/v1/memories", note).status_code == 201
+    assert RECALL_NICE > 0
+    assert embedder.priority["who approved the payments rollout"] == min(
+        RECALL_NICE_MAX, own + RECALL_NICE
+    )
+    assert embedder.priority["the rollout moved to Thursday"] == own
+
+
+def test_a_server_started_again_runs_recalls_on_new_threads(db_url: str) -> None:
+    embedder = HeldEmbedder()
+    for query in ("first run", "second run"):
+        with server(db_url, embedder) as srv:
+            assert recall(srv.base, srv.key, query).status_code == 200
+            assert srv.recalls.nice == RECALL_NICE
+    assert embedder.seen.count("second run") == 1
+
+
+@pytest.mark.parametrize("raw", ["lots", "-1", "20", "2.5"])
+def test_a_bad_recall_nice_in_the_environment_is_named(
+    raw: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EPISODIC_RECALL_NICE", raw)
+    with pytest.raises(InvalidInput, match="EPISODIC_RECALL_NICE"):
+        env_nice("EPISODIC_RECALL_NICE", 10)
+    monkeypatch.setenv("EPISODIC_RECALL_NICE", "0")
+    assert env_nice("EPISODIC_RECALL_NICE", 10) == 0

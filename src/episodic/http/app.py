@@ -19,6 +19,7 @@ from episodic.http.limits import (
     FIRST_WRITE_GUESS_S,
     MAX_BODY_BYTES,
     RECALL_MAX_WAIT_S,
+    RECALL_NICE,
     RECALL_SLOTS,
     WRITE_MAX_WAIT_S,
     WRITE_SLOTS,
@@ -47,6 +48,7 @@ def create_app(
     ui: bool = True,
     recall_slots: int = RECALL_SLOTS,
     recall_max_wait_s: float = RECALL_MAX_WAIT_S,
+    recall_nice: int = RECALL_NICE,
     write_slots: int = WRITE_SLOTS,
     write_max_wait_s: float = WRITE_MAX_WAIT_S,
 ) -> FastAPI:
@@ -64,6 +66,7 @@ def create_app(
         try:
             yield
         finally:
+            app.state.recalls.close()
             mem.flush_marks(stop=True)
 
     app = FastAPI(
@@ -79,7 +82,9 @@ def create_app(
     )
     # Read by the handlers through episodic.http.deps: the service and the load bounds.
     app.state.episodic = mem
-    app.state.recalls = Lane("recall", recall_slots, recall_max_wait_s, FIRST_RECALL_GUESS_S)
+    app.state.recalls = Lane(
+        "recall", recall_slots, recall_max_wait_s, FIRST_RECALL_GUESS_S, nice=recall_nice
+    )
     app.state.writes = Lane("write", write_slots, write_max_wait_s, FIRST_WRITE_GUESS_S)
     install_error_handlers(app)
     # The order here is the order of the paths in the OpenAPI document.

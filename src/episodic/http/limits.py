@@ -5,10 +5,13 @@ request would wait too long."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -56,6 +59,30 @@ WRITE_SLOTS = int(env_number("EPISODIC_WRITE_SLOTS", 4))
 # wait longer than a recall; still well under clients' timeouts, so a flood of writes is
 # shed (503 + Retry-After) rather than left to time out.
 WRITE_MAX_WAIT_S = env_number("EPISODIC_WRITE_MAX_WAIT", 5.0)
+# How much lower the recall threads' CPU priority is than the rest of the server's (a nice
+# increment, Linux, 0 = the same). Recalls are the server's heavy CPU work (query embedding,
+# the store's searches, the ranking); a write is small. On two cores shared by recalls in
+# flight, the writes, the event loop and the indexer, the kernel's scheduler gives the
+# same share to every runnable thread, so a write took several recalls' time slices to
+# finish. With the recall threads niced, a runnable write thread (and the event loop that
+# answers it) is run first; recalls still get every cycle nobody else wants.
+RECALL_NICE_MAX = 19
+
+
+def env_nice(name: str, default: int) -> int:
+    """A nice increment from the environment (0 to 19), or ``default``; a bad value is an
+    error that names the variable."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) > RECALL_NICE_MAX:
+        raise InvalidInput(
+            name, f"expected a whole number from 0 to {RECALL_NICE_MAX}, got {raw!r}"
+        )
+    return int(raw)
+
+
+RECALL_NICE = env_nice("EPISODIC_RECALL_NICE", 10)
 # What a recall and a write are assumed to take before one has been measured, and how
 # much each new measurement moves the moving average (about the last ten count).
 FIRST_RECALL_GUESS_S = 0.1
@@ -85,21 +112,42 @@ def retry_after(wait_s: float) -> int:
     return max(1, math.ceil(wait_s))
 
 
+def lower_priority(increment: int) -> None:
+    """Lower the calling thread's CPU priority by ``increment`` (Linux: nice is per
+    thread). Where that is not possible, the thread keeps the priority it has."""
+    if increment <= 0 or not hasattr(os, "setpriority"):
+        return
+    tid = threading.get_native_id()
+    try:
+        now = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(RECALL_NICE_MAX, now + increment))
+    except OSError:
+        pass
+
+
 class Lane:
     """One kind of request of one process (``kind``: recall, write): at most ``slots``
     run at once and the rest wait in line on the event loop, in arrival order (an anyio
     ``CapacityLimiter`` is FIFO), holding no thread. One whose expected wait is over
-    ``max_wait_s`` is refused with ``Overloaded`` instead of joining the line."""
+    ``max_wait_s`` is refused with ``Overloaded`` instead of joining the line.
 
-    def __init__(self, kind: str, slots: int, max_wait_s: float, first_guess_s: float) -> None:
+    With ``nice`` > 0, ``run`` uses threads of the lane's own (``slots`` of them, made on
+    first use, ``close`` ends them) whose CPU priority is lowered by ``nice``."""
+
+    def __init__(
+        self, kind: str, slots: int, max_wait_s: float, first_guess_s: float, nice: int = 0
+    ) -> None:
         if slots < 1:
             raise InvalidInput("slots", f"must be at least 1, got {slots}")
         self.kind = kind
         self.slots = slots
         self.max_wait_s = max_wait_s
+        self.nice = nice
         self.service_s = first_guess_s  # a moving average of the time a slot is held
         self.shed = 0  # requests refused so far
         self._limiter: anyio.CapacityLimiter | None = None
+        self._threads: ThreadPoolExecutor | None = None
+        self._threads_lock = threading.Lock()
 
     def limiter(self) -> anyio.CapacityLimiter:
         # Made on first use: a limiter belongs to the event loop it is first used on.
@@ -124,10 +172,36 @@ class Lane:
             )
 
     async def run(self, work: Callable[[], T]) -> T:
-        """``work()`` in a worker thread of its own once a slot is free (the thread pool
-        that sync handlers share is not touched), or ``Overloaded``."""
+        """``work()`` in a worker thread once a slot is free (the thread pool that sync
+        handlers share is not taken from), or ``Overloaded``."""
         self.admit()
-        return await anyio.to_thread.run_sync(self._timed, work, limiter=self.limiter())
+        if self.nice <= 0:
+            return await anyio.to_thread.run_sync(self._timed, work, limiter=self.limiter())
+        async with self.limiter():
+            done = asyncio.get_running_loop().run_in_executor(self._pool(), self._timed, work)
+            # As anyio's threads do: a request given up on still holds its slot until the
+            # thread has finished its work, so the slots bound the threads busy.
+            with anyio.CancelScope(shield=True):
+                result = await done
+        return result
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._threads_lock:
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(
+                    self.slots,
+                    thread_name_prefix=f"episodic-{self.kind}",
+                    initializer=lower_priority,
+                    initargs=(self.nice,),
+                )
+            return self._threads
+
+    def close(self) -> None:
+        """End the lane's own threads (after the work they have)."""
+        with self._threads_lock:
+            threads, self._threads = self._threads, None
+        if threads is not None:
+            threads.shutdown(wait=True)
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
