@@ -83,15 +83,17 @@ class Settings:
             openai_base_url=env.get("EPISODIC_OPENAI_BASE_URL", s.openai_base_url),
             openai_api_key=env.get("EPISODIC_OPENAI_API_KEY") or env.get("OPENAI_API_KEY"),
             openai_embed_model=env.get("EPISODIC_OPENAI_EMBED_MODEL", s.openai_embed_model),
-            embed_timeout_s=_num(env, "EPISODIC_EMBED_TIMEOUT", s.embed_timeout_s),
-            sweep_interval_s=_num(env, "EPISODIC_SWEEP_INTERVAL", s.sweep_interval_s),
-            sweep_batch=int(_num(env, "EPISODIC_SWEEP_BATCH", s.sweep_batch)),
-            max_text_chars=int(_num(env, "EPISODIC_MAX_TEXT_CHARS", s.max_text_chars)),
-            max_payload_bytes=int(_num(env, "EPISODIC_MAX_PAYLOAD_BYTES", s.max_payload_bytes)),
+            embed_timeout_s=positive_number(env, "EPISODIC_EMBED_TIMEOUT", s.embed_timeout_s),
+            sweep_interval_s=positive_number(env, "EPISODIC_SWEEP_INTERVAL", s.sweep_interval_s),
+            sweep_batch=int(positive_number(env, "EPISODIC_SWEEP_BATCH", s.sweep_batch)),
+            max_text_chars=int(positive_number(env, "EPISODIC_MAX_TEXT_CHARS", s.max_text_chars)),
+            max_payload_bytes=int(
+                positive_number(env, "EPISODIC_MAX_PAYLOAD_BYTES", s.max_payload_bytes)
+            ),
             llm_url=env.get("EPISODIC_LLM_URL") or None,
             llm_model=env.get("EPISODIC_LLM_MODEL") or None,
             llm_api_key=env.get("EPISODIC_LLM_API_KEY") or None,
-            llm_timeout_s=_num(env, "EPISODIC_LLM_TIMEOUT", s.llm_timeout_s),
+            llm_timeout_s=positive_number(env, "EPISODIC_LLM_TIMEOUT", s.llm_timeout_s),
             llm_query_terms=env.get("EPISODIC_LLM_QUERY_TERMS", "").lower() in ("1", "true"),
             key_expansion=env.get("EPISODIC_KEY_EXPANSION", "1").lower() not in ("0", "false"),
             cache_dir=Path(env["EPISODIC_CACHE_DIR"])
@@ -109,7 +111,9 @@ class Settings:
         return s
 
 
-def _num(env: Mapping[str, str], name: str, default: float) -> float:
+def positive_number(env: Mapping[str, str], name: str, default: float) -> float:
+    """The positive number ``env[name]``, or ``default`` when unset or empty; a value that
+    is not one is ``InvalidInput`` naming the variable."""
     raw = env.get(name)
     if raw is None or raw == "":
         return default
@@ -133,13 +137,15 @@ def _upkeep_from_env(env: Mapping[str, str], s: Settings) -> Settings:
         decay_formula=env.get("EPISODIC_DECAY_FORMULA", s.decay_formula).strip().lower(),
         decay_at=env.get("EPISODIC_DECAY_AT", s.decay_at).strip(),
         daily_at=env.get("EPISODIC_DAILY_AT", s.daily_at).strip(),
-        review_interval_s=_num(env, "EPISODIC_REVIEW_INTERVAL", s.review_interval_s),
+        review_interval_s=positive_number(env, "EPISODIC_REVIEW_INTERVAL", s.review_interval_s),
         review_recalls=env.get("EPISODIC_REVIEW_RECALLS", "1").lower() not in ("0", "false"),
         supersession=env.get("EPISODIC_SUPERSESSION", s.supersession).strip().lower(),
         consolidate_threshold=int(
-            _num(env, "EPISODIC_CONSOLIDATE_THRESHOLD", s.consolidate_threshold)
+            positive_number(env, "EPISODIC_CONSOLIDATE_THRESHOLD", s.consolidate_threshold)
         ),
-        archive_after_days=_num(env, "EPISODIC_ARCHIVE_AFTER_DAYS", s.archive_after_days),
+        archive_after_days=positive_number(
+            env, "EPISODIC_ARCHIVE_AFTER_DAYS", s.archive_after_days
+        ),
         memory_walk_depth=parse_walk_depths(
             env.get("EPISODIC_MEMORY_WALK_DEPTH", ""), "EPISODIC_MEMORY_WALK_DEPTH"
         )

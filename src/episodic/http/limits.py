@@ -20,7 +20,7 @@ import anyio.to_thread
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from episodic.config import _num
+from episodic.config import positive_number
 from episodic.errors import InvalidInput
 from episodic.http.errors import error_body
 
@@ -33,7 +33,7 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 def env_number(name: str, default: float) -> float:
     """A positive number from the environment, or ``default``; a bad value is an error
     that names the variable (the server would otherwise start with a silent default)."""
-    return _num(os.environ, name, default)
+    return positive_number(os.environ, name, default)
 
 
 # Recalls in flight per process. The store's reads, the query embedding and the ranking
