@@ -149,10 +149,14 @@ class VectorsMixin(PgvectorMixin):
             "CREATE TEMP TABLE _stage ON COMMIT DROP AS "
             "SELECT 0::bigint AS ord, memory_id, vector FROM memory_vectors WITH NO DATA",
         )
+        # Binary: pgvector's text form costs a float formatted per dimension, which made
+        # COPY about 35x slower than the binary form (2.6k against 95k rows/s of 384-d
+        # vectors) and the bulk load's bound.
         with (
             conn.cursor() as cur,
-            cur.copy("COPY _stage (ord, memory_id, vector) FROM STDIN") as cp,
+            cur.copy("COPY _stage (ord, memory_id, vector) FROM STDIN (FORMAT BINARY)") as cp,
         ):
+            cp.set_types(["int8", "text", "vector"])
             for i, (vector, _dim, _model, _at, memory_id) in enumerate(params):
                 cp.write_row((i, memory_id, vector))
         row = self._exec(conn, _STAGED_VECTORS_SQL, (dim, model_id, indexed_at)).fetchone()
