@@ -349,3 +349,31 @@ def test_a_plain_vector_index_built_before_an_upgrade_is_still_searched(
         narrow, _, _ = traced_search(store, own, query, 10)
         visible = [a == "a4" for a in agents]
         assert_same(narrow, brute_force(vectors, ids, visible, query, 10))
+
+
+def test_doctor_expects_the_index_this_pgvector_builds_for_wide_vectors(
+    server: tuple[str, str],
+) -> None:
+    # 3,000 dimensions: past plain vector's 2,000, within halfvec's 4,000 (pgvector 0.7+).
+    major, admin = server
+    url = new_db(admin)
+    wide = 3000
+    with PostgresStore(url) as store:
+        ids = seed_agents(store, unit_rows(20, seed=5), ["a"] * 20)
+        assert store.clear_vectors() == 20
+        vectors = np.random.default_rng(5).standard_normal((20, wide)).astype(np.float32)
+        assert store.put_vectors("wide", wide, list(zip(ids, vectors, strict=True))) == 20
+
+        def index_check() -> tuple[str, int, str]:
+            check = next(c for c in store.deep_check() if c.name == "postgres.indexes")
+            return check.status, check.count, check.detail
+
+        assert index_check()[:2] == ("ok", 0)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DROP INDEX IF EXISTS memory_vectors_hnsw")
+        status, count, detail = index_check()
+        if major == "18":  # halfvec indexes 3,000 dimensions: its loss is an error
+            assert (status, count) == ("error", 1)
+            assert "memory_vectors_hnsw" in detail
+        else:  # pgvector 0.6 never built one: nothing is missing
+            assert (status, count) == ("ok", 0)

@@ -33,8 +33,9 @@ from episodic.store.integrity import (
     verdict,
 )
 from episodic.store.migrations import _PG_JOURNAL_TSV, _PG_TSV_V3
-from episodic.store.postgres.connection import Conn, PgBase, current_version
-from episodic.store.postgres.vectors import COLUMN_DIM_SQL, HNSW_MAX_DIM
+from episodic.store.postgres.connection import Conn, current_version
+from episodic.store.postgres.pgvector import PgvectorMixin, index_to_build
+from episodic.store.postgres.vectors import COLUMN_DIM_SQL
 from episodic.store.urls import display_url
 
 _TSV_PREFIX = "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS "
@@ -60,7 +61,7 @@ _BAD_INDEXES_SQL = (
 )
 
 
-class IntegrityMixin(PgBase):
+class IntegrityMixin(PgvectorMixin):
     def stats(self, workspace_id: str | None = None) -> StoreStats:
         where, params = ("WHERE workspace_id = %s", [workspace_id]) if workspace_id else ("", [])
         both = "AND workspace_id = %s" if workspace_id else ""
@@ -149,7 +150,13 @@ class IntegrityMixin(PgBase):
         bad = [str(r[0]) for r in self._exec(conn, _BAD_INDEXES_SQL).fetchall()]
         row = self._exec(conn, COLUMN_DIM_SQL).fetchone()
         typed = row is not None and int(row[0]) > 0
-        wants_hnsw = typed and row is not None and int(row[0]) <= HNSW_MAX_DIM
+        # Expected where this pgvector builds one: up to 2,000 dimensions, 4,000 on
+        # halfvec from 0.7.
+        wants_hnsw = (
+            row is not None
+            and typed
+            and index_to_build(self.pgvector_version(conn), int(row[0])) is not None
+        )
         hnsw = self._exec(conn, "SELECT to_regclass('memory_vectors_hnsw') IS NOT NULL").fetchone()
         missing = wants_hnsw and not (hnsw and hnsw[0])
         if not bad and not missing:
