@@ -28,14 +28,8 @@ from episodic.embed.base import Matrix
 from episodic.embed.fake import FakeEmbedder
 from episodic.errors import InvalidInput
 from episodic.http import Lane, asgi
-from episodic.http.limits import (
-    RECALL_NICE,
-    RECALL_NICE_MAX,
-    env_nice,
-    env_number,
-    expected_wait,
-    retry_after,
-)
+from episodic.http.limits import env_number, expected_wait, retry_after
+from episodic.priority import HEAVY_NICE, MAX_NICE
 from episodic.store import Store, open_store
 from servers import serve
 
@@ -333,10 +327,8 @@ def test_recalls_run_at_a_lower_cpu_priority_than_writes(db_url: str) -> None:
         assert recall(srv.base, srv.key, "who approved the payments rollout").status_code == 200
         note = {"workspace": WS, "content": "the rollout moved to Thursday"}
         assert post(srv.base, srv.key, "/v1/memories", note).status_code == 201
-    assert RECALL_NICE > 0
-    assert embedder.priority["who approved the payments rollout"] == min(
-        RECALL_NICE_MAX, own + RECALL_NICE
-    )
+    assert HEAVY_NICE > 0
+    assert embedder.priority["who approved the payments rollout"] == min(MAX_NICE, own + HEAVY_NICE)
     assert embedder.priority["the rollout moved to Thursday"] == own
 
 
@@ -345,16 +337,5 @@ def test_a_server_started_again_runs_recalls_on_new_threads(db_url: str) -> None
     for query in ("first run", "second run"):
         with server(db_url, embedder) as srv:
             assert recall(srv.base, srv.key, query).status_code == 200
-            assert srv.recalls.nice == RECALL_NICE
+            assert srv.recalls.nice == HEAVY_NICE
     assert embedder.seen.count("second run") == 1
-
-
-@pytest.mark.parametrize("raw", ["lots", "-1", "20", "2.5"])
-def test_a_bad_recall_nice_in_the_environment_is_named(
-    raw: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("EPISODIC_RECALL_NICE", raw)
-    with pytest.raises(InvalidInput, match="EPISODIC_RECALL_NICE"):
-        env_nice("EPISODIC_RECALL_NICE", 10)
-    monkeypatch.setenv("EPISODIC_RECALL_NICE", "0")
-    assert env_nice("EPISODIC_RECALL_NICE", 10) == 0

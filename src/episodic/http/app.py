@@ -19,7 +19,6 @@ from episodic.http.limits import (
     FIRST_WRITE_GUESS_S,
     MAX_BODY_BYTES,
     RECALL_MAX_WAIT_S,
-    RECALL_NICE,
     RECALL_SLOTS,
     WRITE_MAX_WAIT_S,
     WRITE_SLOTS,
@@ -27,6 +26,7 @@ from episodic.http.limits import (
     Lane,
 )
 from episodic.http.routers import events, forget, health, journal, keys, memories, messages, recall
+from episodic.priority import HEAVY_NICE
 from episodic.service import Episodic
 
 DEFAULT_HOST = "127.0.0.1"
@@ -48,7 +48,7 @@ def create_app(
     ui: bool = True,
     recall_slots: int = RECALL_SLOTS,
     recall_max_wait_s: float = RECALL_MAX_WAIT_S,
-    recall_nice: int = RECALL_NICE,
+    recall_nice: int = HEAVY_NICE,
     write_slots: int = WRITE_SLOTS,
     write_max_wait_s: float = WRITE_MAX_WAIT_S,
 ) -> FastAPI:

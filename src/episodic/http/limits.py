@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from episodic.config import positive_number
 from episodic.errors import InvalidInput
 from episodic.http.errors import error_body
+from episodic.priority import lower_priority
 
 T = TypeVar("T")
 
@@ -59,30 +60,6 @@ WRITE_SLOTS = int(env_number("EPISODIC_WRITE_SLOTS", 4))
 # wait longer than a recall; still well under clients' timeouts, so a flood of writes is
 # shed (503 + Retry-After) rather than left to time out.
 WRITE_MAX_WAIT_S = env_number("EPISODIC_WRITE_MAX_WAIT", 5.0)
-# How much lower the recall threads' CPU priority is than the rest of the server's (a nice
-# increment, Linux, 0 = the same). Recalls are the server's heavy CPU work (query embedding,
-# the store's searches, the ranking); a write is small. On two cores shared by recalls in
-# flight, the writes, the event loop and the indexer, the kernel's scheduler gives the
-# same share to every runnable thread, so a write took several recalls' time slices to
-# finish. With the recall threads niced, a runnable write thread (and the event loop that
-# answers it) is run first; recalls still get every cycle nobody else wants.
-RECALL_NICE_MAX = 19
-
-
-def env_nice(name: str, default: int) -> int:
-    """A nice increment from the environment (0 to 19), or ``default``; a bad value is an
-    error that names the variable."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) > RECALL_NICE_MAX:
-        raise InvalidInput(
-            name, f"expected a whole number from 0 to {RECALL_NICE_MAX}, got {raw!r}"
-        )
-    return int(raw)
-
-
-RECALL_NICE = env_nice("EPISODIC_RECALL_NICE", 10)
 # What a recall and a write are assumed to take before one has been measured, and how
 # much each new measurement moves the moving average (about the last ten count).
 FIRST_RECALL_GUESS_S = 0.1
@@ -110,19 +87,6 @@ def expected_wait(waiting: int, busy: int, slots: int, service_s: float) -> floa
 def retry_after(wait_s: float) -> int:
     """Whole seconds to tell a shed caller: about when the line it saw will have gone."""
     return max(1, math.ceil(wait_s))
-
-
-def lower_priority(increment: int) -> None:
-    """Lower the calling thread's CPU priority by ``increment`` (Linux: nice is per
-    thread). Where that is not possible, the thread keeps the priority it has."""
-    if increment <= 0 or not hasattr(os, "setpriority"):
-        return
-    tid = threading.get_native_id()
-    try:
-        now = os.getpriority(os.PRIO_PROCESS, tid)
-        os.setpriority(os.PRIO_PROCESS, tid, min(RECALL_NICE_MAX, now + increment))
-    except OSError:
-        pass
 
 
 class Lane:

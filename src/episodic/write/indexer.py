@@ -26,6 +26,7 @@ from episodic.errors import (
     StoreUnavailable,
 )
 from episodic.heap import HeapTrimmer
+from episodic.priority import HEAVY_NICE, lower_priority
 from episodic.store.vectors import Vector, VectorStore
 from episodic.upkeep import relations
 
@@ -134,7 +135,10 @@ class Indexer:
     def run(self) -> None:
         """Sweep until stopped; a full batch sweeps again at once, otherwise wait. While
         the database is unreachable the wait doubles (up to ``MAX_BACKOFF_S``), and the
-        first sweep that gets through resumes the normal pace."""
+        first sweep that gets through resumes the normal pace. The sweeps run at the
+        heavy work's lower CPU priority (``episodic.priority``): a backlog of embedding
+        yields to writes."""
+        lower_priority(HEAVY_NICE)
         outages = 0
         while not self._stop.is_set():
             try:

@@ -1,0 +1,47 @@
+"""CPU priority of the heavy work of one process: recalls and the indexer's embedding run at
+a lower priority (a nice increment, per thread on Linux) than writes and the server's event
+loop.
+
+On two cores shared by recalls in flight, the writes, the event loop and the indexer, the
+kernel's scheduler gives the same share to every runnable thread, so a write (small) took
+several recalls' time slices to finish. With the heavy threads niced, a runnable write
+thread and the event loop that answers it run first; recalls and the indexer still get
+every cycle nothing else wants, and share those as before.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from episodic.errors import InvalidInput
+
+MAX_NICE = 19
+
+
+def env_nice(name: str, default: int) -> int:
+    """A nice increment from the environment (0 to 19), or ``default``; a bad value is an
+    error that names the variable."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) > MAX_NICE:
+        raise InvalidInput(name, f"expected a whole number from 0 to {MAX_NICE}, got {raw!r}")
+    return int(raw)
+
+
+# How much lower the heavy threads' priority is (0: the same as the rest).
+HEAVY_NICE = env_nice("EPISODIC_NICE", 10)
+
+
+def lower_priority(increment: int) -> None:
+    """Lower the calling thread's CPU priority by ``increment`` (Linux: nice is per
+    thread). Where that is not possible, the thread keeps the priority it has."""
+    if increment <= 0 or not hasattr(os, "setpriority"):
+        return
+    tid = threading.get_native_id()
+    try:
+        now = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(MAX_NICE, now + increment))
+    except OSError:
+        pass
