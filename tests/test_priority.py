@@ -15,6 +15,7 @@ from episodic.embed.fake import FakeEmbedder
 from episodic.errors import InvalidInput
 from episodic.priority import HEAVY_NICE, MAX_NICE, env_nice, lower_priority
 from episodic.store import SqliteStore
+from episodic.store.base import Vector
 from episodic.write.indexer import Indexer
 from store_contract import event, remember
 
@@ -31,8 +32,19 @@ class PriorityEmbedder(FakeEmbedder):
         return super().embed_batch(texts)
 
 
-def test_the_indexer_embeds_at_the_heavy_works_lower_priority() -> None:
-    store = SqliteStore(":memory:")
+class PriorityStore(SqliteStore):
+    """A real store, noting the nice of each thread that writes vectors."""
+
+    nices: list[int]
+
+    def put_vectors(self, model_id: str, dim: int, rows: Sequence[tuple[str, Vector]]) -> int:
+        self.nices.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return super().put_vectors(model_id, dim, rows)
+
+
+def test_the_indexer_embeds_at_the_heavy_works_lower_priority_and_writes_at_normal() -> None:
+    store = PriorityStore(":memory:")
+    store.nices = []
     remember(store, *(event(f"e{i}", summary=f"deploy step {i}") for i in range(3)))
     embedder = PriorityEmbedder()
     indexer = Indexer(store, embedder, interval_s=0.05, link_similar=False)
@@ -47,6 +59,9 @@ def test_the_indexer_embeds_at_the_heavy_works_lower_priority() -> None:
     assert store.stats().vectors == 3
     assert HEAVY_NICE > 0
     assert embedder.nices and set(embedder.nices) == {min(MAX_NICE, own + HEAVY_NICE)}
+    # The vectors are written at the process's priority: a niced writer holding the store's
+    # write lock would keep writes waiting while it waits for CPU.
+    assert store.nices and set(store.nices) == {own}
     # The caller's own thread keeps its priority: only the sweeper's thread was niced.
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
     store.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from episodic.embed.base import Embedder
@@ -68,6 +69,8 @@ class Indexer:
         self.heap = HeapTrimmer()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._model: ThreadPoolExecutor | None = None
+        self._model_lock = threading.Lock()
 
     def sweep_once(self) -> SweepResult:
         """Embed up to one batch of pending memories. Never raises for embedder outages."""
@@ -76,7 +79,7 @@ class Indexer:
         def embed(texts: list[str]) -> Vector:
             nonlocal attempted
             attempted = len(texts)
-            return self.embedder.embed_batch(texts)
+            return self._model_thread().submit(self.embedder.embed_batch, texts).result()
 
         try:
             done = self.store.index_pending(
@@ -114,6 +117,21 @@ class Indexer:
         self._link([(memory_id, workspace_id, vector)])
         return True
 
+    def _model_thread(self) -> ThreadPoolExecutor:
+        """The thread a sweep's embedding runs on, at the heavy work's lower CPU priority
+        (``episodic.priority``): a backlog of embedding yields to writes. The sweep's
+        store writes stay on the sweeper's own thread, at normal priority: a niced thread
+        holding the store's write lock would keep writes waiting while it waits for CPU."""
+        with self._model_lock:
+            if self._model is None:
+                self._model = ThreadPoolExecutor(
+                    1,
+                    thread_name_prefix="episodic-embed",
+                    initializer=lower_priority,
+                    initargs=(HEAVY_NICE,),
+                )
+            return self._model
+
     def _link(self, rows: list[tuple[str, str, Vector]]) -> None:
         if self.link_similar:
             link_indexed(self.store, rows)
@@ -131,14 +149,15 @@ class Indexer:
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
+        with self._model_lock:
+            model, self._model = self._model, None
+        if model is not None:
+            model.shutdown(wait=False)
 
     def run(self) -> None:
         """Sweep until stopped; a full batch sweeps again at once, otherwise wait. While
         the database is unreachable the wait doubles (up to ``MAX_BACKOFF_S``), and the
-        first sweep that gets through resumes the normal pace. The sweeps run at the
-        heavy work's lower CPU priority (``episodic.priority``): a backlog of embedding
-        yields to writes."""
-        lower_priority(HEAVY_NICE)
+        first sweep that gets through resumes the normal pace."""
         outages = 0
         while not self._stop.is_set():
             try:
