@@ -1,16 +1,18 @@
 """The background sweeper while the database is unreachable: it backs off (doubling
 waits, capped) and resumes at the normal pace once the database answers again, having
-lost nothing."""
+lost nothing; and a backlog that outlasts the poll interval does not hold back the work
+after the sweeps."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
+from episodic.embed.base import Matrix
 from episodic.embed.fake import FakeEmbedder
 from episodic.errors import StoreBusy, StoreUnavailable
 from episodic.store import SqliteStore
@@ -104,4 +106,42 @@ def test_a_busy_database_keeps_the_normal_pace() -> None:
     gaps = [b - a for a, b in zip(store.calls, store.calls[1:], strict=False)][:4]
     # Backing off would have waited 0.1, 0.2, 0.4, 0.8 s: busy waits the interval each time.
     assert all(gap < 0.35 for gap in gaps), gaps
+    store.close()
+
+
+class SlowEmbedder(FakeEmbedder):
+    """The fake embedder, taking ``pause`` seconds a batch (a backlog that lasts)."""
+
+    def __init__(self, pause: float) -> None:
+        super().__init__(dim=8)
+        self.pause = pause
+
+    def embed_batch(self, texts: Sequence[str]) -> Matrix:
+        time.sleep(self.pause)
+        return super().embed_batch(texts)
+
+
+def test_a_backlog_longer_than_the_interval_still_lets_the_work_after_sweeps_run() -> None:
+    # One memory a sweep, 0.05 s each, 40 pending: ~2 s of full sweeps against a 0.2 s
+    # interval. The work after the sweeps (segmenting conversations) must not wait for
+    # the backlog to drain.
+    store = SqliteStore(":memory:")
+    remember(store, *(event(f"e{i}", summary=f"deploy step {i}") for i in range(40)))
+    indexer = Indexer(store, SlowEmbedder(0.05), batch=1, interval_s=0.2, link_similar=False)
+    pending_then: list[int] = []
+    drained = threading.Event()
+
+    def after() -> None:
+        pending_then.append(store.stats().pending_vectors)
+        if pending_then[-1] == 0:
+            drained.set()
+
+    indexer.after_sweep = after
+    indexer.start()
+    try:
+        assert drained.wait(30), "the indexer never drained"
+    finally:
+        indexer.stop()
+    assert store.stats().vectors == 40
+    assert any(n > 0 for n in pending_then), pending_then
     store.close()

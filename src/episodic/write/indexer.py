@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -159,6 +160,7 @@ class Indexer:
         the database is unreachable the wait doubles (up to ``MAX_BACKOFF_S``), and the
         first sweep that gets through resumes the normal pace."""
         outages = 0
+        after_at = time.monotonic()
         while not self._stop.is_set():
             try:
                 result = self.sweep_once()
@@ -182,14 +184,21 @@ class Indexer:
             outages = 0
             if result.embedded:
                 self.heap.maybe_trim()  # the batch's scratch memory goes back to the OS
-            if result.embedded >= self.batch and not result.failed:
+            full = result.embedded >= self.batch and not result.failed
+            # A backlog that outlasts the interval still lets the work after the sweep run
+            # once per interval: under a steady stream of writes the indexer may not drain
+            # for minutes, and conversations must still be segmented meanwhile.
+            due = time.monotonic() - after_at >= self.interval_s
+            if full and not due:
                 continue
             if self.after_sweep is not None:
                 try:
                     self.after_sweep()
                 except Exception:  # as above: the loop outlives one bad run
                     log.exception("work after the sweep failed; retrying after the interval")
-            self._stop.wait(self.interval_s)
+            after_at = time.monotonic()
+            if not full:
+                self._stop.wait(self.interval_s)
 
 
 def link_indexed(store: VectorStore, rows: list[tuple[str, str, Vector]]) -> None:
