@@ -29,7 +29,7 @@ from episodic.embed.fake import FakeEmbedder
 from episodic.errors import InvalidInput
 from episodic.http import Lane, asgi
 from episodic.http.limits import env_number, expected_wait, retry_after
-from episodic.priority import HEAVY_NICE, MAX_NICE
+from episodic.priority import MAX_NICE
 from episodic.store import Store, open_store
 from servers import serve
 
@@ -323,19 +323,18 @@ def test_recalls_run_at_a_lower_cpu_priority_than_writes(db_url: str) -> None:
     # before the recalls' threads, so a write does not wait out their time slices.
     embedder = HeldEmbedder()
     own = os.getpriority(os.PRIO_PROCESS, 0)
-    with server(db_url, embedder) as srv:
+    with server(db_url, embedder, recall_nice=10) as srv:
         assert recall(srv.base, srv.key, "who approved the payments rollout").status_code == 200
         note = {"workspace": WS, "content": "the rollout moved to Thursday"}
         assert post(srv.base, srv.key, "/v1/memories", note).status_code == 201
-    assert HEAVY_NICE > 0
-    assert embedder.priority["who approved the payments rollout"] == min(MAX_NICE, own + HEAVY_NICE)
+    assert embedder.priority["who approved the payments rollout"] == min(MAX_NICE, own + 10)
     assert embedder.priority["the rollout moved to Thursday"] == own
 
 
 def test_a_server_started_again_runs_recalls_on_new_threads(db_url: str) -> None:
     embedder = HeldEmbedder()
     for query in ("first run", "second run"):
-        with server(db_url, embedder) as srv:
+        with server(db_url, embedder, recall_nice=10) as srv:
             assert recall(srv.base, srv.key, query).status_code == 200
-            assert srv.recalls.nice == HEAVY_NICE
+            assert srv.recalls.nice == 10
     assert embedder.seen.count("second run") == 1

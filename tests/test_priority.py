@@ -1,6 +1,7 @@
 """The heavy work's lower CPU priority (episodic.priority): the indexer's sweeps embed on a
-thread niced by ``HEAVY_NICE`` (recalls: tests/test_http_admission.py), and a bad setting
-names its variable."""
+thread niced by the increment it is given (recalls: tests/test_http_admission.py), writes
+stay at normal priority, nothing is niced by default, and a bad setting names its
+variable."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from episodic.store import SqliteStore
 from episodic.store.base import Vector
 from episodic.write.indexer import Indexer
 from store_contract import event, remember
+
+NICE = 10  # as EPISODIC_NICE=10 sets it
 
 
 class PriorityEmbedder(FakeEmbedder):
@@ -47,7 +50,7 @@ def test_the_indexer_embeds_at_the_heavy_works_lower_priority_and_writes_at_norm
     store.nices = []
     remember(store, *(event(f"e{i}", summary=f"deploy step {i}") for i in range(3)))
     embedder = PriorityEmbedder()
-    indexer = Indexer(store, embedder, interval_s=0.05, link_similar=False)
+    indexer = Indexer(store, embedder, interval_s=0.05, nice=NICE, link_similar=False)
     done = threading.Event()
     indexer.after_sweep = lambda: done.set() if not store.stats().pending_vectors else None
     own = os.getpriority(os.PRIO_PROCESS, 0)
@@ -57,8 +60,7 @@ def test_the_indexer_embeds_at_the_heavy_works_lower_priority_and_writes_at_norm
     finally:
         indexer.stop()
     assert store.stats().vectors == 3
-    assert HEAVY_NICE > 0
-    assert embedder.nices and set(embedder.nices) == {min(MAX_NICE, own + HEAVY_NICE)}
+    assert embedder.nices and set(embedder.nices) == {min(MAX_NICE, own + NICE)}
     # The vectors are written at the process's priority: a niced writer holding the store's
     # write lock would keep writes waiting while it waits for CPU.
     assert store.nices and set(store.nices) == {own}
@@ -89,3 +91,7 @@ def test_a_bad_nice_in_the_environment_is_named(raw: str, monkeypatch: pytest.Mo
         env_nice("EPISODIC_NICE", 10)
     monkeypatch.setenv("EPISODIC_NICE", "0")
     assert env_nice("EPISODIC_NICE", 10) == 0
+
+
+def test_by_default_nothing_is_niced() -> None:
+    assert HEAVY_NICE == 0

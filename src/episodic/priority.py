@@ -1,6 +1,6 @@
-"""CPU priority of the heavy work of one process: recalls and the indexer's embedding run at
-a lower priority (a nice increment, per thread on Linux) than writes and the server's event
-loop.
+"""CPU priority of the heavy work of one process: with ``EPISODIC_NICE`` set, recalls and the
+indexer's embedding run at a lower priority (a nice increment, per thread on Linux) than
+writes and the server's event loop.
 
 On two cores shared by recalls in flight, the writes, the event loop and the indexer, the
 kernel's scheduler gives the same share to every runnable thread, so a write (small) took
@@ -30,8 +30,13 @@ def env_nice(name: str, default: int) -> int:
     return int(raw)
 
 
-# How much lower the heavy threads' priority is (0: the same as the rest).
-HEAVY_NICE = env_nice("EPISODIC_NICE", 10)
+# How much lower the heavy threads' priority is; 0, the default, leaves it as the rest's.
+# Measured with the 64-client mixed load on SQLite (benchmarks/README.md, "CPU priority"):
+# at 10, a write's median halved in 120 s and 600 s runs, but over 600 s the reads lost
+# 14% of their throughput and the writes' p95 and p99 grew (1,336 / 3,928 against 927 /
+# 2,119 ms): niced threads holding the GIL or a lock wait for CPU behind the rest. So it
+# is a choice for a deployment that wants short median writes, not the default.
+HEAVY_NICE = env_nice("EPISODIC_NICE", 0)
 
 
 def lower_priority(increment: int) -> None:

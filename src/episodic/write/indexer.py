@@ -55,6 +55,7 @@ class Indexer:
         *,
         batch: int = SWEEP_BATCH,
         interval_s: float = SWEEP_INTERVAL_S,
+        nice: int = HEAVY_NICE,
         after_sweep: Callable[[], None] | None = None,
         link_similar: bool = True,
     ) -> None:
@@ -62,6 +63,7 @@ class Indexer:
         self.embedder = embedder
         self.batch = batch
         self.interval_s = interval_s
+        self.nice = nice  # the embedding's lower CPU priority (episodic.priority)
         # Work that follows the embedding in the background loop (segmenting
         # conversations), once the pending vectors are drained.
         self.after_sweep = after_sweep
@@ -129,7 +131,7 @@ class Indexer:
                     1,
                     thread_name_prefix="episodic-embed",
                     initializer=lower_priority,
-                    initargs=(HEAVY_NICE,),
+                    initargs=(self.nice,),
                 )
             return self._model
 
