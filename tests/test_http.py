@@ -418,6 +418,24 @@ def test_openapi_types_every_request_and_response(base: str) -> None:
         assert "vector" not in schema.get("properties", {}), name
 
 
+def test_a_message_batch_is_answered_with_the_200_its_schema_documents(
+    base: str, keys: dict[str, str]
+) -> None:
+    spec = httpx.get(f"{base}/openapi.json").json()
+    documented = spec["paths"]["/v1/messages"]["post"]["responses"]
+    assert documented["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/MessagesOut"
+    }
+    assert "201" in documented  # one message
+    with client(base, keys["admin"]) as c:
+        # A batch of nothing but bad items: each reported, none stored, still a report.
+        r = c.post("/v1/messages", json={"messages": [[], [False, None, "x"], {"": "y"}]})
+    assert r.status_code == 200
+    report = r.json()
+    assert (report["received"], report["stored"]) == (3, 0)
+    assert [e["index"] for e in report["errors"]] == [0, 1, 2]
+
+
 def test_oversized_bodies_are_413_with_a_json_error(base: str, keys: dict[str, str]) -> None:
     with client(base, keys["admin"]) as c:
         big = {"query": "x" * (MAX_BODY_BYTES + 10)}
