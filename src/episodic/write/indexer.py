@@ -82,6 +82,8 @@ class Indexer:
         def embed(texts: list[str]) -> Vector:
             nonlocal attempted
             attempted = len(texts)
+            if self.nice <= 0:  # the default: no thread hop for nothing
+                return self.embedder.embed_batch(texts)
             return self._model_thread().submit(self.embedder.embed_batch, texts).result()
 
         try:
