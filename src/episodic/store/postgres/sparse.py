@@ -194,7 +194,14 @@ class SparseMixin(PgBase):
                     budget=self.sparse_rare_budget,
                     max_share=SPARSE_MAX_SHARE,
                 )
-            sql, args = self._sparse_sql(ws, where, params, terms, plan, limit)
+            # A scope narrower than the workspace (one agent's memories, say) holds few
+            # of a common term's postings: walking them backwards would visit every
+            # memory they belong to, so there the GIN index finds the term's matches.
+            whole = (
+                where
+                == live_where(ScopeFilter(ws, superseded=flt.superseded), alias="m", mark="%s")[0]
+            )
+            sql, args = self._sparse_sql(ws, where, params, terms, plan, limit, whole=whole)
             lexemes = [(i, x, t.prefix) for i, t in enumerate(terms, start=1) for x in t.lexemes]
             args += [[x[0] for x in lexemes], [x[1] for x in lexemes], [x[2] for x in lexemes]]
             args += [
@@ -219,6 +226,8 @@ class SparseMixin(PgBase):
         terms: Sequence[_Term],
         plan: TermPlan,
         limit: int,
+        *,
+        whole: bool = True,
     ) -> tuple[str, list[Any]]:
         """The scoring statement and the parameters of its candidates (the caller appends
         the rest: the lexeme arrays, idf, dropped, avgdl, the workspace twice and limit):
@@ -226,7 +235,8 @@ class SparseMixin(PgBase):
 
         Candidates: every in-scope match of a rare term (their counts add up to at most
         ``sparse_rare_budget``), the newest ``window`` in-scope matches of each common
-        term (a backward walk of its postings in ``memory_terms``) and of all common
+        term (over the ``whole`` workspace a backward walk of its postings in
+        ``memory_terms``, in a narrower scope through the GIN index) and of all common
         terms together (the GIN index intersects their lists), and, only while those are
         fewer than ``limit``, the newest matches of the dropped terms (scored with the
         dropped terms alone, as SQLite fills a short answer)."""
@@ -256,14 +266,18 @@ class SparseMixin(PgBase):
             )
             args.extend([workspace_id, *values, *params, cap])
 
-        if plan.rare:
-            postings([terms[i] for i in plan.rare], self.sparse_rare_budget)
-        for term in common:
-            postings([term], window)
         gin = (
             "(SELECT m.seq FROM memories m WHERE m.tsv @@ to_tsquery('english', %s) "
             f"AND {where} ORDER BY m.seq DESC LIMIT %s)"
         )
+        if plan.rare:
+            postings([terms[i] for i in plan.rare], self.sparse_rare_budget)
+        for term in common:
+            if whole:
+                postings([term], window)
+            else:
+                branches.append(gin)
+                args += [term.query, *params, window]
         if len(common) > 1:
             branches.append(gin)
             args += [" & ".join(t.query for t in common), *params, window]
