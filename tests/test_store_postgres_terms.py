@@ -4,15 +4,20 @@ when it is opened, and the keyword leg ranks from them."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import psycopg
+import pytest
 
 from episodic.model import ScopeFilter, utcnow
+from episodic.scoring.fts import bm25_idf, fts_tokens
+from episodic.scoring.stopwords import without_stopwords
 from episodic.store.postgres import PostgresStore
 from episodic.store.postgres.integrity import FIX_TERMS
+from episodic.store.postgres.sparse import BM25_OF_CANDIDATE, LEXEMES_CTE
 from store_contract import event, memory_of
 
 # What the postings must hold: one row per (memory, lexeme of its tsv) with the lexeme's
@@ -145,3 +150,81 @@ def test_doctors_fix_for_damaged_postings_rebuilds_them(pg_url: str) -> None:
         assert [c.memory_id for c in store.search_sparse(ScopeFilter("acme"), "deploy", 50)]
     derived, stored = _postings(pg_url)
     assert stored == derived and len({r[2] for r in stored}) == 21
+
+
+# bm25 of every active match in the workspace, from the memories' own tsvectors: what the
+# postings must reproduce when every match is a candidate.
+_REFERENCE = (
+    "WITH "
+    + LEXEMES_CTE
+    + ", p AS MATERIALIZED (SELECT %s::float8[] AS idf, greatest(%s::float8, 1) AS avgdl) "
+    "SELECT c.id, s.score FROM memories c CROSS JOIN p CROSS JOIN LATERAL ("
+    + BM25_OF_CANDIDATE
+    + ") s WHERE c.workspace_id = %s AND c.status = 'active'"
+    " AND c.tsv @@ to_tsquery('english', %s) ORDER BY s.score DESC, c.seq"
+)
+
+_WORDS = [
+    "deploy",
+    "rollback",
+    "billing",
+    "gateway",
+    "café",
+    "cafe",
+    "quota",
+    "zeppelin",
+    "kubernetes",
+    "cluster",
+    "authentication",
+    "retry",
+    "backoff",
+    "ledger",
+    "invoice",
+    "latency",
+    "west",
+    "east",
+    "payments",
+]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "billing gateway",  # whole words
+        "zeppelin quota retry",  # rare and common together
+        "café ledger",  # a word with diacritics: searched with and without them
+        "kube latency",  # a word typed in part: its prefix ("kube" -> kubernetes)
+        "auth",  # a prefix alone
+        "payments rollback west deploy",  # a longer query
+    ],
+)
+def test_postings_rank_as_bm25_over_the_tsvectors(pg_url: str, query: str) -> None:
+    rng = random.Random(7)
+    events = [
+        event(f"m{i}", summary=" ".join(rng.choices(_WORDS, k=rng.randint(3, 12))))
+        for i in range(300)
+    ]
+    with PostgresStore(pg_url) as store:
+        store.append(events, [memory_of(e) for e in events])
+        tokens = without_stopwords(fts_tokens(query))
+        with store._read() as conn:
+            total, avgdl, terms, counts = store._sparse_stats(conn, "acme", tokens)
+        assert all(n > 0 for n in counts), counts
+        got = store.search_sparse(ScopeFilter("acme"), query, 300)
+    rows = [(i, v, t.prefix) for i, t in enumerate(terms, start=1) for v in t.variants]
+    with psycopg.connect(pg_url) as conn:
+        want = conn.execute(
+            _REFERENCE,
+            [
+                [r[0] for r in rows],
+                [r[1] for r in rows],
+                [r[2] for r in rows],
+                [bm25_idf(n, total) for n in counts],
+                avgdl,
+                "acme",
+                " | ".join(t.query for t in terms),
+            ],
+        ).fetchall()
+    assert len(want) > 10
+    assert [c.memory_id for c in got] == [r[0] for r in want]
+    assert [c.score for c in got] == pytest.approx([float(r[1]) for r in want], rel=1e-6)

@@ -148,17 +148,16 @@ def tsquery_all(text: str) -> str | None:
     return " & ".join(_term(t, prefix=len(t) >= MIN_PREFIX_CHARS) for t in tokens)
 
 
-def _count_args(workspace_id: str, lexemes: Sequence[str]) -> list[Any]:
-    """The parameters of one document count (see ``_sparse_stats``), in the SQL's order:
-    the sample's hit threshold, then the workspace and lexemes of the exact count and of
-    the sample's."""
-    return [SPARSE_SAMPLE_HITS, workspace_id, list(lexemes), workspace_id, list(lexemes)]
-
-
-def _matches(prefix: bool) -> str:
+def _matches(lexemes: Sequence[str], prefix: bool) -> tuple[str, list[Any]]:
     """The condition on a ``memory_terms t`` row that it holds one of a term's lexemes
-    (an array parameter): equal, or for a prefix term starting with one."""
-    return "t.lexeme ^@ ANY(%s::text[])" if prefix else "t.lexeme = ANY(%s::text[])"
+    (equal, or for a prefix term starting with one), and its parameters. A prefix is
+    matched one ``starts_with`` per lexeme: that gives the b-tree its range (``^@ ANY``
+    of an array is a filter over the workspace's every posting)."""
+    if not lexemes:
+        return "false", []
+    if prefix:
+        return "(" + " OR ".join(["starts_with(t.lexeme, %s)"] * len(lexemes)) + ")", [*lexemes]
+    return "t.lexeme = ANY(%s::text[])", [list(lexemes)]
 
 
 class SparseMixin(PgBase):
@@ -202,17 +201,13 @@ class SparseMixin(PgBase):
                 == live_where(ScopeFilter(ws, superseded=flt.superseded), alias="m", mark="%s")[0]
             )
             sql, args = self._sparse_sql(ws, where, params, terms, plan, limit, whole=whole)
-            lexemes = [(i, x, t.prefix) for i, t in enumerate(terms, start=1) for x in t.lexemes]
-            args += [[x[0] for x in lexemes], [x[1] for x in lexemes], [x[2] for x in lexemes]]
             args += [
                 [bm25_idf(n, total) for n in counts],
                 [i in plan.dropped for i in range(len(terms))],
                 avgdl,
-                ws,
-                ws,
-                limit,
             ]
-            rows = self._fetch(conn, sql, args)
+            sql, score_args = _score_sql(sql, ws, terms, plan.dropped)
+            rows = self._fetch(conn, sql, [*args, *score_args, limit])
         return [
             Candidate(memory_id=memory_id, score=float(score), rank=rank)
             for rank, (memory_id, score) in enumerate(rows, start=1)
@@ -229,9 +224,9 @@ class SparseMixin(PgBase):
         *,
         whole: bool = True,
     ) -> tuple[str, list[Any]]:
-        """The scoring statement and the parameters of its candidates (the caller appends
-        the rest: the lexeme arrays, idf, dropped, avgdl, the workspace twice and limit):
-        candidates, then bm25 over them (``_SPARSE_SCORE_SQL``).
+        """The scoring statement's candidates (``kept`` and ``fill`` in
+        ``_SPARSE_SCORE_SQL``), and their parameters (the caller appends the rest: idf,
+        dropped and avgdl, then ``_score_sql``'s and the limit).
 
         Candidates: every in-scope match of a rare term (their counts add up to at most
         ``sparse_rare_budget``), the newest ``window`` in-scope matches of each common
@@ -257,8 +252,9 @@ class SparseMixin(PgBase):
                     conds.append("t.lexeme = %s")
                     values.append(term.lexemes[0])
                 elif term.lexemes:
-                    conds.append(_matches(term.prefix))
-                    values.append(list(term.lexemes))
+                    cond, cond_args = _matches(term.lexemes, term.prefix)
+                    conds.append(cond)
+                    values += cond_args
             branches.append(
                 "(SELECT t.seq FROM memory_terms t JOIN memories m ON m.seq = t.seq"
                 f" WHERE t.workspace_id = %s AND ({' OR '.join(conds) or 'false'}) AND {where}"
@@ -273,7 +269,9 @@ class SparseMixin(PgBase):
         if plan.rare:
             postings([terms[i] for i in plan.rare], self.sparse_rare_budget)
         for term in common:
-            if whole:
+            # A prefix's postings are in lexeme order, not seq order: its newest
+            # matches come from the GIN index (or a backward walk of the memories).
+            if whole and not term.prefix:
                 postings([term], window)
             else:
                 branches.append(gin)
@@ -291,7 +289,7 @@ class SparseMixin(PgBase):
                 f"AND {where} ORDER BY m.seq DESC LIMIT %s"
             )
             args += [limit, dropped, *params, limit]
-        sql = _SPARSE_SCORE_SQL.format(kept=kept, fill=fill)
+        sql = _SPARSE_SCORE_SQL.format(kept=kept, fill=fill, hits="{hits}")
         return sql, args
 
     def _sparse_stats(
@@ -349,8 +347,12 @@ class SparseMixin(PgBase):
                 "FROM memory_terms t WHERE t.workspace_id = %s AND {match} "
                 "AND t.seq >= (SELECT floor FROM sample)) ELSE 0 END AS k FROM n n2) h)"
             )
-            whole_count = count.format(match=_matches(False))
-            prefix_count = count.format(match=_matches(True))
+
+            def counted(t: str, prefix: bool) -> tuple[str, list[Any]]:
+                cond, cond_args = _matches(lexemes[t], prefix)
+                sql = count.format(match=cond)
+                return sql, [SPARSE_SAMPLE_HITS, workspace_id, *cond_args, workspace_id, *cond_args]
+
             stat = "SELECT %s::bigint AS n, %s::float8 AS avgdl"
             stat_args: list[Any] = list(known)
             cols: list[str] = []
@@ -359,18 +361,23 @@ class SparseMixin(PgBase):
                 if whole[t] is None and len(t) >= MIN_PREFIX_CHARS:
                     # The prefix's count only where the whole word matches nothing: a
                     # CASE runs its subquery only when taken.
-                    cols.append(
-                        f"(SELECT ARRAY[w, CASE WHEN w = 0 THEN {prefix_count} END] "
-                        f"FROM (SELECT {whole_count} AS w OFFSET 0) s)"
+                    (prefix_sql, prefix_args), (whole_sql, whole_args) = (
+                        counted(t, True),
+                        counted(t, False),
                     )
-                    col_args += _count_args(workspace_id, lexemes[t])
-                    col_args += _count_args(workspace_id, lexemes[t])
+                    cols.append(
+                        f"(SELECT ARRAY[w, CASE WHEN w = 0 THEN {prefix_sql} END] "
+                        f"FROM (SELECT {whole_sql} AS w OFFSET 0) s)"
+                    )
+                    col_args += prefix_args + whole_args
                 elif whole[t] is None:
-                    cols.append(f"ARRAY[{whole_count}, NULL]")
-                    col_args += _count_args(workspace_id, lexemes[t])
+                    whole_sql, whole_args = counted(t, False)
+                    cols.append(f"ARRAY[{whole_sql}, NULL]")
+                    col_args += whole_args
                 else:
-                    cols.append(f"ARRAY[NULL, {prefix_count}]")
-                    col_args += _count_args(workspace_id, lexemes[t])
+                    prefix_sql, prefix_args = counted(t, True)
+                    cols.append(f"ARRAY[NULL, {prefix_sql}]")
+                    col_args += prefix_args
             # CTEs run only when read: the sample only in a workspace larger than it.
             sql = (
                 f"WITH s AS MATERIALIZED ({stat}), n AS MATERIALIZED (SELECT s.n, s.avgdl, "
@@ -548,20 +555,12 @@ _POSTING_FREQUENCY = (
 # answer's rows are read from ``memories``, for their ids.
 _SPARSE_SCORE_SQL = (
     "WITH kept(seq) AS MATERIALIZED ({kept}), fill(seq) AS MATERIALIZED ({fill}), "
-    "lex AS MATERIALIZED (SELECT * FROM unnest(%s::int[], %s::text[], %s::bool[])"
-    " AS l(term, lexeme, prefix)), "
     "p AS MATERIALIZED (SELECT %s::float8[] AS idf, %s::bool[] AS dropped,"
     " greatest(%s::float8, 1) AS avgdl), "
     "c AS MATERIALIZED (SELECT ARRAY(SELECT seq FROM kept UNION SELECT seq FROM fill) AS every,"
     " ARRAY(SELECT seq FROM fill EXCEPT SELECT seq FROM kept) AS fill), "
-    "hits AS (SELECT h.seq, l.term, sum(h.f) AS f, min(h.length) AS length"
-    " FROM lex l CROSS JOIN c CROSS JOIN LATERAL ("
-    f"SELECT t.seq, {_POSTING_FREQUENCY} AS f, t.length FROM memory_terms t"
-    " WHERE NOT l.prefix AND t.workspace_id = %s AND t.lexeme = l.lexeme"
-    " AND t.seq = ANY(c.every)"
-    f" UNION ALL SELECT t.seq, {_POSTING_FREQUENCY}, t.length FROM memory_terms t"
-    " WHERE l.prefix AND t.workspace_id = %s AND starts_with(t.lexeme, l.lexeme)"
-    " AND t.seq = ANY(c.every)) h GROUP BY h.seq, l.term), "
+    "hits AS (SELECT h.seq, h.term, sum(h.f) AS f, min(h.length) AS length"
+    " FROM ({hits}) AS h(seq, term, f, length) GROUP BY h.seq, h.term), "
     "scored AS MATERIALIZED (SELECT x.seq, greatest(sum(x.score), "
     + repr(SPARSE_MIN_SCORE)
     + ") AS score FROM ("
@@ -573,3 +572,44 @@ _SPARSE_SCORE_SQL = (
     "SELECT m.id, s.score FROM scored s JOIN memories m ON m.seq = s.seq"
     " ORDER BY s.score DESC, s.seq"
 )
+
+
+def _score_sql(
+    sql: str, workspace_id: str, terms: Sequence[_Term], dropped: Sequence[int]
+) -> tuple[str, list[Any]]:
+    """``sql`` with its ``{hits}``: the candidates' postings of the query's lexemes as
+    (seq, term number, weighted frequency, length), and their parameters. Whole words
+    are read in one join, a b-tree probe per (lexeme, candidates); each prefix has a
+    statement of its own, since only a constant prefix gives the b-tree a range. A
+    dropped term is read for the fill's candidates only (usually none)."""
+    parts: list[str] = []
+    args: list[Any] = []
+    exact = [
+        (i, x, i - 1 in dropped)
+        for i, t in enumerate(terms, start=1)
+        if not t.prefix
+        for x in t.lexemes
+    ]
+    if exact:
+        parts.append(
+            f"SELECT t.seq, l.term, {_POSTING_FREQUENCY}, t.length"
+            " FROM unnest(%s::int[], %s::text[], %s::bool[]) AS l(term, lexeme, dropped)"
+            " CROSS JOIN c CROSS JOIN LATERAL (SELECT * FROM memory_terms t"
+            " WHERE t.workspace_id = %s AND t.lexeme = l.lexeme"
+            " AND t.seq = ANY(CASE WHEN l.dropped THEN c.fill ELSE c.every END)) t"
+        )
+        args += [[e[0] for e in exact], [e[1] for e in exact], [e[2] for e in exact]]
+        args.append(workspace_id)
+    for i, term in enumerate(terms, start=1):
+        among = "c.fill" if i - 1 in dropped else "c.every"
+        for lexeme in term.lexemes if term.prefix else ():
+            parts.append(
+                f"SELECT t.seq, %s::int, {_POSTING_FREQUENCY}, t.length FROM c"
+                " JOIN memory_terms t ON t.workspace_id = %s AND starts_with(t.lexeme, %s)"
+                f" AND t.seq = ANY({among}) WHERE cardinality({among}) > 0"
+            )
+            args += [i, workspace_id, lexeme]
+    hits = " UNION ALL ".join(parts) or (
+        "SELECT NULL::bigint, NULL::int, NULL::float8, NULL::int WHERE false"
+    )
+    return sql.replace("{hits}", hits), args
