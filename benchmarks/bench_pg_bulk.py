@@ -78,7 +78,7 @@ def main() -> None:
         print(f"server: {server_label(admin)}")
         urls = {}
         for name in paths:
-            db = f"bulk_{name}"
+            db = f"bulk_{name.replace('-', '_')}"
             with psycopg.connect(admin, autocommit=True) as conn:
                 conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
                 conn.execute(f"CREATE DATABASE {db}")
