@@ -228,3 +228,17 @@ def test_postings_rank_as_bm25_over_the_tsvectors(pg_url: str, query: str) -> No
     assert len(want) > 10
     assert [c.memory_id for c in got] == [r[0] for r in want]
     assert [c.score for c in got] == pytest.approx([float(r[1]) for r in want], rel=1e-6)
+
+
+def test_the_rare_terms_cap_counts_memories_not_postings(pg_url: str) -> None:
+    """Two words that every memory holds both of: each memory has a posting per word,
+    but the rare terms' cap is a number of memories (as the GIN index's matches were), so
+    none of them is cut. The counts are capped at half the workspace, which is what puts
+    both words under the budget together."""
+    events = [event(f"m{i}", summary=f"alpha beta note {i}", minutes=i) for i in range(8)]
+    events += [event(f"f{i}", summary=f"filler {i}", minutes=10 + i) for i in range(2)]
+    with PostgresStore(pg_url) as store:
+        store.sparse_rare_budget = 12  # the two capped counts: 6 + 6
+        store.append(events, [memory_of(e) for e in events])
+        found = store.search_sparse(ScopeFilter("acme"), "alpha beta", 20)
+    assert sorted(c.memory_id for c in found) == [f"m{i}" for i in range(8)]

@@ -255,8 +255,12 @@ class SparseMixin(PgBase):
                     cond, cond_args = _matches(term.lexemes, term.prefix)
                     conds.append(cond)
                     values += cond_args
+            # A memory holding several of the lexemes has a posting for each: the cap
+            # counts memories, as the GIN index's matches did.
+            single = len(chosen) == 1 and len(chosen[0].lexemes) == 1 and not chosen[0].prefix
+            distinct = "" if single else "DISTINCT "
             branches.append(
-                "(SELECT t.seq FROM memory_terms t JOIN memories m ON m.seq = t.seq"
+                f"(SELECT {distinct}t.seq FROM memory_terms t JOIN memories m ON m.seq = t.seq"
                 f" WHERE t.workspace_id = %s AND ({' OR '.join(conds) or 'false'}) AND {where}"
                 " ORDER BY t.seq DESC LIMIT %s)"
             )
