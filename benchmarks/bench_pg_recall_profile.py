@@ -24,6 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from bench_pg_sparse import pct
 from bench_postgres import (
     NOW,
     WS,
@@ -40,11 +41,6 @@ from episodic import Episodic, Settings
 from episodic.store.postgres import PostgresStore
 
 WARM_UP = 20
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
 def main() -> None:
@@ -108,10 +104,10 @@ def main() -> None:
     print("| store method | calls per recall | p50 | p95 | mean (ms per recall) |")
     print("|---|---|---|---|---|")
     for name in sorted(per, key=lambda m: -sum(per[m])):
-        ms = per[name] + [0.0] * (n - len(per[name]))
+        each = per[name] + [0.0] * (n - len(per[name]))
         print(
-            f"| {name} | {count[name] / n:.2f} | {statistics.median(ms):.1f} | "
-            f"{pct(ms, 0.95):.1f} | {statistics.mean(ms):.1f} |"
+            f"| {name} | {count[name] / n:.2f} | {statistics.median(each):.1f} | "
+            f"{pct(each, 0.95):.1f} | {statistics.mean(each):.1f} |"
         )
     print(f"load average after: {loadavg()}")
 
