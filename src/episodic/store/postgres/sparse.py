@@ -258,12 +258,23 @@ class SparseMixin(PgBase):
             # A memory holding several of the lexemes has a posting for each: the cap
             # counts memories, as the GIN index's matches did.
             single = len(chosen) == 1 and len(chosen[0].lexemes) == 1 and not chosen[0].prefix
-            distinct = "" if single else "DISTINCT "
-            branches.append(
-                f"(SELECT {distinct}t.seq FROM memory_terms t JOIN memories m ON m.seq = t.seq"
-                f" WHERE t.workspace_id = %s AND ({' OR '.join(conds) or 'false'}) AND {where}"
-                " ORDER BY t.seq DESC LIMIT %s)"
-            )
+            if single:
+                branches.append(
+                    "(SELECT t.seq FROM memory_terms t JOIN memories m ON m.seq = t.seq"
+                    f" WHERE t.workspace_id = %s AND {conds[0]} AND {where}"
+                    " ORDER BY t.seq DESC LIMIT %s)"
+                )
+            else:
+                # The postings first, as an array the memories are then read by: joined
+                # instead, a new table without statistics got the join turned round (every
+                # memory walked, its postings searched for the words: 0.6 ms a memory).
+                # Each memory once, however many of the words it holds.
+                branches.append(
+                    "(SELECT m.seq FROM memories m WHERE m.seq = ANY(ARRAY(SELECT t.seq"
+                    " FROM memory_terms t WHERE t.workspace_id = %s"
+                    f" AND ({' OR '.join(conds) or 'false'}))) AND {where}"
+                    " ORDER BY m.seq DESC LIMIT %s)"
+                )
             args.extend([workspace_id, *values, *params, cap])
 
         gin = (
