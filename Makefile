@@ -46,8 +46,7 @@ stress: $(STAMP)
 	$(BIN)/pytest -q tests/stress
 	EPISODIC_TEST_PG=16 $(BIN)/pytest -q tests/test_store_postgres.py tests/test_postgres_busy.py \
 		tests/test_postgres_claims.py tests/test_postgres_outage.py tests/test_postgres_workers.py \
-		tests/test_migrate.py tests/test_http.py tests/test_store_postgres_terms.py \
-		tests/test_store_postgres_search.py tests/test_store_sparse.py
+		tests/test_migrate.py tests/test_http.py
 
 clean:
 	rm -rf $(VENV) .episodic .pytest_cache .mypy_cache .ruff_cache

@@ -1,7 +1,6 @@
 """Bulk writes to PostgreSQL: COPY through a staging table against row by row.
 
     .venv/bin/python benchmarks/bench_pg_bulk.py [--n 100000] [--server 16|18] [--pg-url URL]
-        [--against rows|no-postings]
 
 N memories (bench_postgres's rows: journal events with ~18-word summaries and 384-d
 clustered vectors) are written into two fresh databases on one server, chunk by chunk
@@ -14,10 +13,6 @@ keep the HNSW index the store creates with the first vectors, so both pay for in
 every vector into the graph (bench_postgres's bulk mode builds the index once instead).
 ``--server``: the server started (as bench_postgres starts it): PostgreSQL 16 + pgvector
 0.6 (the default) or PostgreSQL 18 + pgvector 0.8 (a halfvec index).
-
-``--against no-postings``: both databases take the COPY path, the second with the trigger
-that fills the keyword postings (``memory_terms``) disabled, and only appends are timed
-(no vectors): what the postings cost a bulk load.
 """
 
 from __future__ import annotations
@@ -58,16 +53,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--server", choices=("16", "18"), default="16", help="the server started")
     parser.add_argument("--pg-url", default=None, help="an existing server (none started)")
-    parser.add_argument("--against", choices=("rows", "no-postings"), default="rows")
     args = parser.parse_args()
     print(f"$ {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"machine: {machine()}; load average before: {loadavg()}")
     src = Source("clustered")
-    other = "rows" if args.against == "rows" else "no-postings"
-    paths = {
-        "copy": pg_connection.COPY_MIN_ROWS,
-        other: ROW_BY_ROW if other == "rows" else pg_connection.COPY_MIN_ROWS,
-    }
+    paths = {"copy": pg_connection.COPY_MIN_ROWS, "rows": ROW_BY_ROW}
     spent = {name: {"append": 0.0, "vectors": 0.0} for name in paths}
     server = (
         nullcontext(args.pg_url)
@@ -78,15 +68,12 @@ def main() -> None:
         print(f"server: {server_label(admin)}")
         urls = {}
         for name in paths:
-            db = f"bulk_{name.replace('-', '_')}"
+            db = f"bulk_{name}"
             with psycopg.connect(admin, autocommit=True) as conn:
                 conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
                 conn.execute(f"CREATE DATABASE {db}")
             urls[name] = with_db(admin, db)
         stores = {name: PostgresStore(url) for name, url in urls.items()}
-        if other == "no-postings":
-            with psycopg.connect(urls[other], autocommit=True) as conn:
-                conn.execute("ALTER TABLE memories DISABLE TRIGGER memories_terms_added")
         try:
             for start in range(0, args.n, APPEND_BATCH):
                 events, memories = chunk_rows(start, min(args.n, start + APPEND_BATCH))
@@ -95,7 +82,7 @@ def main() -> None:
                     t0 = time.perf_counter()
                     store.append(events, memories)
                     spent[name]["append"] += time.perf_counter() - t0
-            for start, vecs in vector_batches(args.n if other == "rows" else 0, src):
+            for start, vecs in vector_batches(args.n, src):
                 rows = batch_rows(start, vecs)
                 for name, store in stores.items():
                     pg_connection.COPY_MIN_ROWS = paths[name]
@@ -103,8 +90,7 @@ def main() -> None:
                     store.put_vectors(MODEL_ID, DIM, rows)
                     spent[name]["vectors"] += time.perf_counter() - t0
             for name, store in stores.items():
-                assert store.stats().memories == args.n, name
-                assert other != "rows" or store.stats().vectors == args.n, name
+                assert store.stats().vectors == args.n, name
         finally:
             for store in stores.values():
                 store.close()
@@ -118,15 +104,12 @@ def main() -> None:
             f"| {name} | {s['append']:.1f} s | {s['vectors']:.1f} s | {total:.1f} s | "
             f"{args.n / total:,.0f} |"
         )
-    c, r = spent["copy"], spent[other]
-    if other == "rows":
-        print(
-            f"\nrow by row / COPY: append {r['append'] / c['append']:.2f}x, vectors "
-            f"{r['vectors'] / c['vectors']:.2f}x, total "
-            f"{(r['append'] + r['vectors']) / (c['append'] + c['vectors']):.2f}x"
-        )
-    else:
-        print(f"\nwith postings / without: append {c['append'] / r['append']:.2f}x")
+    c, r = spent["copy"], spent["rows"]
+    print(
+        f"\nrow by row / COPY: append {r['append'] / c['append']:.2f}x, vectors "
+        f"{r['vectors'] / c['vectors']:.2f}x, total "
+        f"{(r['append'] + r['vectors']) / (c['append'] + c['vectors']):.2f}x"
+    )
     print(f"load average after: {loadavg()}")
 
 

@@ -61,7 +61,7 @@ def test_a_lived_in_memory_is_clean(populated: str) -> None:
     names = {c["name"] for c in report["checks"]}
     engine = {"sqlite.integrity", "fts.integrity", "fts.mirror"}
     if not populated.startswith("sqlite"):
-        engine = {"postgres.indexes", "postgres.tsv", "postgres.terms"}
+        engine = {"postgres.indexes", "postgres.tsv"}
     assert DEEP_NAMES | engine <= names
     assert mismatches(report) == [] and code == 0
     # The populated memory really has rows in what the checks read.
@@ -225,10 +225,6 @@ POSTGRES_DAMAGE: dict[str, tuple[list[str], str]] = {
         "postgres.indexes",
     ),
     "HNSW index dropped": (["DROP INDEX memory_vectors_hnsw"], "postgres.indexes"),
-    "keyword postings lost": (
-        ["DELETE FROM memory_terms WHERE seq = (SELECT max(seq) FROM memory_terms)"],
-        "postgres.terms",
-    ),
 }
 
 
@@ -316,5 +312,3 @@ def test_postgres_engine_damage_is_named(populated: str) -> None:
     assert "memories_tsv" in found["postgres.indexes"]["detail"]
     assert "memory_vectors_hnsw" in found["postgres.indexes"]["detail"]
     assert found["postgres.indexes"]["count"] == 2
-    assert found["postgres.terms"]["status"] == "error", found["postgres.terms"]
-    assert "lacks" in found["postgres.terms"]["detail"] and found["postgres.terms"]["fix"]

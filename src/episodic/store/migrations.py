@@ -712,11 +712,6 @@ def m010_validity(conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA writable_schema = OFF")
 
 
-def m011_keyword_postings(conn: sqlite3.Connection) -> None:
-    """Nothing on SQLite: FTS5's index already answers what PostgreSQL's
-    ``memory_terms`` does (the step exists so both backends number their schema alike)."""
-
-
 _STATUS_CHECK = "status IN ('active', 'retired', 'compacted')"
 _STATUS_CHECK_V10 = "status IN ('active', 'retired', 'compacted', 'superseded')"
 
@@ -732,7 +727,6 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (8, "unclustered", m008_unclustered),
     (9, "memory_history", m009_memory_history),
     (10, "validity", m010_validity),
-    (11, "keyword_postings", m011_keyword_postings),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -854,67 +848,7 @@ _PG_JOURNAL_TSV = (
     "setweight(to_tsvector('english', episodic_fold(payload)), 'B')) STORED"
 )
 
-# One memory's postings: per lexeme of its tsv, how often each label holds it (content A,
-# payload B, keys D; the weights are applied at query time) and the tsv's length.
-_PG_POSTINGS_OF = (
-    "SELECT r.workspace_id, u.lexeme, r.seq,"
-    " cardinality(array_positions(u.weights, 'A')), cardinality(array_positions(u.weights, 'B')),"
-    " cardinality(array_positions(u.weights, 'D')), length(r.tsv)"
-    " FROM {rows} r, unnest(r.tsv) u"
-)
-
 _PG_EXTRAS: dict[int, tuple[str, ...]] = {
-    11: (
-        # The keyword leg's inverted index as a table: a memory's lexemes with their
-        # label counts and the memory's length, in seq order per (workspace, lexeme). A
-        # common term's newest matches, a term's document count and a candidate's bm25
-        # inputs are then b-tree reads of this table instead of heap visits and tsvector
-        # unnesting per memory (see ``episodic.store.postgres.sparse``). Kept by triggers,
-        # so every write path, COPY included, keeps it; writes wait while it is filled.
-        "LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE",
-        'CREATE TABLE memory_terms (workspace_id TEXT COLLATE "C" NOT NULL,'
-        ' lexeme TEXT COLLATE "C" NOT NULL, seq BIGINT NOT NULL, n_content SMALLINT NOT NULL,'
-        " n_payload SMALLINT NOT NULL, n_keys SMALLINT NOT NULL, length INTEGER NOT NULL)",
-        "INSERT INTO memory_terms " + _PG_POSTINGS_OF.format(rows="memories"),
-        "ALTER TABLE memory_terms ADD CONSTRAINT memory_terms_pkey"
-        " PRIMARY KEY (workspace_id, lexeme, seq) INCLUDE (n_content, n_payload, n_keys, length)",
-        """CREATE OR REPLACE FUNCTION episodic_terms_added() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO memory_terms """
-        + _PG_POSTINGS_OF.format(rows="added")
-        + """;
-  RETURN NULL;
-END $$""",
-        "CREATE OR REPLACE TRIGGER memories_terms_added AFTER INSERT ON memories"
-        " REFERENCING NEW TABLE AS added FOR EACH STATEMENT"
-        " EXECUTE FUNCTION episodic_terms_added()",
-        """CREATE OR REPLACE FUNCTION episodic_terms_removed() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-  DELETE FROM memory_terms t USING removed r, unnest(tsvector_to_array(r.tsv)) AS l(lexeme)
-   WHERE t.workspace_id = r.workspace_id AND t.lexeme = l.lexeme AND t.seq = r.seq;
-  RETURN NULL;
-END $$""",
-        "CREATE OR REPLACE TRIGGER memories_terms_removed AFTER DELETE ON memories"
-        " REFERENCING OLD TABLE AS removed FOR EACH STATEMENT"
-        " EXECUTE FUNCTION episodic_terms_removed()",
-        # An edit of the text (or a move) replaces the memory's postings; the many
-        # updates that leave the text alone (access counts, flags) skip the trigger.
-        """CREATE OR REPLACE FUNCTION episodic_terms_changed() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-  DELETE FROM memory_terms WHERE workspace_id = OLD.workspace_id
-   AND lexeme = ANY(tsvector_to_array(OLD.tsv)) AND seq = OLD.seq;
-  INSERT INTO memory_terms SELECT NEW.workspace_id, u.lexeme, NEW.seq,
-   cardinality(array_positions(u.weights, 'A')), cardinality(array_positions(u.weights, 'B')),
-   cardinality(array_positions(u.weights, 'D')), length(NEW.tsv) FROM unnest(NEW.tsv) u;
-  RETURN NULL;
-END $$""",
-        "CREATE OR REPLACE TRIGGER memories_terms_changed AFTER UPDATE ON memories FOR EACH ROW"
-        " WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv OR OLD.workspace_id IS DISTINCT FROM"
-        " NEW.workspace_id OR OLD.seq IS DISTINCT FROM NEW.seq)"
-        " EXECUTE FUNCTION episodic_terms_changed()",
-    ),
     10: (
         "ALTER TABLE memories DROP CONSTRAINT memories_status_check",
         f"ALTER TABLE memories ADD CONSTRAINT memories_status_check CHECK ({_STATUS_CHECK_V10})",
@@ -977,10 +911,6 @@ POSTGRES_ONLY_COLUMNS = frozenset(
         ("memory_sources", "seq"),
         ("events", "tsv"),
         ("events_archive", "tsv"),
-        *(
-            ("memory_terms", c)
-            for c in ("workspace_id", "lexeme", "seq", "n_content", "n_payload", "n_keys", "length")
-        ),
     }
 )
 # Tables only the SQLite schema has: the FTS5 indexes and their shadow tables.
@@ -1015,5 +945,4 @@ _SQL_OF: dict[int, str] = {
     8: _M008_SQL,
     9: _M009_SQL,
     10: _M010_SQL,
-    11: "",
 }

@@ -7,8 +7,6 @@
   planner then ignores it), and the HNSW index exists once the vectors are typed.
 - ``postgres.tsv``: the keyword leg reads the generated ``tsv`` column: it must still be
   generated, and every row's value must be what its text gives now.
-- ``postgres.terms``: the keyword leg's postings (``memory_terms``, migration 11) are
-  what the memories' ``tsv`` columns give, and the triggers that keep them are enabled.
 - ``journal.mirror``: the journal's search text (migration 6) is the generated ``tsv``
   column of ``events`` and ``events_archive``, each with its GIN index; a generated
   column cannot drift from its row, so what is checked is that both are still there.
@@ -34,7 +32,7 @@ from episodic.store.integrity import (
     portable_checks,
     verdict,
 )
-from episodic.store.migrations import _PG_JOURNAL_TSV, _PG_POSTINGS_OF, _PG_TSV_V3
+from episodic.store.migrations import _PG_JOURNAL_TSV, _PG_TSV_V3
 from episodic.store.postgres.connection import Conn, current_version
 from episodic.store.postgres.pgvector import PgvectorMixin, index_to_build
 from episodic.store.postgres.vectors import COLUMN_DIM_SQL
@@ -46,19 +44,6 @@ TSV_EXPRESSION = _PG_TSV_V3.removeprefix(_TSV_PREFIX).removesuffix(" STORED")
 FIX_TSV = (
     "recreate the column: ALTER TABLE memories DROP COLUMN tsv; "
     f"{_PG_TSV_V3}; CREATE INDEX memories_tsv ON memories USING GIN (tsv)"
-)
-
-# The postings as the memories give them, and as stored, in the same columns.
-_TERMS_DERIVED = _PG_POSTINGS_OF.format(rows="memories")
-_TERMS_STORED = (
-    "SELECT workspace_id, lexeme, seq, n_content, n_payload, n_keys, length FROM memory_terms"
-)
-TERM_TRIGGERS = ("memories_terms_added", "memories_terms_removed", "memories_terms_changed")
-# Migration 11 builds the table, its triggers (CREATE OR REPLACE) and the postings again.
-FIX_TERMS = (
-    "rebuild them: DROP TABLE IF EXISTS memory_terms; "
-    "DELETE FROM schema_migrations WHERE version = 11; then open the store (any episodic "
-    "command): migration 11 fills the postings again and recreates their triggers"
 )
 
 _JOURNAL_TABLES = ("events", "events_archive")
@@ -156,7 +141,6 @@ class IntegrityMixin(PgvectorMixin):
             return [
                 self._index_check(conn),
                 self._tsv_check(conn),
-                self._terms_check(conn),
                 self._journal_tsv_check(conn),
                 self._vector_shape_check(conn),
                 *portable_checks(count),
@@ -215,39 +199,6 @@ class IntegrityMixin(PgvectorMixin):
             ],
             fix=FIX_TSV,
             clean="every memory's tsv matches its text",
-        )
-
-    def _terms_check(self, conn: Conn) -> IntegrityCheck:
-        row = self._exec(
-            conn,
-            "SELECT to_regclass('memory_terms') IS NOT NULL, (SELECT count(*) FROM pg_trigger "
-            "WHERE tgrelid = 'memories'::regclass AND tgname = ANY(%s) AND tgenabled <> 'D')",
-            (list(TERM_TRIGGERS),),
-        ).fetchone()
-        exists, triggers = (bool(row[0]), int(row[1])) if row else (False, 0)
-        if not exists:
-            return IntegrityCheck(
-                "postgres.terms",
-                ERROR,
-                1,
-                "memory_terms is missing: keyword recall fails",
-                FIX_TERMS,
-            )
-        stale = self._exec(
-            conn,
-            f"SELECT (SELECT count(*) FROM ({_TERMS_DERIVED} EXCEPT {_TERMS_STORED}) d), "
-            f"(SELECT count(*) FROM ({_TERMS_STORED} EXCEPT {_TERMS_DERIVED}) s)",
-        ).fetchone()
-        missing, extra = (int(stale[0]), int(stale[1])) if stale else (0, 0)
-        return verdict(
-            "postgres.terms",
-            [
-                (len(TERM_TRIGGERS) - triggers, "triggers keeping the postings missing or off"),
-                (missing, "postings the memories' text holds but memory_terms lacks"),
-                (extra, "postings of text no memory holds (keyword recall may rank them)"),
-            ],
-            fix=FIX_TERMS,
-            clean="the keyword postings match every memory's text",
         )
 
     def _journal_tsv_check(self, conn: Conn) -> IntegrityCheck:

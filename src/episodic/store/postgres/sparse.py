@@ -2,14 +2,7 @@
 the tuning both backends share is ``episodic.store.sparse``).
 
 Sparse: the generated ``memories.tsv`` (english config; content weight A, payload B,
-derived keys D), and its lexemes as postings in ``memory_terms`` (one row per memory and
-lexeme: occurrences per label and the memory's length, a b-tree on (workspace, lexeme,
-seq); kept by triggers, migration 11). Term counts, a common term's newest matches and
-every candidate's bm25 inputs are read from the postings' b-tree; at a million memories
-reading them from the heap and unnesting each candidate's tsvector was ~10x slower
-(benchmarks/README.md, "PostgreSQL"). The GIN index on ``tsv`` still intersects the common
-terms (their conjunction's window) and serves the fill and the memory list's filter. The
-query is SQLite's: ``fts_tokens`` without English
+derived keys D) and its GIN index. The query is SQLite's: ``fts_tokens`` without English
 stopwords (``without_stopwords``), at most ``MAX_FTS_TERMS``, OR-joined; like SQLite's
 budgeted mode, a token of 3+ characters is searched as a whole (stemmed) word when the
 workspace holds that word and as a prefix (``:*``) only when it does not (a word typed in
@@ -41,10 +34,7 @@ How ranking still differs from SQLite's BM25:
   them into words;
 - candidates: a common term's matches beyond its newest ``sparse_term_window`` in scope
   are not ranked unless they also hold a rarer term (SQLite: budgeted windows over the
-  common terms' conjunction and disjunction);
-- a word the english parser splits into several lexemes (a hyphenated word) matches
-  a memory holding any of them, and a prefix term's count counts a memory once per
-  lexeme it holds with that prefix.
+  common terms' conjunction and disjunction).
 
 Scores keep SQLite's direction: higher is better, every match scores above 0.
 """
@@ -86,7 +76,7 @@ from episodic.store.sql import live_where
 # keyword search)...
 SPARSE_TERM_WINDOW = 1000
 # ...and a long query shares this many among its terms, since each candidate costs a
-# b-tree read per query lexeme.
+# ts_rank over every term (~2-8 us a row, against ~1-2 for FTS5's bm25).
 SPARSE_SCORED_ROWS = 3000
 # FTS5's bm25 b (fts5_aux.c; k1 is BM25_K1).
 BM25_B = 0.75
@@ -95,8 +85,8 @@ BM25_B = 0.75
 SPARSE_LENGTH_SAMPLE = 1000
 # Document counts in a workspace of more than SPARSE_COUNT_SAMPLE memories: exact up to
 # SPARSE_EXACT_COUNT matches, beyond that estimated from the workspace's newest
-# SPARSE_COUNT_SAMPLE memories. Counting reads a term's postings (through the GIN index
-# it was a heap visit per match: ~300 ms for a term in 3% of a million memories); the
+# SPARSE_COUNT_SAMPLE memories. Counting is a heap visit per match (the workspace filter
+# is not in the GIN index): a term in 3% of a million memories cost ~300 ms to count; the
 # plan needs exact counts only up to the rare budget, and idf only roughly past it.
 SPARSE_EXACT_COUNT = 2000
 SPARSE_COUNT_SAMPLE = 4000
@@ -106,8 +96,6 @@ SPARSE_EXACT_TOTAL = 50_000
 # A term the sample holds this often (2,500+ matches in a million) is not counted at all:
 # fewer than 1 in 100 terms of the rare budget's size (expected 4 hits) reach it.
 SPARSE_SAMPLE_HITS = 10
-# Query words whose lexemes a store keeps (see ``_lexemes``); cleared whole when full.
-LEXEME_CACHE_WORDS = 20_000
 # The score of a candidate none of whose lexemes bm25 could attribute to a query term
 # (the tsquery matched it through a stemming corner case): still a match, so above 0.
 SPARSE_MIN_SCORE = 1e-9
@@ -148,16 +136,11 @@ def tsquery_all(text: str) -> str | None:
     return " & ".join(_term(t, prefix=len(t) >= MIN_PREFIX_CHARS) for t in tokens)
 
 
-def _matches(lexemes: Sequence[str], prefix: bool) -> tuple[str, list[Any]]:
-    """The condition on a ``memory_terms t`` row that it holds one of a term's lexemes
-    (equal, or for a prefix term starting with one), and its parameters. A prefix is
-    matched one ``starts_with`` per lexeme: that gives the b-tree its range (``^@ ANY``
-    of an array is a filter over the workspace's every posting)."""
-    if not lexemes:
-        return "false", []
-    if prefix:
-        return "(" + " OR ".join(["starts_with(t.lexeme, %s)"] * len(lexemes)) + ")", [*lexemes]
-    return "t.lexeme = ANY(%s::text[])", [list(lexemes)]
+def _count_args(workspace_id: str, query: str) -> list[Any]:
+    """The parameters of one document count (see ``_sparse_stats``), in the SQL's order:
+    the sample's hit threshold, the workspace and tsquery of the exact count, the
+    tsquery for the sample."""
+    return [SPARSE_SAMPLE_HITS, workspace_id, query, query]
 
 
 class SparseMixin(PgBase):
@@ -176,12 +159,8 @@ class SparseMixin(PgBase):
         tokens = without_stopwords(fts_tokens(text))[:MAX_FTS_TERMS]
         if not tokens or limit <= 0:
             return []
-        ws = flt.workspace_id
         with self._read() as conn:
-            # Parallel workers cost more to start than the few thousand index reads
-            # below take (a 750-row window planned parallel took 15 ms instead of 7).
-            conn.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-            total, avgdl, terms, counts = self._sparse_stats(conn, ws, tokens)
+            total, avgdl, terms, counts = self._sparse_stats(conn, flt.workspace_id, tokens)
             if len(terms) == 1:
                 # One term: as SQLite's window, its newest matches (bm25 over one term
                 # orders them by little more than their length).
@@ -193,21 +172,16 @@ class SparseMixin(PgBase):
                     budget=self.sparse_rare_budget,
                     max_share=SPARSE_MAX_SHARE,
                 )
-            # A scope narrower than the workspace (one agent's memories, say) holds few
-            # of a common term's postings: walking them backwards would visit every
-            # memory they belong to, so there the GIN index finds the term's matches.
-            whole = (
-                where
-                == live_where(ScopeFilter(ws, superseded=flt.superseded), alias="m", mark="%s")[0]
-            )
-            sql, args = self._sparse_sql(ws, where, params, terms, plan, limit, whole=whole)
+            sql, args = self._sparse_sql(where, params, terms, plan, limit)
+            lexemes = [(i, v, t.prefix) for i, t in enumerate(terms, start=1) for v in t.variants]
+            args += [[x[0] for x in lexemes], [x[1] for x in lexemes], [x[2] for x in lexemes]]
             args += [
                 [bm25_idf(n, total) for n in counts],
                 [i in plan.dropped for i in range(len(terms))],
                 avgdl,
+                limit,
             ]
-            sql, score_args = _score_sql(sql, ws, terms, plan.dropped)
-            rows = self._fetch(conn, sql, [*args, *score_args, limit])
+            rows = self._fetch(conn, sql, args)
         return [
             Candidate(memory_id=memory_id, score=float(score), rank=rank)
             for rank, (memory_id, score) in enumerate(rows, start=1)
@@ -215,86 +189,43 @@ class SparseMixin(PgBase):
 
     def _sparse_sql(
         self,
-        workspace_id: str,
         where: str,
         params: Sequence[Any],
         terms: Sequence[_Term],
         plan: TermPlan,
         limit: int,
-        *,
-        whole: bool = True,
     ) -> tuple[str, list[Any]]:
-        """The scoring statement's candidates (``kept`` and ``fill`` in
-        ``_SPARSE_SCORE_SQL``), and their parameters (the caller appends the rest: idf,
-        dropped and avgdl, then ``_score_sql``'s and the limit).
+        """The scoring statement and the parameters of its candidates (the caller appends
+        the rest: the lexeme arrays, idf, dropped, avgdl and limit): candidates, then
+        bm25 over them (``_SPARSE_SCORE_SQL``).
 
         Candidates: every in-scope match of a rare term (their counts add up to at most
         ``sparse_rare_budget``), the newest ``window`` in-scope matches of each common
-        term (over the ``whole`` workspace a backward walk of its postings in
-        ``memory_terms``, in a narrower scope through the GIN index) and of all common
-        terms together (the GIN index intersects their lists), and, only while those are
-        fewer than ``limit``, the newest matches of the dropped terms (scored with the
-        dropped terms alone, as SQLite fills a short answer)."""
-        common = [terms[i] for i in plan.common]
-        window = max(
-            limit, min(self.sparse_term_window, self.sparse_scored_rows // max(1, len(common)))
-        )
-        branches: list[str] = []
-        args: list[Any] = []
-
-        def postings(chosen: Sequence[_Term], cap: int) -> None:
-            conds: list[str] = []
-            values: list[Any] = []
-            for term in chosen:
-                if len(term.lexemes) == 1 and not term.prefix:
-                    # A scalar, not a one-element array: the walk then reads the b-tree
-                    # backwards and stops at the window.
-                    conds.append("t.lexeme = %s")
-                    values.append(term.lexemes[0])
-                elif term.lexemes:
-                    cond, cond_args = _matches(term.lexemes, term.prefix)
-                    conds.append(cond)
-                    values += cond_args
-            # A memory holding several of the lexemes has a posting for each: the cap
-            # counts memories, as the GIN index's matches did.
-            single = len(chosen) == 1 and len(chosen[0].lexemes) == 1 and not chosen[0].prefix
-            if single:
-                branches.append(
-                    "(SELECT t.seq FROM memory_terms t JOIN memories m ON m.seq = t.seq"
-                    f" WHERE t.workspace_id = %s AND {conds[0]} AND {where}"
-                    " ORDER BY t.seq DESC LIMIT %s)"
-                )
-            else:
-                # The postings first, as an array the memories are then read by: joined
-                # instead, a new table without statistics got the join turned round (every
-                # memory walked, its postings searched for the words: 0.6 ms a memory).
-                # Each memory once, however many of the words it holds.
-                branches.append(
-                    "(SELECT m.seq FROM memories m WHERE m.seq = ANY(ARRAY(SELECT t.seq"
-                    " FROM memory_terms t WHERE t.workspace_id = %s"
-                    f" AND ({' OR '.join(conds) or 'false'}))) AND {where}"
-                    " ORDER BY m.seq DESC LIMIT %s)"
-                )
-            args.extend([workspace_id, *values, *params, cap])
-
-        gin = (
+        term and of all common terms together, and, only while those are fewer than
+        ``limit``, the newest matches of the dropped terms (scored with the dropped terms
+        alone, as SQLite fills a short answer)."""
+        branch = (
             "(SELECT m.seq FROM memories m WHERE m.tsv @@ to_tsquery('english', %s) "
             f"AND {where} ORDER BY m.seq DESC LIMIT %s)"
         )
+        common = [terms[i].query for i in plan.common]
+        window = max(
+            limit, min(self.sparse_term_window, self.sparse_scored_rows // max(1, len(common)))
+        )
+        queries: list[tuple[str, int]] = []
         if plan.rare:
-            postings([terms[i] for i in plan.rare], self.sparse_rare_budget)
-        for term in common:
-            # A prefix's postings are in lexeme order, not seq order: its newest
-            # matches come from the GIN index (or a backward walk of the memories).
-            if whole and not term.prefix:
-                postings([term], window)
-            else:
-                branches.append(gin)
-                args += [term.query, *params, window]
+            queries.append((" | ".join(terms[i].query for i in plan.rare), self.sparse_rare_budget))
+        queries += [(q, window) for q in common]
         if len(common) > 1:
-            branches.append(gin)
-            args += [" & ".join(t.query for t in common), *params, window]
-        kept = " UNION ".join(branches) if branches else "SELECT NULL::bigint WHERE false"
+            queries.append((" & ".join(common), window))
+        args: list[Any] = []
+        for query, cap in queries:
+            args += [query, *params, cap]
+        kept = (
+            " UNION ".join([branch] * len(queries))
+            if queries
+            else "SELECT NULL::bigint WHERE false"
+        )
         dropped = " | ".join(terms[i].query for i in plan.dropped)
         fill = "SELECT NULL::bigint WHERE false"
         if dropped:
@@ -304,7 +235,7 @@ class SparseMixin(PgBase):
                 f"AND {where} ORDER BY m.seq DESC LIMIT %s"
             )
             args += [limit, dropped, *params, limit]
-        sql = _SPARSE_SCORE_SQL.format(kept=kept, fill=fill, hits="{hits}")
+        sql = _SPARSE_SCORE_SQL.format(kept=kept, fill=fill)
         return sql, args
 
     def _sparse_stats(
@@ -323,14 +254,14 @@ class SparseMixin(PgBase):
 
         Everything comes from one statement, and only what the cache (a few seconds,
         like SqliteStore's ``DocCounts``) does not hold: each count is its own
-        ``LIMIT`` over the term's postings, and a prefix is counted
+        ``LIMIT`` over the GIN index, planned for its own word, and a prefix is counted
         only when its whole word matches nothing. Past half the workspace, idf is
         floored: counting further orders nothing. In a workspace of more than
         ``sparse_count_sample`` memories a count stops at ``sparse_exact_count`` (above
         the rare budget, so the plan's rare terms stay exact) and a term found that often
-        is counted in the workspace's newest ``sparse_count_sample`` memories (its
-        postings from the oldest of their seqs on) and scaled up: an estimate within a
-        few tens of percent, which moves its idf by a fraction of a unit. A term the
+        is counted in the workspace's newest ``sparse_count_sample`` memories and scaled
+        up: an estimate within a few tens of percent, which moves its idf by a fraction
+        of a unit, for a few milliseconds instead of a heap visit per match. A term the
         sample holds ``SPARSE_SAMPLE_HITS`` times or more is not counted at all."""
         cache = self._sparse_cache()
         now = time.monotonic()
@@ -338,7 +269,6 @@ class SparseMixin(PgBase):
         if known is None:
             known = self._workspace_size(conn, workspace_id)
             cache.put_workspace(workspace_id, known, now)
-        lexemes = self._lexemes(conn, tokens)
         keys = {t: f"{workspace_id}\x00{_term(t, prefix=False)}" for t in tokens}
         prefix_keys = {t: f"{workspace_id}\x00{_term(t, prefix=True)}" for t in tokens}
         whole = {t: cache.counts.get(keys[t], now) for t in tokens}
@@ -356,18 +286,12 @@ class SparseMixin(PgBase):
                 "(SELECT least(n.n / 2 + 1, CASE WHEN h.k >= %s THEN h.k * n.n / n.sample "
                 "ELSE (SELECT CASE WHEN c.k < n.cap OR n.n <= n.sample THEN c.k "
                 "ELSE greatest(c.k, h.k * n.n / n.sample) END "
-                "FROM (SELECT count(*) AS k FROM (SELECT 1 FROM memory_terms t "
-                "WHERE t.workspace_id = %s AND {match} LIMIT (SELECT cap FROM n)) c0) c) END) "
-                "FROM n, (SELECT CASE WHEN n2.n > n2.sample THEN (SELECT count(*) "
-                "FROM memory_terms t WHERE t.workspace_id = %s AND {match} "
-                "AND t.seq >= (SELECT floor FROM sample)) ELSE 0 END AS k FROM n n2) h)"
+                "FROM (SELECT count(*) AS k FROM (SELECT 1 FROM memories "
+                "WHERE workspace_id = %s AND tsv @@ to_tsquery('english', %s) "
+                "LIMIT (SELECT cap FROM n)) c0) c) END) "
+                "FROM n, (SELECT CASE WHEN n2.n > n2.sample THEN (SELECT count(*) FROM sample "
+                "WHERE tsv @@ to_tsquery('english', %s)) ELSE 0 END AS k FROM n n2) h)"
             )
-
-            def counted(t: str, prefix: bool) -> tuple[str, list[Any]]:
-                cond, cond_args = _matches(lexemes[t], prefix)
-                sql = count.format(match=cond)
-                return sql, [SPARSE_SAMPLE_HITS, workspace_id, *cond_args, workspace_id, *cond_args]
-
             stat = "SELECT %s::bigint AS n, %s::float8 AS avgdl"
             stat_args: list[Any] = list(known)
             cols: list[str] = []
@@ -376,30 +300,25 @@ class SparseMixin(PgBase):
                 if whole[t] is None and len(t) >= MIN_PREFIX_CHARS:
                     # The prefix's count only where the whole word matches nothing: a
                     # CASE runs its subquery only when taken.
-                    (prefix_sql, prefix_args), (whole_sql, whole_args) = (
-                        counted(t, True),
-                        counted(t, False),
-                    )
                     cols.append(
-                        f"(SELECT ARRAY[w, CASE WHEN w = 0 THEN {prefix_sql} END] "
-                        f"FROM (SELECT {whole_sql} AS w OFFSET 0) s)"
+                        f"(SELECT ARRAY[w, CASE WHEN w = 0 THEN {count} END] "
+                        f"FROM (SELECT {count} AS w OFFSET 0) s)"
                     )
-                    col_args += prefix_args + whole_args
+                    col_args += _count_args(workspace_id, _term(t, prefix=True))
+                    col_args += _count_args(workspace_id, _term(t, prefix=False))
                 elif whole[t] is None:
-                    whole_sql, whole_args = counted(t, False)
-                    cols.append(f"ARRAY[{whole_sql}, NULL]")
-                    col_args += whole_args
+                    cols.append(f"ARRAY[{count}, NULL]")
+                    col_args += _count_args(workspace_id, _term(t, prefix=False))
                 else:
-                    prefix_sql, prefix_args = counted(t, True)
-                    cols.append(f"ARRAY[NULL, {prefix_sql}]")
-                    col_args += prefix_args
+                    cols.append(f"ARRAY[NULL, {count}]")
+                    col_args += _count_args(workspace_id, _term(t, prefix=True))
             # CTEs run only when read: the sample only in a workspace larger than it.
             sql = (
                 f"WITH s AS MATERIALIZED ({stat}), n AS MATERIALIZED (SELECT s.n, s.avgdl, "
                 "CASE WHEN s.n <= %s THEN s.n / 2 + 1 ELSE least(s.n / 2 + 1, %s) END AS cap, "
                 "greatest(least(s.n, %s), 1) AS sample FROM s), "
-                "sample AS MATERIALIZED (SELECT min(seq) AS floor FROM (SELECT seq FROM memories "
-                "WHERE workspace_id = %s ORDER BY seq DESC LIMIT %s) s) SELECT n.n, n.avgdl"
+                "sample AS MATERIALIZED (SELECT tsv FROM memories WHERE workspace_id = %s "
+                "ORDER BY seq DESC LIMIT %s) SELECT n.n, n.avgdl"
             )
             sql += "".join(f", {c}" for c in cols) + " FROM n"
             exact = max(self.sparse_exact_count, self.sparse_rare_budget + 1)
@@ -422,30 +341,8 @@ class SparseMixin(PgBase):
                 continue  # two prefixes may now be the same term: keep one
             n = prefixed.get(t) if prefix else whole[t]
             terms[query] = int(n or 0)
-            found.append(_Term(query, _variants(t), prefix, lexemes[t]))
+            found.append(_Term(query, _variants(t), prefix))
         return known[0], known[1], found, list(terms.values())
-
-    def _lexemes(self, conn: Conn, tokens: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        """Each token's lexemes (of it and of its variant without diacritics), as the
-        english configuration stems them: what ``memory_terms`` holds for the word (and
-        what a prefix term's matches start with). Stemming never changes, so a word's
-        lexemes are kept for the life of the store; only unseen words cost a query."""
-        cache = self._sparse_cache().lexemes
-        words = [v for t in tokens for v in _variants(t)]
-        missing = [w for w in dict.fromkeys(words) if w not in cache]
-        if missing:
-            if len(cache) + len(missing) > LEXEME_CACHE_WORDS:
-                cache.clear()
-            rows = self._fetch(
-                conn,
-                "SELECT w, tsvector_to_array(to_tsvector('english', w)) FROM unnest(%s::text[]) w",
-                [missing],
-            )
-            cache.update((str(w), tuple(lx)) for w, lx in rows)
-        return {
-            t: tuple(dict.fromkeys(x for v in _variants(t) for x in cache.get(v, ())))
-            for t in tokens
-        }
 
     def _workspace_size(
         self, conn: Conn, workspace_id: str, table: str = "memories"
@@ -485,15 +382,12 @@ class _Term:
     """One query term: its tsquery text, the words it stands for (a token with
     diacritics also without them) and whether they match as prefixes."""
 
-    __slots__ = ("lexemes", "prefix", "query", "variants")
+    __slots__ = ("prefix", "query", "variants")
 
-    def __init__(
-        self, query: str, variants: list[str], prefix: bool, lexemes: Sequence[str]
-    ) -> None:
+    def __init__(self, query: str, variants: list[str], prefix: bool) -> None:
         self.query = query
         self.variants = variants
         self.prefix = prefix
-        self.lexemes = tuple(lexemes)
 
 
 def _variants(token: str) -> list[str]:
@@ -509,7 +403,6 @@ class _SparseCache:
 
     def __init__(self) -> None:
         self.counts = DocCounts(DOC_COUNT_TTL_S, DOC_COUNT_CACHE_TERMS)
-        self.lexemes: dict[str, tuple[str, ...]] = {}
         self._workspaces: dict[str, tuple[int, float, float]] = {}
 
     def workspace(self, workspace_id: str, now: float) -> tuple[int, float] | None:
@@ -554,77 +447,27 @@ BM25_OF_CANDIDATE = (
     "  unnest(x.weights) AS w GROUP BY x.term) AS t"
 )
 
-# A posting's label-weighted frequency (``memory_terms``: occurrences per label).
-_POSTING_FREQUENCY = (
-    f"(t.n_content * {BM25_CONTENT_WEIGHT} + t.n_payload * {BM25_PAYLOAD_WEIGHT}"
-    f" + t.n_keys * {BM25_KEYS_WEIGHT})"
-)
-# bm25 over the candidates, as ``BM25_OF_CANDIDATE`` computes it from a tsvector, here from
-# the candidates' postings of the query's lexemes: per lexeme one b-tree read of the
-# candidates' seqs. A candidate found only through the dropped terms is scored with
-# those alone, every other with the kept terms alone; one none of whose postings is a
-# query lexeme (its words matched the tsquery another way) still scores
-# ``SPARSE_MIN_SCORE``. The candidates pass as an array of seqs: joined to the union
-# instead, the planner (which cannot estimate its size) may hash the whole table.
-# ``fill`` is tested first: it is empty unless the kept terms found few rows. Only the
-# answer's rows are read from ``memories``, for their ids.
+# bm25 over the candidates (``BM25_OF_CANDIDATE``). A candidate found only through the
+# dropped terms is scored with those alone, every other with the kept terms alone. The
+# candidates' ids come from an array of seqs: joined to the union instead, the planner
+# (which cannot estimate its size) may hash the whole table. ``fill`` is tested first: it
+# is empty unless the kept terms found few rows.
 _SPARSE_SCORE_SQL = (
     "WITH kept(seq) AS MATERIALIZED ({kept}), fill(seq) AS MATERIALIZED ({fill}), "
+    + LEXEMES_CTE
+    + ", "
     "p AS MATERIALIZED (SELECT %s::float8[] AS idf, %s::bool[] AS dropped,"
     " greatest(%s::float8, 1) AS avgdl), "
-    "c AS MATERIALIZED (SELECT ARRAY(SELECT seq FROM kept UNION SELECT seq FROM fill) AS every,"
-    " ARRAY(SELECT seq FROM fill EXCEPT SELECT seq FROM kept) AS fill), "
-    "hits AS (SELECT h.seq, h.term, sum(h.f) AS f, min(h.length) AS length"
-    " FROM ({hits}) AS h(seq, term, f, length) GROUP BY h.seq, h.term), "
-    "scored AS MATERIALIZED (SELECT x.seq, greatest(sum(x.score), "
-    + repr(SPARSE_MIN_SCORE)
-    + ") AS score FROM ("
-    f"SELECT h.seq, p.idf[h.term] * h.f * {BM25_K1 + 1}"
-    f" / (h.f + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * h.length / p.avgdl)) AS score"
-    " FROM hits h CROSS JOIN p CROSS JOIN c WHERE p.dropped[h.term] = (h.seq = ANY(c.fill))"
-    " UNION ALL SELECT e.seq, 0 FROM c CROSS JOIN unnest(c.every) AS e(seq)) x"
-    " GROUP BY x.seq ORDER BY score DESC, x.seq LIMIT %s) "
-    "SELECT m.id, s.score FROM scored s JOIN memories m ON m.seq = s.seq"
-    " ORDER BY s.score DESC, s.seq"
+    "seqs AS MATERIALIZED (SELECT ARRAY(SELECT seq FROM kept) AS kept,"
+    " ARRAY(SELECT seq FROM fill) AS fill,"
+    " ARRAY(SELECT seq FROM kept UNION SELECT seq FROM fill) AS every), "
+    "cand AS MATERIALIZED (SELECT m.id, m.seq, m.tsv,"
+    " (m.seq = ANY((SELECT fill FROM seqs)::bigint[])"
+    "  AND m.seq <> ALL((SELECT kept FROM seqs)::bigint[])) AS fill"
+    " FROM memories m WHERE m.seq = ANY((SELECT every FROM seqs)::bigint[])) "
+    "SELECT c.id, coalesce(s.score, " + repr(SPARSE_MIN_SCORE) + ") AS score "
+    "FROM cand c CROSS JOIN p CROSS JOIN LATERAL ("
+    + BM25_OF_CANDIDATE
+    + " WHERE p.dropped[t.term] = c.fill) AS s "
+    "ORDER BY score DESC, c.seq LIMIT %s"
 )
-
-
-def _score_sql(
-    sql: str, workspace_id: str, terms: Sequence[_Term], dropped: Sequence[int]
-) -> tuple[str, list[Any]]:
-    """``sql`` with its ``{hits}``: the candidates' postings of the query's lexemes as
-    (seq, term number, weighted frequency, length), and their parameters. Whole words
-    are read in one join, a b-tree probe per (lexeme, candidates); each prefix has a
-    statement of its own, since only a constant prefix gives the b-tree a range. A
-    dropped term is read for the fill's candidates only (usually none)."""
-    parts: list[str] = []
-    args: list[Any] = []
-    exact = [
-        (i, x, i - 1 in dropped)
-        for i, t in enumerate(terms, start=1)
-        if not t.prefix
-        for x in t.lexemes
-    ]
-    if exact:
-        parts.append(
-            f"SELECT t.seq, l.term, {_POSTING_FREQUENCY}, t.length"
-            " FROM unnest(%s::int[], %s::text[], %s::bool[]) AS l(term, lexeme, dropped)"
-            " CROSS JOIN c CROSS JOIN LATERAL (SELECT * FROM memory_terms t"
-            " WHERE t.workspace_id = %s AND t.lexeme = l.lexeme"
-            " AND t.seq = ANY(CASE WHEN l.dropped THEN c.fill ELSE c.every END)) t"
-        )
-        args += [[e[0] for e in exact], [e[1] for e in exact], [e[2] for e in exact]]
-        args.append(workspace_id)
-    for i, term in enumerate(terms, start=1):
-        among = "c.fill" if i - 1 in dropped else "c.every"
-        for lexeme in term.lexemes if term.prefix else ():
-            parts.append(
-                f"SELECT t.seq, %s::int, {_POSTING_FREQUENCY}, t.length FROM c"
-                " JOIN memory_terms t ON t.workspace_id = %s AND starts_with(t.lexeme, %s)"
-                f" AND t.seq = ANY({among}) WHERE cardinality({among}) > 0"
-            )
-            args += [i, workspace_id, lexeme]
-    hits = " UNION ALL ".join(parts) or (
-        "SELECT NULL::bigint, NULL::int, NULL::float8, NULL::int WHERE false"
-    )
-    return sql.replace("{hits}", hits), args
