@@ -329,8 +329,9 @@ def test_an_interrupted_copy_resumes_exactly(source: str, pg_url: str, after: in
     assert sum(t.copied for t in report.tables) == total - partial  # nothing copied twice
 
 
-def test_a_killed_copy_resumes_exactly(source: str, pg_url: str) -> None:
-    # SIGKILL in the middle of the vectors: no cleanup runs, the connection just drops.
+def kill_during(source: str, pg_url: str, label: str, nth: int, batch: int = 2) -> None:
+    """Run the copy in a child process and SIGKILL it at the ``nth`` progress step of
+    ``label``: no cleanup runs, the connection just drops."""
     script = textwrap.dedent(
         """
         import os, signal, sys
@@ -341,24 +342,78 @@ def test_a_killed_copy_resumes_exactly(source: str, pg_url: str) -> None:
             def start(self, label, total, done=0):
                 pass
             def advance(self, label, rows):
-                if label == "copy memory_vectors":
+                if label == sys.argv[3]:
                     Kill.seen += 1
-                    if Kill.seen == 2:
+                    if Kill.seen == int(sys.argv[4]):
                         os.kill(os.getpid(), signal.SIGKILL)
 
-        migrate(sys.argv[1], sys.argv[2], batch=2, listener=Kill())
+        migrate(sys.argv[1], sys.argv[2], batch=int(sys.argv[5]), listener=Kill())
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", script, source, pg_url], capture_output=True, timeout=120
+        [sys.executable, "-c", script, source, pg_url, label, str(nth), str(batch)],
+        capture_output=True,
+        timeout=120,
     )
     assert done.returncode == -signal.SIGKILL, done.stderr.decode()
+
+
+def test_a_killed_copy_resumes_exactly(source: str, pg_url: str) -> None:
+    kill_during(source, pg_url, "copy memory_vectors", 2)
     assert pg_value(pg_url, "SELECT count(*) FROM memory_vectors") == 4
     assert pg_value(pg_url, "SELECT count(*) FROM memory_relations") == 0
     report = migrate(source, pg_url, batch=2)
     assert report.ok, report.to_json()
     vectors = next(t for t in report.tables if t.name == "memory_vectors")
     assert (vectors.copied, vectors.target_rows) == (7, 11)
+
+
+def indexes(url: str) -> dict[str, str]:
+    """Every index of the target's schema: name -> definition."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+        ).fetchall()
+    return {str(name): str(definition) for name, definition in rows}
+
+
+def test_the_copy_ends_with_every_index_the_store_made(source: str, pg_url: str) -> None:
+    # The copy builds the secondary indexes after the rows (faster than keeping them up
+    # to date row by row); a finished copy must have every one, as the store defined it,
+    # plus the HNSW index it builds over the copied vectors.
+    PostgresStore(pg_url).close()
+    made = indexes(pg_url)
+    assert "memories_tsv" in made and "memories_workspace_agent" in made
+    assert migrate(source, pg_url, batch=5).ok
+    after = indexes(pg_url)
+    assert {n: d for n, d in after.items() if n in made} == made
+    assert set(after) - set(made) == {"memory_vectors_hnsw"}
+    assert pg_value(pg_url, "SELECT to_regclass('episodic_migrate_indexes')") is None
+
+
+def test_a_copy_killed_before_its_indexes_are_built_builds_them_when_run_again(
+    source: str, pg_url: str
+) -> None:
+    PostgresStore(pg_url).close()
+    made = indexes(pg_url)
+    kill_during(source, pg_url, "copy memories", 3)
+    # What the killed copy left cannot be taken for a finished one.
+    assert "memories_tsv" not in indexes(pg_url)
+    with pytest.raises(StoreError, match=r"not finished: indexes .*memories_tsv") as caught:
+        migrate(source, pg_url, verify_only=True)
+    assert "run the same migrate command again" in str(caught.value)
+    result = CliRunner().invoke(app, ["migrate", "--from", source, "--to", pg_url, "--verify-only"])
+    assert result.exit_code != 0 and "memories_tsv" in result.stderr
+
+    report = migrate(source, pg_url, batch=2)
+    assert report.ok, report.to_json()
+    after = indexes(pg_url)
+    assert {n: d for n, d in after.items() if n in made} == made
+    assert migrate(source, pg_url, verify_only=True).ok
+    # The store searches the copy through them.
+    with PostgresStore(pg_url) as store:
+        hits = store.search_sparse(ScopeFilter("acme"), "déploiement", 5)
+    assert hits
 
 
 def test_a_re_run_picks_up_rows_the_source_gained_since(source: str, pg_url: str) -> None:
@@ -416,8 +471,10 @@ def test_verify_only_copies_nothing(source: str, pg_url: str) -> None:
 def test_a_target_holding_other_data_is_refused(source: str, tmp_path: Path, pg_url: str) -> None:
     other = build_source(tmp_path / "other.db", n=30)  # same keys and more, other values
     assert migrate(other, pg_url).ok
+    before = indexes(pg_url)
     with pytest.raises(StoreError, match="events holds rows the source does not have"):
         migrate(source, pg_url)
+    assert indexes(pg_url) == before  # the refused copy dropped nothing
 
 
 def test_a_source_at_an_older_schema_is_refused(source: str) -> None:
