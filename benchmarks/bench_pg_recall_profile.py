@@ -1,13 +1,15 @@
 """Where a recall's time goes on PostgreSQL: every store method a recall calls, timed.
 
     .venv/bin/python benchmarks/bench_pg_recall_profile.py [--n 1000000] [--server 18]
-        [--queries 100] [--own]
+        [--queries 100] [--own] [--vectors clustered|minilm]
 
 Needs the database bench_postgres.py built for size N (kept under .episodic/bench_pg).
 Runs bench_postgres's queries through ``Episodic.recall`` (default policy, k = 5, the query
 vectors given, so no embedding), the first 20 as warm-up, with each public method of the
 store wrapped in a timer; prints the recall's p50/p95 and, per method, its calls per
 recall and p50/p95/mean milliseconds per recall. ``--own``: in one agent's scope.
+``--vectors minilm``: the database bench_postgres built with ``--vectors minilm``, queried
+with its held-out real turns.
 """
 
 from __future__ import annotations
@@ -49,10 +51,12 @@ def main() -> None:
     parser.add_argument("--server", choices=("16", "18"), default="18")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--own", action="store_true", help="recall in one agent's scope")
+    parser.add_argument("--vectors", choices=("clustered", "minilm"), default="clustered")
     args = parser.parse_args()
     print(f"$ {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"machine: {machine()}; load average before: {loadavg()}")
-    texts, qv = queries(args.queries, Source("clustered"))
+    texts, qv = queries(args.queries, Source(args.vectors))
+    dbname = f"bench_{args.n}" + ("" if args.vectors == "clustered" else f"_{args.vectors}")
     spent: dict[str, float] = defaultdict(float)
     calls: dict[str, int] = defaultdict(int)
 
@@ -70,7 +74,7 @@ def main() -> None:
 
     with (
         own_server(server_dir(args.server), args.server) as admin,
-        PostgresStore(with_db(admin, f"bench_{args.n}")) as store,
+        PostgresStore(with_db(admin, dbname)) as store,
     ):
         for name in dir(store):
             attr = getattr(store, name)

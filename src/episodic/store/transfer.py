@@ -626,10 +626,13 @@ def _index_vectors(src: sqlite3.Connection, dst: Conn, vectors: int, shown: List
     label = "index memory_vectors (hnsw)"
     shown.start(label, None)
     # The build is several times faster while the graph fits in maintenance_work_mem
-    # (pgvector's advice); raise it for this session to about the graph's size (the
-    # vectors plus ~500 bytes of links each), never lower, at most _MAX_INDEX_MEMORY_KB.
+    # (pgvector's advice); raise it for this session to the graph's size, never lower, at
+    # most _MAX_INDEX_MEMORY_KB. Each element takes its vector and ~730 bytes more
+    # (links and bookkeeping at pgvector's default m = 16): 100k halfvec(384) vectors
+    # outgrew vectors x (768 + 500) bytes after 84,561 of them, and the build took 1.7x
+    # as long as with room for all. 1,000 bytes leaves a margin.
     element = dim * (2 if index.form == "halfvec" else 4)
-    _raise_build_memory(dst, min(vectors * (element + 500) // 1024, _MAX_INDEX_MEMORY_KB))
+    _raise_build_memory(dst, min(vectors * (element + 1000) // 1024, _MAX_INDEX_MEMORY_KB))
     # Built by the server's parallel maintenance workers (max_parallel_maintenance_workers,
     # 2 by default) beside this session while the graph fits in that memory.
     dst.execute(index_sql(index))
