@@ -1,11 +1,13 @@
 """Where a recall's time goes on PostgreSQL: every store method a recall calls, timed.
 
     .venv/bin/python benchmarks/bench_pg_recall_profile.py [--n 1000000] [--server 18]
-        [--queries 100] [--own] [--vectors clustered|minilm]
+        [--queries 100] [--warm-up 20] [--own] [--vectors clustered|minilm]
 
 Needs the database bench_postgres.py built for size N (kept under .episodic/bench_pg).
 Runs bench_postgres's queries through ``Episodic.recall`` (default policy, k = 5, the query
-vectors given, so no embedding), the first 20 as warm-up, with each public method of the
+vectors given, so no embedding), the first ``--warm-up`` untimed (the server starts with
+empty shared buffers: at 1M, 20 warm-up recalls leave the dense leg ~4x its steady
+time), then ``--queries`` timed, with each public method of the
 store wrapped in a timer; prints the recall's p50/p95 and, per method, its calls per
 recall and p50/p95/mean milliseconds per recall. ``--own``: in one agent's scope.
 ``--vectors minilm``: the database bench_postgres built with ``--vectors minilm``, queried
@@ -49,13 +51,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--server", choices=("16", "18"), default="18")
-    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--queries", type=int, default=100, help="timed recalls")
+    parser.add_argument("--warm-up", type=int, default=WARM_UP, help="untimed recalls first")
     parser.add_argument("--own", action="store_true", help="recall in one agent's scope")
     parser.add_argument("--vectors", choices=("clustered", "minilm"), default="clustered")
     args = parser.parse_args()
     print(f"$ {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"machine: {machine()}; load average before: {loadavg()}")
-    texts, qv = queries(args.queries, Source(args.vectors))
+    texts, qv = queries(args.warm_up + args.queries, Source(args.vectors))
     dbname = f"bench_{args.n}" + ("" if args.vectors == "clustered" else f"_{args.vectors}")
     spent: dict[str, float] = defaultdict(float)
     calls: dict[str, int] = defaultdict(int)
@@ -87,12 +90,12 @@ def main() -> None:
             clock=lambda: NOW,
         )
         scope: dict[str, Any] = {"agent": "agent3", "scope": "own"} if args.own else {}
-        for text in texts[:WARM_UP]:
+        for text in texts[: args.warm_up]:
             memory.recall(text, workspace=WS, k=5, **scope)
         totals: list[float] = []
         per: dict[str, list[float]] = defaultdict(list)
         count: dict[str, int] = defaultdict(int)
-        for text in texts[WARM_UP:]:
+        for text in texts[args.warm_up :]:
             spent.clear()
             calls.clear()
             t0 = time.perf_counter()
