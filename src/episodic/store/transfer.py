@@ -38,6 +38,14 @@ from psycopg.types import TypeInfo
 
 from episodic.errors import InvalidInput, StoreError
 from episodic.store import _POSTGRES_SCHEMES
+from episodic.store.deferred_indexes import (
+    build_pending,
+    defer_indexes,
+    owns,
+    pending_indexes,
+    raise_build_memory,
+    refuse_unfinished,
+)
 from episodic.store.dense import LE_FLOAT32
 from episodic.store.migrations import (
     LATEST_VERSION,
@@ -233,16 +241,20 @@ def migrate(
         }
         copied: dict[str, int] = {}
         if verify_only:
-            _refuse_unfinished(dst)
+            refuse_unfinished(dst)
         else:
-            _defer_indexes(dst, counts)
+            defer_indexes(dst, counts)
             for shape in shapes:
                 if shape.table.name == "memory_vectors":
                     _type_vector_column(src, dst)
                 copied[shape.table.name] = _copy_table(
                     src, dst, shape, counts[shape.table.name], batch, shown
                 )
-            _restore_indexes(dst, shown)
+            # The b-tree and GIN indexes dropped before the copy (see ``deferred_indexes``).
+            if pending := pending_indexes(dst):
+                shown.start("build the other indexes", len(pending))
+            for _built in build_pending(dst):
+                shown.advance("build the other indexes", 1)
             _index_vectors(src, dst, counts["memory_vectors"], shown)
             for shape in shapes:
                 _move_identities(src, dst, shape.table)
@@ -395,7 +407,7 @@ def _copy_table(
         f"SELECT {columns} FROM {name} WITH NO DATA"
     )
     # Pausing a trigger takes the table's owner; anyone else copies with it running.
-    pause = shape.table.paused_trigger is not None and _owns(dst, name)
+    pause = shape.table.paused_trigger is not None and owns(dst, name)
     dumper = _vector_dumper(dst)
     inserted = 0
     while True:
@@ -468,13 +480,6 @@ def _pg_count(dst: Conn, table: str) -> int:
     return int(row[0]) if row else 0
 
 
-def _owns(dst: Conn, table: str) -> bool:
-    row = dst.execute(
-        "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class WHERE oid = %s::regclass", (table,)
-    ).fetchone()
-    return bool(row and row[0])
-
-
 def _count_upto(src: sqlite3.Connection, shape: _Shape, key: Sequence[Any]) -> int:
     marks = ", ".join("?" * len(key))
     sql = (
@@ -526,92 +531,6 @@ def _type_vector_column(src: sqlite3.Connection, dst: Conn) -> None:
         dst.execute(f"ALTER TABLE memory_vectors ALTER COLUMN vector TYPE {want}")
 
 
-# -- indexes built after the copy ------------------------------------------------------------
-# Keeping a table's b-tree and GIN indexes up to date row by row costs far more than
-# building them once over the copied rows (the GIN index over the generated tsv column
-# most of all). So the secondary indexes of a table the copy starts empty are dropped
-# before it and built after it. Their definitions wait in this table of the target, so
-# an interrupted copy builds them when it is run again; `verify_only` refuses a target
-# that still has some to build.
-_DEFERRED = "episodic_migrate_indexes"
-# Sorting for a b-tree or GIN build: more than the server's default 64MB, never lower.
-_BUILD_MEMORY_KB = 256 * 1024
-
-
-def _defer_indexes(dst: Conn, counts: dict[str, int]) -> None:
-    """On a target that holds no rows yet, drop the secondary indexes of each table the
-    copy will fill (``counts``: the source's rows per table), keeping their definitions.
-    Unique indexes and those behind constraints stay (the copy's ``ON CONFLICT`` and the
-    foreign keys use them), and so does anything on a table this session does not own.
-    A target holding rows is left alone: it is a copy in progress, whose dropped indexes
-    are already listed, or another database, which the copy refuses."""
-    if any(dst.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() for table in counts):
-        return
-    with dst.transaction():
-        dst.execute(
-            f"CREATE TABLE IF NOT EXISTS {_DEFERRED} "
-            "(name TEXT PRIMARY KEY, tablename TEXT NOT NULL, definition TEXT NOT NULL)"
-        )
-        for table in (t for t, n in counts.items() if n > 0 and _owns(dst, t)):
-            found = dst.execute(
-                "SELECT c.relname, pg_get_indexdef(c.oid) FROM pg_index x "
-                "JOIN pg_class c ON c.oid = x.indexrelid "
-                "JOIN pg_am am ON am.oid = c.relam "
-                "WHERE x.indrelid = %s::regclass AND NOT x.indisunique "
-                "AND am.amname IN ('btree', 'gin') "
-                "AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = c.oid)",
-                (table,),
-            ).fetchall()
-            for name, definition in found:
-                dst.execute(
-                    f"INSERT INTO {_DEFERRED} (name, tablename, definition) VALUES (%s, %s, %s)",
-                    (name, table, definition),
-                )
-                dst.execute(f'DROP INDEX "{name}"')
-
-
-def _pending_indexes(dst: Conn) -> list[tuple[str, str, str]]:
-    if dst.execute("SELECT to_regclass(%s)", (_DEFERRED,)).fetchone() == (None,):
-        return []
-    rows = dst.execute(f"SELECT name, tablename, definition FROM {_DEFERRED} ORDER BY name")
-    return [(str(n), str(t), str(d)) for n, t, d in rows.fetchall()]
-
-
-def _restore_indexes(dst: Conn, shown: Listener) -> None:
-    """Build every index ``_defer_indexes`` dropped, each in the transaction that strikes
-    it from the list; then drop the list."""
-    pending = _pending_indexes(dst)
-    if pending:
-        label = "build the other indexes"
-        shown.start(label, len(pending))
-        _raise_build_memory(dst, _BUILD_MEMORY_KB)
-        for name, _table, definition in pending:
-            with dst.transaction():
-                dst.execute(definition)
-                dst.execute(f"DELETE FROM {_DEFERRED} WHERE name = %s", (name,))
-            shown.advance(label, 1)
-    dst.execute(f"DROP TABLE IF EXISTS {_DEFERRED}")
-
-
-def _refuse_unfinished(dst: Conn) -> None:
-    pending = _pending_indexes(dst)
-    if pending:
-        names = ", ".join(name for name, _, _ in pending)
-        raise StoreError(
-            f"the copy into this database is not finished: indexes {names} are still to be "
-            "built; run the same migrate command again (without --verify-only) to finish it"
-        )
-
-
-def _raise_build_memory(dst: Conn, want_kb: int) -> None:
-    """maintenance_work_mem for this session: at least ``want_kb``, never lowered."""
-    row = dst.execute(
-        "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
-    ).fetchone()
-    if row is not None and int(row[0]) < want_kb:
-        dst.execute(f"SET maintenance_work_mem = '{want_kb}kB'")
-
-
 def _index_vectors(src: sqlite3.Connection, dst: Conn, vectors: int, shown: Listener) -> None:
     """The HNSW index the store creates with its first vectors, built once after the
     bulk load: much faster than growing it row by row."""
@@ -632,7 +551,7 @@ def _index_vectors(src: sqlite3.Connection, dst: Conn, vectors: int, shown: List
     # outgrew vectors x (768 + 500) bytes after 84,561 of them, and the build took 1.7x
     # as long as with room for all. 1,000 bytes leaves a margin.
     element = dim * (2 if index.form == "halfvec" else 4)
-    _raise_build_memory(dst, min(vectors * (element + 1000) // 1024, _MAX_INDEX_MEMORY_KB))
+    raise_build_memory(dst, min(vectors * (element + 1000) // 1024, _MAX_INDEX_MEMORY_KB))
     # Built by the server's parallel maintenance workers (max_parallel_maintenance_workers,
     # 2 by default) beside this session while the graph fits in that memory.
     dst.execute(index_sql(index))
