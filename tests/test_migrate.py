@@ -404,6 +404,11 @@ def test_a_copy_killed_before_its_indexes_are_built_builds_them_when_run_again(
     assert "run the same migrate command again" in str(caught.value)
     result = CliRunner().invoke(app, ["migrate", "--from", source, "--to", pg_url, "--verify-only"])
     assert result.exit_code != 0 and "memories_tsv" in result.stderr
+    # `episodic doctor --deep` names what is missing and how to finish.
+    with PostgresStore(pg_url) as store:
+        check = next(c for c in store.deep_check() if c.name == "postgres.indexes")
+    assert check.status == "error" and "memories_tsv" in check.detail, check
+    assert check.fix is not None and "episodic migrate" in check.fix
 
     report = migrate(source, pg_url, batch=2)
     assert report.ok, report.to_json()

@@ -4,7 +4,8 @@
 
 - ``postgres.indexes``: every index of the schema is valid and ready (``pg_index``; a
   ``CREATE INDEX CONCURRENTLY`` or a ``REINDEX`` that died leaves one invalid, and the
-  planner then ignores it), and the HNSW index exists once the vectors are typed.
+  planner then ignores it), the HNSW index exists once the vectors are typed, and no
+  index is still waiting for an unfinished ``episodic migrate`` to build it.
 - ``postgres.tsv``: the keyword leg reads the generated ``tsv`` column: it must still be
   generated, and every row's value must be what its text gives now.
 - ``journal.mirror``: the journal's search text (migration 6) is the generated ``tsv``
@@ -159,10 +160,20 @@ class IntegrityMixin(PgvectorMixin):
         )
         hnsw = self._exec(conn, "SELECT to_regclass('memory_vectors_hnsw') IS NOT NULL").fetchone()
         missing = wants_hnsw and not (hnsw and hnsw[0])
-        if not bad and not missing:
+        # Imported here: the module reads a store's connection types, this one is a store.
+        from episodic.store.deferred_indexes import pending_indexes
+
+        unbuilt = pending_indexes(conn)
+        if not bad and not missing and not unbuilt:
             return IntegrityCheck("postgres.indexes", OK, 0, "every index is valid and ready")
         parts = []
         fixes = []
+        if unbuilt:
+            parts.append(
+                f"{len(unbuilt)} indexes an unfinished `episodic migrate` has yet to build: "
+                + ", ".join(unbuilt)
+            )
+            fixes.append("the same `episodic migrate` command again (it builds them)")
         if bad:
             parts.append(f"{len(bad)} invalid indexes: {', '.join(bad)}")
             fixes.append(f"REINDEX INDEX {bad[0]}" + (" (and each other one)" if bad[1:] else ""))
@@ -172,7 +183,7 @@ class IntegrityMixin(PgvectorMixin):
         return IntegrityCheck(
             "postgres.indexes",
             ERROR,
-            len(bad) + int(missing),
+            len(bad) + int(missing) + len(unbuilt),
             "; ".join(parts),
             "run " + "; ".join(fixes),
         )
