@@ -10,10 +10,13 @@ verification refuses a target that still has some to build.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from episodic.errors import StoreError
-from episodic.store.postgres.connection import Conn
+
+if TYPE_CHECKING:  # a type only: the PostgreSQL store's doctor imports this module
+    from episodic.store.postgres.connection import Conn
 
 DEFERRED_TABLE = "episodic_migrate_indexes"
 # Sorting for a b-tree or GIN build: more than the server's default 64MB, never lower.
@@ -49,7 +52,7 @@ def defer_indexes(conn: Conn, counts: Mapping[str, int]) -> None:
     with conn.transaction():
         conn.execute(
             f"CREATE TABLE IF NOT EXISTS {DEFERRED_TABLE} "
-            "(name TEXT PRIMARY KEY, tablename TEXT NOT NULL, definition TEXT NOT NULL)"
+            "(name TEXT PRIMARY KEY, definition TEXT NOT NULL)"
         )
         for table in (t for t, n in counts.items() if n > 0 and owns(conn, t)):
             found = conn.execute(
@@ -63,40 +66,36 @@ def defer_indexes(conn: Conn, counts: Mapping[str, int]) -> None:
             ).fetchall()
             for name, definition in found:
                 conn.execute(
-                    f"INSERT INTO {DEFERRED_TABLE} (name, tablename, definition) "
-                    "VALUES (%s, %s, %s)",
-                    (name, table, definition),
+                    f"INSERT INTO {DEFERRED_TABLE} (name, definition) VALUES (%s, %s)",
+                    (name, definition),
                 )
                 conn.execute(f'DROP INDEX "{name}"')
 
 
-def pending_indexes(conn: Conn) -> list[str]:
-    """The names of the indexes still to be built, in the order they will be."""
+def pending_indexes(conn: Conn) -> list[tuple[str, str]]:
+    """(name, definition) of each index still to be built, in the order it will be."""
     if conn.execute("SELECT to_regclass(%s)", (DEFERRED_TABLE,)).fetchone() == (None,):
         return []
-    rows = conn.execute(f"SELECT name FROM {DEFERRED_TABLE} ORDER BY name").fetchall()
-    return [str(name) for (name,) in rows]
+    rows = conn.execute(f"SELECT name, definition FROM {DEFERRED_TABLE} ORDER BY name")
+    return [(str(name), str(definition)) for name, definition in rows.fetchall()]
 
 
-def build_pending(conn: Conn) -> Iterator[str]:
-    """Build every index ``defer_indexes`` dropped, each in the transaction that strikes it
-    from the list, yielding its name once built; then drop the list."""
-    if pending_indexes(conn):
+def build_pending(conn: Conn, pending: Sequence[tuple[str, str]]) -> Iterator[str]:
+    """Build the indexes ``pending_indexes`` listed, each in the transaction that strikes
+    it from the list, yielding its name once built; then drop the list."""
+    if pending:
         raise_build_memory(conn, BUILD_MEMORY_KB)
-        rows = conn.execute(
-            f"SELECT name, definition FROM {DEFERRED_TABLE} ORDER BY name"
-        ).fetchall()
-        for name, definition in rows:
-            with conn.transaction():
-                conn.execute(definition)
-                conn.execute(f"DELETE FROM {DEFERRED_TABLE} WHERE name = %s", (name,))
-            yield str(name)
+    for name, definition in pending:
+        with conn.transaction():
+            conn.execute(definition)
+            conn.execute(f"DELETE FROM {DEFERRED_TABLE} WHERE name = %s", (name,))
+        yield name
     conn.execute(f"DROP TABLE IF EXISTS {DEFERRED_TABLE}")
 
 
 def refuse_unfinished(conn: Conn) -> None:
     """``StoreError`` when a copy into this database still has indexes to build."""
-    pending = pending_indexes(conn)
+    pending = [name for name, _ in pending_indexes(conn)]
     if pending:
         raise StoreError(
             f"the copy into this database is not finished: indexes {', '.join(pending)} are "

@@ -253,7 +253,7 @@ def migrate(
             # The b-tree and GIN indexes dropped before the copy (see ``deferred_indexes``).
             if pending := pending_indexes(dst):
                 shown.start("build the other indexes", len(pending))
-            for _built in build_pending(dst):
+            for _built in build_pending(dst, pending):
                 shown.advance("build the other indexes", 1)
             _index_vectors(src, dst, counts["memory_vectors"], shown)
             for shape in shapes:

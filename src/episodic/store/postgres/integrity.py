@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from episodic.store.base import StoreStats
+from episodic.store.deferred_indexes import pending_indexes
 from episodic.store.integrity import (
     ERROR,
     FIX_REINDEX,
@@ -160,10 +161,7 @@ class IntegrityMixin(PgvectorMixin):
         )
         hnsw = self._exec(conn, "SELECT to_regclass('memory_vectors_hnsw') IS NOT NULL").fetchone()
         missing = wants_hnsw and not (hnsw and hnsw[0])
-        # Imported here: the module reads a store's connection types, this one is a store.
-        from episodic.store.deferred_indexes import pending_indexes
-
-        unbuilt = pending_indexes(conn)
+        unbuilt = [name for name, _ in pending_indexes(conn)]
         if not bad and not missing and not unbuilt:
             return IntegrityCheck("postgres.indexes", OK, 0, "every index is valid and ready")
         parts = []
