@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from episodic.embed.base import Embedder, Vector
-from episodic.errors import EmbedderError
+from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, MemoryStatus, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
-from episodic.recall.feedback import with_feedback
+from episodic.recall.legs import LegQuery, QueryVectors, run_legs
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
 from episodic.recall.supersede import newest_similar_first
 from episodic.recall.timeparse import parse_time_expressions, strip_time_expressions
@@ -29,7 +26,6 @@ from episodic.recall.trace import (
     DROP_RANK,
     DROP_SAME_SOURCE,
     DROP_SCOPE,
-    DROP_THRESHOLD,
     Trace,
 )
 from episodic.recall.validity import keep_valid, trace_superseded
@@ -66,34 +62,6 @@ class RecallResult:
     legs: dict[str, list[Candidate]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     trace: Trace | None = None
-
-
-class QueryVectors:
-    """A small LRU of query embeddings: agents repeat queries across turns, and the
-    embedding is the most expensive step of a recall."""
-
-    def __init__(self, embedder: Embedder, size: int = 256) -> None:
-        self.embedder = embedder
-        self.size = size
-        self._cache: OrderedDict[str, Vector] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, text: str) -> Vector:
-        with self._lock:
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                return hit
-        vector: Vector = self.embedder.embed_batch([text])[0]
-        self.put(text, vector)
-        return vector
-
-    def put(self, text: str, vector: Vector) -> None:
-        with self._lock:
-            self._cache[text] = vector
-            self._cache.move_to_end(text)
-            if len(self._cache) > self.size:
-                self._cache.popitem(last=False)
 
 
 def run_recall(
@@ -143,45 +111,10 @@ def run_recall(
                 f"{w.text!r}: {w.start.isoformat()} .. {w.end.isoformat()}" for w in windows
             ]
 
-    legs: dict[str, list[Candidate]] = {}
-    mode = MODE_SPARSE_ONLY
-    qvec: Vector | None = None
-    if Leg.DENSE in policy.legs and vectors is not None:
-        try:
-            qvec = vectors.get(stripped if windows else text)
-        except EmbedderError as exc:
-            # The caller hears it in the result's warnings; the log hears of the outage
-            # once, from the service (episodic.service.embedder_state).
-            log.info("query embedding failed, recalling sparse-only: %s", exc)
-            warnings.append(f"embedder unavailable, sparse-only recall: {exc}")
-    elif Leg.DENSE in policy.legs:
-        warnings.append("no embedder configured: sparse-only recall (see `episodic doctor`)")
-
-    if qvec is not None:
-        mode = MODE_VECTOR
-        found = store.search_dense(flt, qvec, pool)
-        kept = [c for c in found if c.score >= policy.min_cosine]
-        if trace is not None:
-            for c in found:
-                if c.score < policy.min_cosine:
-                    trace.drop(
-                        c.memory_id,
-                        Leg.DENSE.value,
-                        DROP_THRESHOLD,
-                        f"cosine {c.score:.3f} < {policy.min_cosine}",
-                    )
-        legs[Leg.DENSE.value] = kept
-    # A policy that lost its dense leg still answers from BM25: degraded, never empty.
-    if Leg.SPARSE in policy.legs or (
-        Leg.DENSE.value not in legs and Leg.RECENCY not in policy.legs
-    ):
-        legs[Leg.SPARSE.value] = store.search_sparse(flt, lexical, policy.sparse_pool_size(k))
-        if policy.prf_terms > 0 and legs[Leg.SPARSE.value]:
-            legs[Leg.SPARSE.value] = with_feedback(
-                store, flt, query.workspace_id, lexical, legs[Leg.SPARSE.value], policy, k
-            )
-    if Leg.RECENCY in policy.legs:
-        legs[Leg.RECENCY.value] = store.search_recent(flt, pool)
+    leg_query = LegQuery(flt, query.workspace_id, stripped if windows else text, lexical, pool, k)
+    found_legs = run_legs(store, vectors, leg_query, policy, trace, warnings)
+    legs, qvec = found_legs.found, found_legs.qvec
+    mode = MODE_SPARSE_ONLY if qvec is None else MODE_VECTOR
     bounded = [w for w in windows if w.end - w.start <= MAX_TIME_LEG_SPAN]
     if bounded:
         # "What happened yesterday" has few useful words: the memories of that time are

@@ -30,7 +30,8 @@ from episodic.embed.pull import (
 from episodic.errors import EmbedderError, ModelMismatch
 from episodic.extras import require
 from episodic.llm.base import LLM
-from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR, QueryVectors
+from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR
+from episodic.recall.legs import QueryVectors
 from episodic.service.embedder_state import EmbedderState, WatchedEmbedder
 from episodic.store.base import Store
 from episodic.write.indexer import Indexer

@@ -24,6 +24,12 @@ class SearchStore(MemoryReader, Protocol):
     """The legs return ``Candidate``s best first; only active memories ``flt`` can see
     (superseded ones too when ``flt.superseded`` asks for them)."""
 
+    @property
+    def parallel_reads(self) -> bool:
+        """Whether two threads' reads run at once (each on a connection of its own), so
+        a recall may run its legs side by side (``episodic.recall.legs``)."""
+        ...
+
     def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
         """Who replaced whom (``episodic.store.supersession``): the links with either end
         among ``memory_ids``, oldest decision first."""

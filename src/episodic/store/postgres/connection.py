@@ -308,6 +308,11 @@ class PgBase:
         implements it; upkeep's consolidation writes its rules on its own connection)."""
         raise NotImplementedError
 
+    @property
+    def parallel_reads(self) -> bool:
+        # A pool of one would make a second read wait for the first.
+        return self._read_pool.max_size >= 2
+
     @contextmanager
     def _write(self) -> Iterator[Conn]:
         """One read-write transaction on a pooled connection."""

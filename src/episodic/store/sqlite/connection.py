@@ -238,6 +238,11 @@ class SqliteBase:
 
     # -- plumbing --------------------------------------------------------------------
     @property
+    def parallel_reads(self) -> bool:
+        # With fewer than two read connections a second read waits for the first.
+        return self._readers >= 2
+
+    @property
     def _conn(self) -> sqlite3.Connection:
         """The connection of the calling thread's transaction; outside one, the writer
         (whose callers hold ``self._lock``)."""
