@@ -18,9 +18,11 @@ The store's methods live in mixins, one module per area, all built on ``SqliteBa
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,7 +45,16 @@ from episodic.store.vectors import PendingVector, Relation, Vector
 Tracer = Callable[[str, Sequence[Any]], None]
 
 MEMORY_URL = "sqlite:///:memory:"
+log = logging.getLogger("episodic.store")
+
 BUSY_TIMEOUT_MS = 5000
+# Emptying the WAL after a forget (``_truncate_wal``) waits for the readers of older
+# snapshots, and while it waits no write may start. Each try waits at most this long, with
+# writes let through between tries; only after WAL_TRUNCATE_TRIES_S of tries does one wait
+# as long as any other statement would (BUSY_TIMEOUT_MS). Under the 64-client load a single
+# blocking truncate held every write up for as long as 2.6 s.
+WAL_TRUNCATE_TRY_MS = 20
+WAL_TRUNCATE_TRIES_S = 10.0
 # Read connections per file store: enough for a few recalls at once on a small machine,
 # each costing a file handle and its own page cache.
 DEFAULT_READERS = 4
@@ -364,6 +375,39 @@ class SqliteBase:
         if not keep:
             conn.close()
         self._reader_slots.release()
+
+    def _truncate_wal(self) -> None:
+        """Copy every WAL frame into the database file and empty the WAL, so that no
+        earlier version of a page (a forgotten text) is left in either file. Tries are
+        short and writes run between them (see ``WAL_TRUNCATE_TRY_MS``); the last try
+        waits as long as any other statement would, and past that the WAL is emptied by a
+        later checkpoint (logged). The caller holds no transaction."""
+        deadline = time.monotonic() + WAL_TRUNCATE_TRIES_S
+        pause = 0.001
+        while True:
+            last = time.monotonic() >= deadline
+            with self._lock, map_errors():
+                self._check_open()
+                if not last:
+                    self._execute(f"PRAGMA busy_timeout = {WAL_TRUNCATE_TRY_MS}")
+                try:
+                    busy = int(self._execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+                finally:
+                    if not last:
+                        self._execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if busy and last:
+                # Deleted all the same; a later checkpoint (SQLite's own, or the next
+                # forget's) empties the WAL.
+                log.warning(
+                    "%s: a reader kept the WAL from being emptied after a forget; the "
+                    "forgotten rows are deleted, and their old pages leave the WAL at a "
+                    "later checkpoint",
+                    self.url,
+                )
+            if not busy or last:
+                return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
     def open_connections(self) -> int:
         """How many SQLite connections this store holds open (the writer and readers)."""

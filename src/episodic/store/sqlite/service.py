@@ -354,9 +354,10 @@ class ServiceMixin(SqliteBase):
                 with self._write():
                     self._execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
                     self._execute("INSERT INTO journal_fts (journal_fts) VALUES ('optimize')")
-                self._execute("PRAGMA wal_checkpoint(TRUNCATE)")
             finally:
                 self._execute("PRAGMA secure_delete = OFF")
+        # Outside the lock: the truncate waits for readers, and writes go on meanwhile.
+        self._truncate_wal()
         return counts
 
     def _forget_rows(
