@@ -17,7 +17,7 @@ from episodic.errors import ModelMismatch
 from episodic.model import Candidate, Scope, ScopeFilter
 from episodic.store import SqliteStore, Store
 from episodic.store.base import Relation, Vector
-from episodic.store.postgres import PostgresStore
+from episodic.store.postgres import PostgresStore, sparse
 from episodic.store.postgres.pgvector import distance_sql
 from store_contract import DIM, MODEL, event, memory_of, remember, sparse_ids
 
@@ -278,6 +278,45 @@ def test_sparse_weighs_content_above_payload_above_keys(store: PostgresStore) ->
     got = store.search_sparse(ACME, "quarantine", 10)
     assert [x.memory_id for x in got] == ["content", "payload", "keys"]
     assert got[0].score > got[1].score > got[2].score > 0
+
+
+def test_scoring_only_the_query_lexemes_gives_the_whole_tsvectors_scores(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # bm25 unnests a candidate's tsvector less every lexeme the query lacks; unnesting
+    # all of it (as before) must rank and score the same, labels, repeats, diacritic
+    # variants and prefixes included.
+    texts = [
+        "deploy the deploy pipeline again after the deploy failed",
+        "pipeline failed on the billing node, see runbook",
+        "the café in zürich closed; billing moved",
+        "runbooks for billing deploys and pipelines",
+        "nothing in common here at all",
+    ]
+    events = [event(f"m{i}", summary=t, minutes=i) for i, t in enumerate(texts)]
+    extra = event("keyed", summary="a decision", payload={"why": "deploy billing"}, minutes=9)
+    store.append([*events, extra], [*map(memory_of, events), memory_of(extra, keys="pipeline")])
+    queries = [
+        "deploy pipeline",
+        "billing failed deploy",
+        "cafe zürich",
+        "runb",
+        "deploy runb",
+        "pipelines deploys",
+        "nothing",
+        "deploy deploy deploy",
+    ]
+    restricted = {q: store.search_sparse(ACME, q, 10) for q in queries}
+    whole = sparse._SPARSE_SCORE_SQL.replace(
+        "unnest(" + sparse._QUERY_LEXEMES_OF_CANDIDATE + ")", "unnest(c.tsv)"
+    )
+    assert whole != sparse._SPARSE_SCORE_SQL
+    monkeypatch.setattr(sparse, "_SPARSE_SCORE_SQL", whole)
+    for q in queries:
+        got = [(c.memory_id, round(c.score, 9)) for c in restricted[q]]
+        assert got == [(c.memory_id, round(c.score, 9)) for c in store.search_sparse(ACME, q, 10)]
+        assert got or q == "nothing"
+    assert restricted["deploy pipeline"][0].memory_id == "m0"
 
 
 def test_a_common_terms_old_match_is_found_through_a_rarer_term(store: PostgresStore) -> None:
