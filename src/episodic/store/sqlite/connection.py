@@ -51,8 +51,8 @@ BUSY_TIMEOUT_MS = 5000
 # Emptying the WAL after a forget (``_truncate_wal``) waits for the readers of older
 # snapshots, and while it waits no write may start. Each try waits at most this long, with
 # writes let through between tries; only after WAL_TRUNCATE_TRIES_S of tries does one wait
-# as long as any other statement would (BUSY_TIMEOUT_MS). Under the 64-client load a single
-# blocking truncate held every write up for as long as 2.6 s.
+# as long as any other statement would (BUSY_TIMEOUT_MS). Under the 64-client load, timed
+# inside the server, a single blocking truncate held every write up for as long as 2.6 s.
 WAL_TRUNCATE_TRY_MS = 20
 WAL_TRUNCATE_TRIES_S = 10.0
 # Read connections per file store: enough for a few recalls at once on a small machine,
