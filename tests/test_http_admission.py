@@ -283,6 +283,55 @@ def test_a_flood_of_writes_waits_in_line_then_is_shed_and_reads_still_pass(
     assert retried.status_code == 201
 
 
+def test_a_note_is_embedded_before_it_takes_a_write_slot(db_url: str) -> None:
+    # One write slot; the note's embedding is held. An event written meanwhile must be
+    # answered before the embedding is let go: before, the note held the only slot
+    # while it embedded, and every write waited behind it.
+    embedder = HeldEmbedder()
+    text = "the payments rollout now needs a second approval on fridays"
+    with (
+        server(db_url, embedder, write_slots=1, write_max_wait_s=600) as srv,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        embedder.hold()
+        noted = pool.submit(post, srv.base, srv.key, "/v1/memories", {"content": text})
+        wait_until(lambda: text in embedder.seen)
+        watchdog = threading.Timer(5.0, embedder.release)
+        watchdog.start()
+        written = post(
+            srv.base,
+            srv.key,
+            "/v1/events",
+            {"events": [{"id": "w-1", "type": "peer.escalation", "summary": "a new fact"}]},
+        )
+        held = not embedder.open.is_set()
+        watchdog.cancel()
+        embedder.release()
+        note = noted.result(60)
+    assert written.status_code == 200 and written.json()["stored"] == 1
+    assert held, "the event waited for the note's embedding"
+    assert note.status_code == 201 and note.json()["content"] == text
+    # Embedded once: the write found the vector its embedding ahead had cached.
+    assert embedder.seen.count(text) == 1
+
+
+def test_a_note_embedded_ahead_is_not_embedded_again_and_a_failure_is_left_to_the_write(
+    tmp_path: Path,
+) -> None:
+    embedder = HeldEmbedder()
+    mem = Episodic(store=open_store(sqlite(tmp_path)), embedder=embedder, settings=Settings())
+    try:
+        mem.embed_ahead("rotate the signing keys every quarter")
+        mem.embed_ahead("   ")  # nothing to embed: the write will say what is wrong
+        mem.embed_ahead(42)
+        memory = mem.remember("rotate the signing keys every quarter", workspace=WS)
+        assert embedder.seen == ["rotate the signing keys every quarter"]
+        hits = mem.recall("signing keys", workspace=WS, mark=False).hits
+        assert [h.id for h in hits] == [memory.id] and hits[0].cosine is not None
+    finally:
+        mem.close()
+
+
 @pytest.mark.parametrize(
     ("waiting", "busy", "slots", "service_s", "expected"),
     [

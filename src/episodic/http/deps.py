@@ -1,6 +1,7 @@
 """What one app keeps in ``app.state`` for its handlers, as dependencies: the service
 (``Mem``), the line of recalls (``Recalls``) and the line of writes (``WriteAdmission``,
-a slot held while a write handler runs, or 503 past the line's bound). ``create_app`` puts
+a slot held while a write handler runs, or 503 past the line's bound; ``Writes``, the
+lane itself, for a handler that takes its slot later). ``create_app`` puts
 them there."""
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ async def write_admission(request: Request) -> AsyncIterator[None]:
         yield
 
 
+async def writes_of(request: Request) -> Lane:
+    lane: Lane = request.app.state.writes
+    return lane
+
+
 Mem = Annotated[Episodic, Depends(episodic_of)]
 Recalls = Annotated[Lane, Depends(recalls_of)]
+Writes = Annotated[Lane, Depends(writes_of)]
 WriteAdmission = Depends(write_admission)

@@ -110,6 +110,7 @@ class Lane:
         self.service_s = first_guess_s  # a moving average of the time a slot is held
         self.shed = 0  # requests refused so far
         self._limiter: anyio.CapacityLimiter | None = None
+        self._ahead: anyio.CapacityLimiter | None = None
         self._threads: ThreadPoolExecutor | None = None
         self._threads_lock = threading.Lock()
 
@@ -148,6 +149,16 @@ class Lane:
             with anyio.CancelScope(shield=True):
                 result = await done
         return result
+
+    async def ahead(self, work: Callable[[], T]) -> T:
+        """``work()`` in a worker thread before the request takes its slot: what it needs
+        done that holds nothing others wait for (a note's embedding). As many at once as
+        the lane has slots, in a line of their own; ``Overloaded`` when the lane's line
+        is already too long (the request would be refused at its slot anyway)."""
+        self.admit()
+        if self._ahead is None:
+            self._ahead = anyio.CapacityLimiter(self.slots)
+        return await anyio.to_thread.run_sync(work, limiter=self._ahead)
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._threads_lock:

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from episodic.config import Settings
-from episodic.errors import IdTaken, InvalidInput
+from episodic.errors import EmbedderError, IdTaken, InvalidInput
 from episodic.model import Event
 from episodic.payloads import check_json
 from episodic.service.context import Context
@@ -427,6 +427,21 @@ class Writing:
         sweeper picks it up later)."""
         indexer = self.ctx.models.indexer()
         return False if indexer is None else indexer.index_one(workspace_id, memory_id)
+
+    def embed_ahead(self, content: object) -> None:
+        """Embed a note's text before the write that stores it (``remember``), so that
+        the write finds its vector in the embedding cache. A server does it before the
+        write takes its slot: embedding is most of a note's write, and other writes wait
+        for the slot, not for the model. Best effort: anything wrong is left for the
+        write itself to find and report, as it would without this."""
+        if not isinstance(content, str) or not content.strip():
+            return
+        try:
+            indexer = self.ctx.models.indexer()
+            if indexer is not None:
+                indexer.embedder.embed_batch([content])
+        except EmbedderError:
+            return
 
     def start_indexer(self) -> bool:
         """Start the background sweeper; False (with a warning) when sparse-only."""
