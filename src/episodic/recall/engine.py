@@ -7,7 +7,6 @@ records every stage.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,8 +41,6 @@ from episodic.scoring.temporal import TimeWindow
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
 from episodic.store.search import SearchStore
 from episodic.store.upkeep import ReviewRequest
-
-log = logging.getLogger("episodic.recall")
 
 MODE_VECTOR = "vector"
 MODE_SPARSE_ONLY = "sparse-only"

@@ -6,7 +6,6 @@ from __future__ import annotations
 from functools import partial
 from typing import Annotated, Any, Literal
 
-import anyio.to_thread
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field, StrictBool
 
@@ -149,8 +148,7 @@ async def create_memory(body: MemoryIn, caller: Caller, mem: Mem, writes: Writes
     # write, and every write behind it would wait for the slot (under the 64-client load
     # a note held its slot ~150 ms, p50).
     await writes.ahead(partial(mem.embed_ahead, body.content))
-    async with writes.slot():
-        return await anyio.to_thread.run_sync(_create_memory, body, caller, mem)
+    return await writes.run(partial(_create_memory, body, caller, mem))
 
 
 def _create_memory(body: MemoryIn, caller: Principal, mem: Episodic) -> dict[str, Any]:
