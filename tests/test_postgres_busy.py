@@ -129,12 +129,12 @@ def test_reads_holding_every_read_connection_do_not_delay_a_write(pg_url: str) -
 @pytest.mark.parametrize(
     ("env", "sizes"),
     [
-        ({}, (8, 6)),
+        ({}, (9, 6)),
         ({"EPISODIC_PG_POOL": "8"}, (4, 4)),
         ({"EPISODIC_PG_POOL": "5"}, (3, 2)),
         ({"EPISODIC_PG_POOL": "1"}, (1, 1)),
         ({"EPISODIC_PG_POOL": "8", "EPISODIC_PG_READ_POOL": "12"}, (12, 4)),
-        ({"EPISODIC_PG_WRITE_POOL": "3"}, (8, 3)),
+        ({"EPISODIC_PG_WRITE_POOL": "3"}, (9, 3)),
     ],
 )
 def test_pool_sizes_per_role_from_the_environment(

@@ -12,12 +12,14 @@ import dataclasses
 import json
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from episodic.errors import InvalidInput, LLMError
 from episodic.llm.base import ScriptedLLM, check_schema
 from episodic.llm.prompts import DEFAULT_PROMPTS, Prompts
+from episodic.write import change_rules
 from episodic.write.change_rules import RULE_FAMILY
 from episodic.write.supersession import (
     CONTENT_MAX_CHARS,
@@ -27,6 +29,7 @@ from episodic.write.supersession import (
     decide_offline,
     decide_with_llm,
 )
+from episodic.write.text import split_sentences
 
 T_OLD = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 T_NEW = T_OLD + timedelta(days=21)
@@ -991,6 +994,32 @@ def test_the_rule_is_deterministic_and_names_a_known_rule() -> None:
         first, second = offline(new, old), offline(new, old)
         assert first == second
         assert rule_of(first) in RULE_FAMILY
+
+
+def test_a_new_text_is_read_once_for_all_its_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sweep holds each new memory against up to a dozen candidates: the new text's
+    # sentences are read for signals once, and every verdict is what a fresh read gives.
+    pairs = [(n, o) for n, o, _ in [*CHANGES, *VALUE_CHANGES]] + [*DUPLICATES, *CONTROLS]
+    olds = [old for _, old in pairs]
+    news = list(dict.fromkeys(new for new, _ in pairs))[:12]
+    fresh = {}
+    for new in news:
+        for old in olds:
+            change_rules._read_new.cache_clear()
+            fresh[new, old] = change_rules.decide(new, old)
+    change_rules._read_new.cache_clear()
+    reads: list[str] = []
+    signals = change_rules._signals
+
+    def counted(sentence: str) -> list[Any]:
+        reads.append(sentence)
+        return signals(sentence)
+
+    monkeypatch.setattr(change_rules, "_signals", counted)
+    for new in news:
+        for old in olds:
+            assert change_rules.decide(new, old) == fresh[new, old], (new, old)
+    assert len(reads) == len(set(reads)) <= sum(len(split_sentences(n)) for n in news)
 
 
 # -- the LLM step ---------------------------------------------------------------------------

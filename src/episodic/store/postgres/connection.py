@@ -30,6 +30,7 @@ from episodic.store.migrations import (
     missing_versions,
     postgres_statements,
 )
+from episodic.store.search import search_reads
 from episodic.store.urls import display_url, libpq_url
 
 Tracer = Callable[[str, Sequence[Any]], None]
@@ -40,11 +41,12 @@ Conn = psycopg.Connection[tuple[Any, ...]]
 # trip.
 COPY_MIN_ROWS = 200
 # Connections per store and role. Reads: the HTTP server's recall slots (4 per process,
-# episodic.http.limits) plus headroom for the cheap reads beside them (listing, getting,
+# episodic.http.limits), each running its two legs side by side, plus the connection
+# searches leave to the cheap reads beside them (``search_reads``: listing, getting,
 # recent episodes, key lookups, health). Writes: request writes (each a short
-# transaction), the indexer's claim and upkeep's current job. 14 per process in all, so
+# transaction), the indexer's claim and upkeep's current job. 15 per process in all, so
 # a few workers stay well inside PostgreSQL's default max_connections of 100.
-READ_POOL_DEFAULT = 8
+READ_POOL_DEFAULT = 9
 WRITE_POOL_DEFAULT = 6
 
 
@@ -230,6 +232,7 @@ class PgBase:
                 )
             reads, writes = split_pool(pool_max) if pool_max else pool_sizes(os.environ)
             self._read_pool = self._open_pool(read_pool or reads, "read")
+            self._search_slots = threading.BoundedSemaphore(search_reads(self._read_pool.max_size))
             try:
                 self._write_pool = self._open_pool(write_pool or writes, "write")
             except BaseException:
@@ -310,8 +313,9 @@ class PgBase:
 
     @property
     def parallel_reads(self) -> bool:
-        # A pool of one would make a second read wait for the first.
-        return self._read_pool.max_size >= 2
+        # With fewer than two connections for searches, a recall's second leg would wait
+        # for the first.
+        return search_reads(self._read_pool.max_size) >= 2
 
     @contextmanager
     def _write(self) -> Iterator[Conn]:
@@ -324,9 +328,25 @@ class PgBase:
             yield conn
 
     @contextmanager
-    def _read(self) -> Iterator[Conn]:
-        """One read-only snapshot, so several statements see the same commit."""
+    def _read(self, *, search: bool = False) -> Iterator[Conn]:
+        """One read-only snapshot, so several statements see the same commit.
+        ``search``: a recall's leg, which takes one of the connections searches may hold
+        (``search_reads``), leaving the rest to lookups."""
         self._check_open()
+        if search:
+            if not self._search_slots.acquire(timeout=CONNECT_TIMEOUT_S):
+                raise StoreBusy(
+                    f"PostgreSQL at {display_url(self.url)} is busy: the "
+                    f"{search_reads(self._read_pool.max_size)} read connections of this "
+                    f"process's searches stayed in use for {CONNECT_TIMEOUT_S:g} s; "
+                    "retry shortly, or raise EPISODIC_PG_READ_POOL"
+                )
+            try:
+                with self._read() as conn:
+                    yield conn
+            finally:
+                self._search_slots.release()
+            return
         pool = self._read_pool
         with map_errors(self.url, pool, "read"), pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")

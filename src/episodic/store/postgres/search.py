@@ -87,7 +87,7 @@ class SearchMixin(PgvectorMixin):
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         unit = unit_vector(q)
         try:
-            with self._read() as conn:
+            with self._read(search=True) as conn:
                 ef = _ef_search(limit, floor=self.ef_floor(conn))
                 index, iterative = self._dense_plan(conn)
                 sql, args = _dense_sql(
@@ -135,7 +135,7 @@ class SearchMixin(PgvectorMixin):
         q = np.ascontiguousarray(q / norms, dtype=np.float32)
         excluded = [unique(ids) for ids in exclude] if exclude is not None else [[]] * b
         try:
-            with self._read() as conn:
+            with self._read(search=True) as conn:
                 floor = self.ef_floor(conn)
                 index, iterative = self._dense_plan(conn)
                 # One statement per query, all sent before any answer is read.

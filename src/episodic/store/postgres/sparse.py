@@ -159,7 +159,7 @@ class SparseMixin(PgBase):
         tokens = without_stopwords(fts_tokens(text))[:MAX_FTS_TERMS]
         if not tokens or limit <= 0:
             return []
-        with self._read() as conn:
+        with self._read(search=True) as conn:
             total, avgdl, terms, counts = self._sparse_stats(conn, flt.workspace_id, tokens)
             if len(terms) == 1:
                 # One term: as SQLite's window, its newest matches (bm25 over one term

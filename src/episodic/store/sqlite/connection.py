@@ -40,6 +40,7 @@ from episodic.store.migrations import (
     migrate,
     missing_versions,
 )
+from episodic.store.search import search_reads
 from episodic.store.vectors import PendingVector, Relation, Vector
 
 Tracer = Callable[[str, Sequence[Any]], None]
@@ -56,8 +57,10 @@ BUSY_TIMEOUT_MS = 5000
 WAL_TRUNCATE_TRY_MS = 20
 WAL_TRUNCATE_TRIES_S = 10.0
 # Read connections per file store: enough for a few recalls at once on a small machine,
-# each costing a file handle and its own page cache.
-DEFAULT_READERS = 4
+# each costing a file handle and its own page cache. Searches hold at most all but one
+# (``search_reads``), so four recalls' legs still run at once, as with the four readers
+# there were before lookups kept one of their own.
+DEFAULT_READERS = 5
 READERS_ENV = "EPISODIC_SQLITE_READERS"
 # Well under SQLite's bound-parameter limit, and keeps each statement's plan small.
 IN_CHUNK = 500
@@ -195,6 +198,7 @@ class SqliteBase:
         # Readers only pay off in WAL, where they neither wait for the writer nor block it.
         self._readers = wanted if mode == "wal" and not self.in_memory else 0
         self._reader_slots = threading.BoundedSemaphore(max(1, self._readers))
+        self._search_slots = threading.BoundedSemaphore(search_reads(self._readers))
 
     def _connect(self) -> sqlite3.Connection:
         # isolation_level=None: transactions are explicit (see _write/_read).
@@ -250,8 +254,9 @@ class SqliteBase:
     # -- plumbing --------------------------------------------------------------------
     @property
     def parallel_reads(self) -> bool:
-        # With fewer than two read connections a second read waits for the first.
-        return self._readers >= 2
+        # With fewer than two connections for searches, a recall's second leg would wait
+        # for the first.
+        return self._readers > 0 and search_reads(self._readers) >= 2
 
     @property
     def _conn(self) -> sqlite3.Connection:
@@ -300,12 +305,19 @@ class SqliteBase:
                 raise
 
     @contextmanager
-    def _read(self) -> Iterator[None]:
+    def _read(self, *, search: bool = False) -> Iterator[None]:
         """One read snapshot, so several statements see the same commit. Inside another
         transaction of this thread, that transaction's connection and snapshot (inside
-        a write, the write's own rows)."""
+        a write, the write's own rows). ``search``: a recall's leg, which takes one of
+        the connections searches may hold (``search_reads``), leaving the rest to
+        lookups."""
         if getattr(self._local, "conn", None) is not None:
             yield
+            return
+        if search and self._readers:
+            self._check_open()
+            with self._search_slots, self._read():
+                yield
             return
         if not self._readers:
             with self._lock, map_errors(), self._on(self._writer):

@@ -43,7 +43,7 @@ class SearchMixin(SqliteBase):
         Costs one PRAGMA when nothing was written anywhere since the last search, plus two
         index lookups when something was; loads rows only when this workspace's vectors
         changed."""
-        with self._read(), self._dense_lock:
+        with self._read(search=True), self._dense_lock:
             conn = self._conn
             data_version = int(self._execute("PRAGMA data_version").fetchone()[0])
             stamp = (data_version, conn.total_changes)

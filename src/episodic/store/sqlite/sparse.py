@@ -161,7 +161,7 @@ class SparseMixin(SqliteBase):
         if not terms or limit <= 0:
             return []
         hits = _SparseHits(limit)
-        with self._read():
+        with self._read(search=True):
             if self.sparse_mode == "budgeted":
                 self._sparse_budgeted(terms, where, params, hits)
             else:
