@@ -58,9 +58,10 @@ WAL_TRUNCATE_TRY_MS = 20
 WAL_TRUNCATE_TRIES_S = 10.0
 # Read connections per file store: enough for a few recalls at once on a small machine,
 # each costing a file handle and its own page cache. Searches hold at most all but one
-# (``search_reads``), so four recalls' legs still run at once, as with the four readers
-# there were before lookups kept one of their own.
-DEFAULT_READERS = 5
+# (``search_reads``). Five (four for searches) made recalls faster and writes slower: the
+# 64-client load over 600 s had writes at 397 / 2,379 ms (p50 / p95) with five against 83
+# / 777 with four; more recalls at once take the CPU and the GIL from the writes.
+DEFAULT_READERS = 4
 READERS_ENV = "EPISODIC_SQLITE_READERS"
 # Well under SQLite's bound-parameter limit, and keeps each statement's plan small.
 IN_CHUNK = 500
