@@ -257,7 +257,7 @@ class SqliteBase:
     def parallel_reads(self) -> bool:
         # With fewer than two connections for searches, a recall's second leg would wait
         # for the first.
-        return self._readers > 0 and search_reads(self._readers) >= 2
+        return search_reads(self._readers) >= 2
 
     @property
     def _conn(self) -> sqlite3.Connection:
