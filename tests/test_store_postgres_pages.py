@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import psycopg
 
+from episodic.store.migrations import LATEST_VERSION
 from episodic.store.postgres import PostgresStore
 from store_contract import T0, event, memory_of
 
@@ -58,5 +59,5 @@ def test_new_and_upgraded_databases_keep_the_room(pg_url: str) -> None:
         conn.execute("DELETE FROM schema_migrations WHERE version = 11")
     assert fillfactor(pg_url) is None
     with PostgresStore(pg_url) as store:
-        assert store.schema_version() == 11
+        assert store.schema_version() == LATEST_VERSION
     assert fillfactor(pg_url) == "fillfactor=90"

@@ -717,6 +717,23 @@ def m011_memories_fillfactor(conn: sqlite3.Connection) -> None:
     number their schema alike; see ``_PG_EXTRAS[11]``)."""
 
 
+_M012_SQL = """
+CREATE INDEX events_episode ON events (episode_id) WHERE episode_id IS NOT NULL;
+
+CREATE INDEX memories_superseded_by ON memories (superseded_by)
+  WHERE superseded_by IS NOT NULL
+"""
+
+
+def m012_forget_lookups(conn: sqlite3.Connection) -> None:
+    """Two small indexes a forget looks up through: ``events_episode``, the messages of
+    an episode (those that stay get their own search keys back), and
+    ``memories_superseded_by``, the memories a forgotten one had replaced (they are valid
+    again). Both hold only the rows that have the column set; without them each lookup
+    read every event of the workspace, or every memory of the file."""
+    _run(conn, _M012_SQL)
+
+
 _STATUS_CHECK = "status IN ('active', 'retired', 'compacted')"
 _STATUS_CHECK_V10 = "status IN ('active', 'retired', 'compacted', 'superseded')"
 
@@ -733,6 +750,7 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (9, "memory_history", m009_memory_history),
     (10, "validity", m010_validity),
     (11, "memories_fillfactor", m011_memories_fillfactor),
+    (12, "forget_lookups", m012_forget_lookups),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -961,4 +979,5 @@ _SQL_OF: dict[int, str] = {
     9: _M009_SQL,
     10: _M010_SQL,
     11: "",
+    12: _M012_SQL,
 }

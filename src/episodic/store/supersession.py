@@ -121,10 +121,12 @@ def missing_end(links: Sequence[Supersession], stored: set[str]) -> str | None:
 
 def revive_sql(forgotten: str, mark: str) -> str:
     """Give back their validity to memories whose replacing memory is among ``forgotten``
-    (a subquery of ids) while they are not: parameters ``(now,)``."""
+    (a subquery of ids) while they are not: parameters ``(now,)``. The ``IS NOT NULL``
+    lets both backends find them through ``memories_superseded_by`` (a partial index)."""
     return (
         f"UPDATE memories SET status = 'active', valid_to = NULL, superseded_by = NULL, "
-        f"updated_at = {mark} WHERE status = 'superseded' AND superseded_by IN {forgotten} "
+        f"updated_at = {mark} WHERE status = 'superseded' AND superseded_by IS NOT NULL "
+        f"AND superseded_by IN {forgotten} "
         f"AND id NOT IN {forgotten}"
     )
 

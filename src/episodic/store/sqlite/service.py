@@ -375,37 +375,40 @@ class ServiceMixin(SqliteBase):
         )
         # A journal memory shares its event's id, and what was derived from a forgotten
         # event (an episode, an entry, a learning) goes with it; one round reaches what
-        # is derived from those.
+        # is derived from those. Each step starts from the few ids already found (CROSS
+        # JOIN keeps that order): the planner, which has no statistics for the temporary
+        # tables, otherwise walked every row of the workspace.
         for _ in range(2):
             self._execute(
-                "INSERT OR IGNORE INTO forget_memories SELECT m.id FROM memories m "
-                "JOIN forget_events f ON f.id = m.id WHERE m.workspace_id = ?",
+                "INSERT OR IGNORE INTO forget_memories SELECT m.id FROM forget_events f "
+                "CROSS JOIN memories m ON m.id = f.id WHERE m.workspace_id = ?",
                 (ws,),
             )
             self._execute(
-                "INSERT OR IGNORE INTO forget_memories SELECT s.memory_id FROM memory_sources s "
-                "JOIN forget_events f ON f.id = s.event_id "
-                "JOIN memories m ON m.id = s.memory_id AND m.workspace_id = ?",
+                "INSERT OR IGNORE INTO forget_memories SELECT s.memory_id FROM forget_events f "
+                "CROSS JOIN memory_sources s ON s.event_id = f.id "
+                "CROSS JOIN memories m ON m.id = s.memory_id WHERE m.workspace_id = ?",
                 (ws,),
             )
             # A consolidated rule quotes its evidence: it goes with any of it.
             self._execute(
-                "INSERT OR IGNORE INTO forget_memories SELECT r.src FROM memory_relations r "
-                "JOIN forget_memories f ON f.id = r.dst "
-                "JOIN memories m ON m.id = r.src AND m.workspace_id = ? "
-                "WHERE r.relation = 'supports'",
+                "INSERT OR IGNORE INTO forget_memories SELECT r.src FROM forget_memories f "
+                "CROSS JOIN memory_relations r ON r.dst = f.id "
+                "CROSS JOIN memories m ON m.id = r.src "
+                "WHERE r.relation = 'supports' AND m.workspace_id = ?",
                 (ws,),
             )
             self._execute(
-                "INSERT OR IGNORE INTO forget_events SELECT e.id FROM events e "
-                "JOIN forget_memories f ON f.id = e.id WHERE e.workspace_id = ?",
+                "INSERT OR IGNORE INTO forget_events SELECT e.id FROM forget_memories f "
+                "CROSS JOIN events e ON e.id = f.id WHERE e.workspace_id = ?",
                 (ws,),
             )
         # The rest of a forgotten rule's evidence may be consolidated again.
         self._execute(
             "UPDATE memories SET consolidated_at = NULL WHERE +workspace_id = ? AND id IN "
-            "(SELECT r.dst FROM memory_relations r JOIN forget_memories f ON f.id = r.src "
-            "WHERE r.relation = 'supports') AND id NOT IN (SELECT id FROM forget_memories)",
+            "(SELECT r.dst FROM forget_memories f CROSS JOIN memory_relations r "
+            "ON r.src = f.id WHERE r.relation = 'supports') "
+            "AND id NOT IN (SELECT id FROM forget_memories)",
             (ws,),
         )
         contents = [
@@ -418,8 +421,8 @@ class ServiceMixin(SqliteBase):
         ]
         # Messages that stay but whose episode goes keep only their own keys.
         orphans = self._execute(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE workspace_id = ? AND type = 'message' "
-            "AND episode_id IN (SELECT id FROM forget_memories) "
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE +workspace_id = ? AND type = 'message' "
+            "AND episode_id IS NOT NULL AND episode_id IN (SELECT id FROM forget_memories) "
             "AND id NOT IN (SELECT id FROM forget_events)",
             (ws,),
         ).fetchall()
@@ -444,11 +447,13 @@ class ServiceMixin(SqliteBase):
         ).fetchone()[0]
         # Archived journal rows carry the same scope columns (m004): the spec's own
         # filter reaches them, and so does anything forgotten by id.
-        archived = self._execute(
-            f"DELETE FROM events_archive WHERE ({match}) OR (workspace_id = ? AND "
-            f"(id IN (SELECT id FROM forget_events) OR id IN {in_memories}))",
-            (*params, ws),
-        ).rowcount
+        # Three statements, not one with OR: each then takes its own index (an OR of the
+        # filter and the ids read every archived row of the workspace).
+        archived = self._execute(f"DELETE FROM events_archive WHERE {match}", params).rowcount
+        for ids in ("(SELECT id FROM forget_events)", in_memories):
+            archived += self._execute(
+                f"DELETE FROM events_archive WHERE id IN {ids} AND +workspace_id = ?", (ws,)
+            ).rowcount
         import_files = self._execute(
             f"DELETE FROM import_files WHERE memory_id IN {in_memories}"
         ).rowcount
