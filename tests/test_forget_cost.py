@@ -14,6 +14,7 @@ workspaces). ``benchmarks/bench_forget.py`` times a whole forget."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,6 +25,7 @@ import pytest
 from episodic import Episodic, Settings
 from episodic.model import ScopeFilter
 from episodic.store.sqlite import SqliteStore
+from episodic.store.sqlite import service as sqlite_service
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
@@ -140,5 +142,48 @@ def test_an_episode_forgotten_alone_gives_its_messages_their_own_keys_back(
         counts = mem.forget(workspace="acme", memory=episode.id)
         assert counts.rekeyed == 6
         assert counts.events == 0  # the messages stay
+    finally:
+        mem.close()
+
+
+def test_writes_go_in_between_the_steps_of_a_forgets_index_merge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A forget merges the search indexes' segments to drop the forgotten terms: on a large
+    # store that is much work, and a write sent meanwhile must not wait for all of it.
+    # One page a step here makes a small store's merge many steps long.
+    monkeypatch.setattr(sqlite_service, "FTS_PURGE_STEP_PAGES", 1, raising=False)
+    trace: list[tuple[str, str]] = []
+    writer: list[threading.Thread] = []
+
+    def started_write() -> None:
+        mem.ingest(events(1, start=90_000))
+
+    def tracer(sql: str, params: Any) -> None:
+        trace.append((threading.current_thread().name, sql))
+        is_merge = "('merge'" in sql or "('optimize')" in sql
+        if is_merge and not writer:
+            writer.append(threading.Thread(target=started_write, name="late-write"))
+            writer[0].start()
+
+    mem = Episodic(
+        store=SqliteStore(tmp_path / "m.db", tracer=tracer),
+        settings=Settings(embedder="none"),
+        clock=lambda: NOW,
+    )
+    try:
+        for start in range(0, 3000, 500):
+            assert not mem.ingest(events(500, start)).errors
+        trace.clear()
+        mem.forget(workspace="acme", agent="agent3")
+        writer[0].join(30)
+        merges = [i for i, (_, sql) in enumerate(trace) if "('merge'" in sql]
+        written = [
+            i for i, (who, sql) in enumerate(trace) if who == "late-write" and "COMMIT" in sql
+        ]
+        assert len(merges) > 10  # the merge did take many steps
+        assert written and written[0] < merges[-1], "the write waited for the whole merge"
+        found = mem.store.get_events("acme", ["e90000"])
+        assert [e.id for e in found] == ["e90000"]
     finally:
         mem.close()

@@ -172,6 +172,8 @@ class SqliteBase:
         # The write lock: held for each write transaction, and by whatever uses the
         # writer connection outside one.
         self._lock = threading.RLock()
+        # Forgets under way, which keep freed pages zeroed on the writer (service.py).
+        self._zeroing_forgets = 0
         self._closed = False
         # The connection of the calling thread's transaction (see _execute).
         self._local = threading.local()
