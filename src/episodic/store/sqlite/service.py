@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -55,10 +56,11 @@ from episodic.store.sqlite.connection import SqliteBase, chunks, map_errors, pla
 from episodic.store.supersession import revive_sql
 from episodic.tenancy import ApiKey
 
-# FTS5 pages one step of a forget's merge writes (``_purge_fts``). On a journal of 100k
-# events a step of 16 took at most 8.5 ms, and the 35 steps 79 ms in all, where one
-# ``optimize`` held the writer 68 ms (benchmarks/bench_forget.py times whole forgets).
-FTS_PURGE_STEP_PAGES = 16
+# FTS5 pages one step of a forget's merge writes (``_purge_fts``). With 100k journal
+# memories, the longest a forget held the writer was 4.5 ms with steps of 64 pages (16:
+# 2.3 ms, 256: 12.6 ms), and the forget took 166 ms (16: 185 ms, 256: 161 ms); one
+# ``optimize`` of each index had held it for all of that (benchmarks/bench_forget.py).
+FTS_PURGE_STEP_PAGES = 64
 FTS_PURGE_PAUSE_S = 0.001
 
 _UPDATE_MEMORY = update_memory_sql("?")
@@ -352,9 +354,10 @@ class ServiceMixin(SqliteBase):
             with self._lock, map_errors():
                 self._check_open()
                 with self._write():
-                    counts = self._forget_rows(spec, match, params, rekey)
+                    counts, contents = self._forget_rows(spec, match, params, rekey)
                 with self._dense_lock:
                     self._dense.pop(ws, None)
+            counts = replace(counts, embedding_cache=self._forget_cache_entries(contents))
             self._purge_fts()
         # Outside the lock: the truncate waits for readers, and writes go on meanwhile.
         self._truncate_wal()
@@ -410,7 +413,9 @@ class ServiceMixin(SqliteBase):
 
     def _forget_rows(
         self, spec: ForgetSpec, match: str, params: Sequence[Any], rekey: Callable[[Event], str]
-    ) -> ForgetCounts:
+    ) -> tuple[ForgetCounts, list[str]]:
+        """Delete what ``match`` and what was derived from it (one transaction, the
+        caller's); the counts and the texts of the memories it deleted."""
         ws = spec.workspace_id
         for table in ("forget_events", "forget_memories"):
             self._execute(f"CREATE TEMP TABLE IF NOT EXISTS {table} (id TEXT PRIMARY KEY)")
@@ -549,38 +554,47 @@ class ServiceMixin(SqliteBase):
             snapshots = self._execute(
                 "DELETE FROM memory_health_snapshots WHERE workspace_id = ?", (ws,)
             ).rowcount
-        cache = self._forget_cache_entries(contents)
-        return ForgetCounts(
+        counts = ForgetCounts(
             memories=memories,
             events=events,
             vectors=int(vectors),
             relations=int(relations),
             archived=archived,
-            embedding_cache=cache,
+            embedding_cache=0,  # forget() counts them, after this transaction
             import_files=import_files,
             health_snapshots=snapshots,
             extensions=extensions,
             rekeyed=rekeyed,
             history=int(history),
         )
+        return counts, contents
 
     def _forget_cache_entries(self, contents: Sequence[str]) -> int:
         """Drop the cached embeddings of forgotten texts that no remaining memory (of any
-        workspace: the cache is shared) still holds."""
+        workspace: the cache is shared) still holds. Called once the rows are gone. The
+        check reads every memory's text (no index covers it), so it runs on a read
+        connection, and only the deletes take the writer; a memory of the same text
+        stored in between only costs its text an embedding again."""
         kept: set[str] = set()
-        for chunk in chunks(list(contents)):
-            kept.update(
-                row[0]
-                for row in self._execute(
-                    f"SELECT content FROM memories WHERE content IN ({placeholders(len(chunk))})",
-                    chunk,
+        with self._read():
+            for chunk in chunks(list(contents)):
+                kept.update(
+                    row[0]
+                    for row in self._execute(
+                        "SELECT content FROM memories "
+                        f"WHERE content IN ({placeholders(len(chunk))})",
+                        chunk,
+                    )
                 )
-            )
         gone = [text_sha256(text) for text in contents if text not in kept]
+        if not gone:
+            return 0
         dropped = 0
-        for chunk in chunks(gone):
-            dropped += self._execute(
-                f"DELETE FROM embedding_cache WHERE content_hash IN ({placeholders(len(chunk))})",
-                chunk,
-            ).rowcount
+        with self._write():
+            for chunk in chunks(gone):
+                dropped += self._execute(
+                    "DELETE FROM embedding_cache "
+                    f"WHERE content_hash IN ({placeholders(len(chunk))})",
+                    chunk,
+                ).rowcount
         return dropped
