@@ -56,6 +56,9 @@ BUSY_TIMEOUT_MS = 5000
 # inside the server, a single blocking truncate held every write up for as long as 2.6 s.
 WAL_TRUNCATE_TRY_MS = 20
 WAL_TRUNCATE_TRIES_S = 10.0
+# The longest a job of several write transactions waits, between two of them, for the
+# writes already waiting to go first (``_let_writes_in``).
+LET_WRITES_IN_S = 0.05
 # Read connections per file store: enough for a few recalls at once on a small machine,
 # each costing a file handle and its own page cache. Searches hold at most all but one
 # (``search_reads``). Five (four for searches) made recalls faster and writes slower: the
@@ -174,6 +177,10 @@ class SqliteBase:
         self._lock = threading.RLock()
         # Forgets under way, which keep freed pages zeroed on the writer (service.py).
         self._zeroing_forgets = 0
+        # Threads waiting for the write lock in _write: a job of several transactions
+        # lets them in between its own (_let_writes_in), which the lock alone does not.
+        self._writes_waiting = 0
+        self._writes_waiting_lock = threading.Lock()
         self._closed = False
         # The connection of the calling thread's transaction (see _execute).
         self._local = threading.local()
@@ -296,7 +303,22 @@ class SqliteBase:
     def _write(self) -> Iterator[None]:
         """One write transaction, taken up front so a busy writer is waited for here
         rather than failing halfway through."""
-        with self._lock, map_errors(), self._on(self._writer):
+        with self._writes_waiting_lock:
+            self._writes_waiting += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._writes_waiting_lock:
+                self._writes_waiting -= 1
+        try:
+            with self._transaction():
+                yield
+        finally:
+            self._lock.release()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with map_errors(), self._on(self._writer):
             self._check_open()
             self._execute("BEGIN IMMEDIATE")
             try:
@@ -306,6 +328,15 @@ class SqliteBase:
                 if self._writer.in_transaction:
                     self._execute("ROLLBACK")
                 raise
+
+    def _let_writes_in(self, limit_s: float = LET_WRITES_IN_S) -> None:
+        """Wait (at most ``limit_s``) until no thread waits for the write lock: called by
+        a job of several write transactions between two of them. Python's locks are not
+        fair, and the job, taking the lock again at once, could win it back over a write
+        that had waited for it all along. The caller holds no transaction."""
+        deadline = time.monotonic() + limit_s
+        while self._writes_waiting and time.monotonic() < deadline:
+            time.sleep(0.0005)
 
     @contextmanager
     def _read(self, *, search: bool = False) -> Iterator[None]:

@@ -4,13 +4,13 @@ and forget.
 
 ``forget`` works out everything derived from what it forgets in temporary tables and
 deletes it in one transaction, then makes the deletion physical: freed pages are zeroed
-(``secure_delete``), FTS5 segments merged (in short steps) and the WAL truncated, so
-forgotten text does not linger in the file.
+(``secure_delete``), FTS5 segments merged and the WAL truncated, so forgotten text does
+not linger in the file. Each of those steps is a transaction of its own, so writes go in
+between them.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -55,13 +55,6 @@ from episodic.store.sql import (
 from episodic.store.sqlite.connection import SqliteBase, chunks, map_errors, placeholders
 from episodic.store.supersession import revive_sql
 from episodic.tenancy import ApiKey
-
-# FTS5 pages one step of a forget's merge writes (``_purge_fts``). With 100k journal
-# memories, the longest a forget held the writer was 4.5 ms with steps of 64 pages (16:
-# 2.3 ms, 256: 12.6 ms), and the forget took 166 ms (16: 185 ms, 256: 161 ms); one
-# ``optimize`` of each index had held it for all of that (benchmarks/bench_forget.py).
-FTS_PURGE_STEP_PAGES = 64
-FTS_PURGE_PAUSE_S = 0.001
 
 _UPDATE_MEMORY = update_memory_sql("?")
 _RESTORE_EVENT = (
@@ -367,7 +360,8 @@ class ServiceMixin(SqliteBase):
     def _zeroing(self) -> Iterator[None]:
         """Freed pages are zeroed (``secure_delete``) for the block, so the forgotten text
         does not linger in the file; and for as long as any forget is in one, since the
-        writes that run between its merge steps may free pages of the old segments too."""
+        writes that run between its steps may free pages of the old FTS5 segments too (an
+        automerge)."""
         with self._lock, map_errors():
             self._zeroing_forgets += 1
             if self._zeroing_forgets == 1:
@@ -382,34 +376,13 @@ class ServiceMixin(SqliteBase):
 
     def _purge_fts(self) -> None:
         """Drop forgotten terms from both FTS5 indexes. A deleted row leaves its terms in
-        the old segments beside a tombstone until those segments merge; merging every
-        segment drops them. It is done ``FTS_PURGE_STEP_PAGES`` pages a transaction until
-        a step changes nothing (FTS5's incremental form of ``optimize``), so other writes
-        go in between instead of waiting for a merge of the whole index. Should writes
-        keep adding segments past twice the steps the index's size calls for, one
-        ``optimize`` finishes it."""
+        the old segments beside a tombstone until those merge; ``optimize`` merges them
+        all. Each index in a transaction of its own, the writes waiting meanwhile let in
+        before each, so a write waits for one merge at most, not the whole forget."""
         for table in ("memories_fts", "journal_fts"):
-            with self._lock, map_errors():
-                self._check_open()
-                pages = int(self._execute(f"SELECT count(*) FROM {table}_data").fetchone()[0])
-            steps_left = 2 * (pages // FTS_PURGE_STEP_PAGES) + 10
-            done = False
-            while not done:
-                if steps_left % 8 == 0:
-                    # Python's locks are not fair: a step taken right after the last
-                    # could win the writer again and again over a write waiting for it.
-                    time.sleep(FTS_PURGE_PAUSE_S)
-                with self._write():
-                    if steps_left <= 0:
-                        self._execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
-                        break
-                    before = self._conn.total_changes
-                    self._execute(
-                        f"INSERT INTO {table} ({table}, rank) VALUES ('merge', ?)",
-                        (-FTS_PURGE_STEP_PAGES,),
-                    )
-                    done = self._conn.total_changes - before < 2
-                steps_left -= 1
+            self._let_writes_in()
+            with self._write():
+                self._execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
     def _forget_rows(
         self, spec: ForgetSpec, match: str, params: Sequence[Any], rekey: Callable[[Event], str]
