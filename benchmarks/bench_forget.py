@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -37,7 +35,8 @@ from typing import Any
 
 import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
+from side_by_side import ROOT, extract_src, run_child
+
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 WRITE_EVERY_S = 0.01
 WORDS = [
@@ -168,15 +167,7 @@ def run_version(src: Path, url: str, size: int, forgets: int) -> dict[str, Any]:
         "import json, sys; import bench_forget as b; "
         "print(json.dumps(b.child(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, url, str(size), str(forgets)],
-        env={**os.environ, "PYTHONPATH": f"{src}:{Path(__file__).parent}"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_child(src, code, [url, str(size), str(forgets)])
 
 
 def main() -> None:
@@ -196,11 +187,7 @@ def main() -> None:
             from bench_postgres import own_server, with_db
 
             server = stack.enter_context(own_server(Path(work) / "pg", args.server))
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", args.base, "src"], capture_output=True, check=True
-        )
-        subprocess.run(["tar", "-x", "-C", work], input=archive.stdout, check=True)
-        versions = {"before": Path(work) / "src", "after": ROOT / "src"}
+        versions = {"before": extract_src(args.base, Path(work)), "after": ROOT / "src"}
         for size in sizes:
             for name, src in versions.items():
                 if server:

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -39,7 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from side_by_side import ROOT, extract_src, run_child
+
 THREADS = (1, 4, 8)
 QUERIES = 400
 WRITE_EVERY_S = 0.05
@@ -150,20 +149,11 @@ def child(db: Path, seconds: float) -> dict[str, Any]:
 
 
 def run_version(src: Path, db: Path, seconds: float, env: dict[str, str]) -> dict[str, Any]:
-    env_path = f"{src}:{Path(__file__).parent}"
     code = (
         "import json, sys; from pathlib import Path; import bench_sqlite_reads as b; "
         "print(json.dumps(b.child(Path(sys.argv[1]), float(sys.argv[2]))))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(db), str(seconds)],
-        env={**os.environ, **env, "PYTHONPATH": env_path},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return run_child(src, code, [str(db), str(seconds)], env)
 
 
 def main() -> None:
@@ -182,14 +172,11 @@ def main() -> None:
     db = args.db / f"reads-{args.memories}.db"
     build(db, args.memories)
     with tempfile.TemporaryDirectory() as before:
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", args.base, "src"], capture_output=True, check=True
-        )
-        subprocess.run(["tar", "-x", "-C", before], input=archive.stdout, check=True)
+        before_src = extract_src(args.base, Path(before))
         # The third column: this version held to one connection, to tell what the pool
         # does from whatever else changed since the base.
         versions = {
-            "before": (Path(before) / "src", {}),
+            "before": (before_src, {}),
             "after": (ROOT / "src", {}),
             "after, 0 readers": (ROOT / "src", {"EPISODIC_SQLITE_READERS": "0"}),
         }
