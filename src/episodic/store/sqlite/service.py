@@ -344,12 +344,10 @@ class ServiceMixin(SqliteBase):
             params.append(ts_text(spec.before))
         match = " AND ".join(where)
         with self._zeroing():
-            with self._lock, map_errors():
-                self._check_open()
-                with self._write():
-                    counts, contents = self._forget_rows(spec, match, params, rekey)
-                with self._dense_lock:
-                    self._dense.pop(ws, None)
+            with self._write():
+                counts, contents = self._forget_rows(spec, match, params, rekey)
+            with self._dense_lock:
+                self._dense.pop(ws, None)
             counts = replace(counts, embedding_cache=self._forget_cache_entries(contents))
             self._purge_fts()
         # Outside the lock: the truncate waits for readers, and writes go on meanwhile.
