@@ -9,7 +9,9 @@ runs more than once). The wrappers slow every request a little; compare runs tha
 have them.
 
 Steps: ``auth`` (``Episodic.authenticate``), ``write_slot_wait`` / ``recall_slot_wait``
-(waiting for a lane's slot), ``service`` (the write methods of ``Episodic``),
+(waiting for a lane's slot), ``service`` (the write methods of ``Episodic``), and of a
+note: ``embed_ahead`` (its embedding before it takes a slot), ``index_one`` (storing its
+vector) and ``supersession`` (checking what it replaces),
 ``reader_wait`` (SQLite: waiting for a read connection), ``writer_wait`` /
 ``writer_hold`` (SQLite: taking and holding the writer), ``checkpoint`` (SQLite: ``PRAGMA
 wal_checkpoint``). Every 100th heartbeat of the event loop (a callback every 50 ms) also
@@ -38,6 +40,8 @@ def _install(out_path: str) -> None:
     import episodic.http.app as http_app
     from episodic.http.limits import Lane
     from episodic.service import Episodic
+    from episodic.service.superseding import Superseding
+    from episodic.service.writing import Writing
     from episodic.store.sqlite.connection import SqliteBase
 
     record: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
@@ -72,6 +76,9 @@ def _install(out_path: str) -> None:
     timed(Episodic, "authenticate", "auth")
     for name in ("ingest", "add_message", "add_messages", "remember", "forget"):
         timed(Episodic, name, "service")
+    timed(Writing, "embed_ahead", "embed_ahead")
+    timed(Writing, "index_one", "index_one")
+    timed(Superseding, "check_memory", "supersession")
     timed(SqliteBase, "_borrow_reader", "reader_wait")
 
     original_write = SqliteBase._write

@@ -107,6 +107,23 @@ class UpkeepContract:
         later2 = later + timedelta(hours=1)
         assert store.claim_reviews("job-3", later2, lease_s=60, limit=10, workspace_id="acme") == []
 
+    def test_reviews_added_together_are_each_claimable(self, store: Store) -> None:
+        store.add_reviews([])  # nothing to record is not an error
+        store.add_reviews(
+            [
+                ReviewRequest("acme", "deploy", ("m1",), T0, (0.8,), agent_id="a1"),
+                ReviewRequest("acme", "rollback", ("m2", "m3"), T0, (None, 0.5), crew_id="ops"),
+                ReviewRequest("beta", "other", ("x",), T0, conversation_id="c9"),
+            ]
+        )
+        got = store.claim_reviews("h", T0, lease_s=60, limit=10, workspace_id="acme")
+        assert [p.request for p in got] == [
+            ReviewRequest("acme", "deploy", ("m1",), T0, (0.8,), agent_id="a1"),
+            ReviewRequest("acme", "rollback", ("m2", "m3"), T0, (None, 0.5), crew_id="ops"),
+        ]
+        beta = store.claim_reviews("h", T0, lease_s=60, limit=10, workspace_id="beta")
+        assert [p.request.conversation_id for p in beta] == ["c9"]
+
     def test_claims_narrow_by_agent_and_conversation(self, store: Store) -> None:
         store.add_review(ReviewRequest("acme", "q", ("m1",), T0, agent_id="a1"))
         conv = store.add_review(ReviewRequest("acme", "q", ("m2",), T0, conversation_id="c1"))

@@ -261,19 +261,25 @@ def run_recall(
     if mark and hits:
         store.mark_referenced(query.workspace_id, [h.id for h in hits], now)
         if review:
-            store.add_review(
-                ReviewRequest(
-                    workspace_id=query.workspace_id,
-                    query=query.text,
-                    memory_ids=tuple(h.id for h in hits),
-                    recalled_at=now,
-                    cosines=tuple(h.cosine for h in hits),
-                    agent_id=query.agent_id,
-                    crew_id=query.crew_id,
-                    conversation_id=review_conversation or query.conversation_id,
-                )
-            )
+            store.add_review(review_of(query, hits, now, review_conversation))
     return RecallResult(hits, mode, policy.name, legs, warnings, trace)
+
+
+def review_of(
+    query: Query, hits: Sequence[Hit], now: datetime, conversation: str | None = None
+) -> ReviewRequest:
+    """The pending review (seed 003) a marked recall of ``hits`` records: rated later by
+    the messages that follow in ``conversation`` (default: the query's own)."""
+    return ReviewRequest(
+        workspace_id=query.workspace_id,
+        query=query.text,
+        memory_ids=tuple(h.id for h in hits),
+        recalled_at=now,
+        cosines=tuple(h.cosine for h in hits),
+        agent_id=query.agent_id,
+        crew_id=query.crew_id,
+        conversation_id=conversation or query.conversation_id,
+    )
 
 
 def _source_key(m: Memory) -> str:

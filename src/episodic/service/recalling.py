@@ -19,12 +19,13 @@ from episodic.errors import InvalidInput, StoreError
 from episodic.llm.steps import key_terms as extract_key_terms
 from episodic.model import Hit, Memory, Query, Scope, ScopeFilter
 from episodic.recall.details import check_detail, with_details
-from episodic.recall.engine import RecallResult, run_recall
+from episodic.recall.engine import RecallResult, review_of, run_recall
 from episodic.recall.policies import RecallPolicy, RenderStyle, get_policy
 from episodic.recall.render import fit_block, fit_memory_block
 from episodic.recall.trace import DROP_BUDGET
 from episodic.service.context import Context
 from episodic.store.search import SearchStore
+from episodic.store.upkeep import ReviewRequest
 from episodic.write.episodes import EPISODE_TYPE
 from episodic.write.events import parse_time
 
@@ -52,20 +53,24 @@ def parse_scope(value: Scope | str | None) -> Scope | None:
 
 class ReferenceBuffer:
     """Reference marks waiting to be written: (workspace, memory) -> how many recalls
-    returned it, and the time of the last. A background thread writes them every
-    ``interval_s`` seconds; ``stop`` writes what is left."""
+    returned it, and the time of the last; and the pending reviews (seed 003) those
+    recalls record. A background thread writes them every ``interval_s`` seconds;
+    ``stop`` writes what is left."""
 
     def __init__(self, store: SearchStore, interval_s: float) -> None:
         self.store = store
         self.interval_s = interval_s
         self._pending: dict[str, dict[str, int]] = {}
         self._last: dict[str, datetime] = {}
+        self._reviews: list[ReviewRequest] = []
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def add(self, workspace: str, ids: list[str], at: datetime) -> None:
+    def add(
+        self, workspace: str, ids: list[str], at: datetime, review: ReviewRequest | None = None
+    ) -> None:
         if not ids:
             return
         with self._lock:
@@ -73,14 +78,16 @@ class ReferenceBuffer:
             for memory_id in ids:
                 counts[memory_id] = counts.get(memory_id, 0) + 1
             self._last[workspace] = at
+            if review is not None:
+                self._reviews.append(review)
 
     def flush(self) -> None:
         # Held while a batch is written: flush() returns only once every mark added before
         # it is stored, even when the background thread had already taken them.
         with self._flushing:
             with self._lock:
-                pending, last = self._pending, self._last
-                self._pending, self._last = {}, {}
+                pending, last, reviews = self._pending, self._last, self._reviews
+                self._pending, self._last, self._reviews = {}, {}, []
             for workspace, counts in pending.items():
                 # mark_referenced adds 1 per id: a memory returned n times goes in n rounds.
                 try:
@@ -91,6 +98,11 @@ class ReferenceBuffer:
                             self.store.mark_referenced(workspace, batch, last[workspace])
                 except StoreError as exc:
                     log.warning("reference marks for %s not written: %s", workspace, exc)
+            for start in range(0, len(reviews), MARK_BATCH):
+                try:
+                    self.store.add_reviews(reviews[start : start + MARK_BATCH])
+                except StoreError as exc:
+                    log.warning("%d recall reviews not recorded: %s", len(reviews), exc)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -202,7 +214,14 @@ class Recalling:
             review_conversation=review_conversation,
         )
         if deferred and self._marks is not None:
-            self._marks.add(q.workspace_id, [h.id for h in result.hits], now)
+            # Batched with the marks, as run_recall would have recorded it at once.
+            review = review_of(q, result.hits, now, review_conversation)
+            self._marks.add(
+                q.workspace_id,
+                [h.id for h in result.hits],
+                now,
+                review if settings.review_recalls else None,
+            )
         hits = with_details(
             result.hits,
             check_detail(detail),

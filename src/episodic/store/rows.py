@@ -30,6 +30,20 @@ def ts_text(dt: datetime) -> str:
     return dt.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
+def review_row(review: ReviewRequest) -> tuple[str | None, ...]:
+    """``review`` as the values of ``store.sql.REVIEW_INSERT_COLUMNS`` (ids and cosines as JSON)."""
+    return (
+        review.workspace_id,
+        review.agent_id,
+        review.crew_id,
+        review.conversation_id,
+        review.query,
+        json.dumps(list(review.memory_ids)),
+        json.dumps(list(review.cosines)),
+        ts_text(review.recalled_at),
+    )
+
+
 def parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
@@ -246,7 +260,7 @@ def api_key_from_row(row: Sequence[Any]) -> ApiKey:
 
 
 def review_from_row(row: Sequence[Any]) -> PendingReview:
-    """A ``REVIEW_COLUMNS`` row as a ``PendingReview``."""
+    """A ``REVIEW_INSERT_COLUMNS`` row as a ``PendingReview``."""
     cosines = json.loads(row[7])
     return PendingReview(
         id=int(row[0]),

@@ -98,3 +98,7 @@ class SearchStore(MemoryReader, Protocol):
     def add_review(self, review: ReviewRequest) -> int:
         """Record a pending review (one insert); returns its id."""
         ...
+
+    def add_reviews(self, reviews: Sequence[ReviewRequest]) -> None:
+        """Record several pending reviews in one transaction (a server's batched recalls)."""
+        ...

@@ -59,9 +59,11 @@ MEMORY_COLUMNS = ", ".join(c for c in MEMORY_INSERT_COLUMNS if c != "updated_at"
 # A restored event also says which episode took it (``restore``).
 RESTORE_EVENT_COLUMNS = (*EVENT_INSERT_COLUMNS, "episode_id")
 KEY_COLUMNS = "id, workspace_id, role, agent_id, crew_id, label, created_at, revoked_at"
-REVIEW_COLUMNS = (
-    "id, workspace_id, agent_id, crew_id, conversation_id, query, memory_ids, cosines, recalled_at"
+# What a recall's review is recorded with (``rows.review_row``), and read back with.
+REVIEW_INSERT_COLUMNS = (
+    "workspace_id, agent_id, crew_id, conversation_id, query, memory_ids, cosines, recalled_at"
 )
+REVIEW_COLUMNS = f"id, {REVIEW_INSERT_COLUMNS}"
 SNAPSHOT_COLUMNS = "snapshot_date, freshness, coverage, coherence, efficiency, reachability, score"
 
 

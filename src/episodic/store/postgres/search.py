@@ -21,7 +21,6 @@ The distance the index is searched by is written as the existing index was built
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Sequence
@@ -43,11 +42,12 @@ from episodic.store.postgres.pgvector import (
     distance_sql,
     has_iterative_scan,
 )
-from episodic.store.rows import parse_ts, ts_text, unique
-from episodic.store.sql import live_where, scope_where
+from episodic.store.rows import parse_ts, review_row, ts_text, unique
+from episodic.store.sql import REVIEW_INSERT_COLUMNS, live_where, scope_where
 from episodic.store.upkeep import ReviewRequest
 from episodic.store.vectors import Vector
 
+REVIEW_VALUES = ", ".join(["%s"] * 8)
 # hnsw.ef_search bounds: pgvector's default and its maximum.
 EF_SEARCH_MIN = 40
 EF_SEARCH_MAX = 1000
@@ -368,21 +368,21 @@ class SearchMixin(PgvectorMixin):
         with self._write() as conn:
             row = self._exec(
                 conn,
-                "INSERT INTO memory_reviews (workspace_id, agent_id, crew_id, conversation_id, "
-                "query, memory_ids, cosines, recalled_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+                f"INSERT INTO memory_reviews ({REVIEW_INSERT_COLUMNS}) VALUES ({REVIEW_VALUES}) "
                 "RETURNING id",
-                (
-                    review.workspace_id,
-                    review.agent_id,
-                    review.crew_id,
-                    review.conversation_id,
-                    review.query,
-                    json.dumps(list(review.memory_ids)),
-                    json.dumps(list(review.cosines)),
-                    ts_text(review.recalled_at),
-                ),
+                review_row(review),
             ).fetchone()
         return int(row[0]) if row else 0
+
+    def add_reviews(self, reviews: Sequence[ReviewRequest]) -> None:
+        if not reviews:
+            return
+        with self._write() as conn:
+            self._executemany(
+                conn,
+                f"INSERT INTO memory_reviews ({REVIEW_INSERT_COLUMNS}) VALUES ({REVIEW_VALUES})",
+                [review_row(r) for r in reviews],
+            )
 
 
 def ef_floor_for(rows: float) -> int:

@@ -21,8 +21,8 @@ from datetime import datetime
 
 from episodic.model import Candidate, ScopeFilter, utcnow
 from episodic.store.dense import DenseIndex, DenseRows
-from episodic.store.rows import parse_ts, ts_text, unique
-from episodic.store.sql import live_where, normalise_scope, scope_where
+from episodic.store.rows import parse_ts, review_row, ts_text, unique
+from episodic.store.sql import REVIEW_INSERT_COLUMNS, live_where, normalise_scope, scope_where
 from episodic.store.sqlite.connection import IN_CHUNK, SqliteBase, placeholders
 from episodic.store.upkeep import ReviewRequest
 from episodic.store.vectors import Vector
@@ -209,20 +209,19 @@ class SearchMixin(SqliteBase):
     def add_review(self, review: ReviewRequest) -> int:
         with self._write():
             cursor = self._execute(
-                "INSERT INTO memory_reviews (workspace_id, agent_id, crew_id, conversation_id, "
-                "query, memory_ids, cosines, recalled_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    review.workspace_id,
-                    review.agent_id,
-                    review.crew_id,
-                    review.conversation_id,
-                    review.query,
-                    json.dumps(list(review.memory_ids)),
-                    json.dumps(list(review.cosines)),
-                    ts_text(review.recalled_at),
-                ),
+                f"INSERT INTO memory_reviews ({REVIEW_INSERT_COLUMNS}) VALUES ({placeholders(8)})",
+                review_row(review),
             )
             return int(cursor.lastrowid or 0)
+
+    def add_reviews(self, reviews: Sequence[ReviewRequest]) -> None:
+        if not reviews:
+            return
+        with self._write():
+            self._executemany(
+                f"INSERT INTO memory_reviews ({REVIEW_INSERT_COLUMNS}) VALUES ({placeholders(8)})",
+                [review_row(r) for r in reviews],
+            )
 
 
 def _nearest(found: str, sign: int) -> list[tuple[str, int]]:
