@@ -59,3 +59,17 @@ def test_keys_create_refuses_a_bad_role(env: dict[str, str]) -> None:
         app, ["keys", "create", "--workspace", "acme", "--role", "root"], env=env
     )
     assert result.exit_code == 2 and "role: unknown role 'root'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--recall-processes", "-1"], "--recall-processes: must be 0 or more"),
+        (["--workers", "2", "--recall-processes", "1"], "recall-processes: with --workers over 1"),
+    ],
+)
+def test_serve_refuses_recall_processes_it_cannot_run(
+    env: dict[str, str], args: list[str], said: str
+) -> None:
+    result = runner.invoke(app, ["serve", "--port", "0", *args], env=env)
+    assert result.exit_code == 2 and said in result.stderr

@@ -103,13 +103,16 @@ def test_a_flush_records_each_recalls_review_once_in_short_batches(db_url: str) 
         store.close()
 
 
-@pytest.mark.parametrize("reviews_on", [True, False])
+@pytest.mark.parametrize(
+    ("reviews_on", "processes"), [(True, 0), (False, 0), (True, 1)], ids=["", "off", "workers"]
+)
 def test_a_servers_recalls_are_marked_and_reviewed_as_a_librarys(
-    db_url: str, reviews_on: bool
+    db_url: str, reviews_on: bool, processes: int
 ) -> None:
     """Seed 003: each marked recall records a pending review, which the review job rates
     by the conversation that follows. A server batches its marks; the reviews must not be
-    lost on the way (they were: no recall through the HTTP API was ever reviewed)."""
+    lost on the way (they were: no recall through the HTTP API was ever reviewed), nor
+    when the recalls run in worker processes (the server's process writes them)."""
     mem = Episodic(
         store=open_store(db_url),
         embedder=FakeEmbedder(dim=64),
@@ -124,7 +127,7 @@ def test_a_servers_recalls_are_marked_and_reviewed_as_a_librarys(
         )
         mem.index_once()
         secret = mem.create_key("acme", role="admin")[1]
-        with serve(asgi(mem)) as base:
+        with serve(asgi(mem, recall_processes=processes)) as base:
             asked = {"query": "refunds charged twice", "conversation": "support-7"}
             recalled = call(base, secret, "POST", "/v1/recall", asked)
             assert recalled.status_code == 200

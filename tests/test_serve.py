@@ -112,6 +112,54 @@ def test_serve_with_two_worker_processes(tmp_path: Path) -> None:
             assert [h["content"] for h in r.json()["hits"]] == ["disk full"]
 
 
+def _serving(db: str) -> int:
+    """The pid of the ``episodic serve`` of ``db`` (Linux)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if db.encode() in argv and b"serve" in argv:
+            return int(proc.name)
+    raise AssertionError(f"no episodic serve of {db}")
+
+
+def _workers(pid: int) -> list[int]:
+    """The worker processes ``pid`` spawned that still run (Linux): multiprocessing's
+    own resource tracker is not one."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(int(child))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("extra", "workers"),
+    [((), 1), (("--recall-processes", "0"), 0), (("--recall-processes", "2"), 2)],
+)
+def test_serve_recalls_in_processes_of_its_own(
+    tmp_path: Path, extra: tuple[str, ...], workers: int
+) -> None:
+    db = f"sqlite:///{tmp_path}/recalls.db"
+    with Episodic.open(db, settings=Settings(embedder="none")) as mem:
+        _, key = mem.create_key("acme", role="admin")
+        mem.ingest([{"workspace": "acme", "type": "peer.escalation", "summary": "disk full"}])
+    env = {"EPISODIC_EMBEDDER": "none", "EPISODIC_RECALL_PROCESSES": ""}
+    with served(db, *extra, env=env) as base:
+        auth = {"Authorization": f"Bearer {key}"}
+        for _ in range(3):
+            r = httpx.post(f"{base}/v1/recall", headers=auth, json={"query": "disk full"})
+            assert r.status_code == 200
+            assert [h["content"] for h in r.json()["hits"]] == ["disk full"]
+        spawned = _workers(_serving(db))
+        assert len(spawned) == workers
+    # Ctrl-C ends the workers with the server, and the marks of their recalls are kept.
+    assert not [pid for pid in spawned if Path(f"/proc/{pid}").exists()]
+    assert raw_rows(db, "SELECT reference_count FROM memories") == [(3,)]
+
+
 def _upkeep_due(db: str) -> None:
     """Memories written 100 days ago and no upkeep run yet: a scheduler that starts on
     this database decays them and runs the day's consolidation at once."""

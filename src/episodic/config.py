@@ -126,6 +126,17 @@ def positive_number(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def whole_number(env: Mapping[str, str], name: str, default: int) -> int:
+    """The whole number ``env[name]`` (0 or more), or ``default`` when unset or empty; a
+    value that is not one is ``InvalidInput`` naming the variable."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise InvalidInput(name, f"expected a whole number (0 or more), got {raw!r}")
+    return int(raw)
+
+
 # -- upkeep ----------------------------------------------------------------------------
 DECAY_FORMULA_CHOICES = ("crewship", "prominence")
 MAX_WALK_DEPTH = 1  # the read-time walk is one hop (seed 000)

@@ -21,9 +21,24 @@ Backend errors are chained with ``raise ... from exc`` so the cause stays visibl
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class EpisodicError(Exception):
     """Base of every error raised on purpose by episodic."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Raised in a recall process and re-raised in the server's: pickle keeps the
+        # class, the message and the attributes (``field``, ``id``...) without calling
+        # an ``__init__`` whose parameters differ from ``Exception``'s.
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(cls: type[EpisodicError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 class InvalidInput(EpisodicError, ValueError):

@@ -31,6 +31,16 @@ def serve(
             "indexer runs once, in the parent).",
         ),
     ] = 1,
+    recall_processes: Annotated[
+        int | None,
+        typer.Option(
+            "--recall-processes",
+            help="Worker processes recalls run in, so that writes never wait behind them "
+            "(default 1, or EPISODIC_RECALL_PROCESSES; 0: in the server's process). Each "
+            "loads the embedder and, on SQLite, keeps its own dense index in memory. "
+            "With --workers over 1, recalls stay in each server process.",
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve the HTTP API (/v1, keys required), /healthz and the operator's page /ui, and
@@ -45,15 +55,22 @@ def serve(
     import uvicorn
 
     from episodic.heap import limit_arenas
-    from episodic.http import asgi, start_background_jobs
+    from episodic.http import RECALL_PROCESSES, asgi, start_background_jobs
 
     limit_arenas()  # before uvicorn's and the jobs' threads: see episodic.heap
     if workers < 1:
         err.print("[red]error:[/red] --workers: must be 1 or more", markup=True)
         raise typer.Exit(2)
+    if recall_processes is not None and recall_processes < 0:
+        err.print("[red]error:[/red] --recall-processes: must be 0 or more", markup=True)
+        raise typer.Exit(2)
     with listening(host, port) as sock, errors(), open_memory(ctx) as mem:
         if workers > 1 and mem.store.url.endswith(":memory:"):
             raise InvalidInput("workers", "worker processes cannot share an in-memory database")
+        if workers > 1 and recall_processes:
+            raise InvalidInput(
+                "recall-processes", "with --workers over 1, recalls stay in each server process"
+            )
         bound = sock.getsockname()[1]
         out.print(
             f"episodic serving {display_url(mem.store.url)} on http://{host}:{bound} "
@@ -63,7 +80,9 @@ def serve(
         if workers == 1:
             # The upkeep that catches up (decay, daily consolidation) starts with the
             # app, so only once the port is ours.
-            config = uvicorn.Config(asgi(mem, background=True), log_level=log_level)
+            processes = RECALL_PROCESSES if recall_processes is None else recall_processes
+            app = asgi(mem, background=True, recall_processes=processes)
+            config = uvicorn.Config(app, log_level=log_level)
             server = uvicorn.Server(config)
             with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: a clean stop
                 server.run(sockets=[sock])

@@ -35,6 +35,7 @@ from episodic.http.errors import (
 from episodic.http.limits import (
     MAX_BODY_BYTES,
     RECALL_MAX_WAIT_S,
+    RECALL_PROCESSES,
     RECALL_SLOTS,
     WRITE_MAX_WAIT_S,
     WRITE_SLOTS,
@@ -51,6 +52,7 @@ __all__ = [
     "ERROR_STATUS",
     "MAX_BODY_BYTES",
     "RECALL_MAX_WAIT_S",
+    "RECALL_PROCESSES",
     "RECALL_SLOTS",
     "WRITE_MAX_WAIT_S",
     "WRITE_SLOTS",

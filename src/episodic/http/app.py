@@ -51,22 +51,29 @@ def create_app(
     recall_nice: int = HEAVY_NICE,
     write_slots: int = WRITE_SLOTS,
     write_max_wait_s: float = WRITE_MAX_WAIT_S,
+    recall_processes: int = 0,
 ) -> FastAPI:
     """The API over ``mem``. ``background`` starts the indexer with the app (``serve``
-    does; tests leave it off and index explicitly). The slots and waits bound the load
-    it takes (``episodic.http.limits``). The caller closes ``mem``."""
+    does; tests leave it off and index explicitly). ``recall_processes`` > 0 runs recalls
+    in that many worker processes while the app runs (``serve`` does:
+    ``episodic.service.recall_processes``). The slots and waits bound the load it takes
+    (``episodic.http.limits``). The caller closes ``mem``."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         mem.warn_if_sparse_only()
         mem.defer_marks()
         mem.batch_query_embeddings()
+        if recall_processes > 0:
+            mem.recall_in_processes(recall_processes)
         if background:
             start_background_jobs(mem)
         try:
             yield
         finally:
             app.state.recalls.close()
+            if recall_processes > 0:
+                mem.recall_in_processes(0)
             mem.flush_marks(stop=True)
 
     app = FastAPI(

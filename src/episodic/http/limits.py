@@ -20,7 +20,7 @@ import anyio.to_thread
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from episodic.config import positive_number
+from episodic.config import positive_number, whole_number
 from episodic.errors import InvalidInput
 from episodic.http.errors import error_body
 from episodic.priority import lower_priority
@@ -45,6 +45,14 @@ def env_number(name: str, default: float) -> float:
 # Measured again with recalls in a lane of their own (64 clients of the mixed load, 120 s,
 # SQLite, a machine at load 9-10): two slots did 26.8 requests/s, four 40.8.
 RECALL_SLOTS = int(env_number("EPISODIC_RECALL_SLOTS", 4))
+# Worker processes `episodic serve` runs recalls in (episodic.service.recall_processes;
+# 0: in the server's own process). Each holds the embedder and, on SQLite, a copy of the
+# dense index (~0.25 GB with MiniLM and a small store). Under the 64-client mixed load on
+# two cores (SQLite, 120 s; benchmarks/README.md, "Recalls in processes of their own"),
+# the writes' p95 was 206 ms with none, 41-47 with one and 131 with two; requests/s
+# 117, 118-123 and 128. One is the default: the writes' goal with room to spare, at a
+# quarter of a GB instead of half.
+RECALL_PROCESSES = whole_number(os.environ, "EPISODIC_RECALL_PROCESSES", 1)
 # The longest a recall is let wait in line for a slot, estimated when it arrives. A recall
 # usually feeds a prompt an agent is about to send: past a couple of seconds of queueing
 # it is better told at once to come back (503 + Retry-After) than left to queue further,

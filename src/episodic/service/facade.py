@@ -19,6 +19,7 @@ sweep (segment idle conversations, then consolidate a flashbulb at once).
 from __future__ import annotations
 
 import logging
+import pickle
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
@@ -29,12 +30,14 @@ from episodic.embed.base import Embedder
 from episodic.errors import EpisodicError
 from episodic.llm.base import LLM
 from episodic.model import utcnow
+from episodic.priority import MAX_NICE
 from episodic.service.context import Context
 from episodic.service.doctor import DoctorReport, run_doctor
 from episodic.service.editing import Editing
 from episodic.service.journal import Journal
 from episodic.service.models import UNSET, Models, _Unset
 from episodic.service.operations import Operations
+from episodic.service.recall_processes import RECALL_NICE, RecallProcesses, WorkerSpec
 from episodic.service.recalling import Recalling
 from episodic.service.superseding import CheckReport, Superseding
 from episodic.service.upkeep import Upkeep
@@ -101,6 +104,7 @@ class Episodic:
         self._superseding = Superseding(self._ctx, self._operations)
         # A note is checked for what it replaces as it is remembered, not at the sweep.
         self._operations.after_remember = self._superseding.check_memory
+        self._recall_processes: RecallProcesses | None = None
 
     @classmethod
     def open(
@@ -144,7 +148,48 @@ class Episodic:
         return self._models.llm
 
     # -- lifecycle ---------------------------------------------------------------------
+    def recall_in_processes(self, count: int, *, nice: int = RECALL_NICE) -> bool:
+        """Run recalls in ``count`` worker processes of their own from now on, at CPU
+        priority lowered by ``nice`` (a server's: ``episodic.service.recall_processes``);
+        0 stops them. False, with a log line, when workers cannot share this service's
+        database (in memory) or models (objects that do not pickle): recalls stay here."""
+        self._stop_recall_processes()
+        if count <= 0:
+            return False
+        spec = self._worker_spec(nice)
+        if spec is None:
+            return False
+        processes = RecallProcesses(spec, count)
+        processes.start()
+        self._recall_processes = processes
+        self._recalling.recall_in_processes(processes)
+        return True
+
+    def _worker_spec(self, nice: int) -> WorkerSpec | None:
+        """What recall processes open, or None (logged) when they cannot share this
+        service's database (in memory) or its models (objects that do not pickle)."""
+        url = self.store.url
+        if url.endswith(":memory:"):
+            log.info("recalls stay in the server's process: an in-memory database is not shared")
+            return None
+        embedder, llm = self._models.given
+        nice = min(max(nice, 0), MAX_NICE)
+        spec = WorkerSpec(type(self), url, self.settings, embedder, llm, nice)
+        try:
+            pickle.dumps(spec)
+        except Exception as exc:  # any failure to pickle means the same
+            log.warning("recalls stay in the server's process: its models do not pickle (%s)", exc)
+            return None
+        return spec
+
+    def _stop_recall_processes(self) -> None:
+        processes, self._recall_processes = self._recall_processes, None
+        self._recalling.recall_in_processes(None)
+        if processes is not None:
+            processes.close()
+
     def close(self) -> None:
+        self._stop_recall_processes()
         self._upkeep.stop()
         self._models.stop()
         self._ctx.store.close()

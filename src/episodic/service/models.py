@@ -60,6 +60,8 @@ class Models:
     ) -> None:
         self.store = store
         self.settings = settings
+        # As given (UNSET: made from the settings), for recall processes to open the same.
+        self.given: tuple[Embedder | _Unset | None, LLM | _Unset | None] = (embedder, llm)
         self._embedder: Embedder | _Unset | None = embedder
         self._embedder_error: str | None = None
         self._creating = threading.Lock()

@@ -24,6 +24,7 @@ from episodic.recall.policies import RecallPolicy, RenderStyle, get_policy
 from episodic.recall.render import fit_block, fit_memory_block
 from episodic.recall.trace import DROP_BUDGET
 from episodic.service.context import Context
+from episodic.service.recall_processes import ProcessesDown, RecallProcesses
 from episodic.store.search import SearchStore
 from episodic.store.upkeep import ReviewRequest
 from episodic.write.episodes import EPISODE_TYPE
@@ -123,6 +124,7 @@ class Recalling:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self._marks: ReferenceBuffer | None = None
+        self._processes: RecallProcesses | None = None
 
     def recall(
         self,
@@ -195,12 +197,43 @@ class Recalling:
         chosen = get_policy(policy)
         if walk is None:
             walk = settings.walk_depth_for(agent)  # per-agent memory_walk_depth
+        now = self.ctx.clock()
+        processes = self._processes
+        if processes is not None:
+            # Checked above, ranked in a recall process; marked here (a worker writes
+            # nothing). Should a worker die, this recall runs here instead.
+            asked = {
+                "workspace": workspace,
+                "agent": agent,
+                "crew": crew,
+                "resource": resource,
+                "conversation": conversation,
+                "scope": scope,
+                "k": k,
+                "policy": policy,
+                "mark": False,
+                "explain": explain,
+                "walk": walk,
+                "key_terms": key_terms,
+                "types": types,
+                "review_conversation": review_conversation,
+                "detail": detail,
+                "as_of": as_of,
+                "include_superseded": include_superseded,
+            }
+            try:
+                result = processes.recall(query, now, asked)
+            except ProcessesDown:
+                pass
+            else:
+                if mark:
+                    self._record(q, result.hits, now, review_conversation)
+                return result
+        deferred = mark and self._marks is not None  # the server batches its marks
         lexical: str | None = None
         if settings.llm_query_terms if key_terms is None else key_terms:
             terms = extract_key_terms(query, self.ctx.models.llm)
             lexical = terms.text if terms.source == "llm" else None
-        now = self.ctx.clock()
-        deferred = mark and self._marks is not None  # the server batches its marks
         result = run_recall(
             self.ctx.store,
             self.ctx.models.query_vectors(),
@@ -213,21 +246,31 @@ class Recalling:
             review=settings.review_recalls,
             review_conversation=review_conversation,
         )
-        if deferred and self._marks is not None:
-            # Batched with the marks, as run_recall would have recorded it at once.
-            review = review_of(q, result.hits, now, review_conversation)
-            self._marks.add(
-                q.workspace_id,
-                [h.id for h in result.hits],
-                now,
-                review if settings.review_recalls else None,
-            )
+        if deferred:
+            self._record(q, result.hits, now, review_conversation)
         hits = with_details(
             result.hits,
             check_detail(detail),
             lambda ids: self.ctx.store.get_events(q.workspace_id, ids),
         )
         return replace(result, hits=hits)
+
+    def _record(
+        self, q: Query, hits: Sequence[Hit], now: datetime, review_conversation: str | None
+    ) -> None:
+        """The marks of a recall that returned ``hits``, and its pending review (seed
+        003): batched on a server, written now otherwise, as run_recall writes them."""
+        if not hits:
+            return
+        ids = [h.id for h in hits]
+        review = review_of(q, hits, now, review_conversation)
+        reviewed = self.ctx.settings.review_recalls
+        if self._marks is not None:
+            self._marks.add(q.workspace_id, ids, now, review if reviewed else None)
+            return
+        self.ctx.store.mark_referenced(q.workspace_id, ids, now)
+        if reviewed:
+            self.ctx.store.add_review(review)
 
     def render(
         self,
@@ -342,6 +385,12 @@ class Recalling:
             raise InvalidInput("limit", "must be a positive number of episodes")
         found = self.ctx.store.search_recent(flt, limit, types=(EPISODE_TYPE,))
         return self.ctx.store.get_memories(flt.workspace_id, [c.memory_id for c in found])
+
+    # -- recall processes ----------------------------------------------------------
+    def recall_in_processes(self, processes: RecallProcesses | None) -> None:
+        """Send recalls to ``processes`` from now on (None: recall here again); the
+        caller started them and closes them."""
+        self._processes = processes
 
     # -- reference marks -----------------------------------------------------------
     def defer_marks(self, interval_s: float = MARK_FLUSH_S) -> None:
