@@ -21,6 +21,7 @@ from episodic.config import whole_number
 from episodic.embed.fake import FakeEmbedder
 from episodic.errors import InvalidInput
 from episodic.recall.engine import RecallResult
+from episodic.service.recall_processes import INDEXING_BELOW_RECALLS, MAX_DEATHS
 from episodic.store import open_store
 
 # The server's clock, far from the machine's: workers must recall as of it.
@@ -203,3 +204,57 @@ def test_a_bad_count_of_recall_processes_is_named(raw: str) -> None:
         whole_number({"EPISODIC_RECALL_PROCESSES": raw}, "EPISODIC_RECALL_PROCESSES", 1)
     assert whole_number({"EPISODIC_RECALL_PROCESSES": "0"}, "EPISODIC_RECALL_PROCESSES", 1) == 0
     assert whole_number({"EPISODIC_RECALL_PROCESSES": " "}, "EPISODIC_RECALL_PROCESSES", 1) == 1
+
+
+class StaysInItsProcess(FakeEmbedder):
+    """An embedder that pickles but cannot be loaded in another process: a worker
+    given it dies as it starts."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=16)
+        self.home = os.getpid()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if state["home"] != os.getpid():
+            raise RuntimeError("not in this process")
+        self.__dict__.update(state)
+
+
+def test_workers_that_cannot_start_are_given_up_on(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Episodic(
+        store=open_store(f"sqlite:///{tmp_path / 'x.db'}"),
+        embedder=StaysInItsProcess(),
+        settings=Settings(),
+    ) as mem:
+        mem.remember("disk full on the runner", workspace="acme")
+        assert mem.recall_in_processes(1)
+        for _ in range(MAX_DEATHS + 2):  # every recall answered, in the server's process
+            hits = mem.recall("disk", workspace="acme", mark=False).hits
+            assert [h.memory.content for h in hits] == ["disk full on the runner"]
+        assert multiprocessing.active_children() == []
+        assert sum("died" in r.getMessage() for r in caplog.records) == MAX_DEATHS
+        assert "recalls stay in the server's process" in caplog.records[-1].getMessage()
+
+
+def test_with_recalls_in_workers_the_indexer_embeds_below_them(tmp_path: Any) -> None:
+    """Recalls yield the cores to writes, and the indexer's backlog yields them to recalls
+    (Linux: a thread's nice value)."""
+    with Episodic(
+        store=open_store(f"sqlite:///{tmp_path / 'x.db'}"),
+        embedder=FakeEmbedder(dim=16),
+        settings=Settings(),
+    ) as mem:
+        assert mem.recall_in_processes(1, nice=4)
+        try:
+            indexer = mem._models.indexer()
+            assert indexer is not None
+            own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+            model_thread = indexer._model_thread()
+            niced = model_thread.submit(
+                lambda: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+            ).result()
+            assert niced == min(19, own + 4 + INDEXING_BELOW_RECALLS)
+        finally:
+            mem.recall_in_processes(0)

@@ -37,7 +37,12 @@ from episodic.service.editing import Editing
 from episodic.service.journal import Journal
 from episodic.service.models import UNSET, Models, _Unset
 from episodic.service.operations import Operations
-from episodic.service.recall_processes import RECALL_NICE, RecallProcesses, WorkerSpec
+from episodic.service.recall_processes import (
+    INDEXING_BELOW_RECALLS,
+    RECALL_NICE,
+    RecallProcesses,
+    WorkerSpec,
+)
 from episodic.service.recalling import Recalling
 from episodic.service.superseding import CheckReport, Superseding
 from episodic.service.upkeep import Upkeep
@@ -163,6 +168,9 @@ class Episodic:
         processes.start()
         self._recall_processes = processes
         self._recalling.recall_in_processes(processes)
+        # Recalls yield the cores to writes; the indexer's backlog yields them to recalls,
+        # as it did when they shared this process and its GIL.
+        self._models.lower_indexing(spec.nice + INDEXING_BELOW_RECALLS)
         return True
 
     def _worker_spec(self, nice: int) -> WorkerSpec | None:

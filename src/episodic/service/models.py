@@ -30,6 +30,7 @@ from episodic.embed.pull import (
 from episodic.errors import EmbedderError, ModelMismatch
 from episodic.extras import require
 from episodic.llm.base import LLM
+from episodic.priority import HEAVY_NICE, MAX_NICE
 from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR
 from episodic.recall.legs import QueryVectors
 from episodic.service.embedder_state import EmbedderState, WatchedEmbedder
@@ -72,6 +73,7 @@ class Models:
         self._after_sweep = after_sweep
         self._query_vectors: QueryVectors | None = None
         self._indexer: Indexer | None = None
+        self._indexer_nice = HEAVY_NICE
         self._model_checked = False
 
     # -- the embedder --------------------------------------------------------------
@@ -249,8 +251,16 @@ class Models:
                 batch=self.settings.sweep_batch,
                 interval_s=self.settings.sweep_interval_s,
                 after_sweep=self._after_sweep,
+                nice=self._indexer_nice,
             )
         return self._indexer
+
+    def lower_indexing(self, nice: int) -> None:
+        """Run the indexer's embedding at least ``nice`` lower in CPU priority (from its
+        next model thread on: call before the indexer starts)."""
+        self._indexer_nice = max(self._indexer_nice, min(nice, MAX_NICE))
+        if self._indexer is not None:
+            self._indexer.nice = max(self._indexer.nice, self._indexer_nice)
 
     def vectors_cleared(self, embedder: Embedder) -> None:
         """Every vector was dropped (a reindex): the next store decides the model again."""

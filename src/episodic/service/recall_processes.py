@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -43,8 +44,17 @@ log = logging.getLogger("episodic")
 # How much lower a worker's CPU priority is than the server's threads
 # (``EPISODIC_RECALL_NICE``, 0-19). Unlike niced threads of the server's own
 # (episodic.priority), a niced worker holds no lock or GIL the writes wait for, so it
-# only yields cores.
-RECALL_NICE = env_nice("EPISODIC_RECALL_NICE", 10)
+# only yields cores. SQLite, 64 clients, 300 s (benchmarks/README.md, "Recalls in
+# processes of their own"): at 10 the writes' p95 was 59 ms and 77.3 requests/s; at 5,
+# 79 ms and 81.8 requests/s, with half the reads shed.
+RECALL_NICE = env_nice("EPISODIC_RECALL_NICE", 5)
+# How much lower still the server's indexer embeds while recalls run in workers
+# (``Episodic.recall_in_processes``): under a load that takes every cycle, recalls first,
+# and the backlog after (SQLite, 64 clients, 300 s: with the indexer at the workers'
+# priority reads lost a fifth of their throughput to it).
+INDEXING_BELOW_RECALLS = 5
+# Pools broken in a row after which recalls stay in the server's process for good.
+MAX_DEATHS = 3
 
 
 class ProcessesDown(RuntimeError):
@@ -86,6 +96,7 @@ class RecallProcesses:
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
+        self._deaths = 0  # pools broken in a row, without an answer between
 
     def start(self) -> list[Future[int]]:
         """Spawn the workers now and have each open the store and load its model (not at
@@ -100,14 +111,29 @@ class RecallProcesses:
         died (the pool is made again for the next call)."""
         pool = self._executor()
         try:
-            return pool.submit(_recall, query, now, dict(kwargs)).result()
+            result = pool.submit(_recall, query, now, dict(kwargs)).result()
         except BrokenProcessPool as exc:
             with self._lock:
                 if self._pool is pool:
                     self._pool = None
+                    self._deaths += 1
+                # Workers that cannot even start (the database or the model gone) would
+                # die again at every recall, each time after a spawn: give up on them.
+                gave_up = self._deaths >= MAX_DEATHS
+                self._closed = self._closed or gave_up
             pool.shutdown(wait=False, cancel_futures=True)
-            log.warning("a recall process died (%s); starting them again", exc)
+            if gave_up:
+                log.error(
+                    "recall processes died %d times in a row (%s); recalls stay in the "
+                    "server's process",
+                    MAX_DEATHS,
+                    exc,
+                )
+            else:
+                log.warning("a recall process died (%s); starting them again", exc)
             raise ProcessesDown(str(exc)) from exc
+        self._deaths = 0
+        return result
 
     def close(self) -> None:
         with self._lock:
@@ -145,6 +171,8 @@ def _clock() -> datetime:
 
 def _open_worker(spec: WorkerSpec) -> None:
     global _worker
+    # Ctrl-C in a terminal reaches the whole process group: the server ends its workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if spec.nice > 0 and hasattr(os, "nice"):
         os.nice(spec.nice)  # before the model's threads start: they inherit it
     _worker = spec.service(
