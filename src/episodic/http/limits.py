@@ -49,9 +49,10 @@ RECALL_SLOTS = int(env_number("EPISODIC_RECALL_SLOTS", 4))
 # 0: in the server's own process). Each holds the embedder and, on SQLite, a copy of the
 # dense index (~0.25 GB with MiniLM and a small store). Under the 64-client mixed load on
 # two cores (SQLite, 120 s; benchmarks/README.md, "Recalls in processes of their own"),
-# the writes' p95 was 206 ms with none, 41-47 with one and 131 with two; requests/s
-# 117, 118-123 and 128. One is the default: the writes' goal with room to spare, at a
-# quarter of a GB instead of half.
+# the writes' p95 was 206 ms with none, 41-47 with one and 131 with two (requests/s 117,
+# 118-123 and 128); over 300 s, one and two did 77.3 and 79.9 requests/s, the writes'
+# p95 59 and 143 ms: the two cores were full either way. One is the default: the writes'
+# goal with room to spare, at a quarter of a GB instead of half.
 RECALL_PROCESSES = whole_number(os.environ, "EPISODIC_RECALL_PROCESSES", 1)
 # The longest a recall is let wait in line for a slot, estimated when it arrives. A recall
 # usually feeds a prompt an agent is about to send: past a couple of seconds of queueing
