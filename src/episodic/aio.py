@@ -180,6 +180,7 @@ class AsyncEpisodic:
     recent_in = Awaited(Episodic.recent_in)
     defer_marks = Awaited(Episodic.defer_marks)
     flush_marks = Awaited(Episodic.flush_marks)
+    recall_in_processes = Awaited(Episodic.recall_in_processes)
 
     # -- upkeep --------------------------------------------------------------------------
     decay = Awaited(Episodic.decay)
