@@ -114,12 +114,14 @@ class RecallProcesses:
             result = pool.submit(_recall, query, now, dict(kwargs)).result()
         except BrokenProcessPool as exc:
             with self._lock:
-                if self._pool is pool:
+                # The recalls in flight all see the one death: the first says it.
+                first = self._pool is pool
+                if first:
                     self._pool = None
                     self._deaths += 1
                 # Workers that cannot even start (the database or the model gone) would
                 # die again at every recall, each time after a spawn: give up on them.
-                gave_up = self._deaths >= MAX_DEATHS
+                gave_up = first and self._deaths >= MAX_DEATHS
                 self._closed = self._closed or gave_up
             pool.shutdown(wait=False, cancel_futures=True)
             if gave_up:
@@ -129,7 +131,7 @@ class RecallProcesses:
                     MAX_DEATHS,
                     exc,
                 )
-            else:
+            elif first:
                 log.warning("a recall process died (%s); starting them again", exc)
             raise ProcessesDown(str(exc)) from exc
         self._deaths = 0
