@@ -126,12 +126,17 @@ def positive_number(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
-def whole_number(env: Mapping[str, str], name: str, default: int) -> int:
-    """The whole number ``env[name]`` (0 or more), or ``default`` when unset or empty; a
-    value that is not one is ``InvalidInput`` naming the variable."""
+def whole_number(
+    env: Mapping[str, str], name: str, default: int, *, most: int | None = None
+) -> int:
+    """The whole number ``env[name]`` (0 or more, at most ``most`` when given), or
+    ``default`` when unset or empty; a value that is not one is ``InvalidInput`` naming
+    the variable."""
     raw = (env.get(name) or "").strip()
     if not raw:
         return default
+    if most is not None and (not raw.isdigit() or int(raw) > most):
+        raise InvalidInput(name, f"expected a whole number from 0 to {most}, got {raw!r}")
     if not raw.isdigit():
         raise InvalidInput(name, f"expected a whole number (0 or more), got {raw!r}")
     return int(raw)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 
-from episodic.errors import InvalidInput
+from episodic.config import whole_number
 
 MAX_NICE = 19
 
@@ -22,12 +22,7 @@ MAX_NICE = 19
 def env_nice(name: str, default: int) -> int:
     """A nice increment from the environment (0 to 19), or ``default``; a bad value is an
     error that names the variable."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) > MAX_NICE:
-        raise InvalidInput(name, f"expected a whole number from 0 to {MAX_NICE}, got {raw!r}")
-    return int(raw)
+    return whole_number(os.environ, name, default, most=MAX_NICE)
 
 
 # How much lower the heavy threads' priority is; 0, the default, leaves it as the rest's.

@@ -100,10 +100,11 @@ class ReferenceBuffer:
                 except StoreError as exc:
                     log.warning("reference marks for %s not written: %s", workspace, exc)
             for start in range(0, len(reviews), MARK_BATCH):
+                chunk = reviews[start : start + MARK_BATCH]
                 try:
-                    self.store.add_reviews(reviews[start : start + MARK_BATCH])
+                    self.store.add_reviews(chunk)
                 except StoreError as exc:
-                    log.warning("%d recall reviews not recorded: %s", len(reviews), exc)
+                    log.warning("%d recall reviews not recorded: %s", len(chunk), exc)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -263,13 +264,13 @@ class Recalling:
         if not hits:
             return
         ids = [h.id for h in hits]
-        review = review_of(q, hits, now, review_conversation)
         reviewed = self.ctx.settings.review_recalls
+        review = review_of(q, hits, now, review_conversation) if reviewed else None
         if self._marks is not None:
-            self._marks.add(q.workspace_id, ids, now, review if reviewed else None)
+            self._marks.add(q.workspace_id, ids, now, review)
             return
         self.ctx.store.mark_referenced(q.workspace_id, ids, now)
-        if reviewed:
+        if review is not None:
             self.ctx.store.add_review(review)
 
     def render(
