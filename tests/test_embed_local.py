@@ -7,6 +7,7 @@ scripts/make_minilm_fixture.py, run with torch in a throwaway venv.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import sys
@@ -135,6 +136,42 @@ def test_related_sentences_are_closer_than_unrelated(embedder: MiniLMEmbedder) -
 def test_empty_batch(embedder: MiniLMEmbedder) -> None:
     out = embedder.embed_batch([])
     assert out.shape == (0, 384) and out.dtype == np.float32
+
+
+def test_embedding_again_does_not_walk_the_model_path(
+    embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every recall embeds its query: resolving the model's path each time took a syscall
+    # per part of it, 4% of a recall worker's time under load.
+    assert embedder.model_dir.is_absolute()
+    embedder.embed_batch(["warm"])
+
+    def walked(self: Path, strict: bool = False) -> Path:
+        raise AssertionError(f"{self} resolved again")
+
+    monkeypatch.setattr(Path, "resolve", walked)
+    again = MiniLMEmbedder(embedder.model_dir, cache_dir=embedder.cache_dir)
+    for emb in (embedder, again):
+        out = emb.embed_batch(["the path was resolved when the model loaded"])
+        assert out.shape == (1, 384) and abs(float(np.linalg.norm(out[0])) - 1.0) < 1e-5
+
+
+@pytest.mark.parametrize(("told", "threads"), [("1", 1), ("3", 3), ("", None), ("x", None)])
+def test_the_model_runs_on_the_threads_it_is_told(
+    model_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fresh_runtime: None,
+    told: str,
+    threads: int | None,
+) -> None:
+    # EPISODIC_EMBED_THREADS: what a recall worker sets to 1; unset (or not a number), the
+    # cores, at most 4.
+    monkeypatch.setenv("EPISODIC_EMBED_THREADS", told)
+    emb = MiniLMEmbedder(model_dir, cache_dir=tmp_path)
+    options = emb._rt().session.get_session_options()
+    assert options.intra_op_num_threads == (threads or min(os.cpu_count() or 1, 4))
+    assert emb.embed_batch(["one thread or several, the same vector"]).shape == (1, 384)
 
 
 def test_is_an_embedder_and_made_by_the_factory(tmp_path: Path) -> None:

@@ -258,3 +258,30 @@ def test_with_recalls_in_workers_the_indexer_embeds_below_them(tmp_path: Any) ->
             assert niced == min(19, own + 4 + INDEXING_BELOW_RECALLS)
         finally:
             mem.recall_in_processes(0)
+
+
+@pytest.mark.parametrize(("servers", "workers"), [(None, "1"), ("3", "3")])
+def test_a_worker_embeds_on_one_thread_unless_told(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, servers: str | None, workers: str
+) -> None:
+    """A query is a few tokens: a second model thread costs a worker a third more CPU for
+    a tenth less time, cycles a saturated server lacks. ``EPISODIC_EMBED_THREADS`` set
+    for the server still holds in its workers."""
+    if servers is None:
+        monkeypatch.delenv("EPISODIC_EMBED_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("EPISODIC_EMBED_THREADS", servers)
+    with Episodic(
+        store=open_store(f"sqlite:///{tmp_path / 'x.db'}"),
+        embedder=FakeEmbedder(dim=16),
+        settings=Settings(),
+    ) as mem:
+        assert mem.recall_in_processes(1)
+        try:
+            processes = mem._recall_processes
+            assert processes is not None
+            told = processes._executor().submit(os.getenv, "EPISODIC_EMBED_THREADS").result()
+            assert told == workers
+            assert os.getenv("EPISODIC_EMBED_THREADS") == servers  # the server's own unchanged
+        finally:
+            mem.recall_in_processes(0)

@@ -508,12 +508,21 @@ def _load_runtime(model_dir: Path, cache_dir: Path | None, source: str) -> _Runt
 
 
 def _runtime(model_dir: Path, cache_dir: Path | None, source: str) -> _Runtime:
+    # Every embed comes here, a recall's query too: resolving the path walks it with a
+    # syscall per part (4% of a recall worker's time under load), so a path is resolved
+    # once and its runtime kept under the path as given as well (an absolute one: a
+    # relative path names another directory once the working directory changes).
+    runtime = _RUNTIMES.get(model_dir)
+    if runtime is not None:
+        return runtime
     key = model_dir.resolve()
     with _RUNTIMES_LOCK:
         runtime = _RUNTIMES.get(key)
         if runtime is None:
             runtime = _load_runtime(model_dir, cache_dir, source)
             _RUNTIMES[key] = runtime
+        if model_dir.is_absolute():
+            _RUNTIMES[model_dir] = runtime
         return runtime
 
 

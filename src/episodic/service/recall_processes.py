@@ -55,6 +55,11 @@ RECALL_NICE = env_nice("EPISODIC_RECALL_NICE", 5)
 INDEXING_BELOW_RECALLS = 5
 # Pools broken in a row after which recalls stay in the server's process for good.
 MAX_DEATHS = 3
+# The local model's threads in a worker (unless ``EPISODIC_EMBED_THREADS`` says): a query
+# is a few tokens, and a second thread shortened its embedding by a tenth on an idle
+# machine (3.3 -> 3.0 ms) for a third more CPU (3.3 -> 4.4 ms), the cycles a saturated
+# server lacks (benchmarks/README.md, "Recalls in processes of their own").
+WORKER_EMBED_THREADS = 1
 
 
 class ProcessesDown(RuntimeError):
@@ -177,6 +182,7 @@ def _open_worker(spec: WorkerSpec) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if spec.nice > 0 and hasattr(os, "nice"):
         os.nice(spec.nice)  # before the model's threads start: they inherit it
+    os.environ.setdefault("EPISODIC_EMBED_THREADS", str(WORKER_EMBED_THREADS))
     _worker = spec.service(
         store=open_store(spec.db_url),
         embedder=spec.embedder,
