@@ -33,6 +33,7 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
+from episodic.blas import one_thread
 from episodic.errors import BadEmbedding, ModelMismatch, StoreError
 from episodic.model import Candidate, MemoryStatus, Scope, ScopeFilter
 from episodic.store.base import CREW_SHARED_MIN_BASE_IMPORTANCE, Vector
@@ -47,13 +48,6 @@ _ABSENT_CODE = -2  # a filter value no row has: matches nothing
 # Below this share of visible rows, gathering them first beats scoring every row (measured
 # on 100k x 384: 1 ms vs 5 ms at 5%, even at 20%, twice as slow at 30%).
 _GATHER_FRACTION = 0.2
-# One exact matrix product at a time per process. numpy's OpenBLAS runs each product on
-# every core, and several Python threads calling it at once fight over those threads:
-# with the SQLite read pool's parallel searches, one agent's scope of 100k memories went
-# from 257 to 62 searches/s at 8 threads (bench_sqlite_reads.py). A product takes a few
-# milliseconds, so queueing them costs less than running them together; masks, gathers
-# and the inverted file's searches still run in parallel.
-_PRODUCTS = threading.Lock()
 _GROWTH = 1.5
 
 # The approximate path: from this many rows on, for searches that see at least
@@ -368,10 +362,10 @@ class DenseIndex:
                 return found
         if visible < n * _GATHER_FRACTION:
             block = self._matrix[rows]
-            with _PRODUCTS:
+            with one_thread():
                 scores = block @ q
         else:
-            with _PRODUCTS:
+            with one_thread():
                 scores = self._matrix[:n] @ q
             if visible < n:
                 scores = scores[rows]
@@ -445,7 +439,7 @@ class DenseIndex:
                 return None
             return self._near_ann(mask, visible, q, limit, min_score, excluded)
         block = self._matrix[:n] if visible == n else self._matrix[rows]
-        with _PRODUCTS:
+        with one_thread():
             scores = q @ block.T  # queries x visible
         out: list[list[Candidate]] = []
         for j in range(b):

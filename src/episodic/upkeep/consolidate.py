@@ -54,6 +54,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from episodic.blas import one_thread
 from episodic.errors import LLMError
 from episodic.llm.base import LLM
 from episodic.llm.prompts import fill
@@ -170,7 +171,8 @@ def cluster(
     have = [i for i, m in enumerate(memories) if m.id in vectors]
     if len(have) >= 2:
         matrix = np.stack([vectors[memories[i].id] for i in have]).astype(np.float32)
-        close = (matrix @ matrix.T) >= CLUSTER_MIN_COSINE
+        with one_thread():
+            close = (matrix @ matrix.T) >= CLUSTER_MIN_COSINE
         idx = np.asarray(have)
         linked[np.ix_(idx, idx)] = close
     vectored = np.zeros(n, dtype=bool)

@@ -18,6 +18,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from episodic.blas import one_thread
 from episodic.errors import InvalidInput
 from episodic.write.extract import KNOWN_HASH, SIMILAR, Dropped, Entry, content_hash
 
@@ -73,7 +74,8 @@ def drop_similar(
         )
     # The best existing match of every entry at once: one (n, m) product, whatever m is.
     if stored.shape[0] and batch.shape[0]:
-        against_stored = batch @ stored.T
+        with one_thread():
+            against_stored = batch @ stored.T
         best_row = against_stored.argmax(axis=1)
         best_stored = against_stored[np.arange(batch.shape[0]), best_row]
     else:

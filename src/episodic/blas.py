@@ -1,0 +1,45 @@
+"""Matrix products on one BLAS thread, one at a time per process.
+
+numpy's OpenBLAS runs a product over a few thousand rows on every core, and afterwards
+keeps its threads spinning, waiting for the next product, for up to a fraction of a second
+of CPU. A recall does one product every few milliseconds, so in a recall worker the spin
+never stopped: on a store of 11k memories half the process's CPU was that spin (24.6 ms of
+CPU per recall, 11.9 with one thread; p50 12.1 -> 8.1 ms; benchmarks/README.md, "Where a
+read's CPU goes"), taken from the writes and the other reads on the same two cores. Our
+products read a matrix once and are bound by memory, not cores: on one thread an
+11k x 384 product took 0.82 ms, against 0.45 on two.
+
+Only these products are limited, and the process's BLAS setting is restored after each
+one: an agent's own numpy work in the same process keeps its threads. The lock keeps
+limit-and-restore pairs from interleaving (each saves the setting it restores) and, as
+before, keeps products of several Python threads from fighting over BLAS's threads (with
+the SQLite read pool's parallel searches, one agent's scope of 100k memories once went from
+257 to 62 searches/s at 8 threads that way: bench_sqlite_reads.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from typing import Any
+
+_PRODUCTS = threading.Lock()
+
+
+@cache
+def _controller() -> Any:
+    # Finding the loaded BLAS libraries walks the process's shared objects (milliseconds):
+    # once. numpy's OpenBLAS is loaded with numpy, before any product.
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the products in this block on the calling thread alone (7 µs to set and
+    restore), one block at a time in the process."""
+    with _PRODUCTS, _controller().limit(limits=1, user_api="blas"):
+        yield
