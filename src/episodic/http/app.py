@@ -6,6 +6,7 @@ is what ``episodic serve`` runs beside the API."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -15,6 +16,7 @@ from fastapi import FastAPI
 import episodic
 from episodic.http.errors import install_error_handlers
 from episodic.http.limits import (
+    GIL_SWITCH_INTERVAL_S,
     FIRST_RECALL_GUESS_S,
     FIRST_WRITE_GUESS_S,
     MAX_BODY_BYTES,
@@ -68,9 +70,12 @@ def create_app(
             mem.recall_in_processes(recall_processes)
         if background:
             start_background_jobs(mem)
+        switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # the process's, while it serves
         try:
             yield
         finally:
+            sys.setswitchinterval(switch_interval)
             app.state.recalls.close()
             if recall_processes > 0:
                 mem.recall_in_processes(0)

@@ -54,6 +54,15 @@ RECALL_SLOTS = int(env_number("EPISODIC_RECALL_SLOTS", 4))
 # p95 59 and 143 ms: the two cores were full either way. One is the default: the writes'
 # goal with room to spare, at a quarter of a GB instead of half.
 RECALL_PROCESSES = whole_number(os.environ, "EPISODIC_RECALL_PROCESSES", 1)
+# How often a serving process's threads may take the GIL from one another (Python's
+# default: every 5 ms). A write's handler takes the GIL back a dozen times (after each
+# store call, each hand-over of the event loop), and each time waited for a thread that
+# runs Python without pause (the indexer's sweeps, a consolidation comparing memories, a
+# recall's result arriving from its worker) to be made to give it up. SQLite, 64 clients,
+# 300 s (benchmarks/README.md, "Where a read's CPU goes"): at 1 ms the writes' p95 / p99
+# were 68 / 149 ms and none over 1 s, against 78 / 235 ms and 3 over 1 s, for 2% fewer
+# requests a second.
+GIL_SWITCH_INTERVAL_S = env_number("EPISODIC_SWITCH_INTERVAL_MS", 1.0) / 1000.0
 # The longest a recall is let wait in line for a slot, estimated when it arrives. A recall
 # usually feeds a prompt an agent is about to send: past a couple of seconds of queueing
 # it is better told at once to come back (503 + Retry-After) than left to queue further,
