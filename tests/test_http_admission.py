@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -28,7 +29,7 @@ from episodic.embed.base import Matrix
 from episodic.embed.fake import FakeEmbedder
 from episodic.errors import InvalidInput
 from episodic.http import Lane, asgi
-from episodic.http.limits import env_number, expected_wait, retry_after
+from episodic.http.limits import GIL_SWITCH_INTERVAL_S, env_number, expected_wait, retry_after
 from episodic.priority import MAX_NICE
 from episodic.store import Store, open_store
 from servers import serve
@@ -387,3 +388,22 @@ def test_a_server_started_again_runs_recalls_on_new_threads(db_url: str) -> None
             assert recall(srv.base, srv.key, query).status_code == 200
             assert srv.recalls.nice == 10
     assert embedder.seen.count("second run") == 1
+
+
+def test_while_serving_threads_take_the_gil_from_one_another_every_millisecond(
+    db_url: str,
+) -> None:
+    # A write's handler takes the GIL back after each store call: with Python's 5 ms, it
+    # waited that long each time behind a thread running Python without pause.
+    before = sys.getswitchinterval()
+    assert before != pytest.approx(GIL_SWITCH_INTERVAL_S)
+    with server(db_url, HeldEmbedder()) as srv:
+        assert sys.getswitchinterval() == pytest.approx(GIL_SWITCH_INTERVAL_S) == 0.001
+        written = post(
+            srv.base,
+            srv.key,
+            "/v1/events",
+            {"events": [{"id": "w-1", "type": "peer.escalation", "summary": "a new fact"}]},
+        )
+        assert written.status_code == 200
+    assert sys.getswitchinterval() == before  # the process's own again once it stops

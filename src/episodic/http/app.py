@@ -16,9 +16,9 @@ from fastapi import FastAPI
 import episodic
 from episodic.http.errors import install_error_handlers
 from episodic.http.limits import (
-    GIL_SWITCH_INTERVAL_S,
     FIRST_RECALL_GUESS_S,
     FIRST_WRITE_GUESS_S,
+    GIL_SWITCH_INTERVAL_S,
     MAX_BODY_BYTES,
     RECALL_MAX_WAIT_S,
     RECALL_SLOTS,
