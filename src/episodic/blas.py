@@ -3,9 +3,10 @@
 numpy's OpenBLAS runs a product over a few thousand rows on every core, and afterwards
 keeps its threads spinning, waiting for the next product, for up to a fraction of a second
 of CPU. A recall does one product every few milliseconds, so in a recall worker the spin
-never stopped: on a store of 11k memories half the process's CPU was that spin (24.6 ms of
-CPU per recall, 11.9 with one thread; p50 12.1 -> 8.1 ms; benchmarks/README.md, "Where a
-read's CPU goes"), taken from the writes and the other reads on the same two cores. Our
+never stopped: on a store of 12k memories more than half the process's CPU was that spin
+(benchmarks/bench_recall_cpu.py: 22.9 -> 10.3 ms of CPU per recall with one thread, p50
+10.6 -> 8.0 ms; benchmarks/README.md, "Where a read's CPU goes"), taken from the writes
+and the other reads on the same two cores. Our
 products read a matrix once and are bound by memory, not cores: on one thread an
 11k x 384 product took 0.82 ms, against 0.45 on two.
 

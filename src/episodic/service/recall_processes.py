@@ -58,7 +58,7 @@ MAX_DEATHS = 3
 # The local model's threads in a worker (unless ``EPISODIC_EMBED_THREADS`` says): a query
 # is a few tokens, and a second thread shortened its embedding by a tenth on an idle
 # machine (3.3 -> 3.0 ms) for a third more CPU (3.3 -> 4.4 ms), the cycles a saturated
-# server lacks (benchmarks/README.md, "Recalls in processes of their own").
+# server lacks (benchmarks/README.md, "Where a read's CPU goes").
 WORKER_EMBED_THREADS = 1
 
 
