@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -158,6 +159,80 @@ def test_serve_recalls_in_processes_of_its_own(
     # Ctrl-C ends the workers with the server, and the marks of their recalls are kept.
     assert not [pid for pid in spawned if Path(f"/proc/{pid}").exists()]
     assert raw_rows(db, "SELECT reference_count FROM memories") == [(3,)]
+
+
+@pytest.mark.model
+def test_a_sigterm_to_the_process_group_ends_server_and_workers_cleanly(tmp_path: Path) -> None:
+    """systemd's KillMode=control-group and `kill -- -<pgid>` signal every process of the
+    group: the workers wait for the server to end them, so no recall in flight fails over
+    and no worker is started again while the server stops."""
+    db = f"sqlite:///{tmp_path}/term.db"
+    with Episodic.open(db, settings=Settings(embedder="none")) as mem:
+        _, key = mem.create_key("acme", role="admin")
+        mem.ingest([{"workspace": "acme", "type": "peer.escalation", "summary": "disk full"}])
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                *(str(Path(sys.executable).with_name("episodic")), "--db", db, "serve"),
+                *("--port", str(port), "--log-level", "warning"),
+            ],
+            env={**os.environ, "EPISODIC_EMBEDDER": "none", "EPISODIC_RECALL_PROCESSES": "1"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {key}"}
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    httpx.get(f"{base}/healthz", timeout=2)
+                    break
+                except httpx.HTTPError:
+                    assert proc.poll() is None and time.monotonic() < deadline
+                    time.sleep(0.2)
+            r = httpx.post(f"{base}/v1/recall", headers=auth, json={"query": "disk full"})
+            assert r.status_code == 200 and len(r.json()["hits"]) == 1
+            (worker,) = _workers(proc.pid)
+            stop = threading.Event()
+            answered: list[int] = []
+
+            def recall_until_stopped() -> None:
+                with httpx.Client(base_url=base, headers=auth, timeout=10) as client:
+                    while not stop.is_set():
+                        try:
+                            answer = client.post("/v1/recall", json={"query": "disk full"})
+                        except httpx.HTTPError:
+                            return  # the server has stopped listening
+                        answered.append(answer.status_code)
+
+            # Recalls in flight when the signal comes, as under a real load.
+            callers = [threading.Thread(target=recall_until_stopped) for _ in range(8)]
+            for caller in callers:
+                caller.start()
+            while len(answered) < 50:
+                time.sleep(0.01)
+            os.killpg(proc.pid, signal.SIGTERM)
+            code = proc.wait(30)
+            stop.set()
+            for caller in callers:
+                caller.join(30)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    said = log.read_text(errors="replace")
+    # uvicorn stops gracefully, then dies of the signal it caught, as a service should.
+    assert code in (0, -signal.SIGTERM), said
+    assert "died" not in said, said
+    assert set(answered) == {200}
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{worker}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{worker}").exists()
+    # Every answered recall's mark was written before the server ended.
+    assert raw_rows(db, "SELECT reference_count FROM memories") == [(1 + len(answered),)]
 
 
 def _upkeep_due(db: str) -> None:

@@ -178,8 +178,12 @@ def _clock() -> datetime:
 
 def _open_worker(spec: WorkerSpec) -> None:
     global _worker
-    # Ctrl-C in a terminal reaches the whole process group: the server ends its workers.
+    # Ctrl-C in a terminal reaches the whole process group, and so does a SIGTERM from
+    # systemd (KillMode=control-group) or `kill -- -<pgid>`: the server ends its workers
+    # once its recalls in flight are answered. A worker that died at once failed those
+    # recalls over to the server's process, which started new workers while stopping.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if spec.nice > 0 and hasattr(os, "nice"):
         os.nice(spec.nice)  # before the model's threads start: they inherit it
     os.environ.setdefault("EPISODIC_EMBED_THREADS", str(WORKER_EMBED_THREADS))
