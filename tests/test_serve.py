@@ -29,8 +29,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@contextmanager
-def served(db: str, *extra: str, env: dict[str, str]) -> Iterator[str]:
+def start_serving(
+    db: str, *extra: str, env: dict[str, str], **popen: Any
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``episodic serve`` of ``db`` in a session of its own, once it answers /healthz;
+    the process and its base URL."""
     port = free_port()
     proc = subprocess.Popen(
         [
@@ -46,6 +49,7 @@ def served(db: str, *extra: str, env: dict[str, str]) -> Iterator[str]:
         ],
         env={**os.environ, **env},
         start_new_session=True,
+        **popen,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -53,10 +57,19 @@ def served(db: str, *extra: str, env: dict[str, str]) -> Iterator[str]:
         while True:
             try:
                 httpx.get(f"{base}/healthz", timeout=2)
-                break
+                return proc, base
             except httpx.HTTPError:
                 assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
                 time.sleep(0.2)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+
+
+@contextmanager
+def served(db: str, *extra: str, env: dict[str, str]) -> Iterator[str]:
+    proc, base = start_serving(db, *extra, env=env)
+    try:
         yield base
     finally:
         proc.send_signal(signal.SIGINT)  # Ctrl-C
@@ -170,29 +183,12 @@ def test_a_sigterm_to_the_process_group_ends_server_and_workers_cleanly(tmp_path
     with Episodic.open(db, settings=Settings(embedder="none")) as mem:
         _, key = mem.create_key("acme", role="admin")
         mem.ingest([{"workspace": "acme", "type": "peer.escalation", "summary": "disk full"}])
-    port = free_port()
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                *(str(Path(sys.executable).with_name("episodic")), "--db", db, "serve"),
-                *("--port", str(port), "--log-level", "warning"),
-            ],
-            env={**os.environ, "EPISODIC_EMBEDDER": "none", "EPISODIC_RECALL_PROCESSES": "1"},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {key}"}
+        env = {"EPISODIC_EMBEDDER": "none", "EPISODIC_RECALL_PROCESSES": "1"}
+        proc, base = start_serving(db, env=env, stdout=out, stderr=subprocess.STDOUT)
+        auth = {"Authorization": f"Bearer {key}"}
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    httpx.get(f"{base}/healthz", timeout=2)
-                    break
-                except httpx.HTTPError:
-                    assert proc.poll() is None and time.monotonic() < deadline
-                    time.sleep(0.2)
             r = httpx.post(f"{base}/v1/recall", headers=auth, json={"query": "disk full"})
             assert r.status_code == 200 and len(r.json()["hits"]) == 1
             (worker,) = _workers(proc.pid)

@@ -6,9 +6,9 @@ of CPU. A recall does one product every few milliseconds, so in a recall worker 
 never stopped: on a store of 12k memories more than half the process's CPU was that spin
 (benchmarks/bench_recall_cpu.py: 22.9 -> 10.3 ms of CPU per recall with one thread, p50
 10.6 -> 8.0 ms; benchmarks/README.md, "Where a read's CPU goes"), taken from the writes
-and the other reads on the same two cores. Our
-products read a matrix once and are bound by memory, not cores: on one thread an
-11k x 384 product took 0.82 ms, against 0.45 on two.
+and the other reads on the same two cores. Our products read a matrix once and are bound
+by memory, not cores: on one thread an 11k x 384 product took 0.82 ms, against 0.45 on
+two.
 
 Only these products are limited, and the process's BLAS setting is restored after each
 one: an agent's own numpy work in the same process keeps its threads. The lock keeps
