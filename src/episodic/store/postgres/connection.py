@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import partial
 from types import TracebackType
 from typing import Any, Self
 
@@ -75,6 +78,14 @@ def split_pool(total: int) -> tuple[int, int]:
     return max(1, total - total // 2), max(1, total // 2)
 
 
+# A connection that ended a transaction less than this long ago is lent again without the
+# pool's check (a round trip to the server). Under load every read and write took one
+# more round trip for it, each a wait for the server's process to be scheduled (8% of a
+# recall worker's time under the 64-client load, benchmarks/README.md, "Round trips");
+# a connection that just worked is the one least likely to have been dropped, and should
+# it have been, the call fails as a call on a connection dropped mid-use does, and the
+# pool replaces the connection.
+FRESH_CONNECTION_S = 1.0
 # How long a caller waits for a connection (and a new connection for the server) before
 # the call fails with StoreUnavailable: fail fast, the HTTP layer answers 503.
 CONNECT_TIMEOUT_S = 5.0
@@ -179,6 +190,32 @@ def has_schema(url: str) -> bool:
         return current_version(conn) > 0
 
 
+def _configure(conn: Conn, *, isolation: psycopg.IsolationLevel | None, read_only: bool) -> None:
+    """A new pooled connection: the vector type, and what each transaction's BEGIN says."""
+    conn.isolation_level = isolation  # set while no transaction is open
+    conn.read_only = read_only or None
+    register_vector(conn)
+
+
+class _Worked:
+    """When each pooled connection last ended a transaction without an error, so the
+    pools' ``check`` can skip the round trip for one that worked a moment ago."""
+
+    def __init__(self) -> None:
+        self._at: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def now(self, conn: Conn) -> None:
+        with self._lock:
+            self._at[conn] = time.monotonic()
+
+    def check(self, conn: Conn) -> None:
+        with self._lock:
+            at = self._at.get(conn)
+        if at is None or time.monotonic() - at >= FRESH_CONNECTION_S or conn.broken:
+            psycopg_pool.ConnectionPool.check_connection(conn)
+
+
 class PgBase:
     """Pool, migrations and transactions; the mixins add the ``Store`` methods."""
 
@@ -202,6 +239,7 @@ class PgBase:
         self._tracer = tracer
         self._closed = False
         self._lock = threading.Lock()
+        self._worked = _Worked()
         with map_errors(url):
             # Migrate (and create the vector extension) on a plain connection first: the
             # pool's connections register the vector type, which must exist by then.
@@ -240,15 +278,25 @@ class PgBase:
                 raise
 
     def _open_pool(self, size: int, role: str) -> psycopg_pool.ConnectionPool[Any]:
+        # A read is one snapshot, read-only: said in the BEGIN each transaction starts
+        # with, not in a statement of its own after it (a round trip per read).
+        reads = role == "read"
         pool = psycopg_pool.ConnectionPool(
             self._conninfo,
             min_size=1,
             max_size=max(1, size),
             kwargs={"connect_timeout": int(CONNECT_TIMEOUT_S)},
-            configure=register_vector,
+            configure=partial(
+                _configure,
+                isolation=psycopg.IsolationLevel.REPEATABLE_READ if reads else None,
+                read_only=reads or self.read_only,
+            ),
             timeout=CONNECT_TIMEOUT_S,
-            # A connection the server dropped is noticed and replaced before use.
-            check=psycopg_pool.ConnectionPool.check_connection,
+            # A connection the server dropped is noticed and replaced before use, unless
+            # it just worked (FRESH_CONNECTION_S). (Not the pool's ``reset`` hook to note
+            # that: with one, the pool takes every connection back on a thread of its own,
+            # and the next caller may wait for it.)
+            check=self._worked.check,
             name=f"episodic-{role}",
             open=False,
         )
@@ -322,10 +370,10 @@ class PgBase:
         """One read-write transaction on a pooled connection."""
         self._check_open()
         pool = self._write_pool
-        with map_errors(self.url, pool, "write"), pool.connection() as conn, conn.transaction():
-            if self.read_only:
-                conn.execute("SET TRANSACTION READ ONLY")
-            yield conn
+        with map_errors(self.url, pool, "write"), pool.connection() as conn:
+            with conn.transaction():
+                yield conn
+            self._worked.now(conn)
 
     @contextmanager
     def _read(self, *, search: bool = False) -> Iterator[Conn]:
@@ -348,9 +396,11 @@ class PgBase:
                 self._search_slots.release()
             return
         pool = self._read_pool
-        with map_errors(self.url, pool, "read"), pool.connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            yield conn
+        # REPEATABLE READ, READ ONLY: the read pool's connections begin so (``_configure``).
+        with map_errors(self.url, pool, "read"), pool.connection() as conn:
+            with conn.transaction():
+                yield conn
+            self._worked.now(conn)
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:
