@@ -15,6 +15,7 @@ another, side by side in one run.
    - a read transaction of one statement (``SELECT 1`` in the store's ``_read``);
    - a write transaction of one statement (the same in ``_write``);
    - ``get_memories`` of 10 ids;
+   - ``search_dense`` of the whole workspace, limit 20;
    - a recall (k=5, the default policy, nothing marked, so the database stays the same
      for every version), three words of the memories' vocabulary;
 4. prints the median over rounds of each call's median (microseconds) and after/before.
@@ -106,12 +107,16 @@ def child(url: str, calls: int) -> dict[str, float]:
     """One version's medians (microseconds), run in a process of its own."""
     from episodic import Episodic
     from episodic.embed.fake import FakeEmbedder
+    from episodic.model import ScopeFilter
     from episodic.store.postgres import PostgresStore
 
     store = PostgresStore(url)
     rnd = random.Random(1)
     with Episodic(store=store, embedder=FakeEmbedder(dim=64)) as mem:
         memory_ids = [h.memory.id for h in mem.recall("deploy", workspace=WORKSPACE, k=10).hits]
+
+        everyone = ScopeFilter(WORKSPACE)
+        vector = FakeEmbedder(dim=64).embed_batch(["deploy stalled on the gateway"])[0]
 
         def read() -> None:
             with store._read() as conn:
@@ -129,6 +134,7 @@ def child(url: str, calls: int) -> dict[str, float]:
             "read": _median_us(read, calls),
             "write": _median_us(write, calls),
             "get_memories": _median_us(lambda: store.get_memories(WORKSPACE, memory_ids), calls),
+            "search_dense": _median_us(lambda: store.search_dense(everyone, vector, 20), calls),
             "recall": _median_us(recall, max(100, calls // 4)),
         }
 
@@ -175,7 +181,7 @@ def main() -> None:
         f"rounds, microseconds ({args.base} vs this checkout)"
     )
     print("call".ljust(16) + "before".rjust(10) + "after".rjust(10) + "after/before".rjust(14))
-    for key in ("read", "write", "get_memories", "recall"):
+    for key in ("read", "write", "get_memories", "search_dense", "recall"):
         before = statistics.median(run[key] for run in runs["before"])
         after = statistics.median(run[key] for run in runs["after"])
         print(f"{key:<16}{before:10.0f}{after:10.0f}{after / before:14.2f}")
