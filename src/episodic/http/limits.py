@@ -52,7 +52,10 @@ RECALL_SLOTS = int(env_number("EPISODIC_RECALL_SLOTS", 4))
 # the writes' p95 was 206 ms with none, 41-47 with one and 131 with two (requests/s 117,
 # 118-123 and 128); over 300 s, one and two did 77.3 and 79.9 requests/s, the writes'
 # p95 59 and 143 ms: the two cores were full either way. One is the default: the writes'
-# goal with room to spare, at a quarter of a GB instead of half.
+# goal with room to spare, at a quarter of a GB instead of half. On PostgreSQL (same load,
+# 150 s, its server on the same two cores) one did 46.0 reads/s with the writes' p95 at
+# 97 ms, two 53-56 reads/s at 171-180 ms: PostgreSQL's backends run the recalls' statements
+# at the writes' priority ("PostgreSQL under the mixed load").
 RECALL_PROCESSES = whole_number(os.environ, "EPISODIC_RECALL_PROCESSES", 1)
 # How often a serving process's threads may take the GIL from one another (Python's
 # default: every 5 ms). A write's handler takes the GIL back a dozen times (after each
