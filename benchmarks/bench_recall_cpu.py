@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_recall_latency import percentile
+
 ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "src"
 sys.path.insert(0, str(ROOT / "tests" / "stress"))
@@ -141,14 +143,6 @@ def worker(db: Path, count: int, seed: int, gap_ms: float) -> None:
                 after[tid] - before.get(tid, 0.0) for tid in after if tid != me and tid not in names
             )
             print(json.dumps({"ms": ms, "cpu": cpu, "native": native, "hits": hits}), flush=True)
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    at = (len(ordered) - 1) * p / 100.0
-    low = int(at)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
 def main() -> None:

@@ -81,10 +81,10 @@ def split_pool(total: int) -> tuple[int, int]:
 # A connection that ended a transaction less than this long ago is lent again without the
 # pool's check (a round trip to the server). Under load every read and write took one
 # more round trip for it, each a wait for the server's process to be scheduled (8% of a
-# recall worker's time under the 64-client load, benchmarks/README.md, "Round trips");
-# a connection that just worked is the one least likely to have been dropped, and should
-# it have been, the call fails as a call on a connection dropped mid-use does, and the
-# pool replaces the connection.
+# recall worker's time under the 64-client load: benchmarks/README.md, "PostgreSQL under
+# the mixed load"). A connection that just worked is the one least likely to have been
+# dropped, and should it have been, the call fails as a call on a connection dropped
+# mid-use does, and the pool replaces the connection.
 FRESH_CONNECTION_S = 1.0
 # How long a caller waits for a connection (and a new connection for the server) before
 # the call fails with StoreUnavailable: fail fast, the HTTP layer answers 503.
