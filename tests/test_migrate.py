@@ -35,7 +35,7 @@ from episodic.tenancy import ApiKey, hash_secret
 from store_contract import DIM, MODEL, T0, event, memory_of, vec
 
 NOW = T0 + timedelta(days=400)
-NOT_COPIED = ("upkeep_leases", "vector_generations")
+NOT_COPIED = ("upkeep_leases", "vector_generations", "ui_sessions")
 
 
 def build_source(path: Path, n: int = 24) -> str:
@@ -113,6 +113,9 @@ def build_source(path: Path, n: int = 24) -> str:
         store.add_api_key(key, hash_secret("secret-1"))
         store.revoke_api_key("k1", NOW)
         store.add_api_key(ApiKey("k2", "beta", Role.ADMIN, created_at=T0), hash_secret("s2"))
+        store.add_ui_session(
+            hash_secret("ep_s_1"), hash_secret("s2"), NOW, NOW + timedelta(hours=1)
+        )
         files = [ImportedFile("a/x.md", 10**18, 42, "ab" * 32, "acme", "e02")]
         store.save_import_state("/notes", [*files, ImportedFile("y.md", 5, 6, "cd" * 32)])
         assert store.acquire_lease("decay", "", "host:1", NOW, 600)

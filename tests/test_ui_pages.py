@@ -15,6 +15,7 @@ import pytest
 
 from episodic import Episodic, InvalidInput, Settings
 from episodic.embed.fake import FakeEmbedder
+from episodic.errors import Unauthenticated
 from episodic.http import asgi
 from episodic.model import MemoryStatus, ScopeFilter
 from episodic.store import open_store
@@ -272,3 +273,53 @@ def test_a_replaced_memory_shows_its_validity_and_what_replaced_it(
         assert "superseded" in page.split('id="title"')[1].split("</h2>")[0]
         current = c.get(f"/ui/memories/{new.id}").text
         assert "now" in current.split('id="validity"')[1].split("</td>")[0]
+
+
+def test_the_cookie_holds_a_session_never_the_key(base: str, mem: Episodic) -> None:
+    """The sign-in cookie is a random session id kept server-side: the key never reaches
+    the browser, and the id stops working at sign-out, at expiry and when its key is
+    revoked."""
+    key, secret = mem.create_key("acme", role="admin")
+    with httpx.Client(base_url=base, timeout=30) as c:
+        r = c.post("/ui/login", data={"key": secret})
+        assert r.status_code == 303
+        set_cookie = r.headers["set-cookie"]
+        session = c.cookies["episodic_session"]
+        assert secret not in set_cookie and key.id not in set_cookie
+        assert session not in secret and len(session) >= 40
+        attributes = {part.strip().split("=")[0].lower() for part in set_cookie.split(";")}
+        assert {"httponly", "max-age", "path"} <= attributes
+        assert "samesite=strict" in set_cookie.lower() and "path=/ui" in set_cookie.lower()
+        assert c.get("/ui/memories").status_code == 200
+        # Two sign-ins with the same key are two sessions.
+        with httpx.Client(base_url=base, timeout=30) as other:
+            other.post("/ui/login", data={"key": secret})
+            assert other.cookies["episodic_session"] != session
+        assert c.post("/ui/logout").status_code == 303
+    # The old id, replayed after sign-out (as a stolen cookie would be): refused.
+    with httpx.Client(base_url=base, timeout=30, cookies={"episodic_session": session}) as c:
+        assert c.get("/ui/memories").status_code == 401
+    # The raw key as the cookie (what the page used to keep) is no sign-in either.
+    with httpx.Client(base_url=base, timeout=30, cookies={"episodic_session": secret}) as c:
+        assert c.get("/ui/memories").status_code == 401
+
+
+def test_a_session_expires_and_ends_with_its_key(base: str, mem: Episodic) -> None:
+    key, secret = mem.create_key("acme", role="admin")
+    session = mem.start_session(secret)
+    assert mem.session_caller(session).key.id == key.id
+    real = mem.clock
+    try:
+        mem.clock = lambda: real() + timedelta(hours=12, seconds=1)
+        with httpx.Client(base_url=base, timeout=30, cookies={"episodic_session": session}) as c:
+            assert c.get("/ui/memories").status_code == 401
+        mem.clock = lambda: real() + timedelta(hours=11)
+        with httpx.Client(base_url=base, timeout=30, cookies={"episodic_session": session}) as c:
+            assert c.get("/ui/memories").status_code == 200
+    finally:
+        mem.clock = real
+    mem.revoke_key(key.id)
+    with pytest.raises(Unauthenticated):
+        mem.session_caller(session)
+    with pytest.raises(Unauthenticated):
+        mem.start_session(secret)  # a revoked key cannot sign in

@@ -1,8 +1,10 @@
 """The operator's page (``/ui`` on ``episodic serve``): plain server-rendered HTML.
 
-Same keys as the API: the page asks for one once and keeps it in an HttpOnly,
-SameSite=Strict cookie scoped to ``/ui`` (so another site cannot make the browser post
-forms with it). Every view calls the same service methods as the API, under the key's
+Same keys as the API: the page asks for one once and, signed in, keeps a random session
+id (never the key) in an HttpOnly, SameSite=Strict cookie scoped to ``/ui`` (so neither
+a script nor another site can use it) that expires with the session; the sessions are
+rows in the database, so every process of ``serve --workers N`` knows them, and signing
+out ends one for good. Every view calls the same service methods as the API, under the key's
 workspace and role: browse, search and filter memories (with counts per type and
 status), open one in full (scope, FSRS state, sources, relations, history), read a
 conversation's episodes with what extraction kept and dropped, retire one or forget one
@@ -27,10 +29,11 @@ from episodic.recall.policies import POLICIES
 from episodic.recall.render import relative_age
 from episodic.recall.trace import Dropped
 from episodic.service import Episodic
+from episodic.service.operations import SESSION_LASTS
 from episodic.tenancy import Principal
 from episodic.ui_views import conversation_episodes, memory_detail
 
-COOKIE = "episodic_key"
+COOKIE = "episodic_session"
 COOKIE_PATH = "/ui"
 PAGE_SIZE = 50
 # The form value the confirmation page's button sends; a forget without it only asks.
@@ -111,7 +114,7 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
 
     def caller_of(request: Request) -> Principal | None:
         try:
-            return mem.authenticate(request.cookies.get(COOKIE))
+            return mem.session_caller(request.cookies.get(COOKIE))
         except Unauthenticated:
             return None
 
@@ -127,15 +130,23 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
     @app.post("/ui/login", include_in_schema=False)
     def ui_login(key: Annotated[str, Form(max_length=400)] = "") -> Response:
         try:
-            mem.authenticate(key.strip())
+            session = mem.start_session(key.strip(), SESSION_LASTS)
         except Unauthenticated as exc:
             return to_login(str(exc))
         response = RedirectResponse("/ui/memories", status_code=303)
-        response.set_cookie(COOKIE, key.strip(), httponly=True, samesite="strict", path=COOKIE_PATH)
+        response.set_cookie(
+            COOKIE,
+            session,
+            max_age=int(SESSION_LASTS.total_seconds()),
+            httponly=True,
+            samesite="strict",
+            path=COOKIE_PATH,
+        )
         return response
 
     @app.post("/ui/logout", include_in_schema=False)
-    def ui_logout() -> Response:
+    def ui_logout(request: Request) -> Response:
+        mem.end_session(request.cookies.get(COOKIE))
         response = RedirectResponse("/ui", status_code=303)
         response.delete_cookie(COOKIE, path=COOKIE_PATH)
         return response

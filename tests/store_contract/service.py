@@ -109,6 +109,18 @@ class ServiceContract:
         assert store.revoke_api_key("k_missing", T0) is None
         assert [k.id for k in store.api_keys("acme")] == [key_id] and store.api_keys("orbit") == []
 
+    def test_ui_sessions_expire_end_and_are_swept(self, store: Store) -> None:
+        hour = timedelta(hours=1)
+        store.add_ui_session("s-old", "key-a", T0, T0 + hour)
+        store.add_ui_session("s-new", "key-b", T0 + 2 * hour, T0 + 5 * hour)
+        assert store.ui_session_key("s-new", T0 + 3 * hour) == "key-b"
+        assert store.ui_session_key("s-new", T0 + 5 * hour) is None  # expired at the mark
+        assert store.ui_session_key("s-old", T0) is None  # swept by the later sign-in
+        assert store.ui_session_key("s-unknown", T0) is None
+        store.end_ui_session("s-new")
+        store.end_ui_session("s-new")  # twice: nothing
+        assert store.ui_session_key("s-new", T0 + 3 * hour) is None
+
     # -- markdown import ---------------------------------------------------------------------
     def test_restore_inserts_updates_and_drops_a_stale_vector(self, store: Store) -> None:
         from dataclasses import replace

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -43,6 +44,10 @@ SOURCES = ("user_assertion", "user_accepted_assistant_proposal", "verified_assis
 MAX_PAGE = 200
 DEFAULT_PAGE = 50
 MAX_SECRET_CHARS = 200
+# A sign-in to the operator's page: a random id (never the key) that lasts this long.
+SESSION_PREFIX = "ep_s_"
+SESSION_BYTES = 32
+SESSION_LASTS = timedelta(hours=12)
 MAX_Q_CHARS = 1000
 REMEMBER_TYPE = "note"
 # Who decided a replacement a caller asked for by name.
@@ -190,6 +195,35 @@ class Operations:
         if key is None or not key.active:
             raise Unauthenticated("unknown or revoked API key")
         return Principal(key)
+
+    def start_session(self, secret: str, lasts: timedelta = SESSION_LASTS) -> str:
+        """Sign in to the operator's page with an API key: a new random session id for the
+        browser's cookie, which stands for the key until it expires (``lasts``), is ended,
+        or the key is revoked. Only hashes of the id and the key are stored, so neither
+        the cookie nor the database holds the key. ``Unauthenticated`` as ``authenticate``."""
+        self.authenticate(secret)
+        session = SESSION_PREFIX + secrets.token_urlsafe(SESSION_BYTES)
+        now = self.ctx.clock()
+        self.ctx.store.add_ui_session(
+            hash_secret(session), hash_secret(secret), created_at=now, expires_at=now + lasts
+        )
+        return session
+
+    def session_caller(self, session: str | None) -> Principal:
+        """The caller a session id stands for; ``Unauthenticated`` when it is missing,
+        unknown, expired, ended, or its key was revoked."""
+        if not session or not session.startswith(SESSION_PREFIX) or len(session) > 100:
+            raise Unauthenticated("not signed in, or the sign-in expired: sign in again")
+        key_hash = self.ctx.store.ui_session_key(hash_secret(session), self.ctx.clock())
+        key = None if key_hash is None else self.ctx.store.api_key_by_hash(key_hash)
+        if key is None or not key.active:
+            raise Unauthenticated("not signed in, or the sign-in expired: sign in again")
+        return Principal(key)
+
+    def end_session(self, session: str | None) -> None:
+        """Sign out: the session id is refused from now on (nothing when it is unknown)."""
+        if session and session.startswith(SESSION_PREFIX) and len(session) <= 100:
+            self.ctx.store.end_ui_session(hash_secret(session))
 
     # -- memories one by one -------------------------------------------------------------
     def list_memories(

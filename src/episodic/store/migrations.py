@@ -734,6 +734,28 @@ def m012_forget_lookups(conn: sqlite3.Connection) -> None:
     _run(conn, _M012_SQL)
 
 
+# -- the operator's page's sign-ins ------------------------------------------------------
+_M013_SQL = """
+CREATE TABLE ui_sessions (
+  session_hash TEXT PRIMARY KEY,
+  key_hash     TEXT NOT NULL,
+  created_at   TEXT NOT NULL,
+  expires_at   TEXT NOT NULL
+);
+
+CREATE INDEX ui_sessions_expires ON ui_sessions (expires_at)
+"""
+
+
+def m013_ui_sessions(conn: sqlite3.Connection) -> None:
+    """``ui_sessions``: who is signed in to the operator's page. The browser's cookie
+    holds a random session id, never the API key; the row keeps the sha256 of that id
+    and of the key it stands for (so revoking the key ends the session too), with when
+    it expires. Signing out deletes the row. A table, not the server's memory, so every
+    process of ``serve --workers N`` knows the same sign-ins."""
+    _run(conn, _M013_SQL)
+
+
 _STATUS_CHECK = "status IN ('active', 'retired', 'compacted')"
 _STATUS_CHECK_V10 = "status IN ('active', 'retired', 'compacted', 'superseded')"
 
@@ -751,6 +773,7 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (10, "validity", m010_validity),
     (11, "memories_fillfactor", m011_memories_fillfactor),
     (12, "forget_lookups", m012_forget_lookups),
+    (13, "ui_sessions", m013_ui_sessions),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -980,4 +1003,5 @@ _SQL_OF: dict[int, str] = {
     10: _M010_SQL,
     11: "",
     12: _M012_SQL,
+    13: _M013_SQL,
 }

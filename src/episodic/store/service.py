@@ -124,6 +124,21 @@ class ServiceStore(MemoryReader, Protocol):
         there is no such key."""
         ...
 
+    def add_ui_session(
+        self, session_hash: str, key_hash: str, created_at: datetime, expires_at: datetime
+    ) -> None:
+        """Store a sign-in to the operator's page (hashes only), and delete the sign-ins
+        that expired before ``created_at``."""
+        ...
+
+    def ui_session_key(self, session_hash: str, now: datetime) -> str | None:
+        """The key hash a sign-in stands for; None when unknown or expired by ``now``."""
+        ...
+
+    def end_ui_session(self, session_hash: str) -> None:
+        """Delete a sign-in (signing out); nothing when there is none."""
+        ...
+
     def list_memories(
         self,
         flt: ScopeFilter,
