@@ -138,6 +138,7 @@ def test_both_backends_are_split_into_the_same_areas(backend: str) -> None:
         "integrity",
         "journal",
         "supersession",
+        "sessions",
     }
     # PostgreSQL only: what the installed pgvector supports, and the index it has.
     extra = {"pgvector"} if backend == "postgres" else set()

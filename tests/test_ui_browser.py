@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -57,7 +58,7 @@ def mem(tmp_path: Path) -> Iterator[Episodic]:
         for n, score in enumerate(SCORES):
             day = (NOW - timedelta(days=len(SCORES) - 1 - n)).date().isoformat()
             con.execute(
-                "INSERT INTO memory_health_snapshots VALUES ('acme', '', ?, 70, 80, 60, 90, 75, ?)",
+                "INSERT INTO memory_health_snapshots VALUES ('acme', '', ?, 70, 80, 40, 90, 75, ?)",
                 (day, score),
             )
     con.close()
@@ -130,14 +131,26 @@ def test_operator_page_in_a_real_browser(mem: Episodic, browser: Browser, tmp_pa
         b.act_and_wait("document.querySelector('#run').click()")
         hits = rows(b, "hits")
         assert len(hits) == 1 and hits[0] in {"u1", "u2", "u4"}
-        stages = b.eval("[...document.querySelectorAll('#trace thead th')].map(t => t.innerText)")
-        assert stages[0] == "memory" and stages[-1] == "outcome" and len(stages) >= 4
         outcomes = b.eval(
             "[...document.querySelectorAll('#trace tbody tr')]"
             ".map(r => r.lastElementChild.innerText)"
         )
-        assert outcomes[0] == "kept #1"
-        assert any(o.startswith("dropped at ") and "beyond k" in o for o in outcomes)
+        assert outcomes == ["kept #1"]
+        # Each stage of the policy, folded, with how many candidates it ranked.
+        stages = b.eval(
+            "[...document.querySelectorAll('#stages details.stage')]"
+            ".map(d => [d.dataset.stage, d.open, d.querySelectorAll('li').length,"
+            " d.querySelector('summary .n').innerText])"
+        )
+        assert len(stages) >= 3 and all(not opened for _, opened, _, _ in stages)
+        for _, _, count, n in stages:
+            assert n == f"{count} candidate" + ("" if count == 1 else "s")
+        why = b.eval(
+            "[...document.querySelectorAll('#dropped-rows tbody tr')]"
+            ".map(r => r.lastElementChild.textContent)"
+        )
+        assert why and all(w.startswith("beyond k (score ") for w in why)
+        assert "u3" not in rows(b, "dropped-rows")
         assert "u3" not in rows(b, "trace")  # retired: not a candidate at all
         assert mem.store.get_memory("acme", hits[0]).reference_count == 0  # looking is not using
         shot = b.screenshot(tmp_path / "recall.png")
@@ -150,6 +163,26 @@ def test_operator_page_in_a_real_browser(mem: Episodic, browser: Browser, tmp_pa
         points = b.eval("document.querySelector('#trend polyline').getAttribute('points')")
         ys = [float(p.split(",")[1]) for p in points.split()]
         assert ys == sorted(ys, reverse=True)  # scores rise, so the line climbs
+        # Each metric with its value, its weight and what it measures; the weak one
+        # (coherence, 40) with its fix marked.
+        metrics = b.eval(
+            "[...document.querySelectorAll('#metrics tbody tr')].map(r => [r.dataset.metric,"
+            " r.querySelector('.value').innerText, r.querySelector('.weight').innerText,"
+            " r.className, r.querySelector('.means').innerText.length,"
+            " r.querySelector('.fix').innerText])"
+        )
+        assert [m[:3] for m in metrics] == [
+            ["freshness", "70.0", "25%"],
+            ["coverage", "80.0", "25%"],
+            ["coherence", "40.0", "20%"],
+            ["efficiency", "90.0", "15%"],
+            ["reachability", "75.0", "15%"],
+        ]
+        assert all(m[4] > 40 for m in metrics)
+        assert [m[0] for m in metrics if m[3] == "weak"] == ["coherence"]
+        weak_fix = metrics[2][5]
+        assert weak_fix.startswith("Weak.") and "episodic consolidate run" in weak_fix
+        assert not metrics[0][5].startswith("Weak.") and "episodic" in metrics[0][5]
         shot = b.screenshot(tmp_path / "health.png")
         assert png_size(shot) == (WIDTH, HEIGHT) and len(shot) > 10_000
 
@@ -164,13 +197,50 @@ NARROW, WIDE = 420, 1280
 
 
 def fits(b: Browser, width: int) -> None:
-    """Nothing sticks out sideways and the main column shows text at ``width``."""
+    """Nothing sticks out sideways and the main column shows text at ``width``: the page
+    does not scroll sideways, and no element is wider than the screen or reaches past it
+    (a table scrolling inside itself counts: its cells reach past the screen)."""
+    assert b.eval("window.innerWidth") == width
     assert b.eval("document.documentElement.scrollWidth") <= width
+    wide = b.eval(
+        "[...document.querySelectorAll('body *')].filter(e => {"
+        " const r = e.getBoundingClientRect();"
+        " return r.width > 0 && (r.width > innerWidth || r.right > innerWidth + 0.5"
+        " || r.left < -0.5); })"
+        ".map(e => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`"
+        " + ` ${Math.round(e.getBoundingClientRect().right)}px`)"
+    )
+    assert wide == [], f"wider than {width} px: {wide[:8]}"
     box = b.eval(
         "(() => { const r = document.querySelector('main').getBoundingClientRect();"
         " return [r.left, r.right, document.querySelector('main').innerText.length]; })()"
     )
     assert box[0] >= 0 and box[1] <= width and box[1] - box[0] >= width * 0.8 and box[2] > 0
+
+
+def shoot(b: Browser, name: str, width: int) -> None:
+    """A screenshot for the docs, only when asked (EPISODIC_SCREENSHOTS=docs), so a test
+    run leaves the tree clean."""
+    shots = os.environ.get("EPISODIC_SCREENSHOTS")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        b.screenshot(Path(shots) / f"ui-{name}{width}.png")
+
+
+def width_of(b: Browser, selector: str) -> list[float]:
+    """The widths of what ``selector`` matches, as laid out."""
+    widths: list[float] = b.eval(
+        f"[...document.querySelectorAll({json.dumps(selector)})]"
+        ".map(e => e.getBoundingClientRect().width)"
+    )
+    return widths
+
+
+# Long journal lines that all match the recall below: with k=2 about 40 are dropped.
+CHECKOUT = (
+    "eu-west-1/payments/checkout-workers/node-{n}.internal: checkout deploy {n} rolled back, "
+    "the cache TTL change made the payment workers run out of memory under the evening peak"
+)
 
 
 @pytest.mark.parametrize("width", [WIDE, NARROW])
@@ -192,17 +262,27 @@ def test_every_view_fits_the_screen(
             ts=NOW - timedelta(minutes=10 - n),
         )
     mem.segment(flush=True)
+    mem.ingest(
+        [
+            {
+                "id": f"c{n:02d}",
+                "workspace": "acme",
+                "agent": "deployer",
+                "type": "peer.escalation",
+                "summary": CHECKOUT.format(n=n),
+                "ts": (NOW - timedelta(days=2, hours=n)).isoformat(),
+            }
+            for n in range(45)
+        ]
+    )
     mem.index_once()
     _, admin = mem.create_key("acme", role="admin")
-    # Screenshots for the docs only when asked (EPISODIC_SCREENSHOTS=docs), so a test run
-    # leaves the tree clean.
-    shots = os.environ.get("EPISODIC_SCREENSHOTS")
-    if shots:
-        Path(shots).mkdir(parents=True, exist_ok=True)
     with serve(asgi(mem)) as base:
         b = browser
         b.resize(width)
         b.navigate(f"{base}/ui")
+        fits(b, width)  # the sign-in box too
+        shoot(b, "login-", width)
         b.eval(f"document.querySelector('#key').value = {json.dumps(admin)}")
         b.act_and_wait("document.querySelector('#signin').click()")
         assert b.eval("location.pathname") == "/ui/memories"
@@ -213,24 +293,43 @@ def test_every_view_fits_the_screen(
             ".getBoundingClientRect(); return [r.left, r.right]; })()"
         )
         assert cell[0] >= 0 and cell[1] <= width and cell[1] - cell[0] >= min(300, width * 0.7)
-        if shots:
-            b.screenshot(Path(shots) / f"ui-{width}.png")
+        shoot(b, "", width)
         b.act_and_wait("document.querySelector('tr[data-id=u1] a.open').click()")
         assert b.eval("location.pathname") == "/ui/memories/u1"
         assert "<script>" in b.eval("document.querySelector('#content').innerText")
         fits(b, width)
-        if shots:
-            b.screenshot(Path(shots) / f"ui-memory-{width}.png")
+        shoot(b, "memory-", width)
         b.navigate(f"{base}/ui/conversations/chat-7")
         assert b.eval("document.querySelectorAll('section.episode').length") == 1
         assert b.eval("document.querySelectorAll('section.episode ol.messages li').length") == 2
         fits(b, width)
-        if shots:
-            b.screenshot(Path(shots) / f"ui-conversation-{width}.png")
-        b.navigate(f"{base}/ui/recall?q=checkout+deploy&k=2")
+        shoot(b, "conversation-", width)
+
+        b.navigate(f"{base}/ui/recall?q=checkout+deploy+rolled+back&k=2")
         assert len(rows(b, "hits")) == 2
         fits(b, width)
+        # The hits' text is readable: a wide column, or a card per hit on a phone.
+        for w in width_of(b, "#hits td.content"):
+            assert w >= min(300, width * 0.7)
+        cards = b.eval("getComputedStyle(document.querySelector('#hits tr')).display")
+        assert (cards == "block") is (width < 600)
+        # The dropped candidates (about 40) are folded under one line that counts them.
+        assert not b.eval("document.querySelector('#dropped').open")
+        summary = b.eval("document.querySelector('#dropped summary').innerText")
+        dropped = len(rows(b, "dropped-rows"))
+        assert dropped >= 30 and summary.startswith(f"Dropped {dropped}:")
+        assert "beyond k at final (" in summary
+        assert sum(int(n) for n in re.findall(r"\((\d+)\)", summary)) == dropped
+        folded = b.eval("document.querySelector('#dropped').getBoundingClientRect().height")
+        assert folded < 80  # one line, not forty rows
+        shoot(b, "recall-", width)
+        # Opened, the dropped rows and every stage's ranking still fit.
+        b.eval("document.querySelectorAll('details').forEach(d => d.open = true)")
+        assert b.eval("document.querySelector('#dropped').getBoundingClientRect().height") > 400
+        fits(b, width)
+
         b.navigate(f"{base}/ui/health")
         fits(b, width)
+        shoot(b, "health-", width)
         shot = b.screenshot(tmp_path / "health.png")
         assert png_size(shot) == (width, HEIGHT)

@@ -15,6 +15,7 @@ Recalls made here do not count as references (an operator looking is not an agen
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from html import escape
 from typing import Annotated, Any
@@ -23,15 +24,21 @@ from urllib.parse import urlencode
 from fastapi import FastAPI, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 
 from episodic.errors import EpisodicError, InvalidInput, NotFound, Unauthenticated
 from episodic.recall.policies import POLICIES
 from episodic.recall.render import relative_age
-from episodic.recall.trace import Dropped
 from episodic.service import Episodic
 from episodic.service.operations import SESSION_LASTS
 from episodic.tenancy import Principal
-from episodic.ui_views import conversation_episodes, memory_detail
+from episodic.ui_views import (
+    HEALTH_METRICS,
+    WEAK_BELOW,
+    conversation_episodes,
+    memory_detail,
+    trace_view,
+)
 
 COOKIE = "episodic_session"
 COOKIE_PATH = "/ui"
@@ -44,6 +51,15 @@ _env = Environment(
     loader=PackageLoader("episodic", "templates"),
     autoescape=select_autoescape(["html"]),
 )
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def code_spans(text: str) -> Markup:
+    """Plain text with its `backquoted` commands set as code, the rest escaped."""
+    return Markup(_CODE.sub(r"<code>\1</code>", escape(text)))
+
+
+_env.filters["code"] = code_spans
 
 
 def trend_svg(points: list[tuple[str, float]]) -> str:
@@ -332,36 +348,19 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
             return render("recall.html", status=400, result=None, error=str(exc), **context)
         trace = caller.trace_view(result.trace)
         assert trace is not None
-        kept = {h.id: i for i, h in enumerate(result.hits, start=1)}
-        dropped: dict[str, Dropped] = {}
-        for d in trace.dropped:
-            dropped.setdefault(d.memory_id, d)
-        order: dict[str, dict[str, int]] = {}
-        for stage, ranked in trace.stages.items():
-            for row in ranked:
-                order.setdefault(row.memory_id, {})[stage] = row.rank
-        for memory_id in dropped:
-            order.setdefault(memory_id, {})
-        labels = {m.id: m.content for m in mem.memories(flt, list(order))}
-        rows: list[dict[str, Any]] = [
+        seen = {row.memory_id for ranked in trace.stages.values() for row in ranked}
+        seen |= {d.memory_id for d in trace.dropped}
+        labels = {m.id: m.content for m in mem.memories(flt, sorted(seen))}
+        folded = trace_view(
             {
-                "id": memory_id,
-                "label": labels.get(memory_id, memory_id),
-                "ranks": ranks,
-                "kept": kept.get(memory_id),
-                "dropped": dropped.get(memory_id),
-            }
-            for memory_id, ranks in order.items()
-        ]
-        rows.sort(key=lambda r: (r["kept"] is None, r["kept"] or 0, r["dropped"] is None))
-        return render(
-            "recall.html",
-            result=result,
-            trace=trace,
-            stages=list(trace.stages),
-            rows=rows[:60],
-            **context,
+                stage: [(row.memory_id, row.rank, row.score) for row in ranked]
+                for stage, ranked in trace.stages.items()
+            },
+            [(d.memory_id, d.stage, d.reason, d.detail) for d in trace.dropped],
+            [h.id for h in result.hits],
+            labels,
         )
+        return render("recall.html", result=result, trace=trace, view=folded, **context)
 
     @app.get("/ui/health", include_in_schema=False)
     def ui_health(request: Request) -> Response:
@@ -378,4 +377,12 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
             points.reverse()
             points.append((str(view["snapshot_date"]), float(view["score"])))
             chart = trend_svg(points)
-        return render("health.html", caller=caller, page="health", view=view, chart=chart)
+        return render(
+            "health.html",
+            caller=caller,
+            page="health",
+            view=view,
+            chart=chart,
+            metrics=HEALTH_METRICS,
+            weak_below=WEAK_BELOW,
+        )

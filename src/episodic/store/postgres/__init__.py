@@ -30,6 +30,7 @@ from episodic.store.postgres.journal import JournalMixin
 from episodic.store.postgres.reviews import ReviewsMixin
 from episodic.store.postgres.search import SearchMixin
 from episodic.store.postgres.service import ServiceMixin
+from episodic.store.postgres.sessions import SessionsMixin
 from episodic.store.postgres.sparse import SparseMixin
 from episodic.store.postgres.supersession import SupersessionMixin
 from episodic.store.postgres.upkeep import UpkeepMixin
@@ -49,6 +50,7 @@ class PostgresStore(
     ConsolidationMixin,
     ReviewsMixin,
     ServiceMixin,
+    SessionsMixin,
     SupersessionMixin,
     IntegrityMixin,
     PgBase,

@@ -36,6 +36,7 @@ from episodic.store.sqlite.journal import JournalMixin
 from episodic.store.sqlite.reviews import ReviewsMixin
 from episodic.store.sqlite.search import SearchMixin
 from episodic.store.sqlite.service import ServiceMixin
+from episodic.store.sqlite.sessions import SessionsMixin
 from episodic.store.sqlite.sparse import SparseMixin, SparseMode
 from episodic.store.sqlite.supersession import SupersessionMixin
 from episodic.store.sqlite.upkeep import UpkeepMixin
@@ -53,6 +54,7 @@ class SqliteStore(
     ConsolidationMixin,
     ReviewsMixin,
     ServiceMixin,
+    SessionsMixin,
     SupersessionMixin,
     IntegrityMixin,
     JournalMixin,
