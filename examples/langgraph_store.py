@@ -1,11 +1,13 @@
 """A LangGraph graph with episodic as its long-term memory store. No LLM needed.
 
-    pip install 'episodic-memory[langgraph]'
+    pip install 'episodic-agent-memory[langgraph]'
     python examples/langgraph_store.py [path/to/memory.db]
 
 The first run of the graph stores what the user said; a later run (a new thread: no
 state carries over) recalls it through ``store.search(namespace, query=...)``, which is
-episodic's hybrid recall with the local MiniLM model.
+episodic's hybrid recall with the local MiniLM model (``episodic model pull`` fetches it
+once; without it, keyword recall). The database is a new one in a temporary folder unless
+a path is given.
 """
 
 from __future__ import annotations
@@ -14,6 +16,13 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any, TypedDict
+
+from episodic.extras import MissingExtra, require
+
+try:
+    require("langgraph", "examples/langgraph_store.py")
+except MissingExtra as exc:
+    sys.exit(str(exc))
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
