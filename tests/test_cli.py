@@ -144,10 +144,13 @@ def test_every_command_has_help_with_an_example() -> None:
     group = typer.main.get_group(app)
     expected = {"init", "ingest", "index", "reindex", "recall", "render", "doctor", "demo"}
     assert expected <= set(group.commands)
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    # The README and the docs pages it links to.
+    root = Path(__file__).parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    readme = "\n".join(p.read_text(encoding="utf-8") for p in pages)
     for name, command in group.commands.items():
         assert command.help and re.search(r"Example: .*episodic", command.help), name
-        assert f"episodic {name}" in readme, f"README does not document `episodic {name}`"
+        assert f"episodic {name}" in readme, f"the docs do not document `episodic {name}`"
 
 
 CHAT = [

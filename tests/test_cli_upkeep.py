@@ -58,7 +58,10 @@ def as_json(out: str) -> Any:
 
 def test_every_upkeep_command_has_an_example_and_is_documented() -> None:
     group = typer.main.get_group(app)
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    # The README and the docs pages it links to.
+    root = Path(__file__).parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    readme = "\n".join(p.read_text(encoding="utf-8") for p in pages)
     for name in ("consolidate", "memory", "upkeep"):
         sub = group.commands[name]
         assert sub.help and re.search(r"Example: .*episodic", sub.help), name
@@ -66,7 +69,7 @@ def test_every_upkeep_command_has_an_example_and_is_documented() -> None:
         assert commands, name
         for cmd_name, cmd in commands.items():
             assert cmd.help and re.search(r"Example: .*episodic", cmd.help), cmd_name
-            assert f"episodic {name} {cmd_name}" in readme, f"README lacks {name} {cmd_name}"
+            assert f"episodic {name} {cmd_name}" in readme, f"the docs lack {name} {cmd_name}"
 
 
 def test_decay_and_the_formula_check(env: dict[str, str]) -> None:

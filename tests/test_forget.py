@@ -203,7 +203,7 @@ def test_forget_an_agent_leaves_nothing_searchable_or_exportable(
     assert exported and not any(MARK in text for text in exported)
     # Every table (FTS shadow tables or the tsvector column included), the search
     # vocabulary and, on SQLite (secure_delete), the file itself. PostgreSQL keeps dead
-    # tuples in its data files until a VACUUM (see the README).
+    # tuples in its data files until a VACUUM (see docs/postgresql.md).
     assert not [(t, text[:80]) for t, text in every_text_row(url) if MARK in text]
     assert not {t for t in search_terms(url) if t.startswith(MARK[:5])}
     if is_sqlite(url):
