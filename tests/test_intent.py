@@ -73,7 +73,8 @@ def test_http_forgets_a_whole_workspace_only_when_asked_by_name(mem: Episodic) -
 def test_the_page_asks_before_forgetting(mem: Episodic) -> None:
     _, admin = mem.create_key("acme", role="admin")
     with serve(asgi(mem)) as base:
-        page = httpx.Client(base_url=base, cookies={"episodic_key": admin}, timeout=30)
+        session = mem.start_session(admin)
+        page = httpx.Client(base_url=base, cookies={"episodic_session": session}, timeout=30)
         # The row's button opens the question; a bare post (an old page, a stray
         # resubmit) only asks too. Neither forgets.
         asked = page.get("/ui/memories/m1/forget")
