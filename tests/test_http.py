@@ -631,7 +631,9 @@ def test_a_nul_in_a_filter_matches_nothing(
     assert not (found.get("episodes") or found.get("items") or found.get("hits")), found
 
 
-def test_random_query_strings_and_paths_never_get_a_5xx(base: str, keys: dict[str, str]) -> None:
+def test_random_query_strings_and_paths_never_get_a_5xx(
+    mem: Episodic, base: str, keys: dict[str, str]
+) -> None:
     from urllib.parse import quote
 
     from hypothesis import HealthCheck, given, settings
@@ -657,7 +659,7 @@ def test_random_query_strings_and_paths_never_get_a_5xx(base: str, keys: dict[st
     paths = st.sampled_from(["/v1/memories", "/v1/recent", "/v1/health", "/ui/memories"])
     ids = st.text(min_size=1, max_size=40)
     with client(base, keys["lead"]) as c:
-        c.cookies.set("episodic_key", keys["lead"])
+        c.cookies.set("episodic_session", mem.start_session(keys["lead"]))
 
         @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
         @given(path=paths, query=params, memory_id=ids)
