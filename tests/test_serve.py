@@ -124,6 +124,16 @@ def test_serve_with_two_worker_processes(tmp_path: Path) -> None:
             r = httpx.post(f"{base}/v1/recall", headers=auth, json={"query": "disk full"})
             assert r.status_code == 200 and r.json()["mode"] == "sparse-only"
             assert [h["content"] for h in r.json()["hits"]] == ["disk full"]
+        # A sign-in to the operator's page holds in every process, and so does a sign-out:
+        # the sessions are rows in the database, not in one process's memory.
+        signed = httpx.post(f"{base}/ui/login", data={"key": key})
+        assert signed.status_code == 303
+        cookie = {"episodic_session": signed.cookies["episodic_session"]}
+        for _ in range(8):  # a new connection each time: either process may answer
+            assert httpx.get(f"{base}/ui/memories", cookies=cookie).status_code == 200
+        assert httpx.post(f"{base}/ui/logout", cookies=cookie).status_code == 303
+        for _ in range(8):
+            assert httpx.get(f"{base}/ui/memories", cookies=cookie).status_code == 401
 
 
 def _serving(db: str) -> int:

@@ -323,3 +323,35 @@ def test_a_session_expires_and_ends_with_its_key(base: str, mem: Episodic) -> No
         mem.session_caller(session)
     with pytest.raises(Unauthenticated):
         mem.start_session(secret)  # a revoked key cannot sign in
+
+
+def test_the_trace_view_folds_drops_by_where_and_why() -> None:
+    from episodic.ui_views import STAGE_ROWS, trace_view
+
+    ranked = [(f"m{i}", i + 1, 1.0 - i / 100) for i in range(STAGE_ROWS + 5)]
+    dropped = [
+        ("m0", "final", "beyond k", ""),  # a kept hit is never listed as dropped
+        ("m2", "dense", "below threshold", "0.12"),
+        ("m2", "final", "beyond k", ""),  # only a memory's first drop is shown
+        ("m3", "final", "beyond k", ""),
+        ("m4", "final", "beyond k", "score 0.3"),
+    ]
+    view = trace_view({"leg:dense": ranked, "fusion": ranked[:3]}, dropped, ["m0", "m1"], {})
+    assert [(k.memory_id, k.kept, k.ranks) for k in view.kept] == [
+        ("m0", 1, [("leg:dense", 1), ("fusion", 1)]),
+        ("m1", 2, [("leg:dense", 2), ("fusion", 2)]),
+    ]
+    dense = view.stages[0]
+    assert (dense.name, dense.count, len(dense.rows), dense.more) == (
+        "leg:dense",
+        STAGE_ROWS + 5,
+        STAGE_ROWS,
+        5,
+    )
+    assert [r.kept for r in dense.rows[:3]] == [1, 2, None]
+    assert [(d.memory_id, d.stage, d.reason) for d in view.dropped] == [
+        ("m2", "dense", "below threshold"),
+        ("m3", "final", "beyond k"),
+        ("m4", "final", "beyond k"),
+    ]
+    assert view.dropped_groups == [("final", "beyond k", 2), ("dense", "below threshold", 1)]
