@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+# The built wheel in a fresh venv, outside the repository (fixtures of the packaging test).
+from test_packaging import ALWAYS_HIDDEN, Venv, _view, venv, wheel  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -111,6 +114,29 @@ def test_the_journal_quickstart_runs_as_written(tmp_path: Path) -> None:
     assert "checkout ran out of memory after the cache TTL change" in block
     hits = json.loads(done.stdout[done.stdout.index("\n[") :])
     assert [h["content"] for h in hits] == ["checkout ran out of memory after the cache TTL change"]
+
+
+@pytest.mark.model
+def test_a_fresh_venv_from_the_built_wheel_runs_the_quickstart(
+    venv: Venv,  # noqa: F811 (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    venv.show_site_packages(_view(tmp_path, "full", ALWAYS_HIDDEN))
+    (venv.work / "chat.py").write_text(block_after(CHAT, "python"), encoding="utf-8")
+    chat = venv.run("python", "chat.py", EPISODIC_EMBEDDER="none")
+    assert chat.returncode == 0, chat.stderr
+    assert "card B had expired" in chat.stdout.split("<recalled-memory>", 1)[1]
+    env = {**venv.env, "PATH": f"{venv.bin}{os.pathsep}{os.environ['PATH']}"}
+    journal = subprocess.run(
+        ["bash", "-e", "-c", block_after(JOURNAL, "sh")],
+        cwd=venv.work,
+        env={**env, "EPISODIC_EMBEDDER": "none"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert journal.returncode == 0, journal.stdout + journal.stderr
+    assert "checkout ran out of memory" in journal.stdout.split("<recalled-memory>", 1)[1]
 
 
 def test_the_readme_is_short_and_speaks_of_what_users_do() -> None:
