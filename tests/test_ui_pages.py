@@ -355,3 +355,14 @@ def test_the_trace_view_folds_drops_by_where_and_why() -> None:
         ("m4", "final", "beyond k"),
     ]
     assert view.dropped_groups == [("final", "beyond k", 2), ("dense", "below threshold", 1)]
+
+
+def test_over_https_the_session_cookie_is_secure(mem: Episodic) -> None:
+    from fastapi.testclient import TestClient
+
+    _, secret = mem.create_key("acme", role="admin")
+    for scheme, secure in (("https", True), ("http", False)):
+        with TestClient(asgi(mem), base_url=f"{scheme}://testserver") as c:
+            r = c.post("/ui/login", data={"key": secret}, follow_redirects=False)
+            assert r.status_code == 303
+            assert ("secure" in r.headers["set-cookie"].lower()) is secure

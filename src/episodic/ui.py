@@ -144,7 +144,7 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
         return RedirectResponse("/ui/memories", status_code=303)
 
     @app.post("/ui/login", include_in_schema=False)
-    def ui_login(key: Annotated[str, Form(max_length=400)] = "") -> Response:
+    def ui_login(request: Request, key: Annotated[str, Form(max_length=400)] = "") -> Response:
         try:
             session = mem.start_session(key.strip(), SESSION_LASTS)
         except Unauthenticated as exc:
@@ -157,6 +157,9 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
             httponly=True,
             samesite="strict",
             path=COOKIE_PATH,
+            # Over HTTPS the browser must never send it in clear; plain HTTP on loopback
+            # (serve's default) could not sign in with a Secure cookie.
+            secure=request.url.scheme == "https",
         )
         return response
 
