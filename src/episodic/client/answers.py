@@ -25,6 +25,7 @@ from episodic.errors import (
     UnknownPolicy,
 )
 from episodic.model import Event, Hit, Memory, MemoryStatus
+from episodic.policy import Admission
 from episodic.recall.engine import RecallResult
 from episodic.recall.trace import Dropped, Trace, TraceRow
 from episodic.service.editing import Version
@@ -33,6 +34,12 @@ from episodic.store.supersession import Supersession
 from episodic.store.upkeep import HealthSnapshot
 from episodic.upkeep.health import HealthView
 from episodic.write.events import LineError
+from episodic.write.journal import (
+    NOT_ADMITTED_LISTED,
+    NotAdmitted,
+    NotAdmittedCount,
+    count_by_reason,
+)
 
 # The numbers of a health snapshot, as its JSON and its dataclass both name them.
 HEALTH_PARTS = ("freshness", "coverage", "coherence", "efficiency", "reachability", "score")
@@ -93,6 +100,11 @@ def merged_ingest(reports: Sequence[IngestReport]) -> IngestReport:
         out.deprecated_fields.extend(
             f for f in r.deprecated_fields if f not in out.deprecated_fields
         )
+        out.not_admitted.extend(r.not_admitted[: NOT_ADMITTED_LISTED - len(out.not_admitted)])
+        for c in r.not_admitted_by_reason:
+            count_by_reason(
+                out.not_admitted_by_reason, Admission(False, c.rule, c.reason, c.fix), c.count
+            )
     return out
 
 
@@ -220,6 +232,23 @@ def ingest_report(raw: Mapping[str, Any], first: int) -> IngestReport:
         admitted=raw["admitted"],
         errors=_line_errors(raw["errors"], first),
         deprecated_fields=list(raw["deprecated_fields"]),
+        # A server older than this client says nothing of what it did not admit.
+        not_admitted=[
+            NotAdmitted(
+                n["index"] + first,
+                n["id"],
+                n["type"],
+                n["severity"],
+                n["rule"],
+                n["reason"],
+                n.get("fix"),
+            )
+            for n in raw.get("not_admitted", ())
+        ],
+        not_admitted_by_reason=[
+            NotAdmittedCount(c["rule"], c["reason"], c.get("fix"), c["count"])
+            for c in raw.get("not_admitted_by_reason", ())
+        ],
     )
 
 
@@ -309,6 +338,8 @@ def supersession(raw: Mapping[str, Any]) -> Supersession:
         decided_by=raw["decided_by"],
         reason=raw["reason"],
         decided_at=datetime.fromisoformat(raw["decided_at"]),
+        reverted_at=_when(raw.get("reverted_at")),
+        reverted_by=raw.get("reverted_by"),
     )
 
 

@@ -153,7 +153,9 @@ def merge_near_duplicates(store: CompactionStore, workspace: str, now: datetime)
         memories += page
         if not cursor:
             break
-    replacing = {link.new_id for link in store.supersessions(workspace, [m.id for m in memories])}
+    links = store.supersessions(workspace, [m.id for m in memories])
+    # A replacement undone (``memory restore``) replaces nothing.
+    replacing = {link.new_id for link in links if link.reverted_at is None}
     merges = plan_merges([m for m in memories if m.id not in replacing])
     return len(merges), store.compact_memories(workspace, merges, now)
 

@@ -103,6 +103,10 @@ class SupersessionOut(BaseModel):
     )
     reason: str
     decided_at: str
+    reverted_at: str | None = Field(
+        default=None, description="when the replacement was undone (memory restore)"
+    )
+    reverted_by: str | None = Field(default=None, description="who undid it")
 
 
 class SupersessionsOut(BaseModel):
