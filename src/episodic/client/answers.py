@@ -28,6 +28,7 @@ from episodic.model import Event, Hit, Memory, MemoryStatus
 from episodic.policy import Admission
 from episodic.recall.engine import RecallResult
 from episodic.recall.trace import Dropped, Trace, TraceRow
+from episodic.service.decisions import Decision
 from episodic.service.editing import Version
 from episodic.service.writing import IngestReport, MessagesReport
 from episodic.store.supersession import Supersession
@@ -338,6 +339,18 @@ def supersession(raw: Mapping[str, Any]) -> Supersession:
         decided_by=raw["decided_by"],
         reason=raw["reason"],
         decided_at=datetime.fromisoformat(raw["decided_at"]),
+        reverted_at=_when(raw.get("reverted_at")),
+        reverted_by=raw.get("reverted_by"),
+    )
+
+
+def decision(raw: Mapping[str, Any]) -> Decision:
+    return Decision(
+        kind=raw["kind"],
+        decided_by=raw["decided_by"],
+        reason=raw["reason"],
+        other=raw.get("other"),
+        at=_when(raw.get("at")),
         reverted_at=_when(raw.get("reverted_at")),
         reverted_by=raw.get("reverted_by"),
     )

@@ -134,9 +134,7 @@ def insert_link_sql(mark: str) -> str:
 
 def reverted_sql(mark: str) -> str:
     """The older ends of the reverted links to one memory: parameters ``(new_id,)``."""
-    return (
-        f"SELECT old_id FROM supersessions WHERE new_id = {mark} AND reverted_at IS NOT NULL"
-    )
+    return f"SELECT old_id FROM supersessions WHERE new_id = {mark} AND reverted_at IS NOT NULL"
 
 
 def restored_with_sql(mark: str) -> str:

@@ -89,9 +89,7 @@ def post_events(body: EventsIn, caller: Caller, mem: Mem) -> dict[str, Any]:
         {"index": e["line"] - 1, "field": e["field"], "message": e["message"]}
         for e in report["errors"]
     ]
-    report["not_admitted"] = [
-        {"index": n.pop("line") - 1, **n} for n in report["not_admitted"]
-    ]
+    report["not_admitted"] = [{"index": n.pop("line") - 1, **n} for n in report["not_admitted"]]
     return report
 
 
