@@ -1,6 +1,6 @@
 """The Store contract, written only against the ``Store`` protocol and organised by the
-protocol's areas: ``writes``, ``search``, ``vectors``, ``upkeep``, ``service`` and
-``journal``, one module each.
+protocol's areas: ``writes``, ``search``, ``vectors``, ``upkeep``, ``service``,
+``journal`` and ``decisions`` (undoing a supersession), one module each.
 
 A backend's test module binds it by subclassing ``StoreContract`` (as ``Test...``) and
 supplying a ``store`` fixture that yields a fresh, empty store. Dense tests use small
@@ -23,6 +23,7 @@ from store_contract.helpers import (
     sparse_ids,
     vec,
 )
+from store_contract.decisions import DecisionsContract
 from store_contract.journal import JournalContract
 from store_contract.search import SearchContract
 from store_contract.service import ServiceContract
@@ -38,6 +39,7 @@ class StoreContract(
     UpkeepContract,
     ServiceContract,
     JournalContract,
+    DecisionsContract,
 ):
     """Behaviour every Store backend must show. Needs a ``store`` fixture. Here: what
     spans the areas (workspace isolation on every read) and the store as a whole."""
