@@ -17,6 +17,8 @@ import pytest
 from mcp import Client
 from typer.testing import CliRunner
 
+from conftest import raw_execute
+from crash_support import doctor_deep, mismatches
 from episodic import Episodic, InvalidInput, Settings
 from episodic.cli import app
 from episodic.embed.fake import FakeEmbedder
@@ -28,8 +30,6 @@ from episodic.store import open_store
 from servers import call, serve
 from test_supersession import NEW, OLD, QUESTION, WS, Clock
 from test_supersession_interfaces import CHANGED, card_change, structured
-
-from conftest import raw_execute
 
 ENV = {"EPISODIC_EMBEDDER": "none", "COLUMNS": "250"}
 DEPLOY = {"workspace": "scratch", "type": "deploy.finished", "summary": "payments-api 2.9.2"}
@@ -70,7 +70,11 @@ def test_ingest_says_why_an_info_event_was_not_admitted_and_how_to_keep_it(
     report = json.loads(result.stdout)
     assert report["admitted"] == 0
     [refused] = report["not_admitted"]
-    assert (refused["line"], refused["type"], refused["rule"]) == (1, "deploy.finished", "unlisted-type")
+    assert (refused["line"], refused["type"], refused["rule"]) == (
+        1,
+        "deploy.finished",
+        "unlisted-type",
+    )
     assert refused["fix"] == "set refs.episodic to keep it"
 
     kept = {**DEPLOY, "refs": {"episodic": True}}
@@ -211,9 +215,7 @@ def test_cli_why_and_restore(mem: Episodic, clock: Clock, db_url: str) -> None:
     assert missing.exit_code != 0 and "nope" in missing.output
 
 
-def test_http_decisions_and_restore_follow_the_edit_rules(
-    mem: Episodic, clock: Clock
-) -> None:
+def test_http_decisions_and_restore_follow_the_edit_rules(mem: Episodic, clock: Clock) -> None:
     card_change(mem, clock)
     keys = {}
     for name, agent in (("admin", None), ("billing", "billing"), ("reviewer", "reviewer")):
@@ -303,3 +305,12 @@ def test_an_export_carries_a_restore_and_the_import_never_decides_it_again(
         assert other.store.get_memory(WS, "card-a").status is MemoryStatus.ACTIVE
         hits = other.recall(QUESTION, workspace=WS, mark=False).hits
         assert {OLD, NEW} <= {h.memory.content for h in hits}
+
+
+def test_doctor_deep_finds_a_restored_memory_sound(
+    mem: Episodic, clock: Clock, db_url: str
+) -> None:
+    card_change(mem, clock)
+    mem.restore("card-a", workspace=WS)
+    code, report = doctor_deep(db_url)
+    assert mismatches(report) == [] and code == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from episodic.model import Scope, ScopeFilter
 from episodic.store.base import Store
+from store_contract.decisions import DecisionsContract
 from store_contract.helpers import (
     DIM,
     MODEL,
@@ -23,7 +24,6 @@ from store_contract.helpers import (
     sparse_ids,
     vec,
 )
-from store_contract.decisions import DecisionsContract
 from store_contract.journal import JournalContract
 from store_contract.search import SearchContract
 from store_contract.service import ServiceContract
