@@ -11,20 +11,33 @@ from episodic.errors import NotFound
 from episodic.model import MemoryStatus, ScopeFilter
 from episodic.store.base import Store
 from episodic.store.supersession import Supersession
-from store_contract.helpers import T0, event, memory_of, remember, sparse_ids
+from store_contract.helpers import (
+    DIM,
+    MODEL,
+    T0,
+    dense_ids,
+    event,
+    memory_of,
+    remember,
+    sparse_ids,
+    vec,
+)
 
 LATER = T0 + timedelta(days=21)
 UNDONE = T0 + timedelta(days=22)
 
 
-def _card_change(store: Store) -> None:
+def _card_change(store: Store, *, vectors: bool = False) -> None:
     """``card-a`` (day 0) superseded by ``card-b`` (day 21), ``quote-a`` (an entry made
-    from ``card-a``) with it."""
+    from ``card-a``) with it; with ``vectors``, both cards embedded before the change."""
     a = event("card-a", summary="pay subscriptions with card A", agent="billing")
     b = event("card-b", summary="card A expired, pay with card B", agent="billing", minutes=30)
     quote = event("quote-a", summary="the user pays with card A", agent="billing", minutes=1)
     remember(store, a, b)
     store.append([quote], [memory_of(quote, type="entry", source_event_ids=("card-a",))])
+    if vectors:
+        store.put_vectors(MODEL, DIM, [("card-a", vec(1, 0)), ("card-b", vec(0, 1))])
+        assert dense_ids(store, ScopeFilter("acme"), vec(1, 0))[0] == "card-a"
     done = store.supersede(
         "acme", "card-a", "card-b", decided_by="offline:rule", reason="same slot", at=LATER
     )
@@ -37,8 +50,10 @@ def _link(store: Store, old: str, new: str) -> Supersession:
 
 class DecisionsContract:
     def test_a_reverted_supersession_is_active_and_searchable_again(self, store: Store) -> None:
-        _card_change(store)
-        assert "card-a" not in sparse_ids(store, ScopeFilter("acme"), "card")
+        _card_change(store, vectors=True)
+        flt = ScopeFilter("acme")
+        assert "card-a" not in sparse_ids(store, flt, "card")
+        assert "card-a" not in dense_ids(store, flt, vec(1, 0))
         restored = store.revert_supersession("acme", "card-a", by="cli", at=UNDONE)
         assert restored == ["card-a", "quote-a"]
         for memory_id in ("card-a", "quote-a"):
@@ -47,7 +62,8 @@ class DecisionsContract:
             link = _link(store, memory_id, "card-b")
             assert (link.reverted_at, link.reverted_by) == (UNDONE, "cli")
         assert link.decided_by == "offline:rule"  # the decision is kept, marked undone
-        assert {"card-a", "quote-a"} <= set(sparse_ids(store, ScopeFilter("acme"), "card"))
+        assert {"card-a", "quote-a"} <= set(sparse_ids(store, flt, "card"))
+        assert dense_ids(store, flt, vec(1, 0))[0] == "card-a"
 
     def test_a_reverted_pair_is_never_superseded_again_but_on_explicit_request(
         self, store: Store
