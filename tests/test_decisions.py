@@ -30,6 +30,8 @@ from episodic.store import open_store
 from servers import call, serve
 from test_supersession import NEW, OLD, QUESTION, WS, Clock
 from test_supersession_interfaces import CHANGED, card_change, structured
+from test_upkeep_compact import DUP, NOW, store_memory
+from test_upkeep_compact import mem as compacted
 
 ENV = {"EPISODIC_EMBEDDER": "none", "COLUMNS": "250"}
 DEPLOY = {"workspace": "scratch", "type": "deploy.finished", "summary": "payments-api 2.9.2"}
@@ -314,3 +316,31 @@ def test_doctor_deep_finds_a_restored_memory_sound(
     mem.restore("card-a", workspace=WS)
     code, report = doctor_deep(db_url)
     assert mismatches(report) == [] and code == 0
+
+
+def test_why_names_the_merge_and_the_phase_that_took_a_memory_out(db_url: str) -> None:
+    m = Episodic(
+        store=open_store(db_url),
+        embedder=FakeEmbedder(dim=512),
+        settings=Settings(archive_after_days=90),
+        clock=lambda: NOW,
+    )
+    try:
+        store_memory(m, compacted("keep", DUP, importance=0.9, base_importance=0.9), days=5)
+        store_memory(m, compacted("dup", DUP + " again"), days=5)
+        task = {"domain": "task", "phase": "design"}
+        store_memory(m, compacted("t0", "sketch the schema", payload=task), days=5)
+        m.compact(workspace="acme")
+        m.retire_phase("acme", "design")
+        [merged] = [d for d in m.decisions("dup", workspace="acme") if d.kind == "merged"]
+        assert (merged.other, merged.decided_by) == ("keep", "upkeep:compact")
+        [retired] = [d for d in m.decisions("t0", workspace="acme") if d.kind == "retired"]
+        assert (retired.decided_by, retired.reason, retired.at) == (
+            "upkeep:retire-phase",
+            "phase design ended",
+            NOW,
+        )
+        with pytest.raises(InvalidInput, match="t0 is retired, not superseded"):
+            m.restore("t0", workspace="acme")
+    finally:
+        m.close()
