@@ -209,6 +209,8 @@ def test_cli_why_and_restore(mem: Episodic, clock: Clock, db_url: str) -> None:
     body = json.loads(after.stdout)
     [undone] = [d for d in body["decisions"] if d["kind"] == "superseded"]
     assert (undone["other"], undone["reverted"], undone["reverted_by"]) == ("card-b", True, "cli")
+    links = cli(db_url, "memory", "supersessions", "card-a", "-w", WS)
+    assert "[reverted " in links.stdout and " by cli]" in links.stdout
     replacing = json.loads(cli(db_url, "memory", "why", "card-b", "-w", WS, "--json").stdout)
     assert [(d["kind"], d["other"], d["reverted"]) for d in replacing["decisions"][2:]] == [
         ("supersedes", "card-a", True)
