@@ -110,7 +110,7 @@ def admission_decisions(memory: Memory, event: Event | None) -> list[Decision]:
         # Its own journal row is archived: what admission read is no longer all there.
         reason = "its journal row is archived; the rule that admitted it cannot be read back"
         return [Decision(ADMITTED, "policy:unknown", reason, memory.id, memory.created_at)]
-    reason = f"a {memory.type} made from {len(sources)} source(s)"
+    reason = f"{memory.type} made from {len(sources)} source(s)"
     return [
         Decision(
             ADMITTED,
