@@ -153,9 +153,7 @@ def merge_near_duplicates(store: CompactionStore, workspace: str, now: datetime)
         memories += page
         if not cursor:
             break
-    links = store.supersessions(workspace, [m.id for m in memories])
-    # A replacement undone (``memory restore``) replaces nothing.
-    replacing = {link.new_id for link in links if link.reverted_at is None}
+    replacing = {link.new_id for link in store.supersessions(workspace, [m.id for m in memories])}
     merges = plan_merges([m for m in memories if m.id not in replacing])
     return len(merges), store.compact_memories(workspace, merges, now)
 
