@@ -34,6 +34,7 @@ from test_upkeep_compact import DUP, NOW, store_memory
 from test_upkeep_compact import mem as compacted
 
 ENV = {"EPISODIC_EMBEDDER": "none", "COLUMNS": "250"}
+KEEP = "set refs.episodic to keep it"
 DEPLOY = {"workspace": "scratch", "type": "deploy.finished", "summary": "payments-api 2.9.2"}
 
 
@@ -346,3 +347,16 @@ def test_why_names_the_merge_and_the_phase_that_took_a_memory_out(db_url: str) -
             m.restore("t0", workspace="acme")
     finally:
         m.close()
+
+
+def test_a_message_batch_names_the_messages_not_kept_as_memories(mem: Episodic) -> None:
+    said = [{"content": "deploy failed"}, {"content": "exit 1", "role": "tool"}]
+    report = mem.add_messages(said, workspace=WS, conversation="c-1").to_json()
+    [tool] = report["not_admitted"]
+    assert (tool["index"], tool["rule"], tool["fix"]) == (1, "spoken-message", KEEP)
+    _, secret = mem.create_key(WS, role="admin")
+    with serve(asgi(mem)) as base:
+        body = {"conversation": "c-2", "messages": [*said, {"content": "x", "role": "system"}]}
+        response = call(base, secret, "POST", "/v1/messages", body)
+    assert response.status_code == 200, response.text
+    assert [n["index"] for n in response.json()["not_admitted"]] == [1, 2]

@@ -224,6 +224,22 @@ def _line_errors(raw: Sequence[Mapping[str, Any]], first: int) -> list[LineError
     return [LineError(e["index"] + first, e["field"], e["message"]) for e in raw]
 
 
+def _not_admitted(raw: Mapping[str, Any], first: int) -> list[NotAdmitted]:
+    # A server older than this client says nothing of what it did not admit.
+    return [
+        NotAdmitted(
+            n["index"] + first,
+            n["id"],
+            n["type"],
+            n["severity"],
+            n["rule"],
+            n["reason"],
+            n.get("fix"),
+        )
+        for n in raw.get("not_admitted", ())
+    ]
+
+
 def ingest_report(raw: Mapping[str, Any], first: int) -> IngestReport:
     # The API numbers a request's items from 0; ``IngestReport`` numbers lines from 1.
     return IngestReport(
@@ -233,19 +249,7 @@ def ingest_report(raw: Mapping[str, Any], first: int) -> IngestReport:
         admitted=raw["admitted"],
         errors=_line_errors(raw["errors"], first),
         deprecated_fields=list(raw["deprecated_fields"]),
-        # A server older than this client says nothing of what it did not admit.
-        not_admitted=[
-            NotAdmitted(
-                n["index"] + first,
-                n["id"],
-                n["type"],
-                n["severity"],
-                n["rule"],
-                n["reason"],
-                n.get("fix"),
-            )
-            for n in raw.get("not_admitted", ())
-        ],
+        not_admitted=_not_admitted(raw, first),
         not_admitted_by_reason=[
             NotAdmittedCount(c["rule"], c["reason"], c.get("fix"), c["count"])
             for c in raw.get("not_admitted_by_reason", ())
@@ -260,6 +264,7 @@ def messages_report(raw: Mapping[str, Any], first: int) -> MessagesReport:
         stored=raw["stored"],
         duplicates=raw["duplicates"],
         errors=_line_errors(raw["errors"], first),
+        not_admitted=_not_admitted(raw, first),
     )
     return MessagesReport(ingest=report, ids=list(raw["ids"]))
 

@@ -152,6 +152,10 @@ class MessagesReport:
             "errors": [
                 {"index": e.line, "field": e.field, "message": e.message} for e in report.errors
             ],
+            "not_admitted": [
+                {"index": n.line, **{k: v for k, v in n.to_json().items() if k != "line"}}
+                for n in report.not_admitted
+            ],
         }
 
 
