@@ -485,10 +485,14 @@ class IsolationMachine(RuleBasedStateMachine):
                 if not any(r.content_hash == digest for r in mine):
                     others = sorted({r.ws for r in rows if r.content_hash == digest})
                     _fail(f"{ws} dropped an entry as known; only {others} hold it: {drop}")
-            elif drop.reason == SIMILAR and "existing row" in drop.detail:
+            elif drop.reason == SIMILAR and "with memory " in drop.detail:
                 OPS["dedupe_similar"] += 1
                 if not mine:
                     _fail(f"{ws} dropped an entry as similar with no entry of its own: {drop}")
+                # The drop names the stored memory it matched: it must be this workspace's.
+                named = drop.detail.rsplit("with memory ", 1)[1]
+                if named not in {r.id for r in mine}:
+                    _fail(f"{ws} dropped an entry as similar to {named}, not its own: {drop}")
                 vectors = embed.embed_batch([drop.content, *(r.content for r in mine)])
                 best = float(np.max(vectors[1:] @ vectors[0]))
                 if best < DEDUPE_COSINE - 1e-4:

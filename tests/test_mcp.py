@@ -45,7 +45,7 @@ EVENTS = [
         "summary": "checkout OOM in orbit",
     },
 ]
-TOOLS = {"recall_memory", "remember", "forget", "update_memory", "memory_health"}
+TOOLS = {"recall_memory", "remember", "forget", "update_memory", "restore_memory", "memory_health"}
 
 
 def structured(result: Any) -> dict[str, Any]:

@@ -223,5 +223,11 @@ class AsyncEpisodic:
     history = Awaited(Episodic.history)
     history_as = Awaited(Episodic.history_as)
 
+    # -- decisions -----------------------------------------------------------------------
+    decisions = Awaited(Episodic.decisions)
+    decisions_as = Awaited(Episodic.decisions_as)
+    restore = Awaited(Episodic.restore)
+    restore_as = Awaited(Episodic.restore_as)
+
     # -- the journal ---------------------------------------------------------------------
     search_journal = Awaited(Episodic.search_journal)

@@ -11,7 +11,8 @@ the tools take no workspace, agent or resource argument.
 
 Tools: ``recall_memory(query, k, as_of, include_superseded)``, ``remember(content, ...,
 replaces)``, ``forget(memory_id)``,
-``update_memory(memory_id, content, importance)`` and ``memory_health()``. Recalled
+``update_memory(memory_id, content, importance)``, ``restore_memory(memory_id)`` (undo a
+supersession) and ``memory_health()``. Recalled
 content is untrusted; the descriptions say so, and the text comes back escaped so it
 cannot pose as structure.
 """
@@ -246,6 +247,27 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
         except EpisodicError as exc:
             raise _fail(exc) from exc
         return {"id": memory.id, "updated": True}
+
+    @server.tool(
+        name="restore_memory",
+        description=(
+            "Undo a supersession (by the id recall_memory gave with include_superseded): "
+            "the memory is active again, and it is never replaced by the same memory "
+            "automatically again. Only memories this server may correct can be restored."
+        ),
+        annotations=EDITS,
+    )
+    def restore_memory(
+        memory_id: Annotated[str, Field(description="The memory's id.", max_length=256)],
+    ) -> dict[str, Any]:
+        try:
+            _visible(memory_id)
+            memory = mem.restore_as(caller, memory_id)
+        except NotFound:
+            raise ToolError(f"no memory {memory_id} here") from None
+        except EpisodicError as exc:
+            raise _fail(exc) from exc
+        return {"id": memory.id, "restored": True, "status": memory.status.value}
 
     @server.tool(
         name="memory_health",

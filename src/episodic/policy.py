@@ -27,6 +27,7 @@ Pure: no I/O, no state.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 # Refused even with refs.episodic: their volume, not their content, is the problem.
@@ -87,6 +88,79 @@ def is_never_admitted(event_type: str) -> bool:
     return event_type in NEVER_ADMIT_TYPES or event_type.startswith(NEVER_ADMIT_PREFIXES)
 
 
+# How a user keeps an event that admission refused (every rule but the never-admitted
+# types yields to it).
+KEEP_FIX = "set refs.episodic to keep it"
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """Admission's decision on one event: kept or not, by which rule (its name), why in
+    words, and how to keep it when it was not (None when nothing can)."""
+
+    admitted: bool
+    rule: str
+    reason: str
+    fix: str | None = None
+
+
+def admission(
+    event_type: str,
+    severity: str,
+    payload: Mapping[str, Any],
+    refs: Mapping[str, Any],
+) -> Admission:
+    """Whether an event becomes a memory, and by which rule (see the module docstring
+    for the order)."""
+    if is_never_admitted(event_type):
+        return Admission(
+            False,
+            "never-admitted-type",
+            f"{event_type} events are never kept as memories (their volume drowns recall)",
+        )
+    if refs.get("episodic") is True:
+        return Admission(True, "refs.episodic", "the event set refs.episodic")
+    if event_type in ALWAYS_ADMIT_TYPES:
+        return Admission(True, "always-admitted-type", f"{event_type} events are always kept")
+    if event_type in SEVERITY_GATED_TYPES:
+        if severity in GATED_SEVERITIES:
+            return Admission(
+                True, "severity-gate", f"{event_type} events are kept at warn or error"
+            )
+        return Admission(
+            False,
+            "severity-gate",
+            f"{severity}-level {event_type} events are kept only at warn or error",
+            f"{KEEP_FIX}, or send it at warn",
+        )
+    if event_type == "peer.conversation":
+        if payload.get("state") == ESCALATED_STATE:
+            return Admission(True, "escalated-conversation", "an escalated peer conversation")
+        return Admission(
+            False,
+            "escalated-conversation",
+            "peer.conversation events are kept only when payload.state is escalated",
+            KEEP_FIX,
+        )
+    if event_type == MESSAGE_TYPE:
+        role = payload.get("role")
+        if role in SPOKEN_ROLES:
+            return Admission(True, "spoken-message", f"what the {role} said in a conversation")
+        return Admission(
+            False,
+            "spoken-message",
+            f"{role} messages stay with their conversation; only user and assistant "
+            "messages are kept as memories",
+            KEEP_FIX,
+        )
+    return Admission(
+        False,
+        "unlisted-type",
+        f"{event_type} is not a type kept as a memory",
+        KEEP_FIX,
+    )
+
+
 def admit(
     event_type: str,
     severity: str,
@@ -94,19 +168,7 @@ def admit(
     refs: Mapping[str, Any],
 ) -> bool:
     """Whether an event becomes a memory (see the module docstring for the order)."""
-    if is_never_admitted(event_type):
-        return False
-    if refs.get("episodic") is True:
-        return True
-    if event_type in ALWAYS_ADMIT_TYPES:
-        return True
-    if event_type in SEVERITY_GATED_TYPES:
-        return severity in GATED_SEVERITIES
-    if event_type == "peer.conversation":
-        return payload.get("state") == ESCALATED_STATE
-    if event_type == MESSAGE_TYPE:
-        return payload.get("role") in SPOKEN_ROLES
-    return False
+    return admission(event_type, severity, payload, refs).admitted
 
 
 def base_importance(event_type: str, severity: str, priority: str | None = None) -> float:
@@ -119,3 +181,18 @@ def base_importance(event_type: str, severity: str, priority: str | None = None)
     if priority is not None:
         score = max(score, PRIORITY_FLOOR.get(priority, 0.0))
     return min(1.0, max(0.0, score))
+
+
+def importance_reason(event_type: str, severity: str, priority: str | None = None) -> str:
+    """``base_importance`` in words: its parts and the floor that applied, if any."""
+    parts = [f"base {BASE_IMPORTANCE:.2f}"]
+    if TYPE_BONUS.get(event_type):
+        parts.append(f"{event_type} +{TYPE_BONUS[event_type]:.2f}")
+    if SEVERITY_BONUS.get(severity):
+        parts.append(f"{severity} +{SEVERITY_BONUS[severity]:.2f}")
+    said = " ".join(parts)
+    score = base_importance(event_type, severity, priority)
+    floor = PRIORITY_FLOOR.get(priority or "")
+    if floor is None:
+        return f"{said} = {score:.2f} (no refs.priority floor)"
+    return f"{said}; refs.priority {priority} floors it at {floor:.2f}: {score:.2f}"

@@ -272,6 +272,20 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
             message = str(exc)
         return RedirectResponse("/ui/memories?" + urlencode({"flash": message}), 303)
 
+    @app.post("/ui/memories/{memory_id}/restore", include_in_schema=False)
+    def ui_restore(request: Request, memory_id: str) -> Response:
+        caller = caller_of(request)
+        if caller is None:
+            return to_login()
+        try:
+            mem.restore_as(caller, memory_id)
+            message = f"restored {memory_id}: active again"
+        except NotFound:
+            message = f"no memory {memory_id} here"
+        except EpisodicError as exc:
+            message = str(exc)
+        return RedirectResponse("/ui/memories?" + urlencode({"flash": message}), 303)
+
     @app.get("/ui/memories/{memory_id}/forget", include_in_schema=False)
     def ui_forget_confirm(request: Request, memory_id: str) -> Response:
         """The question before forgetting: what goes, and a button that says so. A plain

@@ -11,6 +11,7 @@ from typing import Any
 from episodic.model import Memory, ScopeFilter
 from episodic.scoring.health import RED_BELOW, WEIGHTS
 from episodic.service import Episodic
+from episodic.service.decisions import Decision
 from episodic.service.editing import Version
 from episodic.write.episodes import ENTRY_TYPE, EPISODE_TYPE, LEARNING_TYPE
 
@@ -36,6 +37,8 @@ class MemoryDetail:
     # The source events that are memories the caller can see (messages, admitted events),
     # by id; the other sources are listed by id only.
     sources: dict[str, Memory]
+    # What was decided about it and by what (``Episodic.decisions``).
+    decisions: list[Decision] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -65,7 +68,8 @@ def memory_detail(mem: Episodic, flt: ScopeFilter, memory_id: str) -> MemoryDeta
     sources = {
         m.id: m for m in mem.memories(flt, list(memory.source_event_ids)) if m.id != memory.id
     }
-    return MemoryDetail(memory, history, related, sources)
+    decisions = mem.decisions(memory_id, workspace=flt.workspace_id)
+    return MemoryDetail(memory, history, related, sources, decisions)
 
 
 def conversation_episodes(mem: Episodic, flt: ScopeFilter) -> tuple[list[EpisodeView], bool]:

@@ -1,6 +1,6 @@
 """The Store contract, written only against the ``Store`` protocol and organised by the
-protocol's areas: ``writes``, ``search``, ``vectors``, ``upkeep``, ``service`` and
-``journal``, one module each.
+protocol's areas: ``writes``, ``search``, ``vectors``, ``upkeep``, ``service``,
+``journal`` and ``decisions`` (undoing a supersession), one module each.
 
 A backend's test module binds it by subclassing ``StoreContract`` (as ``Test...``) and
 supplying a ``store`` fixture that yields a fresh, empty store. Dense tests use small
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from episodic.model import Scope, ScopeFilter
 from episodic.store.base import Store
+from store_contract.decisions import DecisionsContract
 from store_contract.helpers import (
     DIM,
     MODEL,
@@ -38,6 +39,7 @@ class StoreContract(
     UpkeepContract,
     ServiceContract,
     JournalContract,
+    DecisionsContract,
 ):
     """Behaviour every Store backend must show. Needs a ``store`` fixture. Here: what
     spans the areas (workspace isolation on every read) and the store as a whole."""

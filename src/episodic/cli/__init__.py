@@ -7,7 +7,8 @@ next step, and a non-zero exit status.
 One module a command group: ``getting_started`` (init, doctor, demo), ``memory`` (ingest, index,
 recent, reindex, recall, render, forget), ``service`` (serve, keys, mcp), ``portability``
 (export, import, migrate), ``upkeep`` (consolidate, memory health, upkeep), ``edits``
-(memory update, history, supersede, supersessions), ``notes`` (memory remember, list), ``journal``
+(memory update, history, supersede, supersessions), ``decisions`` (memory why, restore),
+``notes`` (memory remember, list), ``journal``
 (keyword search of the journal), ``bench`` and ``model`` (pull, status);
 ``common`` holds what they share. Only this module registers the commands and groups on
 the root app, so their order in ``episodic --help`` is set in one place.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from episodic.cli import (
     bench,
+    decisions,
     edits,
     getting_started,
     journal,
@@ -67,6 +69,8 @@ def _register() -> None:
     upkeep.memory_app.command("history")(edits.history)
     upkeep.memory_app.command("supersede")(edits.supersede)
     upkeep.memory_app.command("supersessions")(edits.supersessions)
+    upkeep.memory_app.command("why")(decisions.why)
+    upkeep.memory_app.command("restore")(decisions.restore)
     for name, group in groups:
         app.add_typer(group, name=name)
 

@@ -119,10 +119,15 @@ def supersessions(
     if not links:
         out.print(f"{escape(memory_id)} neither replaced nor was replaced")
     for link in links:
+        undone = (
+            ""
+            if link.reverted_at is None
+            else f" [reverted {link.reverted_at:%Y-%m-%d %H:%M} by {link.reverted_by}]"
+        )
         out.print(
             f"{escape(link.old_id)} superseded by {escape(link.new_id)} "
             f"({link.decided_at:%Y-%m-%d %H:%M}, {escape(link.decided_by)}): "
-            f"{escape(link.reason)}"
+            f"{escape(link.reason)}{escape(undone)}"
         )
 
 

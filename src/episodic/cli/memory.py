@@ -118,6 +118,11 @@ def ingest(
             f"stored {report.stored} events ({report.admitted} admitted as memories, "
             f"{report.duplicates} already present)"
         )
+        for c in report.not_admitted_by_reason:
+            fix = f": {c.fix}" if c.fix else ""
+            out.print(
+                escape(f"{c.count} event(s) not kept as memories ({c.rule}: {c.reason}){fix}")
+            )
         for e in report.errors:
             err.print(f"rejected {e}")
         if report.deprecated_fields:

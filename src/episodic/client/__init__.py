@@ -36,6 +36,7 @@ from episodic.client.calls import (
 from episodic.errors import InvalidInput
 from episodic.model import Event, Memory
 from episodic.recall.engine import RecallResult
+from episodic.service.decisions import Decision
 from episodic.service.editing import Version
 from episodic.service.operations import MemoryPage
 from episodic.service.writing import IngestReport, MessagesReport
@@ -199,6 +200,14 @@ class Client(_Base):
     def supersessions(self, memory_id: str) -> list[Supersession]:
         return self._send(calls.supersessions(memory_id))
 
+    def decisions(self, memory_id: str) -> list[Decision]:
+        """``Episodic.decisions_as``: what was decided about a memory and by what."""
+        return self._send(calls.decisions(memory_id))
+
+    def restore(self, memory_id: str) -> Memory:
+        """``Episodic.restore_as``: undo a memory's supersession; returns it, active."""
+        return self._send(calls.restore(memory_id))
+
     def history(self, memory_id: str) -> list[Version]:
         return self._send(calls.history(memory_id))
 
@@ -314,6 +323,12 @@ class AsyncClient(_Base):
 
     async def supersessions(self, memory_id: str) -> list[Supersession]:
         return await self._send(calls.supersessions(memory_id))
+
+    async def decisions(self, memory_id: str) -> list[Decision]:
+        return await self._send(calls.decisions(memory_id))
+
+    async def restore(self, memory_id: str) -> Memory:
+        return await self._send(calls.restore(memory_id))
 
     async def history(self, memory_id: str) -> list[Version]:
         return await self._send(calls.history(memory_id))

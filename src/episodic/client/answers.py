@@ -25,14 +25,22 @@ from episodic.errors import (
     UnknownPolicy,
 )
 from episodic.model import Event, Hit, Memory, MemoryStatus
+from episodic.policy import Admission
 from episodic.recall.engine import RecallResult
 from episodic.recall.trace import Dropped, Trace, TraceRow
+from episodic.service.decisions import Decision
 from episodic.service.editing import Version
 from episodic.service.writing import IngestReport, MessagesReport
 from episodic.store.supersession import Supersession
 from episodic.store.upkeep import HealthSnapshot
 from episodic.upkeep.health import HealthView
 from episodic.write.events import LineError
+from episodic.write.journal import (
+    NOT_ADMITTED_LISTED,
+    NotAdmitted,
+    NotAdmittedCount,
+    count_by_reason,
+)
 
 # The numbers of a health snapshot, as its JSON and its dataclass both name them.
 HEALTH_PARTS = ("freshness", "coverage", "coherence", "efficiency", "reachability", "score")
@@ -93,6 +101,11 @@ def merged_ingest(reports: Sequence[IngestReport]) -> IngestReport:
         out.deprecated_fields.extend(
             f for f in r.deprecated_fields if f not in out.deprecated_fields
         )
+        out.not_admitted.extend(r.not_admitted[: NOT_ADMITTED_LISTED - len(out.not_admitted)])
+        for c in r.not_admitted_by_reason:
+            count_by_reason(
+                out.not_admitted_by_reason, Admission(False, c.rule, c.reason, c.fix), c.count
+            )
     return out
 
 
@@ -211,6 +224,22 @@ def _line_errors(raw: Sequence[Mapping[str, Any]], first: int) -> list[LineError
     return [LineError(e["index"] + first, e["field"], e["message"]) for e in raw]
 
 
+def _not_admitted(raw: Mapping[str, Any], first: int) -> list[NotAdmitted]:
+    # A server older than this client says nothing of what it did not admit.
+    return [
+        NotAdmitted(
+            n["index"] + first,
+            n["id"],
+            n["type"],
+            n["severity"],
+            n["rule"],
+            n["reason"],
+            n.get("fix"),
+        )
+        for n in raw.get("not_admitted", ())
+    ]
+
+
 def ingest_report(raw: Mapping[str, Any], first: int) -> IngestReport:
     # The API numbers a request's items from 0; ``IngestReport`` numbers lines from 1.
     return IngestReport(
@@ -220,6 +249,11 @@ def ingest_report(raw: Mapping[str, Any], first: int) -> IngestReport:
         admitted=raw["admitted"],
         errors=_line_errors(raw["errors"], first),
         deprecated_fields=list(raw["deprecated_fields"]),
+        not_admitted=_not_admitted(raw, first),
+        not_admitted_by_reason=[
+            NotAdmittedCount(c["rule"], c["reason"], c.get("fix"), c["count"])
+            for c in raw.get("not_admitted_by_reason", ())
+        ],
     )
 
 
@@ -230,6 +264,7 @@ def messages_report(raw: Mapping[str, Any], first: int) -> MessagesReport:
         stored=raw["stored"],
         duplicates=raw["duplicates"],
         errors=_line_errors(raw["errors"], first),
+        not_admitted=_not_admitted(raw, first),
     )
     return MessagesReport(ingest=report, ids=list(raw["ids"]))
 
@@ -309,6 +344,20 @@ def supersession(raw: Mapping[str, Any]) -> Supersession:
         decided_by=raw["decided_by"],
         reason=raw["reason"],
         decided_at=datetime.fromisoformat(raw["decided_at"]),
+        reverted_at=_when(raw.get("reverted_at")),
+        reverted_by=raw.get("reverted_by"),
+    )
+
+
+def decision(raw: Mapping[str, Any]) -> Decision:
+    return Decision(
+        kind=raw["kind"],
+        decided_by=raw["decided_by"],
+        reason=raw["reason"],
+        other=raw.get("other"),
+        at=_when(raw.get("at")),
+        reverted_at=_when(raw.get("reverted_at")),
+        reverted_by=raw.get("reverted_by"),
     )
 
 

@@ -21,6 +21,7 @@ from episodic.client.answers import Episode, ServerHealth, memory_of
 from episodic.errors import InvalidInput
 from episodic.model import Event, Memory, Scope
 from episodic.recall.engine import RecallResult
+from episodic.service.decisions import Decision
 from episodic.service.editing import Version
 from episodic.service.operations import MemoryPage
 from episodic.service.writing import IngestReport, MessagesReport
@@ -254,6 +255,15 @@ def update(
 def supersede(old_id: str, new: str, reason: str | None) -> Call[Memory]:
     path = f"/v1/memories/{_segment(old_id, 'old_id')}/supersede"
     return Call("POST", path, memory_of, json=_body({"new": new, "reason": reason}))
+
+
+def decisions(memory_id: str) -> Call[list[Decision]]:
+    path = f"/v1/memories/{_segment(memory_id)}/decisions"
+    return Call("GET", path, lambda raw: [answers.decision(d) for d in raw["decisions"]])
+
+
+def restore(memory_id: str) -> Call[Memory]:
+    return Call("POST", f"/v1/memories/{_segment(memory_id)}/restore", memory_of)
 
 
 def supersessions(memory_id: str) -> Call[list[Supersession]]:

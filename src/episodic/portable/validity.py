@@ -11,6 +11,8 @@ reads as before (and exports older than supersession still import)::
       decided_by: offline:rule
       reason: same slot, newer value
       decided_at: '2026-03-23T09:00:00+00:00'
+      reverted_at: '2026-03-24T10:00:00+00:00'  only when the replacement was undone
+      reverted_by: cli                          (the old memory is active again)
 
 A superseded memory keeps its file (``status: superseded``): history is never lost.
 """
@@ -28,7 +30,7 @@ from episodic.store.supersession import Supersession
 
 # Frontmatter keys of this module, in the order they are written.
 VALIDITY_FIELDS = ("valid_from", "valid_to", "superseded_by", "supersedes")
-_LINK_FIELDS = ("id", "decided_by", "reason", "decided_at")
+_LINK_FIELDS = ("id", "decided_by", "reason", "decided_at", "reverted_at", "reverted_by")
 
 
 def _ts(value: datetime) -> str:
@@ -45,18 +47,22 @@ def validity_frontmatter(m: Memory, links: Iterable[Supersession] = ()) -> dict[
         out["valid_to"] = _ts(m.valid_to)
     if m.superseded_by:
         out["superseded_by"] = m.superseded_by
-    replaced = [
-        {
-            "id": link.old_id,
-            "decided_by": link.decided_by,
-            "reason": link.reason,
-            "decided_at": _ts(link.decided_at),
-        }
-        for link in links
-        if link.new_id == m.id
-    ]
+    replaced = [_link_frontmatter(link) for link in links if link.new_id == m.id]
     if replaced:
         out["supersedes"] = replaced
+    return out
+
+
+def _link_frontmatter(link: Supersession) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": link.old_id,
+        "decided_by": link.decided_by,
+        "reason": link.reason,
+        "decided_at": _ts(link.decided_at),
+    }
+    if link.reverted_at is not None:
+        out["reverted_at"] = _ts(link.reverted_at)
+        out["reverted_by"] = link.reverted_by or ""
     return out
 
 
@@ -98,6 +104,8 @@ def read_links(head: Mapping[str, Any], memory: Memory) -> list[Supersession]:
             decided_by = text_field(entry, "decided_by")
             reason = text_field(entry, "reason") or ""
             decided_at = when_field(entry, "decided_at") or memory.valid_since
+            reverted_at = when_field(entry, "reverted_at")
+            reverted_by = text_field(entry, "reverted_by") or None
         except InvalidInput as exc:
             raise InvalidInput(f"{name}.{exc.field}", exc.message) from None
         if not old_id or not old_id.strip():
@@ -106,5 +114,15 @@ def read_links(head: Mapping[str, Any], memory: Memory) -> list[Supersession]:
             raise InvalidInput(f"{name}.id", "a memory cannot replace itself")
         if not decided_by or not decided_by.strip():
             raise InvalidInput(f"{name}.decided_by", "required: who decided, e.g. explicit")
-        links.append(Supersession(old_id, memory.id, decided_by, reason, decided_at))
+        links.append(
+            Supersession(
+                old_id,
+                memory.id,
+                decided_by,
+                reason,
+                decided_at,
+                reverted_at,
+                None if reverted_at is None else (reverted_by or "unknown"),
+            )
+        )
     return links

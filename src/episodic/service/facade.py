@@ -9,6 +9,7 @@ to the area that implements it (the method's docstring is there):
 - ``operations``: API keys, memories one by one, remember, forget, markdown
 - ``journal``: keyword search of the journal itself
 - ``editing``: correcting a memory, and the versions it had
+- ``decisions``: what was decided about a memory and by what, undoing a supersession
 - ``models``: the embedder and the LLM, and what is built on them
 - ``doctor``: the checks of ``episodic doctor``
 
@@ -32,6 +33,7 @@ from episodic.llm.base import LLM
 from episodic.model import utcnow
 from episodic.priority import MAX_NICE
 from episodic.service.context import Context
+from episodic.service.decisions import Decisions
 from episodic.service.doctor import DoctorReport, run_doctor
 from episodic.service.editing import Editing
 from episodic.service.journal import Journal
@@ -107,6 +109,7 @@ class Episodic:
         self._journal = Journal(self._ctx)
         self._editing = Editing(self._ctx, self._writing, self._operations)
         self._superseding = Superseding(self._ctx, self._operations)
+        self._decisions = Decisions(self._ctx, self._operations)
         # A note is checked for what it replaces as it is remembered, not at the sweep.
         self._operations.after_remember = self._superseding.check_memory
         self._recall_processes: RecallProcesses | None = None
@@ -351,6 +354,12 @@ class Episodic:
     replaceable_as = Forward("_superseding", Superseding.replaceable_as)
     supersessions = Forward("_superseding", Superseding.supersessions)
     supersessions_as = Forward("_superseding", Superseding.supersessions_as)
+
+    # -- decisions (episodic.service.decisions) ------------------------------------------
+    decisions = Forward("_decisions", Decisions.decisions)
+    decisions_as = Forward("_decisions", Decisions.decisions_as)
+    restore = Forward("_decisions", Decisions.restore)
+    restore_as = Forward("_decisions", Decisions.restore_as)
 
     # -- the journal (episodic.service.journal) ----------------------------------------
     search_journal = Forward("_journal", Journal.search_journal)

@@ -364,8 +364,15 @@ class Operations:
         return old
 
     def replace(self, old: Memory, new_id: str, *, by: str, reason: str) -> None:
+        # An explicit request overrules an earlier ``restore`` of the same pair.
         self.ctx.store.supersede(
-            old.workspace, old.id, new_id, decided_by=by, reason=reason, at=self.ctx.clock()
+            old.workspace,
+            old.id,
+            new_id,
+            decided_by=by,
+            reason=reason,
+            at=self.ctx.clock(),
+            overrule=True,
         )
 
     # -- forgetting ----------------------------------------------------------------------

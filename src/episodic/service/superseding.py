@@ -183,6 +183,12 @@ class Superseding:
         llm = self.ctx.models.llm
         decisions: dict[str, Decision]
         if llm is not None:
+            # A replacement a user undid is never made again (the store refuses it too):
+            # the model is not asked about it.
+            undone = self._reverted(memory)
+            claims = [c for c in claims if c.id not in undone]
+            if not claims:
+                return replaced
             decisions = decide_with_llm(llm, new, claims)
         else:
             decisions = {c.id: decide_offline(new, c) for c in claims}
@@ -203,6 +209,11 @@ class Superseding:
                 continue
             replaced += done is not None
         return replaced
+
+    def _reverted(self, memory: Memory) -> set[str]:
+        """The memories whose replacement by ``memory`` was undone (``restore``)."""
+        links = self.ctx.store.supersessions(memory.workspace, [memory.id])
+        return {s.old_id for s in links if s.new_id == memory.id and s.reverted_at is not None}
 
     def _inherit(self, memory: Memory) -> bool:
         """A memory made from one already superseded (an episode of messages segmented

@@ -21,7 +21,14 @@ from episodic.service.context import Context
 from episodic.write.episodes import EpisodeWriter, SegmentReport
 from episodic.write.events import OLD_ID_FIELDS, LineError, parse_event, read_jsonl
 from episodic.write.indexer import SweepResult
-from episodic.write.journal import admitted_memories
+from episodic.write.journal import (
+    NOT_ADMITTED_LISTED,
+    NotAdmitted,
+    NotAdmittedCount,
+    admitted_memories,
+    count_by_reason,
+    sort_events,
+)
 from episodic.write.messages import MESSAGE_TYPE
 
 INGEST_BATCH = 1000
@@ -91,6 +98,10 @@ class IngestReport:
     # Old field names the input used (``workspace_id`` for ``workspace`` ...): still read
     # for one minor version; every interface passes the notice on.
     deprecated_fields: list[str] = field(default_factory=list)
+    # The events admission refused (stored in the journal, not kept as memories): the
+    # first ``NOT_ADMITTED_LISTED`` one by one, all of them counted by reason.
+    not_admitted: list[NotAdmitted] = field(default_factory=list)
+    not_admitted_by_reason: list[NotAdmittedCount] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -106,6 +117,8 @@ class IngestReport:
                 {"line": e.line, "field": e.field, "message": e.message} for e in self.errors
             ],
             "deprecated_fields": list(self.deprecated_fields),
+            "not_admitted": [n.to_json() for n in self.not_admitted],
+            "not_admitted_by_reason": [c.to_json() for c in self.not_admitted_by_reason],
         }
 
 
@@ -138,6 +151,10 @@ class MessagesReport:
             "ids": self.ids,
             "errors": [
                 {"index": e.line, "field": e.field, "message": e.message} for e in report.errors
+            ],
+            "not_admitted": [
+                {"index": n.line, **{k: v for k, v in n.to_json().items() if k != "line"}}
+                for n in report.not_admitted
             ],
         }
 
@@ -338,7 +355,7 @@ class Writing:
             done = len(batch)
             while batch:
                 events = [e for _, e in batch]
-                memories = admitted_memories(events, now, keys=keys)
+                memories, not_kept = sort_events(events, now, keys=keys)
                 try:
                     result = store.append(events, memories)
                 except IdTaken as exc:
@@ -352,6 +369,21 @@ class Writing:
                 report.stored += result.events_inserted
                 report.duplicates += result.events_duplicate
                 report.admitted += result.memories_inserted
+                for n, decided in not_kept:
+                    line, event = batch[n]
+                    count_by_reason(report.not_admitted_by_reason, decided)
+                    if len(report.not_admitted) < NOT_ADMITTED_LISTED:
+                        report.not_admitted.append(
+                            NotAdmitted(
+                                line,
+                                event.id,
+                                event.type,
+                                event.severity,
+                                decided.rule,
+                                decided.reason,
+                                decided.fix,
+                            )
+                        )
                 break
             if progress is not None:
                 progress(done)

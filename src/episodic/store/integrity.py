@@ -119,7 +119,7 @@ _ORPHANS: tuple[tuple[str, tuple[tuple[str, str], ...], str], ...] = (
             ),
             (
                 "SELECT count(*) FROM supersessions s JOIN memories m ON m.id = s.old_id "
-                "WHERE m.status <> 'superseded'",
+                "WHERE m.status <> 'superseded' AND s.reverted_at IS NULL",
                 "supersession links whose replaced memory is not superseded",
             ),
             (
@@ -127,15 +127,16 @@ _ORPHANS: tuple[tuple[str, tuple[tuple[str, str], ...], str], ...] = (
                 # to it) nothing says what took its place.
                 "SELECT count(*) FROM memories m WHERE m.status = 'superseded' "
                 "AND NOT EXISTS (SELECT 1 FROM supersessions s JOIN memories n "
-                "ON n.id = s.new_id WHERE s.old_id = m.id AND s.new_id = m.superseded_by)",
+                "ON n.id = s.new_id WHERE s.old_id = m.id AND s.new_id = m.superseded_by "
+                "AND s.reverted_at IS NULL)",
                 "superseded memories with no link to the memory that replaced them",
             ),
         ),
         "delete the links and give the memories back their validity: DELETE FROM "
-        "supersessions WHERE old_id NOT IN (SELECT id FROM memories WHERE status = "
-        "'superseded') OR new_id NOT IN (SELECT id FROM memories); UPDATE memories SET "
-        "status = 'active', valid_to = NULL, superseded_by = NULL WHERE status = 'superseded' "
-        "AND id NOT IN (SELECT old_id FROM supersessions)",
+        "supersessions WHERE (reverted_at IS NULL AND old_id NOT IN (SELECT id FROM memories "
+        "WHERE status = 'superseded')) OR new_id NOT IN (SELECT id FROM memories); UPDATE "
+        "memories SET status = 'active', valid_to = NULL, superseded_by = NULL WHERE status = "
+        "'superseded' AND id NOT IN (SELECT old_id FROM supersessions WHERE reverted_at IS NULL)",
     ),
     (
         "orphans.archive",

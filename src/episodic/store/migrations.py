@@ -756,6 +756,21 @@ def m013_ui_sessions(conn: sqlite3.Connection) -> None:
     _run(conn, _M013_SQL)
 
 
+_M014_SQL = """
+ALTER TABLE supersessions ADD COLUMN reverted_at TEXT;
+
+ALTER TABLE supersessions ADD COLUMN reverted_by TEXT
+"""
+
+
+def m014_reverted_supersessions(conn: sqlite3.Connection) -> None:
+    """A supersession can be undone (``memory restore``): its link stays, with when and
+    by whom it was reverted, so the memory it named is active again and detection never
+    makes the same replacement twice. The link still cascades with either memory, so
+    forgetting one forgets the decision too."""
+    _run(conn, _M014_SQL)
+
+
 _STATUS_CHECK = "status IN ('active', 'retired', 'compacted')"
 _STATUS_CHECK_V10 = "status IN ('active', 'retired', 'compacted', 'superseded')"
 
@@ -774,6 +789,7 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (11, "memories_fillfactor", m011_memories_fillfactor),
     (12, "forget_lookups", m012_forget_lookups),
     (13, "ui_sessions", m013_ui_sessions),
+    (14, "reverted_supersessions", m014_reverted_supersessions),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -1004,4 +1020,5 @@ _SQL_OF: dict[int, str] = {
     11: "",
     12: _M012_SQL,
     13: _M013_SQL,
+    14: _M014_SQL,
 }

@@ -5,7 +5,12 @@ A superseded memory is never deleted: its status becomes ``superseded``, its
 ``valid_to`` the time the replacing memory became true, its ``superseded_by`` that
 memory's id, and a ``supersessions`` row records who decided (``llm:<model>``,
 ``offline:<rule>``, ``explicit``) and why. Forgetting the replacing memory gives the old
-one back its validity (``REVIVE_SQL``): a link whose newer end is gone replaces nothing."""
+one back its validity (``REVIVE_SQL``): a link whose newer end is gone replaces nothing.
+
+A replacement can be undone (``revert_supersession``): the old memory is active again
+and its link stays, marked ``reverted_at``/``reverted_by``. A reverted pair is never
+superseded again by detection (``supersede`` refuses it); only an explicit request
+(``overrule``) replaces the same memory with the same one again."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from episodic.model import Memory
-from episodic.store.rows import ts_text
+from episodic.store.rows import parse_ts, ts_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +32,9 @@ class Supersession:
     decided_by: str
     reason: str
     decided_at: datetime
+    # Set when the replacement was undone: the old memory is active again.
+    reverted_at: datetime | None = None
+    reverted_by: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -35,6 +43,8 @@ class Supersession:
             "decided_by": self.decided_by,
             "reason": self.reason,
             "decided_at": self.decided_at.isoformat(),
+            "reverted_at": None if self.reverted_at is None else self.reverted_at.isoformat(),
+            "reverted_by": self.reverted_by,
         }
 
 
@@ -48,14 +58,28 @@ class SupersessionStore(Protocol):
         decided_by: str,
         reason: str,
         at: datetime,
+        overrule: bool = False,
     ) -> Memory | None:
         """Mark ``old_id`` superseded by ``new_id`` in one transaction: its status, its
         ``valid_to`` (when ``new_id`` became true) and its ``superseded_by``, and the
         link. The active memories made from ``old_id`` (an episode recounting a message,
         an entry quoting it) that are no newer than ``new_id`` go with it, each linked
         to ``new_id`` too. None, with nothing written, when ``old_id`` is not active
-        (already superseded, retired or compacted: the first replacement stands).
-        ``NotFound`` when either id is not a memory of the workspace."""
+        (already superseded, retired or compacted: the first replacement stands), or
+        when this replacement was made and reverted before (unless ``overrule``: an
+        explicit request). ``NotFound`` when either id is not a memory of the
+        workspace."""
+        ...
+
+    def revert_supersession(
+        self, workspace_id: str, memory_id: str, *, by: str, at: datetime
+    ) -> list[str] | None:
+        """Undo the replacement of ``memory_id``: it is active again (status, no
+        ``valid_to``, no ``superseded_by``), with the memories made from it that were
+        superseded with it by the same memory, and their links are marked reverted.
+        Returns the ids made active (``memory_id`` first); None, with nothing written,
+        when the memory is not superseded. ``NotFound`` when it is not a memory of the
+        workspace."""
         ...
 
     def restore_supersessions(self, workspace_id: str, links: Sequence[Supersession]) -> int:
@@ -77,7 +101,69 @@ class SupersessionStore(Protocol):
 
 
 # -- SQL both backends run (``mark`` is the driver's placeholder) -------------------------
-SUPERSESSION_COLUMNS = "old_id, new_id, decided_by, reason, decided_at"
+SUPERSESSION_COLUMNS = "old_id, new_id, decided_by, reason, decided_at, reverted_at, reverted_by"
+# What ``supersede`` inserts (a new link is never reverted).
+LINK_INSERT_COLUMNS = "workspace_id, old_id, new_id, decided_by, reason, decided_at"
+
+
+def link_from_row(row: Sequence[Any]) -> Supersession:
+    """A ``Supersession`` from a row of ``SUPERSESSION_COLUMNS``."""
+    return Supersession(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        parse_ts(row[4]),
+        None if row[5] is None else parse_ts(row[5]),
+        row[6],
+    )
+
+
+def insert_link_sql(mark: str) -> str:
+    """Write a new link; one of the same two memories (an explicit request after a
+    revert) is decided anew: parameters ``(workspace, old_id, new_id, decided_by,
+    reason, decided_at)``."""
+    values = ", ".join([mark] * 6)
+    return (
+        f"INSERT INTO supersessions ({LINK_INSERT_COLUMNS}) VALUES ({values}) "
+        "ON CONFLICT (old_id, new_id) DO UPDATE SET decided_by = excluded.decided_by, "
+        "reason = excluded.reason, decided_at = excluded.decided_at, reverted_at = NULL, "
+        "reverted_by = NULL"
+    )
+
+
+def reverted_sql(mark: str) -> str:
+    """The older ends of the reverted links to one memory: parameters ``(new_id,)``."""
+    return f"SELECT old_id FROM supersessions WHERE new_id = {mark} AND reverted_at IS NOT NULL"
+
+
+def restored_with_sql(mark: str) -> str:
+    """The memories made from one memory that the same memory superseded with it:
+    parameters ``(memory_id, workspace, new_id, memory_id)``."""
+    return (
+        "SELECT m.id FROM memory_sources s JOIN memories m ON m.id = s.memory_id "
+        f"WHERE s.event_id = {mark} AND m.workspace_id = {mark} AND m.status = 'superseded' "
+        f"AND m.superseded_by = {mark} AND m.id <> {mark}"
+    )
+
+
+def mark_reverted_sql(mark: str, count: int) -> str:
+    """Mark the links from ``count`` memories to one memory reverted: parameters
+    ``(reverted_at, reverted_by, new_id, *old_ids)``."""
+    marks = ", ".join([mark] * count)
+    return (
+        f"UPDATE supersessions SET reverted_at = {mark}, reverted_by = {mark} "
+        f"WHERE new_id = {mark} AND old_id IN ({marks})"
+    )
+
+
+def reactivate_sql(mark: str, count: int) -> str:
+    """Make ``count`` memories active again: parameters ``(updated_at, *ids)``."""
+    marks = ", ".join([mark] * count)
+    return (
+        "UPDATE memories SET status = 'active', valid_to = NULL, superseded_by = NULL, "
+        f"updated_at = {mark} WHERE status = 'superseded' AND id IN ({marks})"
+    )
 
 
 def derived_sql(mark: str) -> str:
@@ -101,12 +187,13 @@ def derived_reason(old_id: str, reason: str) -> str:
 
 def restore_link_sql(mark: str) -> str:
     """Write one link as an export recorded it: parameters ``(workspace, old_id, new_id,
-    decided_by, reason, decided_at)``."""
-    values = ", ".join([mark] * 6)
+    decided_by, reason, decided_at, reverted_at, reverted_by)``."""
+    values = ", ".join([mark] * 8)
     return (
         f"INSERT INTO supersessions (workspace_id, {SUPERSESSION_COLUMNS}) VALUES ({values}) "
         "ON CONFLICT (old_id, new_id) DO UPDATE SET decided_by = excluded.decided_by, "
-        "reason = excluded.reason, decided_at = excluded.decided_at"
+        "reason = excluded.reason, decided_at = excluded.decided_at, "
+        "reverted_at = excluded.reverted_at, reverted_by = excluded.reverted_by"
     )
 
 
@@ -131,7 +218,7 @@ def revive_sql(forgotten: str, mark: str) -> str:
     )
 
 
-def link_row(workspace_id: str, link: Supersession) -> tuple[str, ...]:
+def link_row(workspace_id: str, link: Supersession) -> tuple[str | None, ...]:
     """``restore_link_sql``'s parameters for one link."""
     return (
         workspace_id,
@@ -140,4 +227,6 @@ def link_row(workspace_id: str, link: Supersession) -> tuple[str, ...]:
         link.decided_by,
         link.reason,
         ts_text(link.decided_at),
+        None if link.reverted_at is None else ts_text(link.reverted_at),
+        link.reverted_by,
     )

@@ -49,6 +49,7 @@ def drop_similar(
     vectors: npt.NDArray[np.floating],
     existing: npt.NDArray[np.floating],
     threshold: float = DEDUPE_COSINE,
+    existing_ids: Sequence[str] | None = None,
 ) -> tuple[list[int], list[Dropped]]:
     """The indices of ``entries`` to keep, in order, and a ``similar`` drop for each other.
 
@@ -56,7 +57,7 @@ def drop_similar(
     scope (zero rows allowed); rows are L2-normalised, so a dot product is the cosine. An
     entry is a duplicate when its cosine with an earlier *kept* entry of the batch, or with
     any existing row, is >= ``threshold``; the drop's detail names the closest match and
-    the cosine.
+    the cosine (by its id when ``existing_ids`` names the rows of ``existing``).
     """
     if not 0.0 < threshold <= 1.0:
         raise InvalidInput("threshold", f"must be in (0, 1], got {threshold}")
@@ -85,7 +86,10 @@ def drop_similar(
     kept: list[int] = []
     dropped: list[Dropped] = []
     for i, entry in enumerate(entries):
-        cosine, match = float(best_stored[i]), f"existing row {int(best_row[i])}"
+        row = int(best_row[i])
+        named = existing_ids is not None and row < len(existing_ids)
+        match = f"memory {existing_ids[row]}" if named and existing_ids else f"existing row {row}"
+        cosine = float(best_stored[i])
         if kept:
             against_kept = batch[kept] @ batch[i]
             k = int(against_kept.argmax())

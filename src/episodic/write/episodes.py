@@ -395,7 +395,7 @@ class EpisodeWriter:
             if stored
             else np.zeros((0, matrix.shape[1]), np.float32)
         )
-        indices, gone = drop_similar(kept, matrix, existing)
+        indices, gone = drop_similar(kept, matrix, existing, existing_ids=list(stored))
         return [kept[i] for i in indices], [matrix[i] for i in indices], dropped + list(gone)
 
     def _entry_memory(

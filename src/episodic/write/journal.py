@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from episodic.model import Event, Memory
-from episodic.policy import MESSAGE_TYPE, admit, base_importance
+from episodic.policy import MESSAGE_TYPE, Admission, admission, base_importance
 from episodic.write.messages import message_keys, message_of, spoken_content
 
 # An admitted event with an empty summary still needs searchable text.
@@ -54,11 +56,85 @@ def memory_from_event(event: Event, now: datetime, *, keys: bool = True) -> Memo
     )
 
 
+def event_admission(event: Event) -> Admission:
+    """Admission's decision on ``event`` (``policy.admission``), and a message with no
+    text (an assistant turn that only called tools), which says nothing to remember."""
+    decided = admission(event.type, event.severity, event.payload, event.refs)
+    if decided.admitted and event.type == MESSAGE_TYPE and not event.summary.strip():
+        return Admission(False, "empty-message", "a message with no text says nothing")
+    return decided
+
+
+def sort_events(
+    events: Sequence[Event], now: datetime, *, keys: bool = True
+) -> tuple[list[Memory], list[tuple[int, Admission]]]:
+    """The memories the admitted ``events`` become, and the position of every other
+    event with admission's decision on it."""
+    memories: list[Memory] = []
+    refused: list[tuple[int, Admission]] = []
+    for n, event in enumerate(events):
+        decided = event_admission(event)
+        if decided.admitted:
+            memories.append(memory_from_event(event, now, keys=keys))
+        else:
+            refused.append((n, decided))
+    return memories, refused
+
+
 def admitted_memories(events: Sequence[Event], now: datetime, *, keys: bool = True) -> list[Memory]:
-    return [
-        memory_from_event(e, now, keys=keys)
-        for e in events
-        if admit(e.type, e.severity, e.payload, e.refs)
-        # A message with no text (an assistant turn that only called tools) says nothing.
-        and not (e.type == MESSAGE_TYPE and not e.summary.strip())
-    ]
+    return sort_events(events, now, keys=keys)[0]
+
+
+# The refused events an ingest report lists one by one; past this only their count by
+# reason grows (a large journal is mostly refused telemetry).
+NOT_ADMITTED_LISTED = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class NotAdmitted:
+    """An event stored in the journal but not kept as a memory: where it was in the
+    input (line or index), what it was, and admission's rule, reason and fix."""
+
+    line: int
+    id: str
+    type: str
+    severity: str
+    rule: str
+    reason: str
+    fix: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "id": self.id,
+            "type": self.type,
+            "severity": self.severity,
+            "rule": self.rule,
+            "reason": self.reason,
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class NotAdmittedCount:
+    """How many events of one ingest one rule refused, for the same reason."""
+
+    rule: str
+    reason: str
+    fix: str | None
+    count: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "reason": self.reason, "fix": self.fix, "count": self.count}
+
+
+def count_by_reason(
+    counts: list[NotAdmittedCount], decided: Admission, n: int = 1
+) -> list[NotAdmittedCount]:
+    """``counts`` with ``n`` more events refused as ``decided`` says (in first-seen order)."""
+    for i, c in enumerate(counts):
+        if (c.rule, c.reason, c.fix) == (decided.rule, decided.reason, decided.fix):
+            counts[i] = NotAdmittedCount(c.rule, c.reason, c.fix, c.count + n)
+            return counts
+    counts.append(NotAdmittedCount(decided.rule, decided.reason, decided.fix, n))
+    return counts

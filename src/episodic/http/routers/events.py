@@ -32,6 +32,23 @@ class ItemError(BaseModel):
     message: str
 
 
+class NotAdmittedOut(BaseModel):
+    index: int = Field(description="0-based position in the batch")
+    id: str
+    type: str
+    severity: str
+    rule: str = Field(description="the admission rule that refused it")
+    reason: str
+    fix: str | None = Field(description="how to keep such an event; null when nothing can")
+
+
+class NotAdmittedCountOut(BaseModel):
+    rule: str
+    reason: str
+    fix: str | None
+    count: int
+
+
 class IngestOut(BaseModel):
     received: int
     stored: int
@@ -41,6 +58,13 @@ class IngestOut(BaseModel):
     deprecated_fields: list[str] = Field(
         description="old field names the batch used (workspace_id for workspace ...): "
         "still read for one minor version"
+    )
+    not_admitted: list[NotAdmittedOut] = Field(
+        description="events stored in the journal but not kept as memories, each with the "
+        "admission rule that refused it, why, and how to keep it (the first 1000)"
+    )
+    not_admitted_by_reason: list[NotAdmittedCountOut] = Field(
+        description="how many events each admission rule refused, by reason"
     )
 
 
@@ -65,6 +89,7 @@ def post_events(body: EventsIn, caller: Caller, mem: Mem) -> dict[str, Any]:
         {"index": e["line"] - 1, "field": e["field"], "message": e["message"]}
         for e in report["errors"]
     ]
+    report["not_admitted"] = [{"index": n.pop("line") - 1, **n} for n in report["not_admitted"]]
     return report
 
 

@@ -1,5 +1,6 @@
-"""``/v1/memories``: create, list (with a text filter), get, correct, supersede, retire
-and delete single memories, a memory's history of versions and its supersession links."""
+"""``/v1/memories``: create, list (with a text filter), get, correct, supersede, restore,
+retire and delete single memories, a memory's history of versions, its supersession
+links and what was decided about it."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from episodic.service import (
     memory_json,
     version_json,
 )
+from episodic.service.decisions import KINDS
 from episodic.tenancy import Principal
 
 router = APIRouter()
@@ -103,6 +105,10 @@ class SupersessionOut(BaseModel):
     )
     reason: str
     decided_at: str
+    reverted_at: str | None = Field(
+        default=None, description="when the replacement was undone (memory restore)"
+    )
+    reverted_by: str | None = Field(default=None, description="who undid it")
 
 
 class SupersessionsOut(BaseModel):
@@ -123,6 +129,28 @@ class VersionOut(BaseModel):
     )
     replaced_at: str | None
     replaced_by: str | None
+
+
+class DecisionOut(BaseModel):
+    kind: Literal[KINDS] = Field(  # type: ignore[valid-type]
+        description="admitted, importance, not_kept (an entry an episode did not keep), "
+        "supersedes, superseded, merged or retired"
+    )
+    decided_by: str = Field(
+        description="the rule or model: policy:<rule>, offline:<rule>, llm:<model>, "
+        "explicit, upkeep:<phase> ..."
+    )
+    reason: str
+    other: str | None = Field(description="the other memory or event involved")
+    at: str | None
+    reverted: bool = Field(description="undone (memory restore); the decision is kept")
+    reverted_at: str | None
+    reverted_by: str | None
+
+
+class DecisionsOut(BaseModel):
+    memory: str
+    decisions: list[DecisionOut] = Field(description="in the order they happened to it")
 
 
 class HistoryOut(BaseModel):
@@ -267,6 +295,34 @@ def supersede_memory(memory_id: str, body: SupersedeIn, caller: Caller, mem: Mem
 def memory_supersessions(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
     """What replaced this memory and what it replaced: who decided, why, when."""
     return {"supersessions": [s.to_json() for s in mem.supersessions_as(caller, memory_id)]}
+
+
+@router.get(
+    "/v1/memories/{memory_id}/decisions",
+    response_model=DecisionsOut,
+    responses=ERRORS,
+    tags=["memories"],
+)
+def memory_decisions(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
+    """What was decided about this memory and by what: the rule that admitted it and
+    its importance, what it replaced and what replaced it, what it was merged into, the
+    phase that retired it; reverted decisions say so."""
+    decisions = mem.decisions_as(caller, memory_id)
+    return {"memory": memory_id, "decisions": [d.to_json() for d in decisions]}
+
+
+@router.post(
+    "/v1/memories/{memory_id}/restore",
+    dependencies=[WriteAdmission],
+    response_model=MemoryOut,
+    responses=ERRORS,
+    tags=["memories"],
+)
+def restore_memory(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
+    """Undo a supersession: the memory is active again, and the decision is kept as
+    reverted, so detection never replaces it with the same memory again. 422 (field
+    ``memory_id``) when it is not superseded. Who may supersede a memory may restore it."""
+    return memory_json(mem.restore_as(caller, memory_id))
 
 
 @router.get(

@@ -12,7 +12,7 @@ from episodic.http.auth import Caller
 from episodic.http.deps import Mem, WriteAdmission
 from episodic.http.errors import ERRORS
 from episodic.http.models import Id, NonEmptyText, Strict
-from episodic.http.routers.events import ItemError
+from episodic.http.routers.events import ItemError, NotAdmittedOut
 
 MAX_BATCH_MESSAGES = 1000
 
@@ -66,6 +66,11 @@ class MessagesOut(BaseModel):
     duplicates: int
     ids: list[str | None] = Field(description="each message's id, in order; null if refused")
     errors: list[ItemError]
+    not_admitted: list[NotAdmittedOut] = Field(
+        default_factory=list,
+        description="messages stored with their conversation but not kept as memories "
+        "(tool and system messages), each with the rule that refused it and how to keep it",
+    )
 
 
 class PostMessagesOut(RootModel[MessageOut | MessagesOut]):

@@ -9,15 +9,21 @@ from episodic.errors import InvalidInput, NotFound
 from episodic.model import Memory
 from episodic.store.postgres.connection import PgBase, _has_nul
 from episodic.store.postgres.writes import _MEMORY_WITH_SOURCES
-from episodic.store.rows import memory_from_row, parse_ts, ts_text, unique
+from episodic.store.rows import memory_from_row, ts_text, unique
 from episodic.store.supersession import (
     SUPERSESSION_COLUMNS,
     Supersession,
     derived_reason,
     derived_sql,
+    insert_link_sql,
+    link_from_row,
     link_row,
+    mark_reverted_sql,
     missing_end,
+    reactivate_sql,
     restore_link_sql,
+    restored_with_sql,
+    reverted_sql,
 )
 
 
@@ -31,6 +37,7 @@ class SupersessionMixin(PgBase):
         decided_by: str,
         reason: str,
         at: datetime,
+        overrule: bool = False,
     ) -> Memory | None:
         for memory_id in (old_id, new_id):
             if _has_nul(workspace_id, memory_id):
@@ -51,6 +58,10 @@ class SupersessionMixin(PgBase):
                     raise NotFound(memory_id)
             if found[old_id][0] != "active":
                 return None
+            # A replacement undone before is not made again, but on explicit request.
+            reverted = {r[0] for r in self._exec(conn, reverted_sql("%s"), (new_id,)).fetchall()}
+            if old_id in reverted and not overrule:
+                return None
             _, new_ts, new_from = found[new_id]
             until = new_from or new_ts
             derived = [
@@ -60,6 +71,7 @@ class SupersessionMixin(PgBase):
                     derived_sql("%s"),
                     (old_id, workspace_id, old_id, new_id, new_ts, new_id, new_id),
                 ).fetchall()
+                if r[0] not in reverted
             ]
             row = self._exec(
                 conn,
@@ -77,11 +89,37 @@ class SupersessionMixin(PgBase):
             links = [(old_id, reason)] + [(d, derived_reason(old_id, reason)) for d in derived]
             self._executemany(
                 conn,
-                f"INSERT INTO supersessions (workspace_id, {SUPERSESSION_COLUMNS}) "
-                "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (old_id, new_id) DO NOTHING",
+                insert_link_sql("%s"),
                 [(workspace_id, m, new_id, decided_by, why, ts_text(at)) for m, why in links],
             )
         return None if row is None else memory_from_row(row[:-1], row[-1] or ())
+
+    def revert_supersession(
+        self, workspace_id: str, memory_id: str, *, by: str, at: datetime
+    ) -> list[str] | None:
+        if _has_nul(workspace_id, memory_id):
+            raise NotFound(memory_id)
+        with self._write() as conn:
+            row = self._exec(
+                conn,
+                "SELECT status, superseded_by FROM memories WHERE workspace_id = %s AND id = %s "
+                "FOR UPDATE",
+                (workspace_id, memory_id),
+            ).fetchone()
+            if row is None:
+                raise NotFound(memory_id)
+            status, new_id = row
+            if status != "superseded" or new_id is None:
+                return None
+            ids = [memory_id] + [
+                r[0]
+                for r in self._exec(
+                    conn, restored_with_sql("%s"), (memory_id, workspace_id, new_id, memory_id)
+                ).fetchall()
+            ]
+            self._exec(conn, reactivate_sql("%s", len(ids)), (ts_text(at), *ids))
+            self._exec(conn, mark_reverted_sql("%s", len(ids)), (ts_text(at), by, new_id, *ids))
+        return ids
 
     def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
         wanted = [i for i in unique(memory_ids) if not _has_nul(i)]
@@ -95,11 +133,12 @@ class SupersessionMixin(PgBase):
                 "ORDER BY decided_at, old_id, new_id",
                 (workspace_id, wanted, wanted),
             ).fetchall()
-        return [Supersession(r[0], r[1], r[2], r[3], parse_ts(r[4])) for r in rows]
+        return [link_from_row(r) for r in rows]
 
     def restore_supersessions(self, workspace_id: str, links: Sequence[Supersession]) -> int:
         for link in links:
-            if _has_nul(link.old_id, link.new_id, link.decided_by, link.reason):
+            said = (link.old_id, link.new_id, link.decided_by, link.reason, link.reverted_by or "")
+            if _has_nul(*said):
                 raise InvalidInput("supersedes", "cannot hold a NUL (0x00) character")
         ends = unique([i for link in links for i in (link.old_id, link.new_id)])
         with self._write() as conn:

@@ -7,16 +7,22 @@ from datetime import datetime
 
 from episodic.errors import InvalidInput, NotFound
 from episodic.model import Memory
-from episodic.store.rows import parse_ts, ts_text, unique
+from episodic.store.rows import ts_text, unique
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
 from episodic.store.supersession import (
     SUPERSESSION_COLUMNS,
     Supersession,
     derived_reason,
     derived_sql,
+    insert_link_sql,
+    link_from_row,
     link_row,
+    mark_reverted_sql,
     missing_end,
+    reactivate_sql,
     restore_link_sql,
+    restored_with_sql,
+    reverted_sql,
 )
 
 
@@ -30,6 +36,7 @@ class SupersessionMixin(SqliteBase):
         decided_by: str,
         reason: str,
         at: datetime,
+        overrule: bool = False,
     ) -> Memory | None:
         with self._write():
             found = {
@@ -45,6 +52,10 @@ class SupersessionMixin(SqliteBase):
                     raise NotFound(memory_id)
             if found[old_id][0] != "active":
                 return None
+            # A replacement undone before is not made again, but on explicit request.
+            reverted = {row[0] for row in self._execute(reverted_sql("?"), (new_id,))}
+            if old_id in reverted and not overrule:
+                return None
             _, new_ts, new_from = found[new_id]
             until = new_from or new_ts
             derived = [
@@ -52,6 +63,7 @@ class SupersessionMixin(SqliteBase):
                 for row in self._execute(
                     derived_sql("?"), (old_id, workspace_id, old_id, new_id, new_ts, new_id, new_id)
                 )
+                if row[0] not in reverted
             ]
             links = [(old_id, reason)] + [(d, derived_reason(old_id, reason)) for d in derived]
             for memory_id, why in links:
@@ -61,11 +73,33 @@ class SupersessionMixin(SqliteBase):
                     (until, new_id, ts_text(at), memory_id),
                 )
                 self._execute(
-                    f"INSERT INTO supersessions (workspace_id, {SUPERSESSION_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (old_id, new_id) DO NOTHING",
+                    insert_link_sql("?"),
                     (workspace_id, memory_id, new_id, decided_by, why, ts_text(at)),
                 )
         return self.get_memory(workspace_id, old_id)
+
+    def revert_supersession(
+        self, workspace_id: str, memory_id: str, *, by: str, at: datetime
+    ) -> list[str] | None:
+        with self._write():
+            row = self._execute(
+                "SELECT status, superseded_by FROM memories WHERE +workspace_id = ? AND id = ?",
+                (workspace_id, memory_id),
+            ).fetchone()
+            if row is None:
+                raise NotFound(memory_id)
+            status, new_id = row
+            if status != "superseded" or new_id is None:
+                return None
+            ids = [memory_id] + [
+                r[0]
+                for r in self._execute(
+                    restored_with_sql("?"), (memory_id, workspace_id, new_id, memory_id)
+                )
+            ]
+            self._execute(reactivate_sql("?", len(ids)), (ts_text(at), *ids))
+            self._execute(mark_reverted_sql("?", len(ids)), (ts_text(at), by, new_id, *ids))
+        return ids
 
     def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
         found: dict[tuple[str, str], Supersession] = {}
@@ -77,7 +111,7 @@ class SupersessionMixin(SqliteBase):
                     f"AND (old_id IN ({marks}) OR new_id IN ({marks}))",
                     (workspace_id, *chunk, *chunk),
                 ):
-                    link = Supersession(row[0], row[1], row[2], row[3], parse_ts(row[4]))
+                    link = link_from_row(row)
                     found[(link.old_id, link.new_id)] = link
         return sorted(found.values(), key=lambda s: (s.decided_at, s.old_id, s.new_id))
 
