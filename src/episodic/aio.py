@@ -176,6 +176,7 @@ class AsyncEpisodic:
     recall = Awaited(Episodic.recall)
     render = Awaited(Episodic.render)
     render_explained = Awaited(Episodic.render_explained)
+    mark_shown = Awaited(Episodic.mark_shown)
     recent = Awaited(Episodic.recent)
     recent_in = Awaited(Episodic.recent_in)
     defer_marks = Awaited(Episodic.defer_marks)

@@ -431,6 +431,7 @@ def _fuse(legs: dict[str, list[Candidate]], policy: RecallPolicy) -> list[tuple[
             sparse_scores,
             dense_weight=wd,
             sparse_weight=ws,
+            span_floor=policy.sparse_span_floor,
         )
         # Other legs (time, recency) have no score on the blend's scale: their candidates
         # join below every matched one, in their own order.

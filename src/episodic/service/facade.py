@@ -298,6 +298,7 @@ class Episodic:
     recall = Forward("_recalling", Recalling.recall)
     render = Forward("_recalling", Recalling.render)
     render_explained = Forward("_recalling", Recalling.render_explained)
+    mark_shown = Forward("_recalling", Recalling.mark_shown)
     recent = Forward("_recalling", Recalling.recent)
     recent_in = Forward("_recalling", Recalling.recent_in)
     defer_marks = Forward("_recalling", Recalling.defer_marks)
