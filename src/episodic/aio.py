@@ -168,6 +168,7 @@ class AsyncEpisodic:
     episode_writer = Awaited(Episodic.episode_writer)
     index_once = Awaited(Episodic.index_once)
     index_one = Awaited(Episodic.index_one)
+    index_one_in = Awaited(Episodic.index_one_in)
     start_indexer = Awaited(Episodic.start_indexer)
     reindex = Awaited(Episodic.reindex)
     check_supersessions = Awaited(Episodic.check_supersessions)

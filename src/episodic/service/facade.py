@@ -290,6 +290,7 @@ class Episodic:
     add_messages = Forward("_writing", Writing.add_messages)
     episode_writer = Forward("_writing", Writing.episode_writer)
     index_one = Forward("_writing", Writing.index_one)
+    index_one_in = Forward("_writing", Writing.index_one_in)
     embed_ahead = Forward("_writing", Writing.embed_ahead)
     start_indexer = Forward("_writing", Writing.start_indexer)
     reindex = Forward("_writing", Writing.reindex)
