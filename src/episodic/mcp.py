@@ -7,8 +7,8 @@ remembers as its agent (scope own), ``lead`` as its crew (crew_shared), ``admin`
 workspace. With no agent named, a role wider than one agent must be said: the server does
 not fall back to the whole workspace. A ``resource`` binding (the user or case a
 conversation is about) narrows reads and writes to it, seed 004's agentId + resourceId
-scope: an agent serving many users recalls, for each, only what it holds about that one. The model cannot widen any of it:
-the tools take no workspace, agent or resource argument.
+scope: an agent serving many users recalls, for each, only what it holds about that one.
+The model cannot widen any of it: the tools take no workspace, agent or resource argument.
 
 Tools: ``recall_memory(query, k, as_of, include_superseded)``, ``remember(content, ...,
 replaces)``, ``forget(memory_id)``,

@@ -236,9 +236,7 @@ def retire(memory_id: str) -> Call[Memory]:
 
 
 def index_one(memory_id: str) -> Call[IndexOne]:
-    return Call(
-        "POST", f"/v1/memories/{_segment(memory_id)}/index", lambda raw: IndexOne(**raw)
-    )
+    return Call("POST", f"/v1/memories/{_segment(memory_id)}/index", lambda raw: IndexOne(**raw))
 
 
 def forget(options: ForgetOptions) -> Call[ForgetCounts]:

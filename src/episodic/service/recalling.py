@@ -466,4 +466,3 @@ class Recalling:
             marks.stop()
         else:
             marks.flush()
-
