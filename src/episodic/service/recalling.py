@@ -27,7 +27,7 @@ from episodic.recall.arguments import (
     check_walk,
 )
 from episodic.recall.details import check_detail, with_details
-from episodic.recall.engine import RecallResult, review_of, run_recall
+from episodic.recall.engine import MODE_SPARSE_ONLY, RecallResult, review_of, run_recall
 from episodic.recall.policies import RecallPolicy, RenderStyle, get_policy
 from episodic.recall.render import fit_block, fit_memory_block, whole_first_line
 from episodic.recall.trace import DROP_BUDGET
@@ -237,6 +237,7 @@ class Recalling:
             except ProcessesDown:
                 pass
             else:
+                self.ctx.models.observed(result.mode, _mode_reason(result))
                 if mark:
                     self._record(q, result.hits, now, review_conversation)
                 return result
@@ -466,3 +467,9 @@ class Recalling:
             marks.stop()
         else:
             marks.flush()
+
+
+def _mode_reason(result: RecallResult) -> str:
+    """Why a recall ran in its mode, as its warnings say (a vector recall says nothing)."""
+    said = [w for w in result.warnings if MODE_SPARSE_ONLY in w]
+    return said[0] if said else "a recall process reached it"
