@@ -10,8 +10,9 @@ A change of state is logged once: a warning when recall becomes sparse-only (see
 the degraded mode is never silent, at boot included) and a warning too when vectors come
 back (an operator who saw the first line at the default level must see the second). The
 lines go to the ``episodic.mode`` logger, which a server's recall processes silence: the
-server learns each recall's mode from its result and logs for the whole process group. While the embedder stays down, the failures of every sweep and every recall say
-nothing more here; each caller still learns its own (a recall's ``warnings``, a sweep's
+server learns each recall's mode from its result and logs for the whole process group.
+While the embedder stays down, the failures of every sweep and every recall say nothing
+more here; each caller still learns its own (a recall's ``warnings``, a sweep's
 ``error``).
 """
 
