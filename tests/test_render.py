@@ -91,6 +91,9 @@ def test_budget_smaller_than_the_frame_still_holds_the_first_hit_cut() -> None:
     (line,) = block.split("\n")[2:-1]
     assert "OOM killed" in line and line.endswith("…") and len(line) <= MIN_FIRST_LINE
     assert render_block([], 100) == ""
+    # Short memories too: the first alone, never more than the budget asked for.
+    short = [hit("first short one"), hit("second short one")]
+    assert fit_block(short, 100)[1] == [short[0].id]
 
 
 @pytest.mark.parametrize(

@@ -210,8 +210,11 @@ def _fit(
     if not hits:
         return "", []
     frame = sum(len(part) + 1 for part in [*head, *tail]) - 1
-    room = max(max_chars - frame, MIN_FIRST_LINE)
-    lines, kept = _lines(hits, room, render_line, type_caps)
+    if max_chars - frame >= MIN_FIRST_LINE:
+        lines, kept = _lines(hits, max_chars - frame, render_line, type_caps)
+    else:  # the budget is no room for one memory: the first alone, cut if need be
+        lines, kept = _lines(hits, MIN_FIRST_LINE, render_line, type_caps)
+        lines, kept = lines[:1], kept[:1]
     if not lines:
         return "", []
     return "\n".join([*head, *lines, *tail]), kept

@@ -337,11 +337,16 @@ class Recalling:
         by_id = {h.id: h for h in result.hits}
         shown = [by_id[i] for i in kept if i in by_id]
         warnings = list(result.warnings)
-        if shown and not whole_first_line(block, shown[0], style):
-            warnings.append(
-                f"max_chars={budget} holds no whole memory: the first is cut to fit "
-                f"(the block takes {len(block)} characters)"
-            )
+        if shown:
+            whole = whole_first_line(block, shown[0], style)
+            if len(block) > budget:
+                warnings.append(
+                    f"max_chars={budget} is less than the block's frame and one memory take: "
+                    f"the first memory is shown{'' if whole else ', cut,'} in "
+                    f"{len(block)} characters"
+                )
+            elif not whole:
+                warnings.append(f"max_chars={budget} holds no whole memory: the first is cut")
         if mark:
             self.mark_shown(
                 query,
