@@ -393,10 +393,6 @@ def test_importance_decides_between_equal_matches_and_never_buries_a_better_one(
                severity="error", days_ago=25),
             ev(clock, "kestrel-note", "note", KESTREL_NOTE, days_ago=2,
                refs={"episodic": True}),
-            # Important, but about something else than the question.
-            ev(clock, "ledger-regression", "eval.regression_detected",
-               "Regression: the ledger export fails when the nightly job restarts",
-               severity="error", days_ago=3),
         ]
     )  # fmt: skip
     mem.index_once()
@@ -405,6 +401,18 @@ def test_importance_decides_between_equal_matches_and_never_buries_a_better_one(
         mem.memory(ScopeFilter(WS), i) for i in ("kestrel-note", "kestrel-regression")
     )
     assert regression.importance > note.importance
+    # Alone in the workspace, the two match about equally (the note's BM25 is a few
+    # percent higher, being shorter): importance decides.
+    assert top(mem, KESTREL_QUERY) == ["kestrel-regression", "kestrel-note"]
+    mem.ingest(
+        [
+            # Important, but about something else than the question.
+            ev(clock, "ledger-regression", "eval.regression_detected",
+               "Regression: the ledger export fails when the nightly job restarts",
+               severity="error", days_ago=3),
+        ]
+    )  # fmt: skip
+    mem.index_once()
     # The two kestrel memories match about equally: importance puts the regression first;
     # the ledger regression, more important than the note but a clearly worse match,
     # stays below it.
@@ -435,9 +443,7 @@ def test_keyword_only_recall_lets_importance_order_close_matches(
             assert result.hits[1].score > 0
 
 
-def test_every_interface_checks_recall_arguments_and_batches_keep_their_good_items(
-    memory: Episodic, clock: SimClock, db_url: str
-) -> None:
+def test_the_python_api_checks_recall_arguments_as_http_does(memory: Episodic) -> None:
     mem = memory
     # The Python API refuses what HTTP refuses, naming the field.
     bad: list[tuple[str, dict[str, Any]]] = [
@@ -454,7 +460,15 @@ def test_every_interface_checks_recall_arguments_and_batches_keep_their_good_ite
     with pytest.raises(InvalidInput) as info:
         mem.render("x", workspace=WS, max_chars="100")  # type: ignore[arg-type]
     assert info.value.field == "max_chars"
+    with http_client(mem, WS) as api:
+        r = api.post("/v1/recall", json={"query": "x", "walk": 2})
+        assert r.status_code == 422 and "walk" in r.text
 
+
+def test_an_empty_escalation_is_refused_and_a_batch_keeps_its_good_items(
+    memory: Episodic, clock: SimClock
+) -> None:
+    mem = memory
     # An escalation with nothing in it is refused, naming summary; the rest is stored.
     report = mem.ingest(
         [ev(clock, "empty", "peer.escalation", ""), ev(clock, "full", "peer.escalation", "x")]
@@ -478,8 +492,6 @@ def test_every_interface_checks_recall_arguments_and_batches_keep_their_good_ite
             (2, "summary"),
         ]
         assert is_memory(mem, "mine")
-        r = api.post("/v1/recall", json={"query": "x", "walk": 2})
-        assert r.status_code == 422 and "walk" in r.text
 
 
 def test_mcp_without_an_agent_needs_the_wider_role_said(memory: Episodic, db_url: str) -> None:
