@@ -294,7 +294,7 @@ def retire_memory(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
 
 class IndexOneOut(BaseModel):
     id: str
-    indexed: bool = Field(description="true when the memory now has its vector")
+    indexed: bool = Field(description="true when the memory is embedded now")
     detail: str = Field(description="what was done, or why not (sparse-only, embedder down)")
 
 
