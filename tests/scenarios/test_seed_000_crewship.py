@@ -7,7 +7,12 @@ the journal itself stays searchable by keyword, archived rows included; importan
 (decayed nightly, raised by the recalls that reference a memory) orders comparable
 matches; ``crewship-dense`` is seed 000's pure cosine recall; ``/healthz`` tells the recall
 mode as it is now; consolidation fires once on its trigger and rests after, its summary
-never outranks its evidence, and it refreshes the health score.
+never outranks its evidence, and it refreshes the health score. And: a render budget too
+small for one memory shows the first cut and counts only it; importance orders two equal
+matches but never buries a clearly better one, with or without an embedder; every
+interface refuses bad arguments naming the field, and a batch keeps its good items; MCP
+names who it serves; one memory is embedded on demand; doctor names the embedder the
+stored vectors came from.
 """
 
 from __future__ import annotations
