@@ -22,16 +22,12 @@ def test_min_max() -> None:
     assert min_max({}) == {}
 
 
-def test_min_max_span_floor_keeps_near_equal_matches_near_equal() -> None:
-    # Two matches 10% apart in BM25: plain min-max puts them a whole share apart.
+def test_min_max_from_zero_keeps_near_equal_matches_near_equal() -> None:
+    # Two matches 10% apart in BM25: plain min-max puts them a whole share apart; when
+    # they are every match there is, each keeps its share of the best.
     close = {"short": 10.0, "long": 9.0}
     assert min_max(close) == {"short": 1.0, "long": 0.0}
-    assert min_max(close, 0.6) == pytest.approx({"short": 1.0, "long": 5.0 / 6.0})
-    # A pool that spreads wider than the floor is scaled as plain min-max scales it.
-    wide = {"a": 10.0, "b": 2.0, "c": 6.0}
-    assert min_max(wide, 0.6) == min_max(wide)
-    # At 1, each score's share of the best.
-    assert min_max(close, 1.0) == pytest.approx({"short": 1.0, "long": 0.9})
+    assert min_max(close, from_zero=True) == pytest.approx({"short": 1.0, "long": 0.9})
 
 
 def test_keyword_only_blend_keeps_the_weaker_matchs_share() -> None:
@@ -47,9 +43,10 @@ def test_blend_is_seven_tenths_cosine_three_tenths_bm25() -> None:
     assert ranked["c"] == pytest.approx(0.0)
     assert ranked["d"] == pytest.approx(0.3 * 0.5)
     assert [i for i, _ in blend({}, {"x": 1.0, "y": 3.0})] == ["y", "x"]  # BM25-only fallback
-    # The span floor applies to the BM25 share of a blend.
-    floored = dict(blend({"a": 0.5, "b": 0.5}, {"a": 10.0, "b": 9.0}, span_floor=0.6))
-    assert floored["b"] == pytest.approx(0.7 * 0.5 + 0.3 * 5.0 / 6.0)
+    # BM25 candidates that are every match in scope keep their share of the best.
+    every = dict(blend({"a": 0.5, "b": 0.5}, {"a": 10.0, "b": 9.0}, every_match=True))
+    assert every["b"] == pytest.approx(0.7 * 0.5 + 0.3 * 0.9)
+    assert dict(blend({"a": 0.5, "b": 0.5}, {"a": 10.0, "b": 9.0}))["b"] == pytest.approx(0.35)
 
 
 def test_tokens_and_jaccard() -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from episodic.errors import UnknownPolicy
-from episodic.scoring.blend import BLEND_DENSE_WEIGHT, BLEND_SPARSE_WEIGHT, SPAN_FLOOR
+from episodic.scoring.blend import BLEND_DENSE_WEIGHT, BLEND_SPARSE_WEIGHT
 from episodic.scoring.context import CONVERSATION_WEIGHT, NEIGHBOUR_WEIGHT
 from episodic.scoring.fusion import RRF_K
 from episodic.scoring.mmr import MMR_LAMBDA
@@ -77,9 +77,6 @@ class RecallPolicy:
     dense_by_importance: bool = False
     blend_dense: float = BLEND_DENSE_WEIGHT
     blend_sparse: float = BLEND_SPARSE_WEIGHT
-    # The least span BM25's min-max takes, as a share of the best score (scoring/blend.py):
-    # 0 is plain min-max; above it, near-equal BM25 matches keep near-equal shares.
-    sparse_span_floor: float = 0.0
     factors: tuple[Factor, ...] = ()
     # The share of the score importance governs under Factor.IMPORTANCE_PRIOR.
     importance_weight: float = IMPORTANCE_PRIOR_WEIGHT
@@ -215,8 +212,8 @@ DENSE = RecallPolicy(
 #   Every fold chose 0.4 among 0.2-0.5 (held-out R@10 0.771 against 0.765 at 0.3; with
 #   all-MiniLM-L6-v2, a stronger embedder may deserve more). BM25 itself weighs a
 #   memory's text 3x its payload's (store/sparse.py, chosen on the same folds);
-#   BM25's span never under 0.6 of its best score, so two matches a few percent apart
-#   in BM25 stay a few percent apart (and importance can order them);
+#   when BM25 matched fewer memories than its pool holds, those are all the matches and
+#   min-max starts from 0 (scoring/blend.py), so a weaker match keeps its share;
 # - deep pools (100 dense, 50 BM25), so fusion and context have room to reorder (every
 #   fold chose 50 for BM25 among 20/50/100, and 100 dense among 50/100/200 was within
 #   noise);
@@ -237,7 +234,6 @@ DEFAULT = RecallPolicy(
     fusion=Fusion.BLEND,
     blend_dense=0.4,
     blend_sparse=0.6,
-    sparse_span_floor=SPAN_FLOOR,
     pool_fixed=100,
     sparse_pool=50,
     time_aware=True,
