@@ -29,7 +29,7 @@ from episodic.recall.arguments import (
 from episodic.recall.details import check_detail, with_details
 from episodic.recall.engine import MODE_SPARSE_ONLY, RecallResult, review_of, run_recall
 from episodic.recall.policies import RecallPolicy, RenderStyle, get_policy
-from episodic.recall.render import fit_block, fit_memory_block, whole_first_line
+from episodic.recall.render import fit_block, fit_memory_block, hit_line, whole_first_line
 from episodic.recall.trace import DROP_BUDGET
 from episodic.service.context import Context
 from episodic.service.recall_processes import ProcessesDown, RecallProcesses
@@ -318,6 +318,7 @@ class Recalling:
         mark = check_flag("mark", filters.pop("mark", True))
         result = self.recall(query, mark=False, **filters)
         style = get_policy(filters.get("policy")).render
+        room = budget  # what the recalled memories and the frame may take
         if style is RenderStyle.MEMORY_NEWEST_FIRST:
             block, kept = fit_memory_block(result.hits, budget, type_caps=type_caps)
         else:
@@ -330,6 +331,8 @@ class Recalling:
                 standing=standing,
                 standing_chars=settings.institutional_chars,
             )
+            # Standing memories have a budget of their own, on top of max_chars.
+            room += sum(len(hit_line(h)) + 1 for h in standing if h.id in kept)
         if result.trace is not None:
             for hit in result.hits:
                 if hit.id not in kept:
@@ -339,7 +342,7 @@ class Recalling:
         warnings = list(result.warnings)
         if shown:
             whole = whole_first_line(block, shown[0], style)
-            if len(block) > budget:
+            if len(block) > room:
                 warnings.append(
                     f"max_chars={budget} is less than the block's frame and one memory take: "
                     f"the first memory is shown{'' if whole else ', cut,'} in "
