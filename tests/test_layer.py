@@ -482,3 +482,26 @@ def test_segment_takes_an_outcome_only_for_one_conversation(layer: MemoryLayer) 
         with pytest.raises(InvalidInput) as bad:
             mem.segment(flush=True, **kwargs)  # type: ignore[arg-type]
         assert bad.value.field == field
+
+
+def test_recall_by_relevance_counts_only_the_episodes_its_block_holds(
+    layer: MemoryLayer, clock: list[datetime]
+) -> None:
+    # Seed 000 counts a reference when a memory lands in a prompt: an episode ranked but
+    # left out of the block for lack of budget is not counted.
+    long = "the staging deploy of checkout waited on the vault lease again " * 12
+    for day in range(12):
+        clock[0] = NOW + timedelta(days=day)
+        run = [
+            {"role": "user", "content": f"Run {day}: deploy checkout to staging. {long}"},
+            {"role": "assistant", "content": f"Deployed checkout to staging on day {day}. {long}"},
+        ]
+        layer.on_complete(run, conversation=f"long-{day}", outcome="success")
+    ranked = layer.memory.recall(
+        "deploy checkout staging", workspace="acme", types=("episode",), k=20, mark=False
+    ).hits
+    found = layer.recall(300, "deploy checkout staging", order="relevant")
+    held = {e.id for e in found.episodes}
+    assert held and len(held) < len(ranked)
+    counts = {h.id: layer.memory.memory(ScopeFilter("acme"), h.id).reference_count for h in ranked}
+    assert {i for i, n in counts.items() if n} == held, counts

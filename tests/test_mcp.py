@@ -188,7 +188,16 @@ def test_a_resource_binding_reads_and_writes_only_that_resource(db_url: str) -> 
 def test_the_stdio_server_names_its_database_on_stderr_only(db: str) -> None:
     url = db.replace("postgres:@", "postgres:hunter2@", 1)  # trusted: any password works
     done = subprocess.run(
-        [str(Path(sys.executable).with_name("episodic")), "--db", url, "mcp", "-w", "acme"],
+        [
+            str(Path(sys.executable).with_name("episodic")),
+            "--db",
+            url,
+            "mcp",
+            "-w",
+            "acme",
+            "--role",
+            "admin",
+        ],
         env={**os.environ, "EPISODIC_EMBEDDER": "none"},
         stdin=subprocess.DEVNULL,  # the client hangs up at once
         capture_output=True,

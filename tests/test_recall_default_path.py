@@ -232,7 +232,7 @@ def test_k_out_of_range_is_the_same_on_the_cli_http_and_mcp(db_url: str) -> None
         assert len(r.json()["hits"]) == 5
         assert r.json()["warnings"] == ["k=0 is outside 1..50: recalled 5 instead"]
 
-        server = build_server(m, Binding.of("w", None, None, None))
+        server = build_server(m, Binding.of("w", None, None, "admin"))
 
         async def main() -> dict[str, Any]:
             with serve(server.streamable_http_app()) as mcp_base:

@@ -302,7 +302,8 @@ def test_institutional_memories_always_render_under_their_own_budget(mem: Episod
     for i in range(6):
         add(mem, f"lag{i}", f"kafka consumer lag incident number {i} " + "x" * 80, days=2)
     mem.index_once()
-    block = mem.render("kafka consumer lag", workspace="w", max_chars=500)
+    block, result = mem.render_explained("kafka consumer lag", workspace="w", max_chars=500)
+    assert result.warnings == []  # the standing budget is not the recalled one's overrun
     lines = block.split("\n")
     assert "[institutional" in lines[2] and "never deploy on fridays" in lines[2]
     recalled = [line for line in lines[3:-1] if line.startswith("- ")]

@@ -5,6 +5,7 @@ a worker that dies replaced, and the cases where recalls stay in the server's pr
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import signal
@@ -285,3 +286,26 @@ def test_a_worker_embeds_on_one_thread_unless_told(
             assert os.getenv("EPISODIC_EMBED_THREADS") == servers  # the server's own unchanged
         finally:
             mem.recall_in_processes(0)
+
+
+def test_a_sparse_only_start_is_logged_once_for_the_server_and_its_workers(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # A worker learns the mode too; only the server's process says it (and it learns
+    # from each result what the worker found).
+    caplog.set_level(logging.INFO, logger="episodic")
+    with Episodic(
+        store=open_store(f"sqlite:///{tmp_path / 's.db'}"),
+        embedder=None,
+        settings=Settings(embedder="none"),
+    ) as mem:
+        mem.warn_if_sparse_only()  # as `episodic serve` starts
+        assert mem.recall_in_processes(1)
+        try:
+            assert mem.recall("refunds", workspace="acme", mark=False).mode == "sparse-only"
+            assert mem.recall_mode() == "sparse-only"
+        finally:
+            mem.recall_in_processes(0)
+    said = [r for r in caplog.records if "running sparse-only" in r.getMessage()]
+    assert len(said) == 1
+    assert "running sparse-only" not in capfd.readouterr().err

@@ -11,6 +11,7 @@ from episodic.model import Hit, Memory
 from episodic.recall.render import (
     BLOCK_CLOSE,
     BLOCK_OPEN,
+    MIN_FIRST_LINE,
     PREAMBLE,
     escape_text,
     fit_block,
@@ -80,8 +81,19 @@ def test_first_hit_is_cut_rather_than_lost_when_it_alone_is_too_long() -> None:
     assert len(block) <= 600 and "…" in block
 
 
-def test_budget_too_small_for_any_line_gives_empty() -> None:
-    assert render_block([hit("something")], 100) == ""
+def test_budget_smaller_than_the_frame_still_holds_the_first_hit_cut() -> None:
+    # A block with no memory in it is worth nothing to the agent: the first hit gets
+    # MIN_FIRST_LINE characters, cut, even when the budget cannot hold the frame itself.
+    hits = [hit("the checkout pods were OOM killed " + "z" * 400), hit("a second one")]
+    block, kept = fit_block(hits, 100)
+    assert kept == [hits[0].id]
+    assert block.startswith(BLOCK_OPEN) and block.endswith(BLOCK_CLOSE)
+    (line,) = block.split("\n")[2:-1]
+    assert "OOM killed" in line and line.endswith("…") and len(line) <= MIN_FIRST_LINE
+    assert render_block([], 100) == ""
+    # Short memories too: the first alone, never more than the budget asked for.
+    short = [hit("first short one"), hit("second short one")]
+    assert fit_block(short, 100)[1] == [short[0].id]
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,17 @@ def test_newer_near_duplicate_takes_the_older_ones_place() -> None:
     assert newest_first(ranked, similar, ts) == [("new", 0.9), ("old", 0.9), ("other", 0.6)]
 
 
+def test_a_newer_near_duplicate_of_lower_base_importance_keeps_its_place() -> None:
+    # An info note restating an error-level regression is not its new state: between the
+    # two, importance decides.
+    ranked = [("regression", 0.9), ("note", 0.85)]
+    ts = {"regression": T0, "note": T0 + timedelta(days=20)}
+    similar = {"regression": [("note", 0.9)], "note": [("regression", 0.9)]}
+    assert newest_first(ranked, similar, ts, {"regression": 0.9, "note": 0.5}) == ranked
+    lifted = newest_first(ranked, similar, ts, {"regression": 0.9, "note": 0.9})
+    assert [i for i, _ in lifted] == ["note", "regression"]
+
+
 def test_an_older_near_duplicate_never_lifts_past_a_newer_one() -> None:
     ranked = [("new", 0.9), ("old", 0.5)]
     ts = {"old": T0, "new": T0 + timedelta(days=1)}

@@ -22,6 +22,20 @@ def test_min_max() -> None:
     assert min_max({}) == {}
 
 
+def test_min_max_from_zero_keeps_near_equal_matches_near_equal() -> None:
+    # Two matches 10% apart in BM25: plain min-max puts them a whole share apart; when
+    # they are every match there is, each keeps its share of the best.
+    close = {"short": 10.0, "long": 9.0}
+    assert min_max(close) == {"short": 1.0, "long": 0.0}
+    assert min_max(close, from_zero=True) == pytest.approx({"short": 1.0, "long": 0.9})
+
+
+def test_keyword_only_blend_keeps_the_weaker_matchs_share() -> None:
+    # Seed 001's BM25-only fallback: no cosine to share a scale with, so the weaker
+    # match keeps its share of the best for importance or prominence to weigh.
+    assert dict(blend({}, {"x": 6.0, "y": 7.0})) == pytest.approx({"y": 1.0, "x": 6.0 / 7.0})
+
+
 def test_blend_is_seven_tenths_cosine_three_tenths_bm25() -> None:
     ranked = dict(blend({"a": 0.9, "b": 0.5}, {"b": 10.0, "c": 4.0, "d": 7.0}))
     assert ranked["a"] == pytest.approx(0.7 * 0.9)
@@ -29,6 +43,10 @@ def test_blend_is_seven_tenths_cosine_three_tenths_bm25() -> None:
     assert ranked["c"] == pytest.approx(0.0)
     assert ranked["d"] == pytest.approx(0.3 * 0.5)
     assert [i for i, _ in blend({}, {"x": 1.0, "y": 3.0})] == ["y", "x"]  # BM25-only fallback
+    # BM25 candidates that are every match in scope keep their share of the best.
+    every = dict(blend({"a": 0.5, "b": 0.5}, {"a": 10.0, "b": 9.0}, every_match=True))
+    assert every["b"] == pytest.approx(0.7 * 0.5 + 0.3 * 0.9)
+    assert dict(blend({"a": 0.5, "b": 0.5}, {"a": 10.0, "b": 9.0}))["b"] == pytest.approx(0.35)
 
 
 def test_tokens_and_jaccard() -> None:

@@ -187,6 +187,7 @@ class MemoryLayer:
                 types=(EPISODE_TYPE,),
                 k=MAX_EPISODES,
                 policy=self.policy,
+                mark=False,
             )
             candidates = [h.memory for h in found.hits]
         else:
@@ -201,6 +202,11 @@ class MemoryLayer:
             used += cost
             picked.append(episode)
             lines.append(line)
+        if chosen == "relevant" and query:
+            # Only the episodes the block holds count as referenced (seed 000).
+            held = {m.id for m in picked}
+            shown = [h for h in found.hits if h.id in held]
+            self.memory.mark_shown(query, shown, **self._asker())
         if not picked:
             return Recalled("", [], 0, budget)
         timeline = sorted(zip(picked, lines, strict=True), key=lambda pair: pair[0].ts)
@@ -272,10 +278,17 @@ class MemoryLayer:
         if not message.strip():
             return ""
         found = self.memory.recall(
-            message, **self._scope(), types=INJECT_TYPES, k=k, policy=self.inject_policy
+            message,
+            **self._scope(),
+            types=INJECT_TYPES,
+            k=k,
+            policy=self.inject_policy,
+            mark=False,
         )
         budget = max_chars or self.memory.settings.render_max_chars
-        block, _ = fit_memory_block(found.hits, budget)
+        block, kept = fit_memory_block(found.hits, budget)
+        held = set(kept)
+        self.memory.mark_shown(message, [h for h in found.hits if h.id in held], **self._asker())
         assert not block or block.startswith(MEMORY_OPEN)
         return block
 
@@ -309,6 +322,9 @@ class MemoryLayer:
             "resource": self.resource,
             "scope": "own" if self.agent else None,
         }
+
+    def _asker(self) -> dict[str, Any]:
+        return {"workspace": self.workspace, "agent": self.agent}
 
     def _recent(self, limit: int) -> list[Memory]:
         return self.memory.recent(

@@ -4,10 +4,11 @@ streamable HTTP, with the official ``mcp`` SDK.
 One server is bound by configuration to one workspace and, through a role, to what it may
 see (the same rules as an API key, ``episodic.tenancy``): an ``agent`` binding recalls and
 remembers as its agent (scope own), ``lead`` as its crew (crew_shared), ``admin`` the whole
-workspace. A ``resource`` binding (the user or case a conversation is about) narrows reads
-and writes to it, seed 004's agentId + resourceId scope: an agent serving many users
-recalls, for each, only what it holds about that one. The model cannot widen any of it:
-the tools take no workspace, agent or resource argument.
+workspace. With no agent named, a role wider than one agent must be said: the server does
+not fall back to the whole workspace. A ``resource`` binding (the user or case a
+conversation is about) narrows reads and writes to it, seed 004's agentId + resourceId
+scope: an agent serving many users recalls, for each, only what it holds about that one.
+The model cannot widen any of it: the tools take no workspace, agent or resource argument.
 
 Tools: ``recall_memory(query, k, as_of, include_superseded)``, ``remember(content, ...,
 replaces)``, ``forget(memory_id)``,
@@ -28,7 +29,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, StrictBool, StrictInt
 
 import episodic
-from episodic.errors import EpisodicError, NotFound
+from episodic.errors import EpisodicError, InvalidInput, NotFound
 from episodic.layer import RECALL_MEMORY_TOOL
 from episodic.model import Role
 from episodic.recall.answer import REMEMBER_DESCRIPTION, recall_answer
@@ -83,7 +84,16 @@ class Binding:
         *,
         resource: str | None = None,
     ) -> Binding:
-        chosen = parse_role(role) if role else (Role.AGENT if agent else Role.ADMIN)
+        if not role and not agent:
+            # Seed 000's default role is agent (its own memories): a server that names no
+            # agent would read every agent's and crew's, so that is said, not assumed.
+            raise InvalidInput(
+                "agent",
+                "name the agent the server acts as (--agent), or serve more than one "
+                "agent's memories explicitly: --role admin (the whole workspace) or "
+                "--role lead --crew CREW (a crew's)",
+            )
+        chosen = parse_role(role) if role else Role.AGENT
         binding = cls(workspace, agent, crew, chosen, resource or None)
         binding.principal().reading()  # refuse a binding that cannot read (own w/o agent)
         return binding

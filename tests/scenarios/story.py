@@ -62,9 +62,12 @@ def mcp_call(
     agent: str | None = None,
     crew: str | None = None,
     resource: str | None = None,
+    role: str | None = None,
 ) -> dict[str, Any]:
-    """One tool call through a real streamable-HTTP MCP server and the SDK client."""
-    server = build_server(mem, Binding.of(workspace, agent, crew, None, resource=resource))
+    """One tool call through a real streamable-HTTP MCP server and the SDK client; with
+    no agent named, the server is bound as admin (said explicitly, as the CLI needs)."""
+    role = role or (None if agent else "admin")
+    server = build_server(mem, Binding.of(workspace, agent, crew, role, resource=resource))
 
     async def call() -> dict[str, Any]:
         with serve(server.streamable_http_app()) as base:

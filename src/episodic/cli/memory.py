@@ -21,7 +21,7 @@ from rich.table import Table
 from episodic.cli.common import ConversationOpt, JsonOpt, err, errors, open_memory, out, print_json
 from episodic.cli.portability import import_dir
 from episodic.errors import InvalidInput
-from episodic.model import Hit
+from episodic.model import Hit, ScopeFilter
 from episodic.recall.engine import RecallResult
 from episodic.recall.policies import POLICIES
 from episodic.recall.render import detail_line, relative_age, superseded_label
@@ -160,15 +160,43 @@ def index(
             "--flush", help="Close every open conversation segment (end of session); with --once."
         ),
     ] = False,
+    memory_id: Annotated[
+        str | None,
+        typer.Option(
+            "--id", help="Embed this one memory now (with --workspace), then exit.", metavar="ID"
+        ),
+    ] = None,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "-w", help="The workspace of --id.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Embed memories that have no vector yet and turn conversations into episodes
-    (runs the sweeper; Ctrl-C stops it).
+    (runs the sweeper; Ctrl-C stops it). With --id, embed that one memory now.
 
     Example: episodic index --once --flush
+    Example: episodic index --id evt_42 --workspace acme
     """
     if flush and not once:
         err.print("--flush closes the open segments once; use it with --once")
+        raise typer.Exit(2)
+    if memory_id is not None:
+        if workspace is None or once:
+            err.print("--id embeds one memory: give its --workspace, and no --once")
+            raise typer.Exit(2)
+        with errors(), open_memory(ctx) as mem:
+            done = mem.index_one_in(ScopeFilter(workspace), memory_id)
+        if as_json:
+            print_json(done.to_json())
+        elif done.indexed:
+            out.print(f"{memory_id}: {done.detail}")
+        if not done.indexed:
+            if not as_json:
+                err.print(f"[yellow]warning:[/yellow] {memory_id} not embedded: {done.detail}")
+            raise typer.Exit(1)
+        return
+    if workspace is not None:
+        err.print("--workspace goes with --id (the sweeper embeds every workspace)")
         raise typer.Exit(2)
     with errors(), open_memory(ctx) as mem:
         if once:

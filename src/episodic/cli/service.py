@@ -241,8 +241,8 @@ def mcp_command(
         typer.Option(
             "--role",
             envvar="EPISODIC_MCP_ROLE",
-            help="agent (scope own) | lead (crew_shared) | admin (whole workspace); "
-            "default agent with --agent, else admin.",
+            help="agent (scope own, the default; needs --agent) | lead (crew_shared; needs "
+            "--crew) | admin (whole workspace). Without --agent, say lead or admin.",
         ),
     ] = None,
     transport: Annotated[
@@ -257,6 +257,7 @@ def mcp_command(
     Example: episodic mcp --workspace acme --agent deployer
     Example: episodic mcp --workspace shop --agent concierge --resource user:dana
     Example: episodic mcp --workspace acme --agent deployer --transport http --port 8766
+    Example: episodic mcp --workspace acme --role admin
     """
     with errors():
         require("mcp", "`episodic mcp`")

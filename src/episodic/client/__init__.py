@@ -39,7 +39,7 @@ from episodic.recall.engine import RecallResult
 from episodic.service.decisions import Decision
 from episodic.service.editing import Version
 from episodic.service.operations import MemoryPage
-from episodic.service.writing import IngestReport, MessagesReport
+from episodic.service.writing import IndexOne, IngestReport, MessagesReport
 from episodic.store.service import ForgetCounts
 from episodic.store.supersession import Supersession
 from episodic.upkeep.health import HealthView
@@ -182,6 +182,11 @@ class Client(_Base):
     def retire(self, memory_id: str) -> Memory:
         return self._send(calls.retire(memory_id))
 
+    def index_one(self, memory_id: str) -> IndexOne:
+        """``Episodic.index_one`` for a memory the key can see: embed it now; the answer
+        is true when it has its vector, and its ``detail`` says why not."""
+        return self._send(calls.index_one(memory_id))
+
     def update(
         self,
         memory_id: str,
@@ -305,6 +310,9 @@ class AsyncClient(_Base):
 
     async def retire(self, memory_id: str) -> Memory:
         return await self._send(calls.retire(memory_id))
+
+    async def index_one(self, memory_id: str) -> IndexOne:
+        return await self._send(calls.index_one(memory_id))
 
     async def update(
         self,

@@ -24,7 +24,7 @@ from episodic.recall.engine import RecallResult
 from episodic.service.decisions import Decision
 from episodic.service.editing import Version
 from episodic.service.operations import MemoryPage
-from episodic.service.writing import IngestReport, MessagesReport
+from episodic.service.writing import IndexOne, IngestReport, MessagesReport
 from episodic.store.service import ForgetCounts
 from episodic.store.supersession import Supersession
 from episodic.upkeep.health import HealthView
@@ -234,6 +234,10 @@ def memory(memory_id: str) -> Call[Memory]:
 
 def retire(memory_id: str) -> Call[Memory]:
     return Call("POST", f"/v1/memories/{_segment(memory_id)}/retire", memory_of)
+
+
+def index_one(memory_id: str) -> Call[IndexOne]:
+    return Call("POST", f"/v1/memories/{_segment(memory_id)}/index", lambda raw: IndexOne(**raw))
 
 
 def forget(options: ForgetOptions) -> Call[ForgetCounts]:

@@ -111,6 +111,8 @@ def run_recall(
     leg_query = LegQuery(flt, query.workspace_id, stripped if windows else text, lexical, pool, k)
     found_legs = run_legs(store, vectors, leg_query, policy, trace, warnings)
     legs, qvec = found_legs.found, found_legs.qvec
+    # A BM25 leg that did not fill its pool holds every match in scope.
+    every_match = len(legs.get(Leg.SPARSE.value, [])) < policy.sparse_pool_size(k)
     mode = MODE_SPARSE_ONLY if qvec is None else MODE_VECTOR
     bounded = [w for w in windows if w.end - w.start <= MAX_TIME_LEG_SPAN]
     if bounded:
@@ -148,7 +150,7 @@ def run_recall(
             trace.add_stage(
                 "leg:dense x importance", [(c.memory_id, c.score) for c in legs[Leg.DENSE.value]]
             )
-    fused = _fuse(legs, policy)
+    fused = _fuse(legs, policy, every_match)
     if policy.dense_by_importance and policy.fusion is Fusion.SCORE and Leg.DENSE.value in legs:
         # Seed 000's Recall: ordered by cosine x importance, but each hit's score is its
         # cosine, a similarity a caller can compare across queries.
@@ -415,7 +417,9 @@ def _reranked(cands: Sequence[Candidate]) -> list[Candidate]:
     return [Candidate(c.memory_id, c.score, rank) for rank, c in enumerate(ordered, start=1)]
 
 
-def _fuse(legs: dict[str, list[Candidate]], policy: RecallPolicy) -> list[tuple[str, float]]:
+def _fuse(
+    legs: dict[str, list[Candidate]], policy: RecallPolicy, every_match: bool = False
+) -> list[tuple[str, float]]:
     if policy.fusion is Fusion.BLEND:
         dense_scores = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
         sparse_scores = {c.memory_id: c.score for c in legs.get(Leg.SPARSE.value, [])}
@@ -431,6 +435,7 @@ def _fuse(legs: dict[str, list[Candidate]], policy: RecallPolicy) -> list[tuple[
             sparse_scores,
             dense_weight=wd,
             sparse_weight=ws,
+            every_match=every_match,
         )
         # Other legs (time, recency) have no score on the blend's scale: their candidates
         # join below every matched one, in their own order.

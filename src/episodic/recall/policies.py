@@ -212,6 +212,8 @@ DENSE = RecallPolicy(
 #   Every fold chose 0.4 among 0.2-0.5 (held-out R@10 0.771 against 0.765 at 0.3; with
 #   all-MiniLM-L6-v2, a stronger embedder may deserve more). BM25 itself weighs a
 #   memory's text 3x its payload's (store/sparse.py, chosen on the same folds);
+#   when BM25 matched fewer memories than its pool holds, those are all the matches and
+#   min-max starts from 0 (scoring/blend.py), so a weaker match keeps its share;
 # - deep pools (100 dense, 50 BM25), so fusion and context have room to reorder (every
 #   fold chose 50 for BM25 among 20/50/100, and 100 dense among 50/100/200 was within
 #   noise);

@@ -36,4 +36,6 @@ def newest_similar_first(
     }
     if not any(similar.values()):
         return ranked
-    return newest_first(head, similar, {i: memories[i].ts for i, _ in head}) + tail
+    ts = {i: memories[i].ts for i, _ in head}
+    base = {i: memories[i].base_importance for i, _ in head}
+    return newest_first(head, similar, ts, base) + tail

@@ -1,4 +1,13 @@
-"""Seed 001's two-phase score: a weighted blend of cosine and min-max-normalised BM25."""
+"""Seed 001's two-phase score: a weighted blend of cosine and min-max-normalised BM25.
+
+Min-max takes the pool's weakest BM25 score as its zero. When the BM25 leg returned every
+memory in scope that matches at all (fewer than its pool size), every other memory scores
+0, so 0 is the true minimum: each match keeps its share of the best score. Taking the
+weakest match as zero there would give it nothing however close it is to the best (two
+notes sharing every word of the question, one a little longer), and no importance factor
+applied after could bring them back together. A full pool is scaled by its own minimum,
+as seed 001 does (the matches past the pool are unknown).
+"""
 
 from __future__ import annotations
 
@@ -9,12 +18,15 @@ BLEND_DENSE_WEIGHT = 0.7
 BLEND_SPARSE_WEIGHT = 0.3
 
 
-def min_max(scores: Mapping[str, float]) -> dict[str, float]:
-    """Rescale to [0, 1]: ``(s - min) / (max - min)``. All-equal scores map to 1.0 (every
-    candidate is equally the best), an empty mapping to {}."""
+def min_max(scores: Mapping[str, float], *, from_zero: bool = False) -> dict[str, float]:
+    """Rescale to [0, 1]: ``(s - min) / (max - min)``; with ``from_zero`` the minimum is
+    0 (each score's share of the best: the scores are every match there is). All-equal
+    scores map to 1.0 (every candidate is equally the best), an empty mapping to {}."""
     if not scores:
         return {}
     lo, hi = min(scores.values()), max(scores.values())
+    if from_zero:
+        lo = min(lo, 0.0)
     if hi == lo:
         return dict.fromkeys(scores, 1.0)
     span = hi - lo
@@ -27,14 +39,20 @@ def blend(
     *,
     dense_weight: float = BLEND_DENSE_WEIGHT,
     sparse_weight: float = BLEND_SPARSE_WEIGHT,
+    every_match: bool = False,
 ) -> list[tuple[str, float]]:
     """``dense_weight x cosine + sparse_weight x min_max(bm25)`` over the union of both
-    candidate sets, best first. A candidate one leg did not return scores 0 on that leg.
-    With no dense leg at all (sparse-only mode) the score is the normalised BM25 alone, as
-    seed 001 falls back to BM25-only."""
-    norm = min_max(bm25)
+    candidate sets, best first; ``every_match`` says the BM25 candidates are all the
+    matches in scope (the leg's pool was not filled), so their minimum is 0. A candidate
+    one leg did not return scores 0 on that leg. With no dense leg at all (sparse-only
+    mode) the score is each match's share of the best BM25, as seed 001 falls back to
+    BM25-only: there is no cosine to share a scale with, and the weaker match keeps its
+    share for importance or prominence to weigh (seed 001's floor example: 0.9 x 0.1
+    still above 0.2 x 0.1)."""
     if not cosines:
-        return sorted(norm.items(), key=lambda pair: pair[1], reverse=True)
+        alone = min_max(bm25, from_zero=True)
+        return sorted(alone.items(), key=lambda pair: pair[1], reverse=True)
+    norm = min_max(bm25, from_zero=every_match)
     ids = list(dict.fromkeys([*cosines, *norm]))
     scored = [
         (i, dense_weight * cosines.get(i, 0.0) + sparse_weight * norm.get(i, 0.0)) for i in ids

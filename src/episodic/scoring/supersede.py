@@ -6,6 +6,10 @@ current state ("the deploy target moved to eu-west-1" after "the deploy target i
 us-east-1"). It takes at least the score of any older near-duplicate it is ranked with,
 and ties go to the newer, so it sits right above what it restates; the older stays in the
 list, one place down, as history.
+
+A newer memory of lower base importance does not take the older one's place: an info
+note restating an error-level regression is not its new state, and between two such
+near-equal matches importance decides (seed 000's cosine x importance).
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ def newest_first(
     ranked: Sequence[tuple[str, float]],
     similar: Mapping[str, Sequence[tuple[str, float]]],
     ts: Mapping[str, datetime],
+    base: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float]]:
     """``ranked`` (id, score) best first, each id's similar memories and every ranked
-    id's time; returns the same ids, re-scored and re-sorted."""
+    id's time (and base importance: a newer memory below the older one's is not
+    lifted); returns the same ids, re-scored and re-sorted."""
     score = dict(ranked)
     order = {memory_id: float(n) for n, (memory_id, _) in enumerate(ranked)}
     lifted = dict(score)
@@ -33,6 +39,7 @@ def newest_first(
             if (
                 other in score
                 and ts[other] > ts[memory_id]
+                and (base is None or base[other] >= base[memory_id])
                 and (score[memory_id], -above) > (lifted[other], -place[other])
             ):
                 lifted[other], place[other] = score[memory_id], above

@@ -23,7 +23,7 @@ from episodic.service.operations import (
     memory_json,
 )
 from episodic.service.recalling import INSTITUTIONAL_TYPES, parse_scope
-from episodic.service.writing import MESSAGE_FIELDS, IngestReport, MessagesReport
+from episodic.service.writing import MESSAGE_FIELDS, IndexOne, IngestReport, MessagesReport
 
 __all__ = [
     "DEFAULT_PAGE",
@@ -37,6 +37,7 @@ __all__ = [
     "Check",
     "DoctorReport",
     "Episodic",
+    "IndexOne",
     "IngestReport",
     "MemoryPage",
     "MessagesReport",

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from episodic.embed.pull import MODEL_REPO as LOCAL_MODEL_ID
 from episodic.embed.pull import hub_offline
 from episodic.recall.engine import MODE_VECTOR
 from episodic.service.context import Context
@@ -100,7 +101,7 @@ def run_doctor(ctx: Context, *, deep: bool = False) -> DoctorReport:
                 "embedder",
                 "warn",
                 f"sparse-only (keyword recall, no vectors): {why}",
-                _embedder_fix(ctx.settings.embedder),
+                _embedder_fix(ctx.settings.embedder, stats),
             )
         )
     embedder = ctx.models.embedder
@@ -138,7 +139,16 @@ def run_doctor(ctx: Context, *, deep: bool = False) -> DoctorReport:
     return DoctorReport(mode, checks, stats)
 
 
-def _embedder_fix(choice: str) -> str:
+def _embedder_fix(choice: str, stats: StoreStats | None = None) -> str:
+    if stats is not None and stats.vectors and stats.vector_model:
+        stored = stats.vector_model
+        # Another embedder would meet vectors it cannot compare with (and refuse them):
+        # the fix is the embedder that made them, or a reindex.
+        return (
+            f"the stored vectors were made by {stored} ({stats.vector_dim}-d): "
+            f"{stored_embedder_fix(stored)}; to change embedder instead, set it and run "
+            "`episodic reindex`"
+        )
     if choice == "none":
         return "set EPISODIC_EMBEDDER=local to use the bundled MiniLM model"
     if choice == "ollama":
@@ -149,6 +159,24 @@ def _embedder_fix(choice: str) -> str:
     if choice == "openai":
         return "set EPISODIC_OPENAI_API_KEY / EPISODIC_OPENAI_BASE_URL, or EPISODIC_EMBEDDER=local"
     return local_model_fix(os.environ)
+
+
+def stored_embedder_fix(model_id: str) -> str:
+    """How to bring back the embedder whose model id the stored vectors carry."""
+    kind, _, model = model_id.partition("/")
+    if kind == "ollama":
+        return (
+            f"set EPISODIC_EMBEDDER=ollama (EPISODIC_OLLAMA_MODEL={model}), start Ollama "
+            f"(`ollama serve`) and `ollama pull {model}`"
+        )
+    if kind == "openai":
+        return (
+            f"set EPISODIC_EMBEDDER=openai (EPISODIC_OPENAI_EMBED_MODEL={model}) with "
+            "EPISODIC_OPENAI_API_KEY / EPISODIC_OPENAI_BASE_URL"
+        )
+    if model_id == LOCAL_MODEL_ID:
+        return f"set EPISODIC_EMBEDDER=local; {local_model_fix(os.environ)}"
+    return f"configure the embedder that serves {model_id}"
 
 
 def local_model_fix(env: Mapping[str, str]) -> str:

@@ -7,9 +7,12 @@ probe of ``doctor`` or ``/healthz``) goes through ``WatchedEmbedder``, which tel
 the model per request, so it follows an outage that starts (or ends) after boot.
 
 A change of state is logged once: a warning when recall becomes sparse-only (seed 000:
-the degraded mode is never silent, at boot included) and an info line when vectors come
-back. While the embedder stays down, the failures of every sweep and every recall say
-nothing more here; each caller still learns its own (a recall's ``warnings``, a sweep's
+the degraded mode is never silent, at boot included) and a warning too when vectors come
+back (an operator who saw the first line at the default level must see the second). The
+lines go to the ``episodic.mode`` logger, which a server's recall processes silence: the
+server learns each recall's mode from its result and logs for the whole process group.
+While the embedder stays down, the failures of every sweep and every recall say nothing
+more here; each caller still learns its own (a recall's ``warnings``, a sweep's
 ``error``).
 """
 
@@ -24,7 +27,7 @@ from episodic.embed.base import Embedder, Matrix
 from episodic.errors import EmbedderError
 from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR
 
-log = logging.getLogger("episodic")
+log = logging.getLogger("episodic.mode")
 
 
 class EmbedderState:
@@ -51,7 +54,7 @@ class EmbedderState:
                 why,
             )
         elif before == MODE_SPARSE_ONLY:
-            log.info("the embedder answers again, recall uses vectors: %s", why)
+            log.warning("the embedder answers again, recall uses vectors: %s", why)
 
     def older_than(self, seconds: float) -> bool:
         """True when nothing has been observed for ``seconds``."""

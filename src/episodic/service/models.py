@@ -39,6 +39,11 @@ from episodic.write.indexer import Indexer
 
 log = logging.getLogger("episodic")
 
+# How old the last observation of the embedder may be for ``/healthz`` to answer it as
+# the mode of the next recall; past it, a probe, waited for this long at most.
+MODE_FRESH_S = 1.0
+MODE_PROBE_WAIT_S = 1.0
+
 
 class _Unset(enum.Enum):
     UNSET = "UNSET"
@@ -172,16 +177,25 @@ class Models:
         return self._observed_probe()
 
     def recall_mode(self) -> str:
-        """The recall mode now ("vector" | "sparse-only"), for ``/healthz``: what the
-        last call to the embedder saw, so no request waits for the model. When nothing
-        has called it for a sweep interval, one probe runs in the background and a later
-        request sees its answer: an outage, or a recovery, shows without any traffic.
-        Before any call at all, one probe now."""
+        """The mode the next recall would use ("vector" | "sparse-only"), for
+        ``/healthz``: what the last call to the embedder saw, when that was under
+        ``MODE_FRESH_S`` ago; else one probe (shared by the requests that come while it
+        runs), waited for at most ``MODE_PROBE_WAIT_S`` (a model that hangs does not hold
+        the request: the last state is answered). An outage, or a recovery, shows at the
+        next request, with or without recall traffic."""
         if self.embedder is None or self.state.mode is None:
             return self._observed_probe()
-        if self.state.older_than(self.settings.sweep_interval_s):
+        if self.state.older_than(MODE_FRESH_S):
             self._probe_in_background()
+            if self._probing.acquire(timeout=MODE_PROBE_WAIT_S):
+                self._probing.release()
         return self.state.mode
+
+    def observed(self, mode: str, why: str) -> None:
+        """What a recall run elsewhere (a recall process) found the embedder to be: the
+        next ``recall_mode`` answers it, and a change is logged here, once for the
+        server and its recall processes."""
+        self.state.saw(mode, why)
 
     def _probe_in_background(self) -> None:
         if not self._probing.acquire(blocking=False):

@@ -187,6 +187,9 @@ def _open_worker(spec: WorkerSpec) -> None:
     if spec.nice > 0 and hasattr(os, "nice"):
         os.nice(spec.nice)  # before the model's threads start: they inherit it
     os.environ.setdefault("EPISODIC_EMBED_THREADS", str(WORKER_EMBED_THREADS))
+    # The server logs the recall mode's changes for its whole process group (it learns
+    # each recall's mode from the result): a worker saying it too doubled every line.
+    logging.getLogger("episodic.mode").disabled = True
     _worker = spec.service(
         store=open_store(spec.db_url),
         embedder=spec.embedder,

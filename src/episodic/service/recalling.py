@@ -18,10 +18,18 @@ from typing import Any
 from episodic.errors import InvalidInput, StoreError
 from episodic.llm.steps import key_terms as extract_key_terms
 from episodic.model import Hit, Memory, Query, Scope, ScopeFilter
+from episodic.recall.arguments import (
+    check_flag,
+    check_k,
+    check_max_chars,
+    check_optional_flag,
+    check_query,
+    check_walk,
+)
 from episodic.recall.details import check_detail, with_details
-from episodic.recall.engine import RecallResult, review_of, run_recall
+from episodic.recall.engine import MODE_SPARSE_ONLY, RecallResult, review_of, run_recall
 from episodic.recall.policies import RecallPolicy, RenderStyle, get_policy
-from episodic.recall.render import fit_block, fit_memory_block
+from episodic.recall.render import fit_block, fit_memory_block, hit_line, whole_first_line
 from episodic.recall.trace import DROP_BUDGET
 from episodic.service.context import Context
 from episodic.service.recall_processes import ProcessesDown, RecallProcesses
@@ -178,10 +186,12 @@ class Recalling:
         messages that follow in ``review_conversation`` (default: the conversation the
         recall is narrowed to), or ``review()`` is handed the output."""
         settings = self.ctx.settings
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
-            # Not coerced: True is not 1 and "5" is not 5 (out-of-range whole numbers
-            # still fall back to 5 with a warning, as seed 000 does).
-            raise InvalidInput("k", "expected a whole number (1-50)")
+        query = check_query(query)
+        check_k(k)
+        walk = check_walk(walk)
+        mark = check_flag("mark", mark)
+        explain = check_flag("explain", explain)
+        key_terms = check_optional_flag("key_terms", key_terms)
         q = Query(
             text=query,
             workspace_id=workspace,
@@ -193,7 +203,7 @@ class Recalling:
             k=k,
             types=None if types is None else ((types,) if isinstance(types, str) else tuple(types)),
             as_of=None if as_of is None else parse_time("as_of", as_of),
-            include_superseded=_flag("include_superseded", include_superseded),
+            include_superseded=check_flag("include_superseded", include_superseded),
         )
         chosen = get_policy(policy)
         if walk is None:
@@ -227,6 +237,7 @@ class Recalling:
             except ProcessesDown:
                 pass
             else:
+                self.ctx.models.observed(result.mode, _mode_reason(result))
                 if mark:
                     self._record(q, result.hits, now, review_conversation)
                 return result
@@ -296,14 +307,18 @@ class Recalling:
         type_caps: Mapping[str, int] | None = None,
         **filters: Any,
     ) -> tuple[str, RecallResult]:
-        """``render`` plus the recall behind it; hits that did not fit the budget are
-        recorded in the trace (when ``explain=True``) as "over budget"."""
+        """``render`` plus the recall behind it, narrowed to the hits the block holds:
+        only those are marked referenced (seed 000 counts a reference when a hit lands in
+        a prompt), and the rest are recorded in the trace (when ``explain=True``) as "over
+        budget". When not even one memory fits whole, the first is cut to fit (the block
+        may then pass a budget smaller than its own frame) and a warning says so."""
         settings = self.ctx.settings
-        budget = settings.render_max_chars if max_chars is None else max_chars
-        if budget <= 0:
-            raise InvalidInput("max_chars", "must be a positive number of characters")
-        result = self.recall(query, **filters)
+        checked = check_max_chars(max_chars)
+        budget = settings.render_max_chars if checked is None else checked
+        mark = check_flag("mark", filters.pop("mark", True))
+        result = self.recall(query, mark=False, **filters)
         style = get_policy(filters.get("policy")).render
+        room = budget  # what the recalled memories and the frame may take
         if style is RenderStyle.MEMORY_NEWEST_FIRST:
             block, kept = fit_memory_block(result.hits, budget, type_caps=type_caps)
         else:
@@ -316,11 +331,59 @@ class Recalling:
                 standing=standing,
                 standing_chars=settings.institutional_chars,
             )
+            # Standing memories have a budget of their own, on top of max_chars.
+            room += sum(len(hit_line(h)) + 1 for h in standing if h.id in kept)
         if result.trace is not None:
             for hit in result.hits:
                 if hit.id not in kept:
                     result.trace.drop(hit.id, "render", DROP_BUDGET, f"{budget} chars")
-        return block, result
+        by_id = {h.id: h for h in result.hits}
+        shown = [by_id[i] for i in kept if i in by_id]
+        warnings = list(result.warnings)
+        if shown:
+            whole = whole_first_line(block, shown[0], style)
+            if len(block) > room:
+                warnings.append(
+                    f"max_chars={budget} is less than the block's frame and one memory take: "
+                    f"the first memory is shown{'' if whole else ', cut,'} in "
+                    f"{len(block)} characters"
+                )
+            elif not whole:
+                warnings.append(f"max_chars={budget} holds no whole memory: the first is cut")
+        if mark:
+            self.mark_shown(
+                query,
+                shown,
+                workspace=filters["workspace"],
+                agent=filters.get("agent"),
+                crew=filters.get("crew"),
+                conversation=filters.get("conversation"),
+                review_conversation=filters.get("review_conversation"),
+            )
+        return block, replace(result, hits=shown, warnings=warnings)
+
+    def mark_shown(
+        self,
+        query: str,
+        hits: Sequence[Hit],
+        *,
+        workspace: str,
+        agent: str | None = None,
+        crew: str | None = None,
+        conversation: str | None = None,
+        review_conversation: str | None = None,
+    ) -> None:
+        """Count ``hits`` (of a recall made with ``mark=False``) as referenced, and record
+        the pending review (seed 003) of that recall: for a caller that puts only some
+        of a recall's hits in front of a model (a block with a budget), those."""
+        q = Query(
+            text=query,
+            workspace_id=workspace,
+            agent_id=agent,
+            crew_id=crew,
+            conversation_id=conversation,
+        )
+        self._record(q, hits, self.ctx.clock(), review_conversation)
 
     def _standing(self, filters: Mapping[str, Any]) -> list[Hit]:
         """Institutional memories, newest first: always shown, under their own budget,
@@ -414,7 +477,7 @@ class Recalling:
             marks.flush()
 
 
-def _flag(field: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidInput(field, "expected true or false")
-    return value
+def _mode_reason(result: RecallResult) -> str:
+    """Why a recall ran in its mode, as its warnings say (a vector recall says nothing)."""
+    said = [w for w in result.warnings if MODE_SPARSE_ONLY in w]
+    return said[0] if said else "a recall process reached it"

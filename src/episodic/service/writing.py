@@ -14,12 +14,19 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from episodic.config import Settings
-from episodic.errors import EmbedderError, IdTaken, InvalidInput
-from episodic.model import Event
+from episodic.errors import EmbedderError, IdTaken, InvalidInput, NotFound
+from episodic.model import Event, ScopeFilter
 from episodic.payloads import check_json
 from episodic.service.context import Context
+from episodic.store.sql import scope_allows
 from episodic.write.episodes import EpisodeWriter, SegmentReport
-from episodic.write.events import OLD_ID_FIELDS, LineError, parse_event, read_jsonl
+from episodic.write.events import (
+    OLD_ID_FIELDS,
+    LineError,
+    check_says_something,
+    parse_event,
+    read_jsonl,
+)
 from episodic.write.indexer import SweepResult
 from episodic.write.journal import (
     NOT_ADMITTED_LISTED,
@@ -86,6 +93,23 @@ def message_event(
         "id": id,
         "ts": ts.isoformat() if isinstance(ts, datetime) else ts,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class IndexOne:
+    """What embedding one memory on demand did: ``indexed`` False says why in
+    ``detail`` (sparse-only, or the embedder failed)."""
+
+    id: str
+    indexed: bool
+    detail: str
+
+    def __bool__(self) -> bool:
+        # Read like ``index_one``'s answer: true when the memory now has its vector.
+        return self.indexed
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "indexed": self.indexed, "detail": self.detail}
 
 
 @dataclass(slots=True)
@@ -217,6 +241,9 @@ class Writing:
                         # Built by the caller, past the parser: its JSON still gets checked.
                         check_json("payload", item.payload)
                         check_json("refs", item.refs)
+                        check_says_something(
+                            item.type, item.severity, item.summary, item.payload, item.refs
+                        )
                         event = item
                     else:
                         event = parse_event(item, settings=settings, now=now, deprecated=old)
@@ -459,6 +486,27 @@ class Writing:
         sweeper picks it up later)."""
         indexer = self.ctx.models.indexer()
         return False if indexer is None else indexer.index_one(workspace_id, memory_id)
+
+    def index_one_in(self, flt: ScopeFilter, memory_id: str) -> IndexOne:
+        """``index_one`` for a caller that sees ``flt`` (an API key's view, a CLI's
+        workspace): ``NotFound`` for a memory it cannot see, and when the memory could
+        not be embedded now, why (it is still found by keywords, and the background
+        indexer embeds it later)."""
+        found = self.ctx.store.get_memories(flt.workspace_id, [memory_id])
+        if not found or not scope_allows(flt, found[0]):
+            raise NotFound(memory_id)
+        indexer = self.ctx.models.indexer()
+        if indexer is None:
+            _, why = self.ctx.models.embedder_status()
+            return IndexOne(memory_id, False, f"sparse-only ({why}): found by keywords only")
+        if indexer.index_one(flt.workspace_id, memory_id):
+            return IndexOne(memory_id, True, f"embedded with {indexer.embedder.model_id}")
+        return IndexOne(
+            memory_id,
+            False,
+            "the embedder failed: found by keywords until the background indexer embeds it "
+            "(see `episodic doctor`)",
+        )
 
     def embed_ahead(self, content: object) -> None:
         """Embed a note's text before the write that stores it (``remember``), so that

@@ -18,7 +18,7 @@ from episodic.config import Settings
 from episodic.errors import InvalidInput
 from episodic.model import PRIORITIES, SEVERITIES, Event
 from episodic.payloads import check_json
-from episodic.policy import MESSAGE_TYPE
+from episodic.policy import MESSAGE_TYPE, admit
 from episodic.write.messages import ROLES
 
 ID_FIELDS = ("workspace", "crew", "agent", "resource", "conversation")
@@ -139,6 +139,7 @@ def parse_event(
     conversation = ids["conversation"]
     if event_type == MESSAGE_TYPE:
         _check_message(conversation, payload)
+    check_says_something(event_type, severity.lower(), summary, payload, refs)
 
     return Event(
         id=event_id,
@@ -154,6 +155,26 @@ def parse_event(
         resource=ids["resource"],
         conversation=conversation,
     )
+
+
+def check_says_something(
+    event_type: str,
+    severity: str,
+    summary: str,
+    payload: Mapping[str, Any],
+    refs: Mapping[str, Any],
+) -> None:
+    """An event admission would make a memory of needs a summary or a payload: with
+    neither, the memory would read "peer.escalation: {}", junk that recall returns.
+    (A chat message with no text is stored and never becomes a memory.)"""
+    if event_type == MESSAGE_TYPE or summary.strip() or payload:
+        return
+    if admit(event_type, severity, payload, refs):
+        raise InvalidInput(
+            "summary",
+            f"a {event_type} event becomes a memory: say what happened in its summary "
+            "(or give a payload)",
+        )
 
 
 def read_jsonl(

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
+from episodic.errors import Forbidden
 from episodic.http.auth import Caller
 from episodic.http.deps import Mem, WriteAdmission
 from episodic.http.errors import ERRORS
@@ -71,25 +72,40 @@ class IngestOut(BaseModel):
 @router.post("/v1/events", response_model=IngestOut, responses=ERRORS, tags=["write"])
 def post_events(body: EventsIn, caller: Caller, mem: Mem) -> dict[str, Any]:
     """Append journal events. Bad events are reported by position and skipped; the
-    others are stored."""
+    others are stored. An event naming a workspace, agent or crew the key may not write
+    for is one of the bad events: the rest of the batch is still stored."""
     items: list[Any] = []
-    for raw in body.events:
+    positions: list[int] = []  # where each item handed to ingest stood in the batch
+    refused: list[dict[str, Any]] = []
+    for index, raw in enumerate(body.events):
         if isinstance(raw, dict):
             item = dict(raw)
-            _bind(item, "workspace", caller.workspace)
-            if caller.key.agent_id is not None and not caller.is_admin:
-                _bind(item, "agent", caller.agent)
-            if caller.key.crew_id is not None and not caller.is_admin:
-                _bind(item, "crew", caller.crew)
+            name = "workspace"
+            try:
+                _bind(item, name, caller.workspace)
+                if caller.key.agent_id is not None and not caller.is_admin:
+                    name = "agent"
+                    _bind(item, name, caller.agent)
+                if caller.key.crew_id is not None and not caller.is_admin:
+                    name = "crew"
+                    _bind(item, name, caller.crew)
+            except Forbidden as exc:
+                refused.append({"index": index, "field": name, "message": str(exc)})
+                continue
             items.append(item)
         else:
             items.append(raw)
+        positions.append(index)
     report = mem.ingest(items).to_json()
-    report["errors"] = [
-        {"index": e["line"] - 1, "field": e["field"], "message": e["message"]}
+    report["received"] = len(body.events)
+    errors = [
+        {"index": positions[e["line"] - 1], "field": e["field"], "message": e["message"]}
         for e in report["errors"]
     ]
-    report["not_admitted"] = [{"index": n.pop("line") - 1, **n} for n in report["not_admitted"]]
+    report["errors"] = sorted(errors + refused, key=lambda e: int(e["index"]))
+    report["not_admitted"] = [
+        {"index": positions[n.pop("line") - 1], **n} for n in report["not_admitted"]
+    ]
     return report
 
 

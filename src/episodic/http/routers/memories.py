@@ -348,6 +348,27 @@ def retire_memory(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
     return memory_json(mem.retire_as(caller, memory_id))
 
 
+class IndexOneOut(BaseModel):
+    id: str
+    indexed: bool = Field(description="true when the memory is embedded now")
+    detail: str = Field(description="what was done, or why not (sparse-only, embedder down)")
+
+
+@router.post(
+    "/v1/memories/{memory_id}/index",
+    dependencies=[WriteAdmission],
+    response_model=IndexOneOut,
+    responses=ERRORS,
+    tags=["memories"],
+)
+def index_memory(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
+    """Embed one memory now, before the next sweep: a hot path that wants what it just
+    wrote found by meaning at its next recall. When it cannot be embedded now,
+    ``indexed`` is false and ``detail`` says why; the background indexer still embeds
+    it later."""
+    return mem.index_one_in(caller.reading(), memory_id).to_json()
+
+
 @router.delete(
     "/v1/memories/{memory_id}",
     response_model=ForgetOut,

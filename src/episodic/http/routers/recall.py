@@ -13,11 +13,10 @@ from episodic.http.auth import Caller
 from episodic.http.deps import Mem, Recalls
 from episodic.http.errors import ERRORS
 from episodic.http.models import Id, NonEmptyText, ScopeName, Strict
+from episodic.recall.arguments import MAX_RENDER_CHARS
 from episodic.recall.engine import RecallResult
 from episodic.tenancy import Principal
 from episodic.write.episodes import episode_json
-
-MAX_RENDER_CHARS = 100_000
 
 router = APIRouter()
 
@@ -182,6 +181,7 @@ async def render(body: RenderIn, caller: Caller, mem: Mem, recalls: Recalls) -> 
     def work() -> dict[str, Any]:
         block, result = mem.render_explained(body.query, max_chars=body.max_chars, **args)
         out = _recall_json(result, caller)
+        # The hits the block holds (and only those were marked referenced).
         return {"block": block, "hit_ids": [h["id"] for h in out.pop("hits")], **out}
 
     return await recalls.run(work)
