@@ -29,6 +29,7 @@ from episodic.recall.trace import Trace
 from episodic.service import Episodic
 from episodic.service.writing import deprecation_note
 from episodic.write.episodes import episode_json
+from episodic.write.learnings import LEARNING_TYPES
 
 # Progress is shown for inputs larger than this (bytes); small files finish before it helps.
 PROGRESS_MIN_BYTES = 1_000_000
@@ -62,7 +63,10 @@ KOpt = Annotated[int | None, typer.Option("-k", help="How many memories (1-50, d
 TypeOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--type", help="Only memories of this type (repeatable): message, episode, entry, ..."
+        "--type",
+        help="Only memories of this type (repeatable): message, episode, entry, learning, "
+        "...; or only learnings of a learning type: declarative, procedural, directive, "
+        "corrective.",
     ),
 ]
 PolicyOpt = Annotated[
@@ -317,7 +321,7 @@ def recall(
             scope=scope,
             k=k,
             policy=policy,
-            types=types or None,
+            **split_types(types),
             conversation=conversation,
             detail=detail,
             mark=mark,
@@ -328,14 +332,25 @@ def recall(
         err.print(f"[yellow]warning:[/yellow] {warning}")
     if as_json:
         hits = [h.to_json() for h in result.hits]
+        standing = [h.to_json() for h in result.institutional]
         if result.trace is not None:
-            print_json({"hits": hits, "trace": result.trace.to_json()})
+            print_json(
+                {"hits": hits, "institutional": standing, "trace": result.trace.to_json()}
+            )
         else:
-            print_json(hits)
+            print_json(hits + standing)  # the standing ones after the k hits
         return
     _print_hits(result)
     if result.trace is not None:
         _print_trace(result.trace, out)
+
+
+def split_types(values: list[str] | None) -> dict[str, Any]:
+    """``--type`` values as recall takes them: memory types, and seed 001's learning
+    types (a learning-type filter)."""
+    kinds = [v for v in values or [] if v not in LEARNING_TYPES]
+    learning = [v for v in values or [] if v in LEARNING_TYPES]
+    return {"types": kinds or None, "learning_type": learning or None}
 
 
 def _print_trace(trace: Trace, console: Console) -> None:
@@ -354,6 +369,10 @@ def _print_trace(trace: Trace, console: Console) -> None:
 
 
 def _print_hits(result: RecallResult) -> None:
+    if result.institutional:
+        out.print("[bold]standing (institutional), always loaded:[/bold]")
+        for hit in result.institutional:
+            out.print(f"  - {hit.memory.content}", markup=False)
     if not result.hits:
         out.print("no memories recalled")
         return
@@ -420,7 +439,7 @@ def render(
             k=k,
             policy=policy,
             explain=explain,
-            types=types or None,
+            **split_types(types),
             conversation=conversation,
             detail=detail,
             mark=mark,

@@ -734,6 +734,27 @@ def m012_forget_lookups(conn: sqlite3.Connection) -> None:
     _run(conn, _M012_SQL)
 
 
+_M013_SQL = """
+CREATE TRIGGER memories_learning_type_au
+AFTER UPDATE OF payload ON memories
+WHEN old.has_vector = 1 AND json_extract(old.payload, '$.learning_type')
+                     IS NOT json_extract(new.payload, '$.learning_type')
+BEGIN
+  INSERT INTO vector_generations (workspace_id, generation) VALUES (new.workspace_id, 1)
+    ON CONFLICT (workspace_id) DO UPDATE SET generation = generation + 1;
+END
+"""
+
+
+def m013_learning_type_filter(conn: sqlite3.Connection) -> None:
+    """Recall filters learnings by their learning type (seed 001's ``retrieve
+    (learning_type)``), which the in-process vector index holds per row: a changed
+    ``payload.learning_type`` of a vectored memory (an entry's type edited in its
+    markdown file) makes readers reload it, as a changed visibility column does. Nothing
+    on PostgreSQL, whose vector search reads the payload in SQL."""
+    _run(conn, _M013_SQL)
+
+
 _STATUS_CHECK = "status IN ('active', 'retired', 'compacted')"
 _STATUS_CHECK_V10 = "status IN ('active', 'retired', 'compacted', 'superseded')"
 
@@ -751,6 +772,7 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (10, "validity", m010_validity),
     (11, "memories_fillfactor", m011_memories_fillfactor),
     (12, "forget_lookups", m012_forget_lookups),
+    (13, "learning_type_filter", m013_learning_type_filter),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -980,4 +1002,5 @@ _SQL_OF: dict[int, str] = {
     10: _M010_SQL,
     11: "",
     12: _M012_SQL,
+    13: _M013_SQL,
 }

@@ -73,7 +73,9 @@ class SearchMixin(SqliteBase):
         return DenseRows.from_records(
             self._execute(
                 "SELECT v.memory_id, v.vector, v.model, m.agent_id, m.crew_id, m.resource_id, "
-                "m.conversation_id, m.base_importance, m.status, m.type "
+                "m.conversation_id, m.base_importance, m.status, m.type, "
+                "CASE WHEN json_type(m.payload, '$.learning_type') = 'text' "
+                "THEN json_extract(m.payload, '$.learning_type') END "
                 "FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
                 "WHERE v.workspace_id = ? AND m.workspace_id = ? AND v.seq > ? "
                 "ORDER BY v.seq",
