@@ -29,6 +29,7 @@ from episodic.portable.teaparty import (
 TREE = Path(__file__).parent / "fixtures" / "teaparty"
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 JOB = "job-20260309-064427"
+TEAM_FILE = f"payments/.teaparty/jobs/{JOB}/tasks/task-api/worktree/MEMORY.md"
 LATER_JOB = "job-20260312-101500"
 GLOBAL_FLAKY = "0b6f3c2e-8d1a-4c5e-9f7a-2e4d6b8a1c02"
 PROJECT_FLAKY = "1c7a4d3f-9e2b-4d6f-8a1b-3f5e7c9b2d02"
@@ -62,7 +63,9 @@ def test_the_tree_imports_with_each_files_level_from_its_place(db_url: str) -> N
         assert (report.files, report.inserted, report.errors) == (7, 14, [])
         assert report.ok
         again = mem.import_teaparty(TREE, workspace="acme")
-        assert (again.inserted, again.updated, again.unchanged) == (0, 0, 14)
+        # Seed 001's file_meta: the files did not change, so none is read again.
+        assert (again.inserted, again.updated, again.unchanged) == (0, 0, 0)
+        assert (again.skipped_unchanged, again.read, again.removed) == (7, 0, 0)
 
         def get(memory_id: str) -> Memory:
             return mem.store.get_memory("acme", memory_id)
@@ -82,7 +85,13 @@ def test_the_tree_imports_with_each_files_level_from_its_place(db_url: str) -> N
             "phase": "implementation",
             "reinforcement_count": 1,
             "last_reinforced": "2026-03-10",
-        }
+            # What export writes back, and the file the entry came from.
+            "frontmatter_fields": [
+                "id", "type", "domain", "importance", "phase", "status",
+                "reinforcement_count", "last_reinforced", "created_at",
+            ],
+            "markdown_file": str(TREE.resolve() / TEAM_FILE),
+        }  # fmt: skip
         assert (header.base_importance, header.status) == (0.8, MemoryStatus.ACTIVE)
         assert header.ts == datetime(2026, 3, 9, tzinfo=UTC)  # created_at
         assert get("4fad7a6c-c15e-4a9c-9d4e-6c8badce5a03").status is MemoryStatus.RETIRED

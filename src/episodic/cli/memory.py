@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
 from rich.table import Table
 
 from episodic.cli.common import ConversationOpt, JsonOpt, err, errors, open_memory, out, print_json
-from episodic.cli.portability import import_dir
+from episodic.cli.portability import LayoutOpt, import_dir
 from episodic.errors import InvalidInput
 from episodic.model import Hit
 from episodic.recall.engine import RecallResult
@@ -265,17 +265,30 @@ def reindex(
             "text is embedded (the embedding cache answers for the rest).",
         ),
     ] = None,
+    layout: LayoutOpt = "plain",
+    workspace: Annotated[
+        str | None,
+        typer.Option("--workspace", "-w", help="With --layout teaparty: the tree's workspace."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Drop every vector and embed all memories again with the current embedder.
 
-    Needed after changing EPISODIC_EMBEDDER or the model.
+    Needed after changing EPISODIC_EMBEDDER or the model. With --from, rebuild from
+    markdown instead; --layout teaparty reads seed 001's tree into --workspace (entries
+    deleted from it are forgotten).
     Example: EPISODIC_EMBEDDER=ollama episodic reindex
     Example: episodic reindex --from ./memory-export
+    Example: episodic reindex --from ~/teaparty --layout teaparty --workspace acme
     """
     if from_dir is not None:
-        import_dir(ctx, from_dir, mirror=True, as_json=as_json)
+        import_dir(
+            ctx, from_dir, mirror=True, as_json=as_json, layout=layout, workspace=workspace
+        )
         return
+    if layout != "plain" or workspace is not None:
+        with errors():
+            raise InvalidInput("layout", "--layout and --workspace go with --from DIR")
     with errors(), open_memory(ctx) as mem:
         result = mem.reindex()
         model = mem.embedder.model_id if mem.embedder else "?"

@@ -250,7 +250,10 @@ class Recalling:
         lexical: str | None = None
         if settings.llm_query_terms if key_terms is None else key_terms:
             terms = extract_key_terms(query, self.ctx.models.llm)
-            lexical = terms.text if terms.source == "llm" else None
+            # Without terms, seed 001 searches the task's first 500 characters, not all
+            # of it (a shorter query stays as typed, time expressions and all).
+            cut = terms.source == "raw" and len(terms.text) < len(query.strip())
+            lexical = terms.text if terms.source == "llm" or cut else None
         result = run_recall(
             self.ctx.store,
             self.ctx.models.query_vectors(),
