@@ -9,8 +9,8 @@ and writes to it, seed 004's agentId + resourceId scope: an agent serving many u
 recalls, for each, only what it holds about that one. The model cannot widen any of it:
 the tools take no workspace, agent or resource argument.
 
-Tools: ``recall_memory(query, k, as_of, include_superseded, learning_type)``, ``remember(content, ...,
-replaces)``, ``forget(memory_id)``,
+Tools: ``recall_memory(query, k, as_of, include_superseded, learning_type)``,
+``remember(content, ..., replaces)``, ``forget(memory_id)``,
 ``update_memory(memory_id, content, importance)`` and ``memory_health()``. Recalled
 content is untrusted; the descriptions say so, and the text comes back escaped so it
 cannot pose as structure.

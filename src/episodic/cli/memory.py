@@ -282,9 +282,7 @@ def reindex(
     Example: episodic reindex --from ~/teaparty --layout teaparty --workspace acme
     """
     if from_dir is not None:
-        import_dir(
-            ctx, from_dir, mirror=True, as_json=as_json, layout=layout, workspace=workspace
-        )
+        import_dir(ctx, from_dir, mirror=True, as_json=as_json, layout=layout, workspace=workspace)
         return
     if layout != "plain" or workspace is not None:
         with errors():
@@ -347,9 +345,7 @@ def recall(
         hits = [h.to_json() for h in result.hits]
         standing = [h.to_json() for h in result.institutional]
         if result.trace is not None:
-            print_json(
-                {"hits": hits, "institutional": standing, "trace": result.trace.to_json()}
-            )
+            print_json({"hits": hits, "institutional": standing, "trace": result.trace.to_json()})
         else:
             print_json(hits + standing)  # the standing ones after the k hits
         return

@@ -28,8 +28,8 @@ from episodic.service.recall_processes import ProcessesDown, RecallProcesses
 from episodic.store.search import SearchStore
 from episodic.store.upkeep import ReviewRequest
 from episodic.write.episodes import EPISODE_TYPE
-from episodic.write.learnings import LEARNING_TYPES
 from episodic.write.events import parse_time
+from episodic.write.learnings import LEARNING_TYPES
 
 log = logging.getLogger("episodic")
 
