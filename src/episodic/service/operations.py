@@ -454,7 +454,7 @@ class Operations:
         changed. An entry deleted from the files since an earlier import is retired with
         the reason "removed from markdown" (``prune="forget"``: forgotten; ``"keep"``:
         left as it is)."""
-        from episodic.portable.teaparty import import_teaparty
+        from episodic.portable.teaparty_import import import_teaparty
 
         report = import_teaparty(
             self.ctx.store,
