@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 
 from episodic import Episodic, Settings
 from episodic.cli import app
+from episodic.embed.fake import FakeEmbedder
+from episodic.errors import InvalidInput
 from episodic.model import Memory, MemoryStatus
 from episodic.portable.teaparty import (
     PROJECT_CREW,
@@ -25,6 +27,7 @@ from episodic.portable.teaparty import (
     path_of_place,
     place_of_path,
 )
+from episodic.store import open_store
 
 TREE = Path(__file__).parent / "fixtures" / "teaparty"
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
@@ -372,3 +375,67 @@ def test_the_cli_round_trip_and_its_errors(tmp_path: Path, monkeypatch: pytest.M
     # The plain layout is what it was: one file per memory, every field.
     plain = run(app, ["export", str(tmp_path / "plain"), "-w", "acme"], env=env)
     assert plain.exit_code == 0 and len(list((tmp_path / "plain").rglob("*.md"))) == 14
+
+
+def test_nothing_is_removed_while_a_file_of_the_tree_cannot_be_read(
+    db_url: str, tmp_path: Path
+) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    with open_mem(db_url) as mem:
+        assert mem.import_teaparty(tree, workspace="acme").inserted == 14
+        # One entry deleted by hand, and another file broken: the entry might be there.
+        team = tree / TEAM_FILE
+        team.write_text(
+            team.read_text("utf-8").split("\n---\nid: 4fad7a6c-c15e-4a9c-9d4e-6c8badce5a02")[0]
+            + "\n",
+            "utf-8",
+        )
+        (tree / "MEMORY.md").write_bytes(b"\xff not text")
+        held = mem.import_teaparty(tree, workspace="acme")
+        assert (held.removed, [e.path for e in held.errors]) == (0, ["MEMORY.md"])
+        assert held.warnings and "could not be read" in held.warnings[0]
+        assert mem.store.get_memory("acme", TEAM_HEADER).status is MemoryStatus.ACTIVE
+        # Fixed (the file as imported before: not read again), the deletion counts.
+        shutil.copy(TREE / "MEMORY.md", tree / "MEMORY.md")
+        fixed = mem.import_teaparty(tree, workspace="acme", prune="keep")
+        assert (fixed.removed, fixed.read) == (0, 1), fixed
+        assert "were kept: prune: keep" in fixed.warnings[0]
+        # Kept once, still seen as deleted: the file is read again until it is settled.
+        done = mem.import_teaparty(tree, workspace="acme")
+        assert (done.removed, done.read, done.errors) == (2, 1, [])
+        assert mem.import_teaparty(tree, workspace="acme").read == 0
+        header = mem.store.get_memory("acme", TEAM_HEADER)
+        assert header.status is MemoryStatus.RETIRED
+        assert header.payload["retired_reason"] == "removed from markdown"
+        # Put back, it is read as the file says: active again, the reason gone.
+        shutil.copy(TREE / TEAM_FILE, team)
+        back = mem.import_teaparty(tree, workspace="acme")
+        assert (back.updated, back.removed) == (2, 0)
+        header = mem.store.get_memory("acme", TEAM_HEADER)
+        assert header.status is MemoryStatus.ACTIVE and "retired_reason" not in header.payload
+        with pytest.raises(InvalidInput, match="prune"):
+            mem.import_teaparty(tree, workspace="acme", prune="delete")
+
+
+def test_a_learning_type_edited_in_its_file_reaches_the_filter(db_url: str, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    team = tree / TEAM_FILE
+    with Episodic(
+        store=open_store(db_url), embedder=FakeEmbedder(dim=64), clock=lambda: NOW
+    ) as mem:
+        mem.import_teaparty(tree, workspace="acme")
+        ask = {"workspace": "acme", "mark": False, "k": 10}
+
+        def found(kind: str) -> set[str]:
+            return {
+                h.id for h in mem.recall("idempotency key header", learning_type=kind, **ask).hits
+            }
+
+        assert TEAM_HEADER in found("corrective") and TEAM_HEADER not in found("directive")
+        text = team.read_text("utf-8").replace("type: corrective", "type: directive")
+        team.write_text(text, "utf-8")
+        assert mem.import_teaparty(tree, workspace="acme").updated == 1
+        # The vector stays (same text); the in-process index reads the new type.
+        assert TEAM_HEADER in found("directive") and TEAM_HEADER not in found("corrective")

@@ -113,9 +113,11 @@ def import_teaparty(
             text = data.decode("utf-8")
         except InvalidInput as exc:
             errors.append(FileError(name, exc.field, exc.message))
+            kept_files.add(str(base / name))  # unread: its entries stand as stored
             continue
         except UnicodeDecodeError:
             errors.append(FileError(name, "file", "not UTF-8 text"))
+            kept_files.add(str(base / name))
             continue
         entries, problems = split_entries(text)
         errors += [FileError(f"{rel}:{line}", n, msg) for line, n, msg in problems]
@@ -154,11 +156,16 @@ def import_teaparty(
         if clean:  # a file with a bad entry is read again until it is fixed
             first = ids[0] if ids else None
             fresh.append(ImportedFile(name, stat.st_mtime_ns, stat.st_size, digest, ws, first))
+        else:
+            kept_files.add(str(base / name))  # an entry that did not read is not deleted
     restore_links(store, read, errors)
-    store.save_import_state(root, fresh, [p for p in state if p not in walked])
-    removed, warnings = _prune(
+    removed, warnings, unsettled = _prune(
         store, ws, base, {m.id for _, m, _ in read}, kept_files, prune, errors, now
     )
+    # A file that lost an entry left in place is read again next time, so the deletion
+    # is still seen then (its entries would otherwise stand as stored).
+    fresh = [f for f in fresh if f.path not in unsettled]
+    store.save_import_state(root, fresh, [p for p in state if p not in walked or p in unsettled])
     return ImportReport(
         str(directory),
         files,
@@ -182,9 +189,10 @@ def _prune(
     prune: str,
     errors: list[FileError],
     now: datetime,
-) -> tuple[int, list[str]]:
+) -> tuple[int, list[str], set[str]]:
     """Retire (or forget) the entries this tree held at an earlier import and holds no
-    more; returns how many, and what was left as it is and why."""
+    more; returns how many, what was left as it is and why, and the files (relative
+    paths) whose deleted entries were left in place."""
     inside = f"{base}{os.sep}"
     gone = [
         m
@@ -196,23 +204,24 @@ def _prune(
         and not removed_from_files(m)
     ]
     if not gone:
-        return 0, []
-    if errors:
-        return 0, [
-            f"{len(gone)} entries are in no file any more but were kept: a file or entry "
-            "could not be read and may hold them; fix the errors and import again"
-        ]
-    if prune == "keep":
-        return 0, [f"{len(gone)} entries are in no file any more and were kept (prune: keep)"]
+        return 0, [], set()
+    if errors or prune == "keep":
+        files = {Path(str(m.payload[FROM_FILE])).relative_to(base).as_posix() for m in gone}
+        why = (
+            "a file or entry could not be read and may hold them; fix the errors and import again"
+            if errors
+            else "prune: keep"
+        )
+        return 0, [f"{len(gone)} entries are in no file any more but were kept: {why}"], files
     if prune == "forget":
-        return store.delete_memories(ws, [m.id for m in gone]), []
+        return store.delete_memories(ws, [m.id for m in gone]), [], set()
     for m in gone:
         payload = {**m.payload, RETIRED_REASON: REMOVED_REASON}
         payload.setdefault(RETIRED_AT, now.astimezone(UTC).isoformat())
         if "status" in payload:  # learnings from sessions mirror their status there
             payload["status"] = MemoryStatus.RETIRED.value
         store.restore(replace(m, status=MemoryStatus.RETIRED, payload=payload), ())
-    return len(gone), []
+    return len(gone), [], set()
 
 
 def _check_folders(place: Place, rel: PurePosixPath) -> None:
