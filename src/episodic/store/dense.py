@@ -333,8 +333,9 @@ class DenseIndex:
         if flt.types is not None:
             wanted = [self._lookup(t) for t in flt.types]
             mask &= np.isin(self._type[:n], wanted)
-        if flt.exclude_types:
-            unwanted = [self._lookup(t) for t in flt.exclude_types]
+        # Every recall leaves institutional memories out: no pass when none is held.
+        unwanted = [c for t in flt.exclude_types if (c := self._lookup(t)) != _ABSENT_CODE]
+        if unwanted:
             mask &= ~np.isin(self._type[:n], unwanted)
         if flt.learning_types is not None:
             kinds = [self._lookup(t) for t in flt.learning_types]
