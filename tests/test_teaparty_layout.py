@@ -207,8 +207,11 @@ def test_memories_the_tree_cannot_hold_are_reported_not_written(
         ("git/payments/MEMORY.md", Place("git/payments", PROJECT_CREW, None, False)),
         (".teaparty/jobs/j1/tasks/t1/worktree/MEMORY.md", Place(None, "t1", "j1", False)),
         ("p/.teaparty/jobs/j1/institutional.md", Place("p", PROJECT_CREW, "j1", True)),
+        # The legacy layout: a session folder is its project's team level.
+        ("projects/p/.sessions/20260101-0900/MEMORY.md",
+         Place("p", ".sessions/20260101-0900", "20260101-0900", False)),
     ],
-)
+)  # fmt: skip
 def test_places_and_paths_name_each_other(path: str, place: Place) -> None:
     assert place_of_path(PurePosixPath(path)) == place
     assert path_of_place(place) == PurePosixPath(path)
@@ -221,6 +224,7 @@ def test_places_and_paths_name_each_other(path: str, place: Place) -> None:
         "p/.teaparty/jobs/j1/MEMORY.md",
         "p/.teaparty/jobs/j1/tasks/t1/worktree/docs/MEMORY.md",
         "p/.teaparty/jobs/j1/tasks/t1/worktree/institutional.md",
+        "projects/p/.sessions/20260101-0900/notes/MEMORY.md",
     ],
 )
 def test_other_files_are_not_memory_files(path: str) -> None:

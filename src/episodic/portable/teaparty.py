@@ -170,11 +170,9 @@ def place_of_path(rel: PurePosixPath) -> Place | None:
     if name not in (MEMORY_FILE, INSTITUTIONAL_FILE):
         return None
     standing = name == INSTITUTIONAL_FILE
-    if (
-        not standing
-        and len(folders) == 4
-        and (folders[0], folders[2]) == (LEGACY_PROJECTS, LEGACY_SESSIONS)
-    ):
+    if len(folders) >= 4 and (folders[0], folders[2]) == (LEGACY_PROJECTS, LEGACY_SESSIONS):
+        if standing or len(folders) > 4:
+            return None  # the session's other files are its work, not memories
         # A legacy session is its project's team level: the session is the conversation
         # and, as its crew, the team (a crew no task folder can be named).
         return Place(folders[1], f"{LEGACY_SESSIONS}/{folders[3]}", folders[3], False)
