@@ -393,7 +393,7 @@ def test_recall_filters_by_learning_type_and_standing_entries_take_no_place(
         client = Client(str(c.base_url), c.headers["authorization"].removeprefix("Bearer "))
         with client:
             got = client.recall(wrong, k=10, learning_type=["corrective", "directive"])
-        assert corrective < {h.id for h in got.hits}
+        assert corrective < {h.id for h in got.hits} and len(got.institutional) == 3
         assert {h.memory.payload["learning_type"] for h in got.hits} == {"corrective", "directive"}
         # ... with its own budget: the block holds corrective learnings only.
         block = c.post("/v1/render", json={**body, "max_chars": 400}).json()["block"]
