@@ -737,8 +737,10 @@ def m012_forget_lookups(conn: sqlite3.Connection) -> None:
 _M013_SQL = """
 CREATE TRIGGER memories_learning_type_au
 AFTER UPDATE OF payload ON memories
-WHEN old.has_vector = 1 AND json_extract(old.payload, '$.learning_type')
-                     IS NOT json_extract(new.payload, '$.learning_type')
+WHEN old.has_vector = 1 AND (CASE WHEN json_valid(old.payload)
+                                  THEN json_extract(old.payload, '$.learning_type') END)
+                        IS NOT (CASE WHEN json_valid(new.payload)
+                                  THEN json_extract(new.payload, '$.learning_type') END)
 BEGIN
   INSERT INTO vector_generations (workspace_id, generation) VALUES (new.workspace_id, 1)
     ON CONFLICT (workspace_id) DO UPDATE SET generation = generation + 1;

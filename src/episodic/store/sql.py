@@ -177,7 +177,9 @@ def scope_where(
     if flt.learning_types is not None and not journal:
         # The payload is JSON text on both backends; only a learning filter reads it.
         kind = (
-            f"json_extract({col}payload, '$.learning_type')"
+            # An old row's payload may not be JSON: it has no learning type.
+            f"(CASE WHEN json_valid({col}payload) "
+            f"THEN json_extract({col}payload, '$.learning_type') END)"
             if mark == "?"
             else f"(episodic_jsonb({col}payload) ->> 'learning_type')"
         )
