@@ -66,6 +66,7 @@ async def exercise(client: Client) -> None:
         "k",
         "as_of",
         "include_superseded",
+        "learning_type",
     }
 
     found = structured(await client.call_tool("recall_memory", {"query": "checkout OOM", "k": 5}))

@@ -253,6 +253,14 @@ def test_stored_poison_never_breaks_a_read(
     assert result.exit_code == 0, result.output
     assert len(list((tmp_path / "out").rglob("*.md"))) == 2
 
+    # A learning-type filter reads the payload: a row that is not JSON has no type, and
+    # replacing that payload (read by the vector index's reload) breaks nothing either.
+    ask = {"workspace": "acme", "k": 5, "mark": False}
+    assert mem.recall("checkout outage poisoned", learning_type="corrective", **ask).hits == []
+    mem.update("p2", workspace="acme", payload={"learning_type": "corrective"})
+    found = mem.recall("checkout outage poisoned", learning_type="corrective", **ask).hits
+    assert [h.id for h in found] == ["p2"]
+
 
 def test_stored_poison_through_mcp(mem: Episodic) -> None:
     plant(mem, "p1", {"deep": nested(300), "n": math.nan})

@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 
 from episodic import Episodic, Settings
 from episodic.cli import app
+from episodic.embed.fake import FakeEmbedder
+from episodic.errors import InvalidInput
 from episodic.model import Memory, MemoryStatus
 from episodic.portable.teaparty import (
     PROJECT_CREW,
@@ -25,10 +27,12 @@ from episodic.portable.teaparty import (
     path_of_place,
     place_of_path,
 )
+from episodic.store import open_store
 
 TREE = Path(__file__).parent / "fixtures" / "teaparty"
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 JOB = "job-20260309-064427"
+TEAM_FILE = f"payments/.teaparty/jobs/{JOB}/tasks/task-api/worktree/MEMORY.md"
 LATER_JOB = "job-20260312-101500"
 GLOBAL_FLAKY = "0b6f3c2e-8d1a-4c5e-9f7a-2e4d6b8a1c02"
 PROJECT_FLAKY = "1c7a4d3f-9e2b-4d6f-8a1b-3f5e7c9b2d02"
@@ -62,7 +66,9 @@ def test_the_tree_imports_with_each_files_level_from_its_place(db_url: str) -> N
         assert (report.files, report.inserted, report.errors) == (7, 14, [])
         assert report.ok
         again = mem.import_teaparty(TREE, workspace="acme")
-        assert (again.inserted, again.updated, again.unchanged) == (0, 0, 14)
+        # Seed 001's file_meta: the files did not change, so none is read again.
+        assert (again.inserted, again.updated, again.unchanged) == (0, 0, 0)
+        assert (again.skipped_unchanged, again.read, again.removed) == (7, 0, 0)
 
         def get(memory_id: str) -> Memory:
             return mem.store.get_memory("acme", memory_id)
@@ -82,7 +88,13 @@ def test_the_tree_imports_with_each_files_level_from_its_place(db_url: str) -> N
             "phase": "implementation",
             "reinforcement_count": 1,
             "last_reinforced": "2026-03-10",
-        }
+            # What export writes back, and the file the entry came from.
+            "frontmatter_fields": [
+                "id", "type", "domain", "importance", "phase", "status",
+                "reinforcement_count", "last_reinforced", "created_at",
+            ],
+            "markdown_file": str(TREE.resolve() / TEAM_FILE),
+        }  # fmt: skip
         assert (header.base_importance, header.status) == (0.8, MemoryStatus.ACTIVE)
         assert header.ts == datetime(2026, 3, 9, tzinfo=UTC)  # created_at
         assert get("4fad7a6c-c15e-4a9c-9d4e-6c8badce5a03").status is MemoryStatus.RETIRED
@@ -195,8 +207,11 @@ def test_memories_the_tree_cannot_hold_are_reported_not_written(
         ("git/payments/MEMORY.md", Place("git/payments", PROJECT_CREW, None, False)),
         (".teaparty/jobs/j1/tasks/t1/worktree/MEMORY.md", Place(None, "t1", "j1", False)),
         ("p/.teaparty/jobs/j1/institutional.md", Place("p", PROJECT_CREW, "j1", True)),
+        # The legacy layout: a session folder is its project's team level.
+        ("projects/p/.sessions/20260101-0900/MEMORY.md",
+         Place("p", ".sessions/20260101-0900", "20260101-0900", False)),
     ],
-)
+)  # fmt: skip
 def test_places_and_paths_name_each_other(path: str, place: Place) -> None:
     assert place_of_path(PurePosixPath(path)) == place
     assert path_of_place(place) == PurePosixPath(path)
@@ -209,6 +224,7 @@ def test_places_and_paths_name_each_other(path: str, place: Place) -> None:
         "p/.teaparty/jobs/j1/MEMORY.md",
         "p/.teaparty/jobs/j1/tasks/t1/worktree/docs/MEMORY.md",
         "p/.teaparty/jobs/j1/tasks/t1/worktree/institutional.md",
+        "projects/p/.sessions/20260101-0900/notes/MEMORY.md",
     ],
 )
 def test_other_files_are_not_memory_files(path: str) -> None:
@@ -363,3 +379,67 @@ def test_the_cli_round_trip_and_its_errors(tmp_path: Path, monkeypatch: pytest.M
     # The plain layout is what it was: one file per memory, every field.
     plain = run(app, ["export", str(tmp_path / "plain"), "-w", "acme"], env=env)
     assert plain.exit_code == 0 and len(list((tmp_path / "plain").rglob("*.md"))) == 14
+
+
+def test_nothing_is_removed_while_a_file_of_the_tree_cannot_be_read(
+    db_url: str, tmp_path: Path
+) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    with open_mem(db_url) as mem:
+        assert mem.import_teaparty(tree, workspace="acme").inserted == 14
+        # One entry deleted by hand, and another file broken: the entry might be there.
+        team = tree / TEAM_FILE
+        team.write_text(
+            team.read_text("utf-8").split("\n---\nid: 4fad7a6c-c15e-4a9c-9d4e-6c8badce5a02")[0]
+            + "\n",
+            "utf-8",
+        )
+        (tree / "MEMORY.md").write_bytes(b"\xff not text")
+        held = mem.import_teaparty(tree, workspace="acme")
+        assert (held.removed, [e.path for e in held.errors]) == (0, ["MEMORY.md"])
+        assert held.warnings and "could not be read" in held.warnings[0]
+        assert mem.store.get_memory("acme", TEAM_HEADER).status is MemoryStatus.ACTIVE
+        # Fixed (the file as imported before: not read again), the deletion counts.
+        shutil.copy(TREE / "MEMORY.md", tree / "MEMORY.md")
+        fixed = mem.import_teaparty(tree, workspace="acme", prune="keep")
+        assert (fixed.removed, fixed.read) == (0, 1), fixed
+        assert "were kept: prune: keep" in fixed.warnings[0]
+        # Kept once, still seen as deleted: the file is read again until it is settled.
+        done = mem.import_teaparty(tree, workspace="acme")
+        assert (done.removed, done.read, done.errors) == (2, 1, [])
+        assert mem.import_teaparty(tree, workspace="acme").read == 0
+        header = mem.store.get_memory("acme", TEAM_HEADER)
+        assert header.status is MemoryStatus.RETIRED
+        assert header.payload["retired_reason"] == "removed from markdown"
+        # Put back, it is read as the file says: active again, the reason gone.
+        shutil.copy(TREE / TEAM_FILE, team)
+        back = mem.import_teaparty(tree, workspace="acme")
+        assert (back.updated, back.removed) == (2, 0)
+        header = mem.store.get_memory("acme", TEAM_HEADER)
+        assert header.status is MemoryStatus.ACTIVE and "retired_reason" not in header.payload
+        with pytest.raises(InvalidInput, match="prune"):
+            mem.import_teaparty(tree, workspace="acme", prune="delete")
+
+
+def test_a_learning_type_edited_in_its_file_reaches_the_filter(db_url: str, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    team = tree / TEAM_FILE
+    with Episodic(
+        store=open_store(db_url), embedder=FakeEmbedder(dim=64), clock=lambda: NOW
+    ) as mem:
+        mem.import_teaparty(tree, workspace="acme")
+        ask = {"workspace": "acme", "mark": False, "k": 10}
+
+        def found(kind: str) -> set[str]:
+            return {
+                h.id for h in mem.recall("idempotency key header", learning_type=kind, **ask).hits
+            }
+
+        assert TEAM_HEADER in found("corrective") and TEAM_HEADER not in found("directive")
+        text = team.read_text("utf-8").replace("type: corrective", "type: directive")
+        team.write_text(text, "utf-8")
+        assert mem.import_teaparty(tree, workspace="acme").updated == 1
+        # The vector stays (same text); the in-process index reads the new type.
+        assert TEAM_HEADER in found("directive") and TEAM_HEADER not in found("corrective")

@@ -10,8 +10,8 @@ conversation is about) narrows reads and writes to it, seed 004's agentId + reso
 scope: an agent serving many users recalls, for each, only what it holds about that one.
 The model cannot widen any of it: the tools take no workspace, agent or resource argument.
 
-Tools: ``recall_memory(query, k, as_of, include_superseded)``, ``remember(content, ...,
-replaces)``, ``forget(memory_id)``,
+Tools: ``recall_memory(query, k, as_of, include_superseded, learning_type)``,
+``remember(content, ..., replaces)``, ``forget(memory_id)``,
 ``update_memory(memory_id, content, importance)``, ``restore_memory(memory_id)`` (undo a
 supersession) and ``memory_health()``. Recalled
 content is untrusted; the descriptions say so, and the text comes back escaped so it
@@ -148,6 +148,14 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
             StrictBool,
             Field(description="Also show memories a newer one replaced, marked superseded."),
         ] = False,
+        learning_type: Annotated[
+            str | None,
+            Field(
+                description="Only learnings of this type: declarative, procedural, "
+                "directive or corrective.",
+                max_length=64,
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         try:
             flt = caller.reading(resource=binding.resource)
@@ -161,6 +169,7 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
                 k=k,
                 as_of=as_of,
                 include_superseded=include_superseded,
+                learning_type=learning_type,
             )
         except EpisodicError as exc:
             raise _fail(exc) from exc

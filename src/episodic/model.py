@@ -133,6 +133,12 @@ class ScopeFilter:
     conversation_id: str | None = None
     # Only memories of these types (None: every type).
     types: tuple[str, ...] | None = None
+    # Only learnings of these learning types (``payload.learning_type``, seed 001's
+    # declarative/procedural/directive/corrective; None: no such filter).
+    learning_types: tuple[str, ...] | None = None
+    # Never memories of these types (recall keeps institutional memories out of the
+    # ranking: they are loaded apart, seed 001).
+    exclude_types: tuple[str, ...] = ()
     # Recall legs also find superseded memories (an ``as_of`` recall, or one that shows
     # what was replaced); otherwise they see active memories only.
     superseded: bool = False
@@ -245,6 +251,8 @@ class Query:
     scope: Scope | None = None
     k: int | None = None
     types: tuple[str, ...] | None = None  # only memories of these types
+    learning_types: tuple[str, ...] | None = None  # only learnings of these learning types
+    exclude_types: tuple[str, ...] = ()  # never memories of these types
     # Answer as memory stood at this time (what was valid then); None: now.
     as_of: datetime | None = None
     # Also the memories newer ones replaced, each with its validity.
@@ -282,6 +290,8 @@ class Query:
             resource_id=self.resource_id,
             conversation_id=self.conversation_id,
             types=self.types,
+            learning_types=self.learning_types,
+            exclude_types=self.exclude_types,
             superseded=self.include_superseded or self.as_of is not None,
         )
 

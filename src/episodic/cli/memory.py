@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
 from rich.table import Table
 
 from episodic.cli.common import ConversationOpt, JsonOpt, err, errors, open_memory, out, print_json
-from episodic.cli.portability import import_dir
+from episodic.cli.portability import LayoutOpt, import_dir
 from episodic.errors import InvalidInput
 from episodic.model import Hit, ScopeFilter
 from episodic.recall.engine import RecallResult
@@ -29,6 +29,7 @@ from episodic.recall.trace import Trace
 from episodic.service import Episodic
 from episodic.service.writing import deprecation_note
 from episodic.write.episodes import episode_json
+from episodic.write.learnings import LEARNING_TYPES
 
 # Progress is shown for inputs larger than this (bytes); small files finish before it helps.
 PROGRESS_MIN_BYTES = 1_000_000
@@ -62,7 +63,10 @@ KOpt = Annotated[int | None, typer.Option("-k", help="How many memories (1-50, d
 TypeOpt = Annotated[
     list[str] | None,
     typer.Option(
-        "--type", help="Only memories of this type (repeatable): message, episode, entry, ..."
+        "--type",
+        help="Only memories of this type (repeatable): message, episode, entry, learning, "
+        "...; or only learnings of a learning type: declarative, procedural, directive, "
+        "corrective.",
     ),
 ]
 PolicyOpt = Annotated[
@@ -294,17 +298,28 @@ def reindex(
             "text is embedded (the embedding cache answers for the rest).",
         ),
     ] = None,
+    layout: LayoutOpt = "plain",
+    workspace: Annotated[
+        str | None,
+        typer.Option("--workspace", "-w", help="With --layout teaparty: the tree's workspace."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Drop every vector and embed all memories again with the current embedder.
 
-    Needed after changing EPISODIC_EMBEDDER or the model.
+    Needed after changing EPISODIC_EMBEDDER or the model. With --from, rebuild from
+    markdown instead; --layout teaparty reads seed 001's tree into --workspace (entries
+    deleted from it are forgotten).
     Example: EPISODIC_EMBEDDER=ollama episodic reindex
     Example: episodic reindex --from ./memory-export
+    Example: episodic reindex --from ~/teaparty --layout teaparty --workspace acme
     """
     if from_dir is not None:
-        import_dir(ctx, from_dir, mirror=True, as_json=as_json)
+        import_dir(ctx, from_dir, mirror=True, as_json=as_json, layout=layout, workspace=workspace)
         return
+    if layout != "plain" or workspace is not None:
+        with errors():
+            raise InvalidInput("layout", "--layout and --workspace go with --from DIR")
     with errors(), open_memory(ctx) as mem:
         result = mem.reindex()
         model = mem.embedder.model_id if mem.embedder else "?"
@@ -350,7 +365,7 @@ def recall(
             scope=scope,
             k=k,
             policy=policy,
-            types=types or None,
+            **split_types(types),
             conversation=conversation,
             detail=detail,
             mark=mark,
@@ -361,14 +376,23 @@ def recall(
         err.print(f"[yellow]warning:[/yellow] {warning}")
     if as_json:
         hits = [h.to_json() for h in result.hits]
+        standing = [h.to_json() for h in result.institutional]
         if result.trace is not None:
-            print_json({"hits": hits, "trace": result.trace.to_json()})
+            print_json({"hits": hits, "institutional": standing, "trace": result.trace.to_json()})
         else:
-            print_json(hits)
+            print_json(hits + standing)  # the standing ones after the k hits
         return
     _print_hits(result)
     if result.trace is not None:
         _print_trace(result.trace, out)
+
+
+def split_types(values: list[str] | None) -> dict[str, Any]:
+    """``--type`` values as recall takes them: memory types, and seed 001's learning
+    types (a learning-type filter)."""
+    kinds = [v for v in values or [] if v not in LEARNING_TYPES]
+    learning = [v for v in values or [] if v in LEARNING_TYPES]
+    return {"types": kinds or None, "learning_type": learning or None}
 
 
 def _print_trace(trace: Trace, console: Console) -> None:
@@ -387,6 +411,10 @@ def _print_trace(trace: Trace, console: Console) -> None:
 
 
 def _print_hits(result: RecallResult) -> None:
+    if result.institutional:
+        out.print("[bold]standing (institutional), always loaded:[/bold]")
+        for hit in result.institutional:
+            out.print(f"  - {hit.memory.content}", markup=False)
     if not result.hits:
         out.print("no memories recalled")
         return
@@ -453,7 +481,7 @@ def render(
             k=k,
             policy=policy,
             explain=explain,
-            types=types or None,
+            **split_types(types),
             conversation=conversation,
             detail=detail,
             mark=mark,

@@ -26,6 +26,15 @@ LayoutOpt = Annotated[
     ),
 ]
 LAYOUTS = ("plain", "teaparty")
+PruneOpt = Annotated[
+    str,
+    typer.Option(
+        "--prune",
+        help="teaparty: what happens to an entry deleted from the files since the last "
+        "import: retire (kept, out of recall, not exported again), forget, or keep.",
+        show_default=True,
+    ),
+]
 
 
 def _layout(value: str) -> str:
@@ -74,9 +83,10 @@ def _print_tree(tree: TeaPartyExport, as_json: bool) -> None:
     if as_json:
         print_json(tree.to_json())
         return
+    gone = f", {tree.removed} removed from the files" if tree.removed else ""
     out.print(
         f"exported {tree.entries} entries of {tree.workspace} to {tree.files} files under "
-        f"{tree.directory} ({tree.written} written, {tree.unchanged} unchanged)"
+        f"{tree.directory} ({tree.written} written, {tree.unchanged} unchanged{gone})"
     )
     for skipped in tree.skipped:
         err.print(f"not exported: {skipped.memory_id}: {skipped.reason}", markup=False)
@@ -92,20 +102,31 @@ def import_(
         ),
     ] = None,
     layout: LayoutOpt = "plain",
+    prune: PruneOpt = "retire",
     as_json: JsonOpt = False,
 ) -> None:
     """Read markdown memories into the database: new files are added, edited files update
     their memory, unchanged files (same path, mtime and size) are not even read.
 
     With --layout teaparty, read seed 001's tree (see `episodic export --help`): every
-    entry of every MEMORY.md and institutional.md, its level taken from its place.
+    entry of every MEMORY.md and institutional.md, its level taken from its place. The
+    files are the source of truth: an entry deleted from them since the last import is
+    retired ("removed from markdown"), or forgotten with --prune forget.
 
     Malformed files (or entries) are reported by path and skipped; exit status 1 if there
     were any.
     Example: episodic import ./memory-export
     Example: episodic import ~/teaparty --workspace acme --layout teaparty
     """
-    import_dir(ctx, directory, mirror=False, as_json=as_json, layout=layout, workspace=workspace)
+    import_dir(
+        ctx,
+        directory,
+        mirror=False,
+        as_json=as_json,
+        layout=layout,
+        workspace=workspace,
+        prune=prune,
+    )
 
 
 def import_dir(
@@ -116,12 +137,16 @@ def import_dir(
     as_json: bool,
     layout: str = "plain",
     workspace: str | None = None,
+    prune: str = "retire",
 ) -> None:
     """Read ``directory`` into the database and print what changed; with ``mirror``, as
-    ``reindex --from`` asks, memories no file holds are removed too."""
+    ``reindex --from`` asks, memories no file holds are removed too (of a tree: the
+    entries it held and holds no more)."""
     with errors(), open_memory(ctx) as mem:
         if _layout(layout) == "teaparty":
-            report = mem.import_teaparty(directory, workspace=workspace or "")
+            report = mem.import_teaparty(
+                directory, workspace=workspace or "", prune="forget" if mirror else prune
+            )
         else:
             report = mem.import_markdown(directory, mirror=mirror)
     if as_json:
@@ -136,6 +161,8 @@ def import_dir(
         )
         for e in report.errors:
             err.print(f"skipped {e}", markup=False)
+        for warning in report.warnings:
+            err.print(f"warning: {warning}", markup=False)
         if report.embed_error:
             err.print(f"[yellow]warning:[/yellow] {report.embed_error}")
     if report.errors:

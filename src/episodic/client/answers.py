@@ -198,6 +198,7 @@ def recall_result(raw: Mapping[str, Any]) -> RecallResult:
         policy=raw["policy"],
         warnings=list(raw["warnings"]),
         trace=None if raw.get("trace") is None else _trace(raw["trace"]),
+        institutional=[_hit(h) for h in raw.get("institutional", [])],
     )
 
 

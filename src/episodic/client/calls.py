@@ -90,6 +90,7 @@ class RecallOptions(Where, total=False):
     detail: Literal["none", "auto", "full"]
     as_of: datetime | str
     include_superseded: bool
+    learning_type: Sequence[str] | str
 
 
 class RenderOptions(RecallOptions, total=False):
@@ -150,7 +151,7 @@ def _body(options: Mapping[str, Any]) -> dict[str, Any]:
             value = value.isoformat()
         elif name == "types" and isinstance(value, str):
             value = [value]
-        elif name == "types":
+        elif name in ("types", "learning_type") and not isinstance(value, str):
             value = list(value)
         out[name] = value
     return out

@@ -137,11 +137,12 @@ class ImportReport:
     inserted: int = 0
     updated: int = 0
     unchanged: int = 0  # read, but nothing in it differed from the database
-    removed: int = 0  # memories no file holds any more (mirror only)
+    removed: int = 0  # memories no file holds any more (mirror; a tree: retired or forgotten)
     events_inserted: int = 0
     embedded: int = 0
     embed_error: str | None = None
     errors: list[FileError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what was left as it is, and why
 
     @property
     def ok(self) -> bool:
@@ -150,6 +151,7 @@ class ImportReport:
     def to_json(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in self.__slots__ if name != "errors"}
         out["errors"] = [e.to_json() for e in self.errors]
+        out["warnings"] = list(self.warnings)
         return out
 
 

@@ -8,6 +8,7 @@
     DIR/<project>/institutional.md                                       project, standing
     DIR/<project>/.teaparty/jobs/<job>/institutional.md                  job, standing
     DIR/<project>/.teaparty/jobs/<job>/tasks/<task>/worktree/MEMORY.md   team
+    DIR/projects/<project>/.sessions/<ts>/MEMORY.md                      team (legacy)
 
 ``<project>`` is the folder's path below ``DIR`` (it may be several folders deep); a
 ``.teaparty`` folder right under ``DIR`` belongs to no project. No other file is read or
@@ -33,7 +34,10 @@ global what belongs to none):
 - the job is the ``conversation`` (TeaParty's session);
 - the task is the ``crew``: its worktree's entries are the team level of a recall with
   ``--crew <task>`` (the asker; with no ``--scope`` the whole tree is searched);
-- the global files have no resource, crew or conversation.
+- the global files have no resource, crew or conversation;
+- a legacy session (the layout before TeaParty's repository flattening) belongs to its
+  project, its ``<ts>`` is the conversation and ``.sessions/<ts>`` the crew: the team
+  level, as TeaParty's ``classify_scope()`` reads it, and written back where it was.
 
 ``institutional.md`` entries become memories of type ``institutional`` (render always
 shows them, apart from the ranked ones); the others are ``learning``s, as the post-session
@@ -51,10 +55,14 @@ left out takes TeaParty's default (``procedural``, ``team``, 0.5, ``active``, 0)
 value is reported with its file, entry line and field, and the other entries import.
 
 Export writes every learning and institutional memory of a workspace to the file its ids
-name, in the order the entries arrived, fields in TeaParty's order, so that export ->
-import -> export is byte-identical. It rewrites those files and touches no other. A memory
-whose ids name no file (an agent's learning outside any crew, a crew's with no job) is
-reported, not written: the plain layout keeps everything.
+name, in the order the entries arrived. An entry read from a file keeps that file's fields
+in its order, and gains only those the memory changed (a reinforcement, a retirement), so
+a hand-written tree comes back byte for byte; any other entry is written in the seed's
+order. It rewrites those files and touches no other. A memory whose ids name no file (an
+agent's learning outside any crew, a crew's with no job) is reported, not written: the
+plain layout keeps everything; an entry deleted from the files (retired on import, "removed
+from markdown") is not written back. Reading a tree in: ``episodic.portable.
+teaparty_import``.
 """
 
 from __future__ import annotations
@@ -62,7 +70,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -71,11 +79,8 @@ import yaml
 from episodic.errors import InvalidInput
 from episodic.model import Memory, MemoryStatus
 from episodic.portable import (
-    FileError,
-    ImportReport,
     PortableStore,
     all_memories,
-    restore_links,
     write_if_changed,
 )
 from episodic.portable.fields import (
@@ -87,7 +92,6 @@ from episodic.portable.fields import (
 )
 from episodic.portable.validity import (
     VALIDITY_FIELDS,
-    read_links,
     read_validity,
     validity_frontmatter,
 )
@@ -105,6 +109,9 @@ from episodic.write.learnings import DOMAINS, LEARNING_TYPES
 MEMORY_FILE = "MEMORY.md"
 INSTITUTIONAL_FILE = "institutional.md"
 HIDDEN, JOBS, TASKS, WORKTREE = ".teaparty", "jobs", "tasks", "worktree"
+# The layout before TeaParty's repository flattening, which its classify_scope() still
+# reads as the team level: DIR/projects/<project>/.sessions/<ts>/MEMORY.md.
+LEGACY_PROJECTS, LEGACY_SESSIONS = "projects", ".sessions"
 # The crew of a project's own entries: not a task's, so they rank at the project level.
 PROJECT_CREW = "@project"
 LEARNING = "learning"
@@ -115,6 +122,22 @@ DEFAULT_TYPE, DEFAULT_DOMAIN, DEFAULT_IMPORTANCE = "procedural", "team", 0.5
 OPTIONAL_TEXT = ("session_id", "session_task", "promoted_from", "promoted_at")
 AGENT = "agent"
 EXTRA = "frontmatter"  # payload key for fields this layout does not know
+# Payload keys an import writes: the fields the entry's frontmatter had, in its order (so
+# export writes those and only the ones the memory changed since), and the file it was
+# read from (so an entry deleted from the files can be told from one never written).
+HAD = "frontmatter_fields"
+FROM_FILE = "markdown_file"
+# Why an entry deleted from the files was retired on the next import (seed 001: the
+# markdown is the source of truth); export does not write it back.
+REMOVED_REASON = "removed from markdown"
+RETIRED_REASON, RETIRED_AT = "retired_reason", "retired_at"
+# The seed's field order: an entry without a recorded order is written in it, and a field
+# the memory gained goes where it stands here.
+ORDER = (
+    "id", "type", "domain", "importance", "phase", REINFORCEMENT_COUNT, LAST_REINFORCED,
+    "status", "created_at", "session_id", "session_task", "promoted_from", "promoted_at",
+    AGENT,
+)  # fmt: skip
 KNOWN = frozenset(
     {"id", "type", "domain", "importance", "phase", "status", "created_at", AGENT}
     | {REINFORCEMENT_COUNT, LAST_REINFORCED, *OPTIONAL_TEXT, *VALIDITY_FIELDS}
@@ -122,6 +145,7 @@ KNOWN = frozenset(
 # Payload keys an entry's file decides; the memory's other payload keys are kept.
 GOVERNED = frozenset(
     {"learning_type", "domain", "phase", REINFORCEMENT_COUNT, LAST_REINFORCED, EXTRA}
+    | {HAD, FROM_FILE}
     | set(OPTIONAL_TEXT)
 )
 
@@ -146,6 +170,12 @@ def place_of_path(rel: PurePosixPath) -> Place | None:
     if name not in (MEMORY_FILE, INSTITUTIONAL_FILE):
         return None
     standing = name == INSTITUTIONAL_FILE
+    if len(folders) >= 4 and (folders[0], folders[2]) == (LEGACY_PROJECTS, LEGACY_SESSIONS):
+        if standing or len(folders) > 4:
+            return None  # the session's other files are its work, not memories
+        # A legacy session is its project's team level: the session is the conversation
+        # and, as its crew, the team (a crew no task folder can be named).
+        return Place(folders[1], f"{LEGACY_SESSIONS}/{folders[3]}", folders[3], False)
     if HIDDEN not in folders:
         project = "/".join(folders) or None
         return Place(project, _own_crew(project), None, standing)
@@ -161,6 +191,11 @@ def place_of_path(rel: PurePosixPath) -> Place | None:
 def path_of_place(place: Place) -> PurePosixPath | None:
     """The file a place names, or None when no file of the tree stands for it."""
     folders = place.project.split("/") if place.project else []
+    legacy = f"{LEGACY_SESSIONS}/{place.job}"
+    if place.crew == legacy and place.project and not place.institutional:
+        path = PurePosixPath(LEGACY_PROJECTS, place.project, LEGACY_SESSIONS, place.job or "")
+        path = path / MEMORY_FILE
+        return path if place_of_path(path) == place else None
     if place.job is None or place.institutional:
         if place.crew != _own_crew(place.project):
             return None
@@ -270,9 +305,11 @@ def read_entry(
     workspace: str,
     existing: Mapping[str, Memory],
     arrival: datetime,
+    source: str | None = None,
 ) -> Memory:
     """The memory an entry describes; what the file does not say (its vector's keys,
-    review state, sources) is kept from the memory of the same id, if there is one."""
+    review state, sources) is kept from the memory of the same id, if there is one.
+    ``source`` is the file it is read from, kept in the payload (``FROM_FILE``)."""
     head = load_frontmatter(entry.head)
     if any(not isinstance(k, str) or not k.strip() for k in head):
         raise InvalidInput("frontmatter", "every field needs a name (text before ':')")
@@ -293,10 +330,16 @@ def read_entry(
         LAST_REINFORCED: None if reinforced is None else reinforced.isoformat(),
         **{name: text_field(head, name) for name in OPTIONAL_TEXT},
         EXTRA: {k: _extra(k, head[k]) for k in sorted(head) if k not in KNOWN} or None,
+        HAD: [str(k) for k in head],
+        FROM_FILE: source,
     }
     agent = opt_id(head, AGENT)
     old = existing.get(memory_id)
     payload = {k: v for k, v in (old.payload if old else {}).items() if k not in GOVERNED}
+    if payload.get(RETIRED_REASON) == REMOVED_REASON:
+        # Back in the files: the removal no longer holds (its status is the file's).
+        payload.pop(RETIRED_REASON)
+        payload.pop(RETIRED_AT, None)
     payload.update({k: v for k, v in fields.items() if v is not None})
     if "status" in payload:  # learnings from sessions mirror their status there
         payload["status"] = status_text
@@ -338,31 +381,74 @@ def read_entry(
 
 
 def frontmatter(m: Memory, links: Sequence[Supersession] = ()) -> dict[str, Any]:
-    """An entry's fields in TeaParty's order: id, type, domain, importance, phase, status,
-    reinforcement_count, last_reinforced, created_at, its optional ones, then ours (the
-    agent; a memory's validity and what it replaced, only when it has them)."""
+    """An entry's fields. An entry read from a file keeps that file's fields in its order,
+    plus those the memory changed from what their absence meant (a reinforcement, a
+    retirement), each where the seed's order puts it; the import date is never added.
+    Any other entry gets the seed's order (``ORDER``: id, type, domain, importance,
+    phase, reinforcement_count, last_reinforced, status, created_at, its optional ones,
+    the agent). Then ours: a memory's validity and what it replaced, when it has them,
+    and the fields this layout does not know, as the file had them."""
     p = m.payload
     kind = p.get("learning_type")
     domain = p.get("domain")
-    out: dict[str, Any] = {
+    values: dict[str, Any] = {
         "id": m.id,
         "type": kind if kind in LEARNING_TYPES else DEFAULT_TYPE,
         "domain": domain if domain in DOMAINS else DEFAULT_DOMAIN,
         "importance": float(m.base_importance),
         "phase": p.get("phase"),
-        "status": m.status.value,
         REINFORCEMENT_COUNT: reinforcement_of(p),
         LAST_REINFORCED: p.get(LAST_REINFORCED),
+        "status": m.status.value,
         "created_at": m.ts.astimezone(UTC).date().isoformat(),
         **{name: p.get(name) for name in OPTIONAL_TEXT},
         AGENT: m.agent,
     }
-    out = {k: v for k, v in out.items() if isinstance(v, str | int | float) and v != ""}
-    out.update(validity_frontmatter(m, links))
+    values = {k: v for k, v in values.items() if isinstance(v, str | int | float) and v != ""}
+    validity = validity_frontmatter(m, links)
     extra = p.get(EXTRA)
-    if isinstance(extra, Mapping):
-        out.update({k: v for k, v in sorted(extra.items()) if k not in KNOWN})
-    return out
+    extras = {
+        k: v for k, v in (extra.items() if isinstance(extra, Mapping) else ()) if k not in KNOWN
+    }
+    had = p.get(HAD)
+    if isinstance(had, list) and "id" in had:
+        every = {**values, **validity, **extras}
+        kept = [name for name in had if name in every]
+        gained = [n for n in ORDER if n in values and n not in had and _changed(n, values[n])]
+        names = _placed(kept, gained)
+        names += [n for n in [*validity, *sorted(extras)] if n not in had]
+    else:
+        names = [n for n in ORDER if n in values] + [*validity, *sorted(extras)]
+    return {name: {**values, **validity, **extras}[name] for name in names}
+
+
+# What a field's absence from an entry means; a field absent from the file is written
+# only when the memory's value differs from it (never the import date).
+_ABSENT: dict[str, Any] = {
+    "type": DEFAULT_TYPE,
+    "domain": DEFAULT_DOMAIN,
+    "importance": DEFAULT_IMPORTANCE,
+    "status": MemoryStatus.ACTIVE.value,
+    REINFORCEMENT_COUNT: 0,
+}
+
+
+def _changed(name: str, value: Any) -> bool:
+    return name != "created_at" and value != _ABSENT.get(name)
+
+
+def _placed(kept: list[str], gained: list[str]) -> list[str]:
+    """``kept`` in its order, each of ``gained`` inserted after the last field the seed's
+    order puts before it."""
+    rank = {name: i for i, name in enumerate(ORDER)}
+    names = list(kept)
+    for name in gained:
+        at = 0
+        for i, other in enumerate(names):
+            if rank.get(other, len(rank)) < rank[name]:
+                at = i + 1
+        names.insert(at, name)
+    return names
 
 
 def clean_text(content: str) -> str:
@@ -398,6 +484,7 @@ class TeaPartyExport:
     written: int = 0
     unchanged: int = 0
     entries: int = 0
+    removed: int = 0  # entries deleted from the files (retired on import): not written back
     skipped: list[Skipped] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -406,7 +493,7 @@ class TeaPartyExport:
         return out
 
 
-def _check_workspace(workspace: str) -> str:
+def check_workspace(workspace: str) -> str:
     checked = opt_id({"workspace": workspace}, "workspace")
     if not checked:
         raise InvalidInput("workspace", "required: the tree is read into (or written from) one")
@@ -415,12 +502,15 @@ def _check_workspace(workspace: str) -> str:
 
 def export_teaparty(store: PortableStore, directory: Path, *, workspace: str) -> TeaPartyExport:
     """Write the workspace's learnings and institutional memories as a TeaParty tree."""
-    ws = _check_workspace(workspace)
+    ws = check_workspace(workspace)
     files: dict[PurePosixPath, list[Memory]] = {}
     skipped: list[Skipped] = []
+    removed = 0
     for m in all_memories(store, ws, (LEARNING, INSTITUTIONAL)):
         rel = path_of_place(place_of_memory(m))
-        if rel is None:
+        if removed_from_files(m):
+            removed += 1
+        elif rel is None:
             skipped.append(Skipped(m.id, _unplaced(m)))
         elif any(line.strip() == SEPARATOR for line in clean_text(m.content).split("\n")):
             skipped.append(Skipped(m.id, "its text holds a '---' line, an entry boundary"))
@@ -442,8 +532,14 @@ def export_teaparty(store: PortableStore, directory: Path, *, workspace: str) ->
         written=written,
         unchanged=unchanged,
         entries=sum(len(ms) for ms in files.values()),
+        removed=removed,
         skipped=skipped,
     )
+
+
+def removed_from_files(m: Memory) -> bool:
+    """Whether ``m`` was retired because its entry was deleted from the files."""
+    return m.status is MemoryStatus.RETIRED and m.payload.get(RETIRED_REASON) == REMOVED_REASON
 
 
 def _unplaced(m: Memory) -> str:
@@ -467,89 +563,3 @@ def memory_files(directory: Path) -> Iterator[tuple[PurePosixPath, Place, Path]]
         place = place_of_path(rel)
         if place is not None:
             yield rel, place, path
-
-
-def import_teaparty(
-    store: PortableStore, directory: Path, *, workspace: str, now: datetime
-) -> ImportReport:
-    """Read a TeaParty tree into ``workspace``: every entry inserted, or its memory
-    updated; bad entries reported (file, line, field) and the rest imported."""
-    if not directory.is_dir():
-        raise InvalidInput("DIR", f"no such directory: {directory}")
-    ws = _check_workspace(workspace)
-    errors: list[FileError] = []
-    files = inserted = updated = unchanged = 0
-    owner: dict[str, str] = {}
-    arrived = 0
-    # Written once every entry is in: the memory a link replaced may come later.
-    read: list[tuple[str, Memory, list[Supersession]]] = []
-    for rel, place, path in memory_files(directory):
-        files += 1
-        try:
-            _check_folders(place, rel)
-            text = path.read_bytes().decode("utf-8")
-        except InvalidInput as exc:
-            errors.append(FileError(str(rel), exc.field, exc.message))
-            continue
-        except UnicodeDecodeError:
-            errors.append(FileError(str(rel), "file", "not UTF-8 text"))
-            continue
-        entries, problems = split_entries(text)
-        errors += [FileError(f"{rel}:{line}", name, msg) for line, name, msg in problems]
-        ids = [i for e in entries if (i := _id_of(e)) is not None]
-        existing = {m.id: m for m in store.get_memories(ws, ids)}
-        for entry in entries:
-            where = f"{rel}:{entry.line}"
-            try:
-                memory = read_entry(
-                    entry, place, ws, existing, now + timedelta(microseconds=arrived)
-                )
-                links = read_links(load_frontmatter(entry.head), memory)
-                if memory.id in owner:
-                    raise InvalidInput("id", f"{memory.id} is also the id of {owner[memory.id]}")
-                # Stored as it reads: no write transaction (a re-run of an unchanged tree).
-                result = None if existing.get(memory.id) == memory else store.restore(memory, ())
-                read.append((where, memory, links))
-            except InvalidInput as exc:
-                errors.append(FileError(where, exc.field, exc.message))
-                continue
-            arrived += 1
-            owner[memory.id] = where
-            if result is None:
-                unchanged += 1
-                continue
-            inserted += result.inserted
-            updated += result.updated
-            unchanged += result.unchanged
-    restore_links(store, read, errors)
-    # Every file is read: entries carry no file state of their own to skip by.
-    return ImportReport(
-        str(directory),
-        files,
-        read=files,
-        inserted=inserted,
-        updated=updated,
-        unchanged=unchanged,
-        errors=errors,
-    )
-
-
-def _check_folders(place: Place, rel: PurePosixPath) -> None:
-    """The folder names a file's ids come from must make valid ids, and name this file
-    again on export (a task folder named like the project crew would not)."""
-    for name in (place.project, place.crew, place.job):
-        try:
-            opt_id({"path": name}, "path")
-        except InvalidInput as exc:
-            raise InvalidInput("path", f"folder {name!r}: {exc.message}") from None
-    if path_of_place(place) != rel:
-        raise InvalidInput("path", f"a task folder may not be named {PROJECT_CREW!r}")
-
-
-def _id_of(entry: Entry) -> str | None:
-    """The entry's id when its frontmatter reads, for looking up what is stored."""
-    try:
-        value = load_frontmatter(entry.head).get("id")
-    except InvalidInput:
-        return None
-    return str(value) if isinstance(value, str | int) and not isinstance(value, bool) else None

@@ -57,6 +57,16 @@ def recall_answer(result: RecallResult) -> dict[str, Any]:
             for h in result.hits
         ],
     }
+    if result.institutional:
+        # Seed 001's standing knowledge: always given, apart from the ranked memories.
+        out["institutional"] = [
+            {
+                "id": h.id,
+                "content": escape_text(h.memory.content),
+                "age": relative_age(h.age_seconds),
+            }
+            for h in result.institutional
+        ]
     if result.warnings:
         # A degraded recall (embedder down: keyword search only) says so to the model.
         out["warnings"] = [escape_text(w) for w in result.warnings]

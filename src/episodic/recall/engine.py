@@ -59,6 +59,9 @@ class RecallResult:
     legs: dict[str, list[Candidate]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     trace: Trace | None = None
+    # Institutional memories (seed 001's standing knowledge): loaded apart from the
+    # ranking, newest first under their own budget, in addition to the k hits.
+    institutional: list[Hit] = field(default_factory=list)
 
 
 def run_recall(

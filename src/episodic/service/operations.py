@@ -487,13 +487,22 @@ class Operations:
 
         return export_teaparty(self.ctx.store, Path(directory), workspace=workspace)
 
-    def import_teaparty(self, directory: str | Path, *, workspace: str) -> ImportReport:
+    def import_teaparty(
+        self, directory: str | Path, *, workspace: str, prune: str = "retire"
+    ) -> ImportReport:
         """Read seed 001's tree into ``workspace`` (each file's level from its place in
-        the tree), then embed what changed."""
-        from episodic.portable.teaparty import import_teaparty
+        the tree; files unchanged since the last import are not read), then embed what
+        changed. An entry deleted from the files since an earlier import is retired with
+        the reason "removed from markdown" (``prune="forget"``: forgotten; ``"keep"``:
+        left as it is)."""
+        from episodic.portable.teaparty_import import import_teaparty
 
         report = import_teaparty(
-            self.ctx.store, Path(directory), workspace=workspace, now=self.ctx.clock()
+            self.ctx.store,
+            Path(directory),
+            workspace=workspace,
+            now=self.ctx.clock(),
+            prune=prune,
         )
         result = self.writing.index_once()
         return replace(report, embedded=result.embedded, embed_error=result.error)

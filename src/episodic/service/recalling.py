@@ -37,6 +37,7 @@ from episodic.store.search import SearchStore
 from episodic.store.upkeep import ReviewRequest
 from episodic.write.episodes import EPISODE_TYPE
 from episodic.write.events import parse_time
+from episodic.write.learnings import LEARNING_TYPES
 
 log = logging.getLogger("episodic")
 
@@ -156,6 +157,7 @@ class Recalling:
         detail: str | None = None,
         as_of: datetime | str | None = None,
         include_superseded: bool = False,
+        learning_type: Sequence[str] | str | None = None,
     ) -> RecallResult:
         """The memories that matter for ``query``, best first. Each hit returned is
         marked referenced (it feeds importance) unless ``mark`` is False. With ``explain``
@@ -172,9 +174,16 @@ class Recalling:
         search terms for the BM25 leg (seed 001; default from EPISODIC_LLM_QUERY_TERMS,
         off); without an LLM, or when it fails, the raw text is used. ``types`` limits
         recall to memories of those types (``message``, ``episode``, ``entry``,
-        ``learning`` or a journal type). ``detail`` (none | auto | full, default auto) says
+        ``learning`` or a journal type); ``learning_type`` (one or several of
+        declarative, procedural, directive, corrective) to learnings of those types, as
+        seed 001's ``retrieve(learning_type)``. ``detail`` (none | auto | full, default auto) says
         which episodes come with their messages: seed 003's top-ranked key moments, by
         default.
+
+        Institutional memories never take one of the ``k`` places: unless ``types`` asks
+        for them, they come apart in ``result.institutional``, newest first, within
+        ``Settings.institutional_chars`` (seed 001: loaded unconditionally, never ranked
+        against the task's learnings).
 
         Memories a newer one replaced (status ``superseded``) are left out. ``as_of`` (a
         time, or ISO 8601 text) answers as memory stood then: what was valid at that time,
@@ -192,6 +201,10 @@ class Recalling:
         mark = check_flag("mark", mark)
         explain = check_flag("explain", explain)
         key_terms = check_optional_flag("key_terms", key_terms)
+        kinds = None if types is None else ((types,) if isinstance(types, str) else tuple(types))
+        # Asked for by type, institutional memories are ranked like any other; otherwise
+        # they stay out of the ranking and come apart (recall_standing).
+        standing = kinds is None
         q = Query(
             text=query,
             workspace_id=workspace,
@@ -201,7 +214,9 @@ class Recalling:
             conversation_id=conversation,
             scope=parse_scope(scope),
             k=k,
-            types=None if types is None else ((types,) if isinstance(types, str) else tuple(types)),
+            types=kinds,
+            learning_types=learning_types_of(learning_type),
+            exclude_types=INSTITUTIONAL_TYPES if kinds is None else (),
             as_of=None if as_of is None else parse_time("as_of", as_of),
             include_superseded=check_flag("include_superseded", include_superseded),
         )
@@ -231,6 +246,7 @@ class Recalling:
                 "detail": detail,
                 "as_of": as_of,
                 "include_superseded": include_superseded,
+                "learning_type": learning_type,
             }
             try:
                 result = processes.recall(query, now, asked)
@@ -245,7 +261,10 @@ class Recalling:
         lexical: str | None = None
         if settings.llm_query_terms if key_terms is None else key_terms:
             terms = extract_key_terms(query, self.ctx.models.llm)
-            lexical = terms.text if terms.source == "llm" else None
+            # Without terms, seed 001 searches the task's first 500 characters, not all
+            # of it (a shorter query stays as typed, time expressions and all).
+            cut = terms.source == "raw" and len(terms.text) < len(query.strip())
+            lexical = terms.text if terms.source == "llm" or cut else None
         result = run_recall(
             self.ctx.store,
             self.ctx.models.query_vectors(),
@@ -265,7 +284,30 @@ class Recalling:
             check_detail(detail),
             lambda ids: self.ctx.store.get_events(q.workspace_id, ids),
         )
-        return replace(result, hits=hits)
+        result = replace(result, hits=hits)
+        if kinds and not hits and query.strip():
+            # A misspelt type or a learning type given as a memory type answers empty:
+            # say what was asked for.
+            result = replace(
+                result,
+                warnings=[
+                    *result.warnings,
+                    f"nothing of type {', '.join(map(repr, kinds))} matched; memory types "
+                    "are message, episode, entry, learning, institutional or a journal "
+                    f"type, learning types ({', '.join(LEARNING_TYPES)}) go in learning_type",
+                ],
+            )
+        if standing:
+            institutional, over = self._standing(q, now)
+            warnings = list(result.warnings)
+            if over:
+                warnings.append(
+                    f"{over} institutional memories left out: over their own budget of "
+                    f"{self.ctx.settings.institutional_chars} characters "
+                    "(EPISODIC_INSTITUTIONAL_CHARS)"
+                )
+            result = replace(result, institutional=institutional, warnings=warnings)
+        return result
 
     def _record(
         self, q: Query, hits: Sequence[Hit], now: datetime, review_conversation: str | None
@@ -322,17 +364,15 @@ class Recalling:
         if style is RenderStyle.MEMORY_NEWEST_FIRST:
             block, kept = fit_memory_block(result.hits, budget, type_caps=type_caps)
         else:
-            standing = self._standing(filters)
-            recalled = [h for h in result.hits if h.memory.type not in INSTITUTIONAL_TYPES]
             block, kept = fit_block(
-                recalled,
+                result.hits,
                 budget,
                 type_caps=type_caps,
-                standing=standing,
+                standing=result.institutional,
                 standing_chars=settings.institutional_chars,
             )
             # Standing memories have a budget of their own, on top of max_chars.
-            room += sum(len(hit_line(h)) + 1 for h in standing if h.id in kept)
+            room += sum(len(hit_line(h)) + 1 for h in result.institutional if h.id in kept)
         if result.trace is not None:
             for hit in result.hits:
                 if hit.id not in kept:
@@ -385,28 +425,25 @@ class Recalling:
         )
         self._record(q, hits, self.ctx.clock(), review_conversation)
 
-    def _standing(self, filters: Mapping[str, Any]) -> list[Hit]:
-        """Institutional memories, newest first: always shown, under their own budget,
-        never ranked against the recalled ones (seed 001). Whoever asks sees them: a
-        scope (an API key's) limits them to what it may see, plus the workspace-wide
-        ones, which belong to no agent and no crew."""
-        if self.ctx.settings.institutional_chars <= 0:
-            return []
-        workspace = filters["workspace"]
-        scope = parse_scope(filters.get("scope"))
+    def _standing(self, q: Query, now: datetime) -> tuple[list[Hit], int]:
+        """Institutional memories, newest first, within their own character budget, and
+        how many did not fit: always loaded, never ranked against the recalled ones
+        (seed 001). Whoever asks sees them: a scope (an API key's) limits them to what it
+        may see, plus the workspace-wide ones, which belong to no agent and no crew."""
+        budget = self.ctx.settings.institutional_chars
+        if budget <= 0:
+            return [], 0
+        workspace = q.workspace_id
         store = self.ctx.store
-        if scope is None:
+        if q.scope is None:
             flt = ScopeFilter(workspace_id=workspace)
         else:
             flt = ScopeFilter(
-                workspace_id=workspace,
-                scope=scope,
-                agent_id=filters.get("agent"),
-                crew_id=filters.get("crew"),
+                workspace_id=workspace, scope=q.scope, agent_id=q.agent_id, crew_id=q.crew_id
             )
         found = store.search_recent(flt, INSTITUTIONAL_LIMIT, types=INSTITUTIONAL_TYPES)
         memories = store.get_memories(workspace, [c.memory_id for c in found])
-        if scope is not None:
+        if q.scope is not None:
             wide = store.search_recent(
                 ScopeFilter(workspace_id=workspace), INSTITUTIONAL_LIMIT, types=INSTITUTIONAL_TYPES
             )
@@ -417,11 +454,15 @@ class Recalling:
                 if m.agent is None and m.crew is None and m.id not in seen
             ]
             memories = sorted(memories, key=lambda m: (m.ts, m.id), reverse=True)
-        now = self.ctx.clock()
-        return [
-            Hit(memory=m, score=1.0, age_seconds=max(0.0, (now - m.ts).total_seconds()))
-            for m in memories[:INSTITUTIONAL_LIMIT]
-        ]
+        kept: list[Hit] = []
+        used = 0
+        for m in memories[:INSTITUTIONAL_LIMIT]:
+            used += len(m.content) + 1
+            if used > budget and kept:
+                break
+            age = max(0.0, (now - m.ts).total_seconds())
+            kept.append(Hit(memory=m, score=1.0, age_seconds=age))
+        return kept, len(memories[:INSTITUTIONAL_LIMIT]) - len(kept)
 
     # -- the newest episodes (seed 003's recent_memory) --------------------------------
     def recent(
@@ -481,3 +522,21 @@ def _mode_reason(result: RecallResult) -> str:
     """Why a recall ran in its mode, as its warnings say (a vector recall says nothing)."""
     said = [w for w in result.warnings if MODE_SPARSE_ONLY in w]
     return said[0] if said else "a recall process reached it"
+
+
+def learning_types_of(value: Sequence[str] | str | None) -> tuple[str, ...] | None:
+    """The learning types a recall keeps (seed 001's four), or None for every memory;
+    ``InvalidInput`` naming ``learning_type`` for anything else."""
+    if value is None:
+        return None
+    kinds = (value,) if isinstance(value, str) else value
+    if not isinstance(kinds, Sequence) or not kinds:
+        raise InvalidInput("learning_type", f"give one or more of {', '.join(LEARNING_TYPES)}")
+    for kind in kinds:
+        if kind not in LEARNING_TYPES:
+            raise InvalidInput(
+                "learning_type",
+                f"unknown learning type {kind!r}; use {', '.join(LEARNING_TYPES)}",
+            )
+    return tuple(dict.fromkeys(kinds))
+

@@ -80,13 +80,14 @@ class DenseRows:
     base_importances: tuple[float, ...]
     statuses: tuple[str, ...]
     types: tuple[str, ...] = ()  # empty: every row is of type "" (tests that need no types)
+    learning_types: tuple[str | None, ...] = ()  # payload.learning_type; empty: none
 
     @classmethod
     def from_records(cls, records: Sequence[Sequence[Any]]) -> DenseRows:
         """From rows of (memory_id, vector, model, agent, crew, resource, conversation,
-        base_importance, status, type), as the store's SELECT returns them."""
+        base_importance, status, type, learning_type), as the store's SELECT returns them."""
         if not records:
-            return cls((), (), (), (), (), (), (), (), (), ())
+            return cls((), (), (), (), (), (), (), (), (), (), ())
         return cls(*zip(*records, strict=True))
 
     def __len__(self) -> int:
@@ -173,6 +174,7 @@ class DenseIndex:
         self._resource: npt.NDArray[np.int32] = np.empty(0, np.int32)
         self._conversation: npt.NDArray[np.int32] = np.empty(0, np.int32)
         self._type: npt.NDArray[np.int32] = np.empty(0, np.int32)
+        self._learning: npt.NDArray[np.int32] = np.empty(0, np.int32)
         self._base: npt.NDArray[np.float64] = np.empty(0, np.float64)
         self._active: npt.NDArray[np.bool_] = np.empty(0, np.bool_)
         self._superseded: npt.NDArray[np.bool_] = np.empty(0, np.bool_)
@@ -214,6 +216,7 @@ class DenseIndex:
             ("_resource", np.int32),
             ("_conversation", np.int32),
             ("_type", np.int32),
+            ("_learning", np.int32),
             ("_base", np.float64),
             ("_active", np.bool_),
             ("_superseded", np.bool_),
@@ -284,6 +287,9 @@ class DenseIndex:
         self._resource[targets] = [code(v) for v in rows.resource_ids]
         self._conversation[targets] = [code(v) for v in rows.conversation_ids]
         self._type[targets] = [code(v) for v in rows.types] if rows.types else code("")
+        self._learning[targets] = (
+            [code(v) for v in rows.learning_types] if rows.learning_types else _NONE_CODE
+        )
         self._base[targets] = rows.base_importances
         active = MemoryStatus.ACTIVE.value
         self._active[targets] = [status == active for status in rows.statuses]
@@ -327,6 +333,13 @@ class DenseIndex:
         if flt.types is not None:
             wanted = [self._lookup(t) for t in flt.types]
             mask &= np.isin(self._type[:n], wanted)
+        # Every recall leaves institutional memories out: no pass when none is held.
+        unwanted = [c for t in flt.exclude_types if (c := self._lookup(t)) != _ABSENT_CODE]
+        if unwanted:
+            mask &= ~np.isin(self._type[:n], unwanted)
+        if flt.learning_types is not None:
+            kinds = [self._lookup(t) for t in flt.learning_types]
+            mask &= np.isin(self._learning[:n], kinds)
         return mask
 
     def search(

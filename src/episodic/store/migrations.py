@@ -771,6 +771,29 @@ def m014_reverted_supersessions(conn: sqlite3.Connection) -> None:
     _run(conn, _M014_SQL)
 
 
+_M015_SQL = """
+CREATE TRIGGER memories_learning_type_au
+AFTER UPDATE OF payload ON memories
+WHEN old.has_vector = 1 AND (CASE WHEN json_valid(old.payload)
+                                  THEN json_extract(old.payload, '$.learning_type') END)
+                        IS NOT (CASE WHEN json_valid(new.payload)
+                                  THEN json_extract(new.payload, '$.learning_type') END)
+BEGIN
+  INSERT INTO vector_generations (workspace_id, generation) VALUES (new.workspace_id, 1)
+    ON CONFLICT (workspace_id) DO UPDATE SET generation = generation + 1;
+END
+"""
+
+
+def m015_learning_type_filter(conn: sqlite3.Connection) -> None:
+    """Recall filters learnings by their learning type (seed 001's ``retrieve
+    (learning_type)``), which the in-process vector index holds per row: a changed
+    ``payload.learning_type`` of a vectored memory (an entry's type edited in its
+    markdown file) makes readers reload it, as a changed visibility column does. Nothing
+    on PostgreSQL, whose vector search reads the payload in SQL."""
+    _run(conn, _M015_SQL)
+
+
 _STATUS_CHECK = "status IN ('active', 'retired', 'compacted')"
 _STATUS_CHECK_V10 = "status IN ('active', 'retired', 'compacted', 'superseded')"
 
@@ -790,6 +813,7 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (12, "forget_lookups", m012_forget_lookups),
     (13, "ui_sessions", m013_ui_sessions),
     (14, "reverted_supersessions", m014_reverted_supersessions),
+    (15, "learning_type_filter", m015_learning_type_filter),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -1021,4 +1045,5 @@ _SQL_OF: dict[int, str] = {
     12: _M012_SQL,
     13: _M013_SQL,
     14: _M014_SQL,
+    15: _M015_SQL,
 }

@@ -171,6 +171,21 @@ def scope_where(
         marks = ", ".join([mark] * len(flt.types)) or "NULL"
         clauses.append(f"{col}type IN ({marks})")
         params.extend(flt.types)
+    if flt.exclude_types and not journal:
+        clauses.append(f"{col}type NOT IN ({', '.join([mark] * len(flt.exclude_types))})")
+        params.extend(flt.exclude_types)
+    if flt.learning_types is not None and not journal:
+        # The payload is JSON text on both backends; only a learning filter reads it.
+        kind = (
+            # An old row's payload may not be JSON: it has no learning type.
+            f"(CASE WHEN json_valid({col}payload) "
+            f"THEN json_extract({col}payload, '$.learning_type') END)"
+            if mark == "?"
+            else f"(episodic_jsonb({col}payload) ->> 'learning_type')"
+        )
+        marks = ", ".join([mark] * len(flt.learning_types)) or "NULL"
+        clauses.append(f"{kind} IN ({marks})")
+        params.extend(flt.learning_types)
     return " AND ".join(clauses), params
 
 
@@ -205,5 +220,9 @@ def scope_allows(flt: ScopeFilter, m: Memory) -> bool:
         if value and getattr(m, name) != value:
             ok = False
     if flt.types is not None and m.type not in flt.types:
+        ok = False
+    if m.type in flt.exclude_types:
+        ok = False
+    if flt.learning_types is not None and m.payload.get("learning_type") not in flt.learning_types:
         ok = False
     return ok

@@ -49,6 +49,11 @@ class RecallIn(Strict):
     include_superseded: StrictBool = Field(
         default=False, description="show memories a newer one replaced too, with their validity"
     )
+    learning_type: Id | list[Id] | None = Field(
+        default=None,
+        description="only learnings of this type (or these): declarative, procedural, "
+        "directive, corrective",
+    )
     workspace: Id | None = None
 
 
@@ -119,6 +124,9 @@ class TraceOut(BaseModel):
 
 class RecallOut(BaseModel):
     hits: list[HitOut]
+    institutional: list[HitOut] = Field(
+        description="standing knowledge, always loaded apart from the k hits (newest first)"
+    )
     mode: Literal["vector", "sparse-only"]
     policy: str
     warnings: list[str]
@@ -181,6 +189,7 @@ async def render(body: RenderIn, caller: Caller, mem: Mem, recalls: Recalls) -> 
     def work() -> dict[str, Any]:
         block, result = mem.render_explained(body.query, max_chars=body.max_chars, **args)
         out = _recall_json(result, caller)
+        out.pop("institutional")  # the block shows them
         # The hits the block holds (and only those were marked referenced).
         return {"block": block, "hit_ids": [h["id"] for h in out.pop("hits")], **out}
 
@@ -235,6 +244,7 @@ def _recall_args(body: RecallIn, caller: Principal) -> dict[str, Any]:
         "detail": body.detail,
         "as_of": body.as_of,
         "include_superseded": body.include_superseded,
+        "learning_type": body.learning_type,
     }
 
 
@@ -242,6 +252,7 @@ def _recall_json(result: RecallResult, caller: Principal) -> dict[str, Any]:
     trace = caller.trace_view(result.trace)
     return {
         "hits": [h.to_json() for h in result.hits],
+        "institutional": [h.to_json() for h in result.institutional],
         "mode": result.mode,
         "policy": result.policy,
         "warnings": result.warnings,

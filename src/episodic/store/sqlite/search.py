@@ -73,7 +73,11 @@ class SearchMixin(SqliteBase):
         return DenseRows.from_records(
             self._execute(
                 "SELECT v.memory_id, v.vector, v.model, m.agent_id, m.crew_id, m.resource_id, "
-                "m.conversation_id, m.base_importance, m.status, m.type "
+                "m.conversation_id, m.base_importance, m.status, m.type, "
+                # json_valid first: an old row's payload may not be JSON at all.
+                "CASE WHEN json_valid(m.payload) THEN CASE WHEN "
+                "json_type(m.payload, '$.learning_type') = 'text' "
+                "THEN json_extract(m.payload, '$.learning_type') END END "
                 "FROM memory_vectors v JOIN memories m ON m.id = v.memory_id "
                 "WHERE v.workspace_id = ? AND m.workspace_id = ? AND v.seq > ? "
                 "ORDER BY v.seq",
