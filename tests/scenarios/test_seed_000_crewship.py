@@ -539,6 +539,11 @@ def test_one_memory_is_indexed_on_demand_through_every_interface(
     mem.ingest([ev(clock, "hot-cli", "peer.escalation", "escalated from the command line")])
     shown = json.loads(cli(db_url, "index", "--id", "hot-cli", "-w", WS, "--json").stdout)
     assert shown["indexed"] is True and mem.stats(WS).pending_vectors == 0
+    # Without an embedder it is not done, and the command says why instead of exiting 0.
+    mem.ingest([ev(clock, "hot-sparse", "peer.escalation", "escalated while sparse-only")])
+    args = ["--db", db_url, "index", "--id", "hot-sparse", "-w", WS]
+    refused = CliRunner().invoke(app, args, env={"EPISODIC_EMBEDDER": "none"})
+    assert refused.exit_code == 1 and "sparse-only" in refused.stderr, refused.output
 
 
 def test_doctor_names_the_embedder_the_stored_vectors_came_from(
