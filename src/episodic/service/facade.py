@@ -27,7 +27,7 @@ from typing import Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from episodic.config import Settings
 from episodic.embed.base import Embedder
-from episodic.errors import EpisodicError
+from episodic.errors import EpisodicError, InvalidInput
 from episodic.llm.base import LLM
 from episodic.model import utcnow
 from episodic.priority import MAX_NICE
@@ -46,7 +46,7 @@ from episodic.service.recall_processes import (
 from episodic.service.recalling import Recalling
 from episodic.service.superseding import CheckReport, Superseding
 from episodic.service.upkeep import Upkeep
-from episodic.service.writing import Writing
+from episodic.service.writing import SessionEnd, Writing
 from episodic.store import open_store
 from episodic.store.base import Store, StoreStats
 from episodic.write.episodes import SegmentReport
@@ -237,6 +237,25 @@ class Episodic:
             except EpisodicError as exc:  # the episodes stand; the schedule retries reviews
                 log.warning("reviews after segmentation did not run: %s", exc)
         return report
+
+    def end_session(
+        self, workspace: str, session: str, *, outcome: str | None = None
+    ) -> SessionEnd:
+        """End a session: each memory its recalls returned (recalls made with
+        ``review_conversation=session``, or narrowed to ``conversation=session``) is
+        reinforced once (seed 001), and when the session is a conversation its pending
+        messages become episodes now (``segment`` with ``flush``), each keeping
+        ``outcome``. Ending it again reinforces only what was recalled since."""
+        for name, value in (("workspace", workspace), ("session", session)):
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInput(name, "required: the id, as text")
+        # Reinforced before the episodes are written, as segmentation does: a crash in
+        # between may delay the episodes, never lose the reinforcement.
+        reinforced = self._ctx.store.reinforce_session(workspace, session, self.clock())
+        report = self.segment(
+            flush=True, workspace=workspace, conversation=session, outcome=outcome
+        )
+        return SessionEnd(session, report.episodes, reinforced)
 
     def _segment_quietly(self) -> None:
         # The sweeper's follow-up: what was embedded is checked for what it replaces;

@@ -148,6 +148,7 @@ class Recalling:
         detail: str | None = None,
         as_of: datetime | str | None = None,
         include_superseded: bool = False,
+        session: str | None = None,
     ) -> RecallResult:
         """The memories that matter for ``query``, best first. Each hit returned is
         marked referenced (it feeds importance) unless ``mark`` is False. With ``explain``
@@ -176,8 +177,16 @@ class Recalling:
         A marked recall also records a pending review (seed 003) unless
         ``Settings.review_recalls`` is off; the review job rates it by the assistant
         messages that follow in ``review_conversation`` (default: the conversation the
-        recall is narrowed to), or ``review()`` is handed the output."""
+        recall is narrowed to), or ``review()`` is handed the output. ``session`` names
+        the session the recall belongs to (the same as ``review_conversation``): its end
+        (``end_session``) reinforces each memory returned once (seed 001)."""
         settings = self.ctx.settings
+        if session is not None:
+            if not isinstance(session, str) or not session.strip():
+                raise InvalidInput("session", "expected the session's id (text)")
+            if review_conversation not in (None, session):
+                raise InvalidInput("session", "names another session than review_conversation")
+            review_conversation = session
         if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
             # Not coerced: True is not 1 and "5" is not 5 (out-of-range whole numbers
             # still fall back to 5 with a warning, as seed 000 does).

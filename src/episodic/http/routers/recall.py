@@ -50,6 +50,12 @@ class RecallIn(Strict):
     include_superseded: StrictBool = Field(
         default=False, description="show memories a newer one replaced too, with their validity"
     )
+    session: Id | None = Field(
+        default=None,
+        description="the session this recall belongs to (a chat's id, say): its end "
+        "(POST /v1/sessions/{session}/end) reinforces each memory returned once; default: "
+        "the conversation, when one is named",
+    )
     workspace: Id | None = None
 
 
@@ -235,6 +241,7 @@ def _recall_args(body: RecallIn, caller: Principal) -> dict[str, Any]:
         "detail": body.detail,
         "as_of": body.as_of,
         "include_superseded": body.include_superseded,
+        "session": body.session,
     }
 
 
