@@ -249,8 +249,10 @@ class Episodic:
         for name, value in (("workspace", workspace), ("session", session)):
             if not isinstance(value, str) or not value.strip():
                 raise InvalidInput(name, "required: the id, as text")
-        # Reinforced before the episodes are written, as segmentation does: a crash in
-        # between may delay the episodes, never lose the reinforcement.
+        # A server batches its recalls' marks: the session's last recalls are written
+        # first. Reinforced before the episodes are written, as segmentation does: a
+        # crash in between may delay the episodes, never lose the reinforcement.
+        self._recalling.flush_marks()
         reinforced = self._ctx.store.reinforce_session(workspace, session, self.clock())
         report = self.segment(
             flush=True, workspace=workspace, conversation=session, outcome=outcome
