@@ -164,7 +164,9 @@ class MemoryLayer:
         try:
             chosen_scope = None if scope is None else Scope(scope)
         except ValueError:
-            raise InvalidInput("scope", f"unknown scope {scope!r}; use own or crew_shared") from None
+            raise InvalidInput(
+                "scope", f"unknown scope {scope!r}; use own or crew_shared"
+            ) from None
         if chosen_scope is None and agent:
             chosen_scope = Scope.OWN
         self.memory = memory

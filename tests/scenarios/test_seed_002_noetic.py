@@ -17,7 +17,6 @@ from datetime import timedelta
 
 import anyio
 import httpx
-from servers import serve
 from story import SimClock, http_client, mcp_call
 
 from episodic import Episodic
@@ -33,6 +32,7 @@ from episodic.layer import (
 from episodic.model import Memory
 from episodic.scoring.decay import reinforcement_of
 from episodic.write.episodes import episode_json
+from servers import serve
 
 WORKSPACE = "acme"
 AGENT = "ops-bot"

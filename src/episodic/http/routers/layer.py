@@ -70,7 +70,8 @@ class CompleteIn(Where):
         default=None, description="the run's conversation; default: the session"
     )
     outcome: Id | None = Field(
-        default=None, description='how the run ended ("success", "failed: ..."), kept on each episode'
+        default=None,
+        description='how the run ended ("success", "failed: ..."), kept on each episode',
     )
 
 
@@ -108,9 +109,7 @@ class SessionEndOut(BaseModel):
     reinforced: list[str]
 
 
-def layer_for(
-    mem: Episodic, caller: Principal, where: Where, **options: Any
-) -> MemoryLayer:
+def layer_for(mem: Episodic, caller: Principal, where: Where, **options: Any) -> MemoryLayer:
     """The layer a request acts through: what the key may see, never wider."""
     flt = caller.reading(
         workspace=where.workspace, agent=where.agent, crew=where.crew, resource=where.resource
@@ -139,6 +138,7 @@ def init(
     """``MemoryLayer.init``: the recall mode, and the episodes of the last 20 runs."""
     where = Where(workspace=workspace, agent=agent, crew=crew, resource=resource)
     state = layer_for(mem, caller, where).init()
+    last = state.last_episode_at
     return {
         "workspace": state.workspace,
         "agent": state.agent,
@@ -146,14 +146,14 @@ def init(
         "mode": state.mode,
         "episodes": state.episodes,
         "runs": state.runs,
-        "last_episode_at": None if state.last_episode_at is None else state.last_episode_at.isoformat(),
+        "last_episode_at": None
+        if state.last_episode_at is None
+        else state.last_episode_at.isoformat(),
     }
 
 
 @router.post("/v1/layer/recall", response_model=RecalledOut, responses=ERRORS, tags=["layer"])
-async def recall(
-    body: LayerRecallIn, caller: Caller, mem: Mem, recalls: Recalls
-) -> dict[str, Any]:
+async def recall(body: LayerRecallIn, caller: Caller, mem: Mem, recalls: Recalls) -> dict[str, Any]:
     """``MemoryLayer.recall``: the episodes that fit ``budget_tokens`` (held to
     300..2000), newest first or most relevant to ``query`` first, listed oldest first
     in an ``<episodes>`` block that says how each run ended."""
@@ -171,9 +171,7 @@ async def recall(
     return await recalls.run(work)
 
 
-@writes.post(
-    "/v1/layer/complete", response_model=CompletedOut, responses=ERRORS, tags=["layer"]
-)
+@writes.post("/v1/layer/complete", response_model=CompletedOut, responses=ERRORS, tags=["layer"])
 def complete(body: CompleteIn, caller: Caller, mem: Mem) -> dict[str, Any]:
     """``MemoryLayer.on_complete``: the run's transcript is stored as a conversation
     (default: the session) and becomes episodes now, each keeping ``outcome``; the
