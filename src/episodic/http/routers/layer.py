@@ -146,9 +146,7 @@ def init(
         "mode": state.mode,
         "episodes": state.episodes,
         "runs": state.runs,
-        "last_episode_at": None
-        if state.last_episode_at is None
-        else state.last_episode_at.isoformat(),
+        "last_episode_at": None if last is None else last.isoformat(),
     }
 
 
