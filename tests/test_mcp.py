@@ -45,7 +45,16 @@ EVENTS = [
         "summary": "checkout OOM in orbit",
     },
 ]
-TOOLS = {"recall_memory", "remember", "forget", "update_memory", "memory_health"}
+TOOLS = {
+    "recall_memory",
+    "remember",
+    "forget",
+    "update_memory",
+    "memory_health",
+    "recall_episodes",
+    "on_complete",
+    "end_session",
+}
 
 
 def structured(result: Any) -> dict[str, Any]:
@@ -66,6 +75,7 @@ async def exercise(client: Client) -> None:
         "k",
         "as_of",
         "include_superseded",
+        "session",
     }
 
     found = structured(await client.call_tool("recall_memory", {"query": "checkout OOM", "k": 5}))

@@ -59,7 +59,8 @@ DELETES = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 # A correction replaces the text but keeps the old version in the memory's history, so it
-# destroys nothing; the same correction twice leaves one new version.
+# destroys nothing; the same correction twice leaves one new version. Ending a session
+# twice reinforces nothing the second time.
 EDITS = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -250,7 +251,7 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
             "End a session named on earlier recalls: each memory they returned is "
             "reinforced once; a conversation of that id becomes episodes now."
         ),
-        annotations=ADDS,
+        annotations=EDITS,
     )
     def end_session(
         session: Annotated[str, Field(description="The session's id.", max_length=256)],
