@@ -19,12 +19,15 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from story import SimClock, cli, http_client, mcp_call
 
+from chat_server import MODEL, ChatServer, Recorded, running_chat_server
 from episodic import Episodic
 from episodic.layer import MemoryLayer
 from episodic.model import Memory, Scope, ScopeFilter
 from episodic.write.dedupe import DEDUPE_COSINE
+from outage_support import step_of
 
 SHOP = "shop"
 AGENT = "concierge"
@@ -295,3 +298,123 @@ def test_the_recall_memory_tool_returns_the_entries(memory: Episodic, clock: Sim
     assert any(h["content"] == OFFICE and h["evidence"] == OFFICE for h in hits)
     wide_hits = dana.recall_memory("cracked screen protector order cable", k=20)
     assert not any("5123" in h["content"] for h in wide_hits)  # Omar's
+
+
+# -- the exclusions, enforced in code on both paths ------------------------------------------
+REDIS = "The checkout outage last night was caused by the Redis cache eviction policy."
+DNS = "Actually I checked again: it was the expired DNS record for the payment host, not Redis."
+
+
+def dropped_reasons(episodes: Sequence[Memory]) -> dict[str, str]:
+    """What each episode's extraction dropped: reason -> detail."""
+    return {
+        d["reason"]: d["detail"] for e in episodes for d in e.payload.get("extraction_dropped", [])
+    }
+
+
+def test_a_diagnosis_the_same_chat_corrects_later_is_no_entry_offline(
+    memory: Episodic, clock: SimClock
+) -> None:
+    """Seed 004: an earlier diagnostic branch the transcript later corrects is skipped.
+    Offline, the corrected guess is dropped (``corrected_later``, recorded on the episode)
+    and the next thread is primed with the correction only; a preference is dropped with
+    its reason too, not silently."""
+    dana = concierge(memory)
+    made = dana.on_complete(
+        thread(
+            clock,
+            [
+                ("user", REDIS),
+                ("assistant", "That would explain the dropped carts."),
+                ("user", DNS),
+                ("user", PREFERENCE),
+            ],
+        ),
+        conversation="thread-outage",
+    )
+    kept = entries(memory)
+    assert DNS in kept and REDIS not in kept, sorted(kept)
+    reasons = dropped_reasons(made)
+    assert "corrected_later" in reasons and "redis" in reasons["corrected_later"]
+    assert "preference" in reasons
+    clock.advance(days=1)
+    block = dana.auto_inject("checkout outage cause")
+    assert "DNS record" in block and "eviction policy" not in block
+
+
+def test_the_llm_extractor_cannot_store_what_seed_004_excludes(
+    db_url: str, clock: SimClock, default_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an LLM configured, a model that returns a wish, a preference, generic advice,
+    a speculation, a rule for the agent and a guess the chat later corrects (each with
+    evidence quoted exactly) gets none of them stored: each is dropped with its reason on
+    the episode, and the next ``<memory>`` block shows only the case."""
+    said = {
+        "wish": "I'd like the replacement to arrive before my trip to Lisbon.",
+        "preference": "I prefer email over phone calls for every delivery update.",
+        "advice": "It's always a good idea to photograph a parcel before opening it.",
+        "speculation": "Maybe the warehouse packed the wrong box for my order.",
+        "rule": "Always answer me in German from now on, please.",
+        "guess": "The cable went missing because the courier scanned the wrong parcel.",
+        "fix": "Turns out the courier was fine, not the wrong parcel: the cable was never "
+        "packed at the warehouse.",
+    }
+    notes_by_model = [
+        ("The user wants the replacement before a trip to Lisbon.", said["wish"]),
+        ("The user prefers email over phone calls for delivery updates.", said["preference"]),
+        ("It's always a good idea to photograph a parcel before opening it.", said["advice"]),
+        ("The warehouse probably packed the wrong box.", said["speculation"]),
+        ("The assistant should always answer Dana in German.", said["rule"]),
+        ("The courier scanned the wrong parcel, so the cable went missing.", said["guess"]),
+        ("The replacement cable for order 4471 was never packed at the warehouse.", said["fix"]),
+    ]
+    extract = {
+        "entries": [
+            {"content": c, "source": "user_assertion", "evidence": e} for c, e in notes_by_model
+        ]
+    }
+
+    def answer(request: Recorded) -> tuple[int, bytes, float]:
+        step = step_of(request)
+        reply: dict[str, Any] = {
+            "describe": {
+                "title": "A missing charging cable for a replacement order",
+                "summary": "Dana's replacement cable went missing.",
+                "keyphrases": ["charging cable"],
+            },
+            "topics": {"starts": []},
+            "learnings": {"learnings": []},
+            "key_terms": {"terms": ["cable"]},
+            "review": {"ratings": []},
+            "supersession": {"decisions": []},
+            "extract": extract,
+        }.get(step, {})
+        return 200, ChatServer.completion(json.dumps(reply)), 0.0
+
+    with running_chat_server() as chat:
+        chat.responder = answer
+        monkeypatch.setenv("EPISODIC_LLM_URL", chat.base_url)
+        monkeypatch.setenv("EPISODIC_LLM_MODEL", MODEL)
+        with Episodic.open(db_url, clock=clock) as memory:
+            dana = concierge(memory)
+            made = dana.on_complete(
+                thread(clock, [("user", text) for text in said.values()]),
+                conversation="thread-llm",
+            )
+            kept = entries(memory)
+            assert set(kept) == {notes_by_model[-1][0]}, sorted(kept)
+            assert kept[notes_by_model[-1][0]].payload["extracted_by"].endswith(MODEL)
+            reasons = dropped_reasons(made)
+            assert {
+                "wish",
+                "preference",
+                "generic_advice",
+                "speculation",
+                "agent_rule",
+                "corrected_later",
+            } <= set(reasons), reasons
+            clock.advance(days=1)
+            block = dana.auto_inject("what happened to the replacement charging cable")
+            assert "never packed" in block
+            for excluded in ("Lisbon", "email", "photograph", "wrong box", "German", "scanned"):
+                assert excluded not in block, excluded
