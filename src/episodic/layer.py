@@ -74,10 +74,10 @@ EPISODES_NOTE = (
 # learnings, the same kind of distilled note). Raw messages would bring filler ("Great,
 # thanks!") and episodes whole summaries.
 INJECT_TYPES = (ENTRY_TYPE, LEARNING_TYPE)
-# The recall_memory tool is a deliberate lookup for a specific fact: offline extraction
-# keeps only clear statements, so the tool also searches the messages and episodes they
-# came from (each hit says its type, and entries their source and evidence).
-TOOL_TYPES = (ENTRY_TYPE, LEARNING_TYPE, "message", EPISODE_TYPE)
+# The recall_memory tool serves what seed 004's tool serves: entries (and learnings), each
+# with its source and evidence; the raw messages and episodes they came from would show
+# the same fact again, and filler beside it.
+TOOL_TYPES = INJECT_TYPES
 
 RECALL_MEMORY_TOOL: dict[str, Any] = {
     "type": "function",

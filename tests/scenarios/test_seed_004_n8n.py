@@ -418,3 +418,38 @@ def test_the_llm_extractor_cannot_store_what_seed_004_excludes(
             assert "never packed" in block
             for excluded in ("Lisbon", "email", "photograph", "wrong box", "German", "scanned"):
                 assert excluded not in block, excluded
+
+
+def test_the_tool_and_the_injection_serve_entries_each_fact_once(
+    memory: Episodic, clock: SimClock
+) -> None:
+    """Seed 004's tool and ``<memory>`` block serve entries: the layer's
+    ``recall_memory`` returns no raw message or episode beside the entry drawn from it,
+    and ``/v1/render`` with the n8n policy shows each fact once, even where an episode of
+    a one-message thread is that message's own words."""
+    dana = concierge(memory)
+    dana.on_complete(thread(clock, FIRST_THREAD), conversation="thread-1")
+    clock.advance(days=1)
+    dana.on_complete(thread(clock, [("user", NEIGHBOUR)]), conversation="thread-2")
+    clock.advance(days=1)
+    hits = dana.recall_memory("where did the replacement cable go", k=10)
+    assert hits and {h["type"] for h in hits} <= {"entry", "learning"}, hits
+    assert any(h["content"] == NEIGHBOUR for h in hits)
+    with http_client(memory, SHOP) as client:
+        rendered = client.post(
+            "/v1/render",
+            json={
+                "query": "where did the replacement cable go",
+                "policy": "n8n",
+                "agent": AGENT,
+                "resource": DANA,
+                "scope": "own",
+                "k": 10,
+            },
+        )
+    assert rendered.status_code == 200, rendered.text
+    lines = [text.casefold() for text, _ in injected(rendered.json()["block"])]
+    assert any(NEIGHBOUR.casefold() in line for line in lines)
+    for i, line in enumerate(lines):
+        for j, other in enumerate(lines):
+            assert i == j or line not in other, (line, other)
