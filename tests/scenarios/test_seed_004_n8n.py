@@ -453,3 +453,27 @@ def test_the_tool_and_the_injection_serve_entries_each_fact_once(
     for i, line in enumerate(lines):
         for j, other in enumerate(lines):
             assert i == j or line not in other, (line, other)
+
+
+def test_cases_that_differ_in_their_numbers_are_each_an_entry(
+    memory: Episodic, clock: SimClock
+) -> None:
+    """Fifteen invoices that failed the same way are fifteen cases: the invoice number
+    makes each new, so none is dropped as restating a known entry or as similar to one;
+    the same invoice said again in other words is still dropped."""
+    dana = concierge(memory)
+    said = "Invoice {} failed to sync to the ledger because its tax code field was empty."
+    for n in range(15):
+        dana.on_complete(
+            thread(clock, [("user", said.format(20931 + n))]), conversation=f"invoice-{n}"
+        )
+        clock.advance(hours=1)
+    kept = entries(memory)
+    assert {said.format(20931 + n) for n in range(15)} <= set(kept), sorted(kept)
+    again = "Invoice 20931 did not sync to the ledger since its tax code field was empty."
+    (episode,) = dana.on_complete(thread(clock, [("user", again)]), conversation="again")
+    assert again not in entries(memory)
+    assert {d["reason"] for d in episode.payload["extraction_dropped"]} <= {
+        "restates_known",
+        "similar",
+    }

@@ -395,7 +395,10 @@ class EpisodeWriter:
             if stored
             else np.zeros((0, matrix.shape[1]), np.float32)
         )
-        indices, gone = drop_similar(kept, matrix, existing)
+        texts = {m.id: m.content for m in self.store.get_memories(ws, list(stored))}
+        indices, gone = drop_similar(
+            kept, matrix, existing, existing_texts=[texts.get(i, "") for i in stored]
+        )
         return [kept[i] for i in indices], [matrix[i] for i in indices], dropped + list(gone)
 
     def _entry_memory(

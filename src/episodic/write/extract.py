@@ -57,6 +57,7 @@ from episodic.llm.prompts import (
     data_block,
     fill,
 )
+from episodic.write.cases import new_identifiers
 from episodic.write.corrections import corrected_by
 from episodic.write.exclusions import exclusion, note_exclusion
 from episodic.write.messages import Message, transcript_json
@@ -429,15 +430,24 @@ def _without_corrected(
 def _without_restatements(
     candidates: list[tuple[int, Entry]], known: Sequence[str], dropped: list[Dropped]
 ) -> list[tuple[int, Entry]]:
-    """``candidates`` without those that restate a known note (``RESTATES_SHARE``)."""
+    """``candidates`` without those that restate a known note (``RESTATES_SHARE``). A
+    note about another case (an identifier, number or name the known one lacks) restates
+    nothing, whatever share of its words is known."""
     if not known:
         return candidates
     notes = [_stems(note) for note in known]
     kept: list[tuple[int, Entry]] = []
     for at, entry in candidates:
         words = _stems(entry.content)
-        share = max((len(words & n) / len(words) for n in notes), default=0.0) if words else 0.0
-        if share >= RESTATES_SHARE:
+        share = max(
+            (
+                len(words & n) / len(words)
+                for n, text in zip(notes, known, strict=True)
+                if not new_identifiers(entry.content, text)
+            ),
+            default=0.0,
+        )
+        if words and share >= RESTATES_SHARE:
             dropped.append(
                 Dropped(entry.content, RESTATES_KNOWN, f"{share:.0%} of its words are known")
             )
