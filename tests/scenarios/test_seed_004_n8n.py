@@ -477,3 +477,63 @@ def test_cases_that_differ_in_their_numbers_are_each_an_entry(
         "restates_known",
         "similar",
     }
+
+
+def test_the_end_of_session_pass_reads_the_whole_session(
+    db_url: str, clock: SimClock, default_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long session is segmented by the background indexer before it ends (a pause
+    closed its first 27 messages into an episode). The post-session pass at its end still
+    reads all 40 messages: a learning whose evidence is in the first part is kept."""
+    early = "The staging deploy keeps failing because the VAULT_TOKEN secret expired last week."
+    lesson = {
+        "content": "Renew the VAULT_TOKEN secret before staging deploys; an expired one fails them.",
+        "type": "procedural",
+        "domain": "team",
+        "importance": 0.8,
+        "evidence": early,
+    }
+
+    def answer(request: Recorded) -> tuple[int, bytes, float]:
+        reply: dict[str, Any] = {
+            "describe": {
+                "title": "A long session about staging deploys and their secrets",
+                "summary": "The team went through failing staging deploys.",
+                "keyphrases": ["staging deploy"],
+            },
+            "topics": {"starts": []},
+            "learnings": {"learnings": [lesson]},
+            "extract": {"entries": []},
+            "key_terms": {"terms": ["deploy"]},
+            "review": {"ratings": []},
+            "supersession": {"decisions": []},
+        }.get(step_of(request), {})
+        return 200, ChatServer.completion(json.dumps(reply)), 0.0
+
+    with running_chat_server() as chat:
+        chat.responder = answer
+        monkeypatch.setenv("EPISODIC_LLM_URL", chat.base_url)
+        monkeypatch.setenv("EPISODIC_LLM_MODEL", MODEL)
+        with Episodic.open(db_url, clock=clock) as memory:
+            start = clock.now
+            for i in range(40):
+                # A 40-minute pause after the 27th message.
+                at = start + timedelta(minutes=i + (40 if i >= 27 else 0))
+                text = early if i == 3 else f"Step {i} of the staging deploy checklist is done."
+                memory.add_message(
+                    text,
+                    workspace=SHOP,
+                    conversation="long-session",
+                    role="user" if i % 2 else "assistant",
+                    agent=AGENT,
+                    resource=DANA,
+                    ts=at.isoformat(),
+                )
+            clock.now = start + timedelta(minutes=90)
+            first = memory.segment()  # the indexer's pass, before the session ends
+            assert first.episodes == 1 and first.waiting == 13
+            last = memory.segment(flush=True, workspace=SHOP, conversation="long-session")
+            assert last.episodes == 1
+            learned = [m for m in notes(memory) if m.type == "learning"]
+            assert [m.content for m in learned] == [lesson["content"]], last.to_json()
+            assert learned[0].payload["evidence"] == early

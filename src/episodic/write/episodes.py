@@ -27,7 +27,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import numpy as np
@@ -68,6 +68,11 @@ EPISODE_BASE_IMPORTANCE = 0.65
 ENTRY_BASE_IMPORTANCE = 0.5
 # Conversations handled per run; the rest wait for the next one.
 CONVERSATIONS_PER_RUN = 500
+# The most messages of a session the post-session pass reads (its input is cut to the
+# model's budget anyway, every message keeping its place).
+SESSION_MESSAGES_MAX = 5000
+# Before any message: the post-session pass reads a session from its start.
+_START = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(slots=True)
@@ -98,10 +103,19 @@ class SegmentReport:
         }
 
 
-class EpisodeStore(WriteStore, VectorStore, SearchStore, ReinforcementStore, Protocol):
+class SessionMessages(Protocol):
+    def conversation_messages(
+        self, workspace_id: str, conversation_id: str, *, after: datetime, limit: int
+    ) -> list[Event]: ...
+
+
+class EpisodeStore(
+    WriteStore, VectorStore, SearchStore, ReinforcementStore, SessionMessages, Protocol
+):
     """What segmentation touches: the conversations' messages and the episodes closed
-    from them, the messages' vectors, a dense search to dedupe new entries, and the
-    reinforcement a session's end writes."""
+    from them, the messages' vectors, a dense search to dedupe new entries, the
+    reinforcement a session's end writes, and the session's earlier messages its
+    post-session pass reads."""
 
 
 class EpisodeWriter:
@@ -193,19 +207,32 @@ class EpisodeWriter:
             # Before the episodes are written: a crash in between may lose this session's
             # episodes for now (its messages stay pending), never its reinforcement.
             self.store.reinforce_session(ws, conversation, now)
-            # The post-session pass (seed 001) sees the whole session at once.
-            learned = [m for s in closed for m in messages[s.start : s.end]]
+            # The post-session pass (seed 001) sees the whole session at once: the
+            # messages segmented before its end too, not only those closed now.
+            pending = {e.id for e in events}
+            earlier = [
+                e
+                for e in self.store.conversation_messages(
+                    ws, conversation, after=_START, limit=SESSION_MESSAGES_MAX
+                )
+                if e.id not in pending
+            ]
+            by_id.update((e.id, e) for e in earlier)
+            learned = [message_of(e) for e in earlier]
+            learned += [m for s in closed for m in messages[s.start : s.end]]
             phases, last = _phases([by_id[m.id] for m in learned])
             learnings = [
                 replace(ln, phase=phases.get(ln.message_id or "", last))
                 for ln in extract_learnings(learned, self.llm)
             ]
+        closed_ids = {m.id for s in closed for m in messages[s.start : s.end]}
         for seg in closed:
             ids = {m.id for m in messages[seg.start : seg.end]}
             own = [ln for ln in learnings if ln.message_id in ids]
             if seg is closed[-1]:
-                # A learning that cites no message belongs to the session as a whole.
-                own += [ln for ln in learnings if ln.message_id is None]
+                # A learning that cites no message, or one of an episode closed before,
+                # belongs to the session as a whole: to its last episode.
+                own += [ln for ln in learnings if ln.message_id not in closed_ids]
             self._episode(ws, conversation, messages, vectors, seg, by_id, own, report, outcome)
 
     def _previous_centroid(self, ws: str, conversation: str) -> Vector | None:
