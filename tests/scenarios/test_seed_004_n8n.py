@@ -487,7 +487,7 @@ def test_the_end_of_session_pass_reads_the_whole_session(
     reads all 40 messages: a learning whose evidence is in the first part is kept."""
     early = "The staging deploy keeps failing because the VAULT_TOKEN secret expired last week."
     lesson = {
-        "content": "Renew the VAULT_TOKEN secret before staging deploys; an expired one fails them.",
+        "content": "Renew the VAULT_TOKEN secret before staging deploys: an expired one fails.",
         "type": "procedural",
         "domain": "team",
         "importance": 0.8,
