@@ -224,7 +224,8 @@ class Episodic:
         """``Writing.segment`` (pending messages into episodes; see there), then, when
         episodes were closed, the review job rates the recalls made in those
         conversations by what followed them (seed 003: reviews run when segmentation
-        does, not only on the schedule)."""
+        does, not only on the schedule), and a flashbulb among them is consolidated at
+        once."""
         report = self._writing.segment(
             flush=flush, workspace=workspace, conversation=conversation, outcome=outcome
         )
@@ -236,6 +237,13 @@ class Episodic:
                 self._upkeep.run_reviews()
             except EpisodicError as exc:  # the episodes stand; the schedule retries reviews
                 log.warning("reviews after segmentation did not run: %s", exc)
+        if report.flashbulbs:
+            # Seed 003: a flashbulb is consolidated when its episode is created, on every
+            # path (a flush, a run's end), not at the next sweep or schedule.
+            try:
+                self.consolidate_if_due(workspace)
+            except EpisodicError as exc:  # the episodes stand; the schedule retries
+                log.warning("consolidation after a flashbulb did not run: %s", exc)
         return report
 
     def end_session(

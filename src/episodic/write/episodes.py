@@ -86,6 +86,7 @@ class SegmentReport:
     learnings: int = 0
     dropped: list[Dropped] = field(default_factory=list)
     waiting: int = 0  # messages left in open segments
+    flashbulbs: int = 0  # new episodes surprising enough to be consolidated at once
     # New episodes, entries and learnings the embedder failed on: stored, found by
     # keywords, and embedded by the indexer's next sweep.
     unembedded: int = 0
@@ -99,6 +100,7 @@ class SegmentReport:
             "learnings": self.learnings,
             "dropped": [{"reason": d.reason, "content": d.content[:80]} for d in self.dropped],
             "waiting": self.waiting,
+            "flashbulbs": self.flashbulbs,
             "unembedded": self.unembedded,
         }
 
@@ -361,6 +363,7 @@ class EpisodeWriter:
         }
         report.unembedded += self._embed_now(ws, [episode, *derived], embedded)
         report.episodes += 1
+        report.flashbulbs += int(bool(episode.payload["flashbulb"]))
         report.messages += len(part)
         report.entries += len(entries)
         report.learnings += len(learnings)
