@@ -213,7 +213,7 @@ def test_a_flashbulb_is_consolidated_when_a_flush_creates_it(
         ("user", "She also planted basil and marigolds along the greenhouse wall."),
     ]
     made = []
-    for day, part in enumerate((lines, pivot)):
+    for part in (lines, pivot):
         for i, (role, text) in enumerate(part):
             memory.add_message(
                 text,
