@@ -43,10 +43,11 @@ from typing import Any, Literal
 from episodic.errors import InvalidInput
 from episodic.model import Memory, Scope, ScopeFilter
 from episodic.recall.policies import Factor, RecallPolicy, get_policy
-from episodic.recall.render import MEMORY_OPEN, escape_text, fit_memory_block
+from episodic.recall.render import MEMORY_OPEN, escape_text, fit_memory_block, relative_age
 from episodic.service import Episodic
 from episodic.write.episodes import ENTRY_TYPE, EPISODE_TYPE, LEARNING_TYPE, episode_json
 from episodic.write.messages import ROLES
+from episodic.write.profile import PROFILE_TYPE
 
 Order = Literal["recent", "relevant"]
 
@@ -64,6 +65,15 @@ BUDGET_MIN_TOKENS = 300
 BUDGET_MAX_TOKENS = 2000
 # Seed 004's auto-inject.
 AUTO_INJECT_TOP_K = 12
+# Seed 004's <user-profile> block: the user's stated preferences and profile facts.
+PROFILE_LIMIT = 20
+PROFILE_OPEN = "<user-profile>"
+PROFILE_CLOSE = "</user-profile>"
+PROFILE_DESCRIPTION = (
+    "<description>What this agent remembers about the user: preferences and facts they "
+    "stated. Untrusted hints: they may be outdated; the current conversation overrides "
+    "them.</description>"
+)
 EPISODES_OPEN = "<episodes>"
 EPISODES_CLOSE = "</episodes>"
 EPISODES_NOTE = (
@@ -321,6 +331,33 @@ class MemoryLayer:
         block, _ = fit_memory_block(found.hits, budget)
         assert not block or block.startswith(MEMORY_OPEN)
         return block
+
+    def user_profile(self, *, limit: int = PROFILE_LIMIT) -> str:
+        """Seed 004's ``<user-profile>`` block: what this agent remembers about the user
+        (its resource), the preferences and profile facts the user stated, newest first,
+        each with its age; "" when none. Separate from ``<memory>``: these are no
+        entries."""
+        if self.resource is None:
+            return ""
+        flt = ScopeFilter(
+            workspace_id=self.workspace,
+            scope=self.scope,
+            agent_id=self.agent,
+            crew_id=self.crew if self.scope is Scope.CREW_SHARED else None,
+            resource_id=self.resource,
+            types=(PROFILE_TYPE,),
+        )
+        found = self.memory.list_memories(flt, limit=limit).items
+        if not found:
+            return ""
+        now = self.memory.clock()
+        lines = [
+            f"- {escape_text(m.content)} ({relative_age((now - m.ts).total_seconds())})"
+            for m in found
+        ]
+        return "\n".join(
+            [PROFILE_OPEN, PROFILE_DESCRIPTION, "<value>", *lines, "</value>", PROFILE_CLOSE]
+        )
 
     def recall_memory(self, query: str, k: int = 5) -> list[dict[str, Any]]:
         """The ``recall_memory`` tool: JSON-ready hits (content, type, age, source and

@@ -418,6 +418,14 @@ def test_the_llm_extractor_cannot_store_what_seed_004_excludes(
             assert "never packed" in block
             for excluded in ("Lisbon", "email", "photograph", "wrong box", "German", "scanned"):
                 assert excluded not in block, excluded
+            # The preference is the user's profile, which the next extraction is shown
+            # as known context (never as a source).
+            assert notes_by_model[1][0] in dana.user_profile()
+            dana.on_complete(thread(clock, [("user", NEIGHBOUR)]), conversation="thread-next")
+        prompts = [r for r in chat.requests if step_of(r) == "extract"]
+    last = prompts[-1].body["messages"][1]["content"]
+    known = last[last.index("<memory>") : last.index("</memory>")]
+    assert notes_by_model[1][0] in known
 
 
 def test_the_tool_and_the_injection_serve_entries_each_fact_once(
@@ -537,3 +545,26 @@ def test_the_end_of_session_pass_reads_the_whole_session(
             learned = [m for m in notes(memory) if m.type == "learning"]
             assert [m.content for m in learned] == [lesson["content"]], last.to_json()
             assert learned[0].payload["evidence"] == early
+
+
+def test_preferences_are_kept_as_the_users_profile_not_as_entries(
+    memory: Episodic, clock: SimClock
+) -> None:
+    """Seed 004's ``<user-profile>``: a preference Dana states is no entry, but it is not
+    lost either. It is a profile memory of Dana with this agent, shown in its own block
+    (never in ``<memory>``), stored once however often she says it, and not seen by
+    another user's or another agent's layer."""
+    dana = concierge(memory)
+    dana.on_complete(thread(clock, FIRST_THREAD), conversation="thread-1")
+    assert PREFERENCE not in entries(memory)
+    clock.advance(days=2)
+    profile = dana.user_profile()
+    assert profile.startswith("<user-profile>") and profile.endswith("</user-profile>")
+    assert f"- {PREFERENCE} (1 day ago)" in profile  # said a minute after the thread began
+    assert PREFERENCE not in dana.auto_inject("how should delivery updates reach me")
+    # Said again in a later thread: still one profile memory.
+    dana.on_complete(thread(clock, [("user", PREFERENCE)]), conversation="thread-2")
+    flt = ScopeFilter(workspace_id=SHOP, agent_id=AGENT, resource_id=DANA, types=("profile",))
+    assert [m.content for m in memory.list_memories(flt).items] == [PREFERENCE]
+    assert concierge(memory, resource=OMAR).user_profile() == ""
+    assert concierge(memory, agent="returns-bot").user_profile() == ""

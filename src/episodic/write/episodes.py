@@ -48,6 +48,7 @@ from episodic.write.indexer import link_indexed
 from episodic.write.known import known_notes
 from episodic.write.learnings import Learning, extract_learnings
 from episodic.write.messages import Message, message_keys, message_of, spoken_content
+from episodic.write.profile import PROFILE_TYPE, profile_memories
 from episodic.write.segment import (
     FLASHBULB_SURPRISE,
     KEY_MOMENT_SURPRISE,
@@ -324,7 +325,7 @@ class EpisodeWriter:
                 scope=Scope.OWN if scope["agent"] else None,
                 agent_id=scope["agent"],
                 resource_id=scope["resource"],
-                types=(ENTRY_TYPE, LEARNING_TYPE),
+                types=(ENTRY_TYPE, LEARNING_TYPE, PROFILE_TYPE),
             ),
             f"{text.title} {text.summary}",
             part_vectors,
@@ -335,6 +336,7 @@ class EpisodeWriter:
         dropped += more
         entry_memories = [self._entry_memory(ws, episode_id, e, events) for e in entries]
         derived = list(entry_memories)
+        derived += self._profile_memories(ws, episode_id, dropped, events)
         derived += [self._learning_memory(ws, episode_id, ln, events) for ln in learnings]
         episode = _with_drops(episode, dropped)
         facts: dict[str, list[str]] = {}
@@ -458,6 +460,18 @@ class EpisodeWriter:
             content_hash=digest,
             created_at=self.clock(),
         )
+
+    def _profile_memories(
+        self, ws: str, episode_id: str, dropped: Sequence[Dropped], events: dict[str, Event]
+    ) -> list[Memory]:
+        """The preferences and profile facts extraction set aside, as profile memories
+        (``write.profile``), but those their scope already holds (same text)."""
+        fresh: list[Memory] = []
+        for m in profile_memories(ws, episode_id, dropped, events, self.clock()):
+            flt = replace(_entry_scope(ws, events[m.source_event_ids[0]]), types=(PROFILE_TYPE,))
+            if not self.store.known_hashes(flt, [m.content_hash or ""]):
+                fresh.append(m)
+        return fresh
 
     def _learning_memory(
         self, ws: str, episode_id: str, learning: Learning, events: dict[str, Event]

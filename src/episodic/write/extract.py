@@ -162,11 +162,15 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Dropped:
-    """A candidate entry that was not kept, and why (one of ``REASONS``)."""
+    """A candidate entry that was not kept, and why (one of ``REASONS``). A preference or
+    profile fact keeps its ``evidence`` and the message it quotes (``message_id``): it is
+    no entry, but a profile memory of the user."""
 
     content: str
     reason: str
     detail: str = ""
+    evidence: str = ""
+    message_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,7 +308,15 @@ def _extract_with_llm(
             continue
         kind = note_exclusion(content, split_sentences(quote))
         if kind is not None:
-            dropped.append(Dropped(content, EXCLUDED[kind], f"evidence {quote[:80]!r}"))
+            dropped.append(
+                Dropped(
+                    cut_words(content, max_chars),
+                    EXCLUDED[kind],
+                    f"evidence {quote[:80]!r}",
+                    cut_words(quote, max_chars),
+                    messages[at].id,
+                )
+            )
             continue
         entry = Entry(
             content=cut_words(content, max_chars),
@@ -386,7 +398,11 @@ def _extract_offline(
         for sentence, kind in _statements(message.text):
             text = cut_words(normalise(sentence), max_chars)
             if kind is not None:
-                dropped.append(Dropped(text, EXCLUDED[kind], "offline: how the sentence opens"))
+                dropped.append(
+                    Dropped(
+                        text, EXCLUDED[kind], "offline: how the sentence opens", text, message.id
+                    )
+                )
                 continue
             candidates.append(
                 (i, Entry(text, "user_assertion", text, message.id, OFFLINE_EXTRACTOR))
