@@ -149,6 +149,7 @@ class AsyncEpisodic:
         await self.aclose()
 
     segment = Awaited(Episodic.segment)
+    end_session = Awaited(Episodic.end_session)
     stats = Awaited(Episodic.stats)
     doctor = Awaited(Episodic.doctor)
 
