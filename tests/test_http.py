@@ -667,7 +667,7 @@ def test_random_query_strings_and_paths_never_get_a_5xx(
     paths = st.sampled_from(["/v1/memories", "/v1/recent", "/v1/health", "/ui/memories"])
     ids = st.text(min_size=1, max_size=40)
     with client(base, keys["lead"]) as c:
-        c.cookies.set("episodic_session", mem.start_session(keys["lead"]))
+        c.cookies.set("episodic_session", mem.sign_in(keys["lead"]))
 
         @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
         @given(path=paths, query=params, memory_id=ids)

@@ -73,7 +73,7 @@ def test_http_forgets_a_whole_workspace_only_when_asked_by_name(mem: Episodic) -
 def test_the_page_asks_before_forgetting(mem: Episodic) -> None:
     _, admin = mem.create_key("acme", role="admin")
     with serve(asgi(mem)) as base:
-        session = mem.start_session(admin)
+        session = mem.sign_in(admin)
         page = httpx.Client(base_url=base, cookies={"episodic_session": session}, timeout=30)
         # The row's button opens the question; a bare post (an old page, a stray
         # resubmit) only asks too. Neither forgets.
@@ -110,6 +110,9 @@ def test_mcp_tools_say_what_they_do(mem: Episodic) -> None:
         "remember": (False, False, False, False),
         "forget": (False, True, True, False),
         "update_memory": (False, False, True, False),
+        "recall_episodes": (True, False, True, False),
+        "on_complete": (False, False, False, False),
+        "end_session": (False, False, True, False),
     }
 
 

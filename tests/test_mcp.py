@@ -45,7 +45,17 @@ EVENTS = [
         "summary": "checkout OOM in orbit",
     },
 ]
-TOOLS = {"recall_memory", "remember", "forget", "update_memory", "restore_memory", "memory_health"}
+TOOLS = {
+    "recall_memory",
+    "remember",
+    "forget",
+    "update_memory",
+    "restore_memory",
+    "memory_health",
+    "recall_episodes",
+    "on_complete",
+    "end_session",
+}
 
 
 def structured(result: Any) -> dict[str, Any]:
@@ -67,6 +77,7 @@ async def exercise(client: Client) -> None:
         "as_of",
         "include_superseded",
         "learning_type",
+        "session",
     }
 
     found = structured(await client.call_tool("recall_memory", {"query": "checkout OOM", "k": 5}))

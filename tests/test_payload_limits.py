@@ -237,7 +237,7 @@ def test_stored_poison_never_breaks_a_read(
                 assert r.status_code == 200 and len(r.json()["hits"]) == 2
                 r = c.post("/v1/render", json={"query": "checkout outage poisoned"})
                 assert r.status_code == 200
-        session = {"episodic_session": mem.start_session(admin)}
+        session = {"episodic_session": mem.sign_in(admin)}
         page = httpx.get(f"{base}/ui/memories", cookies=session, timeout=30)
         assert page.status_code == 200 and "poisoned p1" in page.text
 

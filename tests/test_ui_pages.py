@@ -306,8 +306,8 @@ def test_the_cookie_holds_a_session_never_the_key(base: str, mem: Episodic) -> N
 
 def test_a_session_expires_and_ends_with_its_key(base: str, mem: Episodic) -> None:
     key, secret = mem.create_key("acme", role="admin")
-    session = mem.start_session(secret)
-    assert mem.session_caller(session).key.id == key.id
+    session = mem.sign_in(secret)
+    assert mem.signed_in_caller(session).key.id == key.id
     real = mem.clock
     try:
         mem.clock = lambda: real() + timedelta(hours=12, seconds=1)
@@ -320,9 +320,9 @@ def test_a_session_expires_and_ends_with_its_key(base: str, mem: Episodic) -> No
         mem.clock = real
     mem.revoke_key(key.id)
     with pytest.raises(Unauthenticated):
-        mem.session_caller(session)
+        mem.signed_in_caller(session)
     with pytest.raises(Unauthenticated):
-        mem.start_session(secret)  # a revoked key cannot sign in
+        mem.sign_in(secret)  # a revoked key cannot sign in
 
 
 def test_the_trace_view_folds_drops_by_where_and_why() -> None:

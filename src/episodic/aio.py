@@ -149,6 +149,7 @@ class AsyncEpisodic:
         await self.aclose()
 
     segment = Awaited(Episodic.segment)
+    end_session = Awaited(Episodic.end_session)
     stats = Awaited(Episodic.stats)
     doctor = Awaited(Episodic.doctor)
 
@@ -203,9 +204,9 @@ class AsyncEpisodic:
     list_keys = Awaited(Episodic.list_keys)
     revoke_key = Awaited(Episodic.revoke_key)
     authenticate = Awaited(Episodic.authenticate)
-    start_session = Awaited(Episodic.start_session)
-    session_caller = Awaited(Episodic.session_caller)
-    end_session = Awaited(Episodic.end_session)
+    sign_in = Awaited(Episodic.sign_in)
+    signed_in_caller = Awaited(Episodic.signed_in_caller)
+    sign_out = Awaited(Episodic.sign_out)
     list_memories = Awaited(Episodic.list_memories)
     memory = Awaited(Episodic.memory)
     memories = Awaited(Episodic.memories)

@@ -130,7 +130,7 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
 
     def caller_of(request: Request) -> Principal | None:
         try:
-            return mem.session_caller(request.cookies.get(COOKIE))
+            return mem.signed_in_caller(request.cookies.get(COOKIE))
         except Unauthenticated:
             return None
 
@@ -146,7 +146,7 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
     @app.post("/ui/login", include_in_schema=False)
     def ui_login(request: Request, key: Annotated[str, Form(max_length=400)] = "") -> Response:
         try:
-            session = mem.start_session(key.strip(), SESSION_LASTS)
+            session = mem.sign_in(key.strip(), SESSION_LASTS)
         except Unauthenticated as exc:
             return to_login(str(exc))
         response = RedirectResponse("/ui/memories", status_code=303)
@@ -165,7 +165,7 @@ def mount_ui(app: FastAPI, mem: Episodic) -> None:
 
     @app.post("/ui/logout", include_in_schema=False)
     def ui_logout(request: Request) -> Response:
-        mem.end_session(request.cookies.get(COOKIE))
+        mem.sign_out(request.cookies.get(COOKIE))
         response = RedirectResponse("/ui", status_code=303)
         response.delete_cookie(COOKIE, path=COOKIE_PATH)
         return response

@@ -11,15 +11,28 @@ and the same memory is there through HTTP and MCP.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 
+import anyio
+import httpx
 from story import SimClock, http_client, mcp_call
 
 from episodic import Episodic
-from episodic.layer import BUDGET_MAX_TOKENS, BUDGET_MIN_TOKENS, MemoryLayer, estimate_tokens
+from episodic.client import AsyncClient, Client
+from episodic.http import asgi
+from episodic.layer import (
+    BUDGET_MAX_TOKENS,
+    BUDGET_MIN_TOKENS,
+    MemoryLayer,
+    Recalled,
+    estimate_tokens,
+)
 from episodic.model import Memory
+from episodic.scoring.decay import reinforcement_of
 from episodic.write.episodes import episode_json
+from servers import serve
 
 WORKSPACE = "acme"
 AGENT = "ops-bot"
@@ -247,3 +260,211 @@ def test_the_same_memory_through_http_and_mcp(memory: Episodic, clock: SimClock)
     )
     contents = " ".join(m["content"] for m in tool["memories"]).lower()
     assert "refund batch" in contents and "connection pool" in contents
+
+
+# -- the layer's hooks on every interface, and sessions ------------------------------------
+@contextmanager
+def served(memory: Episodic, *, role: str = "admin", agent: str | None = None) -> Iterator[str]:
+    """A real HTTP server over ``memory``; yields its base URL. The key is ``KEY[0]``."""
+    KEY[:] = [memory.create_key(WORKSPACE, role=role, agent=agent)[1]]
+    with serve(asgi(memory)) as base:
+        yield base
+
+
+KEY: list[str] = []
+
+
+def shape(found: Recalled) -> tuple[str, list[str], list[str | None], int, int]:
+    """What a runtime reads of a recall: the block, which episodes and how each run
+    ended, the tokens and the budget."""
+    return (
+        found.text,
+        [e.id for e in found.episodes],
+        [episode_json(e)["outcome"] for e in found.episodes],
+        found.tokens,
+        found.budget_tokens,
+    )
+
+
+def reinforcement(memory: Episodic, ids: Sequence[str]) -> dict[str, int]:
+    return {m.id: reinforcement_of(m.payload) for m in memory.store.get_memories(WORKSPACE, ids)}
+
+
+def test_a_run_completed_over_http_mcp_and_the_clients_is_an_episode_at_once(
+    memory: Episodic, clock: SimClock
+) -> None:
+    """A runtime in another process completes its runs and asks for the budgeted
+    ``<episodes>`` block over HTTP, MCP, ``Client`` and ``AsyncClient``: each run's
+    episodes exist when the call returns (not after three idle hours), keep the outcome,
+    and every interface's block is the one ``MemoryLayer`` gives."""
+    ops = layer(memory)
+    with served(memory) as base:
+        done = httpx.post(
+            f"{base}/v1/layer/complete",
+            headers={"authorization": f"Bearer {KEY[0]}"},
+            json={
+                "agent": AGENT,
+                "resource": TEAM,
+                "conversation": "run-refunds",
+                "outcome": "success",
+                "transcript": run(clock, REFUND_RUN),
+            },
+            timeout=60,
+        )
+        assert done.status_code == 200, done.text
+        made = done.json()["episodes"]
+        assert made and {e["payload"]["outcome"] for e in made} == {"success"}
+        assert {e["conversation"] for e in made} == {"run-refunds"}
+        clock.advance(days=1)
+        with Client(base, KEY[0]) as client:
+            remote = client.layer(agent=AGENT, resource=TEAM)
+            episodes = remote.on_complete(
+                run(clock, CERT_RUN), conversation="run-ledger-deploy", outcome=FAILED_DEPLOY
+            )
+            assert episodes and outcomes(episodes) == {FAILED_DEPLOY}
+            clock.advance(days=1)
+            here = ops.recall(800)
+            assert "run-refunds" in here.text or "refund batch" in here.text
+            assert f"(outcome: {FAILED_DEPLOY})" in here.text
+            assert shape(remote.recall(800)) == shape(here)
+            state = remote.init()
+            assert (state.episodes, state.runs) == (ops.init().episodes, 2)
+            asked = remote.recall(300, "ledger deploy to eu-west", order="relevant")
+            assert shape(asked) == shape(
+                ops.recall(300, "ledger deploy to eu-west", order="relevant")
+            )
+            # The budget is held to the layer's bounds over HTTP too.
+            assert remote.recall(1).budget_tokens == BUDGET_MIN_TOKENS
+
+        async def through_async() -> Recalled:
+            async with AsyncClient(base, KEY[0]) as client:
+                return await client.layer(agent=AGENT, resource=TEAM).recall(800)
+
+        assert shape(anyio.run(through_async)) == shape(here)
+    tool = mcp_call(
+        memory,
+        "recall_episodes",
+        {"budget_tokens": 800},
+        workspace=WORKSPACE,
+        agent=AGENT,
+        resource=TEAM,
+    )
+    assert tool["text"] == here.text and tool["budget_tokens"] == 800
+    # A third run completed through MCP is an episode at once too.
+    clock.advance(days=1)
+    completed = mcp_call(
+        memory,
+        "on_complete",
+        {"transcript": run(clock, filler_run(1)), "outcome": "success"},
+        workspace=WORKSPACE,
+        agent=AGENT,
+        resource=TEAM,
+    )
+    assert completed["episodes"] and ops.init().runs == 3
+
+
+def test_a_session_reinforces_each_memory_its_recalls_returned_once(
+    memory: Episodic, clock: SimClock
+) -> None:
+    """Seed 001's reinforcement through the layer: the memories a run's recalls
+    returned (auto-inject, the recall_memory tool, a relevant recall) are reinforced once
+    each when the run completes, however often they were returned; a later run that
+    recalls nothing reinforces nothing."""
+    ops = layer(memory)
+    ops.on_complete(run(clock, REFUND_RUN), conversation="run-refunds", outcome="success")
+    clock.advance(days=1)
+    next_run = layer(memory)
+    block = next_run.auto_inject("the refund batch timed out at the gateway")
+    assert block
+    again = memory.recall(
+        "refund batch gateway", workspace=WORKSPACE, agent=AGENT, scope="own", mark=False
+    )
+    tool = next_run.recall_memory("refund batch connection pool")
+    assert tool
+    found = next_run.recall(300, "refund batch timeout", order="relevant")
+    assert found.episodes
+    recalled_ids = {e.id for e in found.episodes}
+    # Through the tool and auto-inject: what they returned, by content.
+    shown = {h.id for h in again.hits if h.memory.content in block}
+    assert shown
+    next_run.on_complete(run(clock, CERT_RUN), outcome=FAILED_DEPLOY)
+    counts = reinforcement(memory, [*recalled_ids, *shown])
+    assert set(counts.values()) == {1}, counts
+    assert set(next_run.reinforced) >= recalled_ids | shown
+    # The next run recalls nothing: nothing is reinforced again.
+    clock.advance(days=1)
+    next_run.on_complete(run(clock, filler_run(2)), outcome="success")
+    assert set(reinforcement(memory, [*recalled_ids, *shown]).values()) == {1}
+
+
+def test_http_and_mcp_name_the_session_on_a_recall_and_end_it(
+    memory: Episodic, clock: SimClock
+) -> None:
+    ops = layer(memory)
+    ops.on_complete(run(clock, REFUND_RUN), conversation="run-refunds", outcome="success")
+    clock.advance(days=1)
+    with served(memory) as base, Client(base, KEY[0]) as client:
+        where = {"agent": AGENT, "resource": TEAM}
+        first = client.recall("refund batch gateway timeout", session="chat-7", **where)
+        second = client.recall("connection pool for the refunds", session="chat-7", **where)
+        ids = {h.id for h in first.hits} | {h.id for h in second.hits}
+        assert {h.id for h in first.hits} & {h.id for h in second.hits}
+        # Reinforced at the session's end, not before.
+        assert set(reinforcement(memory, ids).values()) == {0}
+        ended = client.end_session("chat-7")
+        assert set(ended.reinforced) == ids and ended.session == "chat-7"
+        assert set(reinforcement(memory, ids).values()) == {1}
+        # Ended again, with nothing recalled since: nothing more.
+        assert client.end_session("chat-7").reinforced == []
+    tool = mcp_call(
+        memory,
+        "recall_memory",
+        {"query": "refund batch gateway", "session": "chat-8"},
+        workspace=WORKSPACE,
+        agent=AGENT,
+        resource=TEAM,
+    )
+    returned = [m["id"] for m in tool["memories"]]
+    assert returned
+    before = reinforcement(memory, returned)
+    ended_mcp = mcp_call(
+        memory, "end_session", {"session": "chat-8"}, workspace=WORKSPACE, agent=AGENT
+    )
+    assert set(ended_mcp["reinforced"]) == set(returned)
+    assert reinforcement(memory, returned) == {i: n + 1 for i, n in before.items()}
+
+
+def test_the_cap_of_20_counts_runs_not_the_episodes_a_long_run_became(
+    memory: Episodic, clock: SimClock
+) -> None:
+    """Seed 002 keeps one episode per ``onComplete``, the last 20: a long run that
+    segmentation splits (here by 40-minute pauses) still counts as one of the 20 runs,
+    and all its episodes stay in view until 20 newer runs push the whole run out."""
+    ops = layer(memory)
+    start = clock.now
+    long_run = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"Step {i} of the quarterly ledger close for {part}: balances checked.",
+            "ts": (start + timedelta(minutes=40 * (i // 3) + i)).isoformat(),
+        }
+        for i, part in enumerate(["region north"] * 3 + ["region south"] * 3 + ["region east"] * 3)
+    ]
+    made = ops.on_complete(long_run, conversation="run-close", outcome="success")
+    assert len(made) == 3  # one run, three episodes
+    for day in range(19):
+        clock.advance(days=1)
+        ops.on_complete(
+            run(clock, [("user", f"Check shard {day}."), ("assistant", "Shard checked.")]),
+            conversation=f"run-{day:02d}",
+            outcome="success",
+        )
+    state = ops.init()
+    assert (state.runs, state.episodes) == (20, 19 + 3)
+    assert {e.id for e in made} <= {e.id for e in ops.recall(BUDGET_MAX_TOKENS).episodes}
+    # One more run: the long run leaves the view whole, not one episode at a time.
+    clock.advance(days=1)
+    ops.on_complete(run(clock, [("user", "Check shard 19.")]), conversation="run-19")
+    state = ops.init()
+    assert (state.runs, state.episodes) == (20, 20)
+    assert not {e.id for e in made} & {e.id for e in ops.recall(BUDGET_MAX_TOKENS).episodes}

@@ -20,6 +20,7 @@ from story import SimClock, cli, http_client, mcp_call
 
 from episodic import Episodic
 from episodic.model import Memory, ScopeFilter
+from episodic.upkeep.consolidate import EXCLUDED_TYPES
 from episodic.write.segment import KEY_MOMENT_SURPRISE
 from segmentation_fixture import Labelled, load_fixture
 
@@ -193,3 +194,40 @@ def test_a_pivot_the_next_day_is_a_key_moment_recalled_with_its_messages_and_rev
     newest = memory.recent(workspace=WS, limit=10)
     assert [e.id for e in newest][1:] == [letter.id, menu.id]
     assert [e.ts for e in newest] == sorted((e.ts for e in newest), reverse=True)
+
+
+def test_a_flashbulb_is_consolidated_when_a_flush_creates_it(
+    memory: Episodic, clock: SimClock
+) -> None:
+    """Seed 003: a flashbulb episode triggers consolidation when it is created. A flush
+    (``segment(flush=True)``, as ``index --once --flush`` and a run's end do) that makes
+    one consolidates it at once: no flashbulb is left waiting for the schedule."""
+    lines = [
+        ("user", "The nightly refund batch timed out at the payment gateway again."),
+        ("assistant", "The gateway client opens only five connections, so refunds queue."),
+        ("user", "Raising the gateway connection pool to twenty let the batch finish."),
+    ]
+    pivot = [
+        ("user", "My grandmother's tomato plants in the garden got frost damage overnight."),
+        ("assistant", "Cover the tomato seedlings with fleece when frost is forecast."),
+        ("user", "She also planted basil and marigolds along the greenhouse wall."),
+    ]
+    made = []
+    for part in (lines, pivot):
+        for i, (role, text) in enumerate(part):
+            memory.add_message(
+                text,
+                workspace=WS,
+                conversation="talk",
+                role=role,
+                agent=AGENT,
+                ts=(clock.now + timedelta(minutes=i)).isoformat(),
+            )
+        clock.advance(minutes=5)
+        memory.segment(flush=True, workspace=WS, conversation="talk")
+        made = memory.recent(workspace=WS, conversation="talk", limit=5)
+        clock.advance(days=1)
+    flashbulbs = [e for e in made if e.payload.get("flashbulb")]
+    assert flashbulbs, [e.payload.get("surprise") for e in made]
+    backlog = memory.store.consolidation_backlog(WS, EXCLUDED_TYPES)
+    assert backlog.flashbulbs == 0

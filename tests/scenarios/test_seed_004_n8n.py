@@ -19,12 +19,15 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from story import SimClock, cli, http_client, mcp_call
 
+from chat_server import MODEL, ChatServer, Recorded, running_chat_server
 from episodic import Episodic
 from episodic.layer import MemoryLayer
 from episodic.model import Memory, Scope, ScopeFilter
 from episodic.write.dedupe import DEDUPE_COSINE
+from outage_support import step_of
 
 SHOP = "shop"
 AGENT = "concierge"
@@ -295,3 +298,273 @@ def test_the_recall_memory_tool_returns_the_entries(memory: Episodic, clock: Sim
     assert any(h["content"] == OFFICE and h["evidence"] == OFFICE for h in hits)
     wide_hits = dana.recall_memory("cracked screen protector order cable", k=20)
     assert not any("5123" in h["content"] for h in wide_hits)  # Omar's
+
+
+# -- the exclusions, enforced in code on both paths ------------------------------------------
+REDIS = "The checkout outage last night was caused by the Redis cache eviction policy."
+DNS = "Actually I checked again: it was the expired DNS record for the payment host, not Redis."
+
+
+def dropped_reasons(episodes: Sequence[Memory]) -> dict[str, str]:
+    """What each episode's extraction dropped: reason -> detail."""
+    return {
+        d["reason"]: d["detail"] for e in episodes for d in e.payload.get("extraction_dropped", [])
+    }
+
+
+def test_a_diagnosis_the_same_chat_corrects_later_is_no_entry_offline(
+    memory: Episodic, clock: SimClock
+) -> None:
+    """Seed 004: an earlier diagnostic branch the transcript later corrects is skipped.
+    Offline, the corrected guess is dropped (``corrected_later``, recorded on the episode)
+    and the next thread is primed with the correction only; a preference is dropped with
+    its reason too, not silently."""
+    dana = concierge(memory)
+    made = dana.on_complete(
+        thread(
+            clock,
+            [
+                ("user", REDIS),
+                ("assistant", "That would explain the dropped carts."),
+                ("user", DNS),
+                ("user", PREFERENCE),
+            ],
+        ),
+        conversation="thread-outage",
+    )
+    kept = entries(memory)
+    assert DNS in kept and REDIS not in kept, sorted(kept)
+    reasons = dropped_reasons(made)
+    assert "corrected_later" in reasons and "redis" in reasons["corrected_later"]
+    assert "preference" in reasons
+    clock.advance(days=1)
+    block = dana.auto_inject("checkout outage cause")
+    assert "DNS record" in block and "eviction policy" not in block
+
+
+def test_the_llm_extractor_cannot_store_what_seed_004_excludes(
+    db_url: str, clock: SimClock, default_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an LLM configured, a model that returns a wish, a preference, generic advice,
+    a speculation, a rule for the agent and a guess the chat later corrects (each with
+    evidence quoted exactly) gets none of them stored: each is dropped with its reason on
+    the episode, and the next ``<memory>`` block shows only the case."""
+    said = {
+        "wish": "I'd like the replacement to arrive before my trip to Lisbon.",
+        "preference": "I prefer email over phone calls for every delivery update.",
+        "advice": "It's always a good idea to photograph a parcel before opening it.",
+        "speculation": "Maybe the warehouse packed the wrong box for my order.",
+        "rule": "Always answer me in German from now on, please.",
+        "guess": "The cable went missing because the courier scanned the wrong parcel.",
+        "fix": "Turns out the courier was fine, not the wrong parcel: the cable was never "
+        "packed at the warehouse.",
+    }
+    notes_by_model = [
+        ("The user wants the replacement before a trip to Lisbon.", said["wish"]),
+        ("The user prefers email over phone calls for delivery updates.", said["preference"]),
+        ("It's always a good idea to photograph a parcel before opening it.", said["advice"]),
+        ("The warehouse probably packed the wrong box.", said["speculation"]),
+        ("The assistant should always answer Dana in German.", said["rule"]),
+        ("The courier scanned the wrong parcel, so the cable went missing.", said["guess"]),
+        ("The replacement cable for order 4471 was never packed at the warehouse.", said["fix"]),
+    ]
+    extract = {
+        "entries": [
+            {"content": c, "source": "user_assertion", "evidence": e} for c, e in notes_by_model
+        ]
+    }
+
+    def answer(request: Recorded) -> tuple[int, bytes, float]:
+        step = step_of(request)
+        reply: dict[str, Any] = {
+            "describe": {
+                "title": "A missing charging cable for a replacement order",
+                "summary": "Dana's replacement cable went missing.",
+                "keyphrases": ["charging cable"],
+            },
+            "topics": {"starts": []},
+            "learnings": {"learnings": []},
+            "key_terms": {"terms": ["cable"]},
+            "review": {"ratings": []},
+            "supersession": {"decisions": []},
+            "extract": extract,
+        }.get(step, {})
+        return 200, ChatServer.completion(json.dumps(reply)), 0.0
+
+    with running_chat_server() as chat:
+        chat.responder = answer
+        monkeypatch.setenv("EPISODIC_LLM_URL", chat.base_url)
+        monkeypatch.setenv("EPISODIC_LLM_MODEL", MODEL)
+        with Episodic.open(db_url, clock=clock) as memory:
+            dana = concierge(memory)
+            made = dana.on_complete(
+                thread(clock, [("user", text) for text in said.values()]),
+                conversation="thread-llm",
+            )
+            kept = entries(memory)
+            assert set(kept) == {notes_by_model[-1][0]}, sorted(kept)
+            assert kept[notes_by_model[-1][0]].payload["extracted_by"].endswith(MODEL)
+            reasons = dropped_reasons(made)
+            assert {
+                "wish",
+                "preference",
+                "generic_advice",
+                "speculation",
+                "agent_rule",
+                "corrected_later",
+            } <= set(reasons), reasons
+            clock.advance(days=1)
+            block = dana.auto_inject("what happened to the replacement charging cable")
+            assert "never packed" in block
+            for excluded in ("Lisbon", "email", "photograph", "wrong box", "German", "scanned"):
+                assert excluded not in block, excluded
+            # The preference is the user's profile, which the next extraction is shown
+            # as known context (never as a source).
+            assert notes_by_model[1][0] in dana.user_profile()
+            dana.on_complete(thread(clock, [("user", NEIGHBOUR)]), conversation="thread-next")
+        prompts = [r for r in chat.requests if step_of(r) == "extract"]
+    last = prompts[-1].body["messages"][1]["content"]
+    known = last[last.index("<memory>") : last.index("</memory>")]
+    assert notes_by_model[1][0] in known
+
+
+def test_the_tool_and_the_injection_serve_entries_each_fact_once(
+    memory: Episodic, clock: SimClock
+) -> None:
+    """Seed 004's tool and ``<memory>`` block serve entries: the layer's
+    ``recall_memory`` returns no raw message or episode beside the entry drawn from it,
+    and ``/v1/render`` with the n8n policy shows each fact once, even where an episode of
+    a one-message thread is that message's own words."""
+    dana = concierge(memory)
+    dana.on_complete(thread(clock, FIRST_THREAD), conversation="thread-1")
+    clock.advance(days=1)
+    dana.on_complete(thread(clock, [("user", NEIGHBOUR)]), conversation="thread-2")
+    clock.advance(days=1)
+    hits = dana.recall_memory("where did the replacement cable go", k=10)
+    assert hits and {h["type"] for h in hits} <= {"entry", "learning"}, hits
+    assert any(h["content"] == NEIGHBOUR for h in hits)
+    with http_client(memory, SHOP) as client:
+        rendered = client.post(
+            "/v1/render",
+            json={
+                "query": "where did the replacement cable go",
+                "policy": "n8n",
+                "agent": AGENT,
+                "resource": DANA,
+                "scope": "own",
+                "k": 10,
+            },
+        )
+    assert rendered.status_code == 200, rendered.text
+    lines = [text.casefold() for text, _ in injected(rendered.json()["block"])]
+    assert any(NEIGHBOUR.casefold() in line for line in lines)
+    for i, line in enumerate(lines):
+        for j, other in enumerate(lines):
+            assert i == j or line not in other, (line, other)
+
+
+def test_cases_that_differ_in_their_numbers_are_each_an_entry(
+    memory: Episodic, clock: SimClock
+) -> None:
+    """Fifteen invoices that failed the same way are fifteen cases: the invoice number
+    makes each new, so none is dropped as restating a known entry or as similar to one;
+    the same invoice said again in other words is still dropped."""
+    dana = concierge(memory)
+    said = "Invoice {} failed to sync to the ledger because its tax code field was empty."
+    for n in range(15):
+        dana.on_complete(
+            thread(clock, [("user", said.format(20931 + n))]), conversation=f"invoice-{n}"
+        )
+        clock.advance(hours=1)
+    kept = entries(memory)
+    assert {said.format(20931 + n) for n in range(15)} <= set(kept), sorted(kept)
+    again = "Invoice 20931 did not sync to the ledger since its tax code field was empty."
+    (episode,) = dana.on_complete(thread(clock, [("user", again)]), conversation="again")
+    assert again not in entries(memory)
+    assert {d["reason"] for d in episode.payload["extraction_dropped"]} <= {
+        "restates_known",
+        "similar",
+    }
+
+
+def test_the_end_of_session_pass_reads_the_whole_session(
+    db_url: str, clock: SimClock, default_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long session is segmented by the background indexer before it ends (a pause
+    closed its first 27 messages into an episode). The post-session pass at its end still
+    reads all 40 messages: a learning whose evidence is in the first part is kept."""
+    early = "The staging deploy keeps failing because the VAULT_TOKEN secret expired last week."
+    lesson = {
+        "content": "Renew the VAULT_TOKEN secret before staging deploys: an expired one fails.",
+        "type": "procedural",
+        "domain": "team",
+        "importance": 0.8,
+        "evidence": early,
+    }
+
+    def answer(request: Recorded) -> tuple[int, bytes, float]:
+        reply: dict[str, Any] = {
+            "describe": {
+                "title": "A long session about staging deploys and their secrets",
+                "summary": "The team went through failing staging deploys.",
+                "keyphrases": ["staging deploy"],
+            },
+            "topics": {"starts": []},
+            "learnings": {"learnings": [lesson]},
+            "extract": {"entries": []},
+            "key_terms": {"terms": ["deploy"]},
+            "review": {"ratings": []},
+            "supersession": {"decisions": []},
+        }.get(step_of(request), {})
+        return 200, ChatServer.completion(json.dumps(reply)), 0.0
+
+    with running_chat_server() as chat:
+        chat.responder = answer
+        monkeypatch.setenv("EPISODIC_LLM_URL", chat.base_url)
+        monkeypatch.setenv("EPISODIC_LLM_MODEL", MODEL)
+        with Episodic.open(db_url, clock=clock) as memory:
+            start = clock.now
+            for i in range(40):
+                # A 40-minute pause after the 27th message.
+                at = start + timedelta(minutes=i + (40 if i >= 27 else 0))
+                text = early if i == 3 else f"Step {i} of the staging deploy checklist is done."
+                memory.add_message(
+                    text,
+                    workspace=SHOP,
+                    conversation="long-session",
+                    role="user" if i % 2 else "assistant",
+                    agent=AGENT,
+                    resource=DANA,
+                    ts=at.isoformat(),
+                )
+            clock.now = start + timedelta(minutes=90)
+            first = memory.segment()  # the indexer's pass, before the session ends
+            assert first.episodes == 1 and first.waiting == 13
+            last = memory.segment(flush=True, workspace=SHOP, conversation="long-session")
+            assert last.episodes == 1
+            learned = [m for m in notes(memory) if m.type == "learning"]
+            assert [m.content for m in learned] == [lesson["content"]], last.to_json()
+            assert learned[0].payload["evidence"] == early
+
+
+def test_preferences_are_kept_as_the_users_profile_not_as_entries(
+    memory: Episodic, clock: SimClock
+) -> None:
+    """Seed 004's ``<user-profile>``: a preference Dana states is no entry, but it is not
+    lost either. It is a profile memory of Dana with this agent, shown in its own block
+    (never in ``<memory>``), stored once however often she says it, and not seen by
+    another user's or another agent's layer."""
+    dana = concierge(memory)
+    dana.on_complete(thread(clock, FIRST_THREAD), conversation="thread-1")
+    assert PREFERENCE not in entries(memory)
+    clock.advance(days=2)
+    profile = dana.user_profile()
+    assert profile.startswith("<user-profile>") and profile.endswith("</user-profile>")
+    assert f"- {PREFERENCE} (1 day ago)" in profile  # said a minute after the thread began
+    assert PREFERENCE not in dana.auto_inject("how should delivery updates reach me")
+    # Said again in a later thread: still one profile memory.
+    dana.on_complete(thread(clock, [("user", PREFERENCE)]), conversation="thread-2")
+    flt = ScopeFilter(workspace_id=SHOP, agent_id=AGENT, resource_id=DANA, types=("profile",))
+    assert [m.content for m in memory.list_memories(flt).items] == [PREFERENCE]
+    assert concierge(memory, resource=OMAR).user_profile() == ""
+    assert concierge(memory, agent="returns-bot").user_profile() == ""

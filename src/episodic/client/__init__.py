@@ -26,6 +26,7 @@ from episodic.client.calls import (
     BatchOptions,
     Call,
     ForgetOptions,
+    LayerOptions,
     ListOptions,
     MessageOptions,
     RecallOptions,
@@ -33,18 +34,28 @@ from episodic.client.calls import (
     RememberOptions,
     RenderOptions,
 )
+from episodic.client.layer import AsyncRemoteLayer, RemoteLayer
 from episodic.errors import InvalidInput
+from episodic.layer import Order
 from episodic.model import Event, Memory
 from episodic.recall.engine import RecallResult
 from episodic.service.decisions import Decision
 from episodic.service.editing import Version
 from episodic.service.operations import MemoryPage
-from episodic.service.writing import IndexOne, IngestReport, MessagesReport
+from episodic.service.writing import IndexOne, IngestReport, MessagesReport, SessionEnd
 from episodic.store.service import ForgetCounts
 from episodic.store.supersession import Supersession
 from episodic.upkeep.health import HealthView
 
-__all__ = ["AsyncClient", "Client", "Episode", "ServerError", "ServerHealth"]
+__all__ = [
+    "AsyncClient",
+    "AsyncRemoteLayer",
+    "Client",
+    "Episode",
+    "RemoteLayer",
+    "ServerError",
+    "ServerHealth",
+]
 
 T = TypeVar("T")
 
@@ -224,6 +235,23 @@ class Client(_Base):
     ) -> HealthView | None:
         return self._send(calls.memory_health(workspace, crew, history))
 
+    def layer(
+        self,
+        *,
+        session: str | None = None,
+        order: Order = "recent",
+        policy: str | None = None,
+        **where: Unpack[LayerOptions],
+    ) -> RemoteLayer:
+        """``MemoryLayer(memory, workspace=..., agent=..., ...)`` over this server: seed
+        002's hooks (``init``, ``recall``, ``on_complete``) with the same results."""
+        return RemoteLayer(self._send, where, session=session, order=order, policy=policy)
+
+    def end_session(
+        self, session: str, *, workspace: str | None = None, outcome: str | None = None
+    ) -> SessionEnd:
+        return self._send(calls.end_session(session, workspace, outcome))
+
 
 class AsyncClient(_Base):
     """The HTTP API, awaited. Use as an async context manager, or ``await aclose()``."""
@@ -348,3 +376,20 @@ class AsyncClient(_Base):
         self, workspace: str | None = None, crew: str | None = None, *, history: int = 30
     ) -> HealthView | None:
         return await self._send(calls.memory_health(workspace, crew, history))
+
+    def layer(
+        self,
+        *,
+        session: str | None = None,
+        order: Order = "recent",
+        policy: str | None = None,
+        **where: Unpack[LayerOptions],
+    ) -> AsyncRemoteLayer:
+        """``MemoryLayer(memory, workspace=..., agent=..., ...)`` over this server, its
+        hooks awaited: seed 002's ``init``, ``recall`` and ``on_complete``."""
+        return AsyncRemoteLayer(self._send, where, session=session, order=order, policy=policy)
+
+    async def end_session(
+        self, session: str, *, workspace: str | None = None, outcome: str | None = None
+    ) -> SessionEnd:
+        return await self._send(calls.end_session(session, workspace, outcome))

@@ -24,6 +24,7 @@ from episodic.errors import (
     Unauthenticated,
     UnknownPolicy,
 )
+from episodic.layer import LayerState, Recalled
 from episodic.model import Event, Hit, Memory, MemoryStatus
 from episodic.policy import Admission
 from episodic.recall.engine import RecallResult
@@ -311,6 +312,27 @@ def episodes(raw: Mapping[str, Any]) -> list[Episode]:
         )
         for e in raw["episodes"]
     ]
+
+
+def layer_state(raw: Mapping[str, Any]) -> LayerState:
+    return LayerState(
+        workspace=raw["workspace"],
+        agent=raw["agent"],
+        resource=raw["resource"],
+        mode=raw["mode"],
+        episodes=raw["episodes"],
+        last_episode_at=_when(raw["last_episode_at"]),
+        runs=raw["runs"],
+    )
+
+
+def recalled(raw: Mapping[str, Any]) -> Recalled:
+    return Recalled(
+        text=raw["text"],
+        episodes=[memory_of(m) for m in raw["episodes"]],
+        tokens=raw["tokens"],
+        budget_tokens=raw["budget_tokens"],
+    )
 
 
 def health_view(raw: Mapping[str, Any]) -> HealthView | None:

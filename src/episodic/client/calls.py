@@ -19,12 +19,13 @@ from urllib.parse import quote
 from episodic.client import answers
 from episodic.client.answers import Episode, ServerHealth, memory_of
 from episodic.errors import InvalidInput
+from episodic.layer import LayerState, Recalled
 from episodic.model import Event, Memory, Scope
 from episodic.recall.engine import RecallResult
 from episodic.service.decisions import Decision
 from episodic.service.editing import Version
 from episodic.service.operations import MemoryPage
-from episodic.service.writing import IndexOne, IngestReport, MessagesReport
+from episodic.service.writing import IndexOne, IngestReport, MessagesReport, SessionEnd
 from episodic.store.service import ForgetCounts
 from episodic.store.supersession import Supersession
 from episodic.upkeep.health import HealthView
@@ -91,6 +92,7 @@ class RecallOptions(Where, total=False):
     as_of: datetime | str
     include_superseded: bool
     learning_type: Sequence[str] | str
+    session: str
 
 
 class RenderOptions(RecallOptions, total=False):
@@ -297,6 +299,78 @@ def health() -> Call[ServerHealth]:
 def memory_health(workspace: str | None, crew: str | None, history: int) -> Call[HealthView | None]:
     params = _body({"workspace": workspace, "crew": crew, "history": history})
     return Call("GET", "/v1/health", answers.health_view, params=params, absent=404)
+
+
+# -- the agent-loop layer (seed 002) --------------------------------------------------------
+class LayerOptions(TypedDict, total=False):
+    """Whose layer, as ``MemoryLayer`` is created: the key decides the rest."""
+
+    workspace: str
+    agent: str
+    crew: str
+    resource: str
+
+
+def layer_init(where: LayerOptions) -> Call[LayerState]:
+    return Call("GET", "/v1/layer/init", answers.layer_state, params=_body(where))
+
+
+def layer_recall(
+    where: LayerOptions,
+    session: str,
+    budget_tokens: int,
+    query: str | None,
+    order: str | None,
+    policy: str | None,
+) -> Call[Recalled]:
+    body = _body(
+        {
+            **where,
+            "session": session,
+            "budget_tokens": budget_tokens,
+            "query": query,
+            "order": order,
+            "policy": policy,
+        }
+    )
+    return Call("POST", "/v1/layer/recall", answers.recalled, json=body)
+
+
+def layer_complete(
+    where: LayerOptions,
+    session: str,
+    transcript: Sequence[Mapping[str, Any]],
+    conversation: str | None,
+    outcome: str | None,
+) -> Call[tuple[list[Memory], list[str]]]:
+    if isinstance(transcript, str | bytes) or not isinstance(transcript, Sequence):
+        raise InvalidInput("transcript", "expected a list of {role, content} objects")
+    body = _body(
+        {
+            **where,
+            "session": session,
+            "transcript": [dict(item) for item in transcript],
+            "conversation": conversation,
+            "outcome": outcome,
+        }
+    )
+    return Call(
+        "POST",
+        "/v1/layer/complete",
+        lambda raw: ([memory_of(m) for m in raw["episodes"]], list(raw["reinforced"])),
+        json=body,
+    )
+
+
+def end_session(session: str, workspace: str | None, outcome: str | None) -> Call[SessionEnd]:
+    path = f"/v1/sessions/{_segment(session, 'session')}/end"
+    body = _body({"workspace": workspace, "outcome": outcome})
+    return Call(
+        "POST",
+        path,
+        lambda raw: SessionEnd(raw["session"], raw["episodes"], list(raw["reinforced"])),
+        json=body,
+    )
 
 
 def _segment(memory_id: str, field: str = "memory_id") -> str:

@@ -27,7 +27,17 @@ from episodic.http.limits import (
     BodyLimit,
     Lane,
 )
-from episodic.http.routers import events, forget, health, journal, keys, memories, messages, recall
+from episodic.http.routers import (
+    events,
+    forget,
+    health,
+    journal,
+    keys,
+    layer,
+    memories,
+    messages,
+    recall,
+)
 from episodic.priority import HEAVY_NICE
 from episodic.service import Episodic
 
@@ -106,6 +116,8 @@ def create_app(
     app.include_router(messages.router)
     app.include_router(memories.router)
     app.include_router(recall.router)
+    app.include_router(layer.router)
+    app.include_router(layer.writes)
     app.include_router(journal.router)
     app.include_router(health.router)
     app.include_router(forget.router)

@@ -162,10 +162,32 @@ def fit_block(
     return block, kept_standing + kept
 
 
+# Seed 004's unit: a source-backed entry (or a learning, the same kind of distilled note).
+NOTE_TYPES = frozenset({"entry", "learning"})
+
+
+def one_per_fact(hits: Sequence[Hit]) -> list[Hit]:
+    """``hits`` with each fact once (seed 004's block shows one line per fact): a hit
+    whose text is contained in, or contains, the text of a hit kept before it says the
+    same thing again, and is left out. A note (entry, learning) is kept before an episode
+    or a message that repeats it: an episode of a one-message thread is that message's
+    words, as is the entry drawn from it."""
+    order = sorted(range(len(hits)), key=lambda i: (hits[i].memory.type not in NOTE_TYPES, i))
+    kept: list[int] = []
+    texts: list[str] = []
+    for i in order:
+        text = _WS.sub(" ", hits[i].memory.content).strip().casefold()
+        if text and any(text in other or other in text for other in texts):
+            continue
+        kept.append(i)
+        texts.append(text)
+    return [hits[i] for i in sorted(kept)]
+
+
 def fit_memory_block(
     hits: Sequence[Hit], max_chars: int, *, type_caps: Mapping[str, int] | None = None
 ) -> tuple[str, list[str]]:
-    newest = sorted(hits, key=lambda h: h.age_seconds)
+    newest = sorted(one_per_fact(hits), key=lambda h: h.age_seconds)
     return _fit(
         newest,
         max_chars,

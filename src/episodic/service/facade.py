@@ -28,7 +28,7 @@ from typing import Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from episodic.config import Settings
 from episodic.embed.base import Embedder
-from episodic.errors import EpisodicError
+from episodic.errors import EpisodicError, InvalidInput
 from episodic.llm.base import LLM
 from episodic.model import utcnow
 from episodic.priority import MAX_NICE
@@ -48,7 +48,7 @@ from episodic.service.recall_processes import (
 from episodic.service.recalling import Recalling
 from episodic.service.superseding import CheckReport, Superseding
 from episodic.service.upkeep import Upkeep
-from episodic.service.writing import Writing
+from episodic.service.writing import SessionEnd, Writing
 from episodic.store import open_store
 from episodic.store.base import Store, StoreStats
 from episodic.write.episodes import SegmentReport
@@ -227,7 +227,8 @@ class Episodic:
         """``Writing.segment`` (pending messages into episodes; see there), then, when
         episodes were closed, the review job rates the recalls made in those
         conversations by what followed them (seed 003: reviews run when segmentation
-        does, not only on the schedule)."""
+        does, not only on the schedule), and a flashbulb among them is consolidated at
+        once."""
         report = self._writing.segment(
             flush=flush, workspace=workspace, conversation=conversation, outcome=outcome
         )
@@ -239,7 +240,35 @@ class Episodic:
                 self._upkeep.run_reviews()
             except EpisodicError as exc:  # the episodes stand; the schedule retries reviews
                 log.warning("reviews after segmentation did not run: %s", exc)
+        if report.flashbulbs:
+            # Seed 003: a flashbulb is consolidated when its episode is created, on every
+            # path (a flush, a run's end), not at the next sweep or schedule.
+            try:
+                self.consolidate_if_due(workspace)
+            except EpisodicError as exc:  # the episodes stand; the schedule retries
+                log.warning("consolidation after a flashbulb did not run: %s", exc)
         return report
+
+    def end_session(
+        self, workspace: str, session: str, *, outcome: str | None = None
+    ) -> SessionEnd:
+        """End a session: each memory its recalls returned (recalls made with
+        ``review_conversation=session``, or narrowed to ``conversation=session``) is
+        reinforced once (seed 001), and when the session is a conversation its pending
+        messages become episodes now (``segment`` with ``flush``), each keeping
+        ``outcome``. Ending it again reinforces only what was recalled since."""
+        for name, value in (("workspace", workspace), ("session", session)):
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInput(name, "required: the id, as text")
+        # A server batches its recalls' marks: the session's last recalls are written
+        # first. Reinforced before the episodes are written, as segmentation does: a
+        # crash in between may delay the episodes, never lose the reinforcement.
+        self._recalling.flush_marks()
+        reinforced = self._ctx.store.reinforce_session(workspace, session, self.clock())
+        report = self.segment(
+            flush=True, workspace=workspace, conversation=session, outcome=outcome
+        )
+        return SessionEnd(session, report.episodes, reinforced)
 
     def _segment_quietly(self) -> None:
         # The sweeper's follow-up: what was embedded is checked for what it replaces;
@@ -327,9 +356,9 @@ class Episodic:
     list_keys = Forward("_operations", Operations.list_keys)
     revoke_key = Forward("_operations", Operations.revoke_key)
     authenticate = Forward("_operations", Operations.authenticate)
-    start_session = Forward("_operations", Operations.start_session)
-    session_caller = Forward("_operations", Operations.session_caller)
-    end_session = Forward("_operations", Operations.end_session)
+    sign_in = Forward("_operations", Operations.sign_in)
+    signed_in_caller = Forward("_operations", Operations.signed_in_caller)
+    sign_out = Forward("_operations", Operations.sign_out)
     list_memories = Forward("_operations", Operations.list_memories)
     count_memories = Forward("_operations", Operations.count_memories)
     memory = Forward("_operations", Operations.memory)

@@ -196,7 +196,7 @@ class Operations:
             raise Unauthenticated("unknown or revoked API key")
         return Principal(key)
 
-    def start_session(self, secret: str, lasts: timedelta = SESSION_LASTS) -> str:
+    def sign_in(self, secret: str, lasts: timedelta = SESSION_LASTS) -> str:
         """Sign in to the operator's page with an API key: a new random session id for the
         browser's cookie, which stands for the key until it expires (``lasts``), is ended,
         or the key is revoked. Only hashes of the id and the key are stored, so neither
@@ -209,7 +209,7 @@ class Operations:
         )
         return session
 
-    def session_caller(self, session: str | None) -> Principal:
+    def signed_in_caller(self, session: str | None) -> Principal:
         """The caller a session id stands for; ``Unauthenticated`` when it is missing,
         unknown, expired, ended, or its key was revoked."""
         if not session or not session.startswith(SESSION_PREFIX) or len(session) > 100:
@@ -220,7 +220,7 @@ class Operations:
             raise Unauthenticated("not signed in, or the sign-in expired: sign in again")
         return Principal(key)
 
-    def end_session(self, session: str | None) -> None:
+    def sign_out(self, session: str | None) -> None:
         """Sign out: the session id is refused from now on (nothing when it is unknown)."""
         if session and session.startswith(SESSION_PREFIX) and len(session) <= 100:
             self.ctx.store.end_ui_session(hash_secret(session))

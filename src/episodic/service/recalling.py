@@ -158,6 +158,7 @@ class Recalling:
         as_of: datetime | str | None = None,
         include_superseded: bool = False,
         learning_type: Sequence[str] | str | None = None,
+        session: str | None = None,
     ) -> RecallResult:
         """The memories that matter for ``query``, best first. Each hit returned is
         marked referenced (it feeds importance) unless ``mark`` is False. With ``explain``
@@ -193,7 +194,9 @@ class Recalling:
         A marked recall also records a pending review (seed 003) unless
         ``Settings.review_recalls`` is off; the review job rates it by the assistant
         messages that follow in ``review_conversation`` (default: the conversation the
-        recall is narrowed to), or ``review()`` is handed the output."""
+        recall is narrowed to), or ``review()`` is handed the output. ``session`` names
+        the session the recall belongs to (the same as ``review_conversation``): its end
+        (``end_session``) reinforces each memory returned once (seed 001)."""
         settings = self.ctx.settings
         query = check_query(query)
         check_k(k)
@@ -201,6 +204,12 @@ class Recalling:
         mark = check_flag("mark", mark)
         explain = check_flag("explain", explain)
         key_terms = check_optional_flag("key_terms", key_terms)
+        if session is not None:
+            if not isinstance(session, str) or not session.strip():
+                raise InvalidInput("session", "expected the session's id (text)")
+            if review_conversation not in (None, session):
+                raise InvalidInput("session", "names another session than review_conversation")
+            review_conversation = session
         kinds = None if types is None else ((types,) if isinstance(types, str) else tuple(types))
         # Asked for by type, institutional memories are ranked like any other; otherwise
         # they stay out of the ranking and come apart (recall_standing).
@@ -398,7 +407,7 @@ class Recalling:
                 agent=filters.get("agent"),
                 crew=filters.get("crew"),
                 conversation=filters.get("conversation"),
-                review_conversation=filters.get("review_conversation"),
+                review_conversation=filters.get("session") or filters.get("review_conversation"),
             )
         return block, replace(result, hits=shown, warnings=warnings)
 

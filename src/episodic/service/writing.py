@@ -112,6 +112,20 @@ class IndexOne:
         return {"id": self.id, "indexed": self.indexed, "detail": self.detail}
 
 
+@dataclass(frozen=True, slots=True)
+class SessionEnd:
+    """What ending a session did: the episodes its pending messages became (when the
+    session is a conversation) and the memories its recalls returned, reinforced once
+    each (seed 001's ``reinforcement_count``), by id."""
+
+    session: str
+    episodes: int
+    reinforced: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"session": self.session, "episodes": self.episodes, "reinforced": self.reinforced}
+
+
 @dataclass(slots=True)
 class IngestReport:
     received: int = 0

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from episodic.blas import one_thread
 from episodic.errors import InvalidInput
+from episodic.write.cases import new_identifiers
 from episodic.write.extract import KNOWN_HASH, SIMILAR, Dropped, Entry, content_hash
 
 # Seed 004: dedupeSimilarityThreshold.
@@ -50,6 +51,7 @@ def drop_similar(
     existing: npt.NDArray[np.floating],
     threshold: float = DEDUPE_COSINE,
     existing_ids: Sequence[str] | None = None,
+    existing_texts: Sequence[str] | None = None,
 ) -> tuple[list[int], list[Dropped]]:
     """The indices of ``entries`` to keep, in order, and a ``similar`` drop for each other.
 
@@ -57,7 +59,10 @@ def drop_similar(
     scope (zero rows allowed); rows are L2-normalised, so a dot product is the cosine. An
     entry is a duplicate when its cosine with an earlier *kept* entry of the batch, or with
     any existing row, is >= ``threshold``; the drop's detail names the closest match and
-    the cosine (by its id when ``existing_ids`` names the rows of ``existing``).
+    the cosine (by its id when ``existing_ids`` names the rows of ``existing``). An entry
+    about another case than its match (an identifier, number or name the match lacks:
+    ``write.cases``) is no duplicate; ``existing_texts`` (one per existing row) lets the
+    existing rows be checked too.
     """
     if not 0.0 < threshold <= 1.0:
         raise InvalidInput("threshold", f"must be in (0, 1], got {threshold}")
@@ -74,9 +79,16 @@ def drop_similar(
             "existing", f"expected rows of {batch.shape[1]} dimensions, got shape {stored.shape}"
         )
     # The best existing match of every entry at once: one (n, m) product, whatever m is.
+    if existing_texts is not None and len(existing_texts) != stored.shape[0]:
+        raise InvalidInput("existing_texts", "expected one text per existing row")
     if stored.shape[0] and batch.shape[0]:
         with one_thread():
             against_stored = batch @ stored.T
+        if existing_texts is not None:
+            for i, entry in enumerate(entries):
+                for j, text in enumerate(existing_texts):
+                    if new_identifiers(entry.content, text):
+                        against_stored[i, j] = -np.inf
         best_row = against_stored.argmax(axis=1)
         best_stored = against_stored[np.arange(batch.shape[0]), best_row]
     else:
@@ -90,11 +102,12 @@ def drop_similar(
         named = existing_ids is not None and row < len(existing_ids)
         match = f"memory {existing_ids[row]}" if named and existing_ids else f"existing row {row}"
         cosine = float(best_stored[i])
-        if kept:
-            against_kept = batch[kept] @ batch[i]
+        same_case = [j for j in kept if not new_identifiers(entry.content, entries[j].content)]
+        if same_case:
+            against_kept = batch[same_case] @ batch[i]
             k = int(against_kept.argmax())
             if float(against_kept[k]) > cosine:
-                cosine, match = float(against_kept[k]), f"entry {kept[k]} of this batch"
+                cosine, match = float(against_kept[k]), f"entry {same_case[k]} of this batch"
         if cosine >= threshold:
             dropped.append(Dropped(entry.content, SIMILAR, f"cosine {cosine:.3f} with {match}"))
         else:

@@ -27,7 +27,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import numpy as np
@@ -48,6 +48,7 @@ from episodic.write.indexer import link_indexed
 from episodic.write.known import known_notes
 from episodic.write.learnings import Learning, extract_learnings
 from episodic.write.messages import Message, message_keys, message_of, spoken_content
+from episodic.write.profile import PROFILE_TYPE, profile_memories
 from episodic.write.segment import (
     FLASHBULB_SURPRISE,
     KEY_MOMENT_SURPRISE,
@@ -68,6 +69,11 @@ EPISODE_BASE_IMPORTANCE = 0.65
 ENTRY_BASE_IMPORTANCE = 0.5
 # Conversations handled per run; the rest wait for the next one.
 CONVERSATIONS_PER_RUN = 500
+# The most messages of a session the post-session pass reads (its input is cut to the
+# model's budget anyway, every message keeping its place).
+SESSION_MESSAGES_MAX = 5000
+# Before any message: the post-session pass reads a session from its start.
+_START = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(slots=True)
@@ -81,6 +87,7 @@ class SegmentReport:
     learnings: int = 0
     dropped: list[Dropped] = field(default_factory=list)
     waiting: int = 0  # messages left in open segments
+    flashbulbs: int = 0  # new episodes surprising enough to be consolidated at once
     # New episodes, entries and learnings the embedder failed on: stored, found by
     # keywords, and embedded by the indexer's next sweep.
     unembedded: int = 0
@@ -94,14 +101,24 @@ class SegmentReport:
             "learnings": self.learnings,
             "dropped": [{"reason": d.reason, "content": d.content[:80]} for d in self.dropped],
             "waiting": self.waiting,
+            "flashbulbs": self.flashbulbs,
             "unembedded": self.unembedded,
         }
 
 
-class EpisodeStore(WriteStore, VectorStore, SearchStore, ReinforcementStore, Protocol):
+class SessionMessages(Protocol):
+    def conversation_messages(
+        self, workspace_id: str, conversation_id: str, *, after: datetime, limit: int
+    ) -> list[Event]: ...
+
+
+class EpisodeStore(
+    WriteStore, VectorStore, SearchStore, ReinforcementStore, SessionMessages, Protocol
+):
     """What segmentation touches: the conversations' messages and the episodes closed
-    from them, the messages' vectors, a dense search to dedupe new entries, and the
-    reinforcement a session's end writes."""
+    from them, the messages' vectors, a dense search to dedupe new entries, the
+    reinforcement a session's end writes, and the session's earlier messages its
+    post-session pass reads."""
 
 
 class EpisodeWriter:
@@ -193,19 +210,32 @@ class EpisodeWriter:
             # Before the episodes are written: a crash in between may lose this session's
             # episodes for now (its messages stay pending), never its reinforcement.
             self.store.reinforce_session(ws, conversation, now)
-            # The post-session pass (seed 001) sees the whole session at once.
-            learned = [m for s in closed for m in messages[s.start : s.end]]
+            # The post-session pass (seed 001) sees the whole session at once: the
+            # messages segmented before its end too, not only those closed now.
+            pending = {e.id for e in events}
+            earlier = [
+                e
+                for e in self.store.conversation_messages(
+                    ws, conversation, after=_START, limit=SESSION_MESSAGES_MAX
+                )
+                if e.id not in pending
+            ]
+            by_id.update((e.id, e) for e in earlier)
+            learned = [message_of(e) for e in earlier]
+            learned += [m for s in closed for m in messages[s.start : s.end]]
             phases, last = _phases([by_id[m.id] for m in learned])
             learnings = [
                 replace(ln, phase=phases.get(ln.message_id or "", last))
                 for ln in extract_learnings(learned, self.llm)
             ]
+        closed_ids = {m.id for s in closed for m in messages[s.start : s.end]}
         for seg in closed:
             ids = {m.id for m in messages[seg.start : seg.end]}
             own = [ln for ln in learnings if ln.message_id in ids]
             if seg is closed[-1]:
-                # A learning that cites no message belongs to the session as a whole.
-                own += [ln for ln in learnings if ln.message_id is None]
+                # A learning that cites no message, or one of an episode closed before,
+                # belongs to the session as a whole: to its last episode.
+                own += [ln for ln in learnings if ln.message_id not in closed_ids]
             self._episode(ws, conversation, messages, vectors, seg, by_id, own, report, outcome)
 
     def _previous_centroid(self, ws: str, conversation: str) -> Vector | None:
@@ -295,7 +325,7 @@ class EpisodeWriter:
                 scope=Scope.OWN if scope["agent"] else None,
                 agent_id=scope["agent"],
                 resource_id=scope["resource"],
-                types=(ENTRY_TYPE, LEARNING_TYPE),
+                types=(ENTRY_TYPE, LEARNING_TYPE, PROFILE_TYPE),
             ),
             f"{text.title} {text.summary}",
             part_vectors,
@@ -306,6 +336,7 @@ class EpisodeWriter:
         dropped += more
         entry_memories = [self._entry_memory(ws, episode_id, e, events) for e in entries]
         derived = list(entry_memories)
+        derived += self._profile_memories(ws, episode_id, dropped, events)
         derived += [self._learning_memory(ws, episode_id, ln, events) for ln in learnings]
         episode = _with_drops(episode, dropped)
         facts: dict[str, list[str]] = {}
@@ -334,6 +365,7 @@ class EpisodeWriter:
         }
         report.unembedded += self._embed_now(ws, [episode, *derived], embedded)
         report.episodes += 1
+        report.flashbulbs += int(bool(episode.payload["flashbulb"]))
         report.messages += len(part)
         report.entries += len(entries)
         report.learnings += len(learnings)
@@ -395,7 +427,14 @@ class EpisodeWriter:
             if stored
             else np.zeros((0, matrix.shape[1]), np.float32)
         )
-        indices, gone = drop_similar(kept, matrix, existing, existing_ids=list(stored))
+        texts = {m.id: m.content for m in self.store.get_memories(ws, list(stored))}
+        indices, gone = drop_similar(
+            kept,
+            matrix,
+            existing,
+            existing_ids=list(stored),
+            existing_texts=[texts.get(i, "") for i in stored],
+        )
         return [kept[i] for i in indices], [matrix[i] for i in indices], dropped + list(gone)
 
     def _entry_memory(
@@ -425,6 +464,18 @@ class EpisodeWriter:
             content_hash=digest,
             created_at=self.clock(),
         )
+
+    def _profile_memories(
+        self, ws: str, episode_id: str, dropped: Sequence[Dropped], events: dict[str, Event]
+    ) -> list[Memory]:
+        """The preferences and profile facts extraction set aside, as profile memories
+        (``write.profile``), but those their scope already holds (same text)."""
+        fresh: list[Memory] = []
+        for m in profile_memories(ws, episode_id, dropped, events, self.clock()):
+            flt = replace(_entry_scope(ws, events[m.source_event_ids[0]]), types=(PROFILE_TYPE,))
+            if not self.store.known_hashes(flt, [m.content_hash or ""]):
+                fresh.append(m)
+        return fresh
 
     def _learning_memory(
         self, ws: str, episode_id: str, learning: Learning, events: dict[str, Event]

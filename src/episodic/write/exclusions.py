@@ -124,3 +124,59 @@ def exclusion(sentence: str) -> str | None:
         if pattern.match(text):
             return kind
     return None
+
+
+# An extracted note names the user in the third person ("The user prefers ...", "User's
+# daughter is ..."), or states a rule for the assistant: the same kinds, as a model writes
+# them.
+_SUBJECT = r"(?:the )?(?:user|customer|client)"
+_NOTE_KINDS: tuple[tuple[str, str], ...] = (
+    (
+        "wish",
+        rf"{_SUBJECT} (?:really |also )?(?:wants|wishes|hopes|plans|intends|would like|"
+        rf"would love|is hoping|is planning|is thinking of)\b",
+    ),
+    (
+        "preference",
+        rf"{_SUBJECT} (?:really |strongly |generally |usually |always )?(?:prefers|likes|"
+        rf"loves|enjoys|hates|dislikes|favou?rs|would rather|would prefer|"
+        rf"is (?:a fan of|fond of|into))\b"
+        rf"|{_SUBJECT}'s (?:favou?rite|preferences?|preferred)\b",
+    ),
+    (
+        "profile",
+        rf"{_SUBJECT} (?:is (?:a|an|from|based in|originally|vegetarian|vegan|allergic|"
+        rf"married|single|retired|\d+ years old)|lives|grew up|was born|works (?:at|for|as)|"
+        rf"has (?:a|an|one|two|three|four|five|\d+) (?:kids?|children|sons?|daughters?|"
+        rf"dogs?|cats?|pets?|brothers?|sisters?|siblings))\b"
+        rf"|{_SUBJECT}'s (?:name|wife|husband|partner|kids?|children|son|daughter|mother|"
+        rf"father|parents|brother|sister|family|age|birthday|hobby|hobbies|pronouns)\b",
+    ),
+    (
+        "agent rule",
+        r"(?:the )?(?:assistant|agent|bot|model|ai) (?:should|must|needs to|has to|is to|"
+        r"will always|will never|always|never|may not|must not|should not|shouldn't)\b"
+        r"|(?:always|never) (?:answer|reply|respond|use|address|call|write|send|include|"
+        r"mention|ask)\b",
+    ),
+)
+_NOTE_PATTERNS = tuple((kind, re.compile(_LEAD_IN + f"(?:{body})")) for kind, body in _NOTE_KINDS)
+
+
+def note_exclusion(content: str, evidence_sentences: list[str]) -> str | None:
+    """The kind of non-entry an extracted note is (a model's ``content`` and the
+    sentences its ``evidence`` quotes), or None when it may be an entry: its content in
+    the third person, as a model writes a preference, a profile fact or a rule, or
+    opening as one of the kinds ``exclusion`` knows; or evidence whose every sentence is
+    one of those kinds (one sentence that may be an entry keeps the note)."""
+    text = content.casefold().replace("’", "'").lstrip(" \t\"'“‘(")
+    for kind, pattern in _NOTE_PATTERNS:
+        if pattern.match(text):
+            return kind
+    own = exclusion(content)
+    if own is not None and own != "pleasantry":
+        return own
+    kinds = [exclusion(s) for s in evidence_sentences if s.strip()]
+    if kinds and all(k is not None for k in kinds):
+        return kinds[0]
+    return None

@@ -27,9 +27,14 @@ Offline, only the user speaks for themselves: each declarative sentence of a use
 with real content (at least ``OFFLINE_MIN_WORDS`` words, ``OFFLINE_MIN_CONTENT_WORDS`` of
 them content words; no question, request, greeting or thanks; nothing inside a code fence
 or a ``>`` quote) becomes a ``user_assertion`` whose content and evidence are the sentence
-itself. Seed 004's exclusions apply (``write.exclusions``): wishes and intentions,
-preferences and profile details, rules for the agent, generic advice, pleasantries and
-speculation are not entries. The same cuts, repeat check and turn cap apply.
+itself. The same cuts, repeat check and turn cap apply.
+
+On both paths seed 004's exclusions are enforced in code, whatever a model returned:
+wishes and intentions, preferences and profile details, rules for the agent, generic
+advice, pleasantries and speculation are not entries (``write.exclusions``; a model's note
+is judged by its wording and by the sentences its evidence quotes), and neither is a
+statement a later message of the same transcript corrects (``corrected_later``,
+``write.corrections``). Each is recorded in ``Extraction.dropped`` with its reason.
 """
 
 from __future__ import annotations
@@ -52,7 +57,9 @@ from episodic.llm.prompts import (
     data_block,
     fill,
 )
-from episodic.write.exclusions import exclusion
+from episodic.write.cases import new_identifiers
+from episodic.write.corrections import corrected_by
+from episodic.write.exclusions import exclusion, note_exclusion
 from episodic.write.messages import Message, transcript_json
 from episodic.write.text import (
     clip_messages,
@@ -99,7 +106,8 @@ KNOWN_SHOWN_CHARS = 400
 # nothing new (a paraphrase that adds a cause or an outcome stays below it).
 RESTATES_SHARE = 0.8
 
-# Why an entry was dropped. Extraction uses the first nine; dedupe.py adds the last two.
+# Why an entry was dropped: a check failed, or it is one of seed 004's exclusions.
+# dedupe.py adds known_hash and similar.
 UNKNOWN_SOURCE = "unknown_source"
 EMPTY_CONTENT = "empty_content"
 EVIDENCE_TOO_SHORT = "evidence_too_short"
@@ -111,6 +119,18 @@ OVER_TURN_CAP = "over_turn_cap"
 RESTATES_KNOWN = "restates_known"
 KNOWN_HASH = "known_hash"
 SIMILAR = "similar"
+CORRECTED_LATER = "corrected_later"
+# Seed 004's exclusions, by the kind ``write.exclusions`` names.
+EXCLUDED: dict[str, str] = {
+    "wish": "wish",
+    "objective": "session_objective",
+    "preference": "preference",
+    "profile": "profile",
+    "agent rule": "agent_rule",
+    "advice": "generic_advice",
+    "pleasantry": "pleasantry",
+    "speculation": "speculation",
+}
 REASONS: tuple[str, ...] = (
     UNKNOWN_SOURCE,
     EMPTY_CONTENT,
@@ -123,6 +143,8 @@ REASONS: tuple[str, ...] = (
     RESTATES_KNOWN,
     KNOWN_HASH,
     SIMILAR,
+    CORRECTED_LATER,
+    *EXCLUDED.values(),
 )
 
 
@@ -140,11 +162,15 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Dropped:
-    """A candidate entry that was not kept, and why (one of ``REASONS``)."""
+    """A candidate entry that was not kept, and why (one of ``REASONS``). A preference or
+    profile fact keeps its ``evidence`` and the message it quotes (``message_id``): it is
+    no entry, but a profile memory of the user."""
 
     content: str
     reason: str
     detail: str = ""
+    evidence: str = ""
+    message_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +306,18 @@ def _extract_with_llm(
             reason, detail = evidence_failure(elsewhere)
             dropped.append(Dropped(content, reason, detail))
             continue
+        kind = note_exclusion(content, split_sentences(quote))
+        if kind is not None:
+            dropped.append(
+                Dropped(
+                    cut_words(content, max_chars),
+                    EXCLUDED[kind],
+                    f"evidence {quote[:80]!r}",
+                    cut_words(quote, max_chars),
+                    messages[at].id,
+                )
+            )
+            continue
         entry = Entry(
             content=cut_words(content, max_chars),
             source=source,
@@ -288,6 +326,7 @@ def _extract_with_llm(
             extractor=extractor,
         )
         candidates.append((at, entry))
+    candidates = _without_corrected(candidates, messages, dropped)
     candidates = _without_restatements(candidates, known, dropped)
     entries = _cap(candidates, messages, per_turn, dropped)
     return Extraction(entries, tuple(dropped))
@@ -330,8 +369,10 @@ _NOT_A_STATEMENT = re.compile(
 )
 
 
-def _statements(text: str) -> Iterator[str]:
-    """The sentences of a user message that state something, verbatim, in order."""
+def _statements(text: str) -> Iterator[tuple[str, str | None]]:
+    """The sentences of a user message that state something, verbatim, in order, each
+    with the kind of exclusion it is (seed 004: a wish, a preference, a rule, advice ...
+    is no entry), None for a possible entry."""
     prose = _QUOTED_LINE.sub("\n", _FENCED.sub("\n", text))
     for sentence in split_sentences(prose):
         filler = _LEADING_FILLER.match(sentence)
@@ -343,24 +384,30 @@ def _statements(text: str) -> Iterator[str]:
             continue
         if len(content_words(sentence)) < OFFLINE_MIN_CONTENT_WORDS:
             continue
-        if exclusion(sentence) is not None:
-            continue  # seed 004: a wish, a preference, a rule, advice ... is no entry
-        yield sentence
+        yield sentence, exclusion(sentence)
 
 
 def _extract_offline(
     messages: Sequence[Message], max_chars: int, per_turn: int, known: Sequence[str]
 ) -> Extraction:
     candidates: list[tuple[int, Entry]] = []
+    dropped: list[Dropped] = []
     for i, message in enumerate(messages):
         if message.role != "user":
             continue
-        for sentence in _statements(message.text):
+        for sentence, kind in _statements(message.text):
             text = cut_words(normalise(sentence), max_chars)
+            if kind is not None:
+                dropped.append(
+                    Dropped(
+                        text, EXCLUDED[kind], "offline: how the sentence opens", text, message.id
+                    )
+                )
+                continue
             candidates.append(
                 (i, Entry(text, "user_assertion", text, message.id, OFFLINE_EXTRACTOR))
             )
-    dropped: list[Dropped] = []
+    candidates = _without_corrected(candidates, messages, dropped)
     candidates = _without_restatements(candidates, known, dropped)
     entries = _cap(candidates, messages, per_turn, dropped)
     return Extraction(entries, tuple(dropped))
@@ -372,18 +419,51 @@ def _stems(text: str) -> set[str]:
     return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in content_words(text)}
 
 
+def _without_corrected(
+    candidates: list[tuple[int, Entry]], messages: Sequence[Message], dropped: list[Dropped]
+) -> list[tuple[int, Entry]]:
+    """``candidates`` without those a later user or assistant message corrects (seed
+    004: an earlier diagnostic branch the same transcript corrects is no entry)."""
+    spoken = [(i, m.text) for i, m in enumerate(messages) if m.spoken and m.text.strip()]
+    kept: list[tuple[int, Entry]] = []
+    for at, entry in candidates:
+        later = [(i, text) for i, text in spoken if i > at]
+        found = corrected_by(entry.evidence, [text for _, text in later])
+        if found is not None:
+            by, word = later[found[0]][0], found[1]
+            dropped.append(
+                Dropped(
+                    entry.content,
+                    CORRECTED_LATER,
+                    f"message {messages[by].id} rules out {word!r}",
+                )
+            )
+            continue
+        kept.append((at, entry))
+    return kept
+
+
 def _without_restatements(
     candidates: list[tuple[int, Entry]], known: Sequence[str], dropped: list[Dropped]
 ) -> list[tuple[int, Entry]]:
-    """``candidates`` without those that restate a known note (``RESTATES_SHARE``)."""
+    """``candidates`` without those that restate a known note (``RESTATES_SHARE``). A
+    note about another case (an identifier, number or name the known one lacks) restates
+    nothing, whatever share of its words is known."""
     if not known:
         return candidates
     notes = [_stems(note) for note in known]
     kept: list[tuple[int, Entry]] = []
     for at, entry in candidates:
         words = _stems(entry.content)
-        share = max((len(words & n) / len(words) for n in notes), default=0.0) if words else 0.0
-        if share >= RESTATES_SHARE:
+        share = max(
+            (
+                len(words & n) / len(words)
+                for n, text in zip(notes, known, strict=True)
+                if not new_identifiers(entry.content, text)
+            ),
+            default=0.0,
+        )
+        if words and share >= RESTATES_SHARE:
             dropped.append(
                 Dropped(entry.content, RESTATES_KNOWN, f"{share:.0%} of its words are known")
             )

@@ -54,6 +54,12 @@ class RecallIn(Strict):
         description="only learnings of this type (or these): declarative, procedural, "
         "directive, corrective",
     )
+    session: Id | None = Field(
+        default=None,
+        description="the session this recall belongs to (a chat's id, say): its end "
+        "(POST /v1/sessions/{session}/end) reinforces each memory returned once; default: "
+        "the conversation, when one is named",
+    )
     workspace: Id | None = None
 
 
@@ -245,6 +251,7 @@ def _recall_args(body: RecallIn, caller: Principal) -> dict[str, Any]:
         "as_of": body.as_of,
         "include_superseded": body.include_superseded,
         "learning_type": body.learning_type,
+        "session": body.session,
     }
 
 
