@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _dump_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("dump_openapi", ROOT / "scripts" / "dump_openapi.py")
+    spec = importlib.util.spec_from_file_location(
+        "dump_openapi", ROOT / "scripts" / "dump_openapi.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
