@@ -381,7 +381,6 @@ export class EpisodicClient {
   /** `POST /v1/layer/complete`: a run's transcript and outcome become its episodes now. */
   async completeSession(options: CompleteOptions): Promise<Completed> {
     const [call, rest] = split(options);
-    if (!Array.isArray(rest.transcript)) throw invalid('transcript', 'expected a list of {role, content} objects');
     return this.#send({ method: 'POST', path: '/v1/layer/complete', body: wire(rest) }, call);
   }
 

@@ -201,3 +201,28 @@ describe('errors', () => {
     assert.throws(() => new EpisodicClient({ baseUrl: srv.baseUrl, retries: 0 }), (e) => e.field === 'retries');
   });
 });
+
+describe('checked in the client', () => {
+  test('a layer with a bad order or an empty session is refused before any call', () => {
+    assert.throws(() => mem.layer({ order: 'random' }), (e) => e instanceof InvalidInput && e.field === 'order');
+    assert.throws(() => mem.layer({ session: '  ' }), (e) => e instanceof InvalidInput && e.field === 'session');
+  });
+
+  test('a transcript that is not a list is refused by the server, naming transcript', async () => {
+    await assert.rejects(mem.completeSession({ transcript: 'hello' }), (e) => e instanceof InvalidInput && e.field === 'transcript');
+  });
+
+  test("a layer keeps the session it is given across runs, and starts a new one of its own per run", async () => {
+    const agent = unique('agent');
+    const named = mem.layer({ agent, session: 'chat-42' });
+    const own = mem.layer({ agent });
+    const first = own.session;
+    assert.match(first, /^run_[0-9a-f]{16}$/);
+    for (const layer of [named, own]) {
+      await layer.recall({ budgetTokens: 300 });
+      await layer.onComplete({ transcript: [{ role: 'user', content: 'The cache warmer stalled.' }], outcome: 'success' });
+    }
+    assert.equal(named.session, 'chat-42');
+    assert.notEqual(own.session, first);
+  });
+});
