@@ -5,7 +5,7 @@
     EPISODIC_URL=http://127.0.0.1:8765 EPISODIC_KEY=<key> python examples/client.py
 
 It remembers a note, recalls it, corrects it, shows its history and forgets it. The
-client needs only the core install (or ``pip install 'episodic-memory[client]'``)."""
+client needs only the core install (or ``pip install 'episodic-agent-memory[client]'``)."""
 
 from __future__ import annotations
 

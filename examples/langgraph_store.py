@@ -1,6 +1,6 @@
 """A LangGraph graph with episodic as its long-term memory store. No LLM needed.
 
-    pip install 'episodic-memory[langgraph]'
+    pip install 'episodic-agent-memory[langgraph]'
     python examples/langgraph_store.py [path/to/memory.db]
 
 The first run of the graph stores what the user said; a later run (a new thread: no

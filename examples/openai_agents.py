@@ -2,7 +2,7 @@
 
 Run 1 tells the agent a fact, which it stores with its ``remember`` tool; run 2 asks about
 it: the fact comes back in the ``<recalled-memory>`` block the instructions inject, and
-through the ``recall_memory`` tool. Needs ``pip install 'episodic-memory[agents]'`` and
+through the ``recall_memory`` tool. Needs ``pip install 'episodic-agent-memory[agents]'`` and
 any OpenAI-compatible chat-completions endpoint:
 
     OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_API_KEY=unused \\

@@ -5,6 +5,8 @@ command refuses a database that was never created; ``--db`` before or after the 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +113,18 @@ def test_db_may_follow_the_command_and_wins(tmp_path: Path) -> None:
     assert code == 0, err
 
 
-def test_version_is_printed_as_healthz_reports_it() -> None:
+def test_version_is_printed_as_healthz_reports_it_with_the_name_to_install() -> None:
+    expected = f"episodic {episodic.__version__} (episodic-agent-memory)"
     code, out, _ = run("--version")
-    assert code == 0 and out.strip() == f"episodic {episodic.__version__}"
+    assert code == 0 and out.strip() == expected
+    # `episodic --version` alone answers before typer loads: the same line.
+    fast = subprocess.run(
+        [sys.executable, "-c", "from episodic.cli import main; main()", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert fast.stdout.strip() == expected
 
 
 def reference_counts(url: str) -> list[Any]:

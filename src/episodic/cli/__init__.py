@@ -11,28 +11,41 @@ recent, reindex, recall, render, forget), ``service`` (serve, keys, mcp), ``port
 (keyword search of the journal), ``bench`` and ``model`` (pull, status);
 ``common`` holds what they share. Only this module registers the commands and groups on
 the root app, so their order in ``episodic --help`` is set in one place.
+
+The command modules are imported, and the commands registered, when ``app`` is first
+asked for; ``episodic --version`` answers before that, without loading typer.
 """
 
 from __future__ import annotations
 
-from episodic.cli import (
-    bench,
-    edits,
-    getting_started,
-    journal,
-    memory,
-    model,
-    notes,
-    portability,
-    service,
-    upkeep,
-)
-from episodic.cli.common import app
+import sys
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from episodic.cli.version import version_text
+
+if TYPE_CHECKING:
+    from episodic.cli.common import app
 
 
-def _register() -> None:
-    """Put every command and group on ``app``, in the order ``episodic --help`` lists them
-    (typer lists the commands in the order they were added, then the groups)."""
+@cache
+def _registered() -> Any:
+    """The root app with every command and group on it, in the order ``episodic --help``
+    lists them (typer lists the commands in the order they were added, then the groups)."""
+    from episodic.cli import (
+        bench,
+        edits,
+        getting_started,
+        journal,
+        memory,
+        model,
+        notes,
+        portability,
+        service,
+        upkeep,
+    )
+    from episodic.cli.common import app, reflow_help
+
     commands = (
         ("init", getting_started.init),
         ("ingest", memory.ingest),
@@ -69,12 +82,21 @@ def _register() -> None:
     upkeep.memory_app.command("supersessions")(edits.supersessions)
     for name, group in groups:
         app.add_typer(group, name=name)
+    reflow_help(app)
+    return app
 
 
-_register()
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _registered()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
-    app()
+    if sys.argv[1:] == ["--version"]:
+        sys.stdout.write(version_text() + "\n")
+        return
+    _registered()()

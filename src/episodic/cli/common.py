@@ -9,24 +9,25 @@ their commands on ``app``).
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-import episodic
+from episodic.cli.version import version_text
 from episodic.config import DEFAULT_DB_URL, Settings
 from episodic.errors import EpisodicError, InvalidInput
-from episodic.service import Episodic
-from episodic.store import store_exists
-from episodic.store.urls import display_url
+
+if TYPE_CHECKING:
+    from episodic.service import Episodic
 
 # The root's options that may also follow the command (``episodic recall q --db URL``):
 # those taking a value, and flags.
@@ -90,7 +91,7 @@ ConversationOpt = Annotated[
 
 def _print_version(value: bool) -> None:
     if value:
-        out.print(f"episodic {episodic.__version__}")
+        out.print(version_text())
         raise typer.Exit(0)
 
 
@@ -140,6 +141,12 @@ def open_memory(ctx: typer.Context, *, create: bool = False) -> Episodic:
     any other command refuses one that was never created (``InvalidInput("db")``), so a
     mistyped path or a command run from another folder is not answered from a new, empty
     memory."""
+    # Imported here, not with the module: a command that opens no memory (--help,
+    # --version, model status) does not pay for the service, the store and the recall engine.
+    from episodic.service import Episodic
+    from episodic.store import store_exists
+    from episodic.store.urls import display_url
+
     settings = Settings.from_env(db_url=ctx.obj["db"])
     if not create and not store_exists(settings.db_url):
         shown = display_url(settings.db_url)
@@ -149,6 +156,39 @@ def open_memory(ctx: typer.Context, *, create: bool = False) -> Episodic:
             "or give the right one with --db or EPISODIC_DB",
         )
     return Episodic.open(settings.db_url, settings=settings)
+
+
+def whole_sentences(text: str) -> str:
+    """``text`` (a docstring) with each paragraph's lines joined, so a help text never
+    breaks a sentence where the source line ended: only a blank line (a new paragraph) and
+    a line starting ``Example:`` keep their break; the terminal wraps the rest."""
+    paragraphs = []
+    for paragraph in inspect.cleandoc(text).split("\n\n"):
+        lines = [line.strip() for line in paragraph.splitlines() if line.strip()]
+        joined: list[str] = []
+        for line in lines:
+            if joined and not line.startswith("Example:"):
+                joined[-1] += " " + line
+            else:
+                joined.append(line)
+        paragraphs.append("\n".join(joined))
+    return "\n\n".join(paragraphs)
+
+
+def reflow_help(root: typer.Typer) -> None:
+    """Every help text of ``root``'s commands and groups, and theirs, as whole sentences
+    (``whole_sentences``)."""
+    if root.info.help:
+        root.info.help = whole_sentences(str(root.info.help))
+    for command in root.registered_commands:
+        text = command.help or (command.callback.__doc__ if command.callback else None)
+        if text:
+            command.help = whole_sentences(str(text))
+    for group in root.registered_groups:
+        if group.typer_instance is not None:
+            reflow_help(group.typer_instance)
+        if group.help:
+            group.help = whole_sentences(str(group.help))
 
 
 def print_json(value: Any) -> None:

@@ -10,25 +10,25 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
-from rich.table import Table
 
 from episodic.cli.common import ConversationOpt, JsonOpt, err, errors, open_memory, out, print_json
 from episodic.cli.portability import import_dir
 from episodic.errors import InvalidInput
-from episodic.model import Hit
-from episodic.recall.engine import RecallResult
 from episodic.recall.policies import POLICIES
-from episodic.recall.render import detail_line, relative_age, superseded_label
-from episodic.recall.trace import Trace
-from episodic.service import Episodic
-from episodic.service.writing import deprecation_note
-from episodic.write.episodes import episode_json
+
+# Only for annotations: the command that needs one of these imports it when it runs, so
+# `episodic --help` and the other commands do not load the recall engine or the service.
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from episodic.model import Hit
+    from episodic.recall.engine import RecallResult
+    from episodic.recall.trace import Trace
+    from episodic.service import Episodic
 
 # Progress is shown for inputs larger than this (bytes); small files finish before it helps.
 PROGRESS_MIN_BYTES = 1_000_000
@@ -102,6 +102,8 @@ def ingest(
 
     Example: episodic ingest journal.jsonl
     """
+    from episodic.service.writing import deprecation_note
+
     with errors(), open_memory(ctx) as mem:
         if file == "-":
             report = mem.ingest_lines(sys.stdin.buffer)
@@ -131,6 +133,8 @@ def ingest(
 def _ingest_with_progress(mem: Episodic, fh: BinaryIO, size: int) -> Any:
     if size < PROGRESS_MIN_BYTES or not err.is_terminal:
         return mem.ingest_lines(fh)
+    from rich.progress import BarColumn, Progress, TextColumn, TransferSpeedColumn
+
     with Progress(
         TextColumn("ingesting"), BarColumn(), TransferSpeedColumn(), console=err, transient=True
     ) as bar:
@@ -226,6 +230,8 @@ def recent(
 
     Example: episodic recent --workspace acme --conversation chat-42 --json
     """
+    from episodic.write.episodes import episode_json
+
     with errors(), open_memory(ctx) as mem:
         episodes = mem.recent(
             workspace=workspace,
@@ -354,6 +360,10 @@ def _print_trace(trace: Trace, console: Console) -> None:
 
 
 def _print_hits(result: RecallResult) -> None:
+    from rich.table import Table
+
+    from episodic.recall.render import detail_line, relative_age
+
     if not result.hits:
         out.print("no memories recalled")
         return
@@ -379,6 +389,8 @@ def _print_hits(result: RecallResult) -> None:
 
 def _kind(hit: Hit) -> str:
     """The type column: the type, and an episode's moment or what replaced a memory."""
+    from episodic.recall.render import superseded_label
+
     notes = [n for n in (hit.moment, superseded_label(hit)) if n]
     return hit.memory.type + (f" ({'; '.join(notes)})" if notes else "")
 

@@ -11,22 +11,19 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TransferSpeedColumn,
-)
 
 from episodic.cli.common import JsonOpt, err, errors, out, print_json
 from episodic.config import Settings
-from episodic.embed import pull as hub
-from episodic.embed.local import locate_model, verify_weights
 from episodic.errors import EmbedderUnavailable
+
+# httpx and the model loader are imported by the command that uses them, not with the
+# CLI: `episodic --help` and the other commands do not pay for them.
+if TYPE_CHECKING:
+    from episodic.embed.pull import Progress
 
 model_app = typer.Typer(
     help=(
@@ -38,18 +35,23 @@ model_app = typer.Typer(
 
 
 @contextmanager
-def _progress_bar() -> Iterator[hub.Progress | None]:
+def _progress_bar() -> Iterator[Progress | None]:
     """A download bar on a terminal; nothing when stderr is a pipe or a file."""
     if not err.is_terminal:
         yield None
         return
+    from rich.progress import BarColumn, DownloadColumn, TextColumn, TransferSpeedColumn
+    from rich.progress import Progress as Bar
+
+    from episodic.embed import pull as hub
+
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
     )
-    with Progress(*columns, console=err) as bar:
+    with Bar(*columns, console=err) as bar:
         task = bar.add_task("all-MiniLM-L6-v2", total=hub.TOTAL_BYTES)
         finished: dict[str, int] = {}
 
@@ -67,6 +69,8 @@ def pull_command(as_json: JsonOpt = False) -> None:
     Honours HF_ENDPOINT (a mirror of the hub) and HF_HUB_OFFLINE=1 (then it only checks
     what is already there). Example: episodic model pull
     """
+    from episodic.embed import pull as hub
+
     settings = Settings.from_env()
     with errors(), _progress_bar() as progress:
         path = hub.pull(settings.cache_dir, progress=progress)
@@ -83,6 +87,9 @@ def status_command(as_json: JsonOpt = False) -> None:
 
     Example: episodic model status --json
     """
+    from episodic.embed import pull as hub
+    from episodic.embed.local import locate_model, verify_weights
+
     settings = Settings.from_env()
     problem: str | None = None
     try:

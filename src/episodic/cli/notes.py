@@ -13,7 +13,7 @@ from rich.table import Table
 
 from episodic.cli.common import ConversationOpt, JsonOpt, errors, open_memory, out, print_json
 from episodic.model import Memory, ScopeFilter
-from episodic.service import MAX_PAGE, REMEMBER_TYPE, SOURCES, memory_json
+from episodic.service.pages import MAX_PAGE, REMEMBER_TYPE, SOURCES, memory_json
 
 WorkspaceOpt = Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="The agent it belongs to.")]

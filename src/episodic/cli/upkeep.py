@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from episodic.cli.common import ConversationOpt, JsonOpt, err, errors, open_memory, out, print_json
 from episodic.errors import InvalidInput
-from episodic.scoring.health import sparkline
-from episodic.upkeep.lease import JobResult
+
+if TYPE_CHECKING:  # numpy and the job runner load with the command that uses them
+    from episodic.upkeep.lease import JobResult
 
 consolidate_app = typer.Typer(
     help=(
@@ -120,6 +121,8 @@ def memory_health(
             for name in ("freshness", "coverage", "coherence", "efficiency", "reachability")
         )
     )
+    from episodic.scoring.health import sparkline
+
     trend = view.trend()
     out.print(
         f"  trend, {len(trend)} snapshot(s) oldest to newest: {sparkline(trend)} "

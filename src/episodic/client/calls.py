@@ -22,7 +22,7 @@ from episodic.errors import InvalidInput
 from episodic.model import Event, Memory, Scope
 from episodic.recall.engine import RecallResult
 from episodic.service.editing import Version
-from episodic.service.operations import MemoryPage
+from episodic.service.pages import MemoryPage
 from episodic.service.writing import IngestReport, MessagesReport
 from episodic.store.service import ForgetCounts
 from episodic.store.supersession import Supersession
