@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     )
     from episodic.layer import RECALL_MEMORY_TOOL, MemoryLayer
     from episodic.model import Event, Hit, Memory, MemoryStatus, Query, Role, Scope, ScopeFilter
-    from episodic.recall.engine import RecallResult
     from episodic.recall.policies import POLICIES, RecallPolicy
     from episodic.recall.render import render_block
+    from episodic.recall.result import RecallResult
     from episodic.service import DoctorReport, Episodic, IngestReport
     from episodic.upkeep.health import HealthView
     from episodic.upkeep.lease import JobResult
@@ -65,7 +65,7 @@ _HOMES: dict[str, str] = {
     "Role": "episodic.model",
     "Scope": "episodic.model",
     "ScopeFilter": "episodic.model",
-    "RecallResult": "episodic.recall.engine",
+    "RecallResult": "episodic.recall.result",
     "POLICIES": "episodic.recall.policies",
     "RecallPolicy": "episodic.recall.policies",
     "render_block": "episodic.recall.render",

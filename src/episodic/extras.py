@@ -1,11 +1,12 @@
 """The optional parts of the install and the check that one is there.
 
 ``pip install episodic-agent-memory`` (``DISTRIBUTION``) is the library, the CLI, SQLite
-and the local embedder, with the offline fallbacks of every LLM step. The HTTP server and
-the operator's page (``[server]``), the MCP server (``[mcp]``), the PostgreSQL backend (``[postgres]``) and
-the OpenAI-compatible LLM client (``[llm]``) are extras; ``[all]`` is every one. Their modules are
-imported only where they are used, and each entry point checks first, so a missing extra
-is one clear error naming the install command rather than an ImportError deep inside.
+and the local embedder, with the offline fallbacks of every LLM step. The HTTP server
+and the operator's page (``[server]``), the MCP server (``[mcp]``), the PostgreSQL
+backend (``[postgres]``) and the OpenAI-compatible LLM client (``[llm]``) are extras;
+``[all]`` is every one. Their modules are imported only where they are used, and each
+entry point checks first, so a missing extra is one clear error naming the install
+command rather than an ImportError deep inside.
 """
 
 from __future__ import annotations

@@ -7,8 +7,10 @@ matters for a query, and ``forget`` for good.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
@@ -25,8 +27,9 @@ from episodic.recall.policies import POLICIES
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from episodic.client import Client
     from episodic.model import Hit
-    from episodic.recall.engine import RecallResult
+    from episodic.recall.result import RecallResult
     from episodic.recall.trace import Trace
     from episodic.service import Episodic
 
@@ -310,26 +313,33 @@ def recall(
 ) -> None:
     """The past memories that matter for QUERY, best first.
 
+    With EPISODIC_URL set (and EPISODIC_KEY), asks that server instead of opening the
+    database and the model: an agent's hook answers in a fraction of the time.
     Example: episodic recall "OOM in checkout" --workspace acme-shop --agent deployer --scope own
     """
-    with errors(), open_memory(ctx) as mem:
-        result = mem.recall(
-            query,
-            explain=explain,
-            workspace=workspace,
-            agent=agent,
-            crew=crew,
-            resource=resource,
-            scope=scope,
-            k=k,
-            policy=policy,
-            types=types or None,
-            conversation=conversation,
-            detail=detail,
-            mark=mark,
-            as_of=as_of,
-            include_superseded=include_superseded,
-        )
+    args = _given(
+        explain=explain,
+        workspace=workspace,
+        agent=agent,
+        crew=crew,
+        resource=resource,
+        scope=scope,
+        k=k,
+        policy=policy,
+        types=types or None,
+        conversation=conversation,
+        detail=detail,
+        mark=mark,
+        as_of=as_of,
+        include_superseded=include_superseded,
+    )
+    client = server_client()
+    if client is not None:
+        with errors(), client, _reached(client):
+            result = client.recall(query, **args)
+    else:
+        with errors(), open_memory(ctx) as mem:
+            result = mem.recall(query, **args)
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}")
     if as_json:
@@ -342,6 +352,40 @@ def recall(
     _print_hits(result)
     if result.trace is not None:
         _print_trace(result.trace, out)
+
+
+def server_client() -> Client | None:
+    """A client of the server ``EPISODIC_URL`` names, with the key ``EPISODIC_KEY``; None
+    when the variable is unset (the command opens the database itself)."""
+    url = os.environ.get("EPISODIC_URL", "").strip()
+    if not url:
+        return None
+    from episodic.client import Client
+
+    return Client(url, os.environ.get("EPISODIC_KEY") or None)
+
+
+@contextmanager
+def _reached(client: Client) -> Iterator[None]:
+    """A server that cannot be reached is an error naming the variable that chose it."""
+    from episodic.client import ServerError
+
+    try:
+        yield
+    except ServerError as exc:
+        if exc.status:
+            raise
+        raise ServerError(
+            0,
+            exc.code,
+            f"{exc} (EPISODIC_URL); start it with `episodic serve`, or unset EPISODIC_URL "
+            "to read the database directly",
+        ) from None
+
+
+def _given(**options: Any) -> dict[str, Any]:
+    """The options given (not None): the service and the client take the same names."""
+    return {name: value for name, value in options.items() if value is not None}
 
 
 def _print_trace(trace: Trace, console: Console) -> None:
@@ -418,27 +462,34 @@ def render(
 ) -> None:
     """The prompt-ready <recalled-memory> block for QUERY (prints nothing if none).
 
+    With EPISODIC_URL set (and EPISODIC_KEY), asks that server instead of opening the
+    database and the model: an agent's hook answers in a fraction of the time.
     Example: episodic render "deploy checkout to production" --workspace acme-shop --max-chars 1200
     """
-    with errors(), open_memory(ctx) as mem:
-        block, result = mem.render_explained(
-            query,
-            max_chars=max_chars,
-            workspace=workspace,
-            agent=agent,
-            crew=crew,
-            resource=resource,
-            scope=scope,
-            k=k,
-            policy=policy,
-            explain=explain,
-            types=types or None,
-            conversation=conversation,
-            detail=detail,
-            mark=mark,
-            as_of=as_of,
-            include_superseded=include_superseded,
-        )
+    args = _given(
+        max_chars=max_chars,
+        workspace=workspace,
+        agent=agent,
+        crew=crew,
+        resource=resource,
+        scope=scope,
+        k=k,
+        policy=policy,
+        explain=explain,
+        types=types or None,
+        conversation=conversation,
+        detail=detail,
+        mark=mark,
+        as_of=as_of,
+        include_superseded=include_superseded,
+    )
+    client = server_client()
+    if client is not None:
+        with errors(), client, _reached(client):
+            block, result = client.render_explained(query, **args)
+    else:
+        with errors(), open_memory(ctx) as mem:
+            block, result = mem.render_explained(query, **args)
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}")
     if block:

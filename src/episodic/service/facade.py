@@ -23,7 +23,7 @@ import pickle
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
-from typing import Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from episodic.config import Settings
 from episodic.embed.base import Embedder
@@ -49,8 +49,10 @@ from episodic.service.upkeep import Upkeep
 from episodic.service.writing import Writing
 from episodic.store import open_store
 from episodic.store.base import Store, StoreStats
-from episodic.write.episodes import SegmentReport
 from episodic.write.indexer import SweepResult
+
+if TYPE_CHECKING:  # segmentation loads when a conversation is segmented, not with the service
+    from episodic.write.episodes import SegmentReport
 
 log = logging.getLogger("episodic")
 

@@ -18,6 +18,7 @@ from typing import Any
 from episodic.errors import InvalidInput, StoreError
 from episodic.llm.steps import key_terms as extract_key_terms
 from episodic.model import Hit, Memory, Query, Scope, ScopeFilter
+from episodic.policy import EPISODE_TYPE
 from episodic.recall.details import check_detail, with_details
 from episodic.recall.engine import RecallResult, review_of, run_recall
 from episodic.recall.policies import RecallPolicy, RenderStyle, get_policy
@@ -27,7 +28,6 @@ from episodic.service.context import Context
 from episodic.service.recall_processes import ProcessesDown, RecallProcesses
 from episodic.store.search import SearchStore
 from episodic.store.upkeep import ReviewRequest
-from episodic.write.episodes import EPISODE_TYPE
 from episodic.write.events import parse_time
 
 log = logging.getLogger("episodic")

@@ -11,18 +11,22 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from episodic.config import Settings
 from episodic.errors import EmbedderError, IdTaken, InvalidInput
 from episodic.model import Event
 from episodic.payloads import check_json
 from episodic.service.context import Context
-from episodic.write.episodes import EpisodeWriter, SegmentReport
 from episodic.write.events import OLD_ID_FIELDS, LineError, parse_event, read_jsonl
 from episodic.write.indexer import SweepResult
 from episodic.write.journal import admitted_memories
 from episodic.write.messages import MESSAGE_TYPE
+
+# Segmentation loads with the first conversation segmented, not with the service: a
+# recall never needs it.
+if TYPE_CHECKING:
+    from episodic.write.episodes import EpisodeWriter, SegmentReport
 
 INGEST_BATCH = 1000
 # A note's or message's fields as its caller names them, by the journal's names.
@@ -376,6 +380,8 @@ class Writing:
     def episode_writer(self) -> EpisodeWriter:
         """Segmentation, description and extraction over pending conversations, with this
         service's embedder, LLM (or offline fallbacks) and clock."""
+        from episodic.write.episodes import EpisodeWriter
+
         return EpisodeWriter(
             self.ctx.store,
             embedder=self.ctx.models.embedder_for_writes(),
