@@ -40,6 +40,7 @@ COMMANDS = (
     ("recall", "memory", "recall"),
     ("render", "memory", "render"),
     ("journal", "journal", "journal"),
+    ("workspaces", "workspaces", "workspaces"),
     ("doctor", "getting_started", "doctor"),
     ("demo", "getting_started", "demo"),
     ("serve", "service", "serve"),

@@ -23,7 +23,7 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from episodic.cli.version import version_text
-from episodic.config import DEFAULT_DB_URL, Settings
+from episodic.config import DatabaseChoice, Settings, default_database
 from episodic.errors import EpisodicError, InvalidInput
 
 if TYPE_CHECKING:
@@ -99,15 +99,16 @@ def _print_version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     db: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--db",
-            envvar="EPISODIC_DB",
-            help="Database URL (before or after the command; the one after wins). Every "
-            "command but init and demo needs it to exist: create it with `episodic init`.",
-            show_default=True,
+            help="Database URL (before or after the command; the one after wins). Default: "
+            "EPISODIC_DB, else memory.db in the nearest .episodic/ folder up from here, else "
+            "in the user's data folder (`episodic doctor` says which). Every command but init "
+            "and demo needs it to exist: create it with `episodic init`.",
+            show_default=False,
         ),
-    ] = DEFAULT_DB_URL,
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log more.")] = False,
     version: Annotated[
         bool,
@@ -120,7 +121,8 @@ def _root(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    ctx.obj = {"db": db}
+    choice = DatabaseChoice(db, "--db") if db else default_database()
+    ctx.obj = {"db": choice.url, "db_reason": choice.reason}
 
 
 @contextmanager
@@ -152,10 +154,15 @@ def open_memory(ctx: typer.Context, *, create: bool = False) -> Episodic:
         shown = display_url(settings.db_url)
         raise InvalidInput(
             "db",
-            f"no episodic database at {shown}; create it with `episodic init --db {shown}`, "
-            "or give the right one with --db or EPISODIC_DB",
+            f"no episodic database at {shown} ({ctx.obj['db_reason']}); create it with "
+            f"`{_init_command(ctx, shown)}`, or give the right one with --db or EPISODIC_DB",
         )
     return Episodic.open(settings.db_url, settings=settings)
+
+
+def _init_command(ctx: typer.Context, shown: str) -> str:
+    """The command that creates the database this command looked for."""
+    return f"episodic init --db {shown}" if ctx.obj["db_reason"] == "--db" else "episodic init"
 
 
 def whole_sentences(text: str) -> str:

@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from episodic.cli.common import ConversationOpt, JsonOpt, err, errors, open_memory, out, print_json
 from episodic.cli.portability import import_dir
+from episodic.cli.workspaces import plural, warn_if_unknown
 from episodic.errors import InvalidInput
 from episodic.recall.policies import POLICIES
 
@@ -340,6 +341,8 @@ def recall(
     else:
         with errors(), open_memory(ctx) as mem:
             result = mem.recall(query, **args)
+            if not result.hits:
+                warn_if_unknown(mem, workspace)
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}")
     if as_json:
@@ -490,6 +493,8 @@ def render(
     else:
         with errors(), open_memory(ctx) as mem:
             block, result = mem.render_explained(query, **args)
+            if not block:
+                warn_if_unknown(mem, workspace)
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}")
     if block:
@@ -545,11 +550,18 @@ def forget(
             older_than_days=older_than,
             all=whole,
         )
+        matched = bool(counts.memories or counts.events)
+        if not matched:
+            warn_if_unknown(mem, workspace)
     if as_json:
         print_json(counts.to_json())
-        return
-    out.print(
-        f"forgot {counts.memories} memories and {counts.events} events "
-        f"({counts.vectors} vectors, {counts.relations} edges, {counts.archived} archived, "
-        f"{counts.embedding_cache} cached embeddings)"
-    )
+    else:
+        out.print(
+            f"forgot {plural(counts.memories, 'memory', 'memories')} and "
+            f"{plural(counts.events, 'event')} ({plural(counts.vectors, 'vector')}, "
+            f"{plural(counts.relations, 'edge')}, {counts.archived} archived, "
+            f"{plural(counts.embedding_cache, 'cached embedding')})"
+        )
+    if not matched:
+        err.print("nothing matched: nothing was forgotten")
+        raise typer.Exit(1)

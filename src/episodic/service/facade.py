@@ -322,6 +322,7 @@ class Episodic:
     # -- operations (episodic.service.operations) --------------------------------------
     create_key = Forward("_operations", Operations.create_key)
     list_keys = Forward("_operations", Operations.list_keys)
+    workspaces = Forward("_operations", Operations.workspaces)
     revoke_key = Forward("_operations", Operations.revoke_key)
     authenticate = Forward("_operations", Operations.authenticate)
     list_memories = Forward("_operations", Operations.list_memories)

@@ -31,6 +31,7 @@ from episodic.service.pages import (
 from episodic.service.writing import Writing, parse_note
 from episodic.store.service import ForgetCounts, ForgetSpec
 from episodic.store.sql import scope_allows
+from episodic.store.writes import WorkspaceCounts
 from episodic.tenancy import (
     KEY_PREFIX,
     ApiKey,
@@ -121,6 +122,11 @@ class Operations:
         )
         self.ctx.store.add_api_key(key, hash_secret(secret))
         return key, secret
+
+    def workspaces(self) -> list[WorkspaceCounts]:
+        """Every workspace of the database that holds memories or events, sorted, with
+        how many of each."""
+        return self.ctx.store.workspace_counts()
 
     def list_keys(self, workspace: str | None = None) -> list[ApiKey]:
         """Every key (of one workspace), oldest first, revoked ones included."""
