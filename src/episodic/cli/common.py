@@ -198,5 +198,10 @@ def reflow_help(root: typer.Typer) -> None:
             group.help = whole_sentences(str(group.help))
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 memory``, ``2 memories``: the count with the form of the word it takes."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from episodic.cli.common import JsonOpt, errors, open_memory, out, print_json
+from episodic.cli.common import JsonOpt, errors, open_memory, out, plural, print_json
 from episodic.config import user_data_dir
 from episodic.store.urls import display_url
 
@@ -86,12 +86,13 @@ def demo(ctx: typer.Context) -> None:
         with sample_journal().open("rb") as fh:
             report = mem.ingest_lines(fh)
         out.print(
-            f"[bold]1. ingest[/bold]: {report.received} journal events, "
+            f"[bold]1. ingest[/bold]: {plural(report.received, 'journal event')}, "
             f"{report.admitted} admitted as memories (new), {report.duplicates} already present"
         )
         mode = mem.warn_if_sparse_only()
         result = mem.index_once()
-        out.print(f"[bold]2. index[/bold]: {result.embedded} memories embedded ({mode})")
+        embedded = plural(result.embedded, "memory", "memories")
+        out.print(f"[bold]2. index[/bold]: {embedded} embedded ({mode})")
         for i, (query, filters) in enumerate(DEMO_QUERIES, start=3):
             where = " ".join(f"--{key} {value}" for key, value in filters.items())
             out.print(f"\n[bold]{i}. render[/bold] {query!r} {where}")

@@ -17,9 +17,18 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 import typer
 from rich.markup import escape
 
-from episodic.cli.common import ConversationOpt, JsonOpt, err, errors, open_memory, out, print_json
+from episodic.cli.common import (
+    ConversationOpt,
+    JsonOpt,
+    err,
+    errors,
+    open_memory,
+    out,
+    plural,
+    print_json,
+)
 from episodic.cli.portability import import_dir
-from episodic.cli.workspaces import plural, warn_if_unknown
+from episodic.cli.workspaces import warn_if_unknown
 from episodic.errors import InvalidInput
 from episodic.recall.policies import POLICIES
 
@@ -121,8 +130,9 @@ def ingest(
         print_json(report.to_json())
     else:
         out.print(
-            f"stored {report.stored} events ({report.admitted} admitted as memories, "
-            f"{report.duplicates} already present)"
+            f"stored {plural(report.stored, 'event')} ({report.admitted} admitted as "
+            f"{'memory' if report.admitted == 1 else 'memories'}, {report.duplicates} already "
+            "present)"
         )
         for e in report.errors:
             err.print(f"rejected {e}")
@@ -187,12 +197,15 @@ def index(
                     }
                 )
             else:
-                out.print(f"embedded {result.embedded} memories")
+                out.print(f"embedded {plural(result.embedded, 'memory', 'memories')}")
                 if report.conversations:
                     out.print(
-                        f"{report.episodes} episode(s) from {report.messages} messages in "
-                        f"{report.conversations} conversation(s); {report.entries} entries, "
-                        f"{report.learnings} learnings; {report.waiting} messages wait for more"
+                        f"{plural(report.episodes, 'episode')} from "
+                        f"{plural(report.messages, 'message')} in "
+                        f"{plural(report.conversations, 'conversation')}; "
+                        f"{plural(report.entries, 'entry', 'entries')}, "
+                        f"{plural(report.learnings, 'learning')}; "
+                        f"{plural(report.waiting, 'message')} wait for more"
                     )
                 if result.error:
                     err.print(f"[yellow]warning:[/yellow] {result.error}")
@@ -255,7 +268,7 @@ def recent(
             mark = " [bold magenta]key moment[/bold magenta]" if row["key_moment"] else ""
             out.print(
                 f"[bold]{escape(row['title'])}[/bold]{mark}\n"
-                f"  {row['start']} .. {row['end']} · {row['message_count']} messages · "
+                f"  {row['start']} .. {row['end']} · {plural(row['message_count'], 'message')} · "
                 f"surprise {row['surprise']:.2f}\n  {escape(row['summary'])}"
             )
 
@@ -285,7 +298,7 @@ def reindex(
     with errors(), open_memory(ctx) as mem:
         result = mem.reindex()
         model = mem.embedder.model_id if mem.embedder else "?"
-        out.print(f"re-embedded {result.embedded} memories with {model}")
+        out.print(f"re-embedded {plural(result.embedded, 'memory', 'memories')} with {model}")
         if result.error:
             err.print(
                 f"[yellow]warning:[/yellow] {result.error}; run `episodic index --once` later"
@@ -407,31 +420,27 @@ def _print_trace(trace: Trace, console: Console) -> None:
 
 
 def _print_hits(result: RecallResult) -> None:
-    from rich.table import Table
-
+    """Each hit as a heading line (its id whole, as `memory update`, `memory history` and
+    `forget --memory` take it; score, age, type, agent) over its text at the terminal's
+    full width: a table's columns would cut the id or squeeze the text at 80 columns."""
     from episodic.recall.render import detail_line, relative_age
 
     if not result.hits:
         out.print("no memories recalled")
         return
-    table = Table(title=f"{len(result.hits)} memories ({result.mode}, policy {result.policy})")
-    for column in ("#", "score", "age", "type", "agent", "summary"):
-        table.add_column(column, overflow="fold")
+    found = plural(len(result.hits), "memory", "memories")
+    out.print(f"[bold]{found}[/bold] ({result.mode}, policy {escape(result.policy)})")
     for i, hit in enumerate(result.hits, start=1):
-        table.add_row(
-            str(i),
-            f"{hit.score:.3f}",
-            relative_age(hit.age_seconds),
-            _kind(hit),
-            hit.memory.agent or "-",
-            hit.memory.content,
+        out.print(
+            f"\n[bold]{i}. {escape(hit.memory.id)}[/bold]  score {hit.score:.3f} · "
+            f"{relative_age(hit.age_seconds)} · {escape(_kind(hit))} · "
+            f"agent {escape(hit.memory.agent or '-')}"
         )
-    out.print(table)
-    for i, hit in enumerate(result.hits, start=1):
+        out.print(f"   {hit.memory.content}", markup=False)
         if hit.details:
-            out.print(f"#{i} {hit.moment or hit.memory.type}, as it happened:", markup=False)
+            out.print(f"   {hit.moment or hit.memory.type}, as it happened:", markup=False)
             for event in hit.details:
-                out.print(f"  > {detail_line(event)}", markup=False)
+                out.print(f"     > {detail_line(event)}", markup=False)
 
 
 def _kind(hit: Hit) -> str:

@@ -11,8 +11,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from episodic.cli.common import ConversationOpt, JsonOpt, errors, open_memory, out, print_json
-from episodic.cli.workspaces import plural, warn_if_unknown
+from episodic.cli.common import (
+    ConversationOpt,
+    JsonOpt,
+    errors,
+    open_memory,
+    out,
+    plural,
+    print_json,
+)
+from episodic.cli.workspaces import warn_if_unknown
 from episodic.model import Memory, ScopeFilter
 from episodic.service.pages import MAX_PAGE, REMEMBER_TYPE, SOURCES, memory_json
 

@@ -10,7 +10,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
-from episodic.cli.common import JsonOpt, err, errors, open_memory, out, print_json
+from episodic.cli.common import JsonOpt, err, errors, open_memory, out, plural, print_json
 from episodic.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -64,8 +64,9 @@ def export(
         print_json(report.to_json())
         return
     out.print(
-        f"exported {report.written + report.unchanged} memories of {report.workspaces} "
-        f"workspace(s) to {directory} ({report.written} written, {report.unchanged} unchanged, "
+        f"exported {plural(report.written + report.unchanged, 'memory', 'memories')} of "
+        f"{plural(report.workspaces, 'workspace')} to {directory} ({report.written} written, "
+        f"{report.unchanged} unchanged, "
         f"{report.removed} stale files removed, {report.events} journal events)"
     )
 
@@ -75,7 +76,8 @@ def _print_tree(tree: TeaPartyExport, as_json: bool) -> None:
         print_json(tree.to_json())
         return
     out.print(
-        f"exported {tree.entries} entries of {tree.workspace} to {tree.files} files under "
+        f"exported {plural(tree.entries, 'entry', 'entries')} of {tree.workspace} to "
+        f"{plural(tree.files, 'file')} under "
         f"{tree.directory} ({tree.written} written, {tree.unchanged} unchanged)"
     )
     for skipped in tree.skipped:
@@ -130,7 +132,7 @@ def import_dir(
         # The plain layout counts files (one memory each), the tree counts entries.
         entries = " entries" if layout == "teaparty" else ""
         out.print(
-            f"{report.files} files: {report.inserted} new, {report.updated} updated, "
+            f"{plural(report.files, 'file')}: {report.inserted} new, {report.updated} updated, "
             f"{report.unchanged + report.skipped_unchanged} unchanged{entries}, "
             f"{report.removed} removed; {report.embedded} embedded"
         )

@@ -9,16 +9,11 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from episodic.cli.common import JsonOpt, err, errors, open_memory, out, print_json
+from episodic.cli.common import JsonOpt, err, errors, open_memory, out, plural, print_json
 
 if TYPE_CHECKING:
     from episodic.service import Episodic
     from episodic.store.writes import WorkspaceCounts
-
-
-def plural(n: int, word: str, words: str | None = None) -> str:
-    """``1 memory``, ``2 memories``: the count with the word it takes."""
-    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def counted(w: WorkspaceCounts) -> str:
