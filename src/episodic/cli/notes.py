@@ -127,7 +127,9 @@ def list_memories(
         out.print("no memories")
         return
     table = Table(title=f"{plural(len(page.items), 'memory', 'memories')}, newest first")
-    for column in ("id", "ts", "type", "status", "agent", "content"):
+    # The id whole, never folded: `memory update`, `history` and `forget --memory` take it.
+    table.add_column("id", no_wrap=True, min_width=max(len(m.id) for m in page.items))
+    for column in ("ts", "type", "status", "agent", "content"):
         table.add_column(column, overflow="fold")
     for m in page.items:
         table.add_row(
