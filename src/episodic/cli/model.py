@@ -9,6 +9,7 @@ checks out.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -67,7 +68,10 @@ def pull_command(as_json: JsonOpt = False) -> None:
     """Download the embedding model (about 91 MB) into the cache and verify every file.
 
     Honours HF_ENDPOINT (a mirror of the hub) and HF_HUB_OFFLINE=1 (then it only checks
-    what is already there). Example: episodic model pull
+    what is already there). Without the hub, place the model's files in a folder and set
+    EPISODIC_MODEL_DIR to it: an error that cannot reach the hub names the files and where
+    each comes from.
+    Example: episodic model pull
     """
     from episodic.embed import pull as hub
 
@@ -95,7 +99,11 @@ def status_command(as_json: JsonOpt = False) -> None:
     try:
         found = locate_model(settings.cache_dir)
         if found is None:
-            problem = "no copy found: run `episodic model pull`"
+            problem = f"no copy found: run `episodic model pull`; {hub.without_the_hub()}"
+            failed = hub.failed_pull(settings.cache_dir)
+            if failed is not None:
+                ago = hub.waited(time.time() - failed.at)
+                problem += f". The last download failed {ago} ago: {failed.error}"
         else:
             verify_weights(found.path, found.source)
     except EmbedderUnavailable as exc:
