@@ -8,7 +8,9 @@ any OpenAI-compatible chat-completions endpoint:
     OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_API_KEY=unused \\
     EPISODIC_AGENT_MODEL=llama3.1 python examples/openai_agents.py
 
-``EPISODIC_DB`` chooses the database (default: the usual ``~/.episodic`` one).
+``EPISODIC_DB`` chooses the database; without it, the one every ``episodic`` command uses
+here: ``memory.db`` in the nearest ``.episodic/`` folder up from the working directory, else
+in the user's data folder (``episodic doctor`` says which).
 """
 
 from __future__ import annotations
