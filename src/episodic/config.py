@@ -113,10 +113,11 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         env = os.environ if env is None else env
-        s = cls()
+        # The database given, or else found: not looked for when one is given.
+        db_url = str(overrides.pop("db_url", None) or default_database(env).url)
+        s = cls(db_url=db_url)
         s = replace(
             s,
-            db_url=default_database(env).url,
             embedder=env.get("EPISODIC_EMBEDDER", s.embedder).strip().lower(),
             ollama_url=env.get("EPISODIC_OLLAMA_URL", s.ollama_url),
             ollama_model=env.get("EPISODIC_OLLAMA_MODEL", s.ollama_model),

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn
-from rich.table import Table
 
 from episodic.cli.common import JsonOpt, err, errors, open_memory, out, plural, print_json
 from episodic.errors import InvalidInput
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # rich's progress bar loads with `episodic migrate` on a terminal
+    from rich.progress import Progress
+
     from episodic.portable.teaparty import TeaPartyExport
 
 LayoutOpt = Annotated[
@@ -196,6 +196,8 @@ def migrate(
             if not err.is_terminal:
                 report = run(None)
             else:
+                from rich.progress import BarColumn, Progress, TextColumn
+
                 with Progress(
                     TextColumn("{task.description}"),
                     BarColumn(),
@@ -211,6 +213,8 @@ def migrate(
     if as_json:
         print_json(report.to_json())
     else:
+        from rich.table import Table
+
         table = Table(title=f"{report.source} -> {report.target}")
         for column in ("table", "source rows", "target rows", "copied now", "checksum"):
             table.add_column(column, justify="left" if column == "table" else "right")
