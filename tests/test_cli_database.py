@@ -72,9 +72,11 @@ def test_the_default_database_is_not_created_either(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     code, _, err = run("recall", "disk full", "--workspace", "acme")
-    assert code == 2 and ".episodic/memory.db" in err and "episodic init" in err
-    assert not (tmp_path / ".episodic").exists()
+    assert code == 2 and "episodic/memory.db" in err and "episodic init" in err
+    assert not (tmp_path / ".episodic").exists() and not (tmp_path / "home").exists()
 
 
 @pytest.mark.parametrize("empty_url", ["postgres"], indirect=True)
