@@ -4,7 +4,10 @@ model (its first call in a new process loads it), and ``render`` through a runni
 (EPISODIC_URL and EPISODIC_KEY), side by side with a git revision's ``src/``.
 
 Each command runs ``--runs`` times per tree, the trees in turns, each run a new Python
-process started as the ``episodic`` script starts (``episodic.cli.main``). Reports the
+process started as the ``episodic`` script starts (``episodic.cli.main``). Both trees are
+byte-compiled first and the children may read the bytecode (``PYTHONDONTWRITEBYTECODE`` is
+dropped from their environment), as ``pip install`` leaves an installed package: without
+it every run would compile every module it imports from source. Reports the
 median wall time and the median CPU time (user + system) of the process: CPU time moves
 less with the machine's load. Each tree gets its own databases, made by its own
 ``episodic demo`` (keyword-only and, with the model, with vectors).
@@ -36,6 +39,8 @@ from side_by_side import ROOT, extract_src
 
 ENTRY = "import sys; sys.argv[0] = 'episodic'; from episodic.cli import main; main()"
 QUERY = "OOM in checkout after a cache change"
+ADMIN = ("--role", "admin", "--json")
+QUIET = ("--log-level", "warning")
 GOALS = {
     "--version": 0.2,
     "--help": 0.2,
@@ -62,7 +67,7 @@ def episodic(src: Path, args: Sequence[str], env: Mapping[str, str]) -> tuple[fl
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", ENTRY, *args],
-        env={**os.environ, **env, "PYTHONPATH": str(src)},
+        env={**child_env(), **env, "PYTHONPATH": str(src)},
         capture_output=True,
         text=True,
     )
@@ -72,6 +77,14 @@ def episodic(src: Path, args: Sequence[str], env: Mapping[str, str]) -> tuple[fl
         raise RuntimeError(f"episodic {' '.join(args)} failed: {done.stderr[-2000:]}")
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return wall, cpu
+
+
+def child_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def compile_tree(src: Path) -> None:
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True)
 
 
 def demo_db(src: Path, path: Path, embedder: str) -> str:
@@ -91,10 +104,9 @@ def free_port() -> int:
 @contextmanager
 def server(src: Path, url: str) -> Iterator[dict[str, str]]:
     """``episodic serve`` of ``src`` over ``url``; the variables that point a command at it."""
-    env = {**os.environ, "PYTHONPATH": str(src), "EPISODIC_EMBEDDER": "none"}
+    env = {**child_env(), "PYTHONPATH": str(src), "EPISODIC_EMBEDDER": "none"}
     made = subprocess.run(
-        [sys.executable, "-c", ENTRY, "--db", url, "keys", "create", "-w", "acme-shop"]
-        + ["--role", "admin", "--json"],
+        [sys.executable, "-c", ENTRY, "--db", url, "keys", "create", "-w", "acme-shop", *ADMIN],
         env=env,
         capture_output=True,
         text=True,
@@ -103,8 +115,7 @@ def server(src: Path, url: str) -> Iterator[dict[str, str]]:
     secret = json.loads(made.stdout)["key"]
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-c", ENTRY, "--db", url, "serve", "--port", str(port)]
-        + ["--log-level", "warning"],
+        [sys.executable, "-c", ENTRY, "--db", url, "serve", "--port", str(port), *QUIET],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -158,6 +169,7 @@ def main() -> None:
         trees = {"base": extract_src(args.base, work / "base"), "this": ROOT / "src"}
         dbs: dict[str, dict[str, str]] = {}
         for name, src in trees.items():
+            compile_tree(src)
             dbs[name] = {"sparse": demo_db(src, work / f"{name}-sparse.db", "none")}
             if not args.no_model:
                 dbs[name]["vector"] = demo_db(src, work / f"{name}-vector.db", "local")

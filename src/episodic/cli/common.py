@@ -121,8 +121,18 @@ def _root(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    choice = DatabaseChoice(db, "--db") if db else default_database()
-    ctx.obj = {"db": choice.url, "db_reason": choice.reason}
+    ctx.obj = {"db": db}
+
+
+def database(ctx: typer.Context) -> DatabaseChoice:
+    """The database the command uses and why: ``--db``, or else the default one (looked
+    for on first need: a command that opens none does not look)."""
+    given = ctx.obj["db"]
+    if isinstance(given, DatabaseChoice):
+        return given
+    choice = DatabaseChoice(given, "--db") if given else default_database()
+    ctx.obj["db"] = choice
+    return choice
 
 
 @contextmanager
@@ -149,20 +159,17 @@ def open_memory(ctx: typer.Context, *, create: bool = False) -> Episodic:
     from episodic.store import store_exists
     from episodic.store.urls import display_url
 
-    settings = Settings.from_env(db_url=ctx.obj["db"])
+    choice = database(ctx)
+    settings = Settings.from_env(db_url=choice.url)
     if not create and not store_exists(settings.db_url):
         shown = display_url(settings.db_url)
+        init = f"episodic init --db {shown}" if choice.reason == "--db" else "episodic init"
         raise InvalidInput(
             "db",
-            f"no episodic database at {shown} ({ctx.obj['db_reason']}); create it with "
-            f"`{_init_command(ctx, shown)}`, or give the right one with --db or EPISODIC_DB",
+            f"no episodic database at {shown} ({choice.reason}); create it with "
+            f"`{init}`, or give the right one with --db or EPISODIC_DB",
         )
     return Episodic.open(settings.db_url, settings=settings)
-
-
-def _init_command(ctx: typer.Context, shown: str) -> str:
-    """The command that creates the database this command looked for."""
-    return f"episodic init --db {shown}" if ctx.obj["db_reason"] == "--db" else "episodic init"
 
 
 def whole_sentences(text: str) -> str:

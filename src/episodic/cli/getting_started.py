@@ -10,8 +10,8 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from episodic.cli.common import JsonOpt, errors, open_memory, out, plural, print_json
-from episodic.config import user_data_dir
+from episodic.cli.common import JsonOpt, database, errors, open_memory, out, plural, print_json
+from episodic.config import DatabaseChoice, user_data_dir
 from episodic.store.urls import display_url
 
 
@@ -44,7 +44,7 @@ def doctor(
     with errors(), open_memory(ctx) as mem:
         report = mem.doctor(deep=deep)
         shown = display_url(mem.store.url)
-    reason = ctx.obj["db_reason"]
+    reason = database(ctx).reason
     if as_json:
         print_json({**report.to_json(), "database": {"url": shown, "chosen_by": reason}})
     else:
@@ -80,8 +80,8 @@ def demo(ctx: typer.Context) -> None:
     unless --db names one on the command line.
     Example: episodic demo
     """
-    if ctx.obj["db_reason"] != "--db":
-        ctx.obj = {**ctx.obj, "db": demo_database(), "db_reason": "the demo's own file"}
+    if database(ctx).reason != "--db":
+        ctx.obj["db"] = DatabaseChoice(demo_database(), "the demo's own file")
     with errors(), open_memory(ctx, create=True) as mem:
         with sample_journal().open("rb") as fh:
             report = mem.ingest_lines(fh)
