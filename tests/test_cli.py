@@ -92,7 +92,7 @@ def test_ingest_recall_render_round_trip(env: dict[str, str], tmp_path: Path) ->
 
 def test_ingest_from_stdin(env: dict[str, str]) -> None:
     code, out, _ = run(env, "ingest", "-", input=json.dumps(EVENTS[2]) + "\n")
-    assert code == 0 and "stored 1 events" in out
+    assert code == 0 and "stored 1 event " in out
 
 
 def test_bad_lines_reported_by_number_rest_stored_exit_1(

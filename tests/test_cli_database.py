@@ -5,6 +5,8 @@ command refuses a database that was never created; ``--db`` before or after the 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +72,11 @@ def test_the_default_database_is_not_created_either(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     code, _, err = run("recall", "disk full", "--workspace", "acme")
-    assert code == 2 and ".episodic/memory.db" in err and "episodic init" in err
-    assert not (tmp_path / ".episodic").exists()
+    assert code == 2 and "episodic/memory.db" in err and "episodic init" in err
+    assert not (tmp_path / ".episodic").exists() and not (tmp_path / "home").exists()
 
 
 @pytest.mark.parametrize("empty_url", ["postgres"], indirect=True)
@@ -111,9 +115,18 @@ def test_db_may_follow_the_command_and_wins(tmp_path: Path) -> None:
     assert code == 0, err
 
 
-def test_version_is_printed_as_healthz_reports_it() -> None:
+def test_version_is_printed_as_healthz_reports_it_with_the_name_to_install() -> None:
+    expected = f"episodic {episodic.__version__} (episodic-agent-memory)"
     code, out, _ = run("--version")
-    assert code == 0 and out.strip() == f"episodic {episodic.__version__}"
+    assert code == 0 and out.strip() == expected
+    # `episodic --version` alone answers before typer loads: the same line.
+    fast = subprocess.run(
+        [sys.executable, "-c", "from episodic.cli import main; main()", "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert fast.stdout.strip() == expected
 
 
 def reference_counts(url: str) -> list[Any]:

@@ -22,8 +22,10 @@ NOW = datetime(2026, 11, 21, tzinfo=UTC)
 
 
 def test_demo_ingests_indexes_and_renders_three_blocks(tmp_path: Path) -> None:
-    env = {"EPISODIC_DB": f"sqlite:///{tmp_path}/demo.db", "EPISODIC_EMBEDDER": "local"}
-    result = CliRunner().invoke(app, ["demo"], env=env)
+    # --db on the command line: the demo's own file otherwise (the user's data folder).
+    demo = ["--db", f"sqlite:///{tmp_path}/demo.db", "demo"]
+    env = {"EPISODIC_EMBEDDER": "local"}
+    result = CliRunner().invoke(app, demo, env=env)
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert re.search(r"admitted as memories", out)
@@ -35,7 +37,7 @@ def test_demo_ingests_indexes_and_renders_three_blocks(tmp_path: Path) -> None:
     assert re.search(r"keeper|denied|approval", blocks[1], re.I)
     assert re.search(r"ranking|regression|NDCG", blocks[2], re.I)
     # a second run finds everything already there and still renders
-    again = CliRunner().invoke(app, ["demo"], env=env)
+    again = CliRunner().invoke(app, demo, env=env)
     assert again.exit_code == 0 and "0 memories embedded" in again.stdout
 
 

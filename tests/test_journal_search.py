@@ -281,7 +281,7 @@ def test_cli_lists_events_as_a_table_and_as_json(mem: Episodic) -> None:
     )
     table = cli(url, "E0599", "--workspace", "acme")
     assert table.exit_code == 0, table.output
-    assert "1 journal events" in table.stdout and "chunk-1" in table.stdout
+    assert "1 journal event" in table.stdout and "chunk-1" in table.stdout
     assert "exec.output_chunk" in table.stdout and "builder" in table.stdout
     archived = cli(url, "linker", "--workspace", "acme")
     assert "(archived)" in archived.stdout

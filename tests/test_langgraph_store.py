@@ -269,4 +269,4 @@ def test_without_langgraph_the_import_names_the_extra() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
-    assert "pip install 'episodic-memory[langgraph]'" in out.stdout
+    assert "pip install 'episodic-agent-memory[langgraph]'" in out.stdout

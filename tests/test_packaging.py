@@ -1,4 +1,4 @@
-"""What a user of the built wheel gets: ``pip install episodic-memory`` into a fresh venv,
+"""What a user of the built wheel gets: ``pip install episodic-agent-memory`` into a fresh venv,
 run from outside the repository, with neither the editable checkout nor the model package
 on the path. The third-party packages come from this venv through a ``.pth`` file naming a
 folder of links to its site-packages (so the test needs no network for them); a second
@@ -91,7 +91,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     assert "SetuptoolsDeprecationWarning" not in built.stdout + built.stderr
-    (path,) = out.glob("episodic_memory-*.whl")
+    (path,) = out.glob("episodic_agent_memory-*.whl")
     return path
 
 
@@ -178,10 +178,10 @@ def test_the_core_runs_without_the_extras_and_names_the_one_a_command_needs(
     assert demo.returncode == 0, demo.stderr
     assert "render" in demo.stdout
     expected = {
-        ("serve",): "pip install 'episodic-memory[server]'",
-        ("mcp", "--workspace", "w", "--agent", "a"): "pip install 'episodic-memory[mcp]'",
+        ("serve",): "pip install 'episodic-agent-memory[server]'",
+        ("mcp", "--workspace", "w", "--agent", "a"): "pip install 'episodic-agent-memory[mcp]'",
         ("--db", "postgresql://me@127.0.0.1:1/mem", "init"): (
-            "pip install 'episodic-memory[postgres]'"
+            "pip install 'episodic-agent-memory[postgres]'"
         ),
     }
     for args, message in expected.items():
@@ -191,7 +191,8 @@ def test_the_core_runs_without_the_extras_and_names_the_one_a_command_needs(
     # An LLM configured without the [llm] extra: one error naming it.
     use_llm = "from episodic import Episodic; Episodic.open('sqlite:///./llm.db').llm"
     llm = venv.run("python", "-c", use_llm, EPISODIC_LLM_URL="http://127.0.0.1:1/v1")
-    assert "MissingExtra" in llm.stderr and "episodic-memory[llm]" in llm.stderr, llm.stderr
+    assert "MissingExtra" in llm.stderr and "episodic-agent-memory[llm]" in llm.stderr, llm.stderr
     # The Agents SDK integration without the [agents] extra: the same.
     sdk = venv.run("python", "-c", "import episodic.integrations.openai_agents")
-    assert "MissingExtra" in sdk.stderr and "episodic-memory[agents]" in sdk.stderr, sdk.stderr
+    assert "MissingExtra" in sdk.stderr, sdk.stderr
+    assert "episodic-agent-memory[agents]" in sdk.stderr, sdk.stderr

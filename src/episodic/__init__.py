@@ -1,32 +1,96 @@
-"""episodic: an episodic-memory layer for LLM agents."""
+"""episodic: an episodic-memory layer for LLM agents.
 
-from episodic.aio import AsyncEpisodic
-from episodic.client import AsyncClient, Client
-from episodic.config import Settings
-from episodic.errors import (
-    BadEmbedding,
-    EmbedderError,
-    EmbedderUnavailable,
-    EpisodicError,
-    InvalidInput,
-    LLMError,
-    ModelMismatch,
-    NotFound,
-    StoreError,
-    UnknownPolicy,
-)
-from episodic.layer import RECALL_MEMORY_TOOL, MemoryLayer
-from episodic.model import Event, Hit, Memory, MemoryStatus, Query, Role, Scope, ScopeFilter
-from episodic.recall.engine import RecallResult
-from episodic.recall.policies import POLICIES, RecallPolicy
-from episodic.recall.render import render_block
-from episodic.service import DoctorReport, Episodic, IngestReport
-from episodic.upkeep.health import HealthView
-from episodic.upkeep.lease import JobResult
-from episodic.upkeep.reviews import ReviewReport
-from episodic.upkeep.scheduler import UpkeepScheduler
+The public names below are imported on first use, not with the package: ``import
+episodic`` (and so every ``episodic`` command) loads only the modules it goes on to use,
+never the server, the model runtime or the async layer unless something asks for them.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from episodic.aio import AsyncEpisodic
+    from episodic.client import AsyncClient, Client
+    from episodic.config import Settings
+    from episodic.errors import (
+        BadEmbedding,
+        EmbedderError,
+        EmbedderUnavailable,
+        EpisodicError,
+        InvalidInput,
+        LLMError,
+        ModelMismatch,
+        NotFound,
+        StoreError,
+        UnknownPolicy,
+    )
+    from episodic.layer import RECALL_MEMORY_TOOL, MemoryLayer
+    from episodic.model import Event, Hit, Memory, MemoryStatus, Query, Role, Scope, ScopeFilter
+    from episodic.recall.policies import POLICIES, RecallPolicy
+    from episodic.recall.render import render_block
+    from episodic.recall.result import RecallResult
+    from episodic.service import DoctorReport, Episodic, IngestReport
+    from episodic.upkeep.health import HealthView
+    from episodic.upkeep.lease import JobResult
+    from episodic.upkeep.reviews import ReviewReport
+    from episodic.upkeep.scheduler import UpkeepScheduler
 
 __version__ = "0.1.0"
+
+# public name -> the module that defines it
+_HOMES: dict[str, str] = {
+    "AsyncEpisodic": "episodic.aio",
+    "AsyncClient": "episodic.client",
+    "Client": "episodic.client",
+    "Settings": "episodic.config",
+    "BadEmbedding": "episodic.errors",
+    "EmbedderError": "episodic.errors",
+    "EmbedderUnavailable": "episodic.errors",
+    "EpisodicError": "episodic.errors",
+    "InvalidInput": "episodic.errors",
+    "LLMError": "episodic.errors",
+    "ModelMismatch": "episodic.errors",
+    "NotFound": "episodic.errors",
+    "StoreError": "episodic.errors",
+    "UnknownPolicy": "episodic.errors",
+    "RECALL_MEMORY_TOOL": "episodic.layer",
+    "MemoryLayer": "episodic.layer",
+    "Event": "episodic.model",
+    "Hit": "episodic.model",
+    "Memory": "episodic.model",
+    "MemoryStatus": "episodic.model",
+    "Query": "episodic.model",
+    "Role": "episodic.model",
+    "Scope": "episodic.model",
+    "ScopeFilter": "episodic.model",
+    "RecallResult": "episodic.recall.result",
+    "POLICIES": "episodic.recall.policies",
+    "RecallPolicy": "episodic.recall.policies",
+    "render_block": "episodic.recall.render",
+    "DoctorReport": "episodic.service",
+    "Episodic": "episodic.service",
+    "IngestReport": "episodic.service",
+    "HealthView": "episodic.upkeep.health",
+    "JobResult": "episodic.upkeep.lease",
+    "ReviewReport": "episodic.upkeep.reviews",
+    "UpkeepScheduler": "episodic.upkeep.scheduler",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'episodic' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
 
 __all__ = [
     "POLICIES",

@@ -202,6 +202,7 @@ class AsyncEpisodic:
     # -- operations ----------------------------------------------------------------------
     create_key = Awaited(Episodic.create_key)
     list_keys = Awaited(Episodic.list_keys)
+    workspaces = Awaited(Episodic.workspaces)
     revoke_key = Awaited(Episodic.revoke_key)
     authenticate = Awaited(Episodic.authenticate)
     sign_in = Awaited(Episodic.sign_in)

@@ -12,7 +12,10 @@ from pathlib import Path
 
 from episodic.errors import InvalidInput
 
-DEFAULT_DB_URL = "sqlite:///./.episodic/memory.db"
+# The folder a project keeps its memory in; the nearest one up from the working directory
+# holds the default database.
+PROJECT_FOLDER = ".episodic"
+DB_FILE = "memory.db"
 EMBEDDER_CHOICES = ("local", "ollama", "openai", "none")
 
 
@@ -25,8 +28,45 @@ SUPERSESSION_CHOICES = ("auto", "off")
 
 
 @dataclass(frozen=True, slots=True)
+class DatabaseChoice:
+    """The database a process uses when none is named, and why (``episodic doctor``)."""
+
+    url: str
+    reason: str
+
+
+def default_database(
+    env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> DatabaseChoice:
+    """``EPISODIC_DB``; else ``memory.db`` in the nearest ``.episodic/`` folder from ``cwd``
+    up; else ``memory.db`` in the user's data folder. The same database wherever a
+    command runs inside a project, and one per user outside any."""
+    env = os.environ if env is None else env
+    if env.get("EPISODIC_DB"):
+        return DatabaseChoice(env["EPISODIC_DB"], "EPISODIC_DB")
+    here = (cwd or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / PROJECT_FOLDER).is_dir():
+            return DatabaseChoice(
+                f"sqlite:///{folder / PROJECT_FOLDER / DB_FILE}",
+                f"the nearest {PROJECT_FOLDER}/ folder up from {here}",
+            )
+    return DatabaseChoice(
+        f"sqlite:///{user_data_dir() / DB_FILE}",
+        f"no {PROJECT_FOLDER}/ folder in {here} or above it: the user's data folder",
+    )
+
+
+def user_data_dir() -> Path:
+    """episodic's folder among the user's data (``~/.local/share/episodic`` on Linux)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("episodic", appauthor=False))
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
-    db_url: str = DEFAULT_DB_URL
+    db_url: str = field(default_factory=lambda: default_database().url)
     embedder: str = "local"
     ollama_url: str = "http://localhost:11434"
     ollama_model: str = "nomic-embed-text"
@@ -73,10 +113,11 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         env = os.environ if env is None else env
-        s = cls()
+        # The database given, or else found: not looked for when one is given.
+        db_url = str(overrides.pop("db_url", None) or default_database(env).url)
+        s = cls(db_url=db_url)
         s = replace(
             s,
-            db_url=env.get("EPISODIC_DB", s.db_url),
             embedder=env.get("EPISODIC_EMBEDDER", s.embedder).strip().lower(),
             ollama_url=env.get("EPISODIC_OLLAMA_URL", s.ollama_url),
             ollama_model=env.get("EPISODIC_OLLAMA_MODEL", s.ollama_model),

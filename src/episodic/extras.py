@@ -1,11 +1,12 @@
 """The optional parts of the install and the check that one is there.
 
-``pip install episodic-memory`` is the library, the CLI, SQLite and the local embedder,
-with the offline fallbacks of every LLM step. The HTTP server and the operator's page
-(``[server]``), the MCP server (``[mcp]``), the PostgreSQL backend (``[postgres]``) and
-the OpenAI-compatible LLM client (``[llm]``) are extras; ``[all]`` is every one. Their modules are
-imported only where they are used, and each entry point checks first, so a missing extra
-is one clear error naming the install command rather than an ImportError deep inside.
+``pip install episodic-agent-memory`` (``DISTRIBUTION``) is the library, the CLI, SQLite
+and the local embedder, with the offline fallbacks of every LLM step. The HTTP server
+and the operator's page (``[server]``), the MCP server (``[mcp]``), the PostgreSQL
+backend (``[postgres]``) and the OpenAI-compatible LLM client (``[llm]``) are extras;
+``[all]`` is every one. Their modules are imported only where they are used, and each
+entry point checks first, so a missing extra is one clear error naming the install
+command rather than an ImportError deep inside.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from __future__ import annotations
 import importlib.util
 
 from episodic.errors import EpisodicError
+
+# The name to install; the import package and the command stay ``episodic``.
+DISTRIBUTION = "episodic-agent-memory"
 
 # extra -> the modules it installs that episodic imports
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -33,7 +37,7 @@ class MissingExtra(EpisodicError):
         self.extra = extra
         super().__init__(
             f"{what} needs the [{extra}] extra ({', '.join(missing)} not installed): "
-            f"pip install 'episodic-memory[{extra}]'"
+            f"pip install '{DISTRIBUTION}[{extra}]'"
         )
 
 

@@ -36,7 +36,7 @@ from episodic.layer import RECALL_MEMORY_TOOL, MemoryLayer, check_transcript
 from episodic.model import Role, Scope
 from episodic.recall.answer import REMEMBER_DESCRIPTION, recall_answer
 from episodic.service import SOURCES, Episodic
-from episodic.service.operations import memory_json
+from episodic.service.pages import memory_json
 from episodic.tenancy import ApiKey, Principal, parse_role
 
 DEFAULT_MCP_PORT = 8766

@@ -16,6 +16,24 @@ from enum import StrEnum
 from typing import Any
 
 SEVERITIES: tuple[str, ...] = ("debug", "info", "notice", "warn", "error")
+# Other spellings a logger may use for one of SEVERITIES.
+SEVERITY_ALIASES: dict[str, str] = {"warning": "warn"}
+
+
+def severity_of(raw: str) -> str | None:
+    """``raw`` as one of SEVERITIES (any case, or an alias such as ``warning``); None when
+    it is none of them."""
+    low = raw.strip().lower()
+    low = SEVERITY_ALIASES.get(low, low)
+    return low if low in SEVERITIES else None
+
+
+def severity_choices() -> str:
+    """What an error about a severity says it accepts."""
+    aliases = ", ".join(f"{a} for {s}" for a, s in SEVERITY_ALIASES.items())
+    return f"{'|'.join(SEVERITIES)} ({aliases})"
+
+
 PRIORITIES: tuple[str, ...] = ("pin", "high", "permanent")
 
 

@@ -51,6 +51,11 @@ GATED_SEVERITIES: frozenset[str] = frozenset({"warn", "error"})
 ESCALATED_STATE = "escalated"
 
 MESSAGE_TYPE = "message"
+# What segmentation derives from conversations (``episodic.write.episodes``); named here
+# so a reader of memories (recall) can tell them apart without loading the writer.
+EPISODE_TYPE = "episode"
+ENTRY_TYPE = "entry"
+LEARNING_TYPE = "learning"
 SPOKEN_ROLES: frozenset[str] = frozenset({"user", "assistant"})
 
 BASE_IMPORTANCE = 0.5

@@ -92,6 +92,20 @@ class ServiceContract:
             store.set_status("acme", "x", MemoryStatus.RETIRED)
         assert store.workspaces() == ["acme", "orbit"]
 
+    def test_workspace_counts_name_every_workspace_with_memories_or_events(
+        self, store: Store
+    ) -> None:
+        from episodic.store.writes import WorkspaceCounts
+
+        assert store.workspace_counts() == []
+        remember(store, event("c1"), event("c2"), event("o1", "orbit"))
+        store.append([event("e1", "quiet")], [])  # an event no memory came from
+        assert store.workspace_counts() == [
+            WorkspaceCounts("acme", 2, 2),
+            WorkspaceCounts("orbit", 1, 1),
+            WorkspaceCounts("quiet", 0, 1),
+        ]
+
     # -- keys --------------------------------------------------------------------------------
     def test_api_keys_are_found_by_hash_and_revoked_once(self, store: Store) -> None:
         from episodic.model import Role

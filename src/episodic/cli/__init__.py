@@ -12,73 +12,124 @@ recent, reindex, recall, render, forget), ``service`` (serve, keys, mcp), ``port
 (keyword search of the journal), ``bench`` and ``model`` (pull, status);
 ``common`` holds what they share. Only this module registers the commands and groups on
 the root app, so their order in ``episodic --help`` is set in one place.
+
+The command modules are imported, and the commands registered, when ``app`` is first
+asked for; ``episodic --version`` answers before that, without loading typer.
 """
 
 from __future__ import annotations
 
-from episodic.cli import (
-    bench,
-    decisions,
-    edits,
-    getting_started,
-    journal,
-    memory,
-    model,
-    notes,
-    portability,
-    service,
-    upkeep,
+import sys
+from functools import cache
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from episodic.cli.version import version_text
+
+if TYPE_CHECKING:
+    from episodic.cli.common import app
+
+
+# (name, module of episodic.cli, function or typer group), in the order ``episodic --help``
+# lists them (typer lists the commands in the order they were added, then the groups).
+COMMANDS = (
+    ("init", "getting_started", "init"),
+    ("ingest", "memory", "ingest"),
+    ("index", "memory", "index"),
+    ("recent", "memory", "recent"),
+    ("reindex", "memory", "reindex"),
+    ("recall", "memory", "recall"),
+    ("render", "memory", "render"),
+    ("journal", "journal", "journal"),
+    ("workspaces", "workspaces", "workspaces"),
+    ("doctor", "getting_started", "doctor"),
+    ("demo", "getting_started", "demo"),
+    ("serve", "service", "serve"),
+    ("forget", "memory", "forget"),
+    ("export", "portability", "export"),
+    ("import", "portability", "import_"),
+    ("mcp", "service", "mcp_command"),
+    ("migrate", "portability", "migrate"),
 )
-from episodic.cli.common import app
+GROUPS = (
+    ("bench", "bench", "bench_app"),
+    ("consolidate", "upkeep", "consolidate_app"),
+    ("memory", "upkeep", "memory_app"),
+    ("upkeep", "upkeep", "upkeep_app"),
+    ("keys", "service", "keys_app"),
+    ("model", "model", "model_app"),
+)
+# `episodic memory ...`: the commands other modules add to the memory group.
+MEMORY_COMMANDS = (
+    ("remember", "notes", "remember"),
+    ("list", "notes", "list_memories"),
+    ("update", "edits", "update"),
+    ("history", "edits", "history"),
+    ("supersede", "edits", "supersede"),
+    ("supersessions", "edits", "supersessions"),
+    ("why", "decisions", "why"),
+    ("restore", "decisions", "restore"),
+)
 
 
-def _register() -> None:
-    """Put every command and group on ``app``, in the order ``episodic --help`` lists them
-    (typer lists the commands in the order they were added, then the groups)."""
-    commands = (
-        ("init", getting_started.init),
-        ("ingest", memory.ingest),
-        ("index", memory.index),
-        ("recent", memory.recent),
-        ("reindex", memory.reindex),
-        ("recall", memory.recall),
-        ("render", memory.render),
-        ("journal", journal.journal),
-        ("doctor", getting_started.doctor),
-        ("demo", getting_started.demo),
-        ("serve", service.serve),
-        ("forget", memory.forget),
-        ("export", portability.export),
-        ("import", portability.import_),
-        ("mcp", service.mcp_command),
-        ("migrate", portability.migrate),
-    )
-    for name, command in commands:
-        app.command(name)(command)
-    groups = (
-        ("bench", bench.bench_app),
-        ("consolidate", upkeep.consolidate_app),
-        ("memory", upkeep.memory_app),
-        ("upkeep", upkeep.upkeep_app),
-        ("keys", service.keys_app),
-        ("model", model.model_app),
-    )
-    upkeep.memory_app.command("remember")(notes.remember)
-    upkeep.memory_app.command("list")(notes.list_memories)
-    upkeep.memory_app.command("update")(edits.update)
-    upkeep.memory_app.command("history")(edits.history)
-    upkeep.memory_app.command("supersede")(edits.supersede)
-    upkeep.memory_app.command("supersessions")(edits.supersessions)
-    upkeep.memory_app.command("why")(decisions.why)
-    upkeep.memory_app.command("restore")(decisions.restore)
-    for name, group in groups:
+def _part(module: str, name: str) -> Any:
+    return getattr(import_module(f"episodic.cli.{module}"), name)
+
+
+def _register(only: str | None = None) -> Any:
+    """The root app with every command and group on it (``only``: with that one alone,
+    so a command loads only its own module: what ``main`` runs). A name already on the
+    app is not added twice."""
+    from episodic.cli.common import app, reflow_help
+
+    done = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    for name, module, attr in COMMANDS:
+        if name not in done and only in (None, name):
+            app.command(name)(_part(module, attr))
+    for name, module, attr in GROUPS:
+        if name in done or only not in (None, name):
+            continue
+        group = _part(module, attr)
+        if name == "memory":
+            for sub, sub_module, sub_attr in MEMORY_COMMANDS:
+                group.command(sub)(_part(sub_module, sub_attr))
         app.add_typer(group, name=name)
+    reflow_help(app)
+    return app
 
 
-_register()
+@cache
+def _registered() -> Any:
+    return _register()
+
+
+def _command_named(args: list[str]) -> str | None:
+    """The top-level command ``args`` run, when it is one of ours and help was not asked
+    for at the root; None otherwise (then every command is registered)."""
+    from episodic.cli.common import GLOBAL_FLAGS, GLOBAL_VALUE_OPTIONS, hoist_global_options
+
+    args = hoist_global_options(args)
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        if args[i] not in (*GLOBAL_FLAGS, *GLOBAL_VALUE_OPTIONS) and "=" not in args[i]:
+            return None  # --help, --version or a typo: the root answers, with every command
+        i += 2 if args[i] in GLOBAL_VALUE_OPTIONS else 1
+    known = {name for name, _, _ in COMMANDS} | {name for name, _, _ in GROUPS}
+    return args[i] if i < len(args) and args[i] in known else None
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _registered()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
-    app()
+    if sys.argv[1:] == ["--version"]:
+        sys.stdout.write(version_text() + "\n")
+        return
+    named = _command_named(sys.argv[1:])
+    (_registered() if named is None else _register(only=named))()

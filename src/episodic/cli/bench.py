@@ -4,31 +4,20 @@ that change (``updates``), and their tables."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.measure import Measurement
-from rich.table import Table
 
-from episodic.bench.folds import parse_tune, run_folds, split_folds
-from episodic.bench.journal import REPORTED, run_journal
-from episodic.bench.journal import resolve as resolve_journal
-from episodic.bench.locomo import (
-    CATEGORY_NAMES,
-    GRANULARITIES,
-    Conversation,
-    category_counts,
-    load_locomo,
-    resolve_policies,
-    run_locomo,
-)
-from episodic.bench.metrics import METRIC_KEYS
-from episodic.bench.updates import CONTROL_KEYS, UPDATE_KEYS, run_updates
-from episodic.bench.updates import MODES as UPDATE_MODES
 from episodic.cli.common import JsonOpt, err, errors, out, print_json
 from episodic.config import Settings
 from episodic.errors import InvalidInput
+
+# The runners load the whole service: each command imports what it runs when it runs, so
+# the other commands (and `episodic --help`) do not pay for them.
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from episodic.bench.locomo import Conversation
 
 EmbedderOpt = Annotated[
     str | None,
@@ -104,6 +93,15 @@ def bench_locomo(
     Example: episodic bench locomo --data ../shared/data/locomo10.json --ingest conversation
     Example: episodic bench locomo --data ../shared/data/locomo10.json --folds 5 --tune blend=.2,.3
     """
+    from episodic.bench.folds import parse_tune, run_folds, split_folds
+    from episodic.bench.locomo import (
+        GRANULARITIES,
+        category_counts,
+        load_locomo,
+        resolve_policies,
+        run_locomo,
+    )
+
     with errors():
         if granularity not in GRANULARITIES:
             raise InvalidInput("granularity", f"use one of {'|'.join(GRANULARITIES)}")
@@ -157,6 +155,10 @@ def _say(line: str) -> None:
 
 
 def _print_folds(cv: dict[str, Any], conversations: list[Conversation]) -> None:
+    from rich.table import Table
+
+    from episodic.bench.locomo import category_counts
+
     for number, fold in enumerate(cv["folds"], start=1):
         test = set(fold["test"])
         counts = category_counts(c for c in conversations if c.sample_id in test)
@@ -202,6 +204,11 @@ def _print_bench(report: dict[str, Any], counts: dict[str, int]) -> None:
 
 
 def _policy_table(policies: dict[str, Any], counts: dict[str, int], questions: int) -> Table:
+    from rich.table import Table
+
+    from episodic.bench.locomo import CATEGORY_NAMES
+    from episodic.bench.metrics import METRIC_KEYS
+
     table = Table()
     table.add_column("metric", no_wrap=True)
     for name in policies:
@@ -232,6 +239,8 @@ def _policy_table(policies: dict[str, Any], counts: dict[str, int], questions: i
 
 
 def _print_table(table: Table) -> None:
+    from rich.console import Console
+
     if out.is_terminal:
         out.print(table)
     else:
@@ -242,6 +251,8 @@ def _print_table(table: Table) -> None:
 
 def _natural_width(table: Table) -> int:
     """The width ``table`` takes when nothing limits it."""
+    from rich.measure import Measurement
+
     return Measurement.get(out, out.options.update_width(10_000), table).maximum
 
 
@@ -271,6 +282,9 @@ def bench_journal(
 
     Example: episodic bench journal --policy default,default-no-prior,crewship
     """
+    from episodic.bench.journal import resolve as resolve_journal
+    from episodic.bench.journal import run_journal
+
     with errors():
         overrides: dict[str, Any] = {} if embedder is None else {"embedder": embedder}
         settings = Settings.from_env(**overrides)
@@ -287,6 +301,10 @@ def bench_journal(
 
 
 def _journal_table(policies: dict[str, Any]) -> Table:
+    from rich.table import Table
+
+    from episodic.bench.journal import REPORTED
+
     table = Table()
     table.add_column("metric", no_wrap=True)
     for name in policies:
@@ -332,9 +350,11 @@ def bench_updates(
         typer.Option("--policies", help="Policy name, comma-separated names, or all."),
     ] = "all",
     modes: Annotated[
-        str,
-        typer.Option("--modes", help="Supersession modes, comma-separated: off,offline,llm."),
-    ] = ",".join(UPDATE_MODES),
+        str | None,
+        typer.Option(
+            "--modes", help="Supersession modes, comma-separated: off, offline, llm (default: all)."
+        ),
+    ] = None,
     limit: Annotated[
         int | None,
         typer.Option("--limit", help="Run only the first N update and N control scenarios."),
@@ -354,6 +374,8 @@ def bench_updates(
 
     Example: episodic bench updates --modes off --policies default,bm25
     """
+    from episodic.bench.updates import MODES, run_updates
+
     with errors():
         overrides: dict[str, Any] = {} if embedder is None else {"embedder": embedder}
         settings = Settings.from_env(**overrides)
@@ -361,7 +383,7 @@ def bench_updates(
             scenarios,
             settings,
             policies=policies,
-            modes=modes,
+            modes=modes or ",".join(MODES),
             limit=limit,
             db_url=db,
             progress=_say,
@@ -381,6 +403,10 @@ def bench_updates(
 
 
 def _updates_table(modes: dict[str, Any]) -> Table:
+    from rich.table import Table
+
+    from episodic.bench.updates import CONTROL_KEYS, UPDATE_KEYS
+
     table = Table()
     for name in ("mode", "policy"):
         table.add_column(name, no_wrap=True)

@@ -9,24 +9,25 @@ their commands on ``app``).
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-import episodic
-from episodic.config import DEFAULT_DB_URL, Settings
+from episodic.cli.version import version_text
+from episodic.config import DatabaseChoice, Settings, default_database
 from episodic.errors import EpisodicError, InvalidInput
-from episodic.service import Episodic
-from episodic.store import store_exists
-from episodic.store.urls import display_url
+
+if TYPE_CHECKING:
+    from episodic.service import Episodic
 
 # The root's options that may also follow the command (``episodic recall q --db URL``):
 # those taking a value, and flags.
@@ -90,7 +91,7 @@ ConversationOpt = Annotated[
 
 def _print_version(value: bool) -> None:
     if value:
-        out.print(f"episodic {episodic.__version__}")
+        out.print(version_text())
         raise typer.Exit(0)
 
 
@@ -98,15 +99,16 @@ def _print_version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     db: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--db",
-            envvar="EPISODIC_DB",
-            help="Database URL (before or after the command; the one after wins). Every "
-            "command but init and demo needs it to exist: create it with `episodic init`.",
-            show_default=True,
+            help="Database URL (before or after the command; the one after wins). Default: "
+            "EPISODIC_DB, else memory.db in the nearest .episodic/ folder up from here, else "
+            "in the user's data folder (`episodic doctor` says which). Every command but init "
+            "and demo needs it to exist: create it with `episodic init`.",
+            show_default=False,
         ),
-    ] = DEFAULT_DB_URL,
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log more.")] = False,
     version: Annotated[
         bool,
@@ -120,6 +122,17 @@ def _root(
         format="%(levelname)s %(name)s: %(message)s",
     )
     ctx.obj = {"db": db}
+
+
+def database(ctx: typer.Context) -> DatabaseChoice:
+    """The database the command uses and why: ``--db``, or else the default one (looked
+    for on first need: a command that opens none does not look)."""
+    given = ctx.obj["db"]
+    if isinstance(given, DatabaseChoice):
+        return given
+    choice = DatabaseChoice(given, "--db") if given else default_database()
+    ctx.obj["db"] = choice
+    return choice
 
 
 @contextmanager
@@ -140,15 +153,61 @@ def open_memory(ctx: typer.Context, *, create: bool = False) -> Episodic:
     any other command refuses one that was never created (``InvalidInput("db")``), so a
     mistyped path or a command run from another folder is not answered from a new, empty
     memory."""
-    settings = Settings.from_env(db_url=ctx.obj["db"])
+    # Imported here, not with the module: a command that opens no memory (--help,
+    # --version, model status) does not pay for the service, the store and the recall engine.
+    from episodic.service import Episodic
+    from episodic.store import store_exists
+    from episodic.store.urls import display_url
+
+    choice = database(ctx)
+    settings = Settings.from_env(db_url=choice.url)
     if not create and not store_exists(settings.db_url):
         shown = display_url(settings.db_url)
+        init = f"episodic init --db {shown}" if choice.reason == "--db" else "episodic init"
         raise InvalidInput(
             "db",
-            f"no episodic database at {shown}; create it with `episodic init --db {shown}`, "
-            "or give the right one with --db or EPISODIC_DB",
+            f"no episodic database at {shown} ({choice.reason}); create it with "
+            f"`{init}`, or give the right one with --db or EPISODIC_DB",
         )
     return Episodic.open(settings.db_url, settings=settings)
+
+
+def whole_sentences(text: str) -> str:
+    """``text`` (a docstring) with each paragraph's lines joined, so a help text never
+    breaks a sentence where the source line ended: only a blank line (a new paragraph) and
+    a line starting ``Example:`` keep their break; the terminal wraps the rest."""
+    paragraphs = []
+    for paragraph in inspect.cleandoc(text).split("\n\n"):
+        lines = [line.strip() for line in paragraph.splitlines() if line.strip()]
+        joined: list[str] = []
+        for line in lines:
+            if joined and not line.startswith("Example:"):
+                joined[-1] += " " + line
+            else:
+                joined.append(line)
+        paragraphs.append("\n".join(joined))
+    return "\n\n".join(paragraphs)
+
+
+def reflow_help(root: typer.Typer) -> None:
+    """Every help text of ``root``'s commands and groups, and theirs, as whole sentences
+    (``whole_sentences``)."""
+    if root.info.help:
+        root.info.help = whole_sentences(str(root.info.help))
+    for command in root.registered_commands:
+        text = command.help or (command.callback.__doc__ if command.callback else None)
+        if text:
+            command.help = whole_sentences(str(text))
+    for group in root.registered_groups:
+        if group.typer_instance is not None:
+            reflow_help(group.typer_instance)
+        if group.help:
+            group.help = whole_sentences(str(group.help))
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 memory``, ``2 memories``: the count with the form of the word it takes."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def print_json(value: Any) -> None:

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from episodic.cli.common import JsonOpt, errors, open_memory, out, print_json
 from episodic.errors import InvalidInput
-from episodic.service import memory_json, version_json
+from episodic.service.pages import memory_json
 
 # Who made an edit from the shell, in the memory's history.
 CLI_EDITOR = "cli"
@@ -60,6 +60,8 @@ def history(
 
     Example: episodic memory history evt_123 -w acme
     """
+    from episodic.service.editing import version_json
+
     with errors(), open_memory(ctx) as mem:
         versions = mem.history(memory_id, workspace=workspace)
     if as_json:

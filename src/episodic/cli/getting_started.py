@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
-from episodic.cli.common import JsonOpt, errors, open_memory, out, print_json
+from episodic.cli.common import JsonOpt, database, errors, open_memory, out, plural, print_json
+from episodic.config import DatabaseChoice, user_data_dir
+from episodic.store.urls import display_url
 
 
 def init(ctx: typer.Context) -> None:
@@ -40,9 +43,12 @@ def doctor(
     """
     with errors(), open_memory(ctx) as mem:
         report = mem.doctor(deep=deep)
+        shown = display_url(mem.store.url)
+    reason = database(ctx).reason
     if as_json:
-        print_json(report.to_json())
+        print_json({**report.to_json(), "database": {"url": shown, "chosen_by": reason}})
     else:
+        out.print(f"database: {escape(shown)} (chosen by {escape(reason)})")
         out.print(f"episodic: [bold]{report.episodic}[/bold]")
         colours = {"ok": "green", "warn": "yellow", "error": "red"}
         for c in report.checks:
@@ -70,20 +76,36 @@ def sample_journal() -> Path:
 def demo(ctx: typer.Context) -> None:
     """Ingest a bundled multi-agent journal, index it, and show three recalls.
 
-    Example: episodic --db sqlite:///./.episodic/demo.db demo
+    It writes to a database of its own (demo.db in the user's data folder), never to yours,
+    unless --db names one on the command line.
+    Example: episodic demo
     """
+    if database(ctx).reason != "--db":
+        ctx.obj["db"] = DatabaseChoice(demo_database(), "the demo's own file")
     with errors(), open_memory(ctx, create=True) as mem:
         with sample_journal().open("rb") as fh:
             report = mem.ingest_lines(fh)
         out.print(
-            f"[bold]1. ingest[/bold]: {report.received} journal events, "
+            f"[bold]1. ingest[/bold]: {plural(report.received, 'journal event')}, "
             f"{report.admitted} admitted as memories (new), {report.duplicates} already present"
         )
         mode = mem.warn_if_sparse_only()
         result = mem.index_once()
-        out.print(f"[bold]2. index[/bold]: {result.embedded} memories embedded ({mode})")
+        embedded = plural(result.embedded, "memory", "memories")
+        out.print(f"[bold]2. index[/bold]: {embedded} embedded ({mode})")
         for i, (query, filters) in enumerate(DEMO_QUERIES, start=3):
             where = " ".join(f"--{key} {value}" for key, value in filters.items())
             out.print(f"\n[bold]{i}. render[/bold] {query!r} {where}")
             block = mem.render(query, k=4, **filters)
             out.print(block or "(nothing recalled)", markup=False)
+        shown = display_url(mem.store.url)
+    out.print(
+        f"\nThe demo's memory is {shown}; ask it more with e.g. "
+        f'`episodic --db {shown} recall "deploy denied" -w acme-shop`. '
+        "Your own memory is elsewhere: start it with `episodic init`."
+    )
+
+
+def demo_database() -> str:
+    """The demo's own database: demo.db in the user's data folder."""
+    return f"sqlite:///{user_data_dir() / 'demo.db'}"

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from episodic.cli.common import JsonOpt, errors, open_memory, out, print_json
+from episodic.cli.common import JsonOpt, errors, open_memory, out, plural, print_json
 from episodic.store.journal import DEFAULT_JOURNAL_HITS, MAX_JOURNAL_HITS
 
 
@@ -52,8 +52,11 @@ def journal(
     if not hits:
         out.print("no journal events match")
         return
-    table = Table(title=f"{len(hits)} journal events")
-    for column in ("#", "id", "ts", "type", "severity", "agent", "summary"):
+    table = Table(title=plural(len(hits), "journal event"))
+    table.add_column("#", overflow="fold")
+    # The id whole, never folded: it is what `forget --memory` and `memory history` take.
+    table.add_column("id", no_wrap=True, min_width=max(len(h.id) for h in hits))
+    for column in ("ts", "type", "severity", "agent", "summary"):
         table.add_column(column, overflow="fold")
     for i, hit in enumerate(hits, start=1):
         # Text, not markup: ids and summaries are whatever an agent wrote.

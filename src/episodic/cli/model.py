@@ -9,24 +9,22 @@ checks out.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TransferSpeedColumn,
-)
 
 from episodic.cli.common import JsonOpt, err, errors, out, print_json
 from episodic.config import Settings
-from episodic.embed import pull as hub
-from episodic.embed.local import locate_model, verify_weights
 from episodic.errors import EmbedderUnavailable
+
+# httpx and the model loader are imported by the command that uses them, not with the
+# CLI: `episodic --help` and the other commands do not pay for them.
+if TYPE_CHECKING:
+    from episodic.embed.pull import Progress
 
 model_app = typer.Typer(
     help=(
@@ -38,18 +36,23 @@ model_app = typer.Typer(
 
 
 @contextmanager
-def _progress_bar() -> Iterator[hub.Progress | None]:
+def _progress_bar() -> Iterator[Progress | None]:
     """A download bar on a terminal; nothing when stderr is a pipe or a file."""
     if not err.is_terminal:
         yield None
         return
+    from rich.progress import BarColumn, DownloadColumn, TextColumn, TransferSpeedColumn
+    from rich.progress import Progress as Bar
+
+    from episodic.embed import pull as hub
+
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
     )
-    with Progress(*columns, console=err) as bar:
+    with Bar(*columns, console=err) as bar:
         task = bar.add_task("all-MiniLM-L6-v2", total=hub.TOTAL_BYTES)
         finished: dict[str, int] = {}
 
@@ -65,8 +68,13 @@ def pull_command(as_json: JsonOpt = False) -> None:
     """Download the embedding model (about 91 MB) into the cache and verify every file.
 
     Honours HF_ENDPOINT (a mirror of the hub) and HF_HUB_OFFLINE=1 (then it only checks
-    what is already there). Example: episodic model pull
+    what is already there). Without the hub, place the model's files in a folder and set
+    EPISODIC_MODEL_DIR to it: an error that cannot reach the hub names the files and where
+    each comes from.
+    Example: episodic model pull
     """
+    from episodic.embed import pull as hub
+
     settings = Settings.from_env()
     with errors(), _progress_bar() as progress:
         path = hub.pull(settings.cache_dir, progress=progress)
@@ -83,12 +91,19 @@ def status_command(as_json: JsonOpt = False) -> None:
 
     Example: episodic model status --json
     """
+    from episodic.embed import pull as hub
+    from episodic.embed.local import locate_model, verify_weights
+
     settings = Settings.from_env()
     problem: str | None = None
     try:
         found = locate_model(settings.cache_dir)
         if found is None:
-            problem = "no copy found: run `episodic model pull`"
+            problem = f"no copy found: run `episodic model pull`; {hub.without_the_hub()}"
+            failed = hub.failed_pull(settings.cache_dir)
+            if failed is not None:
+                ago = hub.waited(time.time() - failed.at)
+                problem += f". The last download failed {ago} ago: {failed.error}"
         else:
             verify_weights(found.path, found.source)
     except EmbedderUnavailable as exc:

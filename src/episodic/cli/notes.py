@@ -11,9 +11,18 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from episodic.cli.common import ConversationOpt, JsonOpt, errors, open_memory, out, print_json
+from episodic.cli.common import (
+    ConversationOpt,
+    JsonOpt,
+    errors,
+    open_memory,
+    out,
+    plural,
+    print_json,
+)
+from episodic.cli.workspaces import warn_if_unknown
 from episodic.model import Memory, ScopeFilter
-from episodic.service import MAX_PAGE, REMEMBER_TYPE, SOURCES, memory_json
+from episodic.service.pages import MAX_PAGE, REMEMBER_TYPE, SOURCES, memory_json
 
 WorkspaceOpt = Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")]
 AgentOpt = Annotated[str | None, typer.Option("--agent", help="The agent it belongs to.")]
@@ -109,14 +118,18 @@ def list_memories(
     )
     with errors(), open_memory(ctx) as mem:
         page = mem.list_memories(flt, status=status, limit=limit, cursor=cursor, q=text)
+        if not page.items:
+            warn_if_unknown(mem, workspace)
     if as_json:
         print_json({"items": [memory_json(m) for m in page.items], "next_cursor": page.next_cursor})
         return
     if not page.items:
         out.print("no memories")
         return
-    table = Table(title=f"{len(page.items)} memories, newest first")
-    for column in ("id", "ts", "type", "status", "agent", "content"):
+    table = Table(title=f"{plural(len(page.items), 'memory', 'memories')}, newest first")
+    # The id whole, never folded: `memory update`, `history` and `forget --memory` take it.
+    table.add_column("id", no_wrap=True, min_width=max(len(m.id) for m in page.items))
+    for column in ("ts", "type", "status", "agent", "content"):
         table.add_column(column, overflow="fold")
     for m in page.items:
         table.add_row(

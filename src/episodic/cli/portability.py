@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn
-from rich.table import Table
 
-from episodic.cli.common import JsonOpt, err, errors, open_memory, out, print_json
+from episodic.cli.common import JsonOpt, err, errors, open_memory, out, plural, print_json
 from episodic.errors import InvalidInput
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # rich's progress bar loads with `episodic migrate` on a terminal
+    from rich.progress import Progress
+
     from episodic.portable.teaparty import TeaPartyExport
 
 LayoutOpt = Annotated[
@@ -73,8 +73,9 @@ def export(
         print_json(report.to_json())
         return
     out.print(
-        f"exported {report.written + report.unchanged} memories of {report.workspaces} "
-        f"workspace(s) to {directory} ({report.written} written, {report.unchanged} unchanged, "
+        f"exported {plural(report.written + report.unchanged, 'memory', 'memories')} of "
+        f"{plural(report.workspaces, 'workspace')} to {directory} ({report.written} written, "
+        f"{report.unchanged} unchanged, "
         f"{report.removed} stale files removed, {report.events} journal events)"
     )
 
@@ -85,7 +86,8 @@ def _print_tree(tree: TeaPartyExport, as_json: bool) -> None:
         return
     gone = f", {tree.removed} removed from the files" if tree.removed else ""
     out.print(
-        f"exported {tree.entries} entries of {tree.workspace} to {tree.files} files under "
+        f"exported {plural(tree.entries, 'entry', 'entries')} of {tree.workspace} to "
+        f"{plural(tree.files, 'file')} under "
         f"{tree.directory} ({tree.written} written, {tree.unchanged} unchanged{gone})"
     )
     for skipped in tree.skipped:
@@ -155,7 +157,7 @@ def import_dir(
         # The plain layout counts files (one memory each), the tree counts entries.
         entries = " entries" if layout == "teaparty" else ""
         out.print(
-            f"{report.files} files: {report.inserted} new, {report.updated} updated, "
+            f"{plural(report.files, 'file')}: {report.inserted} new, {report.updated} updated, "
             f"{report.unchanged + report.skipped_unchanged} unchanged{entries}, "
             f"{report.removed} removed; {report.embedded} embedded"
         )
@@ -221,6 +223,8 @@ def migrate(
             if not err.is_terminal:
                 report = run(None)
             else:
+                from rich.progress import BarColumn, Progress, TextColumn
+
                 with Progress(
                     TextColumn("{task.description}"),
                     BarColumn(),
@@ -236,6 +240,8 @@ def migrate(
     if as_json:
         print_json(report.to_json())
     else:
+        from rich.table import Table
+
         table = Table(title=f"{report.source} -> {report.target}")
         for column in ("table", "source rows", "target rows", "copied now", "checksum"):
             table.add_column(column, justify="left" if column == "table" else "right")

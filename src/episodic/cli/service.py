@@ -8,10 +8,11 @@ import os
 import socket
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from episodic.cli.common import JsonOpt, err, errors, open_memory, out, print_json
 from episodic.errors import InvalidInput
@@ -181,22 +182,22 @@ def keys_list(
     if not keys:
         out.print("no keys")
         return
-    table = Table()
-    for column in ("id", "workspace", "role", "agent", "crew", "label", "created", "revoked"):
-        table.add_column(column)
+    # One line a key, its id first and whole (a table's columns would cut it at 80 columns,
+    # and `keys revoke` takes it as it is).
     for k in keys:
-        row = k.to_json()
-        table.add_row(
-            k.id,
-            k.workspace_id,
-            k.role.value,
-            k.agent_id or "-",
-            k.crew_id or "-",
-            k.label,
-            row["created_at"] or "-",
-            row["revoked_at"] or "-",
+        who = {"agent": k.agent_id, "lead": k.crew_id}.get(k.role.value)
+        state = f"revoked {_minute(k.revoked_at)}" if k.revoked_at else "active"
+        label = f" · {k.label!r}" if k.label else ""
+        out.print(
+            f"[bold]{escape(k.id)}[/bold]  {escape(k.workspace_id)} · {k.role.value}"
+            + (f" {escape(who)}" if who else "")
+            + f" · created {_minute(k.created_at)} · {state}{escape(label)}"
         )
-    out.print(table)
+
+
+def _minute(at: datetime | None) -> str:
+    """A key's time to the minute, in UTC: what a table of keys needs to tell them apart."""
+    return "-" if at is None else at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
 
 
 @keys_app.command("revoke")

@@ -5,15 +5,25 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from episodic.cli.common import ConversationOpt, JsonOpt, err, errors, open_memory, out, print_json
+from episodic.cli.common import (
+    ConversationOpt,
+    JsonOpt,
+    err,
+    errors,
+    open_memory,
+    out,
+    plural,
+    print_json,
+)
 from episodic.errors import InvalidInput
-from episodic.scoring.health import sparkline
-from episodic.upkeep.lease import JobResult
+
+if TYPE_CHECKING:  # numpy and the job runner load with the command that uses them
+    from episodic.upkeep.lease import JobResult
 
 consolidate_app = typer.Typer(
     help=(
@@ -120,6 +130,8 @@ def memory_health(
             for name in ("freshness", "coverage", "coherence", "efficiency", "reachability")
         )
     )
+    from episodic.scoring.health import sparkline
+
     trend = view.trend()
     out.print(
         f"  trend, {len(trend)} snapshot(s) oldest to newest: {sparkline(trend)} "
@@ -186,7 +198,8 @@ def upkeep_review(
     body = report.to_json()
     ratings = ", ".join(f"{k} {v}" for k, v in body["ratings"].items())
     out.print(
-        f"rated {report.reviews} recall(s), {report.memories} memories updated ({ratings}); "
+        f"rated {plural(report.reviews, 'recall')}, "
+        f"{plural(report.memories, 'memory', 'memories')} updated ({ratings}); "
         f"{report.skipped} reviewed less than a day ago; by {', '.join(body['rated_by']) or '-'}"
     )
 
@@ -233,7 +246,8 @@ def upkeep_retire(
     if as_json:
         print_json({"workspace": workspace, "phase": phase, "retired": retired})
     else:
-        out.print(f"retired {len(retired)} task memories of phase {escape(phase)}")
+        retired_n = plural(len(retired), "task memory", "task memories")
+        out.print(f"retired {retired_n} of phase {escape(phase)}")
 
 
 @upkeep_app.command("run-scheduler")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
 
 import anyio
 import httpx
@@ -38,14 +38,18 @@ from episodic.client.layer import AsyncRemoteLayer, RemoteLayer
 from episodic.errors import InvalidInput
 from episodic.layer import Order
 from episodic.model import Event, Memory
-from episodic.recall.engine import RecallResult
-from episodic.service.decisions import Decision
-from episodic.service.editing import Version
-from episodic.service.operations import MemoryPage
-from episodic.service.writing import IndexOne, IngestReport, MessagesReport, SessionEnd
-from episodic.store.service import ForgetCounts
-from episodic.store.supersession import Supersession
-from episodic.upkeep.health import HealthView
+from episodic.recall.result import RecallResult
+from episodic.service.pages import MemoryPage
+
+# Only for annotations: each answer's type loads with the first answer of its kind
+# (``answers``), so a process that only recalls does not load the service or the store.
+if TYPE_CHECKING:
+    from episodic.service.decisions import Decision
+    from episodic.service.editing import Version
+    from episodic.service.writing import IndexOne, IngestReport, MessagesReport, SessionEnd
+    from episodic.store.service import ForgetCounts
+    from episodic.store.supersession import Supersession
+    from episodic.upkeep.health import HealthView
 
 __all__ = [
     "AsyncClient",
@@ -175,6 +179,13 @@ class Client(_Base):
 
     def render(self, query: str, **options: Unpack[RenderOptions]) -> str:
         return self._send(calls.render(query, options))
+
+    def render_explained(
+        self, query: str, **options: Unpack[RenderOptions]
+    ) -> tuple[str, RecallResult]:
+        """The block, and the recall's mode, policy, warnings and trace (its hits are in
+        the block: the result's ``hits`` is empty)."""
+        return self._send(calls.render_explained(query, options))
 
     def recent(self, **options: Unpack[RecentOptions]) -> list[Episode]:
         return self._send(calls.recent(options))
@@ -321,6 +332,12 @@ class AsyncClient(_Base):
 
     async def render(self, query: str, **options: Unpack[RenderOptions]) -> str:
         return await self._send(calls.render(query, options))
+
+    async def render_explained(
+        self, query: str, **options: Unpack[RenderOptions]
+    ) -> tuple[str, RecallResult]:
+        """As ``Client.render_explained``."""
+        return await self._send(calls.render_explained(query, options))
 
     async def recent(self, **options: Unpack[RecentOptions]) -> list[Episode]:
         return await self._send(calls.recent(options))

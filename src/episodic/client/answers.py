@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from episodic.errors import (
     EmbedderUnavailable,
@@ -26,22 +26,21 @@ from episodic.errors import (
 )
 from episodic.layer import LayerState, Recalled
 from episodic.model import Event, Hit, Memory, MemoryStatus
-from episodic.policy import Admission
-from episodic.recall.engine import RecallResult
+from episodic.recall.result import RecallResult
 from episodic.recall.trace import Dropped, Trace, TraceRow
-from episodic.service.decisions import Decision
-from episodic.service.editing import Version
-from episodic.service.writing import IngestReport, MessagesReport
-from episodic.store.supersession import Supersession
-from episodic.store.upkeep import HealthSnapshot
-from episodic.upkeep.health import HealthView
-from episodic.write.events import LineError
-from episodic.write.journal import (
-    NOT_ADMITTED_LISTED,
-    NotAdmitted,
-    NotAdmittedCount,
-    count_by_reason,
-)
+
+# The answers of the other calls are the service's own types; each loads with the first
+# answer of its kind, so a process that only recalls (a hook before every turn) does not
+# load the service, the store or numpy.
+if TYPE_CHECKING:
+    from episodic.service.decisions import Decision
+    from episodic.service.editing import Version
+    from episodic.service.writing import IngestReport, MessagesReport
+    from episodic.store.supersession import Supersession
+    from episodic.store.upkeep import HealthSnapshot
+    from episodic.upkeep.health import HealthView
+    from episodic.write.events import LineError
+    from episodic.write.journal import NotAdmitted
 
 # The numbers of a health snapshot, as its JSON and its dataclass both name them.
 HEALTH_PARTS = ("freshness", "coverage", "coherence", "efficiency", "reachability", "score")
@@ -91,7 +90,12 @@ class Episode:
 
 
 def merged_ingest(reports: Sequence[IngestReport]) -> IngestReport:
+    from episodic.policy import Admission
+    from episodic.write.journal import NOT_ADMITTED_LISTED, count_by_reason
+
     """The reports of a batch sent in parts, as one (an empty batch: all zeros)."""
+    from episodic.service.writing import IngestReport
+
     out = IngestReport()
     for r in reports:
         out.received += r.received
@@ -111,6 +115,8 @@ def merged_ingest(reports: Sequence[IngestReport]) -> IngestReport:
 
 
 def merged_messages(reports: Sequence[MessagesReport]) -> MessagesReport:
+    from episodic.service.writing import MessagesReport
+
     return MessagesReport(
         ingest=merged_ingest([r.ingest for r in reports]), ids=[i for r in reports for i in r.ids]
     )
@@ -203,6 +209,15 @@ def recall_result(raw: Mapping[str, Any]) -> RecallResult:
     )
 
 
+def render_result(raw: Mapping[str, Any]) -> tuple[str, RecallResult]:
+    """``/v1/render``'s answer as ``Episodic.render_explained`` returns it: the block, and
+    the recall's mode, policy, warnings and trace. The hits themselves are in the block:
+    the answer names only their ids, so the result's ``hits`` is empty."""
+    trace = None if raw.get("trace") is None else _trace(raw["trace"])
+    result = RecallResult([], raw["mode"], raw["policy"], warnings=list(raw["warnings"]))
+    return str(raw["block"]), replace(result, trace=trace)
+
+
 def _trace(raw: Mapping[str, Any]) -> Trace:
     """The recall's ``Trace`` from its JSON (scores rounded to 6 places, as shown)."""
     return Trace(
@@ -223,10 +238,14 @@ def _trace(raw: Mapping[str, Any]) -> Trace:
 
 
 def _line_errors(raw: Sequence[Mapping[str, Any]], first: int) -> list[LineError]:
+    from episodic.write.events import LineError
+
     return [LineError(e["index"] + first, e["field"], e["message"]) for e in raw]
 
 
 def _not_admitted(raw: Mapping[str, Any], first: int) -> list[NotAdmitted]:
+    from episodic.write.journal import NotAdmitted
+
     # A server older than this client says nothing of what it did not admit.
     return [
         NotAdmitted(
@@ -243,6 +262,9 @@ def _not_admitted(raw: Mapping[str, Any], first: int) -> list[NotAdmitted]:
 
 
 def ingest_report(raw: Mapping[str, Any], first: int) -> IngestReport:
+    from episodic.service.writing import IngestReport
+    from episodic.write.journal import NotAdmittedCount
+
     # The API numbers a request's items from 0; ``IngestReport`` numbers lines from 1.
     return IngestReport(
         received=raw["received"],
@@ -260,6 +282,8 @@ def ingest_report(raw: Mapping[str, Any], first: int) -> IngestReport:
 
 
 def messages_report(raw: Mapping[str, Any], first: int) -> MessagesReport:
+    from episodic.service.writing import IngestReport, MessagesReport
+
     # The API does not say how many memories a batch admitted: ``admitted`` stays 0.
     report = IngestReport(
         received=raw["received"],
@@ -337,6 +361,9 @@ def recalled(raw: Mapping[str, Any]) -> Recalled:
 
 def health_view(raw: Mapping[str, Any]) -> HealthView | None:
     """The health view from its JSON; None when the server has no snapshot yet."""
+    from episodic.store.upkeep import HealthSnapshot
+    from episodic.upkeep.health import HealthView
+
     if "error" in raw:
         if raw["error"].get("code") != "not_found":
             raise error_of(404, raw)
@@ -361,6 +388,8 @@ def health_view(raw: Mapping[str, Any]) -> HealthView | None:
 
 
 def supersession(raw: Mapping[str, Any]) -> Supersession:
+    from episodic.store.supersession import Supersession
+
     return Supersession(
         old_id=raw["old"],
         new_id=raw["new"],
@@ -373,6 +402,8 @@ def supersession(raw: Mapping[str, Any]) -> Supersession:
 
 
 def decision(raw: Mapping[str, Any]) -> Decision:
+    from episodic.service.decisions import Decision
+
     return Decision(
         kind=raw["kind"],
         decided_by=raw["decided_by"],
@@ -385,6 +416,8 @@ def decision(raw: Mapping[str, Any]) -> Decision:
 
 
 def version(raw: Mapping[str, Any]) -> Version:
+    from episodic.service.editing import Version
+
     return Version(
         version=raw["version"],
         current=raw["current"],

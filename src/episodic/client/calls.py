@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from functools import partial
-from typing import Any, Generic, Literal, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar
 from urllib.parse import quote
 
 from episodic.client import answers
@@ -21,14 +21,18 @@ from episodic.client.answers import Episode, ServerHealth, memory_of
 from episodic.errors import InvalidInput
 from episodic.layer import LayerState, Recalled
 from episodic.model import Event, Memory, Scope
-from episodic.recall.engine import RecallResult
-from episodic.service.decisions import Decision
-from episodic.service.editing import Version
-from episodic.service.operations import MemoryPage
-from episodic.service.writing import IndexOne, IngestReport, MessagesReport, SessionEnd
-from episodic.store.service import ForgetCounts
-from episodic.store.supersession import Supersession
-from episodic.upkeep.health import HealthView
+from episodic.recall.result import RecallResult
+from episodic.service.pages import MemoryPage
+
+# Only for annotations: each answer's type loads with the first answer of its kind
+# (``answers``), so a process that only recalls does not load the service or the store.
+if TYPE_CHECKING:
+    from episodic.service.decisions import Decision
+    from episodic.service.editing import Version
+    from episodic.service.writing import IndexOne, IngestReport, MessagesReport, SessionEnd
+    from episodic.store.service import ForgetCounts
+    from episodic.store.supersession import Supersession
+    from episodic.upkeep.health import HealthView
 
 T = TypeVar("T")
 
@@ -215,6 +219,12 @@ def render(query: str, options: RenderOptions) -> Call[str]:
     )
 
 
+def render_explained(query: str, options: RenderOptions) -> Call[tuple[str, RecallResult]]:
+    return Call(
+        "POST", "/v1/render", answers.render_result, json={"query": query, **_body(options)}
+    )
+
+
 def recent(options: RecentOptions) -> Call[list[Episode]]:
     return Call("GET", "/v1/recent", answers.episodes, params=_body(options))
 
@@ -240,11 +250,17 @@ def retire(memory_id: str) -> Call[Memory]:
 
 
 def index_one(memory_id: str) -> Call[IndexOne]:
-    return Call("POST", f"/v1/memories/{_segment(memory_id)}/index", lambda raw: IndexOne(**raw))
+    return Call("POST", f"/v1/memories/{_segment(memory_id)}/index", _index_one)
 
 
 def forget(options: ForgetOptions) -> Call[ForgetCounts]:
-    return Call("POST", "/v1/forget", lambda raw: ForgetCounts(**raw), json=_body(options))
+    return Call("POST", "/v1/forget", _forget_counts, json=_body(options))
+
+
+def _forget_counts(raw: Mapping[str, Any]) -> ForgetCounts:
+    from episodic.store.service import ForgetCounts
+
+    return ForgetCounts(**raw)
 
 
 def update(
@@ -368,7 +384,7 @@ def end_session(session: str, workspace: str | None, outcome: str | None) -> Cal
     return Call(
         "POST",
         path,
-        lambda raw: SessionEnd(raw["session"], raw["episodes"], list(raw["reinforced"])),
+        _session_end,
         json=body,
     )
 
@@ -400,3 +416,15 @@ def retry_after(header: str | None, attempt: int, *, now: datetime | None = None
 def should_retry(status: int, wait: float, attempt: int, attempts: int) -> bool:
     """A 503 is worth another try while attempts remain and the wait is reasonable."""
     return status == 503 and attempt + 1 < attempts and wait <= MAX_WAIT_S
+
+
+def _index_one(raw: Mapping[str, Any]) -> IndexOne:
+    from episodic.service.writing import IndexOne
+
+    return IndexOne(**raw)
+
+
+def _session_end(raw: Mapping[str, Any]) -> SessionEnd:
+    from episodic.service.writing import SessionEnd
+
+    return SessionEnd(raw["session"], raw["episodes"], list(raw["reinforced"]))

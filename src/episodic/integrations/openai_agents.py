@@ -1,4 +1,4 @@
-"""Episodic memory for the OpenAI Agents SDK (``pip install 'episodic-memory[agents]'``).
+"""Episodic memory for the OpenAI Agents SDK (``pip install 'episodic-agent-memory[agents]'``).
 
 ``AgentMemory`` binds one in-process ``Episodic`` to a workspace and, optionally, an agent,
 crew and resource (the user or case the conversation is about), and gives an SDK agent:

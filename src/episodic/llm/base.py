@@ -15,11 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-# jsonschema ships no type information; the ignore also tolerates types-jsonschema being
-# installed so mypy stays strict for our code either way.
-import jsonschema  # type: ignore[import-untyped, unused-ignore]
-import jsonschema.exceptions  # type: ignore[import-untyped, unused-ignore]
-
 from episodic.errors import InvalidInput, LLMError
 
 DEFAULT_MAX_TOKENS = 512
@@ -90,6 +85,12 @@ def parse_reply(text: str | None) -> Any:
 
 def check_schema(schema: Mapping[str, Any]) -> None:
     """Refuse an invalid schema up front: that is a programming error, not a bad reply."""
+    # Imported with the first schema checked, not with the module: a process that never
+    # asks an LLM (a recall) does not load jsonschema. It ships no type information; the
+    # ignore also tolerates types-jsonschema being installed, so mypy stays strict either way.
+    import jsonschema  # type: ignore[import-untyped, unused-ignore]
+    import jsonschema.exceptions  # type: ignore[import-untyped, unused-ignore]
+
     cls = jsonschema.validators.validator_for(schema)
     try:
         cls.check_schema(schema)
@@ -99,6 +100,9 @@ def check_schema(schema: Mapping[str, Any]) -> None:
 
 def validate_reply(value: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
     """``value`` itself if it is a JSON object valid against ``schema``; ``BadReply`` if not."""
+    import jsonschema  # type: ignore[import-untyped, unused-ignore]
+    import jsonschema.exceptions  # type: ignore[import-untyped, unused-ignore]
+
     if not isinstance(value, dict):
         raise BadReply(f"expected a JSON object, got {type(value).__name__}")
     validator = jsonschema.validators.validator_for(schema)(schema)

@@ -37,7 +37,7 @@ from urllib.parse import quote
 import yaml
 
 from episodic.errors import EpisodicError, InvalidInput
-from episodic.model import SEVERITIES, Event, Memory, MemoryStatus, ScopeFilter
+from episodic.model import Event, Memory, MemoryStatus, ScopeFilter, severity_choices, severity_of
 from episodic.payloads import check_json
 from episodic.portable.fields import (
     holds_surrogate,
@@ -368,9 +368,9 @@ def parse_document(text: str) -> tuple[Memory, list[Supersession]]:
             payload[name] = value
     created = when_field(head, "created_at")
     importance = number_field(head, "importance", 0.5, low=0.0, high=1.0)
-    severity = text_field(head, "severity") or "info"
-    if severity not in SEVERITIES:
-        raise InvalidInput("severity", f"use one of {'|'.join(SEVERITIES)}")
+    severity = severity_of(text_field(head, "severity") or "info")
+    if severity is None:
+        raise InvalidInput("severity", f"use one of {severity_choices()}")
     status = text_field(head, "status") or MemoryStatus.ACTIVE.value
     try:
         parsed_status = MemoryStatus(status)

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from episodic.errors import InvalidInput
 from episodic.model import Event, Hit
-from episodic.write.episodes import EPISODE_TYPE
+from episodic.policy import EPISODE_TYPE
 
 DETAIL_LEVELS = ("none", "auto", "full")
 DEFAULT_DETAIL = "auto"

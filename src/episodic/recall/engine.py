@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 
@@ -18,6 +17,7 @@ from episodic.model import Candidate, Hit, Memory, MemoryStatus, Query, ScopeFil
 from episodic.recall.bounds import by_time, split_head, within
 from episodic.recall.legs import LegQuery, QueryVectors, run_legs
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
+from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
 from episodic.recall.supersede import newest_similar_first
 from episodic.recall.timeparse import parse_time_expressions, strip_time_expressions
 from episodic.recall.trace import (
@@ -49,19 +49,6 @@ TIME_LEG = "time"
 # Windows longer than this ("before June", "in 2022") say too little to list candidates by;
 # they still re-rank through the time boost.
 MAX_TIME_LEG_SPAN = timedelta(days=62)
-
-
-@dataclass(frozen=True, slots=True)
-class RecallResult:
-    hits: list[Hit]
-    mode: str  # "vector" or "sparse-only"
-    policy: str
-    legs: dict[str, list[Candidate]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    trace: Trace | None = None
-    # Institutional memories (seed 001's standing knowledge): loaded apart from the
-    # ranking, newest first under their own budget, in addition to the k hits.
-    institutional: list[Hit] = field(default_factory=list)
 
 
 def run_recall(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from episodic.embed.pull import MODEL_REPO as LOCAL_MODEL_ID
-from episodic.embed.pull import hub_offline
+from episodic.embed.pull import hub_offline, without_the_hub
 from episodic.recall.engine import MODE_VECTOR
 from episodic.service.context import Context
 from episodic.store.base import StoreStats
@@ -180,15 +180,15 @@ def stored_embedder_fix(model_id: str) -> str:
 
 
 def local_model_fix(env: Mapping[str, str]) -> str:
-    """How to get the local model, for the way episodic was installed."""
+    """How to get the local model, for the way episodic was installed, and how to place it
+    by hand when the hub cannot be reached."""
     if hub_offline(env):
-        return (
-            "copy the model's files (fetched elsewhere with `episodic model pull`) to this "
-            "machine and set EPISODIC_MODEL_DIR to their folder, then `episodic index --once`"
-        )
+        return f"{without_the_hub(env)}; then `episodic index --once`"
     if source_checkout():
-        return "run `make demo` (it installs the model), then `episodic index --once`"
-    return "run `episodic model pull`, then `episodic index --once`"
+        get = "run `make demo` (it installs the model), then `episodic index --once`"
+    else:
+        get = "run `episodic model pull`, then `episodic index --once`"
+    return f"{get}; {without_the_hub(env)}"
 
 
 def source_checkout() -> bool:

@@ -31,7 +31,6 @@ from episodic.service.operations import Operations
 from episodic.service.writing import Writing
 from episodic.store.service import MemoryVersion
 from episodic.tenancy import Principal
-from episodic.write.extract import content_hash
 
 # Who made an edit when no API key did.
 PYTHON_EDITOR = "python"
@@ -124,6 +123,8 @@ class Editing:
         old = self.operations.memory(ScopeFilter(workspace_id=workspace), memory_id)
         new = old
         if content is not None:
+            from episodic.write.extract import content_hash  # with the first edit only
+
             text = self._content(content)
             new = replace(
                 new,

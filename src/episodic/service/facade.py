@@ -24,7 +24,7 @@ import pickle
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
-from typing import Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from episodic.config import Settings
 from episodic.embed.base import Embedder
@@ -51,8 +51,10 @@ from episodic.service.upkeep import Upkeep
 from episodic.service.writing import SessionEnd, Writing
 from episodic.store import open_store
 from episodic.store.base import Store, StoreStats
-from episodic.write.episodes import SegmentReport
 from episodic.write.indexer import SweepResult
+
+if TYPE_CHECKING:  # segmentation loads when a conversation is segmented, not with the service
+    from episodic.write.episodes import SegmentReport
 
 log = logging.getLogger("episodic")
 
@@ -354,6 +356,7 @@ class Episodic:
     # -- operations (episodic.service.operations) --------------------------------------
     create_key = Forward("_operations", Operations.create_key)
     list_keys = Forward("_operations", Operations.list_keys)
+    workspaces = Forward("_operations", Operations.workspaces)
     revoke_key = Forward("_operations", Operations.revoke_key)
     authenticate = Forward("_operations", Operations.authenticate)
     sign_in = Forward("_operations", Operations.sign_in)

@@ -13,6 +13,7 @@ import enum
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 
 from episodic.config import Settings
@@ -22,10 +23,12 @@ from episodic.embed.pull import (
     FIRST_USE_DEADLINE_S,
     TOTAL_BYTES,
     ModelMissing,
+    failed_pull,
     hub_offline,
     offline_message,
     pull,
     snapshot_dir,
+    waited,
 )
 from episodic.errors import EmbedderError, ModelMismatch
 from episodic.extras import require
@@ -108,6 +111,15 @@ class Models:
         takes requests, and the deadline and per-read timeouts bound the wait."""
         if hub_offline(os.environ):
             self._no_embedder(offline_message())
+            return None
+        failed = failed_pull(self.settings.cache_dir)
+        if failed is not None:
+            # Every command would otherwise wait on a hub this machine cannot reach.
+            self._no_embedder(
+                f"{missing}; downloading it failed {waited(time.time() - failed.at)} ago "
+                f"({failed.error}); first use tries again in "
+                f"{waited(failed.retry_in(time.time()))}, `episodic model pull` tries now"
+            )
             return None
         target = snapshot_dir(self.settings.cache_dir)
         log.warning(

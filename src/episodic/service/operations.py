@@ -13,7 +13,7 @@ import binascii
 import json
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,9 +21,18 @@ from typing import TYPE_CHECKING, Any
 from episodic.errors import Forbidden, InvalidInput, NotFound, Unauthenticated
 from episodic.model import Event, Memory, MemoryStatus, Role, ScopeFilter
 from episodic.service.context import Context
+from episodic.service.pages import (
+    DEFAULT_PAGE,
+    MAX_PAGE,
+    MAX_Q_CHARS,
+    REMEMBER_TYPE,
+    SOURCES,
+    MemoryPage,
+)
 from episodic.service.writing import Writing, parse_note
 from episodic.store.service import ForgetCounts, ForgetSpec
 from episodic.store.sql import scope_allows
+from episodic.store.writes import WorkspaceCounts
 from episodic.tenancy import (
     KEY_PREFIX,
     ApiKey,
@@ -39,66 +48,13 @@ if TYPE_CHECKING:
     from episodic.portable import ExportReport, ImportReport
     from episodic.portable.teaparty import TeaPartyExport
 
-# n8n's provenance values (seed 004) for a remembered note that cites its evidence.
-SOURCES = ("user_assertion", "user_accepted_assistant_proposal", "verified_assistant_finding")
-MAX_PAGE = 200
-DEFAULT_PAGE = 50
 MAX_SECRET_CHARS = 200
 # A sign-in to the operator's page: a random id (never the key) that lasts this long.
 SESSION_PREFIX = "ep_s_"
 SESSION_BYTES = 32
 SESSION_LASTS = timedelta(hours=12)
-MAX_Q_CHARS = 1000
-REMEMBER_TYPE = "note"
 # Who decided a replacement a caller asked for by name.
 EXPLICIT = "explicit"
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryPage:
-    items: list[Memory]
-    next_cursor: str | None
-
-
-def memory_json(m: Memory) -> dict[str, Any]:
-    """A memory as interfaces show it: every field but its vector (vectors never leave)."""
-    source = m.payload.get("source")
-    evidence = m.payload.get("evidence")
-    return {
-        "id": m.id,
-        "workspace": m.workspace,
-        "crew": m.crew,
-        "agent": m.agent,
-        "resource": m.resource,
-        "conversation": m.conversation,
-        "ts": m.ts.isoformat(),
-        "type": m.type,
-        "severity": m.severity,
-        "content": m.content,
-        "payload": dict(m.payload),
-        "source": source if isinstance(source, str) else None,
-        "evidence": evidence if isinstance(evidence, str) else None,
-        "importance": m.importance,
-        "base_importance": m.base_importance,
-        "reference_count": m.reference_count,
-        "last_referenced_at": None
-        if m.last_referenced_at is None
-        else m.last_referenced_at.isoformat(),
-        "status": m.status.value,
-        "keys": m.keys,
-        "source_event_ids": list(m.source_event_ids),
-        "created_at": None if m.created_at is None else m.created_at.isoformat(),
-        **validity_json(m),
-    }
-
-
-def validity_json(m: Memory) -> dict[str, Any]:
-    """When what a memory says was true, and what replaced it (None: still true)."""
-    return {
-        "valid_from": m.valid_since.isoformat(),
-        "valid_to": None if m.valid_to is None else m.valid_to.isoformat(),
-        "superseded_by": m.superseded_by,
-    }
 
 
 def encode_cursor(m: Memory) -> str:
@@ -171,6 +127,11 @@ class Operations:
         )
         self.ctx.store.add_api_key(key, hash_secret(secret))
         return key, secret
+
+    def workspaces(self) -> list[WorkspaceCounts]:
+        """Every workspace of the database that holds memories or events, sorted, with
+        how many of each."""
+        return self.ctx.store.workspace_counts()
 
     def list_keys(self, workspace: str | None = None) -> list[ApiKey]:
         """Every key (of one workspace), oldest first, revoked ones included."""

@@ -18,6 +18,7 @@ from typing import Any
 from episodic.errors import InvalidInput, StoreError
 from episodic.llm.steps import key_terms as extract_key_terms
 from episodic.model import Hit, Memory, Query, Scope, ScopeFilter
+from episodic.policy import EPISODE_TYPE
 from episodic.recall.arguments import (
     check_flag,
     check_k,
@@ -35,7 +36,6 @@ from episodic.service.context import Context
 from episodic.service.recall_processes import ProcessesDown, RecallProcesses
 from episodic.store.search import SearchStore
 from episodic.store.upkeep import ReviewRequest
-from episodic.write.episodes import EPISODE_TYPE
 from episodic.write.events import parse_time
 from episodic.write.learnings import LEARNING_TYPES
 
@@ -548,4 +548,3 @@ def learning_types_of(value: Sequence[str] | str | None) -> tuple[str, ...] | No
                 f"unknown learning type {kind!r}; use {', '.join(LEARNING_TYPES)}",
             )
     return tuple(dict.fromkeys(kinds))
-

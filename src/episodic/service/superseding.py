@@ -24,19 +24,11 @@ from dataclasses import dataclass
 
 from episodic.errors import EpisodicError, InvalidInput, NotFound
 from episodic.model import Memory, MemoryStatus, ScopeFilter
-from episodic.policy import MESSAGE_TYPE
+from episodic.policy import EPISODE_TYPE, LEARNING_TYPE, MESSAGE_TYPE
 from episodic.service.context import Context
 from episodic.service.operations import EXPLICIT, Operations
 from episodic.store.supersession import Supersession, derived_reason
 from episodic.tenancy import Principal
-from episodic.write.episodes import EPISODE_TYPE, LEARNING_TYPE
-from episodic.write.supersession import (
-    OFFLINE_MAX_CHARS,
-    Claim,
-    Decision,
-    decide_offline,
-    decide_with_llm,
-)
 from episodic.write.text import content_words, cut_words
 
 log = logging.getLogger("episodic")
@@ -178,6 +170,9 @@ class Superseding:
         candidates = self._candidates(memory)
         if not candidates:
             return 0
+        # The rules load with the first check, not with the service: a recall never needs them.
+        from episodic.write.supersession import Claim, Decision, decide_offline, decide_with_llm
+
         new = Claim(memory.id, memory.content, memory.valid_since)
         claims = [Claim(c.id, c.content, c.valid_since) for c in candidates]
         llm = self.ctx.models.llm
@@ -284,6 +279,8 @@ class Superseding:
     def _candidates(self, memory: Memory) -> list[Memory]:
         """Older active memories of the same agent, crew and resource that keyword search
         (and vector search, when an LLM will read them) finds for ``memory``'s text."""
+        from episodic.write.supersession import OFFLINE_MAX_CHARS
+
         store = self.ctx.store
         flt = ScopeFilter(
             workspace_id=memory.workspace,

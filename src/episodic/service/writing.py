@@ -11,15 +11,13 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from episodic.config import Settings
 from episodic.errors import EmbedderError, IdTaken, InvalidInput, NotFound
 from episodic.model import Event, ScopeFilter
 from episodic.payloads import check_json
 from episodic.service.context import Context
-from episodic.store.sql import scope_allows
-from episodic.write.episodes import EpisodeWriter, SegmentReport
 from episodic.write.events import (
     OLD_ID_FIELDS,
     LineError,
@@ -37,6 +35,11 @@ from episodic.write.journal import (
     sort_events,
 )
 from episodic.write.messages import MESSAGE_TYPE
+
+# Segmentation loads with the first conversation segmented, not with the service: a
+# recall never needs it.
+if TYPE_CHECKING:
+    from episodic.write.episodes import EpisodeWriter, SegmentReport
 
 INGEST_BATCH = 1000
 # A note's or message's fields as its caller names them, by the journal's names.
@@ -449,6 +452,8 @@ class Writing:
     def episode_writer(self) -> EpisodeWriter:
         """Segmentation, description and extraction over pending conversations, with this
         service's embedder, LLM (or offline fallbacks) and clock."""
+        from episodic.write.episodes import EpisodeWriter
+
         return EpisodeWriter(
             self.ctx.store,
             embedder=self.ctx.models.embedder_for_writes(),
@@ -506,6 +511,8 @@ class Writing:
         workspace): ``NotFound`` for a memory it cannot see, and when the memory could
         not be embedded now, why (it is still found by keywords, and the background
         indexer embeds it later)."""
+        from episodic.store.sql import scope_allows
+
         found = self.ctx.store.get_memories(flt.workspace_id, [memory_id])
         if not found or not scope_allows(flt, found[0]):
             raise NotFound(memory_id)

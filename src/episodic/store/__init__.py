@@ -8,19 +8,42 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
 from episodic.errors import InvalidInput
-from episodic.store.base import (
-    AppendResult,
-    PendingConversation,
-    PendingVector,
-    Relation,
-    Store,
-    StoreStats,
-    Vector,
+
+# The protocol's names and the backends are imported on first use: a module that needs one
+# constant of the store (the journal's hit limits) or a command that opens no store
+# (--help, a recall through a server) does not load them.
+if TYPE_CHECKING:
+    from episodic.store.base import (
+        AppendResult,
+        PendingConversation,
+        PendingVector,
+        Relation,
+        Store,
+        StoreStats,
+        Vector,
+    )
+    from episodic.store.sqlite import SqliteStore, Tracer
+
+_BASE_NAMES = frozenset(
+    {"AppendResult", "PendingConversation", "PendingVector", "Relation", "Store", "StoreStats"}
+    | {"Vector"}
 )
-from episodic.store.sqlite import SqliteStore, Tracer
-from episodic.store.sqlite.connection import has_schema as sqlite_has_schema
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BASE_NAMES:
+        from episodic.store import base
+
+        return getattr(base, name)
+    if name in ("SqliteStore", "Tracer"):
+        from episodic.store import sqlite
+
+        return getattr(sqlite, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _POSTGRES_SCHEMES = frozenset({"postgres", "postgresql", "postgresql+psycopg"})
 
@@ -59,6 +82,8 @@ def open_store(
         from episodic.store.postgres import PostgresStore
 
         return PostgresStore(raw, tracer=tracer, read_only=read_only)
+    from episodic.store.sqlite import SqliteStore
+
     return SqliteStore(raw, tracer=tracer, read_only=read_only)
 
 
@@ -75,6 +100,8 @@ def store_exists(url: str | os.PathLike[str]) -> bool:
         from episodic.store.postgres.connection import has_schema as pg_has_schema
 
         return pg_has_schema(raw)
+    from episodic.store.sqlite.connection import has_schema as sqlite_has_schema
+
     return sqlite_has_schema(raw)
 
 

@@ -29,7 +29,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import faiss
 import numpy as np
 import numpy.typing as npt
 
@@ -478,6 +477,8 @@ class DenseIndex:
         min_score: float,
         excluded: Sequence[set[str]],
     ) -> list[list[Candidate]]:
+        import faiss  # with the first approximate search: a keyword-only process never loads it
+
         ann = self._ann
         params = faiss.SearchParametersIVF()
         params.nprobe = min(NEAR_PROBE_LISTS, ann.nlist)
@@ -537,6 +538,8 @@ class DenseIndex:
 
     def _ensure_ann(self) -> Any:
         """The inverted-file index, trained and holding every row (exclusive lock)."""
+        import faiss  # with the first approximate search: a keyword-only process never loads it
+
         n, dim = self._n, self.dim
         assert dim is not None
         if self._ann is None or n >= self._ann_trained_rows * _ANN_RETRAIN_GROWTH:
@@ -561,6 +564,8 @@ class DenseIndex:
         """The best ``k`` visible rows among the probed lists, or None when the probe
         found fewer than ``k`` (a filter that leaves few rows in the nearest lists): the
         caller then scans exactly."""
+        import faiss  # with the first approximate search: a keyword-only process never loads it
+
         ann = self._ann
         params = None
         if visible < self._n:

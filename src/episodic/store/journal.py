@@ -30,7 +30,6 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from episodic.model import ScopeFilter
-from episodic.store.rows import parse_ts
 
 # Searches return at most this many events; more is a browse, not a search.
 MAX_JOURNAL_HITS = 100
@@ -92,7 +91,7 @@ def hit_from_row(row: Sequence[Any]) -> JournalHit:
     return JournalHit(
         id=row[0],
         workspace_id=row[1],
-        ts=parse_ts(row[2]),
+        ts=datetime.fromisoformat(row[2]),
         type=row[3],
         severity=row[4],
         summary=row[5],

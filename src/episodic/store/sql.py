@@ -76,6 +76,14 @@ def update_memory_sql(mark: str) -> str:
 
 
 # An edit (``revise_memory``): the fields it may change, then the memory's key.
+# Each workspace with its memories and (live) events: both backends' ``workspace_counts``.
+WORKSPACE_COUNTS = """
+SELECT workspace_id, sum(memories), sum(events) FROM (
+    SELECT workspace_id, count(*) AS memories, 0 AS events FROM memories GROUP BY workspace_id
+    UNION ALL
+    SELECT workspace_id, 0, count(*) FROM events GROUP BY workspace_id
+) AS counts GROUP BY workspace_id ORDER BY workspace_id
+"""
 REVISE_COLUMNS = ("content", "content_hash", "base_importance", "importance", "payload")
 HISTORY_COLUMNS = "content, importance, payload, replaced_at, replaced_by"
 

@@ -25,6 +25,15 @@ class AppendResult:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkspaceCounts:
+    """A workspace of the database, and how much it holds."""
+
+    workspace: str
+    memories: int
+    events: int
+
+
+@dataclass(frozen=True, slots=True)
 class PendingConversation:
     """A conversation with messages not yet segmented into an episode."""
 
@@ -83,6 +92,11 @@ class MemoryReader(Protocol):
 
     def workspaces(self) -> list[str]:
         """Every workspace holding memories, sorted."""
+        ...
+
+    def workspace_counts(self) -> list[WorkspaceCounts]:
+        """Every workspace holding memories or events, sorted, with how many of each
+        (the live journal's events; archived ones are not counted)."""
         ...
 
 

@@ -36,6 +36,7 @@ from episodic.embed.base import Embedder
 from episodic.errors import EmbedderError, NotFound
 from episodic.llm.base import LLM
 from episodic.model import Event, Memory, Scope, ScopeFilter
+from episodic.policy import ENTRY_TYPE, EPISODE_TYPE, LEARNING_TYPE
 from episodic.scoring.retrievability import initial_difficulty, initial_stability
 from episodic.store.search import SearchStore
 from episodic.store.upkeep import ReinforcementStore
@@ -60,9 +61,6 @@ from episodic.write.topics import topic_candidates, topic_starts
 
 log = logging.getLogger("episodic.episodes")
 
-EPISODE_TYPE = "episode"
-ENTRY_TYPE = "entry"
-LEARNING_TYPE = "learning"
 # An episode is a generated summary of what happened: it starts where seed 000 starts a
 # summary.generated entry (0.5 + 0.15).
 EPISODE_BASE_IMPORTANCE = 0.65

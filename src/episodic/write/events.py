@@ -16,7 +16,7 @@ from typing import Any
 
 from episodic.config import Settings
 from episodic.errors import InvalidInput
-from episodic.model import PRIORITIES, SEVERITIES, Event
+from episodic.model import PRIORITIES, Event, severity_choices, severity_of
 from episodic.payloads import check_json
 from episodic.policy import MESSAGE_TYPE, admit
 from episodic.write.messages import ROLES
@@ -91,9 +91,10 @@ def parse_event(
     severity = obj.get("severity", "info")
     if severity is None:
         severity = "info"
-    if not isinstance(severity, str) or severity.lower() not in SEVERITIES:
+    known = severity_of(severity) if isinstance(severity, str) else None
+    if known is None:
         raise InvalidInput(
-            "severity", f"unknown severity {severity!r}; use one of {'|'.join(SEVERITIES)}"
+            "severity", f"unknown severity {severity!r}; use one of {severity_choices()}"
         )
 
     summary = obj.get("summary", "")
@@ -146,7 +147,7 @@ def parse_event(
         workspace=workspace,
         ts=_parse_ts(obj.get("ts"), now),
         type=event_type,
-        severity=severity.lower(),
+        severity=known,
         summary=summary,
         payload=payload,
         refs=refs,

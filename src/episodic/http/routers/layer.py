@@ -24,7 +24,7 @@ from episodic.http.routers.memories import MemoryOut
 from episodic.layer import MemoryLayer
 from episodic.model import Scope
 from episodic.service import Episodic
-from episodic.service.operations import memory_json
+from episodic.service.pages import memory_json
 from episodic.tenancy import Principal
 
 router = APIRouter()

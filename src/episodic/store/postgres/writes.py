@@ -29,9 +29,10 @@ from episodic.store.sql import (
     EVENT_INSERT_COLUMNS,
     MEMORY_COLUMNS,
     MEMORY_INSERT_COLUMNS,
+    WORKSPACE_COUNTS,
     scope_where,
 )
-from episodic.store.writes import AppendResult, PendingConversation, taken_ids
+from episodic.store.writes import AppendResult, PendingConversation, WorkspaceCounts, taken_ids
 
 # A memory's columns followed by its source events in the order they were stored
 # (``FROM memories m``): whole memories in one query.
@@ -241,6 +242,11 @@ class WritesMixin(PgBase):
                 "SELECT ws FROM w WHERE ws IS NOT NULL",
             ).fetchall()
         return [str(r[0]) for r in rows]
+
+    def workspace_counts(self) -> list[WorkspaceCounts]:
+        with self._read() as conn:
+            rows = self._exec(conn, WORKSPACE_COUNTS).fetchall()
+        return [WorkspaceCounts(str(w), int(m), int(e)) for w, m, e in rows]
 
     def known_hashes(self, flt: ScopeFilter, hashes: Sequence[str]) -> set[str]:
         where, params = scope_where(flt, alias="m", mark="%s")

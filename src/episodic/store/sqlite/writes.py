@@ -27,10 +27,11 @@ from episodic.store.sql import (
     EVENT_INSERT_COLUMNS,
     MEMORY_COLUMNS,
     MEMORY_INSERT_COLUMNS,
+    WORKSPACE_COUNTS,
     scope_where,
 )
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
-from episodic.store.writes import AppendResult, PendingConversation, taken_ids
+from episodic.store.writes import AppendResult, PendingConversation, WorkspaceCounts, taken_ids
 
 # Events go in by the hundred per statement. The journal's keyword index (migration 6)
 # is fed by a trigger, and FTS5 writes its pending terms out at the end of every statement
@@ -197,6 +198,11 @@ class WritesMixin(SqliteBase):
                 "SELECT DISTINCT workspace_id FROM memories ORDER BY workspace_id"
             ).fetchall()
         return [str(r[0]) for r in rows]
+
+    def workspace_counts(self) -> list[WorkspaceCounts]:
+        with self._read():
+            rows = self._execute(WORKSPACE_COUNTS).fetchall()
+        return [WorkspaceCounts(str(w), int(m), int(e)) for w, m, e in rows]
 
     def known_hashes(self, flt: ScopeFilter, hashes: Sequence[str]) -> set[str]:
         where, params = scope_where(flt, alias="m")

@@ -1,0 +1,131 @@
+"""What the command line prints, read as a person at an 80-column terminal reads it: every
+id a later command takes is shown whole (recall, keys list, memory list); help texts are
+whole sentences; counts take the right form of the word; ``warning`` is a severity."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from episodic import Episodic, Settings
+from episodic.cli import app
+
+runner = CliRunner()
+NARROW = {"COLUMNS": "80", "EPISODIC_EMBEDDER": "none"}
+
+
+def run(*args: str, input: str | None = None) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args), env=NARROW, input=input)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path}/m.db"
+    with Episodic.open(url, settings=Settings(embedder="none")) as mem:
+        for i in range(3):
+            mem.remember(
+                f"checkout OOM number {i}: the cache kept whole cart snapshots per entry and "
+                "the entry cap was multiplied by five, so the pods ran out of memory at night",
+                workspace="acme",
+                agent="deployer",
+                id=f"note-with-a-rather-long-identifier-{i}",
+            )
+    return url
+
+
+def test_recall_shows_each_hits_id_whole_and_its_text_unsqueezed(db: str) -> None:
+    code, out, _ = run("--db", db, "recall", "checkout OOM cache", "-w", "acme")
+    assert code == 0
+    lines = out.splitlines()
+    for i in range(3):
+        assert any(f"note-with-a-rather-long-identifier-{i}" in line for line in lines), out
+    # The text runs at the terminal's width, not in a column of ~20 characters.
+    assert any("the cache kept whole cart snapshots per entry" in line for line in lines), out
+    # The id works as `memory history` takes it.
+    hit_id = re.search(r"note-with-a-rather-long-identifier-\d", out)
+    assert hit_id is not None
+    assert run("--db", db, "memory", "history", hit_id.group(0), "-w", "acme")[0] == 0
+
+
+def test_memory_list_shows_ids_whole_at_80_columns(db: str) -> None:
+    code, out, _ = run("--db", db, "memory", "list", "-w", "acme")
+    assert code == 0
+    for i in range(3):
+        assert f"note-with-a-rather-long-identifier-{i}" in out, out
+
+
+def test_keys_list_shows_ids_whole_at_80_columns_and_revoke_takes_them(db: str) -> None:
+    for label in ("the deploy bot of the checkout team", "the on-call assistant"):
+        code, _, err = run(
+            "--db", db, "keys", "create", "-w", "acme", "--role", "agent", "--agent", "deployer",
+            "--label", label,
+        )  # fmt: skip
+        assert code == 0, err
+    ids = [k["id"] for k in json.loads(run("--db", db, "keys", "list", "--json")[1])]
+    code, out, _ = run("--db", db, "keys", "list")
+    assert code == 0
+    shown = re.findall(r"k_[0-9a-f]+", out)
+    assert shown == ids, out  # whole, not k_e9f63…
+    assert run("--db", db, "keys", "revoke", shown[0])[0] == 0
+    assert "revoked" in run("--db", db, "keys", "list")[1].splitlines()[0]
+
+
+def test_counts_take_the_right_form_of_the_word(db: str, tmp_path: Path) -> None:
+    one = json.dumps({"workspace": "acme", "type": "approval.denied", "summary": "one thing"})
+    code, out, _ = run("--db", db, "ingest", "-", input=one + "\n")
+    assert code == 0 and "stored 1 event (1 admitted as memory" in out
+    code, out, _ = run("--db", db, "recall", "checkout OOM number 1", "-w", "acme", "-k", "1")
+    assert code == 0 and out.startswith("1 memory (") and "1 memories" not in out
+    code, out, _ = run(
+        "--db", db, "forget", "-w", "acme", "--memory", "note-with-a-rather-long-identifier-0"
+    )
+    assert code == 0 and "forgot 1 memory and 1 event" in out
+
+
+def test_the_severity_warning_is_taken_as_warn(db: str) -> None:
+    check = {"workspace": "acme", "type": "deploy.check"}
+    events = [
+        {**check, "severity": "warning", "summary": "canary rollout paused"},
+        {**check, "severity": "WARNING", "summary": "canary rollout slowed"},
+        {**check, "severity": "warnnig", "summary": "canary rollout stopped"},
+    ]
+    lines = "".join(json.dumps(e) + "\n" for e in events)
+    code, out, _ = run("--db", db, "ingest", "-", "--json", input=lines)
+    report = json.loads(out)
+    assert code == 1 and report["stored"] == 2
+    (bad,) = report["errors"]
+    assert bad["field"] == "severity" and "warning for warn" in bad["message"]
+    journal = json.loads(run("--db", db, "journal", "canary rollout", "-w", "acme", "--json")[1])
+    assert {hit["severity"] for hit in journal} == {"warn"}
+
+
+def helps(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(where, text) for the help of ``command``, its options and its subcommands."""
+    found = [(" ".join(path) or "episodic", command.help or "")]
+    for param in command.params:
+        if getattr(param, "help", None):
+            found.append((f"{' '.join(path)} {param.name}", param.help))
+    for name, sub in getattr(command, "commands", {}).items():
+        found += helps(sub, (*path, name))
+    return found
+
+
+def test_every_help_text_is_whole_sentences() -> None:
+    texts = helps(typer.main.get_command(app))
+    assert len(texts) > 150  # every command, group and option
+    for where, text in texts:
+        for paragraph in text.split("\n\n"):
+            lines = paragraph.split("\n")
+            for line in lines[1:]:
+                # A line break inside a paragraph only ever starts an example.
+                assert line.startswith("Example:"), (where, paragraph)
+    # The break the decay help had in the middle of a sentence is gone.
+    decay = dict(texts)["upkeep decay"]
+    assert "from base importance, age and references" in decay
