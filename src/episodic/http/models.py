@@ -26,9 +26,7 @@ Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator
 Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_utf8)]
 NonEmptyText = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_utf8)]
 # What is remembered: a message's or a note's text, stored whole.
-Content = Annotated[
-    str, Field(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(_utf8)
-]
+Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(_utf8)]
 ScopeName = Literal["own", "crew_shared"]
 
 
