@@ -33,7 +33,7 @@ from episodic.scoring.blend import blend, confident_weight
 from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
 from episodic.scoring.decay import prominence, recency_weight, reinforcement_of
 from episodic.scoring.fusion import rrf
-from episodic.scoring.mmr import mmr, tokens
+from episodic.scoring.mmr import TokenSets, mmr
 from episodic.scoring.passages import PASSAGE_CHARS, passage_spans, span_for_words, words
 from episodic.scoring.prior import importance_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
@@ -47,6 +47,8 @@ MODE_VECTOR = "vector"
 MODE_SPARSE_ONLY = "sparse-only"
 SECONDS_PER_DAY = 86_400.0
 TIME_LEG = "time"
+# The token sets MMR compares memories by, kept across recalls (seed 001's diversity).
+TOKEN_SETS = TokenSets()
 # Windows longer than this ("before June", "in 2022") say too little to list candidates by;
 # they still re-rank through the time boost.
 MAX_TIME_LEG_SPAN = timedelta(days=62)
@@ -225,7 +227,7 @@ def run_recall(
     ranked = survivors
 
     if policy.diversity is Diversity.MMR:
-        token_sets = {i: tokens(memories[i].content) for i, _ in ranked}
+        token_sets = {i: TOKEN_SETS.get(i, memories[i].content) for i, _ in ranked}
         chosen, merged = mmr(ranked, token_sets, k, lam=policy.mmr_lambda)
         if trace is not None:
             trace.add_stage("diversity:mmr", chosen)
