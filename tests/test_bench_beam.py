@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from episodic.bench.beam import evidence_ids, load_beam, parse_anchor, strip_index_marker
-from episodic.bench.locomo import category_counts, run_locomo, unscored_counts
+from episodic.bench.locomo import category_counts, message_event, run_locomo, unscored_counts
 from episodic.bench.metrics import METRIC_KEYS
 from episodic.cli import app
 from episodic.config import Settings
@@ -146,6 +146,13 @@ def test_folds_hold_out_each_conversation(sparse_env: dict[str, str]) -> None:
         "contradiction_resolution",
         "preference_following",
     ]
+
+
+def test_messages_keep_their_roles() -> None:
+    one, _ = load_beam(FIXTURE)
+    user, assistant = (message_event(one, t)["payload"] for t in one.turns[:2])
+    assert user == {"role": "user", "dia_id": "0"}
+    assert assistant == {"role": "assistant", "dia_id": "1"}
 
 
 def test_conversation_ingest_runs_on_beam(tmp_path: Path) -> None:

@@ -280,12 +280,18 @@ def turn_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
 
 
 def message_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
-    """The chat message one turn is ingested as in conversation mode. Both speakers are
-    people, so both speak as users, by name; the session is the conversation (a chat
-    thread per day, as in turn mode)."""
+    """The chat message one turn is ingested as in conversation mode. LoCoMo's speakers
+    are both people, so both speak as users, by name; BEAM's are a user and an assistant,
+    each in their role. The session is the conversation (a chat thread per sitting, as in
+    turn mode)."""
     text = turn.text
     if turn.image_caption:
         text = f"{text} [image: {turn.image_caption}]".strip()
+    who: dict[str, str] = (
+        {"role": turn.speaker}
+        if turn.speaker in ("user", "assistant")
+        else {"role": "user", "name": turn.speaker}
+    )
     return {
         "id": f"{conversation.sample_id}/{turn.dia_id}",
         "workspace": conversation.workspace,
@@ -293,7 +299,7 @@ def message_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
         "summary": text,
         "ts": turn.ts.isoformat(),
         "conversation": turn.session,
-        "payload": {"role": "user", "name": turn.speaker, "dia_id": turn.dia_id},
+        "payload": {**who, "dia_id": turn.dia_id},
     }
 
 
