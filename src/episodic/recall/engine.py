@@ -34,7 +34,13 @@ from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
 from episodic.scoring.decay import prominence, recency_weight, reinforcement_of
 from episodic.scoring.fusion import rrf
 from episodic.scoring.mmr import TokenSets, mmr
-from episodic.scoring.passages import PASSAGE_CHARS, passage_spans, span_for_words, words
+from episodic.scoring.passages import (
+    PASSAGE_CHARS,
+    PassageWords,
+    passage_spans,
+    span_for_words,
+    words,
+)
 from episodic.scoring.prior import importance_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import possible_levels, scope_level, scope_multiplier
@@ -49,6 +55,8 @@ SECONDS_PER_DAY = 86_400.0
 TIME_LEG = "time"
 # The token sets MMR compares memories by, kept across recalls (seed 001's diversity).
 TOKEN_SETS = TokenSets()
+# Long memories' passages and their words, to show the one a query's words are in.
+PASSAGE_WORDS = PassageWords()
 # Windows longer than this ("before June", "in 2022") say too little to list candidates by;
 # they still re-rank through the time boost.
 MAX_TIME_LEG_SPAN = timedelta(days=62)
@@ -429,7 +437,7 @@ def shown_passages(hits: list[Hit], dense: Sequence[Candidate], lexical: str) ->
         if hit.id in matched:
             span = matched[hit.id] or (0, passage_spans(content)[0].stop)
         else:
-            found = span_for_words(content, wanted)
+            found = span_for_words(content, wanted, PASSAGE_WORDS.get(hit.id, content))
             span = (found.start, found.stop)
         out.append(replace(hit, passage=span))
     return out

@@ -12,6 +12,8 @@ its best passage. Pure functions over text and offsets: no I/O.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 # A window: about 200-250 word pieces of prose, within what MiniLM reads.
@@ -89,16 +91,47 @@ def words(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text.lower()))
 
 
-def span_for_words(content: str, wanted: frozenset[str]) -> Span:
+def passage_words(content: str) -> list[tuple[Span, frozenset[str]]]:
+    """Each passage of ``content`` with its words."""
+    return [(s, words(content[s.start : s.stop])) for s in passage_spans(content)]
+
+
+def span_for_words(
+    content: str,
+    wanted: frozenset[str],
+    read: list[tuple[Span, frozenset[str]]] | None = None,
+) -> Span:
     """The passage of ``content`` holding the most of ``wanted`` (the query's words): what
     a long memory found by its words is shown by. The first passage wins a tie, and stands
-    when no word is found."""
-    spans = passage_spans(content)
-    if len(spans) == 1 or not wanted:
-        return spans[0]
-    best, best_count = spans[0], -1
-    for span in spans:
-        count = len(wanted & words(content[span.start : span.stop]))
+    when no word is found. ``read``: ``passage_words(content)``, when already made."""
+    read = passage_words(content) if read is None else read
+    best, best_count = read[0][0], -1
+    for span, held in read:
+        count = len(wanted & held)
         if count > best_count:
             best, best_count = span, count
     return best
+
+
+class PassageWords:
+    """Each long memory's passages with their words, made once and kept for the next
+    queries (the most recent ``size``), keyed by the memory's id and its text's hash."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self._size = size
+        self._kept: OrderedDict[tuple[str, int], list[tuple[Span, frozenset[str]]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, memory_id: str, content: str) -> list[tuple[Span, frozenset[str]]]:
+        key = (memory_id, hash(content))
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found
+        made = passage_words(content)
+        with self._lock:
+            self._kept[key] = made
+            if len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        return made
