@@ -31,6 +31,7 @@ from episodic.config import Settings
 from episodic.errors import EmbedderError, InvalidInput, UnknownPolicy
 from episodic.model import Hit
 from episodic.recall.policies import POLICIES, RecallPolicy
+from episodic.scoring.passages import extra_spans
 from episodic.service import Episodic
 
 GRANULARITIES = ("turn", "session")
@@ -361,6 +362,13 @@ def prepare_locomo(
         raise InvalidInput("data", f"{data_path}: no question has evidence to score against")
 
     texts = [t.summary for c in conversations for t in c.turns] + [q.text for _, q in asked]
+    # A long turn's later passages are embedded with it: ahead, and cached across runs.
+    texts += [
+        t.summary[s.start : s.stop]
+        for c in conversations
+        for t in c.turns
+        for s in extra_spans(t.summary)
+    ]
     with bench_memory(settings, texts, say, db_url=db_url) as (mem, clock, model):
         if ingest == "conversation":
             _ingest_messages(mem, clock, conversations)
