@@ -150,6 +150,8 @@ DEEP_NAMES = {
     "orphans.supersessions",
     "orphans.archive",
     "orphans.vectors",
+    "orphans.passages",
+    "passages.missing",
     "vectors.flag",
     "vectors.pending",
     "vectors.shape",

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from episodic.bench.harness import CACHE_FILE
 from episodic.bench.locomo import (
-    CACHE_FILE,
     QuestionRun,
     category_counts,
     load_locomo,
@@ -56,6 +56,7 @@ def _check_shape(report: dict[str, Any], embedder: str) -> None:
         "policies",
         "granularity",
         "questions",
+        "unscored",
         "embedder",
         "ingest",
         "key_expansion",

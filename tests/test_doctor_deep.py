@@ -84,6 +84,13 @@ def _nan_blob() -> str:
     return "X'" + struct.pack("<f", float("nan")).hex() * 64 + "'"
 
 
+# A passage of a vectored memory that ends past the memory's last character.
+_PASSAGE_PAST_THE_END = (
+    "INSERT INTO memory_passages (memory_id, n, workspace_id, start_char, stop_char, vector) "
+    "SELECT v.memory_id, 1, v.workspace_id, 0, length(content) + 5, v.vector "
+    f"FROM memory_vectors v JOIN memories m ON m.id = v.memory_id WHERE v.memory_id = {VECTORED}"
+)
+
 # kind -> (sqlite statements, postgres statements, the check that must name it)
 DAMAGE: dict[str, tuple[list[str], list[str], str]] = {
     "vector of a deleted memory": (
@@ -126,6 +133,24 @@ DAMAGE: dict[str, tuple[list[str], list[str], str]] = {
         [f"UPDATE memories SET has_vector = 0 WHERE id = {VECTORED}"],
         [f"UPDATE memories SET has_vector = 0 WHERE id = {VECTORED}"],
         "vectors.flag",
+    ),
+    "passage lying outside its memory's text": (
+        [_PASSAGE_PAST_THE_END],
+        [_PASSAGE_PAST_THE_END],
+        "orphans.passages",
+    ),
+    "passage of a memory without a vector": (
+        [
+            "DROP TRIGGER memory_vectors_passages_ad",
+            _PASSAGE_PAST_THE_END.replace("length(content) + 5", "length(content)"),
+            f"DELETE FROM memory_vectors WHERE memory_id = {VECTORED}",
+        ],
+        [
+            "ALTER TABLE memory_vectors DISABLE TRIGGER memory_vectors_passages",
+            _PASSAGE_PAST_THE_END.replace("length(content) + 5", "length(content)"),
+            f"DELETE FROM memory_vectors WHERE memory_id = {VECTORED}",
+        ],
+        "orphans.passages",
     ),
     "source citing no event": (
         [f"INSERT INTO memory_sources (memory_id, event_id) VALUES ({ACME}, 'no-such-event')"],
@@ -286,6 +311,20 @@ def test_every_kind_of_damage_at_once_is_named(populated: str) -> None:
     for check, planted in expected.items():
         assert found[check]["status"] == "error" and found[check]["fix"], found[check]
         assert found[check]["count"] >= planted, found[check]
+
+
+def test_a_long_memory_indexed_without_passages_is_a_warning(populated: str) -> None:
+    """Indexed before passages were (or their passages lost): searched by its start only
+    until a reindex; a warning, as a memory waiting for its vector is."""
+    victim = VICTIMS[0]
+    longer = "words and more words " * 60
+    _run_damage(
+        populated, [f"UPDATE memories SET content = content || '{longer}' WHERE id = '{victim}'"]
+    )
+    _, report = doctor_deep(populated)
+    found = {c["name"]: c for c in report["checks"]}
+    assert found["passages.missing"]["status"] == "warn" and found["passages.missing"]["count"] == 1
+    assert "reindex" in found["passages.missing"]["fix"]
 
 
 @pytest.mark.parametrize("kind", sorted(SQLITE_DAMAGE))

@@ -86,6 +86,7 @@ def build_source(path: Path, n: int = 24) -> str:
         store.put_vectors(
             MODEL, DIM, [(m.id, vec(1, i / 10, -i / 7)) for i, m in enumerate(memories[:12])]
         )
+        store.put_passages(DIM, [("e02", [(5, 20, vec(0, 1)), (15, 30, vec(0, 0, 1))])])
         store.cache_put(MODEL, {f"hash{i}": vec(i, 1) for i in range(4)})
         store.add_relations(
             "acme",
@@ -184,7 +185,7 @@ def test_every_table_is_copied_value_for_value(source: str, pg_url: str) -> None
         assert t.source_rows == t.target_rows == t.copied > 0, t
 
     for table in TABLES:
-        if table.name in ("memory_vectors", "memory_sources"):
+        if table.name in ("memory_vectors", "memory_sources", "memory_passages"):
             continue
         columns = lite_columns(source, table.name)
         order = ", ".join(table.key)
@@ -198,6 +199,19 @@ def test_every_table_is_copied_value_for_value(source: str, pg_url: str) -> None
     )
     episode = pg_rows(pg_url, "memory_sources WHERE memory_id = 'ep1'", "seq", "event_id")
     assert episode == [("e07",), ("e01",), ("e04",)]
+
+    # Passages: where each lies, and its vector's float32 values exactly.
+    columns = "memory_id, n, workspace_id, start_char, stop_char"
+    assert (
+        pg_rows(pg_url, "memory_passages", "memory_id, n", columns)
+        == lite_rows(source, "memory_passages", "memory_id, n", columns)
+        == [("e02", 1, "acme", 5, 20), ("e02", 2, "acme", 15, 30)]
+    )
+    copied = pg_rows(pg_url, "memory_passages", "n", "vector::text")
+    assert [tuple(float(x) for x in v[0].strip("[]").split(",")) for v in copied] == [
+        tuple(float(x) for x in np.frombuffer(blob, "<f4"))
+        for (blob,) in lite_rows(source, "memory_passages", "n", "vector")
+    ]
 
     # Vectors: the float32 values exactly, in a vector(dim) column under an HNSW index.
     columns = "seq, memory_id, workspace_id, dim, model, indexed_at"

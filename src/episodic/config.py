@@ -27,6 +27,13 @@ def _default_cache_dir() -> Path:
 SUPERSESSION_CHOICES = ("auto", "off")
 
 
+# The most characters a message, a note or an event's summary may hold (1 MiB): an
+# assistant's answer with code or logs runs far past a page (hundreds of thousands of
+# characters in real task conversations) and is stored whole; recall reads it in
+# passages. Queries keep a smaller cap of their own.
+MAX_CONTENT_CHARS = 1_048_576
+
+
 @dataclass(frozen=True, slots=True)
 class DatabaseChoice:
     """The database a process uses when none is named, and why (``episodic doctor``)."""
@@ -76,7 +83,7 @@ class Settings:
     embed_timeout_s: float = 10.0
     sweep_interval_s: float = 30.0
     sweep_batch: int = 64
-    max_text_chars: int = 16_384  # summary size cap per event
+    max_text_chars: int = MAX_CONTENT_CHARS  # what one message, note or event may say
     max_payload_bytes: int = 65_536  # serialized payload size cap per event
     render_max_chars: int = 2_000
     institutional_chars: int = 600  # own budget for standing (institutional) memories

@@ -31,6 +31,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, StrictBool, StrictInt
 
 import episodic
+from episodic.config import MAX_CONTENT_CHARS
 from episodic.errors import EpisodicError, InvalidInput, NotFound
 from episodic.layer import RECALL_MEMORY_TOOL, MemoryLayer, check_transcript
 from episodic.model import Role, Scope
@@ -287,7 +288,9 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
         annotations=ADDS,
     )
     def remember(
-        content: Annotated[str, Field(description="What to remember.", max_length=16_384)],
+        content: Annotated[
+            str, Field(description="What to remember.", max_length=MAX_CONTENT_CHARS)
+        ],
         importance: Annotated[
             float | None, Field(description="0-1; default from the type.", ge=0, le=1)
         ] = None,
@@ -360,7 +363,7 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
     def update_memory(
         memory_id: Annotated[str, Field(description="The memory's id.", max_length=256)],
         content: Annotated[
-            str | None, Field(description="The corrected text.", max_length=16_384)
+            str | None, Field(description="The corrected text.", max_length=MAX_CONTENT_CHARS)
         ] = None,
         importance: Annotated[float | None, Field(description="0-1.", ge=0, le=1)] = None,
     ) -> dict[str, Any]:

@@ -169,6 +169,9 @@ class Candidate:
     memory_id: str
     score: float
     rank: int
+    # The characters [start, stop) of the memory's content its best passage spans, when
+    # that was not its start (a long memory found by a later passage).
+    passage: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,10 +188,25 @@ class Hit:
     # The messages an episode was made from, when the recall's detail level shows them
     # (seed 003: the top-ranked key moments come with their details).
     details: tuple[Event, ...] = ()
+    # The characters [start, stop) of a long memory's content that matched the query
+    # (its best passage); None for a memory short enough to show whole.
+    passage: tuple[int, int] | None = None
 
     @property
     def id(self) -> str:
         return self.memory.id
+
+    @property
+    def shown(self) -> str:
+        """What a reader is shown of the memory: its content, or for a long memory the
+        passage that matched, marked with an ellipsis where the content goes on."""
+        content = self.memory.content
+        if self.passage is None:
+            return content
+        start, stop = self.passage
+        head = "…" if start > 0 else ""
+        tail = "…" if stop < len(content) else ""
+        return f"{head}{content[start:stop]}{tail}"
 
     @property
     def moment(self) -> str | None:
@@ -203,6 +221,13 @@ class Hit:
             "score": round(self.score, 6),
             "cosine": None if self.cosine is None else round(self.cosine, 6),
             "content": m.content,
+            "passage": None
+            if self.passage is None
+            else {
+                "start": self.passage[0],
+                "stop": self.passage[1],
+                "text": m.content[self.passage[0] : self.passage[1]],
+            },
             "type": m.type,
             "severity": m.severity,
             "workspace": m.workspace,

@@ -25,6 +25,7 @@ from store_contract.helpers import (
     vec,
 )
 from store_contract.journal import JournalContract
+from store_contract.passages import PassagesContract
 from store_contract.search import SearchContract
 from store_contract.service import ServiceContract
 from store_contract.upkeep import UpkeepContract
@@ -36,6 +37,7 @@ class StoreContract(
     WritesContract,
     SearchContract,
     VectorsContract,
+    PassagesContract,
     UpkeepContract,
     ServiceContract,
     JournalContract,

@@ -18,6 +18,7 @@ from typing import Any
 
 from episodic.bench.locomo import (
     GRANULARITIES,
+    Loader,
     QuestionRun,
     check_policies,
     prepare_locomo,
@@ -141,15 +142,19 @@ def run_folds(
     progress: Callable[[str], None] | None = None,
     ingest: str = "turn",
     db_url: str | None = None,
+    load: Loader | None = None,
 ) -> dict[str, Any]:
-    """What ``episodic bench locomo --folds K [--tune ...] --json`` prints."""
+    """What ``episodic bench locomo --folds K [--tune ...] --json`` prints (``bench beam``
+    when ``load`` reads BEAM)."""
     if granularity not in GRANULARITIES:
         raise InvalidInput("granularity", f"use one of {'|'.join(GRANULARITIES)}")
     names = check_policies(policies)
     if sweep and TUNED_POLICY not in names:
         raise InvalidInput("tune", f"sweeps the {TUNED_POLICY} policy: add it to --policy")
     say = progress or (lambda _message: None)
-    with prepare_locomo(data_path, settings, say=say, ingest=ingest, db_url=db_url) as run:
+    with prepare_locomo(
+        data_path, settings, say=say, ingest=ingest, db_url=db_url, load=load
+    ) as run:
         folds = split_folds([c.sample_id for c in run.conversations], k)
         # A fold whose conversations ask nothing scoreable would have no result to report.
         scored = {c.sample_id for c, _ in run.asked}

@@ -21,8 +21,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from episodic.bench.harness import BenchClock, bench_memory
 from episodic.bench.journal_data import Day, JournalSet, Query, generate, load_set
-from episodic.bench.locomo import BenchClock, bench_memory, resolve_policies
+from episodic.bench.locomo import resolve_policies
 from episodic.bench.metrics import mean_scores, percentile, score_ranking
 from episodic.config import Settings
 from episodic.errors import EmbedderError, InvalidInput

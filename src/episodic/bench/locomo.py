@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from episodic.bench.cache import SqliteEmbeddingCache
+from episodic.bench.harness import BenchClock, bench_memory
 from episodic.bench.metrics import (
     DEPTH,
     METRIC_KEYS,
@@ -31,13 +28,11 @@ from episodic.bench.metrics import (
     to_sessions,
 )
 from episodic.config import Settings
-from episodic.embed import CachedEmbedder, content_hash, make_embedder
-from episodic.embed.base import Embedder, Matrix, Vector
 from episodic.errors import EmbedderError, InvalidInput, UnknownPolicy
 from episodic.model import Hit
 from episodic.recall.policies import POLICIES, RecallPolicy
+from episodic.scoring.passages import extra_spans
 from episodic.service import Episodic
-from episodic.store import open_store
 
 GRANULARITIES = ("turn", "session")
 # How conversations go in: each turn as a journal event ("turn"), or as chat messages that
@@ -57,7 +52,6 @@ CATEGORY_NAMES: Mapping[int, str] = {
     5: "adversarial",
 }
 TURN_TYPE = "conversation.turn"
-CACHE_FILE = "bench-embeddings.db"
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _SESSION_DATE = re.compile(
@@ -112,7 +106,7 @@ class Turn:
 @dataclass(frozen=True, slots=True)
 class Question:
     text: str
-    category: int
+    category: int | str  # LoCoMo's category number, or BEAM's ability name
     evidence: tuple[str, ...]  # ids that name a turn of the conversation; may be empty
     raw_evidence: tuple[str, ...]  # as written in the file
 
@@ -123,15 +117,20 @@ class Conversation:
     turns: tuple[Turn, ...]
     questions: tuple[Question, ...]
     session_of: Mapping[str, str] = field(default_factory=dict)  # dia_id -> session key
+    source: str = "locomo"  # the data set, the first part of the workspace's name
 
     @property
     def workspace(self) -> str:
-        return f"locomo-{self.sample_id}"
+        return f"{self.source}-{self.sample_id}"
 
     @property
     def end(self) -> datetime:
         """When the conversation ends: the time of its last turn."""
         return max(t.ts for t in self.turns)
+
+
+# Reads a data set's path into conversations: ``load_locomo``, or BEAM's reader.
+Loader = Callable[[Path | str], list[Conversation]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,12 +281,18 @@ def turn_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
 
 
 def message_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
-    """The chat message one turn is ingested as in conversation mode. Both speakers are
-    people, so both speak as users, by name; the session is the conversation (a chat
-    thread per day, as in turn mode)."""
+    """The chat message one turn is ingested as in conversation mode. LoCoMo's speakers
+    are both people, so both speak as users, by name; BEAM's are a user and an assistant,
+    each in their role. The session is the conversation (a chat thread per sitting, as in
+    turn mode)."""
     text = turn.text
     if turn.image_caption:
         text = f"{text} [image: {turn.image_caption}]".strip()
+    who: dict[str, str] = (
+        {"role": turn.speaker}
+        if turn.speaker in ("user", "assistant")
+        else {"role": "user", "name": turn.speaker}
+    )
     return {
         "id": f"{conversation.sample_id}/{turn.dia_id}",
         "workspace": conversation.workspace,
@@ -295,7 +300,7 @@ def message_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
         "summary": text,
         "ts": turn.ts.isoformat(),
         "conversation": turn.session,
-        "payload": {"role": "user", "name": turn.speaker, "dia_id": turn.dia_id},
+        "payload": {**who, "dia_id": turn.dia_id},
     }
 
 
@@ -312,90 +317,6 @@ def resolve_policies(choice: str | None, known: Sequence[str] = ()) -> list[str]
         if name not in known:
             raise UnknownPolicy(name, sorted(known))
     return names
-
-
-class BenchClock:
-    """The service's clock, moved to each conversation's end before its questions."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-class Precomputed:
-    """An embedder answering from vectors computed before the clock starts, so the timed
-    recalls measure retrieval, not the model. Unknown texts go to ``inner``."""
-
-    def __init__(self, inner: Embedder, vectors: dict[str, Vector]) -> None:
-        self.inner = inner
-        self.vectors = vectors
-        self.misses = 0
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def embed_batch(self, texts: Sequence[str]) -> Matrix:
-        missing = list(dict.fromkeys(t for t in texts if t not in self.vectors))
-        if missing:
-            self.misses += len(missing)
-            self.vectors.update(zip(missing, self.inner.embed_batch(missing), strict=True))
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self.vectors[t] for t in texts])
-
-
-def precompute_vectors(
-    inner: Embedder,
-    cache: SqliteEmbeddingCache,
-    texts: Iterable[str],
-    say: Callable[[str], None],
-) -> Precomputed:
-    unique = list(dict.fromkeys(t for t in texts if t))
-    known = len(cache.cache_get(inner.model_id, [content_hash(t) for t in unique]))
-    say(
-        f"embedding {len(unique)} distinct texts with {inner.model_id}: "
-        f"{known} cached in {cache.path}, {len(unique) - known} to embed"
-    )
-    cached = CachedEmbedder(inner, cache)
-    matrix = cached.embed_batch(unique)
-    return Precomputed(cached, dict(zip(unique, matrix, strict=True)))
-
-
-@contextmanager
-def bench_memory(
-    settings: Settings,
-    texts: Sequence[str],
-    say: Callable[[str], None],
-    *,
-    db_url: str | None = None,
-) -> Iterator[tuple[Episodic, BenchClock, str | None]]:
-    """A memory for one benchmark run: over ``db_url`` (an empty database) or a throwaway
-    SQLite file, on a clock the run moves, with ``texts`` embedded before it starts (the
-    embeddings cached across runs). Yields it, its clock and the embedder's model id
-    (None when sparse-only)."""
-    inner = make_embedder(settings)
-    with tempfile.TemporaryDirectory(prefix="episodic-bench-") as tmp, ExitStack() as stack:
-        embedder: Precomputed | None = None
-        if inner is not None:
-            cache = stack.enter_context(SqliteEmbeddingCache(settings.cache_dir / CACHE_FILE))
-            embedder = precompute_vectors(inner, cache, texts, say)
-        clock = BenchClock()
-        mem = stack.enter_context(
-            Episodic(
-                store=open_store(db_url or f"sqlite:///{Path(tmp) / 'bench.db'}"),
-                embedder=embedder,
-                settings=settings,
-                clock=clock,
-            )
-        )
-        yield mem, clock, inner.model_id if inner is not None else None
 
 
 @dataclass(slots=True)
@@ -429,16 +350,25 @@ def prepare_locomo(
     say: Callable[[str], None],
     ingest: str = "turn",
     db_url: str | None = None,
+    load: Loader | None = None,
 ) -> Iterator[Prepared]:
-    """Load the file, ingest every conversation into a fresh database and index it."""
+    """Load the data (with ``load``, LoCoMo's reader by default), ingest every
+    conversation into a fresh database and index it."""
     if ingest not in INGEST_MODES:
         raise InvalidInput("ingest", f"use one of {'|'.join(INGEST_MODES)}")
-    conversations = load_locomo(data_path)
+    conversations = (load or load_locomo)(data_path)
     asked = [(c, q) for c in conversations for q in c.questions if q.evidence and q.text]
     if not asked:
         raise InvalidInput("data", f"{data_path}: no question has evidence to score against")
 
     texts = [t.summary for c in conversations for t in c.turns] + [q.text for _, q in asked]
+    # A long turn's later passages are embedded with it: ahead, and cached across runs.
+    texts += [
+        t.summary[s.start : s.stop]
+        for c in conversations
+        for t in c.turns
+        for s in extra_spans(t.summary)
+    ]
     with bench_memory(settings, texts, say, db_url=db_url) as (mem, clock, model):
         if ingest == "conversation":
             _ingest_messages(mem, clock, conversations)
@@ -471,8 +401,10 @@ def run_locomo(
     progress: Callable[[str], None] | None = None,
     ingest: str = "turn",
     db_url: str | None = None,
+    load: Loader | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark; the result is what ``episodic bench locomo --json`` prints.
+    """Run the benchmark; the result is what ``episodic bench locomo --json`` prints
+    (``bench beam`` when ``load`` reads BEAM).
 
     ``db_url`` names an empty database to run in (e.g. PostgreSQL, to compare backends);
     by default a throwaway SQLite file.
@@ -484,7 +416,9 @@ def run_locomo(
         raise InvalidInput("granularity", f"use one of {'|'.join(GRANULARITIES)}")
     names = check_policies(policies)
     say = progress or (lambda _message: None)
-    with prepare_locomo(data_path, settings, say=say, ingest=ingest, db_url=db_url) as run:
+    with prepare_locomo(
+        data_path, settings, say=say, ingest=ingest, db_url=db_url, load=load
+    ) as run:
         conversations = run.conversations
         say(
             f"{sum(len(c.turns) for c in conversations)} turns in {len(conversations)} "
@@ -500,6 +434,7 @@ def run_locomo(
         "ingest": ingest,
         "key_expansion": settings.key_expansion,
         "questions": len(run.asked),
+        "unscored": unscored_counts(conversations),
         "embedder": run.embedder,
         "policies": report,
     }
@@ -618,7 +553,7 @@ def run_policy(
 def summarise(runs: Sequence[QuestionRun]) -> dict[str, Any]:
     """One policy's report over some of its questions: the mean of every metric, overall
     and per category, and the recall latency."""
-    by_category: dict[int, list[Mapping[str, float]]] = {}
+    by_category: dict[int | str, list[Mapping[str, float]]] = {}
     for outcome in runs:
         by_category.setdefault(outcome.question.category, []).append(outcome.scores)
     latencies = [outcome.latency_ms for outcome in runs]
@@ -626,7 +561,7 @@ def summarise(runs: Sequence[QuestionRun]) -> dict[str, Any]:
         "overall": _rounded(mean_scores([outcome.scores for outcome in runs])),
         "by_category": {
             str(category): _rounded(mean_scores(by_category[category]))
-            for category in sorted(by_category)
+            for category in sorted(by_category, key=_category_order)
         },
         "latency_ms": {
             "p50": round(percentile(latencies, 50), 3),
@@ -639,6 +574,12 @@ def _rounded(scores: Mapping[str, float]) -> dict[str, float]:
     return {key: round(scores[key], 4) for key in METRIC_KEYS}
 
 
+def _category_order(category: int | str) -> tuple[int, str]:
+    """Categories in order: LoCoMo's by number, BEAM's abilities by name."""
+    text = str(category)
+    return (int(text), "") if text.isdigit() else (0, text)
+
+
 def category_counts(conversations: Iterable[Conversation]) -> dict[str, int]:
     """How many scored questions (those with evidence) each category has."""
     counts: dict[str, int] = {}
@@ -646,4 +587,15 @@ def category_counts(conversations: Iterable[Conversation]) -> dict[str, int]:
         for q in conv.questions:
             if q.evidence and q.text:
                 counts[str(q.category)] = counts.get(str(q.category), 0) + 1
-    return dict(sorted(counts.items(), key=lambda item: int(item[0])))
+    return dict(sorted(counts.items(), key=lambda item: _category_order(item[0])))
+
+
+def unscored_counts(conversations: Iterable[Conversation]) -> dict[str, int]:
+    """How many questions each category has that are left out, having no evidence to
+    score a ranking against (BEAM's abstention questions, LoCoMo's few without ids)."""
+    counts: dict[str, int] = {}
+    for conv in conversations:
+        for q in conv.questions:
+            if not (q.evidence and q.text):
+                counts[str(q.category)] = counts.get(str(q.category), 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: _category_order(item[0])))

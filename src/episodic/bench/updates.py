@@ -32,13 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from episodic.bench.cache import SqliteEmbeddingCache
-from episodic.bench.locomo import (
-    CACHE_FILE,
-    BenchClock,
-    Precomputed,
-    precompute_vectors,
-    resolve_policies,
-)
+from episodic.bench.harness import CACHE_FILE, BenchClock, Precomputed, precompute_vectors
+from episodic.bench.locomo import resolve_policies
 from episodic.bench.updates_data import Scenario, Write, load_scenarios
 from episodic.config import Settings
 from episodic.embed import make_embedder

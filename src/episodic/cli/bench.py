@@ -17,11 +17,54 @@ from episodic.errors import InvalidInput
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from episodic.bench.locomo import Conversation
+    from episodic.bench.locomo import Conversation, Loader
 
 EmbedderOpt = Annotated[
     str | None,
     typer.Option("--embedder", help="local | ollama | openai | none (default: EPISODIC_EMBEDDER)."),
+]
+
+PolicyOpt = Annotated[
+    str, typer.Option("--policy", help="Policy name, comma-separated names, or all.")
+]
+GranularityOpt = Annotated[
+    str, typer.Option("--granularity", help="Score turns or their sessions: turn|session.")
+]
+IngestOpt = Annotated[
+    str,
+    typer.Option(
+        "--ingest",
+        help="turn: each turn a journal event; conversation: chat messages segmented "
+        "into episodes, entries and keys (recall ranks turns and entries).",
+    ),
+]
+KeysOpt = Annotated[
+    str | None,
+    typer.Option("--keys", help="Key expansion on|off (default: EPISODIC_KEY_EXPANSION)."),
+]
+BenchDbOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bench-db",
+        help="An EMPTY database to run in, e.g. postgresql://... to measure that "
+        "backend (default: a throwaway SQLite file).",
+    ),
+]
+FoldsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--folds",
+        help="Split the conversations into K folds (sorted ids, round-robin) and report "
+        "each fold and their mean.",
+    ),
+]
+TuneOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tune",
+        help="With --folds: sweep a constant of the default policy, NAME=v1,v2,... "
+        "(repeatable; e.g. blend=0.2,0.3,0.4); each fold uses the best on the others.",
+    ),
 ]
 
 bench_app = typer.Typer(
@@ -36,50 +79,14 @@ bench_app = typer.Typer(
 @bench_app.command("locomo")
 def bench_locomo(
     data: Annotated[Path, typer.Option("--data", help="LoCoMo JSON file (e.g. locomo10.json).")],
-    policy: Annotated[
-        str,
-        typer.Option("--policy", help="Policy name, comma-separated names, or all."),
-    ] = "all",
-    granularity: Annotated[
-        str, typer.Option("--granularity", help="Score turns or their sessions: turn|session.")
-    ] = "turn",
+    policy: PolicyOpt = "all",
+    granularity: GranularityOpt = "turn",
     embedder: EmbedderOpt = None,
-    ingest: Annotated[
-        str,
-        typer.Option(
-            "--ingest",
-            help="turn: each turn a journal event; conversation: chat messages segmented "
-            "into episodes, entries and keys (recall ranks turns and entries).",
-        ),
-    ] = "turn",
-    keys: Annotated[
-        str | None,
-        typer.Option("--keys", help="Key expansion on|off (default: EPISODIC_KEY_EXPANSION)."),
-    ] = None,
-    bench_db: Annotated[
-        str | None,
-        typer.Option(
-            "--bench-db",
-            help="An EMPTY database to run in, e.g. postgresql://... to measure that "
-            "backend (default: a throwaway SQLite file).",
-        ),
-    ] = None,
-    folds: Annotated[
-        int | None,
-        typer.Option(
-            "--folds",
-            help="Split the conversations into K folds (sorted ids, round-robin) and report "
-            "each fold and their mean.",
-        ),
-    ] = None,
-    tune: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--tune",
-            help="With --folds: sweep a constant of the default policy, NAME=v1,v2,... "
-            "(repeatable; e.g. blend=0.2,0.3,0.4); each fold uses the best on the others.",
-        ),
-    ] = None,
+    ingest: IngestOpt = "turn",
+    keys: KeysOpt = None,
+    bench_db: BenchDbOpt = None,
+    folds: FoldsOpt = None,
+    tune: TuneOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Evidence recall of each recall policy on LoCoMo (one workspace per conversation).
@@ -93,11 +100,88 @@ def bench_locomo(
     Example: episodic bench locomo --data ../shared/data/locomo10.json --ingest conversation
     Example: episodic bench locomo --data ../shared/data/locomo10.json --folds 5 --tune blend=.2,.3
     """
+    from episodic.bench.locomo import load_locomo
+
+    _run_conversations(
+        "LoCoMo",
+        load_locomo,
+        data,
+        policy=policy,
+        granularity=granularity,
+        embedder=embedder,
+        ingest=ingest,
+        keys=keys,
+        bench_db=bench_db,
+        folds=folds,
+        tune=tune,
+        as_json=as_json,
+    )
+
+
+@bench_app.command("beam")
+def bench_beam(
+    data: Annotated[
+        Path,
+        typer.Option("--data", help="BEAM folder, one sub-folder per conversation."),
+    ],
+    policy: PolicyOpt = "all",
+    granularity: GranularityOpt = "turn",
+    embedder: EmbedderOpt = None,
+    ingest: IngestOpt = "turn",
+    keys: KeysOpt = None,
+    bench_db: BenchDbOpt = None,
+    folds: FoldsOpt = None,
+    tune: TuneOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Evidence recall of each recall policy on BEAM: a user and an assistant, long answers.
+
+    Each conversation (a folder with chat.json and probing_questions.json) gets its own
+    workspace; every message becomes a memory, the index markers ("->-> 1,1") stripped
+    from user messages. Every question that names evidence messages is asked at the end of
+    its conversation; abstention questions (no evidence) are left out and counted. The same
+    metrics, options and tables as `bench locomo`, per ability.
+
+    Example: episodic bench beam --data ../shared/data/beam --folds 5
+    """
+    from episodic.bench.beam import load_beam
+
+    _run_conversations(
+        "BEAM",
+        load_beam,
+        data,
+        policy=policy,
+        granularity=granularity,
+        embedder=embedder,
+        ingest=ingest,
+        keys=keys,
+        bench_db=bench_db,
+        folds=folds,
+        tune=tune,
+        as_json=as_json,
+    )
+
+
+def _run_conversations(
+    label: str,
+    load: Loader,
+    data: Path,
+    *,
+    policy: str,
+    granularity: str,
+    embedder: str | None,
+    ingest: str,
+    keys: str | None,
+    bench_db: str | None,
+    folds: int | None,
+    tune: list[str] | None,
+    as_json: bool,
+) -> None:
+    """`bench locomo` and `bench beam`: the same run over conversations ``load`` reads."""
     from episodic.bench.folds import parse_tune, run_folds, split_folds
     from episodic.bench.locomo import (
         GRANULARITIES,
         category_counts,
-        load_locomo,
         resolve_policies,
         run_locomo,
     )
@@ -112,7 +196,7 @@ def bench_locomo(
             overrides["key_expansion"] = keys == "on"
         settings = Settings.from_env(**overrides)
         names = resolve_policies(policy)
-        conversations = load_locomo(data)
+        conversations = load(data)
         if tune and folds is None:
             raise InvalidInput("tune", "tuning needs held-out folds: add --folds K")
         if folds is not None:
@@ -128,6 +212,7 @@ def bench_locomo(
                 progress=_say,
                 ingest=ingest,
                 db_url=bench_db,
+                load=load,
             )
             if as_json:
                 print_json(cv)
@@ -143,11 +228,12 @@ def bench_locomo(
             progress=_say,
             ingest=ingest,
             db_url=bench_db,
+            load=load,
         )
     if as_json:
         print_json(report)
         return
-    _print_bench(report, counts)
+    _print_bench(label, report, counts)
 
 
 def _say(line: str) -> None:
@@ -195,11 +281,14 @@ def _print_folds(cv: dict[str, Any], conversations: list[Conversation]) -> None:
     _print_table(table)
 
 
-def _print_bench(report: dict[str, Any], counts: dict[str, int]) -> None:
+def _print_bench(label: str, report: dict[str, Any], counts: dict[str, int]) -> None:
     out.print(
-        f"LoCoMo evidence recall, {report['granularity']} level: {report['questions']} "
+        f"{label} evidence recall, {report['granularity']} level: {report['questions']} "
         f"questions, embedder {report['embedder']}"
     )
+    if report["unscored"]:
+        left = ", ".join(f"{name} {n}" for name, n in report["unscored"].items())
+        out.print(f"Left out, no evidence to score against: {left}")
     _print_table(_policy_table(report["policies"], counts, report["questions"]))
 
 
@@ -227,9 +316,13 @@ def _policy_table(policies: dict[str, Any], counts: dict[str, int], questions: i
 
     section(f"overall (n={questions})", {name: p["overall"] for name, p in policies.items()})
     for category, n in counts.items():
-        label = CATEGORY_NAMES.get(int(category), "other")
+        title = (
+            f"{category} {CATEGORY_NAMES.get(int(category), 'other')}"
+            if category.isdigit()
+            else category
+        )
         section(
-            f"{category} {label} (n={n})",
+            f"{title} (n={n})",
             {name: p["by_category"][category] for name, p in policies.items()},
         )
     table.add_row("[bold]recall latency (ms)[/bold]", *("" for _ in policies))

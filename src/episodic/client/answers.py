@@ -195,7 +195,16 @@ def _hit(raw: Mapping[str, Any]) -> Hit:
         cosine=raw["cosine"],
         via=raw["via"],
         details=details,
+        passage=_passage(raw.get("passage")),
     )
+
+
+def _passage(raw: Any) -> tuple[int, int] | None:
+    """A hit's matched passage: ``{"start", "stop"}``, or none (a server before passages
+    sends no such field)."""
+    if not isinstance(raw, Mapping):
+        return None
+    return int(raw["start"]), int(raw["stop"])
 
 
 def recall_result(raw: Mapping[str, Any]) -> RecallResult:

@@ -8,7 +8,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-MAX_TEXT_CHARS = 16_384
+from episodic.config import MAX_CONTENT_CHARS
+
+MAX_TEXT_CHARS = 16_384  # a query, a reason: what is asked or said about memories
 MAX_ID_CHARS = 256
 
 
@@ -23,6 +25,8 @@ def _utf8(value: str) -> str:
 Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(_utf8)]
 Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_utf8)]
 NonEmptyText = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS), AfterValidator(_utf8)]
+# What is remembered: a message's or a note's text, stored whole.
+Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(_utf8)]
 ScopeName = Literal["own", "crew_shared"]
 
 

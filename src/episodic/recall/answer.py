@@ -42,7 +42,9 @@ def recall_answer(result: RecallResult) -> dict[str, Any]:
             {
                 "id": h.id,
                 # Types and sources are caller-written strings too: escaped like content.
-                "content": escape_text(h.memory.content),
+                # A long memory: the passage that matched, with where it lies.
+                "content": escape_text(h.shown),
+                **({} if h.passage is None else {"passage": list(h.passage)}),
                 "type": escape_text(h.memory.type),
                 "age": relative_age(h.age_seconds),
                 "score": round(h.score, 4),

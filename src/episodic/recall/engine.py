@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import lru_cache
 
@@ -33,7 +34,14 @@ from episodic.scoring.blend import blend, confident_weight
 from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
 from episodic.scoring.decay import prominence, recency_weight, reinforcement_of
 from episodic.scoring.fusion import rrf
-from episodic.scoring.mmr import mmr, tokens
+from episodic.scoring.mmr import TokenSets, mmr
+from episodic.scoring.passages import (
+    PASSAGE_CHARS,
+    PassageWords,
+    passage_spans,
+    span_for_words,
+    words,
+)
 from episodic.scoring.prior import importance_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import possible_levels, scope_level, scope_multiplier
@@ -46,6 +54,10 @@ MODE_VECTOR = "vector"
 MODE_SPARSE_ONLY = "sparse-only"
 SECONDS_PER_DAY = 86_400.0
 TIME_LEG = "time"
+# The token sets MMR compares memories by, kept across recalls (seed 001's diversity).
+TOKEN_SETS = TokenSets()
+# Long memories' passages and their words, to show the one a query's words are in.
+PASSAGE_WORDS = PassageWords()
 # Windows longer than this ("before June", "in 2022") say too little to list candidates by;
 # they still re-rank through the time boost.
 MAX_TIME_LEG_SPAN = timedelta(days=62)
@@ -216,7 +228,7 @@ def run_recall(
     ranked = survivors
 
     if policy.diversity is Diversity.MMR:
-        token_sets = {i: tokens(memories[i].content) for i, _ in ranked}
+        token_sets = {i: TOKEN_SETS.get(i, memories[i].content) for i, _ in ranked}
         chosen, merged = mmr(ranked, token_sets, k, lam=policy.mmr_lambda)
         if trace is not None:
             trace.add_stage("diversity:mmr", chosen)
@@ -250,6 +262,7 @@ def run_recall(
     ]
     if policy.walk_depth > 0 and hits:
         hits += walk_similar(store, flt, hits, now, trace)
+    hits = shown_passages(hits, legs.get(Leg.DENSE.value, []), lexical)
     if mark and hits:
         store.mark_referenced(query.workspace_id, [h.id for h in hits], now)
         if review:
@@ -402,9 +415,32 @@ def _time_windows(
     return windows
 
 
+def shown_passages(hits: list[Hit], dense: Sequence[Candidate], lexical: str) -> list[Hit]:
+    """Each long memory's hit with the passage that matched: the dense leg's best passage
+    (its own vector reads its start), else the passage holding most of the query's
+    words. A memory short enough to show whole keeps none."""
+    matched = {c.memory_id: c.passage for c in dense}
+    wanted = words(lexical)
+    out: list[Hit] = []
+    for hit in hits:
+        content = hit.memory.content
+        if hit.passage is not None or len(content) <= PASSAGE_CHARS:
+            out.append(hit)
+            continue
+        if hit.id in matched:
+            span = matched[hit.id] or (0, passage_spans(content)[0].stop)
+        else:
+            found = span_for_words(content, wanted, PASSAGE_WORDS.get(hit.id, content))
+            span = (found.start, found.stop)
+        out.append(replace(hit, passage=span))
+    return out
+
+
 def _reranked(cands: Sequence[Candidate]) -> list[Candidate]:
     ordered = sorted(cands, key=lambda c: c.score, reverse=True)
-    return [Candidate(c.memory_id, c.score, rank) for rank, c in enumerate(ordered, start=1)]
+    return [
+        Candidate(c.memory_id, c.score, rank, c.passage) for rank, c in enumerate(ordered, start=1)
+    ]
 
 
 def _fuse(

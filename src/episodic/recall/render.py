@@ -102,8 +102,10 @@ def hit_line(hit: Hit) -> str:
     age = relative_age(hit.age_seconds)
     outdated = superseded_label(hit)
     stale = f" · {outdated}" if outdated else ""
-    head = f"- [{escape_text(m.type)}{label} · {age} · score {hit.score:.3f}{stale}]"
-    lines = [f"{head} {escape_text(m.content)}"]
+    # A long memory shows the passage that matched, and names the memory it is from.
+    source = f" · passage of {escape_text(m.id)}" if hit.passage is not None else ""
+    head = f"- [{escape_text(m.type)}{label} · {age} · score {hit.score:.3f}{stale}{source}]"
+    lines = [f"{head} {escape_text(hit.shown)}"]
     lines += [f"  > {detail_line(e)}" for e in hit.details]
     return "\n".join(lines)
 
@@ -201,7 +203,7 @@ def fit_memory_block(
 def memory_line(hit: Hit) -> str:
     outdated = superseded_label(hit)
     stale = f"; {outdated}" if outdated else ""
-    return f"- {escape_text(hit.memory.content)} ({relative_age(hit.age_seconds)}{stale})"
+    return f"- {escape_text(hit.shown)} ({relative_age(hit.age_seconds)}{stale})"
 
 
 def whole_first_line(block: str, hit: Hit, style: RenderStyle) -> bool:

@@ -8,6 +8,8 @@ so near-duplicates give way to the next distinct memory.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -21,10 +23,38 @@ def tokens(text: str) -> frozenset[str]:
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    """``|a & b| / |a | b|``; two empty sets are identical (1.0)."""
+    """``|a & b| / |a | b|``; two empty sets are identical (1.0). The union is counted,
+    not built: one pass over the smaller set instead of a copy of both."""
     if not a and not b:
         return 1.0
-    return len(a & b) / len(a | b)
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)
+
+
+class TokenSets:
+    """Each memory's token set, made once and kept for the next queries (the most recent
+    ``size``): MMR compares every candidate with every pick, and re-reading a long memory's
+    text on every query cost more than the rest of the recall. Keyed by the memory's id and
+    its text's hash, so an edited memory is read again; the text itself is not held."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._sets: OrderedDict[tuple[str, int], frozenset[str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, memory_id: str, text: str) -> frozenset[str]:
+        key = (memory_id, hash(text))
+        with self._lock:
+            found = self._sets.get(key)
+            if found is not None:
+                self._sets.move_to_end(key)
+                return found
+        made = tokens(text)
+        with self._lock:
+            self._sets[key] = made
+            if len(self._sets) > self._size:
+                self._sets.popitem(last=False)
+        return made
 
 
 @dataclass(frozen=True, slots=True)

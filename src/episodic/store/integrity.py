@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from episodic.scoring.passages import PASSAGE_CHARS
+
 OK = "ok"
 WARN = "warn"
 ERROR = "error"
@@ -166,6 +168,23 @@ _ORPHANS: tuple[tuple[str, tuple[tuple[str, str], ...], str], ...] = (
         ),
         FIX_REINDEX,
     ),
+    (
+        "orphans.passages",
+        (
+            (
+                "SELECT count(*) FROM memory_passages p "
+                "WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_id = p.memory_id)",
+                "passages of a memory that has no vector (they go with it)",
+            ),
+            (
+                "SELECT count(*) FROM memory_passages p JOIN memories m ON m.id = p.memory_id "
+                "WHERE p.workspace_id <> m.workspace_id OR p.start_char < 0 "
+                "OR p.stop_char <= p.start_char OR p.stop_char > length(m.content)",
+                "passages filed under another workspace or lying outside their memory's text",
+            ),
+        ),
+        FIX_REINDEX,
+    ),
 )
 
 # has_vector says which memories still need embedding; it must match the vector rows.
@@ -182,6 +201,12 @@ _FLAG_PROBLEMS: tuple[tuple[str, str], ...] = (
     ),
 )
 PENDING_SQL = "SELECT count(*) FROM memories WHERE has_vector = 0 AND status = 'active'"
+# A memory longer than one passage, indexed, with no passages: written before passages
+# were, or with an indexer that did not write them. Its vector reads only its start.
+UNREAD_SQL = (
+    "SELECT count(*) FROM memories m WHERE m.has_vector = 1 AND length(m.content) > {chars} "
+    "AND NOT EXISTS (SELECT 1 FROM memory_passages p WHERE p.memory_id = m.id)"
+)
 MODELS_SQL = "SELECT model, dim, count(*) FROM memory_vectors GROUP BY model, dim"
 
 
@@ -197,6 +222,18 @@ def portable_checks(count: Callable[[str], int]) -> list[IntegrityCheck]:
             [(count(sql), what) for sql, what in _FLAG_PROBLEMS],
             fix=FIX_REINDEX,
             clean="has_vector agrees with the stored vectors",
+        )
+    )
+    unread = count(UNREAD_SQL.format(chars=PASSAGE_CHARS))
+    checks.append(
+        IntegrityCheck(
+            "passages.missing",
+            WARN if unread else OK,
+            unread,
+            f"{unread} long memories are searched by their start only (no passages)"
+            if unread
+            else "every long memory with a vector has its passages",
+            FIX_REINDEX if unread else None,
         )
     )
     pending = count(PENDING_SQL)

@@ -794,6 +794,38 @@ def m015_learning_type_filter(conn: sqlite3.Connection) -> None:
     _run(conn, _M015_SQL)
 
 
+_M016_SQL = """
+CREATE TABLE memory_passages (
+  memory_id    TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+  n            INTEGER NOT NULL,
+  workspace_id TEXT NOT NULL,
+  start_char   INTEGER NOT NULL,
+  stop_char    INTEGER NOT NULL,
+  vector       BLOB NOT NULL,
+  PRIMARY KEY (memory_id, n)
+);
+
+CREATE INDEX memory_passages_workspace ON memory_passages (workspace_id);
+
+CREATE TRIGGER memory_passages_ad AFTER DELETE ON memory_passages BEGIN
+  INSERT INTO vector_generations (workspace_id, generation) VALUES (old.workspace_id, 1)
+    ON CONFLICT (workspace_id) DO UPDATE SET generation = generation + 1;
+END;
+
+CREATE TRIGGER memory_vectors_passages_ad AFTER DELETE ON memory_vectors BEGIN
+  DELETE FROM memory_passages WHERE memory_id = old.memory_id;
+END
+"""
+
+
+def m016_passages(conn: sqlite3.Connection) -> None:
+    """``memory_passages``: the vectors of a long memory's later passages (its own vector
+    reads only its first ~1,000 characters), with where each passage lies in its content.
+    They live and die with the memory's vector: deleting that deletes them, and deleting
+    any bumps the workspace's generation so the in-process index reloads."""
+    _run(conn, _M016_SQL)
+
+
 _STATUS_CHECK = "status IN ('active', 'retired', 'compacted')"
 _STATUS_CHECK_V10 = "status IN ('active', 'retired', 'compacted', 'superseded')"
 
@@ -814,6 +846,7 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (13, "ui_sessions", m013_ui_sessions),
     (14, "reverted_supersessions", m014_reverted_supersessions),
     (15, "learning_type_filter", m015_learning_type_filter),
+    (16, "passages", m016_passages),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -936,6 +969,16 @@ _PG_JOURNAL_TSV = (
 )
 
 _PG_EXTRAS: dict[int, tuple[str, ...]] = {
+    16: (
+        "ALTER TABLE memory_passages ALTER COLUMN vector TYPE vector USING NULL",
+        """CREATE FUNCTION episodic_passages_drop() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM memory_passages WHERE memory_id = OLD.memory_id;
+  RETURN OLD;
+END $$""",
+        "CREATE TRIGGER memory_vectors_passages AFTER DELETE ON memory_vectors "
+        "FOR EACH ROW EXECUTE FUNCTION episodic_passages_drop()",
+    ),
     11: (
         # Every recall updates the rows it returns (reference counts). With full pages
         # the new row version lands on another page and goes into all of the table's
@@ -1046,4 +1089,5 @@ _SQL_OF: dict[int, str] = {
     13: _M013_SQL,
     14: _M014_SQL,
     15: _M015_SQL,
+    16: _M016_SQL,
 }

@@ -98,6 +98,7 @@ TABLES: tuple[Table, ...] = (
     # Its trigger sets memories.has_vector, which the memories arrived with; left on, it
     # would rewrite every vectored memory row once more (4x slower on 50k vectors).
     Table("memory_vectors", ("seq",), identities=("seq",), paused_trigger="memory_vectors_flag"),
+    Table("memory_passages", ("memory_id", "n")),
     Table("memory_relations", ("src", "dst", "relation")),
     Table("memory_history", ("seq",), identities=("seq",)),
     Table("memory_compactions", ("memory_id",)),

@@ -70,6 +70,16 @@ class VectorStore(MemoryReader, Protocol):
         the store already holds vectors of another model or dimension. Returns rows written."""
         ...
 
+    def put_passages(
+        self, dim: int, rows: Sequence[tuple[str, Sequence[tuple[int, int, Vector]]]]
+    ) -> int:
+        """Replace the later passages of memories by id (``episodic.scoring.passages``):
+        each ``(start, stop, vector)`` the characters [start, stop) of the memory's content
+        and their vector, in order; an empty list drops a memory's passages. Written with
+        (just before) the memory's own vector; they go when it goes (deleted, re-embedded,
+        ``clear_vectors``). Ids with no memory are skipped. Returns passages written."""
+        ...
+
     def get_vectors(self, workspace_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
         """The stored vectors of those memories of the workspace (ids without one, or of
         another workspace, are left out)."""

@@ -29,6 +29,7 @@ from episodic.errors import (
 )
 from episodic.heap import HeapTrimmer
 from episodic.priority import HEAVY_NICE, lower_priority
+from episodic.scoring.passages import extra_spans
 from episodic.store.vectors import Vector, VectorStore
 from episodic.upkeep import relations
 
@@ -78,13 +79,22 @@ class Indexer:
     def sweep_once(self) -> SweepResult:
         """Embed up to one batch of pending memories. Never raises for embedder outages."""
         attempted = 0
+        passages: dict[str, list[tuple[int, int, Vector]]] = {}
 
         def embed(texts: list[str]) -> Vector:
             nonlocal attempted
             attempted = len(texts)
+            # A long memory's later passages are embedded in the same batch as the
+            # memories: one call to the model, and no memory stored without them.
+            spans = [(text, span) for text in texts for span in extra_spans(text)]
+            batch = texts + [text[s.start : s.stop] for text, s in spans]
             if self.nice <= 0:  # the default: no thread hop for nothing
-                return self.embedder.embed_batch(texts)
-            return self._model_thread().submit(self.embedder.embed_batch, texts).result()
+                vectors = self.embedder.embed_batch(batch)
+            else:
+                vectors = self._model_thread().submit(self.embedder.embed_batch, batch).result()
+            for i, (text, span) in enumerate(spans, start=len(texts)):
+                passages.setdefault(text, []).append((span.start, span.stop, vectors[i]))
+            return vectors[: len(texts)]
 
         try:
             done = self.store.index_pending(
@@ -97,8 +107,17 @@ class Indexer:
             # (episodic.service.embedder_state), not once per sweep while it stays down.
             log.info("embedding %d memories failed, retrying next sweep: %s", attempted, exc)
             return SweepResult(0, attempted, str(exc))
+        self._put_passages(
+            [(p.memory_id, passages[p.content]) for p, _ in done if p.content in passages]
+        )
         self._link([(p.memory_id, p.workspace_id, vector) for p, vector in done])
         return SweepResult(len(done), 0)
+
+    def _put_passages(self, rows: list[tuple[str, list[tuple[int, int, Vector]]]]) -> None:
+        """Store the passages of the long memories just indexed. (Those a memory had go
+        with its old vector, when its content changes.)"""
+        if rows:
+            self.store.put_passages(self.embedder.dim, rows)
 
     def drain(self) -> SweepResult:
         """Sweep until nothing is pending or a sweep fails (``index --once``, ``reindex``)."""
@@ -113,12 +132,18 @@ class Indexer:
         """Embed one memory now. Returns False (and logs) when the embedder failed; the
         sweeper will pick it up later."""
         memory = self.store.get_memory(workspace_id, memory_id)
+        spans = extra_spans(memory.content)
+        texts = [memory.content] + [memory.content[s.start : s.stop] for s in spans]
         try:
-            vector = self.embedder.embed_batch([memory.content])[0]
+            vectors = self.embedder.embed_batch(texts)
         except EmbedderError as exc:
             log.info("index_one(%s) failed, the sweeper will retry: %s", memory_id, exc)
             return False
+        vector = vectors[0]
         self.store.put_vectors(self.embedder.model_id, self.embedder.dim, [(memory_id, vector)])
+        passages = [(s.start, s.stop, vectors[i]) for i, s in enumerate(spans, start=1)]
+        if passages:
+            self._put_passages([(memory_id, passages)])
         self._link([(memory_id, workspace_id, vector)])
         return True
 

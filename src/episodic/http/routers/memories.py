@@ -14,7 +14,7 @@ from episodic.errors import InvalidInput
 from episodic.http.auth import Caller
 from episodic.http.deps import Mem, WriteAdmission, Writes
 from episodic.http.errors import ERRORS
-from episodic.http.models import ForgetOut, Id, NonEmptyText, ScopeName, Strict
+from episodic.http.models import Content, ForgetOut, Id, NonEmptyText, ScopeName, Strict
 from episodic.model import Memory
 from episodic.service import (
     MAX_PAGE,
@@ -31,11 +31,11 @@ router = APIRouter()
 
 
 class MemoryIn(Strict):
-    content: NonEmptyText
+    content: Content
     type: Id = "note"
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     source: Literal[SOURCES] | None = None  # type: ignore[valid-type]
-    evidence: NonEmptyText | None = None
+    evidence: Content | None = None
     agent: Id | None = None
     crew: Id | None = None
     resource: Id | None = None
@@ -83,7 +83,7 @@ class MemoryPatchIn(Strict):
     ``supersede``, ``content`` is not written over the memory: it becomes a new memory
     that supersedes this one."""
 
-    content: NonEmptyText | None = None
+    content: Content | None = None
     importance: Annotated[float, Field(ge=0.0, le=1.0, strict=True)] | None = None
     payload: dict[str, Any] | None = None
     supersede: StrictBool = Field(
@@ -93,7 +93,7 @@ class MemoryPatchIn(Strict):
 
 
 class SupersedeIn(Strict):
-    new: NonEmptyText = Field(description="the replacing memory's id, or the text of a new one")
+    new: Content = Field(description="the replacing memory's id, or the text of a new one")
     reason: NonEmptyText | None = None
 
 

@@ -11,7 +11,7 @@ from episodic.errors import InvalidInput
 from episodic.http.auth import Caller
 from episodic.http.deps import Mem, WriteAdmission
 from episodic.http.errors import ERRORS
-from episodic.http.models import Id, NonEmptyText, Strict
+from episodic.http.models import Content, Id, Strict
 from episodic.http.routers.events import ItemError, NotAdmittedOut
 
 MAX_BATCH_MESSAGES = 1000
@@ -27,10 +27,10 @@ class MessageIn(Strict):
     body's."""
 
     conversation: Id | None = Field(default=None, description="required for one message")
-    content: NonEmptyText | None = Field(
+    content: Content | None = Field(
         default=None, description="what was said (required for one message)"
     )
-    text: NonEmptyText | None = Field(
+    text: Content | None = Field(
         default=None,
         # Marked deprecated in the schema only: pydantic's own flag would warn on every
         # read of the field inside the server, not to the caller who sent it.

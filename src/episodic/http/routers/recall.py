@@ -75,11 +75,21 @@ class DetailOut(BaseModel):
     content: str
 
 
+class PassageOut(BaseModel):
+    start: int
+    stop: int
+    text: str
+
+
 class HitOut(BaseModel):
     id: str
     score: float
     cosine: float | None
     content: str
+    passage: PassageOut | None = Field(
+        default=None,
+        description="a long memory: the passage that matched, content[start:stop]",
+    )
     type: str
     severity: str
     workspace: str

@@ -33,6 +33,7 @@ import psycopg
 from episodic.errors import ModelMismatch, StoreError
 from episodic.model import Candidate, ScopeFilter, utcnow
 from episodic.store.dense import unit_vector
+from episodic.store.passages import PASSAGE_DEPTH, PassageRow, merge_dense
 from episodic.store.postgres.connection import Conn, _has_nul
 from episodic.store.postgres.pgvector import (
     MAX_SCAN_TUPLES,
@@ -107,10 +108,28 @@ class SearchMixin(PgvectorMixin):
             if _is_dimension_error(exc):
                 raise self._mismatch("the query's embedder", int(q.size)) from exc
             raise
-        return [
+        found = [
             Candidate(memory_id=memory_id, score=float(score), rank=rank)
             for rank, (memory_id, score, _seq) in enumerate(rows, start=1)
         ]
+        passages = self._search_passages(where, params, flt.workspace_id, unit, limit)
+        return merge_dense(found, passages, limit) if passages else found
+
+    def _search_passages(
+        self, where: str, params: Sequence[Any], workspace_id: str, unit: Vector, limit: int
+    ) -> list[PassageRow]:
+        """The passages of long memories the filter sees closest to ``unit``: an exact
+        scan of the workspace's passages (few: only long memories have any)."""
+        with self._read(search=True) as conn:
+            rows = self._fetch(
+                conn,
+                "SELECT p.memory_id, 0 - (p.vector <#> %s) AS score, p.start_char, p.stop_char "
+                "FROM memory_passages p JOIN memories m ON m.id = p.memory_id "
+                f"WHERE p.workspace_id = %s AND {where} "
+                "ORDER BY p.vector <#> %s, p.memory_id, p.n LIMIT %s",
+                [unit, workspace_id, *params, unit, limit * PASSAGE_DEPTH],
+            )
+        return [(str(m), float(s), int(a), int(b)) for m, s, a, b in rows]
 
     def search_dense_many(
         self,

@@ -171,6 +171,33 @@ class VectorsMixin(PgvectorMixin):
         self._exec(conn, f"ALTER TABLE memory_vectors ALTER COLUMN vector TYPE vector({dim:d})")
         self.build_index(conn, dim)
 
+    def put_passages(
+        self, dim: int, rows: Sequence[tuple[str, Sequence[tuple[int, int, Vector]]]]
+    ) -> int:
+        """Replace the passages of memories by id (see ``VectorStore.put_passages``)."""
+        if dim <= 0:
+            raise InvalidInput("dim", f"must be positive, got {dim}")
+        ids = sorted({memory_id for memory_id, _ in rows})
+        if not ids:
+            return 0
+        params = [
+            (n, start, stop, unit_vector(vector, dim), memory_id)
+            for memory_id, spans in sorted(rows, key=lambda r: r[0])
+            for n, (start, stop, vector) in enumerate(spans, start=1)
+        ]
+        with self._write() as conn:
+            self._exec(conn, "DELETE FROM memory_passages WHERE memory_id = ANY(%s)", (ids,))
+            if not params:
+                return 0
+            return self._executemany(
+                conn,
+                "INSERT INTO memory_passages "
+                "(memory_id, n, workspace_id, start_char, stop_char, vector) "
+                "SELECT id, %s, workspace_id, %s, %s, %s FROM memories WHERE id = %s "
+                "FOR KEY SHARE",
+                params,
+            )
+
     def clear_vectors(self) -> int:
         with self._write() as conn:
             self._exec(conn, "SELECT pg_advisory_xact_lock(%s)", (_VECTORS_LOCK,))
@@ -180,6 +207,7 @@ class VectorsMixin(PgvectorMixin):
             # TRUNCATE fires no row trigger: has_vector is reset in one statement instead
             # of one trigger update per vector.
             self._exec(conn, "TRUNCATE memory_vectors")
+            self._exec(conn, "TRUNCATE memory_passages")
             self._exec(conn, "UPDATE memories SET has_vector = 0 WHERE has_vector = 1")
             self._exec(conn, "DROP INDEX IF EXISTS memory_vectors_hnsw")
             self._exec(conn, "ALTER TABLE memory_vectors ALTER COLUMN vector TYPE vector")

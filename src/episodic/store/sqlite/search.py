@@ -21,6 +21,13 @@ from datetime import datetime
 
 from episodic.model import Candidate, ScopeFilter, utcnow
 from episodic.store.dense import DenseIndex, DenseRows
+from episodic.store.passages import (
+    PASSAGE_DEPTH,
+    PASSAGE_SEP,
+    PassageIndex,
+    merge_dense,
+    passage_key,
+)
 from episodic.store.rows import parse_ts, review_row, ts_text, unique
 from episodic.store.sql import REVIEW_INSERT_COLUMNS, live_where, normalise_scope, scope_where
 from episodic.store.sqlite.connection import IN_CHUNK, SqliteBase, placeholders
@@ -35,7 +42,57 @@ class SearchMixin(SqliteBase):
         if limit <= 0:
             return []
         index = self._fresh_index(flt.workspace_id)
-        return index.search(flt, scope, query, limit)
+        found = index.search(flt, scope, query, limit)
+        passages = self._fresh_passages(flt.workspace_id)
+        if not len(passages):
+            return found
+        rows = passages.found(passages.search(flt, scope, query, limit * PASSAGE_DEPTH))
+        return merge_dense(found, rows, limit)
+
+    def _fresh_passages(self, workspace_id: str) -> PassageIndex:
+        """The workspace's passage index, brought up to date like ``_fresh_index`` (which
+        must run first: it moves the epoch). Passages are only added, or deleted with a
+        bump of the workspace's generation, so new rows load incrementally."""
+        key = f"{workspace_id}{PASSAGE_SEP}passages"
+        with self._read(search=True), self._dense_lock:
+            index = self._dense.get(key)
+            if isinstance(index, PassageIndex) and index.epoch == self._epoch:
+                return index
+            generation, max_seq = self._execute(
+                "SELECT (SELECT generation FROM vector_generations WHERE workspace_id = ?), "
+                "(SELECT max(rowid) FROM memory_passages WHERE workspace_id = ?)",
+                (workspace_id, workspace_id),
+            ).fetchone()
+            generation, max_seq = int(generation or 0), int(max_seq or 0)
+            if (
+                not isinstance(index, PassageIndex)
+                or index.generation != generation
+                or max_seq < index.max_seq
+            ):
+                index = PassageIndex()
+                self._load_passages(index, workspace_id, after=0)
+            elif max_seq > index.max_seq:
+                self._load_passages(index, workspace_id, after=index.max_seq)
+            index.generation, index.max_seq, index.epoch = generation, max_seq, self._epoch
+            self._dense[key] = index
+            return index
+
+    def _load_passages(self, index: PassageIndex, workspace_id: str, *, after: int) -> None:
+        records = self._execute(
+            "SELECT p.memory_id, p.n, p.start_char, p.stop_char, p.vector, v.model, "
+            "m.agent_id, m.crew_id, m.resource_id, m.conversation_id, m.base_importance, "
+            "m.status, m.type "
+            "FROM memory_passages p JOIN memory_vectors v ON v.memory_id = p.memory_id "
+            "JOIN memories m ON m.id = p.memory_id "
+            "WHERE p.workspace_id = ? AND m.workspace_id = ? AND p.rowid > ? ORDER BY p.rowid",
+            (workspace_id, workspace_id, after),
+        ).fetchall()
+        rows = []
+        for memory_id, n, start, stop, *rest in records:
+            key = passage_key(memory_id, n)
+            index.spans[key] = (memory_id, int(start), int(stop))
+            rows.append((key, *rest))
+        index.upsert(DenseRows.from_records(rows))
 
     def _fresh_index(self, workspace_id: str) -> DenseIndex:
         """The workspace's dense index, brought up to date with every committed write.

@@ -79,6 +79,36 @@ class VectorsMixin(SqliteBase):
             ).rowcount
         return int(written)
 
+    def put_passages(
+        self, dim: int, rows: Sequence[tuple[str, Sequence[tuple[int, int, Vector]]]]
+    ) -> int:
+        """Replace the passages of memories by id: each ``(start, stop, vector)`` the
+        characters [start, stop) of its content and their vector (normalised here). Ids
+        with no memory are skipped. Returns passages written."""
+        if dim <= 0:
+            raise InvalidInput("dim", f"must be positive, got {dim}")
+        params = [
+            (n, start, stop, unit_vector(vector, dim).astype(LE_FLOAT32).tobytes(), memory_id)
+            for memory_id, spans in rows
+            for n, (start, stop, vector) in enumerate(spans, start=1)
+        ]
+        ids = unique([memory_id for memory_id, _ in rows])
+        if not ids:
+            return 0
+        with self._write():
+            for chunk in chunks(ids):
+                self._execute(
+                    f"DELETE FROM memory_passages WHERE memory_id IN ({placeholders(len(chunk))})",
+                    tuple(chunk),
+                )
+            written = self._executemany(
+                "INSERT INTO memory_passages "
+                "(memory_id, n, workspace_id, start_char, stop_char, vector) "
+                "SELECT id, ?, workspace_id, ?, ?, ? FROM memories WHERE id = ?",
+                [(n, start, stop, blob, memory_id) for n, start, stop, blob, memory_id in params],
+            ).rowcount
+        return int(written)
+
     def clear_vectors(self) -> int:
         with self._write():
             dropped = self._execute("DELETE FROM memory_vectors").rowcount

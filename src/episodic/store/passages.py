@@ -1,0 +1,63 @@
+"""What both backends share about passages: a long memory's later passages are searched
+beside memories' own vectors, and a memory scores by its best one.
+
+A passage row is ``(memory_id, cosine, start, stop)``; ``merge_dense`` folds them into
+the dense leg's candidates, each memory once, at its best cosine, with the passage that
+gave it (None when its own vector, which reads its start, did best).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from episodic.model import Candidate
+from episodic.store.dense import DenseIndex
+
+# Joins a memory id and a passage number into one row name of the passage index.
+PASSAGE_SEP = "\x1f"
+# A passage search looks this many times deeper than the leg's limit: one long memory's
+# passages can fill several of the top places before they are folded into one.
+PASSAGE_DEPTH = 3
+
+PassageRow = tuple[str, float, int, int]
+
+
+def merge_dense(
+    memories: Sequence[Candidate], passages: Iterable[PassageRow], limit: int
+) -> list[Candidate]:
+    """The dense leg's candidates with the passages' folded in: best cosine per memory,
+    ranked best first (ties by the order found), at most ``limit``."""
+    best: dict[str, tuple[float, tuple[int, int] | None]] = {
+        c.memory_id: (c.score, c.passage) for c in memories
+    }
+    for memory_id, score, start, stop in passages:
+        held = best.get(memory_id)
+        if held is None or score > held[0]:
+            best[memory_id] = (score, (start, stop))
+    ordered = sorted(best.items(), key=lambda item: item[1][0], reverse=True)[:limit]
+    return [
+        Candidate(memory_id, score, rank, passage)
+        for rank, (memory_id, (score, passage)) in enumerate(ordered, start=1)
+    ]
+
+
+class PassageIndex(DenseIndex):
+    """The in-process index of a workspace's passages (SQLite): rows named
+    ``"<memory id>\\x1f<n>"``, with where each lies in its memory's content."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spans: dict[str, tuple[str, int, int]] = {}
+
+    def found(self, candidates: Sequence[Candidate]) -> list[PassageRow]:
+        """The passages a search of this index found, as ``PassageRow``s."""
+        rows: list[PassageRow] = []
+        for c in candidates:
+            held = self.spans.get(c.memory_id)
+            if held is not None:
+                rows.append((held[0], c.score, held[1], held[2]))
+        return rows
+
+
+def passage_key(memory_id: str, n: int) -> str:
+    return f"{memory_id}{PASSAGE_SEP}{n}"

@@ -1,0 +1,144 @@
+"""A long memory is found by the passage that says what was asked, and shown by it: through
+``Episodic.recall`` and ``render``, the MCP answer, HTTP and the ``Client``, on both
+backends; a reindex and an edit keep its passages in step."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from episodic import Episodic, Settings
+from episodic.client import Client
+from episodic.embed.fake import FakeEmbedder
+from episodic.http import asgi
+from episodic.model import ScopeFilter
+from episodic.recall.answer import recall_answer
+from episodic.scoring.passages import (
+    PASSAGE_CHARS,
+    PASSAGE_OVERLAP,
+    extra_spans,
+    passage_spans,
+    span_for_words,
+    words,
+)
+from episodic.store import open_store
+from servers import serve
+
+TS = datetime(2025, 3, 1, tzinfo=UTC).isoformat()
+FILLER = "We compared the deployment checklist against the runbook line by line. "
+NEEDLE = "The flamingo migration needs the zeppelin quota raised before Friday."
+# An assistant's long answer: the one sentence about the migration is deep inside it,
+# far past what a memory's own vector reads.
+LONG = FILLER * 60 + NEEDLE + " " + FILLER * 30
+QUESTION = "flamingo migration zeppelin quota"
+
+
+def test_spans_cover_the_text_with_overlap_and_end_on_words() -> None:
+    assert passage_spans("short") == [passage_spans("short")[0]]
+    spans = passage_spans(LONG)
+    assert spans[0].start == 0 and spans[-1].stop == len(LONG)
+    for before, after in itertools.pairwise(spans):
+        assert after.start < before.stop  # overlapping: nothing falls between two
+        assert before.stop - after.start <= PASSAGE_OVERLAP + 120
+        assert LONG[before.stop - 1] == " "  # cut after a space, not inside a word
+    assert all(s.stop - s.start <= PASSAGE_CHARS for s in spans)
+    assert extra_spans(LONG) == spans[1:] and extra_spans("x" * PASSAGE_CHARS) == []
+
+
+def test_span_for_words_picks_the_passage_with_the_words() -> None:
+    span = span_for_words(LONG, words(QUESTION))
+    assert NEEDLE in LONG[span.start : span.stop]
+    assert span_for_words(LONG, frozenset()).start == 0
+
+
+@pytest.fixture
+def mem(db_url: str) -> Iterator[Episodic]:
+    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=256), settings=Settings())
+    m.ingest(
+        [
+            {
+                "id": "long",
+                "workspace": "w",
+                "type": "note",
+                "refs": {"episodic": True},
+                "summary": LONG,
+                "ts": TS,
+            },
+            {
+                "id": "other",
+                "workspace": "w",
+                "type": "note",
+                "refs": {"episodic": True},
+                "summary": "The checklist review is done for the sprint.",
+                "ts": TS,
+            },
+        ]
+    )
+    assert m.index_once().embedded == 2
+    yield m
+    m.close()
+
+
+def _needle_span(start: int, stop: int) -> bool:
+    return NEEDLE in LONG[start:stop]
+
+
+def test_the_dense_leg_finds_a_long_memory_by_its_passage(mem: Episodic) -> None:
+    (hit, *_) = mem.recall(QUESTION, workspace="w", policy="dense", mark=False).hits
+    assert hit.id == "long" and hit.passage is not None
+    assert _needle_span(*hit.passage)
+    assert hit.shown.startswith("…") and NEEDLE in hit.shown and len(hit.shown) < 1100
+    assert hit.to_json()["passage"]["text"] == LONG[hit.passage[0] : hit.passage[1]]
+
+
+def test_default_recall_render_and_mcp_show_the_passage(mem: Episodic) -> None:
+    result = mem.recall(QUESTION, workspace="w", mark=False)
+    assert result.hits[0].id == "long" and _needle_span(*(result.hits[0].passage or (0, 0)))
+    block = mem.render(QUESTION, workspace="w")
+    assert NEEDLE in block and "passage of long" in block
+    assert FILLER * 20 not in block  # not the whole memory
+    answer = recall_answer(result)["memories"][0]
+    assert NEEDLE in answer["content"] and len(answer["content"]) < 1100
+    assert _needle_span(*answer["passage"])
+
+
+def test_a_sparse_only_hit_shows_the_passage_with_the_words(db_url: str) -> None:
+    m = Episodic(store=open_store(db_url), embedder=None, settings=Settings(embedder="none"))
+    m.ingest(
+        [
+            {
+                "id": "long",
+                "workspace": "w",
+                "type": "note",
+                "refs": {"episodic": True},
+                "summary": LONG,
+                "ts": TS,
+            }
+        ]
+    )
+    (hit,) = m.recall(QUESTION, workspace="w", mark=False).hits
+    assert hit.passage is not None and _needle_span(*hit.passage)
+    m.close()
+
+
+def test_reindex_and_an_edit_keep_the_passages_in_step(mem: Episodic) -> None:
+    mem.reindex()
+    (hit, *_) = mem.recall(QUESTION, workspace="w", policy="dense", mark=False).hits
+    assert hit.id == "long" and _needle_span(*(hit.passage or (0, 0)))
+    mem.update("long", workspace="w", content=FILLER * 40)
+    mem.index_once()
+    found = mem.recall(QUESTION, workspace="w", policy="dense", mark=False).hits
+    assert all(h.passage is None or h.passage[1] <= len(FILLER * 40) for h in found)
+    (stored,) = mem.memories(ScopeFilter("w"), ["long"])
+    assert stored.content == FILLER * 40
+
+
+def test_http_and_the_client_carry_the_passage(mem: Episodic) -> None:
+    key = mem.create_key("w", role="admin")[1]
+    with serve(asgi(mem)) as url, Client(url, key) as client:
+        (hit, *_) = client.recall(QUESTION, policy="dense").hits
+        assert hit.id == "long" and hit.passage is not None and _needle_span(*hit.passage)
+        assert NEEDLE in hit.shown
