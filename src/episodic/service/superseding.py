@@ -34,6 +34,7 @@ from episodic.write.supersession import (
     OFFLINE_MAX_CHARS,
     Claim,
     Decision,
+    blocked,
     decide_offline,
     decide_with_llm,
 )
@@ -177,9 +178,9 @@ class Superseding:
         replaced = self._correction(memory)
         candidates = self._candidates(memory)
         if not candidates:
-            return 0
-        new = Claim(memory.id, memory.content, memory.valid_since)
-        claims = [Claim(c.id, c.content, c.valid_since) for c in candidates]
+            return replaced
+        new = _claim(memory)
+        claims = [_claim(c) for c in candidates]
         llm = self.ctx.models.llm
         decisions: dict[str, Decision]
         if llm is not None:
@@ -189,6 +190,10 @@ class Superseding:
         for claim in claims:
             decision = decisions[claim.id]
             if decision.kind != "supersedes":
+                continue
+            why_not = blocked(new, claim)  # a model's answer is held to the guards too
+            if why_not is not None:
+                log.info("not superseding %s by %s: %s", claim.id, memory.id, why_not)
                 continue
             try:
                 done = self.ctx.store.supersede(
@@ -260,6 +265,8 @@ class Superseding:
             content_words(memory.content)
         ):
             return 0
+        if blocked(_claim(memory), _claim(previous)) is not None:
+            return 0
         done = self.ctx.store.supersede(
             memory.workspace,
             previous.id,
@@ -291,17 +298,23 @@ class Superseding:
                     c.memory_id for c in store.search_dense(flt, vectors[memory.id], CANDIDATE_POOL)
                 ]
         wanted = [i for i in dict.fromkeys(found) if i != memory.id]
+        new = _claim(memory)
         return [
             m
             for m in store.get_memories(memory.workspace, wanted)
-            if _same_slot_owner(m, memory)
-            and m.type != EPISODE_TYPE
+            if m.type != EPISODE_TYPE
             and m.status is MemoryStatus.ACTIVE
-            and m.valid_since <= memory.valid_since
+            and blocked(new, _claim(m)) is None
         ][:MAX_CANDIDATES]
 
 
-def _same_slot_owner(old: Memory, new: Memory) -> bool:
+def _claim(memory: Memory) -> Claim:
     # Search narrows only by the ids the new memory has: a memory of no agent must not
-    # replace one agent's own.
-    return (old.agent, old.crew, old.resource) == (new.agent, new.crew, new.resource)
+    # replace one agent's own, so the owner is compared in full (``blocked``).
+    return Claim(
+        memory.id,
+        memory.content,
+        memory.valid_since,
+        owner=(memory.agent, memory.crew, memory.resource),
+        sources=tuple(memory.source_event_ids),
+    )
