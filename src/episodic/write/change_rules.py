@@ -10,20 +10,22 @@ A sentence of the new text signals a change in one of three ways:
 - it names the old value B as replaced: "A instead of B", "A rather than B", "switched
   (changed, moved, migrated ...) from B to A", "replace B with A", "B was replaced by A",
   "renamed B to A", "not B but A", "A, not B". The old text must name B, outside a
-  negation, and share a content word with the sentence besides A and B (its subject);
+  negation, and be about the same subject: besides A and B, the two share a content word
+  and one says nothing the other does not;
 - it says the old state is over: "no longer ...", "not ... anymore". What it says is over
   must hold a name or a number and be all in one sentence of the old text;
 - it states a new state from a point on: "from now on", "going forward", "henceforth",
   "starting today", or a bare "instead" closing an instruction. Then either every content
   word of the sentence but its values is in one old sentence (the same subject), the
   sentence has a value A the old text lacks and the old sentence a value B the new text
-  lacks; or, with "instead", the new text names an old value B in another sentence ("Falcon
+  lacks (a one-word subject must be all the old sentence says besides its values); or,
+  with "instead", the new text names an old value B in another sentence ("Falcon
   Express broke two vases. From now on ship with Heron Logistics instead.") and the old
-  sentence with B shares a content word with the change.
+  sentence with B is about the same subject.
 
-A value is a name (capitalised words inside a sentence, or two or more opening it), a
-number or a code (a word with a digit, "@", "#", "/" or ":"); nothing about what kind of
-value it is.
+A value is a name (capitalised words inside a sentence, or two or more opening it; a
+capital letter inside one, as in "card B"), a number or a code (a word with a digit, "@",
+"#", "/", ":" or an inner dot); nothing about what kind of value it is.
 
 Never a change: a question, a hypothetical or plan ("if we switch to B", "should we move
 to B"), a temporary stay ("for this week use B", "for now"), an addition ("also B"), being
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from episodic.write.text import STOP_WORDS, TOKEN, split_sentences
+from episodic.write.text import STOP_WORDS, split_sentences
 
 Kind = Literal["supersedes", "duplicate", "unrelated"]
 
@@ -58,6 +60,7 @@ RULE_FAMILY: dict[str, str] = {
     "from-now-on": "from-now-on",
     "instead": "from-now-on",
     "same-text": "duplicate",
+    "same-statement": "duplicate",
     "no-change-signal": "unrelated",
     "reason-or-outcome": "unrelated",
     "different-subject": "unrelated",
@@ -140,7 +143,10 @@ def reason_over_instruction(new: str, old: str) -> bool:
 # -- words and values -----------------------------------------------------------------------
 # "Dana: ...", "helper: Noted: ...": who speaks and a lead label are not the statement.
 _LABEL = re.compile(r"^\s*(?:[\w][\w .'-]{0,30}:\s+){1,2}")
-_CODE = re.compile(r"[\d@#/:]")
+# A word with a digit, "@", "#", "/", ":" or an inner dot: a number, a handle, an address,
+# a host, a version or a file name.
+_CODE = re.compile(r"[\d@#/:]|\w\.\w")
+_WORD = re.compile(r"[#@]?\w+(?:['’.\-/@:]\w+)*")
 
 
 def _unlabelled(sentence: str) -> str:
@@ -169,7 +175,7 @@ class _Sentence:
 @lru_cache(maxsize=4096)
 def read_sentence(sentence: str) -> _Sentence:
     text = _unlabelled(sentence)
-    tokens = [(m.group(), m.start()) for m in TOKEN.finditer(text)]
+    tokens = [(m.group(), m.start()) for m in _WORD.finditer(text)]
     words: list[str] = []
     values: set[str] = set()
     run: list[str] = []
@@ -188,7 +194,9 @@ def read_sentence(sentence: str) -> _Sentence:
             values.add(key)
             words.append(key)
             continue
-        if raw[0].isupper() and raw != "I" and key not in STOP_WORDS:
+        # "card A", "plan B": a capital letter inside a sentence names one thing.
+        letter = len(raw) == 1 and n > 0
+        if raw[0].isupper() and raw != "I" and (key not in STOP_WORDS or letter):
             if not run:
                 run_opens = n == 0
             run.append(raw)
@@ -213,7 +221,7 @@ def _frame(sentence: _Sentence) -> set[str]:
 
 def _has(text_words: Sequence[str], phrase: str) -> bool:
     """Whether the words of ``phrase`` appear in order, side by side, in ``text_words``."""
-    needle = [m.group().casefold() for m in TOKEN.finditer(phrase)]
+    needle = _tokens(phrase)
     hay = list(text_words)
     return bool(needle) and any(
         hay[i : i + len(needle)] == needle for i in range(len(hay) - len(needle) + 1)
@@ -221,7 +229,7 @@ def _has(text_words: Sequence[str], phrase: str) -> bool:
 
 
 def _tokens(text: str) -> list[str]:
-    return [m.group().casefold() for m in TOKEN.finditer(text)]
+    return [m.group().casefold() for m in _WORD.finditer(text)]
 
 
 # -- signals --------------------------------------------------------------------------------
@@ -237,7 +245,10 @@ def _named(rule: str, pattern: str) -> tuple[str, re.Pattern[str]]:
     return rule, re.compile(pattern, re.IGNORECASE)
 
 
-_CHANGE_VERBS = r"(?:switch(?:ed|ing|es)?|chang(?:e|ed|ing)|mov(?:e|ed|ing)|migrat(?:e|ed|ing)|went|shift(?:ed)?|transition(?:ed)?)"
+_CHANGE_VERBS = (
+    r"(?:switch(?:ed|ing|es)?|chang(?:e|ed|ing)|mov(?:e|ed|ing)|migrat(?:e|ed|ing)|went|"
+    r"shift(?:ed)?|transition(?:ed)?)"
+)
 # Patterns that name the old value B and the new value A; the first match wins.
 _REPLACEMENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     _named(
@@ -281,15 +292,11 @@ _FORWARD = re.compile(
 )
 # A bare "instead" (not "instead of"): the instruction replaces what was said before.
 _INSTEAD = re.compile(r"\binstead\b(?!\s+of\b)", re.IGNORECASE)
-_MARKER_WORDS = frozenset(
-    "now henceforth forward onwards instead longer anymore new today".split()
-)
-_CHANGE_STEMS = frozenset(
-    stem(w)
-    for w in "switch switched change changed move moved migrate migrated replace replaced "
-    "renamed rename went shift shifted transition transitioned rather going moving starting "
-    "effective".split()
-)
+_MARKERS = "now henceforth forward onwards instead longer anymore new today"
+_MARKER_WORDS = frozenset(_MARKERS.split())
+_CHANGE_WORDS = """switch switched change changed move moved migrate migrated replace replaced
+renamed rename went shift shifted transition transitioned rather going moving starting effective"""
+_CHANGE_STEMS = frozenset(stem(w) for w in _CHANGE_WORDS.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,8 +316,7 @@ def _signals(sentence: str) -> list[_Signal]:
             if not taken_back:
                 found.append(_Signal(rule, sentence, m.group("b"), m.group("a")))
     for rule, pattern in _REVERSALS:
-        m = pattern.search(sentence)
-        if m:
+        if pattern.search(sentence):
             found.append(_Signal(rule, sentence, over=sentence))
     forward = _FORWARD.search(sentence)
     if forward and not _NEGATION.search(sentence[: forward.start()]):
@@ -342,8 +348,9 @@ def _check_named(signal: _Signal, old: str, new_text: str) -> Verdict | None:
             continue
         if reason_over_instruction(signal.sentence, sentence):
             return _reason_verdict()
-        shared = (set(read_sentence(sentence).words) - b_keys) & context
-        if not shared and signal.rule != "renamed":
+        if signal.rule != "renamed" and not _same_subject(
+            context, set(read_sentence(sentence).words) - b_keys
+        ):
             continue
         return Verdict(
             "supersedes",
@@ -382,7 +389,10 @@ def _check_forward(signal: _Signal, old: str, new_text: str) -> Verdict | None:
         fresh = said.values - older.values
         stale = older.values - said.values
         verdict: Verdict | None = None
-        if len(frame) >= 2 and frame <= set(older.words) and fresh and stale:
+        same_frame = (len(frame) >= 2 and frame <= set(older.words)) or (
+            bool(frame) and frame == _frame(older)
+        )
+        if same_frame and fresh and stale:
             verdict = Verdict(
                 "supersedes",
                 signal.rule,
@@ -391,7 +401,7 @@ def _check_forward(signal: _Signal, old: str, new_text: str) -> Verdict | None:
             )
         elif signal.rule == "instead" or _INSTEAD.search(signal.sentence):
             named = (older.values & elsewhere) - said.values
-            if named and fresh and frame & (set(older.words) - _value_stems(older.values)):
+            if named and fresh and _same_subject(frame, _frame(older)):
                 verdict = Verdict(
                     "supersedes",
                     "instead",
@@ -404,6 +414,14 @@ def _check_forward(signal: _Signal, old: str, new_text: str) -> Verdict | None:
             return _reason_verdict()
         return verdict
     return None
+
+
+def _same_subject(change: set[str], old: set[str]) -> bool:
+    """Whether a change's words (its values and change verbs aside) and an old sentence's
+    are about one subject: they share a word, and one says nothing the other does not
+    ("ship my parcels with Heron" and "Falcon Express for all your parcels" do; "Postgres
+    for the analytics service" and "the billing service runs on MySQL" do not)."""
+    return bool(change & old) and (change <= old or old <= change)
 
 
 def _reason_verdict() -> Verdict:
@@ -421,6 +439,12 @@ def _first(values: frozenset[str] | set[str]) -> str:
 
 def _shown(value: str) -> str:
     return value.strip(" \t.,;:!")
+
+
+def _said(text: str) -> frozenset[str]:
+    return frozenset(
+        w for s in split_sentences(text) for w in read_sentence(s).words if w not in _CHANGE_STEMS
+    )
 
 
 def normalised(text: str) -> str:
@@ -465,6 +489,8 @@ def decide(new: str, old: str) -> Verdict:
             verdict = _check_forward(signal, old, new)
         if verdict is not None:
             return verdict
+    if _said(new) == _said(old):
+        return Verdict("duplicate", "same-statement", "the same words, a change marker aside")
     if read.skipped and not read.signals:
         return Verdict("unrelated", "no-change-signal", f"the new text is {read.skipped}")
     if not read.signals:
