@@ -199,6 +199,11 @@ def _print_bench(report: dict[str, Any], counts: dict[str, int]) -> None:
         f"questions, embedder {report['embedder']}"
     )
     _print_table(_policy_table(report["policies"], counts, report["questions"]))
+    by = ", ".join(f"{n} {who}" for who, n in report["superseded_by"].items())
+    out.print(
+        f"{report['superseded']} memories superseded on ingest"
+        + (f" ({by}); LoCoMo states no change, so each is a false supersession" if by else "")
+    )
 
 
 def _policy_table(policies: dict[str, Any], counts: dict[str, int], questions: int) -> Table:
