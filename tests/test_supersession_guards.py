@@ -59,7 +59,8 @@ def test_the_plain_change_supersedes() -> None:
         ("Can you ship my parcels with Heron Logistics instead of Falcon Express?", "question"),
         ("Do you ship my parcels with Heron Logistics instead of Falcon Express", "question"),
         (
-            "I'm getting used to shipping my parcels with Heron Logistics instead of Falcon Express.",
+            "I'm getting used to shipping my parcels with Heron Logistics instead of "
+            "Falcon Express.",
             "used",
         ),
     ],

@@ -161,6 +161,9 @@ class Hit:
     # The messages an episode was made from, when the recall's detail level shows them
     # (seed 003: the top-ranked key moments come with their details).
     details: tuple[Event, ...] = ()
+    # A newer near-duplicate recalled with it (newest first among near-duplicates): this
+    # one is the earlier statement of the same subject.
+    newer: str | None = None
 
     @property
     def id(self) -> str:
@@ -189,6 +192,7 @@ class Hit:
             "payload": dict(m.payload),
             "ts": m.ts.isoformat(),
             "age_seconds": round(self.age_seconds, 3),
+            "newer": self.newer,
             # Extracted entries say where they come from and quote their evidence.
             "source": _text_or_none(m.payload.get("source")),
             "evidence": _text_or_none(m.payload.get("evidence")),

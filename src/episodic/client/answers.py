@@ -175,6 +175,7 @@ def _hit(raw: Mapping[str, Any]) -> Hit:
         cosine=raw["cosine"],
         via=raw["via"],
         details=details,
+        newer=raw.get("newer"),
     )
 
 

@@ -96,7 +96,7 @@ def hit_line(hit: Hit) -> str:
     m = hit.memory
     label = f" · {hit.moment}" if hit.moment else ""
     age = relative_age(hit.age_seconds)
-    outdated = superseded_label(hit)
+    outdated = superseded_label(hit) or earlier_label(hit)
     stale = f" · {outdated}" if outdated else ""
     head = f"- [{escape_text(m.type)}{label} · {age} · score {hit.score:.3f}{stale}]"
     lines = [f"{head} {escape_text(m.content)}"]
@@ -172,7 +172,7 @@ def fit_memory_block(
 
 
 def memory_line(hit: Hit) -> str:
-    outdated = superseded_label(hit)
+    outdated = superseded_label(hit) or earlier_label(hit)
     stale = f"; {outdated}" if outdated else ""
     return f"- {escape_text(hit.memory.content)} ({relative_age(hit.age_seconds)}{stale})"
 
@@ -186,6 +186,12 @@ def superseded_label(hit: Hit) -> str:
         return ""
     by = f" by {escape_text(m.superseded_by)}" if m.superseded_by else ""
     return f"superseded {m.valid_to.date().isoformat()}{by}"
+
+
+def earlier_label(hit: Hit) -> str:
+    """ "earlier than m-7" for a memory recalled with a newer one about the same subject
+    (a near-duplicate), so the model reads the newer as current; "" otherwise."""
+    return f"earlier than {escape_text(hit.newer)}" if hit.newer else ""
 
 
 def _fit(
