@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -203,3 +204,28 @@ def test_an_entry_never_supersedes_the_message_it_was_made_from(
     assert status(yes, "m1") is MemoryStatus.ACTIVE
     for m in made:
         assert status(yes, m.id) is MemoryStatus.ACTIVE, m
+
+
+# -- stories and look-alikes written for these tests -------------------------------------
+STORIES = json.loads(
+    (Path(__file__).parent / "fixtures" / "update_stories.json").read_text(encoding="utf-8")
+)
+
+
+@pytest.mark.parametrize(("old", "new"), [tuple(c) for c in STORIES["controls"]])
+def test_a_look_alike_control_never_supersedes(old: str, new: str) -> None:
+    assert decide(new, old).kind != "supersedes", decide(new, old)
+
+
+def test_the_stories_changes_are_caught_without_a_false_one() -> None:
+    caught = sum(
+        decide(story["texts"][n], story["texts"][o]).kind == "supersedes"
+        for story in STORIES["stories"]
+        for o, n in story["changes"]
+    )
+    changes = sum(len(story["changes"]) for story in STORIES["stories"])
+    # Precision first: fewer than all, and never a story text over a later one.
+    assert caught * 3 >= changes, (caught, changes)
+    for story in STORIES["stories"]:
+        for o, n in story["changes"]:
+            assert decide(story["texts"][o], story["texts"][n]).kind != "supersedes"
