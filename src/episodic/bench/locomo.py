@@ -30,11 +30,12 @@ from episodic.bench.metrics import (
     score_ranking,
     to_sessions,
 )
+from episodic.bench.superseded import count_superseded
 from episodic.config import Settings
 from episodic.embed import CachedEmbedder, content_hash, make_embedder
 from episodic.embed.base import Embedder, Matrix, Vector
 from episodic.errors import EmbedderError, InvalidInput, UnknownPolicy
-from episodic.model import Hit, MemoryStatus, ScopeFilter
+from episodic.model import Hit
 from episodic.recall.policies import POLICIES, RecallPolicy
 from episodic.service import Episodic
 from episodic.store import open_store
@@ -57,8 +58,6 @@ CATEGORY_NAMES: Mapping[int, str] = {
     5: "adversarial",
 }
 TURN_TYPE = "conversation.turn"
-# The most superseded memories of one workspace ``count_superseded`` reads.
-SUPERSEDED_LIMIT = 100_000
 CACHE_FILE = "bench-embeddings.db"
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
@@ -410,8 +409,6 @@ class Prepared:
     conversations: list[Conversation]
     asked: list[tuple[Conversation, Question]]
     embedder: str  # the model id, or "none"
-    # Memories superseded while ingesting, by who decided (see ``count_superseded``).
-    superseded: dict[str, int] = field(default_factory=dict)
 
 
 def check_policies(policies: Sequence[str]) -> list[str]:
@@ -462,25 +459,7 @@ def prepare_locomo(
                 f"segmented into {episodes} episodes in {time.perf_counter() - started:.1f}s "
                 f"(key expansion {'on' if settings.key_expansion else 'off'})"
             )
-        superseded = count_superseded(mem, [c.workspace for c in conversations])
-        say(f"{sum(superseded.values())} memories superseded on ingest")
-        yield Prepared(mem, clock, conversations, asked, model or "none", superseded)
-
-
-def count_superseded(mem: Episodic, workspaces: Sequence[str]) -> dict[str, int]:
-    """How many memories of ``workspaces`` were superseded, by who decided (``offline:<rule>``,
-    ``llm:<model>``, ``explicit:corrective`` ...). LoCoMo's conversations state no change
-    a memory should be hidden for, so on it every one is a false supersession."""
-    found: dict[str, int] = {}
-    for workspace in workspaces:
-        flt = ScopeFilter(workspace_id=workspace)
-        gone = mem.store.list_memories(flt, SUPERSEDED_LIMIT, statuses=[MemoryStatus.SUPERSEDED])
-        links = mem.store.supersessions(workspace, [m.id for m in gone]) if gone else []
-        deciders = {link.old_id: link.decided_by for link in links}
-        for m in gone:
-            by = deciders.get(m.id, "unknown")
-            found[by] = found.get(by, 0) + 1
-    return dict(sorted(found.items()))
+        yield Prepared(mem, clock, conversations, asked, model or "none")
 
 
 def run_locomo(
@@ -494,20 +473,19 @@ def run_locomo(
     ingest: str = "turn",
     db_url: str | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark; the result is what ``episodic bench locomo --json`` prints.
-
-    ``db_url`` names an empty database to run in (e.g. PostgreSQL, to compare backends);
-    by default a throwaway SQLite file.
-
+    """Run the benchmark; the result is what ``episodic bench locomo --json`` prints. ``db_url``
+    names an empty database to run in (e.g. PostgreSQL), by default a throwaway SQLite file.
     ``observe`` sees every question's outcome (tests use it to look inside); ``progress``
     receives one line per phase. ``ingest`` "conversation" feeds the turns in as chat
-    messages and segments them into episodes before any question is asked."""
+    messages and segments them into episodes before any question is asked. The report
+    counts the memories superseded on ingest, by who decided (``superseded_by``)."""
     if granularity not in GRANULARITIES:
         raise InvalidInput("granularity", f"use one of {'|'.join(GRANULARITIES)}")
     names = check_policies(policies)
     say = progress or (lambda _message: None)
     with prepare_locomo(data_path, settings, say=say, ingest=ingest, db_url=db_url) as run:
         conversations = run.conversations
+        superseded = count_superseded(run.mem, [c.workspace for c in conversations])
         say(
             f"{sum(len(c.turns) for c in conversations)} turns in {len(conversations)} "
             f"workspaces; {len(run.asked)} questions x {len(names)} policies"
@@ -523,8 +501,7 @@ def run_locomo(
         "key_expansion": settings.key_expansion,
         "questions": len(run.asked),
         "embedder": run.embedder,
-        "superseded": sum(run.superseded.values()),
-        "superseded_by": run.superseded,
+        "superseded_by": superseded,
         "policies": report,
     }
 

@@ -201,7 +201,7 @@ def _print_bench(report: dict[str, Any], counts: dict[str, int]) -> None:
     _print_table(_policy_table(report["policies"], counts, report["questions"]))
     by = ", ".join(f"{n} {who}" for who, n in report["superseded_by"].items())
     out.print(
-        f"{report['superseded']} memories superseded on ingest"
+        f"{sum(report['superseded_by'].values())} memories superseded on ingest"
         + (f" ({by}); LoCoMo states no change, so each is a false supersession" if by else "")
     )
 
