@@ -60,8 +60,11 @@ def _check_shape(report: dict[str, Any], embedder: str) -> None:
         "embedder",
         "ingest",
         "key_expansion",
+        "superseded_by",
     }
     assert (report["ingest"], report["key_expansion"]) == ("turn", True)
+    # The fixture's chat states no change: nothing may be hidden.
+    assert report["superseded_by"] == {}
     assert report["questions"] == SCORED
     assert report["embedder"] == embedder
     # every registered policy, looked up at run time, baselines included

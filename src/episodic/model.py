@@ -191,6 +191,9 @@ class Hit:
     # The characters [start, stop) of a long memory's content that matched the query
     # (its best passage); None for a memory short enough to show whole.
     passage: tuple[int, int] | None = None
+    # A newer near-duplicate recalled with it (newest first among near-duplicates): this
+    # one is the earlier statement of the same subject.
+    newer: str | None = None
 
     @property
     def id(self) -> str:
@@ -238,6 +241,7 @@ class Hit:
             "payload": dict(m.payload),
             "ts": m.ts.isoformat(),
             "age_seconds": round(self.age_seconds, 3),
+            "newer": self.newer,
             # Extracted entries say where they come from and quote their evidence.
             "source": _text_or_none(m.payload.get("source")),
             "evidence": _text_or_none(m.payload.get("evidence")),

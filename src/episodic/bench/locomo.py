@@ -27,6 +27,7 @@ from episodic.bench.metrics import (
     score_ranking,
     to_sessions,
 )
+from episodic.bench.superseded import count_superseded
 from episodic.config import Settings
 from episodic.errors import EmbedderError, InvalidInput, UnknownPolicy
 from episodic.model import Hit
@@ -411,7 +412,8 @@ def run_locomo(
 
     ``observe`` sees every question's outcome (tests use it to look inside); ``progress``
     receives one line per phase. ``ingest`` "conversation" feeds the turns in as chat
-    messages and segments them into episodes before any question is asked."""
+    messages and segments them into episodes before any question is asked. The report
+    counts the memories superseded on ingest, by who decided (``superseded_by``)."""
     if granularity not in GRANULARITIES:
         raise InvalidInput("granularity", f"use one of {'|'.join(GRANULARITIES)}")
     names = check_policies(policies)
@@ -420,6 +422,7 @@ def run_locomo(
         data_path, settings, say=say, ingest=ingest, db_url=db_url, load=load
     ) as run:
         conversations = run.conversations
+        superseded = count_superseded(run.mem, [c.workspace for c in conversations])
         say(
             f"{sum(len(c.turns) for c in conversations)} turns in {len(conversations)} "
             f"workspaces; {len(run.asked)} questions x {len(names)} policies"
@@ -436,6 +439,7 @@ def run_locomo(
         "questions": len(run.asked),
         "unscored": unscored_counts(conversations),
         "embedder": run.embedder,
+        "superseded_by": superseded,
         "policies": report,
     }
 

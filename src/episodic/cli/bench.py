@@ -290,6 +290,11 @@ def _print_bench(label: str, report: dict[str, Any], counts: dict[str, int]) -> 
         left = ", ".join(f"{name} {n}" for name, n in report["unscored"].items())
         out.print(f"Left out, no evidence to score against: {left}")
     _print_table(_policy_table(report["policies"], counts, report["questions"]))
+    by = ", ".join(f"{n} {who}" for who, n in report["superseded_by"].items())
+    out.print(
+        f"{sum(report['superseded_by'].values())} memories superseded on ingest"
+        + (f" ({by}); LoCoMo states no change, so each is a false supersession" if by else "")
+    )
 
 
 def _policy_table(policies: dict[str, Any], counts: dict[str, int], questions: int) -> Table:

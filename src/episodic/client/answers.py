@@ -196,6 +196,7 @@ def _hit(raw: Mapping[str, Any]) -> Hit:
         via=raw["via"],
         details=details,
         passage=_passage(raw.get("passage")),
+        newer=raw.get("newer"),
     )
 
 

@@ -200,6 +200,8 @@ def run_recall(
         scored, _ = _rerank(list(pairs), memories, policy, query, now)
         return [s for _, s in by_time(scored, memories, windows, policy.time_floor)]
 
+    # Ids with a newer near-duplicate ranked with them, and that newer id: marked earlier.
+    earlier: dict[str, str] = {}
     for everything in (whole, True):
         head, tail = (
             (fused, []) if everything or not reorders else split_head(fused, depth, hi, final)
@@ -215,7 +217,8 @@ def run_recall(
             ranked = by_time(ranked, memories, windows, policy.time_floor)
         ranked += bounded_tail
         if policy.newest_similar_first and ranked:
-            ranked = newest_similar_first(store, flt, ranked, memories, fetch, depth)
+            earlier.clear()
+            ranked = newest_similar_first(store, flt, ranked, memories, fetch, depth, earlier)
         survivors = _one_per_source(ranked, memories, fetch, k, None)
         if everything or not tail or within(survivors[:k], ranked[:depth]):
             break
@@ -249,6 +252,7 @@ def run_recall(
                 trace.drop(i, "final", DROP_RANK, f"score {s:.4f}")
 
     sparse_rank = {c.memory_id: c.rank for c in legs.get(Leg.SPARSE.value, [])}
+    chosen_ids = {i for i, _ in chosen}
     hits = [
         Hit(
             memory=memories[mid],
@@ -257,6 +261,7 @@ def run_recall(
             cosine=cosines.get(mid),
             dense_rank=dense_rank.get(mid),
             bm25_rank=sparse_rank.get(mid),
+            newer=earlier.get(mid) if earlier.get(mid) in chosen_ids else None,
         )
         for mid, score in chosen
     ]

@@ -100,7 +100,7 @@ def hit_line(hit: Hit) -> str:
     m = hit.memory
     label = f" · {hit.moment}" if hit.moment else ""
     age = relative_age(hit.age_seconds)
-    outdated = superseded_label(hit)
+    outdated = superseded_label(hit) or earlier_label(hit)
     stale = f" · {outdated}" if outdated else ""
     # A long memory shows the passage that matched, and names the memory it is from.
     source = f" · passage of {escape_text(m.id)}" if hit.passage is not None else ""
@@ -201,7 +201,7 @@ def fit_memory_block(
 
 
 def memory_line(hit: Hit) -> str:
-    outdated = superseded_label(hit)
+    outdated = superseded_label(hit) or earlier_label(hit)
     stale = f"; {outdated}" if outdated else ""
     return f"- {escape_text(hit.shown)} ({relative_age(hit.age_seconds)}{stale})"
 
@@ -221,6 +221,12 @@ def superseded_label(hit: Hit) -> str:
         return ""
     by = f" by {escape_text(m.superseded_by)}" if m.superseded_by else ""
     return f"superseded {m.valid_to.date().isoformat()}{by}"
+
+
+def earlier_label(hit: Hit) -> str:
+    """ "earlier than m-7" for a memory recalled with a newer one about the same subject
+    (a near-duplicate), so the model reads the newer as current; "" otherwise."""
+    return f"earlier than {escape_text(hit.newer)}" if hit.newer else ""
 
 
 def _fit(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from episodic.model import Memory, ScopeFilter
-from episodic.scoring.supersede import newest_first
+from episodic.scoring.supersede import newer_of, newest_first
 from episodic.store.search import SearchStore
 
 
@@ -17,8 +17,11 @@ def newest_similar_first(
     memories: dict[str, Memory],
     fetch: Callable[[Sequence[str]], None],
     depth: int,
+    earlier: dict[str, str] | None = None,
 ) -> list[tuple[str, float]]:
-    """The head of ``ranked`` with near-duplicates newest first (scoring/supersede.py).
+    """The head of ``ranked`` with near-duplicates newest first (scoring/supersede.py);
+    ``earlier``, when given, receives each id that has a newer near-duplicate in the head,
+    with that newer id.
 
     Only memories outside conversations take part: a conversation's turns are utterances
     that reply to and repeat each other ("see you!"), not records of a state that a later
@@ -37,5 +40,7 @@ def newest_similar_first(
     if not any(similar.values()):
         return ranked
     ts = {i: memories[i].ts for i, _ in head}
+    if earlier is not None:
+        earlier.update(newer_of(head, similar, ts))
     base = {i: memories[i].base_importance for i, _ in head}
     return newest_first(head, similar, ts, base) + tail

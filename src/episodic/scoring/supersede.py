@@ -47,3 +47,21 @@ def newest_first(
     return sorted(
         lifted.items(), key=lambda pair: (-pair[1], place[pair[0]], -ts[pair[0]].timestamp())
     )
+
+
+def newer_of(
+    ranked: Sequence[tuple[str, float]],
+    similar: Mapping[str, Sequence[tuple[str, float]]],
+    ts: Mapping[str, datetime],
+) -> dict[str, str]:
+    """Each ranked id that has a newer near-duplicate ranked with it, mapped to the newest
+    of them: what a rendered block marks as earlier."""
+    present = {memory_id for memory_id, _ in ranked}
+    out: dict[str, str] = {}
+    for memory_id, others in similar.items():
+        if memory_id not in present:
+            continue
+        newer = [o for o, _ in others if o in present and ts[o] > ts[memory_id]]
+        if newer:
+            out[memory_id] = max(newer, key=lambda o: (ts[o], o))
+    return out

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from episodic.errors import EpisodicError, InvalidInput, NotFound
 from episodic.model import Memory, MemoryStatus, ScopeFilter
@@ -30,6 +31,9 @@ from episodic.service.operations import EXPLICIT, Operations
 from episodic.store.supersession import Supersession, derived_reason
 from episodic.tenancy import Principal
 from episodic.write.text import content_words, cut_words
+
+if TYPE_CHECKING:
+    from episodic.write.supersession import Claim, Decision
 
 log = logging.getLogger("episodic")
 
@@ -169,12 +173,12 @@ class Superseding:
         replaced = self._correction(memory)
         candidates = self._candidates(memory)
         if not candidates:
-            return 0
+            return replaced
         # The rules load with the first check, not with the service: a recall never needs them.
-        from episodic.write.supersession import Claim, Decision, decide_offline, decide_with_llm
+        from episodic.write.supersession import blocked, decide_offline, decide_with_llm
 
-        new = Claim(memory.id, memory.content, memory.valid_since)
-        claims = [Claim(c.id, c.content, c.valid_since) for c in candidates]
+        new = _claim(memory)
+        claims = [_claim(c) for c in candidates]
         llm = self.ctx.models.llm
         decisions: dict[str, Decision]
         if llm is not None:
@@ -190,6 +194,10 @@ class Superseding:
         for claim in claims:
             decision = decisions[claim.id]
             if decision.kind != "supersedes":
+                continue
+            why_not = blocked(new, claim)  # a model's answer is held to the guards too
+            if why_not is not None:
+                log.info("not superseding %s by %s: %s", claim.id, memory.id, why_not)
                 continue
             try:
                 done = self.ctx.store.supersede(
@@ -250,6 +258,8 @@ class Superseding:
         """Seed 001's corrective learning (the user set the assistant right) supersedes
         what it corrects: the assistant's last message before the user's, when the two
         share a content word (a correction of something else replaces nothing)."""
+        from episodic.write.supersession import blocked
+
         if memory.type != LEARNING_TYPE or memory.payload.get("learning_type") != "corrective":
             return 0
         if memory.conversation is None or not memory.source_event_ids:
@@ -266,6 +276,8 @@ class Superseding:
             content_words(memory.content)
         ):
             return 0
+        if blocked(_claim(memory), _claim(previous)) is not None:
+            return 0
         done = self.ctx.store.supersede(
             memory.workspace,
             previous.id,
@@ -279,7 +291,7 @@ class Superseding:
     def _candidates(self, memory: Memory) -> list[Memory]:
         """Older active memories of the same agent, crew and resource that keyword search
         (and vector search, when an LLM will read them) finds for ``memory``'s text."""
-        from episodic.write.supersession import OFFLINE_MAX_CHARS
+        from episodic.write.supersession import OFFLINE_MAX_CHARS, blocked
 
         store = self.ctx.store
         flt = ScopeFilter(
@@ -299,17 +311,25 @@ class Superseding:
                     c.memory_id for c in store.search_dense(flt, vectors[memory.id], CANDIDATE_POOL)
                 ]
         wanted = [i for i in dict.fromkeys(found) if i != memory.id]
+        new = _claim(memory)
         return [
             m
             for m in store.get_memories(memory.workspace, wanted)
-            if _same_slot_owner(m, memory)
-            and m.type != EPISODE_TYPE
+            if m.type != EPISODE_TYPE
             and m.status is MemoryStatus.ACTIVE
-            and m.valid_since <= memory.valid_since
+            and blocked(new, _claim(m)) is None
         ][:MAX_CANDIDATES]
 
 
-def _same_slot_owner(old: Memory, new: Memory) -> bool:
+def _claim(memory: Memory) -> Claim:
+    from episodic.write.supersession import Claim
+
     # Search narrows only by the ids the new memory has: a memory of no agent must not
-    # replace one agent's own.
-    return (old.agent, old.crew, old.resource) == (new.agent, new.crew, new.resource)
+    # replace one agent's own, so the owner is compared in full (``blocked``).
+    return Claim(
+        memory.id,
+        memory.content,
+        memory.valid_since,
+        owner=(memory.agent, memory.crew, memory.resource),
+        sources=tuple(memory.source_event_ids),
+    )

@@ -13,6 +13,12 @@ fact again) or ``unrelated``. Two deciders, both pure apart from the model call:
 
 Every ``Decision`` names what decided it (``offline:<rule>`` or ``llm:<model id>``) and
 why, in one sentence, so a trace can show it.
+
+Whoever decides, ``blocked`` holds the pair to the guards no text can argue with: only an
+older memory is replaced, only by a memory of the same agent, crew and resource, never by
+one made from it or from the same source (an entry does not replace the message it was
+extracted from), and never a reason or an outcome by a new instruction. The service
+applies it to every candidate, so a model's answer is checked against them too.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import Any
 from episodic.errors import InvalidInput, LLMError
 from episodic.llm.base import LLM
 from episodic.llm.prompts import DEFAULT_PROMPTS, SUPERSESSION_SCHEMA, Prompts
-from episodic.write.change_rules import Kind, decide
+from episodic.write.change_rules import Kind, decide, reason_over_instruction
 from episodic.write.text import cut_words
 
 __all__ = [
@@ -38,6 +44,7 @@ __all__ = [
     "Claim",
     "Decision",
     "Kind",
+    "blocked",
     "decide_offline",
     "decide_with_llm",
     "user_message",
@@ -68,6 +75,24 @@ class Claim:
     id: str
     content: str
     ts: datetime
+    # Whose memory it is: (agent, crew, resource).
+    owner: tuple[str | None, str | None, str | None] = (None, None, None)
+    # The events it was made from (a message or journal memory: its own id).
+    sources: tuple[str, ...] = ()
+
+
+def blocked(new: Claim, old: Claim) -> str | None:
+    """Why ``new`` may never supersede ``old``, whatever a rule or a model says; None when
+    nothing forbids it."""
+    if old.ts > new.ts:
+        return "the candidate is newer than the memory that would replace it"
+    if old.owner != new.owner:
+        return "the candidate belongs to another agent, crew or resource"
+    if old.id in new.sources or new.id in old.sources or set(old.sources) & set(new.sources):
+        return "the two were made from the same source"
+    if reason_over_instruction(new.content, old.content):
+        return "the candidate tells why something happened or how it turned out"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

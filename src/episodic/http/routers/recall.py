@@ -113,6 +113,10 @@ class HitOut(BaseModel):
     valid_from: str = Field(description="since when what it says is true")
     valid_to: str | None = Field(description="until when it was true; null: still true")
     superseded_by: str | None = Field(description="the id of the memory that replaced it")
+    newer: str | None = Field(
+        default=None,
+        description="a newer memory about the same subject recalled with it: this one is earlier",
+    )
 
 
 class TraceRowOut(BaseModel):
