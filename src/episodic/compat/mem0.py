@@ -244,16 +244,20 @@ class Memory:
 
     # -- the shape of a result ---------------------------------------------------------
     def _item(self, memory: StoredMemory, score: float | None = None) -> dict[str, Any]:
-        created = memory.created_at or memory.ts
+        created = memory.ts  # when it was said (an import keeps Mem0's created_at)
         versions = self.episodic.history(memory.id, workspace=self.workspace)
-        updated = versions[0].written_at if len(versions) > 1 else None
+        updated: str | None = _iso(versions[0].written_at) if len(versions) > 1 else None
+        if updated is None:
+            imported = memory.payload.get("mem0")
+            if isinstance(imported, Mapping) and isinstance(imported.get("updated_at"), str):
+                updated = imported["updated_at"]
         item: dict[str, Any] = {
             "id": memory.id,
             "memory": memory.content,
             "hash": content_md5(memory.content),
             "metadata": metadata_of(memory),
             "created_at": _iso(created),
-            "updated_at": _iso(updated or created),
+            "updated_at": updated or _iso(created),
             "user_id": user_of(memory.resource),
             "agent_id": memory.agent,
             "run_id": run_of(memory.conversation),
