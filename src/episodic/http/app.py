@@ -27,7 +27,17 @@ from episodic.http.limits import (
     BodyLimit,
     Lane,
 )
-from episodic.http.routers import events, forget, health, journal, keys, memories, messages, recall
+from episodic.http.routers import (
+    events,
+    forget,
+    health,
+    journal,
+    keys,
+    mem0,
+    memories,
+    messages,
+    recall,
+)
 from episodic.priority import HEAVY_NICE
 from episodic.service import Episodic
 
@@ -109,6 +119,7 @@ def create_app(
     app.include_router(journal.router)
     app.include_router(health.router)
     app.include_router(forget.router)
+    app.include_router(mem0.router)
     if ui:
         from episodic.ui import mount_ui
 
