@@ -7,12 +7,13 @@ import hashlib
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from episodic import Episodic
+from episodic import Episodic, Settings
 from episodic.compat.mem0 import AsyncMemory, Memory, settings_from_config
 from episodic.embed.fake import FakeEmbedder
 from episodic.errors import InvalidInput
@@ -234,3 +235,34 @@ def test_mem0_quickstart_runs_offline_and_finds_the_memory(
     found = m.search("what can I cook?", user_id="alice")
     assert any("vegetarian" in r["memory"] for r in found["results"])
     m.close()
+
+
+def test_a_replaced_memory_is_reported_deleted_and_kept(db_url: str) -> None:
+    """episodic's supersession is Mem0's DELETE event: the old memory leaves get_all and
+    search, and stays readable by id (nothing is erased)."""
+    start = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    now = [start]
+    ep = Episodic.open(db_url, embedder=None, settings=Settings(), clock=lambda: now[0])
+    m = Memory(episodic=ep)
+    old = m.add("Always pay my subscriptions with card A.", user_id="u", infer=False)
+    old_id = old["results"][0]["id"]
+    now[0] = start + timedelta(days=21)
+    new = m.add(
+        "Card A expired. From now on pay my subscriptions with card B.", user_id="u", infer=False
+    )["results"]
+    assert [e["event"] for e in new] == ["ADD", "DELETE"]
+    assert new[1]["id"] == old_id and new[1]["replaced_by"] == new[0]["id"]
+    assert [i["id"] for i in m.get_all(user_id="u")["results"]] == [new[0]["id"]]
+    kept = m.get(old_id)
+    assert kept is not None and kept["memory"].endswith("card A.")
+    ep.close()
+
+
+def test_search_keeps_to_the_ids_given(memory: Memory) -> None:
+    """episodic's recall takes the agent as who asks (a weight), Mem0's as a filter: the
+    shell keeps only that agent's memories."""
+    memory.add("the deploy key rotates monthly", user_id="u", agent_id="ops", infer=False)
+    memory.add("the deploy key lives in the vault", user_id="u", agent_id="sec", infer=False)
+    found = memory.search("deploy key", user_id="u", agent_id="ops")["results"]
+    assert [r["agent_id"] for r in found] == ["ops"]
+    assert memory.search("deploy key", user_id="someone-else")["results"] == []
