@@ -96,15 +96,27 @@ def _print_tree(tree: TeaPartyExport, as_json: bool) -> None:
 
 def import_(
     ctx: typer.Context,
-    directory: Annotated[Path, typer.Argument(help="Folder written by `episodic export`.")],
+    directory: Annotated[
+        Path,
+        typer.Argument(help="Folder written by `episodic export` (with --from mem0: the file)."),
+    ],
     workspace: Annotated[
         str | None,
         typer.Option(
-            "--workspace", "-w", help="The workspace a teaparty tree goes into (required by it)."
+            "--workspace",
+            "-w",
+            help="The workspace a teaparty tree or a Mem0 export goes into (required by them).",
         ),
     ] = None,
     layout: LayoutOpt = "plain",
     prune: PruneOpt = "retire",
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="mem0: read Mem0's exported memories (the JSON of get_all) from the file.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Read markdown memories into the database: new files are added, edited files update
@@ -115,11 +127,20 @@ def import_(
     files are the source of truth: an entry deleted from them since the last import is
     retired ("removed from markdown"), or forgotten with --prune forget.
 
+    With --from mem0, read the JSON of Mem0's get_all ({"results": [...]} or a list):
+    each memory is stored with its id, time and metadata, user_id as the resource
+    user:<id>, agent_id as the agent, run_id as the conversation; importing the same file
+    again stores nothing.
+
     Malformed files (or entries) are reported by path and skipped; exit status 1 if there
     were any.
     Example: episodic import ./memory-export
     Example: episodic import ~/teaparty --workspace acme --layout teaparty
+    Example: episodic import mem0-export.json --from mem0 --workspace acme
     """
+    if source is not None:
+        import_mem0_file(ctx, directory, source=source, workspace=workspace, as_json=as_json)
+        return
     import_dir(
         ctx,
         directory,
@@ -129,6 +150,30 @@ def import_(
         workspace=workspace,
         prune=prune,
     )
+
+
+def import_mem0_file(
+    ctx: typer.Context, path: Path, *, source: str, workspace: str | None, as_json: bool
+) -> None:
+    """``episodic import --from mem0``: Mem0's exported memories into ``workspace``."""
+    from episodic.compat.mem0_import import import_mem0
+
+    with errors():
+        if source != "mem0":
+            raise InvalidInput("from", f"unknown source {source!r}; use mem0")
+        with open_memory(ctx) as mem:
+            report = import_mem0(mem, path, workspace=workspace or "")
+    if as_json:
+        print_json(report.to_json())
+    else:
+        out.print(
+            f"{report.read} Mem0 memories: {report.stored} stored, {report.unchanged} "
+            f"already there, {len(report.errors)} skipped; {report.embedded} embedded"
+        )
+        for e in report.errors:
+            err.print(f"skipped {e}", markup=False)
+    if report.errors:
+        raise typer.Exit(1)
 
 
 def import_dir(

@@ -34,6 +34,7 @@ from episodic.http.routers import (
     journal,
     keys,
     layer,
+    mem0,
     memories,
     messages,
     recall,
@@ -121,6 +122,7 @@ def create_app(
     app.include_router(journal.router)
     app.include_router(health.router)
     app.include_router(forget.router)
+    app.include_router(mem0.router)
     if ui:
         from episodic.ui import mount_ui
 
