@@ -24,6 +24,7 @@ from typer.core import TyperGroup
 import episodic
 from episodic.config import DEFAULT_DB_URL, Settings
 from episodic.errors import EpisodicError, InvalidInput
+from episodic.logs import configure_logging
 from episodic.service import Episodic
 from episodic.store import store_exists
 from episodic.store.urls import display_url
@@ -115,10 +116,8 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    with errors():  # EPISODIC_LOG_FORMAT=json: one JSON object per line
+        configure_logging(logging.INFO if verbose else logging.WARNING)
     ctx.obj = {"db": db}
 
 

@@ -56,6 +56,7 @@ def serve(
 
     from episodic.heap import limit_arenas
     from episodic.http import RECALL_PROCESSES, asgi, start_background_jobs
+    from episodic.logs import uvicorn_options
 
     limit_arenas()  # before uvicorn's and the jobs' threads: see episodic.heap
     if workers < 1:
@@ -82,7 +83,7 @@ def serve(
             # app, so only once the port is ours.
             processes = RECALL_PROCESSES if recall_processes is None else recall_processes
             app = asgi(mem, background=True, recall_processes=processes)
-            config = uvicorn.Config(app, log_level=log_level)
+            config = uvicorn.Config(app, log_level=log_level, **uvicorn_options())
             server = uvicorn.Server(config)
             with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: a clean stop
                 server.run(sockets=[sock])
@@ -94,7 +95,11 @@ def serve(
         start_background_jobs(mem)
         os.environ["EPISODIC_DB"] = mem.store.url
         config = uvicorn.Config(
-            "episodic.http:app_from_env", factory=True, workers=workers, log_level=log_level
+            "episodic.http:app_from_env",
+            factory=True,
+            workers=workers,
+            log_level=log_level,
+            **uvicorn_options(),
         )
         sock.set_inheritable(True)  # the workers accept on it
         with contextlib.suppress(KeyboardInterrupt):

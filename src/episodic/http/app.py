@@ -5,6 +5,7 @@ is what ``episodic serve`` runs beside the API."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -27,7 +28,9 @@ from episodic.http.limits import (
     BodyLimit,
     Lane,
 )
+from episodic.http.request_context import RequestContext
 from episodic.http.routers import events, forget, health, journal, keys, memories, messages, recall
+from episodic.logs import configure_logging, log_format
 from episodic.priority import HEAVY_NICE
 from episodic.service import Episodic
 
@@ -99,6 +102,7 @@ def create_app(
     )
     app.state.writes = Lane("write", write_slots, write_max_wait_s, FIRST_WRITE_GUESS_S)
     install_error_handlers(app)
+    app.add_middleware(RequestContext)  # a no-op inside asgi()'s, which is outermost
     # The order here is the order of the paths in the OpenAPI document.
     app.include_router(health.liveness_router)
     app.include_router(keys.router)
@@ -117,14 +121,17 @@ def create_app(
 
 
 def asgi(mem: Episodic, **kwargs: Any) -> Any:
-    """``create_app`` wrapped in the request size limit: what uvicorn serves."""
+    """``create_app`` wrapped in the request size limit and, outside it, the request's id
+    and log line (so a refused body has them too): what uvicorn serves."""
     limit = int(kwargs.pop("max_body_bytes", MAX_BODY_BYTES))
-    return BodyLimit(create_app(mem, **kwargs), limit)
+    return RequestContext(BodyLimit(create_app(mem, **kwargs), limit))
 
 
 def app_from_env() -> Any:
     """The app factory uvicorn's worker processes call (``serve --workers N``): the
     database and settings from the environment, no background jobs (the parent process
     runs the indexer)."""
+    if log_format() == "json":  # a spawned worker starts with no handler of its own
+        configure_logging(logging.WARNING)
     mem = Episodic.open(os.environ.get("EPISODIC_DB"))
     return asgi(mem, background=False)
