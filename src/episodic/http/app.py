@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI
 
 import episodic
+from episodic import metrics as episodic_metrics
 from episodic.http.errors import install_error_handlers
 from episodic.http.limits import (
     FIRST_RECALL_GUESS_S,
@@ -29,13 +30,29 @@ from episodic.http.limits import (
     Lane,
 )
 from episodic.http.request_context import RequestContext
-from episodic.http.routers import events, forget, health, journal, keys, memories, messages, recall
-from episodic.logs import configure_logging, log_format
+from episodic.http.routers import (
+    events,
+    forget,
+    health,
+    journal,
+    keys,
+    memories,
+    messages,
+    metrics,
+    recall,
+)
+from episodic.logs import RequestInfo, configure_logging, log_format
 from episodic.priority import HEAVY_NICE
 from episodic.service import Episodic
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+
+
+def observe_http(info: RequestInfo) -> None:
+    """A request, counted and timed for the metrics, by route template."""
+    seconds = (info.duration_ms or 0.0) / 1000.0
+    episodic_metrics.http_request(info.route, info.method, info.status or 0, seconds)
 
 
 def start_background_jobs(mem: Episodic) -> None:
@@ -102,7 +119,7 @@ def create_app(
     )
     app.state.writes = Lane("write", write_slots, write_max_wait_s, FIRST_WRITE_GUESS_S)
     install_error_handlers(app)
-    app.add_middleware(RequestContext)  # a no-op inside asgi()'s, which is outermost
+    app.add_middleware(RequestContext, observers=(observe_http,))  # a no-op inside asgi()'s
     # The order here is the order of the paths in the OpenAPI document.
     app.include_router(health.liveness_router)
     app.include_router(keys.router)
@@ -113,6 +130,7 @@ def create_app(
     app.include_router(journal.router)
     app.include_router(health.router)
     app.include_router(forget.router)
+    app.include_router(metrics.router)
     if ui:
         from episodic.ui import mount_ui
 
@@ -124,7 +142,7 @@ def asgi(mem: Episodic, **kwargs: Any) -> Any:
     """``create_app`` wrapped in the request size limit and, outside it, the request's id
     and log line (so a refused body has them too): what uvicorn serves."""
     limit = int(kwargs.pop("max_body_bytes", MAX_BODY_BYTES))
-    return RequestContext(BodyLimit(create_app(mem, **kwargs), limit))
+    return RequestContext(BodyLimit(create_app(mem, **kwargs), limit), observers=(observe_http,))
 
 
 def app_from_env() -> Any:

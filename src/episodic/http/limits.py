@@ -20,6 +20,7 @@ import anyio.to_thread
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from episodic import metrics
 from episodic.config import positive_number, whole_number
 from episodic.errors import InvalidInput
 from episodic.http.errors import error_body
@@ -150,6 +151,7 @@ class Lane:
         wait = self.wait_s()
         if wait > self.max_wait_s:
             self.shed += 1
+            metrics.shed(self.kind)
             raise Overloaded(
                 f"too many {self.kind}s waiting: about {wait:.1f} s in line, over the "
                 f"{self.max_wait_s:g} s this server lets one wait; retry after the "

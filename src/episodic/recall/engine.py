@@ -8,11 +8,13 @@ records every stage.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from episodic import metrics
 from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, MemoryStatus, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
@@ -62,6 +64,38 @@ class RecallResult:
 
 
 def run_recall(
+    store: SearchStore,
+    vectors: QueryVectors | None,
+    query: Query,
+    policy: RecallPolicy,
+    *,
+    now: datetime,
+    mark: bool = True,
+    explain: bool = False,
+    lexical_query: str | None = None,
+    review: bool = True,
+    review_conversation: str | None = None,
+) -> RecallResult:
+    """``_run_recall`` (below), timed for the metrics where it runs (a recall process,
+    or the server's own)."""
+    started = time.perf_counter()
+    result = _run_recall(
+        store,
+        vectors,
+        query,
+        policy,
+        now=now,
+        mark=mark,
+        explain=explain,
+        lexical_query=lexical_query,
+        review=review,
+        review_conversation=review_conversation,
+    )
+    metrics.recall_done(result.policy, result.mode, time.perf_counter() - started)
+    return result
+
+
+def _run_recall(
     store: SearchStore,
     vectors: QueryVectors | None,
     query: Query,

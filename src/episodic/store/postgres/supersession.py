@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from episodic import metrics
 from episodic.errors import InvalidInput, NotFound
 from episodic.model import Memory
 from episodic.store.postgres.connection import PgBase, _has_nul
@@ -81,7 +82,10 @@ class SupersessionMixin(PgBase):
                 "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (old_id, new_id) DO NOTHING",
                 [(workspace_id, m, new_id, decided_by, why, ts_text(at)) for m, why in links],
             )
-        return None if row is None else memory_from_row(row[:-1], row[-1] or ())
+        if row is None:
+            return None
+        metrics.superseded(decided_by)
+        return memory_from_row(row[:-1], row[-1] or ())
 
     def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
         wanted = [i for i in unique(memory_ids) if not _has_nul(i)]

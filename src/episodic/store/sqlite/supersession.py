@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from episodic import metrics
 from episodic.errors import InvalidInput, NotFound
 from episodic.model import Memory
 from episodic.store.rows import parse_ts, ts_text, unique
@@ -65,6 +66,7 @@ class SupersessionMixin(SqliteBase):
                     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (old_id, new_id) DO NOTHING",
                     (workspace_id, memory_id, new_id, decided_by, why, ts_text(at)),
                 )
+        metrics.superseded(decided_by)
         return self.get_memory(workspace_id, old_id)
 
     def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:

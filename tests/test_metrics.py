@@ -1,0 +1,106 @@
+"""``GET /metrics`` as a scraper sees it: ``episodic serve`` with a recall process runs a
+scripted workload, and the page, parsed with ``prometheus_client``'s own parser, shows
+the requests, the recalls (timed in the worker process), the supersession and the refused
+calls it was given. The page needs an admin key or ``EPISODIC_METRICS_TOKEN``; with
+``--metrics-port`` it is served on a port of its own with none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from episodic import Episodic, Settings, metrics
+from test_serve import free_port, served
+
+TOKEN = "scrape-secret-1"
+
+
+def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def value(
+    found: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str
+) -> float:
+    return found.get((name, frozenset(labels.items())), 0.0)
+
+
+def test_a_scrape_after_a_workload(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/metrics.db"
+    with Episodic.open(db, settings=Settings(embedder="none")) as mem:
+        _, admin = mem.create_key("acme", role="admin")
+        _, agent = mem.create_key("acme", role="agent", agent="bot")
+    port = free_port()
+    env = {
+        "EPISODIC_EMBEDDER": "none",
+        "EPISODIC_RECALL_PROCESSES": "1",
+        "EPISODIC_METRICS_TOKEN": TOKEN,
+    }
+    with served(db, "--metrics-port", str(port), env=env) as base, httpx.Client(timeout=60) as http:
+        auth = {"Authorization": f"Bearer {admin}"}
+        old = http.post(f"{base}/v1/memories", headers=auth, json={"content": "disk is full"})
+        assert old.status_code == 201, old.text
+        for _ in range(3):
+            r = http.post(f"{base}/v1/recall", headers=auth, json={"query": "disk full"})
+            assert r.status_code == 200
+        swap = http.post(
+            f"{base}/v1/memories/{old.json()['id']}/supersede",
+            headers=auth,
+            json={"new": "disk has room again"},
+        )
+        assert swap.status_code < 300, swap.text
+        assert http.get(f"{base}/v1/memories").status_code == 401
+
+        assert http.get(f"{base}/metrics").status_code == 401
+        bot = {"Authorization": f"Bearer {agent}"}
+        assert http.get(f"{base}/metrics", headers=bot).status_code == 403
+        by_token = http.get(f"{base}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert by_token.status_code == 200
+        page = http.get(f"{base}/metrics", headers=auth)
+        assert page.status_code == 200
+        assert page.headers["content-type"].startswith("text/plain")
+        alone = http.get(f"http://127.0.0.1:{port}/metrics")
+        assert alone.status_code == 200
+
+    found = samples(page.text)
+    requests = "episodic_http_requests_total"
+    assert value(found, requests, route="/v1/recall", method="POST", status="200") == 3
+    assert value(found, requests, route="/v1/memories", method="POST", status="201") == 1
+    assert value(found, requests, route="/v1/memories", method="GET", status="401") == 1
+    assert value(found, requests, route="/metrics", method="GET", status="401") == 1
+    latency = "episodic_http_request_duration_seconds"
+    assert value(found, f"{latency}_count", route="/v1/recall", method="POST") == 3
+    assert value(found, f"{latency}_sum", route="/v1/recall", method="POST") > 0
+    # Recalls ran in the recall process: its figures reach the server's page.
+    recall = "episodic_recall_duration_seconds"
+    assert value(found, f"{recall}_count", policy="default", mode="sparse-only") == 3
+    assert value(found, f"{recall}_bucket", policy="default", mode="sparse-only", le="+Inf") == 3
+    assert value(found, "episodic_recalls_total", policy="default", mode="sparse-only") == 3
+    assert value(found, "episodic_supersessions_total", decided_by="explicit") == 1
+    # No label holds a workspace, a memory id or a path.
+    labels = {v for (_, pairs) in found for _, v in pairs}
+    assert "acme" not in labels and old.json()["id"] not in labels
+    assert not any(v.startswith("/v1/memories/m") for v in labels)
+    # The port of its own shows the same figures.
+    assert value(samples(alone.text), f"{recall}_count", policy="default", mode="sparse-only") == 3
+
+
+@pytest.mark.parametrize(
+    ("decided_by", "kind"),
+    [
+        ("offline:negation", "offline"),
+        ("llm:gpt-4o-mini", "llm"),
+        ("explicit:corrective", "explicit"),
+        ("inherited", "inherited"),
+        ("someone's own words", "other"),
+    ],
+)
+def test_who_decided_is_a_fixed_kind(decided_by: str, kind: str) -> None:
+    assert metrics.decider_kind(decided_by) == kind
