@@ -16,6 +16,7 @@ the root app, so their order in ``episodic --help`` is set in one place.
 from __future__ import annotations
 
 from episodic.cli import (
+    backups,
     bench,
     edits,
     getting_started,
@@ -50,6 +51,8 @@ def _register() -> None:
         ("import", portability.import_),
         ("mcp", service.mcp_command),
         ("migrate", portability.migrate),
+        ("backup", backups.backup),
+        ("restore", backups.restore),
     )
     for name, command in commands:
         app.command(name)(command)
