@@ -84,6 +84,9 @@ def test_a_scrape_after_a_workload(tmp_path: Path) -> None:
     assert value(found, f"{recall}_bucket", policy="default", mode="sparse-only", le="+Inf") == 3
     assert value(found, "episodic_recalls_total", policy="default", mode="sparse-only") == 3
     assert value(found, "episodic_supersessions_total", decided_by="explicit") == 1
+    assert value(found, "episodic_memories_active") == 1  # the other was superseded
+    assert value(found, "episodic_vectors_pending") == 1  # no embedder: it waits
+    assert value(found, "episodic_database_size_bytes") > 4096
     # No label holds a workspace, a memory id or a path.
     labels = {v for (_, pairs) in found for _, v in pairs}
     assert "acme" not in labels and old.json()["id"] not in labels

@@ -215,10 +215,64 @@ def multiprocess_dir() -> Iterator[str]:
             os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
 
-def serve_on_port(host: str, port: int) -> Any:
+def serve_on_port(host: str, port: int, extra: Any = None) -> Any:
     """Serve the metrics alone on ``host:port`` (no key: for scrapers that cannot send
-    one; bind it where only they reach). Returns the server, to shut down."""
-    from prometheus_client import start_http_server
+    one; bind it where only they reach), with ``extra`` as ``exposition`` takes it.
+    Returns the server, to shut down."""
+    from prometheus_client import CollectorRegistry, start_http_server
 
-    server, _thread = start_http_server(port, addr=host, registry=registry())
+    found = registry()
+    if extra is not None:
+        both = CollectorRegistry()
+        both.register(_Both(found, extra))
+        found = both
+    server, _thread = start_http_server(port, addr=host, registry=found)
     return server
+
+
+class StoreFigures:
+    """What the database says at scrape time: memories waiting for their vector, and the
+    size of a SQLite database's files. Read by the scraping process only, once a scrape;
+    a database that does not answer leaves them out of that scrape (the request and
+    readiness figures say why)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        try:
+            stats = self.store.stats()
+        except Exception:  # a scrape must not fail with the database
+            return
+        yield GaugeMetricFamily(
+            "episodic_vectors_pending",
+            "Memories waiting for the indexer to embed them.",
+            value=stats.pending_vectors,
+        )
+        yield GaugeMetricFamily(
+            "episodic_memories_active",
+            "Active memories, all workspaces.",
+            value=stats.active_memories,
+        )
+        size = sqlite_size(str(self.store.url))
+        if size is not None:
+            yield GaugeMetricFamily(
+                "episodic_database_size_bytes",
+                "Size of the SQLite database with its write-ahead log.",
+                value=size,
+            )
+
+
+def sqlite_size(url: str) -> int | None:
+    if not url.startswith("sqlite:") or url.endswith(":memory:"):
+        return None
+    path = url.split(":///", 1)[-1]
+    total = 0
+    for name in (path, f"{path}-wal"):
+        try:
+            total += os.path.getsize(name)
+        except OSError:
+            continue
+    return total

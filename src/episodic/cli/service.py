@@ -82,7 +82,7 @@ def serve(
         open_memory(ctx) as mem,
     ):
         if metrics_port is not None:
-            metrics.serve_on_port(host, metrics_port)
+            metrics.serve_on_port(host, metrics_port, metrics.StoreFigures(mem.store))
         if workers > 1 and mem.store.url.endswith(":memory:"):
             raise InvalidInput("workers", "worker processes cannot share an in-memory database")
         if workers > 1 and recall_processes:

@@ -44,4 +44,5 @@ def scrape(request: Request, mem: Mem) -> Response:
         caller = mem.authenticate(secret)  # 401 without a valid key
         if caller.role != Role.ADMIN:
             raise Forbidden("/metrics needs an admin key or EPISODIC_METRICS_TOKEN")
-    return Response(metrics.exposition(), media_type=metrics.CONTENT_TYPE)
+    page = metrics.exposition(metrics.StoreFigures(mem.store))
+    return Response(page, media_type=metrics.CONTENT_TYPE)
