@@ -107,3 +107,66 @@ def test_a_scrape_after_a_workload(tmp_path: Path) -> None:
 )
 def test_who_decided_is_a_fixed_kind(decided_by: str, kind: str) -> None:
     assert metrics.decider_kind(decided_by) == kind
+
+
+def scrape_now() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return samples(metrics.exposition().decode())
+
+
+def test_embedder_calls_and_failures_are_counted(tmp_path: Path) -> None:
+    from episodic.embed.fake import FakeEmbedder
+    from episodic.errors import EmbedderUnavailable
+    from episodic.store import open_store
+
+    before = scrape_now()
+    embedder = FakeEmbedder(dim=16)
+    mem = Episodic(store=open_store(f"sqlite:///{tmp_path}/e.db"), embedder=embedder)
+    try:
+        mem.recall("disk full", workspace="acme")
+
+        def down(texts: list[str]) -> list[list[float]]:
+            raise EmbedderUnavailable("model server down")
+
+        embedder.embed_batch = down  # type: ignore[method-assign,assignment]
+        mem.recall("disk full again", workspace="acme")
+    finally:
+        mem.close()
+    after = scrape_now()
+
+    def moved(name: str) -> float:
+        return value(after, name) - value(before, name)
+
+    assert moved("episodic_embedder_errors_total") >= 1
+    assert moved("episodic_embedder_call_duration_seconds_count") >= 2
+
+
+def test_upkeep_runs_and_failures_are_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from episodic.embed.fake import FakeEmbedder
+    from episodic.store import open_store
+
+    before = scrape_now()
+    mem = Episodic(store=open_store(f"sqlite:///{tmp_path}/u.db"), embedder=FakeEmbedder(dim=16))
+    try:
+        sched = mem.scheduler()
+
+        def broken() -> None:
+            raise RuntimeError("decay broke")
+
+        monkeypatch.setattr(sched.jobs, "decay", broken)
+        sched.run_pending()
+    finally:
+        mem.close()
+    after = scrape_now()
+    runs = value(after, "episodic_upkeep_runs_total", job="decay") - value(
+        before, "episodic_upkeep_runs_total", job="decay"
+    )
+    fails = value(after, "episodic_upkeep_failures_total", job="decay") - value(
+        before, "episodic_upkeep_failures_total", job="decay"
+    )
+    reviews = value(after, "episodic_upkeep_runs_total", job="reviews") - value(
+        before, "episodic_upkeep_runs_total", job="reviews"
+    )
+    assert (runs, fails, reviews) == (1, 1, 1)
+    assert value(after, "episodic_upkeep_duration_seconds_count", job="reviews") >= 1

@@ -37,6 +37,8 @@ class _Metrics:
     upkeep_runs: Any
     upkeep_seconds: Any
     upkeep_failures: Any
+    embedder_seconds: Any
+    embedder_errors: Any
 
 
 _lock = threading.Lock()
@@ -106,6 +108,16 @@ def _metrics() -> _Metrics | None:
                     "Scheduled upkeep jobs that failed (they run again when next due), by job.",
                     ["job"],
                 ),
+                embedder_seconds=Histogram(
+                    "episodic_embedder_call_duration_seconds",
+                    "Time one call to the embedding model took (a query's, or a batch of "
+                    "the indexer's).",
+                    buckets=LATENCY_BUCKETS,
+                ),
+                embedder_errors=Counter(
+                    "episodic_embedder_errors_total",
+                    "Calls to the embedding model that failed (recall goes sparse-only).",
+                ),
             )
     return _made
 
@@ -124,6 +136,14 @@ def recall_done(policy: str, mode: str, seconds: float) -> None:
     if m is not None:
         m.recalls.labels(policy, mode).inc()
         m.recall_seconds.labels(policy, mode).observe(seconds)
+
+
+def embedder_call(seconds: float, *, failed: bool) -> None:
+    m = _metrics()
+    if m is not None:
+        m.embedder_seconds.observe(seconds)
+        if failed:
+            m.embedder_errors.inc()
 
 
 def shed(lane: str) -> None:
