@@ -119,7 +119,7 @@ def create_app(
     )
     app.state.writes = Lane("write", write_slots, write_max_wait_s, FIRST_WRITE_GUESS_S)
     install_error_handlers(app)
-    app.add_middleware(RequestContext, observers=(observe_http,))  # a no-op inside asgi()'s
+    app.add_middleware(RequestContext, observers=(observe_http,))
     # The order here is the order of the paths in the OpenAPI document.
     app.include_router(health.liveness_router)
     app.include_router(keys.router)
@@ -139,10 +139,9 @@ def create_app(
 
 
 def asgi(mem: Episodic, **kwargs: Any) -> Any:
-    """``create_app`` wrapped in the request size limit and, outside it, the request's id
-    and log line (so a refused body has them too): what uvicorn serves."""
+    """``create_app`` wrapped in the request size limit: what uvicorn serves."""
     limit = int(kwargs.pop("max_body_bytes", MAX_BODY_BYTES))
-    return RequestContext(BodyLimit(create_app(mem, **kwargs), limit), observers=(observe_http,))
+    return BodyLimit(create_app(mem, **kwargs), limit)
 
 
 def app_from_env() -> Any:

@@ -21,8 +21,8 @@ REQUEST_ID_HEADER = "X-Request-ID"
 _HEADER = REQUEST_ID_HEADER.lower().encode()
 # What a caller's id may be: short, and nothing a log line or a header could be bent by.
 WELL_FORMED_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
-# Where the outer wrapper leaves the request in the scope, so that an inner one (the app
-# built by ``create_app`` and served inside ``asgi``'s size limit) does not start another.
+# Where the request is left in the scope: for the size limit's refusal, and so that a
+# second wrapper (an app mounted in another) does not start another.
 SCOPE_KEY = "episodic.request"
 
 Observer = Callable[[RequestInfo], None]

@@ -34,6 +34,7 @@ def metrics_token() -> str | None:
         403: {"description": "a key, but not an admin's"},
     },
     tags=["health"],
+    include_in_schema=False,  # not JSON, not for API clients: for Prometheus
 )
 def scrape(request: Request, mem: Mem) -> Response:
     """The server's metrics (Prometheus text format): an admin key, or the bearer token
