@@ -84,6 +84,9 @@ def test_a_scrape_after_a_workload(tmp_path: Path) -> None:
     assert value(found, f"{recall}_bucket", policy="default", mode="sparse-only", le="+Inf") == 3
     assert value(found, "episodic_recalls_total", policy="default", mode="sparse-only") == 3
     assert value(found, "episodic_supersessions_total", decided_by="explicit") == 1
+    stage = "episodic_recall_stage_duration_seconds_count"
+    assert value(found, stage, stage="sparse") == 3 and value(found, stage, stage="ranking") == 3
+    assert value(found, stage, stage="dense") == 0  # no embedder: no dense leg
     assert value(found, "episodic_memories_active") == 1  # the other was superseded
     assert value(found, "episodic_vectors_pending") == 1  # no embedder: it waits
     assert value(found, "episodic_database_size_bytes") > 4096
@@ -138,6 +141,9 @@ def test_embedder_calls_and_failures_are_counted(tmp_path: Path) -> None:
 
     assert moved("episodic_embedder_errors_total") >= 1
     assert moved("episodic_embedder_call_duration_seconds_count") >= 2
+    stage = "episodic_recall_stage_duration_seconds_count"
+    for name in ("query_embedding", "dense", "sparse", "ranking"):
+        assert value(after, stage, stage=name) > value(before, stage, stage=name), name
 
 
 def test_upkeep_runs_and_failures_are_counted(

@@ -38,6 +38,7 @@ class _Metrics:
     upkeep_seconds: Any
     upkeep_failures: Any
     embedder_seconds: Any
+    stage_seconds: Any
     embedder_errors: Any
 
 
@@ -108,6 +109,13 @@ def _metrics() -> _Metrics | None:
                     "Scheduled upkeep jobs that failed (they run again when next due), by job.",
                     ["job"],
                 ),
+                stage_seconds=Histogram(
+                    "episodic_recall_stage_duration_seconds",
+                    "Time one stage of a recall took: query_embedding, dense, sparse, "
+                    "recency (the legs), ranking (fusion to the hits).",
+                    ["stage"],
+                    buckets=LATENCY_BUCKETS,
+                ),
                 embedder_seconds=Histogram(
                     "episodic_embedder_call_duration_seconds",
                     "Time one call to the embedding model took (a query's, or a batch of "
@@ -136,6 +144,12 @@ def recall_done(policy: str, mode: str, seconds: float) -> None:
     if m is not None:
         m.recalls.labels(policy, mode).inc()
         m.recall_seconds.labels(policy, mode).observe(seconds)
+
+
+def recall_stage(stage: str, seconds: float) -> None:
+    m = _metrics()
+    if m is not None:
+        m.stage_seconds.labels(stage).observe(seconds)
 
 
 def embedder_call(seconds: float, *, failed: bool) -> None:

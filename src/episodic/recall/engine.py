@@ -144,6 +144,7 @@ def _run_recall(
 
     leg_query = LegQuery(flt, query.workspace_id, stripped if windows else text, lexical, pool, k)
     found_legs = run_legs(store, vectors, leg_query, policy, trace, warnings)
+    ranking_started = time.perf_counter()
     legs, qvec = found_legs.found, found_legs.qvec
     mode = MODE_SPARSE_ONLY if qvec is None else MODE_VECTOR
     bounded = [w for w in windows if w.end - w.start <= MAX_TIME_LEG_SPAN]
@@ -296,6 +297,7 @@ def _run_recall(
         store.mark_referenced(query.workspace_id, [h.id for h in hits], now)
         if review:
             store.add_review(review_of(query, hits, now, review_conversation))
+    metrics.recall_stage("ranking", time.perf_counter() - ranking_started)
     return RecallResult(hits, mode, policy.name, legs, warnings, trace)
 
 
