@@ -186,3 +186,32 @@ def test_the_cli_refuses_an_unknown_log_format(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli_app, ["init"], env=env)
     assert result.exit_code == 2
     assert "EPISODIC_LOG_FORMAT" in result.output
+
+
+def test_serve_writes_json_lines_naming_each_request(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    import httpx
+
+    from test_serve import start_serving
+
+    db = f"sqlite:///{tmp_path}/logs.db"
+    with Episodic.open(db, settings=Settings(embedder="none")) as m:
+        m.create_key(WS, role="admin")
+    log = tmp_path / "serve.log"
+    with log.open("wb") as sink:
+        env = {"EPISODIC_EMBEDDER": "none", "EPISODIC_LOG_FORMAT": "json"}
+        proc, base = start_serving(db, env=env, stderr=sink, stdout=subprocess.DEVNULL)
+        try:
+            r = httpx.get(f"{base}/v1/memories", headers={"X-Request-ID": "from-agent-9"})
+            assert r.status_code == 401
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(30)
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    mine = [line for line in lines if line["request_id"] == "from-agent-9"]
+    assert len(mine) == 1  # ours, and not uvicorn's access line beside it
+    assert mine[0]["route"] == "/v1/memories" and mine[0]["status"] == 401
+    # Every line parsed as JSON above, the recall process's warning among them.
+    assert any(line["logger"] == "episodic" and line["level"] == "WARNING" for line in lines)

@@ -31,6 +31,7 @@ from episodic.config import Settings
 from episodic.embed.base import Embedder
 from episodic.heap import HeapTrimmer
 from episodic.llm.base import LLM
+from episodic.logs import configure_logging, log_format
 from episodic.model import utcnow
 from episodic.priority import env_nice
 from episodic.store import open_store
@@ -187,6 +188,8 @@ def _open_worker(spec: WorkerSpec) -> None:
     if spec.nice > 0 and hasattr(os, "nice"):
         os.nice(spec.nice)  # before the model's threads start: they inherit it
     os.environ.setdefault("EPISODIC_EMBED_THREADS", str(WORKER_EMBED_THREADS))
+    if log_format() == "json":  # a spawned process starts with no handler of its own
+        configure_logging(logging.WARNING)
     _worker = spec.service(
         store=open_store(spec.db_url),
         embedder=spec.embedder,
