@@ -176,3 +176,20 @@ def test_upkeep_runs_and_failures_are_counted(
     )
     assert (runs, fails, reviews) == (1, 1, 1)
     assert value(after, "episodic_upkeep_duration_seconds_count", job="reviews") >= 1
+
+
+def test_a_request_shed_by_admission_control_is_counted() -> None:
+    import anyio
+
+    from episodic.http.limits import Lane, Overloaded
+
+    lane = Lane("recall", 1, 0.5, 2.0)
+    before = value(scrape_now(), "episodic_http_shed_total", lane="recall")
+
+    async def run() -> None:
+        async with lane.limiter():  # the one slot taken: the next would wait ~2 s
+            with pytest.raises(Overloaded):
+                lane.admit()
+
+    anyio.run(run)
+    assert value(scrape_now(), "episodic_http_shed_total", lane="recall") == before + 1
