@@ -145,8 +145,14 @@ def test_a_revoked_key_stops_working(base: str, mem: Episodic) -> None:
 
 def test_another_workspace_is_403_with_no_existence_hint(base: str, keys: dict[str, str]) -> None:
     with client(base, keys["admin"]) as c:
-        exists = c.post("/v1/recall", json={"query": "checkout", "workspace": "orbit"})
-        missing = c.post("/v1/recall", json={"query": "checkout", "workspace": "nowhere"})
+        # One request id for both, so that the bodies may be compared whole.
+        same = {"X-Request-ID": "same"}
+        exists = c.post(
+            "/v1/recall", json={"query": "checkout", "workspace": "orbit"}, headers=same
+        )
+        missing = c.post(
+            "/v1/recall", json={"query": "checkout", "workspace": "nowhere"}, headers=same
+        )
         assert exists.status_code == missing.status_code == 403
         assert exists.json() == missing.json()
         assert "orbit" not in exists.text

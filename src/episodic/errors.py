@@ -25,7 +25,10 @@ from typing import Any
 
 
 class EpisodicError(Exception):
-    """Base of every error raised on purpose by episodic."""
+    """Base of every error raised on purpose by episodic. ``request_id``: on an error the
+    HTTP client raised, the server's id for the request (``X-Request-ID``)."""
+
+    request_id: str | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Raised in a recall process and re-raised in the server's: pickle keeps the

@@ -50,6 +50,8 @@ COMMANDS = (
     ("import", "portability", "import_"),
     ("mcp", "service", "mcp_command"),
     ("migrate", "portability", "migrate"),
+    ("backup", "backups", "backup"),
+    ("restore", "backups", "restore"),
 )
 GROUPS = (
     ("bench", "bench", "bench_app"),

@@ -25,6 +25,7 @@ from typer.core import TyperGroup
 from episodic.cli.version import version_text
 from episodic.config import DatabaseChoice, Settings, default_database
 from episodic.errors import EpisodicError, InvalidInput
+from episodic.logs import configure_logging
 
 if TYPE_CHECKING:
     from episodic.service import Episodic
@@ -117,10 +118,8 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    with errors():  # EPISODIC_LOG_FORMAT=json: one JSON object per line
+        configure_logging(logging.INFO if verbose else logging.WARNING)
     ctx.obj = {"db": db}
 
 

@@ -43,6 +43,15 @@ def serve(
         ),
     ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            help="Also serve the Prometheus metrics on this port, on --host, with no key "
+            "(for scrapers that cannot send one). /metrics on the API port needs an admin "
+            "key or EPISODIC_METRICS_TOKEN.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (/v1, keys required), /healthz and the operator's page /ui, and
     run the background indexer and upkeep.
@@ -55,8 +64,10 @@ def serve(
         require("server", "`episodic serve`")
     import uvicorn
 
+    from episodic import metrics
     from episodic.heap import limit_arenas
     from episodic.http import RECALL_PROCESSES, asgi, start_background_jobs
+    from episodic.logs import uvicorn_options
 
     limit_arenas()  # before uvicorn's and the jobs' threads: see episodic.heap
     if workers < 1:
@@ -65,7 +76,14 @@ def serve(
     if recall_processes is not None and recall_processes < 0:
         err.print("[red]error:[/red] --recall-processes: must be 0 or more", markup=True)
         raise typer.Exit(2)
-    with listening(host, port) as sock, errors(), open_memory(ctx) as mem:
+    with (
+        metrics.multiprocess_dir(),  # before anything records: see episodic.metrics
+        listening(host, port) as sock,
+        errors(),
+        open_memory(ctx) as mem,
+    ):
+        if metrics_port is not None:
+            metrics.serve_on_port(host, metrics_port, metrics.StoreFigures(mem.store))
         if workers > 1 and mem.store.url.endswith(":memory:"):
             raise InvalidInput("workers", "worker processes cannot share an in-memory database")
         if workers > 1 and recall_processes:
@@ -83,7 +101,7 @@ def serve(
             # app, so only once the port is ours.
             processes = RECALL_PROCESSES if recall_processes is None else recall_processes
             app = asgi(mem, background=True, recall_processes=processes)
-            config = uvicorn.Config(app, log_level=log_level)
+            config = uvicorn.Config(app, log_level=log_level, **uvicorn_options())
             server = uvicorn.Server(config)
             with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: a clean stop
                 server.run(sockets=[sock])
@@ -95,7 +113,11 @@ def serve(
         start_background_jobs(mem)
         os.environ["EPISODIC_DB"] = mem.store.url
         config = uvicorn.Config(
-            "episodic.http:app_from_env", factory=True, workers=workers, log_level=log_level
+            "episodic.http:app_from_env",
+            factory=True,
+            workers=workers,
+            log_level=log_level,
+            **uvicorn_options(),
         )
         sock.set_inheritable(True)  # the workers accept on it
         with contextlib.suppress(KeyboardInterrupt):

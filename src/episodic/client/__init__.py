@@ -103,7 +103,7 @@ class _Base:
         except ValueError:
             body = response.text
         if response.is_error and response.status_code != call.absent:
-            raise answers.error_of(response.status_code, body)
+            raise answers.error_of(response.status_code, body, response.headers.get("x-request-id"))
         return call.parse(body)
 
 

@@ -442,9 +442,18 @@ def version(raw: Mapping[str, Any]) -> Version:
 
 
 # -- errors ------------------------------------------------------------------------------
-def error_of(status: int, body: Any) -> EpisodicError:
+def error_of(status: int, body: Any, request_id: str | None = None) -> EpisodicError:
     """The exception the in-process API raises for what the server answered: the error
-    body's ``code`` picks the class, its ``field`` and ``message`` fill it in."""
+    body's ``code`` picks the class, its ``field`` and ``message`` fill it in, and its
+    ``request_id`` (the server's ``X-Request-ID``, the key to its log line) is kept on it."""
+    error = _error_of(status, body)
+    detail = body.get("error") if isinstance(body, dict) else None
+    sent = detail.get("request_id") if isinstance(detail, dict) else None
+    error.request_id = str(sent) if sent else request_id
+    return error
+
+
+def _error_of(status: int, body: Any) -> EpisodicError:
     detail = body.get("error") if isinstance(body, dict) else None
     if not isinstance(detail, dict):
         return ServerError(status, "error", f"unexpected answer: {str(body)[:200]}")

@@ -5,6 +5,7 @@ is what ``episodic serve`` runs beside the API."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -14,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI
 
 import episodic
+from episodic import metrics as episodic_metrics
 from episodic.http.errors import install_error_handlers
 from episodic.http.limits import (
     FIRST_RECALL_GUESS_S,
@@ -27,6 +29,7 @@ from episodic.http.limits import (
     BodyLimit,
     Lane,
 )
+from episodic.http.request_context import RequestContext
 from episodic.http.routers import (
     events,
     forget,
@@ -37,13 +40,21 @@ from episodic.http.routers import (
     mem0,
     memories,
     messages,
+    metrics,
     recall,
 )
+from episodic.logs import RequestInfo, configure_logging, log_format
 from episodic.priority import HEAVY_NICE
 from episodic.service import Episodic
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+
+
+def observe_http(info: RequestInfo) -> None:
+    """A request, counted and timed for the metrics, by route template."""
+    seconds = (info.duration_ms or 0.0) / 1000.0
+    episodic_metrics.http_request(info.route, info.method, info.status or 0, seconds)
 
 
 def start_background_jobs(mem: Episodic) -> None:
@@ -110,6 +121,7 @@ def create_app(
     )
     app.state.writes = Lane("write", write_slots, write_max_wait_s, FIRST_WRITE_GUESS_S)
     install_error_handlers(app)
+    app.add_middleware(RequestContext, observers=(observe_http,))
     # The order here is the order of the paths in the OpenAPI document.
     app.include_router(health.liveness_router)
     app.include_router(keys.router)
@@ -123,6 +135,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(forget.router)
     app.include_router(mem0.router)
+    app.include_router(metrics.router)
     if ui:
         from episodic.ui import mount_ui
 
@@ -140,5 +153,7 @@ def app_from_env() -> Any:
     """The app factory uvicorn's worker processes call (``serve --workers N``): the
     database and settings from the environment, no background jobs (the parent process
     runs the indexer)."""
+    if log_format() == "json":  # a spawned worker starts with no handler of its own
+        configure_logging(logging.WARNING)
     mem = Episodic.open(os.environ.get("EPISODIC_DB"))
     return asgi(mem, background=False)

@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from episodic.http.deps import Mem
+from episodic.logs import current_request
 from episodic.tenancy import Principal
 
 
@@ -31,7 +32,11 @@ def principal(
     _: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
 ) -> Principal:
     """The caller: the API key in ``Authorization: Bearer``."""
-    return mem.authenticate(bearer_secret(request))
+    caller = mem.authenticate(bearer_secret(request))
+    info = current_request()
+    if info is not None:
+        info.workspace = caller.workspace_id  # for the request's log line
+    return caller
 
 
 Caller = Annotated[Principal, Depends(principal)]

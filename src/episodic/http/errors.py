@@ -26,6 +26,7 @@ from episodic.errors import (
     Unauthenticated,
     UnknownPolicy,
 )
+from episodic.logs import current_request_id
 
 log = logging.getLogger("episodic.http")
 
@@ -56,13 +57,22 @@ def error_status(exc: Exception) -> tuple[int, str]:
 
 
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "field": field, "message": message}}
+    """The JSON error body, with the request's id (``X-Request-ID``) to find its log line."""
+    return {
+        "error": {
+            "code": code,
+            "field": field,
+            "message": message,
+            "request_id": current_request_id(),
+        }
+    }
 
 
 class ErrorDetail(BaseModel):
     code: str
     field: str | None
     message: str
+    request_id: str | None = None
 
 
 class ErrorOut(BaseModel):
@@ -120,7 +130,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return JSONResponse(
-            error_body("internal", "unexpected server error; see the server log"),
-            status_code=500,
-        )
+        body = error_body("internal", "unexpected server error; see the server log")
+        # Sent past the request-id wrapper (Starlette answers a 500 from outside it).
+        request_id = body["error"]["request_id"]
+        headers = {"X-Request-ID": request_id} if request_id else None
+        return JSONResponse(body, status_code=500, headers=headers)

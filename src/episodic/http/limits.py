@@ -20,9 +20,12 @@ import anyio.to_thread
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from episodic import metrics
 from episodic.config import positive_number, whole_number
 from episodic.errors import InvalidInput
 from episodic.http.errors import error_body
+from episodic.http.request_context import REQUEST_ID_HEADER, request_id_of
+from episodic.http.request_context import SCOPE_KEY as REQUEST_SCOPE_KEY
 from episodic.priority import lower_priority
 
 T = TypeVar("T")
@@ -151,6 +154,7 @@ class Lane:
         wait = self.wait_s()
         if wait > self.max_wait_s:
             self.shed += 1
+            metrics.shed(self.kind)
             raise Overloaded(
                 f"too many {self.kind}s waiting: about {wait:.1f} s in line, over the "
                 f"{self.max_wait_s:g} s this server lets one wait; retry after the "
@@ -261,7 +265,7 @@ class BodyLimit:
                 except ValueError:
                     declared = 0
                 if declared > self.limit:
-                    await self._refuse(send)
+                    await self._refuse(scope, send)
                     return
         seen = 0
         started = False
@@ -285,17 +289,21 @@ class BodyLimit:
             await self.app(scope, counting_receive, tracking_send)
         except _TooLarge:
             if not started:
-                await self._refuse(send)
+                await self._refuse(scope, send)
 
-    async def _refuse(self, send: Callable[[Any], Awaitable[None]]) -> None:
-        body = JSONResponse(
-            error_body(
-                "payload_too_large",
-                f"request body over {self.limit} bytes; send smaller batches",
-                "body",
-            ),
-            status_code=413,
+    async def _refuse(
+        self, scope: MutableMapping[str, Any], send: Callable[[Any], Awaitable[None]]
+    ) -> None:
+        # Refused by Content-Length, the app (and its request ids) never saw the request.
+        info = scope.get(REQUEST_SCOPE_KEY)
+        request_id = info.request_id if info else request_id_of(scope.get("headers", []))
+        error = error_body(
+            "payload_too_large",
+            f"request body over {self.limit} bytes; send smaller batches",
+            "body",
         )
+        error["error"]["request_id"] = request_id
+        body = JSONResponse(error, status_code=413, headers={REQUEST_ID_HEADER: request_id})
         await send(
             {
                 "type": "http.response.start",

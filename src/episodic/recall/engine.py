@@ -8,11 +8,13 @@ records every stage.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from episodic import metrics
 from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, MemoryStatus, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
@@ -76,6 +78,38 @@ def run_recall(
     review: bool = True,
     review_conversation: str | None = None,
 ) -> RecallResult:
+    """``_run_recall`` (below), timed for the metrics where it runs (a recall process,
+    or the server's own)."""
+    started = time.perf_counter()
+    result = _run_recall(
+        store,
+        vectors,
+        query,
+        policy,
+        now=now,
+        mark=mark,
+        explain=explain,
+        lexical_query=lexical_query,
+        review=review,
+        review_conversation=review_conversation,
+    )
+    metrics.recall_done(result.policy, result.mode, time.perf_counter() - started)
+    return result
+
+
+def _run_recall(
+    store: SearchStore,
+    vectors: QueryVectors | None,
+    query: Query,
+    policy: RecallPolicy,
+    *,
+    now: datetime,
+    mark: bool = True,
+    explain: bool = False,
+    lexical_query: str | None = None,
+    review: bool = True,
+    review_conversation: str | None = None,
+) -> RecallResult:
     """``lexical_query`` replaces the text the BM25 leg searches (key terms an LLM drew
     from the query, seed 001); the dense leg keeps the natural-language question.
     ``mark`` counts the hits as referenced and, with ``review``, records the recall as a
@@ -112,6 +146,7 @@ def run_recall(
 
     leg_query = LegQuery(flt, query.workspace_id, stripped if windows else text, lexical, pool, k)
     found_legs = run_legs(store, vectors, leg_query, policy, trace, warnings)
+    ranking_started = time.perf_counter()
     legs, qvec = found_legs.found, found_legs.qvec
     # A BM25 leg that did not fill its pool holds every match in scope.
     every_match = len(legs.get(Leg.SPARSE.value, [])) < policy.sparse_pool_size(k)
@@ -272,6 +307,7 @@ def run_recall(
         store.mark_referenced(query.workspace_id, [h.id for h in hits], now)
         if review:
             store.add_review(review_of(query, hits, now, review_conversation))
+    metrics.recall_stage("ranking", time.perf_counter() - ranking_started)
     return RecallResult(hits, mode, policy.name, legs, warnings, trace)
 
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from episodic import metrics
 from episodic.embed.base import Embedder, Vector
 from episodic.errors import EmbedderError
 from episodic.model import Candidate, ScopeFilter
@@ -127,13 +129,18 @@ def run_legs(
     if Leg.SPARSE in policy.legs and dense and vectors is not None and store.parallel_reads:
         early = _helper_pool().submit(sparse_leg, store, q, policy)
     legs = Legs()
+    clock = time.perf_counter
     try:
         if dense and vectors is not None:
+            started = clock()
             legs.qvec = _query_vector(vectors, q.dense_text, warnings)
+            metrics.recall_stage("query_embedding", clock() - started)
         elif dense:
             warnings.append("no embedder configured: sparse-only recall (see `episodic doctor`)")
         if legs.qvec is not None:
+            started = clock()
             legs.found[Leg.DENSE.value] = _dense_leg(store, q, legs.qvec, policy, trace)
+            metrics.recall_stage("dense", clock() - started)
     except BaseException:
         if early is not None and not early.cancel():
             early.exception()  # let the helper finish before the store may be closed
@@ -141,12 +148,18 @@ def run_legs(
     if Leg.SPARSE in policy.legs or (
         Leg.DENSE.value not in legs.found and Leg.RECENCY not in policy.legs
     ):
+        # Run beside the dense leg, the sparse leg's time here is what it kept the
+        # recall waiting after the dense leg was done.
+        started = clock()
         if early is not None and not early.cancel():
             legs.found[Leg.SPARSE.value] = early.result()
         else:
             legs.found[Leg.SPARSE.value] = sparse_leg(store, q, policy)
+        metrics.recall_stage("sparse", clock() - started)
     if Leg.RECENCY in policy.legs:
+        started = clock()
         legs.found[Leg.RECENCY.value] = store.search_recent(q.flt, q.pool)
+        metrics.recall_stage("recency", clock() - started)
     return legs
 
 

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from episodic import metrics
 from episodic.embed.base import Embedder, Matrix
 from episodic.errors import EmbedderError
 from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR
@@ -83,11 +84,14 @@ class WatchedEmbedder:
             raise
 
     def embed_batch(self, texts: Sequence[str]) -> Matrix:
+        started = time.perf_counter()
         try:
             matrix = self.inner.embed_batch(texts)
         except EmbedderError as exc:
+            metrics.embedder_call(time.perf_counter() - started, failed=True)
             self.state.saw(MODE_SPARSE_ONLY, str(exc))
             raise
+        metrics.embedder_call(time.perf_counter() - started, failed=False)
         if len(texts):
             self.state.saw(MODE_VECTOR, f"{self.inner.model_id} ({self.inner.dim}-d)")
         return matrix

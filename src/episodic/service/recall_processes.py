@@ -31,6 +31,7 @@ from episodic.config import Settings
 from episodic.embed.base import Embedder
 from episodic.heap import HeapTrimmer
 from episodic.llm.base import LLM
+from episodic.logs import configure_logging, log_format
 from episodic.model import utcnow
 from episodic.priority import env_nice
 from episodic.store import open_store
@@ -190,6 +191,8 @@ def _open_worker(spec: WorkerSpec) -> None:
     # The server logs the recall mode's changes for its whole process group (it learns
     # each recall's mode from the result): a worker saying it too doubled every line.
     logging.getLogger("episodic.mode").disabled = True
+    if log_format() == "json":  # a spawned process starts with no handler of its own
+        configure_logging(logging.WARNING)
     _worker = spec.service(
         store=open_store(spec.db_url),
         embedder=spec.embedder,

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from episodic import metrics
 from episodic.config import Settings, parse_clock
 from episodic.errors import InvalidInput, StoreBusy, StoreUnavailable
 from episodic.store.upkeep import UpkeepStore
@@ -106,12 +108,16 @@ class UpkeepScheduler:
         results: list[JobResult] = []
 
         def attempt(name: str, run: Callable[[], list[JobResult]]) -> None:
+            started, failed = time.perf_counter(), True
             try:
                 results.extend(run())
+                failed = False
             except (StoreBusy, StoreUnavailable) as exc:  # no fault of the job: no trace
                 log.warning("upkeep job %s did not run (%s); it runs when next due", name, exc)
             except Exception:  # one failing job must not stop the others
                 log.exception("upkeep job %s failed; it runs again when next due", name)
+            finally:
+                metrics.upkeep_job(name, time.perf_counter() - started, failed)
 
         if self._daily_due(decay.JOB, ALL_WORKSPACES, settings.decay_at, now):
             attempt(decay.JOB, lambda: [self.jobs.decay()])

@@ -1,5 +1,7 @@
-"""Health: ``GET /healthz`` (is the server up, and in which recall mode; no key) and
-``GET /v1/health`` (the memory health score and its history).
+"""Health: ``GET /healthz`` (liveness: the server answers, in which recall mode; no
+key), ``GET /readyz`` (readiness: the database answers at the schema this code knows;
+503 when it cannot serve; no key) and ``GET /v1/health`` (the memory health score and
+its history).
 
 Two routers, because the app includes them at two places: the OpenAPI document lists
 ``/healthz`` first and ``/v1/health`` after the recall routes."""
@@ -9,14 +11,16 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 import episodic
-from episodic.errors import NotFound
+from episodic.errors import EpisodicError, NotFound
 from episodic.http.auth import Caller
 from episodic.http.deps import Mem
 from episodic.http.errors import ERRORS, ErrorOut
 from episodic.http.models import Id
+from episodic.store.migrations import LATEST_VERSION
 
 liveness_router = APIRouter()
 router = APIRouter()
@@ -27,6 +31,21 @@ class HealthzOut(BaseModel):
     episodic: Literal["vector", "sparse-only"]
     version: str
     schema_version: int
+
+
+class ReadyCheck(BaseModel):
+    ok: bool
+    detail: str
+
+
+class ReadyzOut(BaseModel):
+    status: Literal["ready", "not_ready"]
+    database: ReadyCheck
+    migrations: ReadyCheck
+    embedder: ReadyCheck = Field(
+        description="vector, or sparse-only while the embedder is unavailable: recall "
+        "still answers (by keywords), so it does not make the server unready"
+    )
 
 
 class HealthPointOut(BaseModel):
@@ -74,6 +93,41 @@ def healthz(mem: Mem) -> dict[str, Any]:
         "version": episodic.__version__,
         "schema_version": mem.store.schema_version(),
     }
+
+
+@liveness_router.get(
+    "/readyz",
+    response_model=ReadyzOut,
+    responses={503: {"model": ReadyzOut, "description": "not ready: see which check failed"}},
+    tags=["health"],
+)
+def readyz(mem: Mem) -> Any:
+    """Readiness, for a load balancer or Kubernetes' readiness probe: the database
+    answers and its schema is the one this code knows. The embedder's state is reported;
+    sparse-only is still ready, since recall answers by keywords meanwhile."""
+    try:
+        version = mem.store.schema_version()
+    except EpisodicError as exc:
+        database = ReadyCheck(ok=False, detail=str(exc))
+        migrations = ReadyCheck(ok=False, detail="unknown: the database did not answer")
+    else:
+        database = ReadyCheck(ok=True, detail="answers")
+        migrations = ReadyCheck(
+            ok=version == LATEST_VERSION,
+            detail=f"schema v{version}; this code knows v{LATEST_VERSION}",
+        )
+    mode, why = mem.recall_mode(), ""
+    if mode != "vector":  # why: one probe now, only while it is down
+        mode, why = mem.embedder_status()
+    embedder = ReadyCheck(ok=mode == "vector", detail=f"{mode}: {why}" if why else mode)
+    ready = database.ok and migrations.ok
+    body = ReadyzOut(
+        status="ready" if ready else "not_ready",
+        database=database,
+        migrations=migrations,
+        embedder=embedder,
+    )
+    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
 
 
 @router.get("/v1/health", response_model=HealthOut, responses=ERRORS, tags=["health"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from episodic import metrics
 from episodic.errors import InvalidInput, NotFound
 from episodic.model import Memory
 from episodic.store.postgres.connection import PgBase, _has_nul
@@ -92,7 +93,10 @@ class SupersessionMixin(PgBase):
                 insert_link_sql("%s"),
                 [(workspace_id, m, new_id, decided_by, why, ts_text(at)) for m, why in links],
             )
-        return None if row is None else memory_from_row(row[:-1], row[-1] or ())
+        if row is None:
+            return None
+        metrics.superseded(decided_by)
+        return memory_from_row(row[:-1], row[-1] or ())
 
     def revert_supersession(
         self, workspace_id: str, memory_id: str, *, by: str, at: datetime

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from episodic import metrics
 from episodic.errors import InvalidInput, NotFound
 from episodic.model import Memory
 from episodic.store.rows import ts_text, unique
@@ -76,6 +77,7 @@ class SupersessionMixin(SqliteBase):
                     insert_link_sql("?"),
                     (workspace_id, memory_id, new_id, decided_by, why, ts_text(at)),
                 )
+        metrics.superseded(decided_by)
         return self.get_memory(workspace_id, old_id)
 
     def revert_supersession(

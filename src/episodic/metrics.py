@@ -1,0 +1,312 @@
+"""Prometheus metrics: what the server counts and times (requests, recalls, sheds,
+supersessions, upkeep jobs) and their exposition for ``GET /metrics``.
+
+The metrics are made on first use, not on import: ``prometheus_client`` picks its
+multiprocess mode from ``PROMETHEUS_MULTIPROC_DIR`` when the first one is made, and
+``episodic serve`` sets that variable (to a directory it owns) before anything records,
+so that the recall worker processes and ``--workers`` server processes all write their
+figures where one scrape reads them. Without ``prometheus-client`` (the ``server`` extra)
+every function here does nothing.
+
+No label takes values from users' data: no workspace, no memory id, no path (routes are
+templates). Names carry their unit (seconds, bytes) and counters end in ``_total``."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+# Seconds: from a fast lookup to a slow recall under load.
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class _Metrics:
+    http_requests: Any
+    http_seconds: Any
+    recalls: Any
+    recall_seconds: Any
+    shed: Any
+    supersessions: Any
+    upkeep_runs: Any
+    upkeep_seconds: Any
+    upkeep_failures: Any
+    embedder_seconds: Any
+    stage_seconds: Any
+    embedder_errors: Any
+
+
+_lock = threading.Lock()
+_made: _Metrics | None = None
+_absent = False
+
+
+def _metrics() -> _Metrics | None:
+    global _made, _absent
+    if _made is not None or _absent:
+        return _made
+    with _lock:
+        if _made is None and not _absent:
+            try:
+                from prometheus_client import Counter, Histogram
+            except ImportError:
+                _absent = True
+                return None
+            _made = _Metrics(
+                http_requests=Counter(
+                    "episodic_http_requests_total",
+                    "HTTP requests answered, by route template, method and status.",
+                    ["route", "method", "status"],
+                ),
+                http_seconds=Histogram(
+                    "episodic_http_request_duration_seconds",
+                    "Time from a request's arrival to its response's end, by route template "
+                    "and method.",
+                    ["route", "method"],
+                    buckets=LATENCY_BUCKETS,
+                ),
+                recalls=Counter(
+                    "episodic_recalls_total",
+                    "Recalls run, by policy and mode (vector or sparse-only).",
+                    ["policy", "mode"],
+                ),
+                recall_seconds=Histogram(
+                    "episodic_recall_duration_seconds",
+                    "Time one recall took where it ran (a recall process, or the server's), "
+                    "by policy and mode.",
+                    ["policy", "mode"],
+                    buckets=LATENCY_BUCKETS,
+                ),
+                shed=Counter(
+                    "episodic_http_shed_total",
+                    "Requests refused with 503 by admission control, by lane (recall, write).",
+                    ["lane"],
+                ),
+                supersessions=Counter(
+                    "episodic_supersessions_total",
+                    "Memories marked superseded by a newer one, by who decided.",
+                    ["decided_by"],
+                ),
+                upkeep_runs=Counter(
+                    "episodic_upkeep_runs_total",
+                    "Upkeep jobs run by the scheduler, by job.",
+                    ["job"],
+                ),
+                upkeep_seconds=Histogram(
+                    "episodic_upkeep_duration_seconds",
+                    "Time one scheduled upkeep job took, by job.",
+                    ["job"],
+                    buckets=(0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0),
+                ),
+                upkeep_failures=Counter(
+                    "episodic_upkeep_failures_total",
+                    "Scheduled upkeep jobs that failed (they run again when next due), by job.",
+                    ["job"],
+                ),
+                stage_seconds=Histogram(
+                    "episodic_recall_stage_duration_seconds",
+                    "Time one stage of a recall took: query_embedding, dense, sparse, "
+                    "recency (the legs), ranking (fusion to the hits).",
+                    ["stage"],
+                    buckets=LATENCY_BUCKETS,
+                ),
+                embedder_seconds=Histogram(
+                    "episodic_embedder_call_duration_seconds",
+                    "Time one call to the embedding model took (a query's, or a batch of "
+                    "the indexer's).",
+                    buckets=LATENCY_BUCKETS,
+                ),
+                embedder_errors=Counter(
+                    "episodic_embedder_errors_total",
+                    "Calls to the embedding model that failed (recall goes sparse-only).",
+                ),
+            )
+    return _made
+
+
+def http_request(route: str | None, method: str, status: int, seconds: float) -> None:
+    m = _metrics()
+    if m is None:
+        return
+    template = route or "unmatched"  # no path: a path holds ids
+    m.http_requests.labels(template, method, str(status)).inc()
+    m.http_seconds.labels(template, method).observe(seconds)
+
+
+def recall_done(policy: str, mode: str, seconds: float) -> None:
+    m = _metrics()
+    if m is not None:
+        m.recalls.labels(policy, mode).inc()
+        m.recall_seconds.labels(policy, mode).observe(seconds)
+
+
+def recall_stage(stage: str, seconds: float) -> None:
+    m = _metrics()
+    if m is not None:
+        m.stage_seconds.labels(stage).observe(seconds)
+
+
+def embedder_call(seconds: float, *, failed: bool) -> None:
+    m = _metrics()
+    if m is not None:
+        m.embedder_seconds.observe(seconds)
+        if failed:
+            m.embedder_errors.inc()
+
+
+def shed(lane: str) -> None:
+    m = _metrics()
+    if m is not None:
+        m.shed.labels(lane).inc()
+
+
+# Who decides a supersession, by the part of ``decided_by`` before its colon ("offline:
+# <rule>", "llm:<model id>", "explicit:corrective", "inherited", a caller's own). The rule
+# and the model stay out of the label; an unknown kind is "other", so that a label never
+# takes a value from outside the code.
+DECIDER_KINDS = ("offline", "llm", "explicit", "inherited", "user")
+
+
+def decider_kind(decided_by: str) -> str:
+    kind = decided_by.split(":", 1)[0]
+    return kind if kind in DECIDER_KINDS else "other"
+
+
+def superseded(decided_by: str) -> None:
+    m = _metrics()
+    if m is not None:
+        m.supersessions.labels(decider_kind(decided_by)).inc()
+
+
+def upkeep_job(job: str, seconds: float, failed: bool) -> None:
+    m = _metrics()
+    if m is not None:
+        m.upkeep_runs.labels(job).inc()
+        m.upkeep_seconds.labels(job).observe(seconds)
+        if failed:
+            m.upkeep_failures.labels(job).inc()
+
+
+def exposition(extra: Any = None) -> bytes:
+    """The text exposition of every process's figures (all of a multiprocess directory's,
+    when ``PROMETHEUS_MULTIPROC_DIR`` is set), with ``extra``, a collector of figures read
+    at scrape time (the database's), if given."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    found = registry()
+    if extra is None:
+        return bytes(generate_latest(found))
+    with_extra = CollectorRegistry()
+    with_extra.register(_Both(found, extra))
+    return bytes(generate_latest(with_extra))
+
+
+class _Both:
+    """A collector of a registry's figures and one more collector's."""
+
+    def __init__(self, registry: Any, extra: Any) -> None:
+        self.registry = registry
+        self.extra = extra
+
+    def collect(self) -> Any:
+        yield from self.registry.collect()
+        yield from self.extra.collect()
+
+
+def registry() -> Any:
+    """The registry a scrape reads: every process's figures in multiprocess mode."""
+    from prometheus_client import REGISTRY, CollectorRegistry
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    _metrics()
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return REGISTRY
+    found = CollectorRegistry()
+    MultiProcessCollector(found)  # type: ignore[no-untyped-call]
+    return found
+
+
+@contextmanager
+def multiprocess_dir() -> Iterator[str]:
+    """``PROMETHEUS_MULTIPROC_DIR`` for a server and its worker processes: the
+    operator's, if set (left as it is), else a new directory removed on leaving. Entered
+    before anything records, since the mode is fixed when the first metric is made."""
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if given:
+        yield given
+        return
+    with tempfile.TemporaryDirectory(prefix="episodic-metrics-") as made:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = made
+        try:
+            yield made
+        finally:
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+
+
+def serve_on_port(host: str, port: int, extra: Any = None) -> Any:
+    """Serve the metrics alone on ``host:port`` (no key: for scrapers that cannot send
+    one; bind it where only they reach), with ``extra`` as ``exposition`` takes it.
+    Returns the server, to shut down."""
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    found = registry()
+    if extra is not None:
+        both = CollectorRegistry()
+        both.register(_Both(found, extra))
+        found = both
+    server, _thread = start_http_server(port, addr=host, registry=found)
+    return server
+
+
+class StoreFigures:
+    """What the database says at scrape time: memories waiting for their vector, and the
+    size of a SQLite database's files. Read by the scraping process only, once a scrape;
+    a database that does not answer leaves them out of that scrape (the request and
+    readiness figures say why)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        try:
+            stats = self.store.stats()
+        except Exception:  # a scrape must not fail with the database
+            return
+        yield GaugeMetricFamily(
+            "episodic_vectors_pending",
+            "Memories waiting for the indexer to embed them.",
+            value=stats.pending_vectors,
+        )
+        yield GaugeMetricFamily(
+            "episodic_memories_active",
+            "Active memories, all workspaces.",
+            value=stats.active_memories,
+        )
+        size = sqlite_size(str(self.store.url))
+        if size is not None:
+            yield GaugeMetricFamily(
+                "episodic_database_size_bytes",
+                "Size of the SQLite database with its write-ahead log.",
+                value=size,
+            )
+
+
+def sqlite_size(url: str) -> int | None:
+    if not url.startswith("sqlite:") or url.endswith(":memory:"):
+        return None
+    path = url.split(":///", 1)[-1]
+    total = 0
+    for name in (path, f"{path}-wal"):
+        try:
+            total += os.path.getsize(name)
+        except OSError:
+            continue
+    return total

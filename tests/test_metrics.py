@@ -1,0 +1,195 @@
+"""``GET /metrics`` as a scraper sees it: ``episodic serve`` with a recall process runs a
+scripted workload, and the page, parsed with ``prometheus_client``'s own parser, shows
+the requests, the recalls (timed in the worker process), the supersession and the refused
+calls it was given. The page needs an admin key or ``EPISODIC_METRICS_TOKEN``; with
+``--metrics-port`` it is served on a port of its own with none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from episodic import Episodic, Settings, metrics
+from test_serve import free_port, served
+
+TOKEN = "scrape-secret-1"
+
+
+def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def value(
+    found: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str
+) -> float:
+    return found.get((name, frozenset(labels.items())), 0.0)
+
+
+def test_a_scrape_after_a_workload(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/metrics.db"
+    with Episodic.open(db, settings=Settings(embedder="none")) as mem:
+        _, admin = mem.create_key("acme", role="admin")
+        _, agent = mem.create_key("acme", role="agent", agent="bot")
+    port = free_port()
+    env = {
+        "EPISODIC_EMBEDDER": "none",
+        "EPISODIC_RECALL_PROCESSES": "1",
+        "EPISODIC_METRICS_TOKEN": TOKEN,
+    }
+    with served(db, "--metrics-port", str(port), env=env) as base, httpx.Client(timeout=60) as http:
+        auth = {"Authorization": f"Bearer {admin}"}
+        old = http.post(f"{base}/v1/memories", headers=auth, json={"content": "disk is full"})
+        assert old.status_code == 201, old.text
+        for _ in range(3):
+            r = http.post(f"{base}/v1/recall", headers=auth, json={"query": "disk full"})
+            assert r.status_code == 200
+        swap = http.post(
+            f"{base}/v1/memories/{old.json()['id']}/supersede",
+            headers=auth,
+            json={"new": "disk has room again"},
+        )
+        assert swap.status_code < 300, swap.text
+        assert http.get(f"{base}/v1/memories").status_code == 401
+
+        assert http.get(f"{base}/metrics").status_code == 401
+        bot = {"Authorization": f"Bearer {agent}"}
+        assert http.get(f"{base}/metrics", headers=bot).status_code == 403
+        by_token = http.get(f"{base}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert by_token.status_code == 200
+        page = http.get(f"{base}/metrics", headers=auth)
+        assert page.status_code == 200
+        assert page.headers["content-type"].startswith("text/plain")
+        alone = http.get(f"http://127.0.0.1:{port}/metrics")
+        assert alone.status_code == 200
+
+    found = samples(page.text)
+    requests = "episodic_http_requests_total"
+    assert value(found, requests, route="/v1/recall", method="POST", status="200") == 3
+    assert value(found, requests, route="/v1/memories", method="POST", status="201") == 1
+    assert value(found, requests, route="/v1/memories", method="GET", status="401") == 1
+    assert value(found, requests, route="/metrics", method="GET", status="401") == 1
+    latency = "episodic_http_request_duration_seconds"
+    assert value(found, f"{latency}_count", route="/v1/recall", method="POST") == 3
+    assert value(found, f"{latency}_sum", route="/v1/recall", method="POST") > 0
+    # Recalls ran in the recall process: its figures reach the server's page.
+    recall = "episodic_recall_duration_seconds"
+    assert value(found, f"{recall}_count", policy="default", mode="sparse-only") == 3
+    assert value(found, f"{recall}_bucket", policy="default", mode="sparse-only", le="+Inf") == 3
+    assert value(found, "episodic_recalls_total", policy="default", mode="sparse-only") == 3
+    assert value(found, "episodic_supersessions_total", decided_by="explicit") == 1
+    stage = "episodic_recall_stage_duration_seconds_count"
+    assert value(found, stage, stage="sparse") == 3 and value(found, stage, stage="ranking") == 3
+    assert value(found, stage, stage="dense") == 0  # no embedder: no dense leg
+    assert value(found, "episodic_memories_active") == 1  # the other was superseded
+    assert value(found, "episodic_vectors_pending") == 1  # no embedder: it waits
+    assert value(found, "episodic_database_size_bytes") > 4096
+    # No label holds a workspace, a memory id or a path.
+    labels = {v for (_, pairs) in found for _, v in pairs}
+    assert "acme" not in labels and old.json()["id"] not in labels
+    assert not any(v.startswith("/v1/memories/m") for v in labels)
+    # The port of its own shows the same figures.
+    assert value(samples(alone.text), f"{recall}_count", policy="default", mode="sparse-only") == 3
+
+
+@pytest.mark.parametrize(
+    ("decided_by", "kind"),
+    [
+        ("offline:negation", "offline"),
+        ("llm:gpt-4o-mini", "llm"),
+        ("explicit:corrective", "explicit"),
+        ("inherited", "inherited"),
+        ("someone's own words", "other"),
+    ],
+)
+def test_who_decided_is_a_fixed_kind(decided_by: str, kind: str) -> None:
+    assert metrics.decider_kind(decided_by) == kind
+
+
+def scrape_now() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return samples(metrics.exposition().decode())
+
+
+def test_embedder_calls_and_failures_are_counted(tmp_path: Path) -> None:
+    from episodic.embed.fake import FakeEmbedder
+    from episodic.errors import EmbedderUnavailable
+    from episodic.store import open_store
+
+    before = scrape_now()
+    embedder = FakeEmbedder(dim=16)
+    mem = Episodic(store=open_store(f"sqlite:///{tmp_path}/e.db"), embedder=embedder)
+    try:
+        mem.recall("disk full", workspace="acme")
+
+        def down(texts: list[str]) -> list[list[float]]:
+            raise EmbedderUnavailable("model server down")
+
+        embedder.embed_batch = down  # type: ignore[method-assign,assignment]
+        mem.recall("disk full again", workspace="acme")
+    finally:
+        mem.close()
+    after = scrape_now()
+
+    def moved(name: str) -> float:
+        return value(after, name) - value(before, name)
+
+    assert moved("episodic_embedder_errors_total") >= 1
+    assert moved("episodic_embedder_call_duration_seconds_count") >= 2
+    stage = "episodic_recall_stage_duration_seconds_count"
+    for name in ("query_embedding", "dense", "sparse", "ranking"):
+        assert value(after, stage, stage=name) > value(before, stage, stage=name), name
+
+
+def test_upkeep_runs_and_failures_are_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from episodic.embed.fake import FakeEmbedder
+    from episodic.store import open_store
+
+    before = scrape_now()
+    mem = Episodic(store=open_store(f"sqlite:///{tmp_path}/u.db"), embedder=FakeEmbedder(dim=16))
+    try:
+        sched = mem.scheduler()
+
+        def broken() -> None:
+            raise RuntimeError("decay broke")
+
+        monkeypatch.setattr(sched.jobs, "decay", broken)
+        sched.run_pending()
+    finally:
+        mem.close()
+    after = scrape_now()
+    runs = value(after, "episodic_upkeep_runs_total", job="decay") - value(
+        before, "episodic_upkeep_runs_total", job="decay"
+    )
+    fails = value(after, "episodic_upkeep_failures_total", job="decay") - value(
+        before, "episodic_upkeep_failures_total", job="decay"
+    )
+    reviews = value(after, "episodic_upkeep_runs_total", job="reviews") - value(
+        before, "episodic_upkeep_runs_total", job="reviews"
+    )
+    assert (runs, fails, reviews) == (1, 1, 1)
+    assert value(after, "episodic_upkeep_duration_seconds_count", job="reviews") >= 1
+
+
+def test_a_request_shed_by_admission_control_is_counted() -> None:
+    import anyio
+
+    from episodic.http.limits import Lane, Overloaded
+
+    lane = Lane("recall", 1, 0.5, 2.0)
+    before = value(scrape_now(), "episodic_http_shed_total", lane="recall")
+
+    async def run() -> None:
+        async with lane.limiter():  # the one slot taken: the next would wait ~2 s
+            with pytest.raises(Overloaded):
+                lane.admit()
+
+    anyio.run(run)
+    assert value(scrape_now(), "episodic_http_shed_total", lane="recall") == before + 1
