@@ -25,6 +25,129 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mem0/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get All */
+        get: operations["get_all_mem0_memories_get"];
+        put?: never;
+        /**
+         * Add
+         * @description Store messages (``infer`` false: each as it is) for the ids given.
+         */
+        post: operations["add_mem0_memories_post"];
+        /**
+         * Delete All
+         * @description Forget the memories of the ids given; refused with none (see ``/mem0/reset``).
+         */
+        delete: operations["delete_all_mem0_memories_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mem0/memories/{memory_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get
+         * @description One memory, or null when there is none (as Mem0 answers).
+         */
+        get: operations["get_mem0_memories__memory_id__get"];
+        /** Update */
+        put: operations["update_mem0_memories__memory_id__put"];
+        post?: never;
+        /** Delete */
+        delete: operations["delete_mem0_memories__memory_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mem0/memories/{memory_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** History */
+        get: operations["history_mem0_memories__memory_id__history_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mem0/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reset
+         * @description Forget the whole workspace; only with ``?confirm=true``.
+         */
+        post: operations["reset_mem0_reset_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mem0/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Search */
+        post: operations["search_mem0_search_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readyz
+         * @description Readiness, for a load balancer or Kubernetes' readiness probe: the database
+         *     answers and its schema is the one this code knows. The embedder's state is reported;
+         *     sparse-only is still ready, since recall answers by keywords meanwhile.
+         */
+        get: operations["readyz_readyz_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -37,7 +160,8 @@ export interface paths {
         /**
          * Post Events
          * @description Append journal events. Bad events are reported by position and skipped; the
-         *     others are stored.
+         *     others are stored. An event naming a workspace, agent or crew the key may not write
+         *     for is one of the bad events: the rest of the batch is still stored.
          */
         post: operations["post_events_v1_events_post"];
         delete?: never;
@@ -228,6 +352,28 @@ export interface paths {
         patch: operations["update_memory_v1_memories__memory_id__patch"];
         trace?: never;
     };
+    "/v1/memories/{memory_id}/decisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Memory Decisions
+         * @description What was decided about this memory and by what: the rule that admitted it and
+         *     its importance, what it replaced and what replaced it, what it was merged into, the
+         *     phase that retired it; reverted decisions say so.
+         */
+        get: operations["memory_decisions_v1_memories__memory_id__decisions_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memories/{memory_id}/history": {
         parameters: {
             query?: never;
@@ -242,6 +388,51 @@ export interface paths {
         get: operations["memory_history_v1_memories__memory_id__history_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memories/{memory_id}/index": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Index Memory
+         * @description Embed one memory now, before the next sweep: a hot path that wants what it just
+         *     wrote found by meaning at its next recall. When it cannot be embedded now,
+         *     ``indexed`` is false and ``detail`` says why; the background indexer still embeds
+         *     it later.
+         */
+        post: operations["index_memory_v1_memories__memory_id__index_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/memories/{memory_id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore Memory
+         * @description Undo a supersession: the memory is active again, and the decision is kept as
+         *     reverted, so detection never replaces it with the same memory again. 422 (field
+         *     ``memory_id``) when it is not superseded. Who may supersede a memory may restore it.
+         */
+        post: operations["restore_memory_v1_memories__memory_id__restore_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -437,6 +628,49 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** AddEvent */
+        AddEvent: {
+            /** Event */
+            event: string;
+            /** Id */
+            id: string | null;
+            /** Memory */
+            memory: string;
+            /** Reason */
+            reason?: string | null;
+            /** Replaced By */
+            replaced_by?: string | null;
+        };
+        /** AddOut */
+        AddOut: {
+            /** Results */
+            results: components["schemas"]["AddEvent"][];
+        };
+        /** Change */
+        Change: {
+            /** Actor Id */
+            actor_id: string | null;
+            /** Created At */
+            created_at: string | null;
+            /** Event */
+            event: string;
+            /** Id */
+            id: string;
+            /** Is Deleted */
+            is_deleted: boolean;
+            /** Memory Id */
+            memory_id: string;
+            /** New Memory */
+            new_memory: string | null;
+            /** Old Memory */
+            old_memory: string | null;
+            /** Role */
+            role: string | null;
+            /** Updated At */
+            updated_at: string | null;
+        };
+        /** Changes */
+        Changes: components["schemas"]["Change"][];
         /** CompleteIn */
         CompleteIn: {
             /** Agent */
@@ -476,6 +710,48 @@ export interface components {
              * @description the memories the session's end reinforced
              */
             reinforced: string[];
+        };
+        /** DecisionOut */
+        DecisionOut: {
+            /** At */
+            at: string | null;
+            /**
+             * Decided By
+             * @description the rule or model: policy:<rule>, offline:<rule>, llm:<model>, explicit, upkeep:<phase> ...
+             */
+            decided_by: string;
+            /**
+             * Kind
+             * @description admitted, importance, not_kept (an entry an episode did not keep), supersedes, superseded, merged or retired
+             * @enum {string}
+             */
+            kind: "admitted" | "importance" | "not_kept" | "supersedes" | "superseded" | "merged" | "retired";
+            /**
+             * Other
+             * @description the other memory or event involved
+             */
+            other: string | null;
+            /** Reason */
+            reason: string;
+            /**
+             * Reverted
+             * @description undone (memory restore); the decision is kept
+             */
+            reverted: boolean;
+            /** Reverted At */
+            reverted_at: string | null;
+            /** Reverted By */
+            reverted_by: string | null;
+        };
+        /** DecisionsOut */
+        DecisionsOut: {
+            /**
+             * Decisions
+             * @description in the order they happened to it
+             */
+            decisions: components["schemas"]["DecisionOut"][];
+            /** Memory */
+            memory: string;
         };
         /** DetailOut */
         DetailOut: {
@@ -551,6 +827,8 @@ export interface components {
             field: string | null;
             /** Message */
             message: string;
+            /** Request Id */
+            request_id?: string | null;
         };
         /** ErrorOut */
         ErrorOut: {
@@ -610,6 +888,11 @@ export interface components {
             relations: number;
             /** Vectors */
             vectors: number;
+        };
+        /** Found */
+        Found: {
+            /** Results */
+            results: components["schemas"]["Scored"][];
         };
         /** HealthOut */
         HealthOut: {
@@ -725,6 +1008,13 @@ export interface components {
              * @description seed 003's label of a surprising episode
              */
             moment: ("key moment" | "flashbulb") | null;
+            /**
+             * Newer
+             * @description a newer memory about the same subject recalled with it: this one is earlier
+             */
+            newer?: string | null;
+            /** @description a long memory: the passage that matched, content[start:stop] */
+            passage?: components["schemas"]["PassageOut"] | null;
             /** Payload */
             payload: {
                 [key: string]: unknown;
@@ -768,6 +1058,21 @@ export interface components {
             /** Workspace */
             workspace: string;
         };
+        /** IndexOneOut */
+        IndexOneOut: {
+            /**
+             * Detail
+             * @description what was done, or why not (sparse-only, embedder down)
+             */
+            detail: string;
+            /** Id */
+            id: string;
+            /**
+             * Indexed
+             * @description true when the memory is embedded now
+             */
+            indexed: boolean;
+        };
         /** IngestOut */
         IngestOut: {
             /** Admitted */
@@ -781,10 +1086,43 @@ export interface components {
             duplicates: number;
             /** Errors */
             errors: components["schemas"]["ItemError"][];
+            /**
+             * Not Admitted
+             * @description events stored in the journal but not kept as memories, each with the admission rule that refused it, why, and how to keep it (the first 1000)
+             */
+            not_admitted: components["schemas"]["NotAdmittedOut"][];
+            /**
+             * Not Admitted By Reason
+             * @description how many events each admission rule refused, by reason
+             */
+            not_admitted_by_reason: components["schemas"]["NotAdmittedCountOut"][];
             /** Received */
             received: number;
             /** Stored */
             stored: number;
+        };
+        /** Item */
+        Item: {
+            /** Agent Id */
+            agent_id: string | null;
+            /** Created At */
+            created_at: string | null;
+            /** Hash */
+            hash: string;
+            /** Id */
+            id: string;
+            /** Memory */
+            memory: string;
+            /** Metadata */
+            metadata: {
+                [key: string]: unknown;
+            } | null;
+            /** Run Id */
+            run_id: string | null;
+            /** Updated At */
+            updated_at: string | null;
+            /** User Id */
+            user_id: string | null;
         };
         /** ItemError */
         ItemError: {
@@ -883,6 +1221,28 @@ export interface components {
             runs: number;
             /** Workspace */
             workspace: string;
+        };
+        /** MaybeItem */
+        MaybeItem: components["schemas"]["Item"] | null;
+        /** MemoryCreate */
+        MemoryCreate: {
+            /** Agent Id */
+            agent_id?: string | null;
+            /**
+             * Infer
+             * @default true
+             */
+            infer: boolean;
+            /** Messages */
+            messages: components["schemas"]["Message"][];
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            /** Run Id */
+            run_id?: string | null;
+            /** User Id */
+            user_id?: string | null;
         };
         /** MemoryIn */
         MemoryIn: {
@@ -1015,6 +1375,29 @@ export interface components {
              */
             supersede: boolean;
         };
+        /** MemoryUpdate */
+        MemoryUpdate: {
+            /** Data */
+            data?: string | null;
+            /** Memory */
+            memory?: string | null;
+            /** Metadata */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            /** Text */
+            text?: string | null;
+        };
+        /** Message */
+        Message: {
+            /** Content */
+            content: string;
+            /**
+             * Role
+             * @default user
+             */
+            role: string;
+        };
         /**
          * MessageIn
          * @description One message, or a batch of them in ``messages``. In a batch, each item takes
@@ -1068,17 +1451,6 @@ export interface components {
             /** Workspace */
             workspace?: string | null;
         };
-        /** MessageOut */
-        MessageOut: {
-            /** Conversation */
-            conversation: string | null;
-            /** Id */
-            id: string;
-            /** Ts */
-            ts: string;
-            /** Workspace */
-            workspace: string;
-        };
         /** MessagesOut */
         MessagesOut: {
             /** Duplicates */
@@ -1090,16 +1462,86 @@ export interface components {
              * @description each message's id, in order; null if refused
              */
             ids: (string | null)[];
+            /**
+             * Not Admitted
+             * @description messages stored with their conversation but not kept as memories (tool and system messages), each with the rule that refused it and how to keep it
+             */
+            not_admitted?: components["schemas"]["NotAdmittedOut"][];
             /** Received */
             received: number;
             /** Stored */
             stored: number;
         };
+        /** NotAdmittedCountOut */
+        NotAdmittedCountOut: {
+            /** Count */
+            count: number;
+            /** Fix */
+            fix: string | null;
+            /** Reason */
+            reason: string;
+            /** Rule */
+            rule: string;
+        };
+        /** NotAdmittedOut */
+        NotAdmittedOut: {
+            /**
+             * Fix
+             * @description how to keep such an event; null when nothing can
+             */
+            fix: string | null;
+            /** Id */
+            id: string;
+            /**
+             * Index
+             * @description 0-based position in the batch
+             */
+            index: number;
+            /** Reason */
+            reason: string;
+            /**
+             * Rule
+             * @description the admission rule that refused it
+             */
+            rule: string;
+            /** Severity */
+            severity: string;
+            /** Type */
+            type: string;
+        };
+        /** PassageOut */
+        PassageOut: {
+            /** Start */
+            start: number;
+            /** Stop */
+            stop: number;
+            /** Text */
+            text: string;
+        };
         /**
          * PostMessagesOut
          * @description One message's id and time, or a batch's report.
          */
-        PostMessagesOut: components["schemas"]["MessageOut"] | components["schemas"]["MessagesOut"];
+        PostMessagesOut: components["schemas"]["episodic__http__routers__messages__MessageOut"] | components["schemas"]["MessagesOut"];
+        /** ReadyCheck */
+        ReadyCheck: {
+            /** Detail */
+            detail: string;
+            /** Ok */
+            ok: boolean;
+        };
+        /** ReadyzOut */
+        ReadyzOut: {
+            database: components["schemas"]["ReadyCheck"];
+            /** @description vector, or sparse-only while the embedder is unavailable: recall still answers (by keywords), so it does not make the server unready */
+            embedder: components["schemas"]["ReadyCheck"];
+            migrations: components["schemas"]["ReadyCheck"];
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "ready" | "not_ready";
+        };
         /** RecallIn */
         RecallIn: {
             /** Agent */
@@ -1135,6 +1577,11 @@ export interface components {
              */
             k?: number | null;
             /**
+             * Learning Type
+             * @description only learnings of this type (or these): declarative, procedural, directive, corrective
+             */
+            learning_type?: string | string[] | null;
+            /**
              * Mark
              * @description count the hits as referenced
              * @default true
@@ -1164,6 +1611,11 @@ export interface components {
         RecallOut: {
             /** Hits */
             hits: components["schemas"]["HitOut"][];
+            /**
+             * Institutional
+             * @description standing knowledge, always loaded apart from the k hits (newest first)
+             */
+            institutional: components["schemas"]["HitOut"][];
             /**
              * Mode
              * @enum {string}
@@ -1232,6 +1684,11 @@ export interface components {
              */
             k?: number | null;
             /**
+             * Learning Type
+             * @description only learnings of this type (or these): declarative, procedural, directive, corrective
+             */
+            learning_type?: string | string[] | null;
+            /**
              * Mark
              * @description count the hits as referenced
              * @default true
@@ -1278,6 +1735,57 @@ export interface components {
             trace?: components["schemas"]["TraceOut"] | null;
             /** Warnings */
             warnings: string[];
+        };
+        /** Results */
+        Results: {
+            /** Results */
+            results: components["schemas"]["Item"][];
+        };
+        /** Scored */
+        Scored: {
+            /** Agent Id */
+            agent_id: string | null;
+            /** Created At */
+            created_at: string | null;
+            /** Hash */
+            hash: string;
+            /** Id */
+            id: string;
+            /** Memory */
+            memory: string;
+            /** Metadata */
+            metadata: {
+                [key: string]: unknown;
+            } | null;
+            /** Run Id */
+            run_id: string | null;
+            /** Score */
+            score: number;
+            /** Updated At */
+            updated_at: string | null;
+            /** User Id */
+            user_id: string | null;
+        };
+        /** SearchRequest */
+        SearchRequest: {
+            /** Agent Id */
+            agent_id?: string | null;
+            /** Filters */
+            filters?: {
+                [key: string]: unknown;
+            } | null;
+            /** Limit */
+            limit?: number | null;
+            /** Query */
+            query: string;
+            /** Run Id */
+            run_id?: string | null;
+            /** Threshold */
+            threshold?: number | null;
+            /** Top K */
+            top_k?: number | null;
+            /** User Id */
+            user_id?: string | null;
         };
         /** SessionEndIn */
         SessionEndIn: {
@@ -1326,6 +1834,16 @@ export interface components {
             old: string;
             /** Reason */
             reason: string;
+            /**
+             * Reverted At
+             * @description when the replacement was undone (memory restore)
+             */
+            reverted_at?: string | null;
+            /**
+             * Reverted By
+             * @description who undid it
+             */
+            reverted_by?: string | null;
         };
         /** SupersessionsOut */
         SupersessionsOut: {
@@ -1432,6 +1950,22 @@ export interface components {
             /** Workspace */
             workspace: string;
         };
+        /** MessageOut */
+        episodic__http__routers__mem0__MessageOut: {
+            /** Message */
+            message: string;
+        };
+        /** MessageOut */
+        episodic__http__routers__messages__MessageOut: {
+            /** Conversation */
+            conversation: string | null;
+            /** Id */
+            id: string;
+            /** Ts */
+            ts: string;
+            /** Workspace */
+            workspace: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -1466,6 +2000,894 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    get_all_mem0_memories_get: {
+        parameters: {
+            query?: {
+                user_id?: string | null;
+                agent_id?: string | null;
+                run_id?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Results"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    add_mem0_memories_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    delete_all_mem0_memories_delete: {
+        parameters: {
+            query?: {
+                user_id?: string | null;
+                agent_id?: string | null;
+                run_id?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["episodic__http__routers__mem0__MessageOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    get_mem0_memories__memory_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MaybeItem"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    update_mem0_memories__memory_id__put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemoryUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["episodic__http__routers__mem0__MessageOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    delete_mem0_memories__memory_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["episodic__http__routers__mem0__MessageOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    history_mem0_memories__memory_id__history_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Changes"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    reset_mem0_reset_post: {
+        parameters: {
+            query?: {
+                confirm?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["episodic__http__routers__mem0__MessageOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    search_mem0_search_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SearchRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Found"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    readyz_readyz_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadyzOut"];
+                };
+            };
+            /** @description not ready: see which check failed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadyzOut"];
                 };
             };
         };
@@ -2634,6 +4056,100 @@ export interface operations {
             };
         };
     };
+    memory_decisions_v1_memories__memory_id__decisions_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DecisionsOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
     memory_history_v1_memories__memory_id__history_get: {
         parameters: {
             query?: never;
@@ -2652,6 +4168,194 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HistoryOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    index_memory_v1_memories__memory_id__index_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IndexOneOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    restore_memory_v1_memories__memory_id__restore_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryOut"];
                 };
             };
             /** @description Bad Request */
