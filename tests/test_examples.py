@@ -161,5 +161,5 @@ def test_the_source_distribution_ships_the_examples_and_the_docs(tmp_path: Path)
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     for script in (*SCRIPTS, "own_server.py"):
         assert f"examples/{script}" in names
-    docs = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").iterdir()}
+    docs = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*") if p.is_file()}
     assert docs and docs <= names

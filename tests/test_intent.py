@@ -110,6 +110,7 @@ def test_mcp_tools_say_what_they_do(mem: Episodic) -> None:
         "remember": (False, False, False, False),
         "forget": (False, True, True, False),
         "update_memory": (False, False, True, False),
+        "restore_memory": (False, False, True, False),
         "recall_episodes": (True, False, True, False),
         "on_complete": (False, False, False, False),
         "end_session": (False, False, True, False),

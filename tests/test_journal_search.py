@@ -368,15 +368,15 @@ def test_a_v5_database_is_searchable_once_migrated(
     from episodic.store import migrations
     from episodic.store.postgres import connection as pg_connection
 
-    # Steps 1-5, and the validity columns today's writer fills in (step 10 touches
-    # nothing the journal search steps do).
-    v5 = tuple(s for s in migrations.MIGRATIONS if s[0] <= 5 or s[0] == 10)
+    # Steps 1-5, and the validity and reverted-supersession columns today's writer fills
+    # in (steps 10 and 14 touch nothing the journal search steps do).
+    v5 = tuple(s for s in migrations.MIGRATIONS if s[0] <= 5 or s[0] in (10, 14))
     monkeypatch.setattr(migrations, "MIGRATIONS", v5)
     monkeypatch.setattr(pg_connection, "MIGRATIONS", v5)
     with Episodic(
         store=open_store(empty_url), embedder=None, settings=Settings(), clock=lambda: NOW
     ) as old:
-        assert old.store.schema_version() == 10  # the highest step applied
+        assert old.store.schema_version() == 14  # the highest step applied
         assert old.ingest(journal_events()).stored == 5
         assert old.compact(workspace="acme")[0].detail["archived_events"] == 1
     monkeypatch.undo()

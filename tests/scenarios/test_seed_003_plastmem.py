@@ -108,7 +108,7 @@ def test_conversations_close_where_topics_change_and_are_found_by_vector_at_once
         feed(memory, clock, leak, "run-2", post=client)
     assert episodes(memory, "run-2") == []  # the session is open: nothing closed yet
     out = cli(db_url, "index", "--once", "--flush")
-    assert f"1 episode(s) from {len(leak.messages)} messages" in out.output
+    assert f"1 episode from {len(leak.messages)} messages" in out.output
     (whole,) = starts_match_labels(memory, leak, "run-2")
     assert whole.payload["message_count"] == len(leak.messages)
     assert dense_top(memory, "the node process keeps using more and more RAM") == whole.id

@@ -56,7 +56,10 @@ def journal(
     table.add_column("#", overflow="fold")
     # The id whole, never folded: it is what `forget --memory` and `memory history` take.
     table.add_column("id", no_wrap=True, min_width=max(len(h.id) for h in hits))
-    for column in ("ts", "type", "severity", "agent", "summary"):
+    table.add_column("ts", overflow="fold")
+    # The type whole too: it is what `--type` takes.
+    table.add_column("type", no_wrap=True, min_width=max(len(h.type) for h in hits))
+    for column in ("severity", "agent", "summary"):
         table.add_column(column, overflow="fold")
     for i, hit in enumerate(hits, start=1):
         # Text, not markup: ids and summaries are whatever an agent wrote.

@@ -84,8 +84,7 @@ class Table:
 #   minutes; copied, it would make the new database's jobs wait for a holder that is gone.
 # - vector_generations: the SQLite store's signal to reload its in-process vector matrix;
 #   PostgreSQL searches with HNSW and nothing reads it there.
-# - ui_sessions: sign-ins to the operator's page, hours long; signing in again on the
-#   new database's server is the move.
+# - ui_sessions: the page's sign-ins, hours long: sign in again on the new database.
 # - schema_migrations: the target has its own, written by its migrations.
 # - memories_fts and its shadow tables: SQLite-only; PostgreSQL's tsv column is generated.
 TABLES: tuple[Table, ...] = (

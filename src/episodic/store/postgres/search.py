@@ -89,6 +89,10 @@ class SearchMixin(PgvectorMixin):
         unit = unit_vector(q)
         try:
             with self._read(search=True) as conn:
+                # The passages first, by a statement of their own: the memories' own
+                # vectors are then searched by the statement (and HNSW plan) as before,
+                # whether or not the workspace has any passages.
+                passages = self._search_passages(conn, where, params, flt.workspace_id, unit, limit)
                 ef = _ef_search(limit, floor=self.ef_floor(conn))
                 index, iterative = self._dense_plan(conn)
                 sql, args = _dense_sql(
@@ -112,23 +116,28 @@ class SearchMixin(PgvectorMixin):
             Candidate(memory_id=memory_id, score=float(score), rank=rank)
             for rank, (memory_id, score, _seq) in enumerate(rows, start=1)
         ]
-        passages = self._search_passages(where, params, flt.workspace_id, unit, limit)
         return merge_dense(found, passages, limit) if passages else found
 
     def _search_passages(
-        self, where: str, params: Sequence[Any], workspace_id: str, unit: Vector, limit: int
+        self,
+        conn: Conn,
+        where: str,
+        params: Sequence[Any],
+        workspace_id: str,
+        unit: Vector,
+        limit: int,
     ) -> list[PassageRow]:
         """The passages of long memories the filter sees closest to ``unit``: an exact
-        scan of the workspace's passages (few: only long memories have any)."""
-        with self._read(search=True) as conn:
-            rows = self._fetch(
-                conn,
-                "SELECT p.memory_id, 0 - (p.vector <#> %s) AS score, p.start_char, p.stop_char "
-                "FROM memory_passages p JOIN memories m ON m.id = p.memory_id "
-                f"WHERE p.workspace_id = %s AND {where} "
-                "ORDER BY p.vector <#> %s, p.memory_id, p.n LIMIT %s",
-                [unit, workspace_id, *params, unit, limit * PASSAGE_DEPTH],
-            )
+        scan of the workspace's passages (few: only long memories have any), apart from
+        the search of memory_vectors, which keeps its HNSW index."""
+        rows = self._fetch(
+            conn,
+            "SELECT p.memory_id, 0 - (p.vector <#> %s) AS score, p.start_char, p.stop_char "
+            "FROM memory_passages p JOIN memories m ON m.id = p.memory_id "
+            f"WHERE p.workspace_id = %s AND {where} "
+            "ORDER BY p.vector <#> %s, p.memory_id, p.n LIMIT %s",
+            [unit, workspace_id, *params, unit, limit * PASSAGE_DEPTH],
+        )
         return [(str(m), float(s), int(a), int(b)) for m, s, a, b in rows]
 
     def search_dense_many(
