@@ -38,16 +38,20 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from episodic.errors import InvalidInput
 from episodic.model import Memory, Scope, ScopeFilter
+from episodic.policy import ENTRY_TYPE, EPISODE_TYPE, LEARNING_TYPE
 from episodic.recall.policies import Factor, RecallPolicy, get_policy
 from episodic.recall.render import MEMORY_OPEN, escape_text, fit_memory_block, relative_age
-from episodic.service import Episodic
-from episodic.write.episodes import ENTRY_TYPE, EPISODE_TYPE, LEARNING_TYPE, episode_json
 from episodic.write.messages import ROLES
 from episodic.write.profile import PROFILE_TYPE
+
+if TYPE_CHECKING:
+    # Only for annotations: the HTTP client imports this module's types (LayerState,
+    # Recalled, Order) and must not load the service.
+    from episodic.service import Episodic
 
 Order = Literal["recent", "relevant"]
 
@@ -496,6 +500,8 @@ def episode_line(episode: Memory) -> str:
     escaped. The outcome comes first: a run that failed must not read to the next run as
     one that worked, and a summary (offline, the run's own words) need not say how it
     ended."""
+    from episodic.write.episodes import episode_json
+
     shown = episode_json(episode)
     start = shown["start"] or episode.ts.isoformat()
     title, summary = escape_text(shown["title"]), escape_text(shown["summary"])

@@ -9,8 +9,6 @@ from typing import Annotated
 import typer
 
 from episodic.cli.common import errors, out
-from episodic.store.backup import backup as take_backup
-from episodic.store.backup import restore as put_back
 
 
 def _db(ctx: typer.Context) -> str:
@@ -27,6 +25,8 @@ def backup(
 
     Example: episodic --db sqlite:///./memory.db backup ./backups/memory-2026-05-04.db
     """
+    from episodic.store.backup import backup as take_backup
+
     with errors():
         done = take_backup(_db(ctx), dest)
     out.print(f"backed up to {done} ({done.stat().st_size} bytes)")
@@ -42,6 +42,8 @@ def restore(
 
     Example: episodic --db sqlite:///./memory.db restore ./backups/memory.db --yes
     """
+    from episodic.store.backup import restore as put_back
+
     with errors():
         done = put_back(src, _db(ctx), overwrite=yes)
     out.print(f"restored {src} to {done}")

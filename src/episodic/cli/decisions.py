@@ -4,14 +4,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from episodic.cli.common import JsonOpt, errors, open_memory, out, print_json
 from episodic.service import memory_json
-from episodic.service.decisions import Decision
+
+if TYPE_CHECKING:
+    from episodic.service.decisions import Decision
 
 # Who restored a memory from the shell, in the reverted decision.
 CLI_RESTORER = "cli"
