@@ -227,7 +227,10 @@ export class EpisodicClient {
   /** Journal events (`POST /v1/events`), 1000 per request; one report, errors numbered across the batch. */
   async ingest(options: IngestOptions): Promise<IngestReport> {
     const [call, { events }] = split(options);
-    const out: IngestReport = { received: 0, stored: 0, duplicates: 0, admitted: 0, errors: [], deprecated_fields: [] };
+    const out: IngestReport = {
+      received: 0, stored: 0, duplicates: 0, admitted: 0, errors: [], deprecated_fields: [],
+      not_admitted: [], not_admitted_by_reason: [],
+    };
     for (const [start, part] of parts(events)) {
       const report = await this.#send<IngestReport>({ method: 'POST', path: '/v1/events', body: { events: part } }, call);
       out.received += report.received;
@@ -236,6 +239,12 @@ export class EpisodicClient {
       out.admitted += report.admitted;
       out.errors.push(...report.errors.map((e) => ({ ...e, index: e.index + start })));
       for (const f of report.deprecated_fields) if (!out.deprecated_fields.includes(f)) out.deprecated_fields.push(f);
+      out.not_admitted.push(...report.not_admitted.map((n) => ({ ...n, index: n.index + start })));
+      for (const c of report.not_admitted_by_reason) {
+        const same = out.not_admitted_by_reason.find((o) => o.rule === c.rule && o.reason === c.reason);
+        if (same) same.count += c.count;
+        else out.not_admitted_by_reason.push({ ...c });
+      }
     }
     return out;
   }

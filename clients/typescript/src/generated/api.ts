@@ -1224,6 +1224,11 @@ export interface components {
         };
         /** MaybeItem */
         MaybeItem: components["schemas"]["Item"] | null;
+        /** Mem0MessageOut */
+        Mem0MessageOut: {
+            /** Message */
+            message: string;
+        };
         /** MemoryCreate */
         MemoryCreate: {
             /** Agent Id */
@@ -1451,6 +1456,17 @@ export interface components {
             /** Workspace */
             workspace?: string | null;
         };
+        /** MessageOut */
+        MessageOut: {
+            /** Conversation */
+            conversation: string | null;
+            /** Id */
+            id: string;
+            /** Ts */
+            ts: string;
+            /** Workspace */
+            workspace: string;
+        };
         /** MessagesOut */
         MessagesOut: {
             /** Duplicates */
@@ -1522,7 +1538,7 @@ export interface components {
          * PostMessagesOut
          * @description One message's id and time, or a batch's report.
          */
-        PostMessagesOut: components["schemas"]["episodic__http__routers__messages__MessageOut"] | components["schemas"]["MessagesOut"];
+        PostMessagesOut: components["schemas"]["MessageOut"] | components["schemas"]["MessagesOut"];
         /** ReadyCheck */
         ReadyCheck: {
             /** Detail */
@@ -1950,22 +1966,6 @@ export interface components {
             /** Workspace */
             workspace: string;
         };
-        /** MessageOut */
-        episodic__http__routers__mem0__MessageOut: {
-            /** Message */
-            message: string;
-        };
-        /** MessageOut */
-        episodic__http__routers__messages__MessageOut: {
-            /** Conversation */
-            conversation: string | null;
-            /** Id */
-            id: string;
-            /** Ts */
-            ts: string;
-            /** Workspace */
-            workspace: string;
-        };
     };
     responses: never;
     parameters: never;
@@ -2216,7 +2216,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["episodic__http__routers__mem0__MessageOut"];
+                    "application/json": components["schemas"]["Mem0MessageOut"];
                 };
             };
             /** @description Bad Request */
@@ -2408,7 +2408,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["episodic__http__routers__mem0__MessageOut"];
+                    "application/json": components["schemas"]["Mem0MessageOut"];
                 };
             };
             /** @description Bad Request */
@@ -2502,7 +2502,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["episodic__http__routers__mem0__MessageOut"];
+                    "application/json": components["schemas"]["Mem0MessageOut"];
                 };
             };
             /** @description Bad Request */
@@ -2690,7 +2690,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["episodic__http__routers__mem0__MessageOut"];
+                    "application/json": components["schemas"]["Mem0MessageOut"];
                 };
             };
             /** @description Bad Request */

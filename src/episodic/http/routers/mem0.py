@@ -97,7 +97,7 @@ class AddOut(BaseModel):
     results: list[AddEvent]
 
 
-class MessageOut(BaseModel):
+class Mem0MessageOut(BaseModel):
     message: str
 
 
@@ -156,7 +156,7 @@ def get(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any] | None:
     return _memory(caller, mem).get(memory_id)
 
 
-@router.put("/memories/{memory_id}", dependencies=[WriteAdmission], response_model=MessageOut)
+@router.put("/memories/{memory_id}", dependencies=[WriteAdmission], response_model=Mem0MessageOut)
 def update(memory_id: str, body: MemoryUpdate, caller: Caller, mem: Mem) -> dict[str, Any]:
     text = body.text or body.memory or body.data
     if text is None:
@@ -164,12 +164,12 @@ def update(memory_id: str, body: MemoryUpdate, caller: Caller, mem: Mem) -> dict
     return _memory(caller, mem).update(memory_id, text, metadata=body.metadata)
 
 
-@router.delete("/memories/{memory_id}", dependencies=[WriteAdmission], response_model=MessageOut)
+@router.delete("/memories/{memory_id}", dependencies=[WriteAdmission], response_model=Mem0MessageOut)
 def delete(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
     return _memory(caller, mem).delete(memory_id)
 
 
-@router.delete("/memories", dependencies=[WriteAdmission], response_model=MessageOut)
+@router.delete("/memories", dependencies=[WriteAdmission], response_model=Mem0MessageOut)
 def delete_all(
     caller: Caller,
     mem: Mem,
@@ -204,7 +204,7 @@ async def search(body: SearchRequest, caller: Caller, mem: Mem, recalls: Recalls
     return await recalls.run(work)
 
 
-@router.post("/reset", dependencies=[WriteAdmission], response_model=MessageOut)
+@router.post("/reset", dependencies=[WriteAdmission], response_model=Mem0MessageOut)
 def reset(caller: Caller, mem: Mem, confirm: Annotated[bool, Query()] = False) -> dict[str, Any]:
     """Forget the whole workspace; only with ``?confirm=true``."""
     _memory(caller, mem).reset(confirm=confirm)
