@@ -23,6 +23,7 @@ from episodic.recall.render import (
     MEMORY_CLOSE,
     MEMORY_DESCRIPTION,
     MEMORY_OPEN,
+    MIN_FIRST_LINE,
     PREAMBLE,
     fit_block,
     render_block,
@@ -201,7 +202,8 @@ def hit(content: str, kind: str, age: float, score: float, n: int) -> Hit:
 def check_render(hits: Sequence[Hit], max_chars: int, standing: Sequence[Hit] = ()) -> None:
     """Whatever recalled text holds, each block keeps its wrapper whole: one opening and
     one closing tag, framing one line per entry, no tag or line break of the text's own,
-    and no more characters than asked for."""
+    and no more characters than asked for, unless the budget cannot hold the frame and
+    one cut memory: then the first memory alone, cut to ``MIN_FIRST_LINE``."""
     block = render_block(hits, max_chars)
     _check_frame(block, [BLOCK_OPEN, PREAMBLE], [BLOCK_CLOSE], max_chars)
     # One chatty type capped, standing memories under their own budget on top.
@@ -209,16 +211,29 @@ def check_render(hits: Sequence[Hit], max_chars: int, standing: Sequence[Hit] = 
     block, _ = fit_block(
         hits, max_chars, type_caps=caps, standing=standing, standing_chars=max_chars // 2
     )
-    _check_frame(block, [BLOCK_OPEN, PREAMBLE], [BLOCK_CLOSE], max_chars + max_chars // 2)
+    _check_frame(block, [BLOCK_OPEN, PREAMBLE], [BLOCK_CLOSE], max_chars, max_chars // 2)
     block = render_memory_block(hits, max_chars)
     head = [MEMORY_OPEN, MEMORY_DESCRIPTION, "<value>"]
     _check_frame(block, head, ["</value>", MEMORY_CLOSE], max_chars)
 
 
-def _check_frame(block: str, head: list[str], tail: list[str], max_chars: int) -> None:
+# The least room a cut memory needs in the block (below it, not even a cut one fits).
+_CUT_ROOM = 42
+
+
+def _check_frame(
+    block: str, head: list[str], tail: list[str], max_chars: int, standing_chars: int = 0
+) -> None:
     if not block:
         return
-    assert len(block) <= max_chars, (len(block), max_chars)
+    frame = len("\n".join([*head, *tail]))
+    if len(block) > max_chars + standing_chars:
+        # Past the budget only when it cannot hold the frame and one cut memory: the
+        # frame (and standing memories, within their own budget) and the first alone.
+        assert max_chars < frame + _CUT_ROOM, (len(block), max_chars, frame)
+        last = block.split("\n")[-1 - len(tail)]
+        assert len(last) <= MIN_FIRST_LINE, (len(last), last)
+        assert len(block) - len(last) - 1 <= frame + standing_chars, (len(block), frame)
     # Only "\n" breaks lines: no \r, \u2028, \x85 ... from the recalled text.
     lines = block.split("\n")
     assert block.splitlines() == lines, block

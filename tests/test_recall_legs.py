@@ -152,6 +152,11 @@ def test_with_every_helper_busy_the_caller_runs_the_sparse_leg_itself(
 def test_a_failing_sparse_leg_fails_the_recall_with_its_error(mem: Episodic) -> None:
     store = Watched(mem.store)
     store.sparse_error = StoreError("the sparse index is gone")
+    # The dense leg waits for the helper to start the sparse one: a fresh pool's thread
+    # may start after a fast dense leg, and then the caller would run the leg itself.
+    started = threading.Event()
+    store.before_sparse = started.set
+    store.before_dense = lambda: started.wait(10)
     with pytest.raises(StoreError, match="the sparse index is gone"):
         recall(store, QUERIES[0])
     assert store.sparse_threads and store.sparse_threads[0] != threading.get_ident()
