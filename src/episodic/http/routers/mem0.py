@@ -164,7 +164,9 @@ def update(memory_id: str, body: MemoryUpdate, caller: Caller, mem: Mem) -> dict
     return _memory(caller, mem).update(memory_id, text, metadata=body.metadata)
 
 
-@router.delete("/memories/{memory_id}", dependencies=[WriteAdmission], response_model=Mem0MessageOut)
+@router.delete(
+    "/memories/{memory_id}", dependencies=[WriteAdmission], response_model=Mem0MessageOut
+)
 def delete(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
     return _memory(caller, mem).delete(memory_id)
 
