@@ -59,8 +59,10 @@ def journal(
     table.add_column("ts", overflow="fold")
     # The type whole too: it is what `--type` takes.
     table.add_column("type", no_wrap=True, min_width=max(len(h.type) for h in hits))
-    for column in ("severity", "agent", "summary"):
+    for column in ("severity", "agent"):
         table.add_column(column, overflow="fold")
+    # Wide enough that a word (and the "(archived)" mark) wraps whole at 80 columns.
+    table.add_column("summary", overflow="fold", min_width=12)
     for i, hit in enumerate(hits, start=1):
         # Text, not markup: ids and summaries are whatever an agent wrote.
         summary = Text(hit.summary + (" (archived)" if hit.archived else ""))
