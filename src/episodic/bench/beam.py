@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from episodic.bench.locomo import Conversation, Question, Turn
+from episodic.bench.locomo import MONTHS, Conversation, Question, Turn
 from episodic.errors import InvalidInput
 
 CHAT_FILE = "chat.json"
@@ -31,27 +31,6 @@ SESSION_GAP = timedelta(hours=1)
 # words, so it is stripped before the text is stored or embedded.
 _INDEX_MARKER = re.compile(r"\s*->->\s*\d+\s*(?:,\s*\d+\s*)*$")
 _ANCHOR = re.compile(r"([A-Za-z]+)-(\d{1,2})-(\d{4})")
-_MONTHS = {
-    name: number
-    for number, full in enumerate(
-        (
-            "january",
-            "february",
-            "march",
-            "april",
-            "may",
-            "june",
-            "july",
-            "august",
-            "september",
-            "october",
-            "november",
-            "december",
-        ),
-        start=1,
-    )
-    for name in (full, full[:3])
-}
 
 
 def strip_index_marker(text: str) -> str:
@@ -62,7 +41,7 @@ def strip_index_marker(text: str) -> str:
 def parse_anchor(text: str, where: str) -> datetime:
     """``"March-15-2024"`` as midnight UTC of that day."""
     m = _ANCHOR.fullmatch(text.strip())
-    month = _MONTHS.get(m.group(1).lower()) if m else None
+    month = MONTHS.get(m.group(1).lower()) if m else None
     if m is None or month is None:
         raise InvalidInput("data", f"{where}: cannot read the time anchor {text!r}")
     try:

@@ -60,7 +60,7 @@ _SESSION_DATE = re.compile(
     re.IGNORECASE,
 )
 # Parsed by hand rather than with strptime("%B"), whose month names follow the locale.
-_MONTHS = {
+MONTHS = {
     name: number
     for number, full in enumerate(
         (
@@ -152,7 +152,7 @@ class QuestionRun:
 def parse_session_date(text: str) -> datetime:
     """``"1:56 pm on 8 May, 2023"`` as a UTC datetime (LoCoMo gives no time zone)."""
     m = _SESSION_DATE.fullmatch(text)
-    month = _MONTHS.get(m.group(5).lower()) if m else None
+    month = MONTHS.get(m.group(5).lower()) if m else None
     if m is None or month is None:
         raise InvalidInput("data", f"cannot read the session date {text!r}")
     hour, minute = int(m.group(1)), int(m.group(2))
