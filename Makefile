@@ -24,7 +24,7 @@ demo: $(STAMP)
 test: $(STAMP) browser ts
 	$(BIN)/ruff check src tests benchmarks scripts examples
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto --maxprocesses 4
 
 # The TypeScript client (clients/typescript): its dev tools from the lockfile (again only
 # when the lockfile changed), then its suite against a real `episodic serve` of this venv.
