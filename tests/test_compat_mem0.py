@@ -266,3 +266,18 @@ def test_search_keeps_to_the_ids_given(memory: Memory) -> None:
     found = memory.search("deploy key", user_id="u", agent_id="ops")["results"]
     assert [r["agent_id"] for r in found] == ["ops"]
     assert memory.search("deploy key", user_id="someone-else")["results"] == []
+
+
+def test_update_takes_mem0s_text_its_older_data_and_metadata_alone(memory: Memory) -> None:
+    """Mem0 2.x names the new text ``text`` (1.x ``data``, both second positionally) and
+    lets metadata change alone."""
+    mid = memory.add("likes tea", user_id="u", metadata={"k": 1}, infer=False)["results"][0]["id"]
+    memory.update(mid, text="likes green tea")
+    memory.update(mid, data="likes white tea")
+    memory.update(mid, metadata={"k": 2})
+    got = memory.get(mid)
+    assert got is not None and (got["memory"], got["metadata"]) == ("likes white tea", {"k": 2})
+    with pytest.raises(InvalidInput, match="text"):
+        memory.update(mid)
+    with pytest.raises(InvalidInput, match="data"):
+        memory.update(mid, text="a", data="b")

@@ -479,9 +479,21 @@ class Memory:
         return {"results": [self._item(m) for m in kept]}
 
     def update(
-        self, memory_id: str, data: str, metadata: Mapping[str, Any] | None = None
+        self,
+        memory_id: str,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        data: str | None = None,
     ) -> dict[str, Any]:
-        """Correct a memory's text (its old text stays in ``history``)."""
+        """Correct a memory's text and/or replace its metadata (the old version stays in
+        ``history``). ``data`` is the older name of ``text`` (Mem0 1.x)."""
+        if data is not None:
+            if text is not None and text != data:
+                raise InvalidInput("data", "the older name of 'text', which says otherwise")
+            text = data
+        if text is None and metadata is None:
+            raise InvalidInput("text", "nothing to change: give text or metadata")
         payload = None
         if metadata is not None:
             if not isinstance(metadata, Mapping):
@@ -489,7 +501,7 @@ class Memory:
             old = self.episodic.memory(ScopeFilter(workspace_id=self.workspace), memory_id)
             payload = {**old.payload, "metadata": dict(metadata)}
         self.episodic.update(
-            memory_id, workspace=self.workspace, content=data, payload=payload, by=EDITOR
+            memory_id, workspace=self.workspace, content=text, payload=payload, by=EDITOR
         )
         return {"message": "Memory updated successfully!"}
 
@@ -612,8 +624,8 @@ class AsyncMemory:
     async def get_all(self, **kwargs: Any) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.get_all, **kwargs)
 
-    async def update(self, memory_id: str, data: str, **kwargs: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.update, memory_id, data, **kwargs)
+    async def update(self, memory_id: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.update, memory_id, *args, **kwargs)
 
     async def delete(self, memory_id: str) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.delete, memory_id)
