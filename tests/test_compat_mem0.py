@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import hashlib
+import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +22,8 @@ from episodic.embed.fake import FakeEmbedder
 from episodic.errors import InvalidInput
 from episodic.model import ScopeFilter
 from episodic.store import open_store
+
+SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Mem0's result shapes, read from the open-source ``mem0ai`` package (mem0/memory/main.py
 # and the MemoryItem model, mem0ai 1.0.x): every item of ``get``/``get_all``/``search``
@@ -224,17 +229,39 @@ def test_import_episodic_does_not_load_compat() -> None:
 
 
 @pytest.mark.model
-def test_mem0_quickstart_runs_offline_and_finds_the_memory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_pages_quickstart_runs_unchanged_offline_and_finds_the_memory(
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.setenv("EPISODIC_DB", f"sqlite:///{tmp_path}/quick.db")
-    monkeypatch.setenv("EPISODIC_EMBEDDER", "local")
-    monkeypatch.chdir(tmp_path)
-    m = Memory()
-    m.add("I'm vegetarian", user_id="alice")
-    found = m.search("what can I cook?", user_id="alice")
-    assert any("vegetarian" in r["memory"] for r in found["results"])
-    m.close()
+    """The issue's done-when: Mem0's quickstart with the import swapped, run as the page
+    shows it, with default settings (no EPISODIC_* variable) and no network."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "mem0.md").read_text("utf-8")
+    match = re.search(r"```python\n(.*?)\n```", page, re.S)
+    assert match is not None
+    code = match.group(1)
+    assert 'm.add("I\'m vegetarian", user_id="alice")' in code
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("EPISODIC_", "HF_", "PYTHON", "OPENAI_"))
+    }
+    data = tmp_path / "home" / "data"
+    env |= {"PYTHONPATH": str(SRC), "HF_HUB_OFFLINE": "1", "HOME": str(tmp_path / "home")}
+    env["XDG_DATA_HOME"] = str(data)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    found = ast.literal_eval(done.stdout.strip())
+    assert [r["memory"] for r in found["results"]][:1] == ["I'm vegetarian"]
+    assert found["results"][0]["user_id"] == "alice"
+    assert "sparse-only" not in done.stderr  # the local model ranked it, not keywords alone
+    # no .episodic/ folder up from here: the user's data folder
+    assert (data / "episodic" / "memory.db").exists()
 
 
 def test_a_replaced_memory_is_reported_deleted_and_kept(db_url: str) -> None:

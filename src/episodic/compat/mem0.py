@@ -208,8 +208,9 @@ def metadata_of(memory: StoredMemory) -> dict[str, Any] | None:
 
 class Memory:
     """Mem0's ``Memory`` over one episodic database and workspace. ``Memory()`` opens
-    the database of ``EPISODIC_DB`` (default ``./.episodic/memory.db``) with the
-    bundled local embedder: no key, no network."""
+    the database every episodic command would (``EPISODIC_DB``, else the nearest
+    ``.episodic/`` folder, else the user's data folder) with the bundled local
+    embedder: no key, no network."""
 
     def __init__(
         self,
