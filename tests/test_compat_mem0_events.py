@@ -92,28 +92,37 @@ def test_a_near_duplicate_is_none_and_a_new_fact_is_add(
         assert [e["memory"] for e in new if e["id"].startswith("ent_")] == [NEW_FACT]
 
 
+@pytest.mark.parametrize("infer", [False, True], ids=["as-is", "inferred"])
 @pytest.mark.parametrize("kind", INTERFACES)
-def test_a_replaced_memory_is_delete_and_add_never_reports_update(kind: str, db_url: str) -> None:
+def test_a_replaced_memory_is_delete_and_add_never_reports_update(
+    kind: str, infer: bool, db_url: str
+) -> None:
+    """With ``infer`` the conversation path decides (the message, the episode and the
+    note drawn from it are each replaced); without it the stored message is."""
     start = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
     now = [start]
+    old_text = "Always pay my subscriptions with card A from now on please."
     with Episodic.open(db_url, embedder=None, settings=Settings(), clock=lambda: now[0]) as ep:
         with adder(kind, ep) as add:
-            old = add("Always pay my subscriptions with card A.", user_id="u", infer=False)
-            old_id = old["results"][0]["id"]
-            assert [e["event"] for e in old["results"]] == ["ADD"]
+            old = add(old_text, user_id="u", infer=infer)["results"]
+            assert {e["event"] for e in old} == {"ADD"}
             now[0] = start + timedelta(days=21)
             new = add(
                 "Card A expired. From now on pay my subscriptions with card B.",
                 user_id="u",
-                infer=False,
+                infer=infer,
             )["results"]
-        assert [e["event"] for e in new] == ["ADD", "DELETE"]
-        assert new[1]["id"] == old_id and new[1]["replaced_by"] == new[0]["id"]
-        assert new[1]["memory"] == "Always pay my subscriptions with card A."
+        events = {e["event"] for e in new}
+        assert events == {"ADD", "DELETE"}  # never UPDATE
+        added = [e["id"] for e in new if e["event"] == "ADD"]
+        deleted = [e for e in new if e["event"] == "DELETE"]
+        assert {e["id"] for e in deleted} == {e["id"] for e in old}
+        assert all(e["replaced_by"] in added and e["reason"] for e in deleted)
         # Mem0's UPDATE would mean the old id now says the new text; here it does not
         m = Memory(episodic=ep)
-        kept = m.get(old_id)
-        assert kept is not None and kept["memory"] == "Always pay my subscriptions with card A."
-        assert [i["id"] for i in m.get_all(user_id="u")["results"]] == [new[0]["id"]]
-        m.update(new[0]["id"], "From now on pay my subscriptions with card C.")
-        assert [h["event"] for h in m.history(new[0]["id"])] == ["ADD", "UPDATE"]
+        message = next(e["id"] for e in old if e["id"].startswith("evt_"))
+        kept = m.get(message)
+        assert kept is not None and kept["memory"] == old_text
+        assert {i["id"] for i in m.get_all(user_id="u")["results"]} == set(added)
+        m.update(added[0], "From now on pay my subscriptions with card C.")
+        assert [h["event"] for h in m.history(added[0])] == ["ADD", "UPDATE"]
