@@ -308,3 +308,10 @@ def test_update_takes_mem0s_text_its_older_data_and_metadata_alone(memory: Memor
         memory.update(mid)
     with pytest.raises(InvalidInput, match="data"):
         memory.update(mid, text="a", data="b")
+
+
+def test_arguments_with_no_counterpart_are_named_in_a_warning(memory: Memory) -> None:
+    with pytest.warns(UserWarning, match="arguments not used here: memory_type, prompt"):
+        memory.add("likes tea", user_id="u", infer=False, prompt="p", memory_type="core")
+    with pytest.warns(UserWarning, match="arguments not used here: rerank"):
+        assert memory.search("tea", filters={"user_id": "u"}, rerank=True)["results"]
