@@ -86,6 +86,9 @@ def test_a_near_duplicate_is_none_and_a_new_fact_is_add(
         assert len(entries) == 1
         none = [e for e in again if e["event"] == "NONE"]
         assert [(e["memory"], e["reason"], e["id"]) for e in none] == [(SAME_FACT, "similar", None)]
+        # it says what already holds it: the entry the first add stored
+        assert none[0]["detail"].startswith("cosine 0.8")
+        assert none[0]["detail"].endswith(f"with memory {next(iter(entries))}")
         # the wording said again is no new entry; the message itself is kept
         assert not any(e["id"].startswith("ent_") for e in again if e["event"] == "ADD")
         assert "NONE" not in {e["event"] for e in new}

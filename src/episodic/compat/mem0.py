@@ -250,7 +250,13 @@ class Memory:
         ]
         events.extend(self._replaced_by([m.id for m in new]))
         events.extend(
-            {"id": None, "memory": d.content, "event": "NONE", "reason": d.reason}
+            {
+                "id": None,
+                "memory": d.content,
+                "event": "NONE",
+                "reason": d.reason,
+                "detail": d.detail,
+            }
             for d in segmented.dropped
             if d.reason in KNOWN
         )

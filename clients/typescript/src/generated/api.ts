@@ -637,6 +637,8 @@ export interface components {
     schemas: {
         /** AddEvent */
         AddEvent: {
+            /** Detail */
+            detail?: string | null;
             /** Event */
             event: string;
             /** Id */

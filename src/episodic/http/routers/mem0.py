@@ -139,6 +139,7 @@ class AddEvent(BaseModel):
     memory: str
     event: str
     reason: str | None = None
+    detail: str | None = None  # NONE: what it matched (e.g. the cosine and the memory)
     replaced_by: str | None = None
 
 
