@@ -187,6 +187,37 @@ def test_the_same_script_through_compat_and_episodic_gives_the_same_memories(
     direct.close()
 
 
+def test_the_same_conversation_through_compat_and_episodic_gives_the_same_memories(
+    tmp_path: Path,
+) -> None:
+    """``add`` with inference is episodic's conversation path, nothing of its own: the
+    messages added and segmented through ``Episodic`` give the same memories."""
+    chat = [
+        {"role": "user", "content": "My sister Ana moved to Porto last spring with her kids."},
+        {"role": "assistant", "content": "Good to know, thanks."},
+        {"role": "user", "content": "I'm vegetarian, so no fish in the recipes please."},
+    ]
+    via = Episodic(store=open_store(f"sqlite:///{tmp_path}/a.db"), embedder=FakeEmbedder())
+    Memory(episodic=via).add(chat, user_id="alice", agent_id="cook", run_id="r1")
+    direct = Episodic(store=open_store(f"sqlite:///{tmp_path}/b.db"), embedder=FakeEmbedder())
+    direct.add_messages(
+        chat, workspace="default", conversation="r1", agent="cook", resource="user:alice"
+    )
+    direct.segment(flush=True, workspace="default", conversation="r1")
+    flt = ScopeFilter(workspace_id="default", resource_id="user:alice")
+
+    def made(ep: Episodic) -> list[tuple[str, str, str | None, str | None]]:
+        return sorted(
+            (m.type, m.content, m.agent, m.conversation) for m in ep.list_memories(flt).items
+        )
+
+    one, two = made(via), made(direct)
+    assert one == two
+    assert {t for t, *_ in one} == {"message", "episode", "profile"}
+    via.close()
+    direct.close()
+
+
 def test_from_config_maps_the_database_and_names_unknown_keys(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/cfg.db"
     with pytest.warns(UserWarning, match=r"embedder\.config\.embedding_dims, history_db_path"):
