@@ -310,10 +310,18 @@ def test_a_history_ending_before_the_current_text_gets_it_as_the_last_edit(
 def test_a_bad_history_entry_skips_its_memory_by_place(mem: Episodic, tmp_path: Path) -> None:
     broken = {**EDITED, "history": [EDITED["history"][0], {"event": "UPDATE"}]}
     odd = {**BOB, "history": [{"event": "MERGE", "new_memory": "x"}]}
-    report = import_mem0(mem, _write(tmp_path, [ALICE, broken, odd]), workspace="acme")
+    # a history starting with an edit must say what it edited
+    headless = {"id": "m-2", "memory": "b", "history": [{"event": "UPDATE", "new_memory": "b"}]}
+    when = {"id": "m-3", "memory": "b", "history": [{**EDITED["history"][0], "created_at": "soon"}]}
+    not_a_list = {"id": "m-4", "memory": "c", "history": "ADD c"}
+    files = [ALICE, broken, odd, headless, when, not_a_list]
+    report = import_mem0(mem, _write(tmp_path, files), workspace="acme")
     assert [(e.place, e.field) for e in report.errors] == [
         ("[1]", "history[1].new_memory"),
         ("[2]", "history[0].event"),
+        ("[3]", "history[0].old_memory"),
+        ("[4]", "history[0].created_at"),
+        ("[5]", "history"),
     ]
     assert report.stored == 1
     assert mem.stats("acme").memories == 1
