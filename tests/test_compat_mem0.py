@@ -346,3 +346,18 @@ def test_arguments_with_no_counterpart_are_named_in_a_warning(memory: Memory) ->
         memory.add("likes tea", user_id="u", infer=False, prompt="p", memory_type="core")
     with pytest.warns(UserWarning, match="arguments not used here: rerank"):
         assert memory.search("tea", filters={"user_id": "u"}, rerank=True)["results"]
+
+
+def test_metadata_given_to_an_inferred_add_is_on_every_memory_it_makes(memory: Memory) -> None:
+    """Mem0 gives an ``add``'s metadata to each memory it makes: a metadata filter finds
+    the episode and the profile memory drawn from the messages, not only the messages."""
+    said = "I'm vegetarian, and I started a new job as a night nurse in Leeds last week."
+    out = memory.add(said, user_id="alice", metadata={"topic": "food"})["results"]
+    made = {e["id"] for e in out if e["event"] == "ADD"}
+    types = {memory.episodic.memory(ScopeFilter(workspace_id="default"), i).type for i in made}
+    assert types == {"message", "episode", "profile"}
+    found = memory.get_all(user_id="alice", filters={"topic": "food"})["results"]
+    assert {i["id"] for i in found} == made
+    assert all(i["metadata"] == {"topic": "food"} for i in found)
+    # given at the making, not an edit: no memory has a second version
+    assert all(len(memory.history(i)) == 1 for i in made)

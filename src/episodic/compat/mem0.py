@@ -27,6 +27,7 @@ import asyncio
 import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from types import TracebackType
 from typing import Any
@@ -245,6 +246,8 @@ class Memory:
             flush=True, workspace=self.workspace, conversation=conversation
         )
         new = [m for m in reversed(self._all(where, None)) if m.id not in before]
+        if extra:
+            new = [self._with_metadata(m, extra["metadata"]) for m in new]
         events: list[dict[str, Any]] = [
             {"id": m.id, "memory": m.content, "event": "ADD"} for m in new
         ]
@@ -261,6 +264,17 @@ class Memory:
             if d.reason in KNOWN
         )
         return events
+
+    def _with_metadata(self, memory: StoredMemory, metadata: Mapping[str, Any]) -> StoredMemory:
+        """``memory``, made by this ``add`` from its messages, given the call's metadata
+        as Mem0 gives it to every memory an ``add`` makes (so a metadata filter finds
+        the episode and the notes, not only the messages). Part of the memory's making,
+        so written in place, not kept as an edit in its history."""
+        if metadata_of(memory) is not None:
+            return memory
+        given = replace(memory, payload={**memory.payload, "metadata": dict(metadata)})
+        self.episodic.store.restore(given)
+        return given
 
     def _replaced_by(self, new_ids: list[str]) -> list[dict[str, Any]]:
         """A DELETE event for each older memory one of ``new_ids`` superseded."""
