@@ -325,3 +325,27 @@ def test_a_bad_history_entry_skips_its_memory_by_place(mem: Episodic, tmp_path: 
     ]
     assert report.stored == 1
     assert mem.stats("acme").memories == 1
+
+
+def test_a_memory_mem0_replaced_is_superseded_by_its_replacement(
+    mem: Episodic, tmp_path: Path
+) -> None:
+    """The platform lists a replaced memory with ``replaced_by``: imported as active it
+    would be recalled as current. It is superseded here by the memory named, recorded as
+    the import's decision; a replacement that is not there leaves it active, said."""
+    new = {**PLATFORM, "id": "m-new", "memory": "Leads the API redesign, now for Q3"}
+    new |= {"created_at": "2026-02-01T09:00:00Z"}
+    old = {**PLATFORM, "id": "m-old", "replaced_by": "m-new", "lifecycle_state": "replaced"}
+    lost = {**PLATFORM, "id": "m-lost", "memory": "Owns the billing roadmap"}
+    lost |= {"replaced_by": "m-nowhere"}
+    path = _write(tmp_path, [old, new, lost])
+    report = import_mem0(mem, path, workspace="acme")
+    assert (report.stored, report.replaced, report.errors) == (3, 1, [])
+    assert [(n.place, n.field) for n in report.notes] == [("[2]", "replaced_by")]
+    assert "m-nowhere" in report.notes[0].message
+    m = Memory(episodic=mem, workspace="acme")
+    assert {i["id"] for i in m.get_all(user_id="carl")["results"]} == {"m-new", "m-lost"}
+    [link] = mem.supersessions("m-old", workspace="acme")
+    assert (link.old_id, link.new_id, link.decided_by) == ("m-old", "m-new", "mem0-import")
+    again = import_mem0(mem, path, workspace="acme")
+    assert (again.stored, again.replaced, again.notes) == (0, 0, [])

@@ -171,10 +171,13 @@ def import_mem0_file(
         out.print(
             f"{report.read} Mem0 memories: {report.stored} stored, {report.unchanged} "
             f"already there, {len(report.errors)} skipped; {report.edits} edits kept "
-            f"from their history; {report.embedded} embedded"
+            f"from their history, {report.replaced} replaced as in Mem0; "
+            f"{report.embedded} embedded"
         )
         for e in report.errors:
             err.print(f"skipped {e}", markup=False)
+        for n in report.notes:
+            err.print(f"note: {n}", markup=False)
     if report.errors:
         raise typer.Exit(1)
 

@@ -19,6 +19,10 @@ A memory may carry its ``history``: the list Mem0's ``history(memory_id)`` answe
 ``UPDATE`` an edit, kept as the memory's versions (``episodic memory history``), each
 written at the time Mem0 gave; ``DELETE`` and ``NONE`` entries change no text.
 
+A memory the platform lists with ``replaced_by`` (Mem0 superseded it) is superseded here
+by the memory named, as the import's decision (reversible); when that memory is not
+there it stays active and a note says so.
+
 A bad record (or a bad entry of its history) is reported with its place and skipped;
 the rest are stored. Ids are kept (or derived from the record when it has none), so
 importing the same file again stores and changes nothing.
@@ -77,8 +81,12 @@ class Mem0ImportReport:
     stored: int = 0
     unchanged: int = 0  # already imported (same id): left as they are
     edits: int = 0  # versions kept from the memories' histories
+    replaced: int = 0  # memories Mem0 had replaced (replaced_by), superseded here too
     embedded: int = 0
     errors: list[RecordError] = field(default_factory=list)
+    # Stored, but something the record asked could not be done (a replaced_by naming
+    # no memory here): said, and no reason to fail the import.
+    notes: list[RecordError] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,8 +95,10 @@ class Mem0ImportReport:
             "stored": self.stored,
             "unchanged": self.unchanged,
             "edits": self.edits,
+            "replaced": self.replaced,
             "embedded": self.embedded,
             "errors": [e.to_json() for e in self.errors],
+            "notes": [n.to_json() for n in self.notes],
         }
 
 
@@ -109,6 +119,7 @@ class Record:
     event: dict[str, Any]
     created: datetime | None
     edits: tuple[Edit, ...]
+    replaced_by: str | None = None
 
 
 def records(data: object) -> tuple[str, list[Any]]:
@@ -229,7 +240,7 @@ def read_record(record: object, workspace: str) -> Record:
         "payload": payload,
         "refs": {"episodic": True},
     }
-    return Record(event, created_at, edits)
+    return Record(event, created_at, edits, _opt_text(record, "replaced_by"))
 
 
 # Episodic's names of the fields back to Mem0's, for the error a user reads.
@@ -275,8 +286,12 @@ def import_mem0(mem: Episodic, path: str | Path, *, workspace: str) -> Mem0Impor
             report.errors.append(RecordError(places[e.line - 1], name, e.message))
         report.stored = ingested.stored
         report.unchanged = ingested.duplicates
-        new = {r.event["id"]: r for r in read if r.event["id"] not in before}
+        maybe = [r.event["id"] for r in read if r.event["id"] not in before]
+        now = {m.id for m in mem.store.get_memories(workspace, maybe)}
+        new = {r.event["id"]: r for r in read if r.event["id"] in now}
         report.edits = _keep_history(mem, workspace, new)
+        at = dict(zip([r.event["id"] for r in read], places, strict=True))
+        _keep_replacements(mem, workspace, new, at, report)
         if ingested.stored:
             report.embedded = mem.index_once().embedded
     report.errors.sort(key=lambda e: _order(e.place))
@@ -302,6 +317,41 @@ def _keep_history(mem: Episodic, workspace: str, new: Mapping[str, Record]) -> i
                 kept += 1
                 current = revised
     return kept
+
+
+def _keep_replacements(
+    mem: Episodic,
+    workspace: str,
+    new: Mapping[str, Record],
+    at: Mapping[str, str],
+    report: Mem0ImportReport,
+) -> None:
+    """Supersede each memory just stored that Mem0 had replaced (``replaced_by``) by
+    the memory that replaced it, recorded as decided by the import (reversible with
+    ``episodic memory restore``); when that cannot be done the memory stays active and
+    a note says why."""
+    for memory_id, record in new.items():
+        if record.replaced_by is None:
+            continue
+        if not mem.store.get_memories(workspace, [record.replaced_by]):
+            # supersede would take an unknown id for the text of a new memory
+            why = f"stored as active: no memory {record.replaced_by} in {workspace}"
+            report.notes.append(RecordError(at[memory_id], "replaced_by", why))
+            continue
+        try:
+            mem.supersede(
+                memory_id,
+                record.replaced_by,
+                workspace=workspace,
+                reason=f"replaced in Mem0 by {record.replaced_by} (replaced_by)",
+                by=IMPORTER,
+            )
+        except InvalidInput as exc:
+            report.notes.append(
+                RecordError(at[memory_id], "replaced_by", f"stored as active: {exc.message}")
+            )
+            continue
+        report.replaced += 1
 
 
 def _order(place: str) -> int:
