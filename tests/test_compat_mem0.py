@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import hashlib
+import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +22,8 @@ from episodic.embed.fake import FakeEmbedder
 from episodic.errors import InvalidInput
 from episodic.model import ScopeFilter
 from episodic.store import open_store
+
+SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Mem0's result shapes, read from the open-source ``mem0ai`` package (mem0/memory/main.py
 # and the MemoryItem model, mem0ai 1.0.x): every item of ``get``/``get_all``/``search``
@@ -182,6 +187,37 @@ def test_the_same_script_through_compat_and_episodic_gives_the_same_memories(
     direct.close()
 
 
+def test_the_same_conversation_through_compat_and_episodic_gives_the_same_memories(
+    tmp_path: Path,
+) -> None:
+    """``add`` with inference is episodic's conversation path, nothing of its own: the
+    messages added and segmented through ``Episodic`` give the same memories."""
+    chat = [
+        {"role": "user", "content": "My sister Ana moved to Porto last spring with her kids."},
+        {"role": "assistant", "content": "Good to know, thanks."},
+        {"role": "user", "content": "I'm vegetarian, so no fish in the recipes please."},
+    ]
+    via = Episodic(store=open_store(f"sqlite:///{tmp_path}/a.db"), embedder=FakeEmbedder())
+    Memory(episodic=via).add(chat, user_id="alice", agent_id="cook", run_id="r1")
+    direct = Episodic(store=open_store(f"sqlite:///{tmp_path}/b.db"), embedder=FakeEmbedder())
+    direct.add_messages(
+        chat, workspace="default", conversation="r1", agent="cook", resource="user:alice"
+    )
+    direct.segment(flush=True, workspace="default", conversation="r1")
+    flt = ScopeFilter(workspace_id="default", resource_id="user:alice")
+
+    def made(ep: Episodic) -> list[tuple[str, str, str | None, str | None]]:
+        return sorted(
+            (m.type, m.content, m.agent, m.conversation) for m in ep.list_memories(flt).items
+        )
+
+    one, two = made(via), made(direct)
+    assert one == two
+    assert {t for t, *_ in one} == {"message", "episode", "profile"}
+    via.close()
+    direct.close()
+
+
 def test_from_config_maps_the_database_and_names_unknown_keys(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/cfg.db"
     with pytest.warns(UserWarning, match=r"embedder\.config\.embedding_dims, history_db_path"):
@@ -224,17 +260,39 @@ def test_import_episodic_does_not_load_compat() -> None:
 
 
 @pytest.mark.model
-def test_mem0_quickstart_runs_offline_and_finds_the_memory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_pages_quickstart_runs_unchanged_offline_and_finds_the_memory(
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.setenv("EPISODIC_DB", f"sqlite:///{tmp_path}/quick.db")
-    monkeypatch.setenv("EPISODIC_EMBEDDER", "local")
-    monkeypatch.chdir(tmp_path)
-    m = Memory()
-    m.add("I'm vegetarian", user_id="alice")
-    found = m.search("what can I cook?", user_id="alice")
-    assert any("vegetarian" in r["memory"] for r in found["results"])
-    m.close()
+    """The issue's done-when: Mem0's quickstart with the import swapped, run as the page
+    shows it, with default settings (no EPISODIC_* variable) and no network."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "mem0.md").read_text("utf-8")
+    match = re.search(r"```python\n(.*?)\n```", page, re.S)
+    assert match is not None
+    code = match.group(1)
+    assert 'm.add("I\'m vegetarian", user_id="alice")' in code
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("EPISODIC_", "HF_", "PYTHON", "OPENAI_"))
+    }
+    data = tmp_path / "home" / "data"
+    env |= {"PYTHONPATH": str(SRC), "HF_HUB_OFFLINE": "1", "HOME": str(tmp_path / "home")}
+    env["XDG_DATA_HOME"] = str(data)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    found = ast.literal_eval(done.stdout.strip())
+    assert [r["memory"] for r in found["results"]][:1] == ["I'm vegetarian"]
+    assert found["results"][0]["user_id"] == "alice"
+    assert "sparse-only" not in done.stderr  # the local model ranked it, not keywords alone
+    # no .episodic/ folder up from here: the user's data folder
+    assert (data / "episodic" / "memory.db").exists()
 
 
 def test_a_replaced_memory_is_reported_deleted_and_kept(db_url: str) -> None:
@@ -266,3 +324,40 @@ def test_search_keeps_to_the_ids_given(memory: Memory) -> None:
     found = memory.search("deploy key", user_id="u", agent_id="ops")["results"]
     assert [r["agent_id"] for r in found] == ["ops"]
     assert memory.search("deploy key", user_id="someone-else")["results"] == []
+
+
+def test_update_takes_mem0s_text_its_older_data_and_metadata_alone(memory: Memory) -> None:
+    """Mem0 2.x names the new text ``text`` (1.x ``data``, both second positionally) and
+    lets metadata change alone."""
+    mid = memory.add("likes tea", user_id="u", metadata={"k": 1}, infer=False)["results"][0]["id"]
+    memory.update(mid, text="likes green tea")
+    memory.update(mid, data="likes white tea")
+    memory.update(mid, metadata={"k": 2})
+    got = memory.get(mid)
+    assert got is not None and (got["memory"], got["metadata"]) == ("likes white tea", {"k": 2})
+    with pytest.raises(InvalidInput, match="text"):
+        memory.update(mid)
+    with pytest.raises(InvalidInput, match="data"):
+        memory.update(mid, text="a", data="b")
+
+
+def test_arguments_with_no_counterpart_are_named_in_a_warning(memory: Memory) -> None:
+    with pytest.warns(UserWarning, match="arguments not used here: memory_type, prompt"):
+        memory.add("likes tea", user_id="u", infer=False, prompt="p", memory_type="core")
+    with pytest.warns(UserWarning, match="arguments not used here: rerank"):
+        assert memory.search("tea", filters={"user_id": "u"}, rerank=True)["results"]
+
+
+def test_metadata_given_to_an_inferred_add_is_on_every_memory_it_makes(memory: Memory) -> None:
+    """Mem0 gives an ``add``'s metadata to each memory it makes: a metadata filter finds
+    the episode and the profile memory drawn from the messages, not only the messages."""
+    said = "I'm vegetarian, and I started a new job as a night nurse in Leeds last week."
+    out = memory.add(said, user_id="alice", metadata={"topic": "food"})["results"]
+    made = {e["id"] for e in out if e["event"] == "ADD"}
+    types = {memory.episodic.memory(ScopeFilter(workspace_id="default"), i).type for i in made}
+    assert types == {"message", "episode", "profile"}
+    found = memory.get_all(user_id="alice", filters={"topic": "food"})["results"]
+    assert {i["id"] for i in found} == made
+    assert all(i["metadata"] == {"topic": "food"} for i in found)
+    # given at the making, not an edit: no memory has a second version
+    assert all(len(memory.history(i)) == 1 for i in made)

@@ -114,7 +114,7 @@ def import_(
         str | None,
         typer.Option(
             "--from",
-            help="mem0: read Mem0's exported memories (the JSON of get_all) from the file.",
+            help="mem0: read Mem0's exported memories (get_all's JSON, or the dashboard's).",
         ),
     ] = None,
     as_json: JsonOpt = False,
@@ -127,10 +127,12 @@ def import_(
     files are the source of truth: an entry deleted from them since the last import is
     retired ("removed from markdown"), or forgotten with --prune forget.
 
-    With --from mem0, read the JSON of Mem0's get_all ({"results": [...]} or a list):
-    each memory is stored with its id, time and metadata, user_id as the resource
-    user:<id>, agent_id as the agent, run_id as the conversation; importing the same file
-    again stores nothing.
+    With --from mem0, read the JSON of Mem0's get_all ({"results": [...]} or a list) or
+    the platform dashboard's export ({"memories": [...]}): each memory is stored with its
+    id, time and metadata, user_id as the resource user:<id>, agent_id as the agent,
+    run_id (or session_id) as the conversation, and a "history" list (what Mem0's
+    history(memory_id) answers) kept as its versions; importing the same file again
+    stores nothing.
 
     Malformed files (or entries) are reported by path and skipped; exit status 1 if there
     were any.
@@ -168,10 +170,14 @@ def import_mem0_file(
     else:
         out.print(
             f"{report.read} Mem0 memories: {report.stored} stored, {report.unchanged} "
-            f"already there, {len(report.errors)} skipped; {report.embedded} embedded"
+            f"already there, {len(report.errors)} skipped; {report.edits} edits kept "
+            f"from their history, {report.replaced} replaced as in Mem0; "
+            f"{report.embedded} embedded"
         )
         for e in report.errors:
             err.print(f"skipped {e}", markup=False)
+        for n in report.notes:
+            err.print(f"note: {n}", markup=False)
     if report.errors:
         raise typer.Exit(1)
 

@@ -52,6 +52,14 @@ def serve(
             "key or EPISODIC_METRICS_TOKEN.",
         ),
     ] = None,
+    compat: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--compat",
+            help="Also answer another server's API at its own paths: mem0 (Mem0's "
+            "POST /memories, POST /search ..., always served under /mem0 too).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (/v1, keys required), /healthz and the operator's page /ui, and
     run the background indexer and upkeep.
@@ -67,6 +75,7 @@ def serve(
     from episodic import metrics
     from episodic.heap import limit_arenas
     from episodic.http import RECALL_PROCESSES, asgi, start_background_jobs
+    from episodic.http.app import COMPAT, COMPAT_ENV
     from episodic.logs import uvicorn_options
 
     limit_arenas()  # before uvicorn's and the jobs' threads: see episodic.heap
@@ -76,6 +85,15 @@ def serve(
     if recall_processes is not None and recall_processes < 0:
         err.print("[red]error:[/red] --recall-processes: must be 0 or more", markup=True)
         raise typer.Exit(2)
+    apis = list(dict.fromkeys(compat or []))
+    for name in apis:
+        if name not in COMPAT:
+            err.print(
+                f"[red]error:[/red] --compat: unknown API {escape(repr(name))}; "
+                f"use {', '.join(COMPAT)}",
+                markup=True,
+            )
+            raise typer.Exit(2)
     with (
         metrics.multiprocess_dir(),  # before anything records: see episodic.metrics
         listening(host, port) as sock,
@@ -93,14 +111,14 @@ def serve(
         bound = sock.getsockname()[1]
         out.print(
             f"episodic serving {display_url(mem.store.url)} on http://{host}:{bound} "
-            "(/v1, /ui, /healthz)",
+            f"(/v1, /ui, /healthz{''.join(f', {a} routes at /' for a in apis)})",
             markup=False,
         )
         if workers == 1:
             # The upkeep that catches up (decay, daily consolidation) starts with the
             # app, so only once the port is ours.
             processes = RECALL_PROCESSES if recall_processes is None else recall_processes
-            app = asgi(mem, background=True, recall_processes=processes)
+            app = asgi(mem, background=True, recall_processes=processes, compat=apis)
             config = uvicorn.Config(app, log_level=log_level, **uvicorn_options())
             server = uvicorn.Server(config)
             with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: a clean stop
@@ -112,6 +130,7 @@ def serve(
 
         start_background_jobs(mem)
         os.environ["EPISODIC_DB"] = mem.store.url
+        os.environ[COMPAT_ENV] = ",".join(apis)
         config = uvicorn.Config(
             "episodic.http:app_from_env",
             factory=True,

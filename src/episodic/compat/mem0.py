@@ -26,22 +26,21 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import uuid
-import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from episodic.config import Settings
+from episodic.compat.mem0_config import DEFAULT_WORKSPACE, settings_from_config, warn_unused
 from episodic.errors import InvalidInput, NotFound
 from episodic.model import Memory as StoredMemory
 from episodic.model import MemoryStatus, ScopeFilter
 from episodic.service import Episodic
 from episodic.write.extract import DUPLICATE, KNOWN_HASH, RESTATES_KNOWN, SIMILAR
 
-__all__ = ["AsyncMemory", "Memory"]
+__all__ = ["DEFAULT_WORKSPACE", "AsyncMemory", "Memory", "settings_from_config"]
 
-DEFAULT_WORKSPACE = "default"
 USER_PREFIX = "user:"
 # The conversation an ``add`` without ``run_id`` writes to: its own, so that flushing it
 # closes only these messages; never reported back as a run id.
@@ -52,131 +51,6 @@ DEFAULT_LIMIT = 100  # Mem0's default for search and get_all
 # Why a candidate was dropped that means "episodic already knows this" (Mem0's NONE).
 KNOWN = frozenset({DUPLICATE, KNOWN_HASH, RESTATES_KNOWN, SIMILAR})
 EDITOR = "mem0-compat"
-
-_DB_KEYS = ("url", "connection_string", "db_url", "path")
-
-
-def _warn_unused(unused: list[str]) -> None:
-    if unused:
-        warnings.warn(
-            "episodic.compat.mem0: config keys not used here: " + ", ".join(unused),
-            UserWarning,
-            stacklevel=3,
-        )
-
-
-def settings_from_config(config: Mapping[str, Any]) -> tuple[Settings, str]:
-    """Settings (over the ``EPISODIC_*`` environment) and the workspace from a Mem0
-    config dict: the database (``vector_store.config.url`` / ``connection_string`` /
-    ``path``, or ``db_url``), the embedder (``embedder.provider`` openai, ollama,
-    huggingface/local, and its ``model``, ``api_key``, base url), the LLM (``llm.config``
-    ``model``, ``api_key``, base url) and ``workspace``. Keys that mean nothing here are
-    named in one warning."""
-    if not isinstance(config, Mapping):
-        raise InvalidInput("config", "expected a dict")
-    over: dict[str, object] = {}
-    unused: list[str] = []
-    workspace = DEFAULT_WORKSPACE
-    for key, value in config.items():
-        if key == "workspace":
-            if not isinstance(value, str) or not value.strip():
-                raise InvalidInput("workspace", "expected a non-empty string")
-            workspace = value
-        elif key == "db_url":
-            over["db_url"] = _text("db_url", value)
-        elif key == "vector_store":
-            _vector_store(value, over, unused)
-        elif key == "embedder":
-            _embedder(value, over, unused)
-        elif key == "llm":
-            _llm(value, over, unused)
-        else:
-            unused.append(str(key))
-    _warn_unused(unused)
-    return Settings.from_env(None, **over), workspace
-
-
-def _text(field: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(field, "expected a non-empty string")
-    return value
-
-
-def _section(name: str, value: object, unused: list[str]) -> tuple[str | None, dict[str, Any]]:
-    if not isinstance(value, Mapping):
-        raise InvalidInput(name, "expected a dict with provider and config")
-    provider = value.get("provider")
-    inner = value.get("config") or {}
-    if not isinstance(inner, Mapping):
-        raise InvalidInput(f"{name}.config", "expected a dict")
-    unused.extend(f"{name}.{k}" for k in value if k not in ("provider", "config"))
-    return (None if provider is None else str(provider).lower()), dict(inner)
-
-
-def _vector_store(value: object, over: dict[str, object], unused: list[str]) -> None:
-    provider, inner = _section("vector_store", value, unused)
-    for key in _DB_KEYS:
-        if key in inner:
-            url = _text(f"vector_store.config.{key}", inner.pop(key))
-            if key == "path" and "://" not in url:
-                url = f"sqlite:///{url}" if url.endswith(".db") else f"sqlite:///{url}/memory.db"
-            over["db_url"] = url
-            break
-    if provider not in (None, "sqlite", "pgvector", "postgres", "postgresql"):
-        unused.append(f"vector_store.provider={provider}")
-    unused.extend(f"vector_store.config.{k}" for k in inner)
-
-
-def _embedder(value: object, over: dict[str, object], unused: list[str]) -> None:
-    provider, inner = _section("embedder", value, unused)
-    model = inner.pop("model", None)
-    if provider == "openai":
-        over["embedder"] = "openai"
-        if model:
-            over["openai_embed_model"] = _text("embedder.config.model", model)
-        if "api_key" in inner:
-            over["openai_api_key"] = _text("embedder.config.api_key", inner.pop("api_key"))
-        base = inner.pop("openai_base_url", None) or inner.pop("base_url", None)
-        if base:
-            over["openai_base_url"] = _text("embedder.config.openai_base_url", base)
-    elif provider == "ollama":
-        over["embedder"] = "ollama"
-        if model:
-            over["ollama_model"] = _text("embedder.config.model", model)
-        base = inner.pop("ollama_base_url", None) or inner.pop("base_url", None)
-        if base:
-            over["ollama_url"] = _text("embedder.config.ollama_base_url", base)
-    elif provider in ("huggingface", "local", "fastembed", None):
-        over["embedder"] = "local"  # the bundled model; another model name is not loaded
-        if model:
-            unused.append(f"embedder.config.model={model}")
-    elif provider == "none":
-        over["embedder"] = "none"
-    else:
-        unused.append(f"embedder.provider={provider}")
-    unused.extend(f"embedder.config.{k}" for k in inner)
-
-
-def _llm(value: object, over: dict[str, object], unused: list[str]) -> None:
-    provider, inner = _section("llm", value, unused)
-    if "model" in inner:
-        over["llm_model"] = _text("llm.config.model", inner.pop("model"))
-    if "api_key" in inner:
-        over["llm_api_key"] = _text("llm.config.api_key", inner.pop("api_key"))
-    base = next(
-        (inner.pop(k) for k in ("openai_base_url", "base_url", "ollama_base_url") if k in inner),
-        None,
-    )
-    if base is not None:
-        url = _text("llm.config.base_url", base).rstrip("/")
-        over["llm_url"] = url + "/v1" if provider == "ollama" and not url.endswith("/v1") else url
-    elif provider == "openai":
-        over["llm_url"] = "https://api.openai.com/v1"
-    elif provider == "ollama":
-        over["llm_url"] = "http://localhost:11434/v1"
-    elif provider is not None:
-        unused.append(f"llm.provider={provider}")
-    unused.extend(f"llm.config.{k}" for k in inner)
 
 
 def _iso(at: datetime | None) -> str | None:
@@ -208,8 +82,9 @@ def metadata_of(memory: StoredMemory) -> dict[str, Any] | None:
 
 class Memory:
     """Mem0's ``Memory`` over one episodic database and workspace. ``Memory()`` opens
-    the database of ``EPISODIC_DB`` (default ``./.episodic/memory.db``) with the
-    bundled local embedder: no key, no network."""
+    the database every episodic command would (``EPISODIC_DB``, else the nearest
+    ``.episodic/`` folder, else the user's data folder) with the bundled local
+    embedder: no key, no network."""
 
     def __init__(
         self,
@@ -326,7 +201,7 @@ class Memory:
         """Store ``messages`` (a string, one ``{"role", "content"}`` message or a list of
         them) for the ids given (at least one). Returns ``{"results": [{"id", "memory",
         "event"}]}``, one per decision episodic made."""
-        _warn_unused(sorted(unused))
+        warn_unused(sorted(unused), "arguments")
         flt, _ = self._scope(user_id, agent_id, run_id, None)
         if user_id is None and agent_id is None and run_id is None:
             raise InvalidInput("user_id", "give at least one of user_id, agent_id, run_id")
@@ -371,16 +246,35 @@ class Memory:
             flush=True, workspace=self.workspace, conversation=conversation
         )
         new = [m for m in reversed(self._all(where, None)) if m.id not in before]
+        if extra:
+            new = [self._with_metadata(m, extra["metadata"]) for m in new]
         events: list[dict[str, Any]] = [
             {"id": m.id, "memory": m.content, "event": "ADD"} for m in new
         ]
         events.extend(self._replaced_by([m.id for m in new]))
         events.extend(
-            {"id": None, "memory": d.content, "event": "NONE", "reason": d.reason}
+            {
+                "id": None,
+                "memory": d.content,
+                "event": "NONE",
+                "reason": d.reason,
+                "detail": d.detail,
+            }
             for d in segmented.dropped
             if d.reason in KNOWN
         )
         return events
+
+    def _with_metadata(self, memory: StoredMemory, metadata: Mapping[str, Any]) -> StoredMemory:
+        """``memory``, made by this ``add`` from its messages, given the call's metadata
+        as Mem0 gives it to every memory an ``add`` makes (so a metadata filter finds
+        the episode and the notes, not only the messages). Part of the memory's making,
+        so written in place, not kept as an edit in its history."""
+        if metadata_of(memory) is not None:
+            return memory
+        given = replace(memory, payload={**memory.payload, "metadata": dict(metadata)})
+        self.episodic.store.restore(given)
+        return given
 
     def _replaced_by(self, new_ids: list[str]) -> list[dict[str, Any]]:
         """A DELETE event for each older memory one of ``new_ids`` superseded."""
@@ -431,7 +325,7 @@ class Memory:
     ) -> dict[str, Any]:
         """The memories that matter for ``query`` among those of the ids given, best
         first, each with its ``score``; ``threshold`` keeps those scoring at least it."""
-        _warn_unused(sorted(unused))
+        warn_unused(sorted(unused), "arguments")
         flt, meta = self._scope(user_id, agent_id, run_id, filters)
         wanted = top_k if top_k is not None else limit
         if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
@@ -479,9 +373,21 @@ class Memory:
         return {"results": [self._item(m) for m in kept]}
 
     def update(
-        self, memory_id: str, data: str, metadata: Mapping[str, Any] | None = None
+        self,
+        memory_id: str,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        data: str | None = None,
     ) -> dict[str, Any]:
-        """Correct a memory's text (its old text stays in ``history``)."""
+        """Correct a memory's text and/or replace its metadata (the old version stays in
+        ``history``). ``data`` is the older name of ``text`` (Mem0 1.x)."""
+        if data is not None:
+            if text is not None and text != data:
+                raise InvalidInput("data", "the older name of 'text', which says otherwise")
+            text = data
+        if text is None and metadata is None:
+            raise InvalidInput("text", "nothing to change: give text or metadata")
         payload = None
         if metadata is not None:
             if not isinstance(metadata, Mapping):
@@ -489,7 +395,7 @@ class Memory:
             old = self.episodic.memory(ScopeFilter(workspace_id=self.workspace), memory_id)
             payload = {**old.payload, "metadata": dict(metadata)}
         self.episodic.update(
-            memory_id, workspace=self.workspace, content=data, payload=payload, by=EDITOR
+            memory_id, workspace=self.workspace, content=text, payload=payload, by=EDITOR
         )
         return {"message": "Memory updated successfully!"}
 
@@ -612,8 +518,8 @@ class AsyncMemory:
     async def get_all(self, **kwargs: Any) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.get_all, **kwargs)
 
-    async def update(self, memory_id: str, data: str, **kwargs: Any) -> dict[str, Any]:
-        return await asyncio.to_thread(self.sync.update, memory_id, data, **kwargs)
+    async def update(self, memory_id: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return await asyncio.to_thread(self.sync.update, memory_id, *args, **kwargs)
 
     async def delete(self, memory_id: str) -> dict[str, Any]:
         return await asyncio.to_thread(self.sync.delete, memory_id)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -49,6 +49,10 @@ from episodic.service import Episodic
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+# Other servers' APIs ``serve --compat`` answers at their root paths; the worker
+# processes of ``serve --workers`` read the choice from this variable.
+COMPAT = ("mem0",)
+COMPAT_ENV = "EPISODIC_COMPAT"
 
 
 def observe_http(info: RequestInfo) -> None:
@@ -76,12 +80,14 @@ def create_app(
     write_slots: int = WRITE_SLOTS,
     write_max_wait_s: float = WRITE_MAX_WAIT_S,
     recall_processes: int = 0,
+    compat: Sequence[str] = (),
 ) -> FastAPI:
     """The API over ``mem``. ``background`` starts the indexer with the app (``serve``
     does; tests leave it off and index explicitly). ``recall_processes`` > 0 runs recalls
     in that many worker processes while the app runs (``serve`` does:
     ``episodic.service.recall_processes``). The slots and waits bound the load it takes
-    (``episodic.http.limits``). The caller closes ``mem``."""
+    (``episodic.http.limits``). ``compat`` names other servers' APIs to answer at their
+    own root paths too (``COMPAT``: ``mem0``). The caller closes ``mem``."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -135,6 +141,8 @@ def create_app(
     app.include_router(health.router)
     app.include_router(forget.router)
     app.include_router(mem0.router)
+    if "mem0" in compat:
+        app.include_router(mem0.root_router)
     app.include_router(metrics.router)
     if ui:
         from episodic.ui import mount_ui
@@ -156,4 +164,5 @@ def app_from_env() -> Any:
     if log_format() == "json":  # a spawned worker starts with no handler of its own
         configure_logging(logging.WARNING)
     mem = Episodic.open(os.environ.get("EPISODIC_DB"))
-    return asgi(mem, background=False)
+    compat = [c for c in os.environ.get(COMPAT_ENV, "").split(",") if c]
+    return asgi(mem, background=False, compat=compat)

@@ -32,7 +32,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get All */
+        /**
+         * Get All
+         * @description The memories of the ids given (with none: the workspace's), newest first.
+         */
         get: operations["get_all_mem0_memories_get"];
         put?: never;
         /**
@@ -42,7 +45,7 @@ export interface paths {
         post: operations["add_mem0_memories_post"];
         /**
          * Delete All
-         * @description Forget the memories of the ids given; refused with none (see ``/mem0/reset``).
+         * @description Forget the memories of the ids given; refused with none (see ``reset``).
          */
         delete: operations["delete_all_mem0_memories_delete"];
         options?: never;
@@ -62,7 +65,10 @@ export interface paths {
          * @description One memory, or null when there is none (as Mem0 answers).
          */
         get: operations["get_mem0_memories__memory_id__get"];
-        /** Update */
+        /**
+         * Update
+         * @description New text and/or metadata; the old text stays in the memory's history.
+         */
         put: operations["update_mem0_memories__memory_id__put"];
         post?: never;
         /** Delete */
@@ -100,7 +106,8 @@ export interface paths {
         put?: never;
         /**
          * Reset
-         * @description Forget the whole workspace; only with ``?confirm=true``.
+         * @description Forget the whole workspace; only with ``?confirm=true`` (Mem0's server resets
+         *     on the bare call: here a stray call must not wipe a memory store).
          */
         post: operations["reset_mem0_reset_post"];
         delete?: never;
@@ -630,6 +637,8 @@ export interface components {
     schemas: {
         /** AddEvent */
         AddEvent: {
+            /** Detail */
+            detail?: string | null;
             /** Event */
             event: string;
             /** Id */
@@ -1233,17 +1242,20 @@ export interface components {
         MemoryCreate: {
             /** Agent Id */
             agent_id?: string | null;
-            /**
-             * Infer
-             * @default true
-             */
-            infer: boolean;
+            /** Expiration Date */
+            expiration_date?: string | null;
+            /** Infer */
+            infer?: boolean | null;
+            /** Memory Type */
+            memory_type?: string | null;
             /** Messages */
             messages: components["schemas"]["Message"][];
             /** Metadata */
             metadata?: {
                 [key: string]: unknown;
             } | null;
+            /** Prompt */
+            prompt?: string | null;
             /** Run Id */
             run_id?: string | null;
             /** User Id */
@@ -1384,6 +1396,8 @@ export interface components {
         MemoryUpdate: {
             /** Data */
             data?: string | null;
+            /** Expiration Date */
+            expiration_date?: string | null;
             /** Memory */
             memory?: string | null;
             /** Metadata */
@@ -1397,6 +1411,8 @@ export interface components {
         Message: {
             /** Content */
             content: string;
+            /** Name */
+            name?: string | null;
             /**
              * Role
              * @default user
@@ -1786,6 +1802,8 @@ export interface components {
         SearchRequest: {
             /** Agent Id */
             agent_id?: string | null;
+            /** Explain */
+            explain?: boolean | null;
             /** Filters */
             filters?: {
                 [key: string]: unknown;
@@ -1796,6 +1814,8 @@ export interface components {
             query: string;
             /** Run Id */
             run_id?: string | null;
+            /** Show Expired */
+            show_expired?: boolean | null;
             /** Threshold */
             threshold?: number | null;
             /** Top K */
@@ -2010,7 +2030,9 @@ export interface operations {
                 user_id?: string | null;
                 agent_id?: string | null;
                 run_id?: string | null;
-                limit?: number;
+                limit?: number | null;
+                /** @description Mem0's server's name of limit */
+                top_k?: number | null;
             };
             header?: never;
             path?: never;
