@@ -46,3 +46,34 @@ def test_a_new_case_is_not_similar_to_a_stored_one_or_to_one_of_its_batch() -> N
         batch[:1], vectors[:1], vectors[:1], existing_texts=[batch[0].content]
     )
     assert kept == [] and dropped[0].reason == "similar"
+
+
+OWN = "I started a new job as a night nurse at the Leeds hospital last week."
+
+
+def test_whose_fact_it_is_tells_two_notes_apart() -> None:
+    wife = "Last week my wife started a new job as a night nurse at the Leeds hospital."
+    assert "wife" in identifiers(wife)
+    assert new_identifiers(wife, OWN) == {"wife"}
+    # A possessive before a word the known note holds names nobody new.
+    assert new_identifiers("My new job as a night nurse at the Leeds hospital.", OWN) == set()
+    # "its" names a part of a thing, not whose fact it is.
+    assert identifiers("The invoice failed: its tax code was empty.") == set()
+
+
+def test_a_relatives_fact_is_not_a_restatement_of_the_users_own() -> None:
+    wife = "Last week my wife started a new job as a night nurse at the Leeds hospital."
+    again = "Last week I started a new job as a night nurse at the Leeds hospital."
+    found = extract_entries(
+        [Message("m0", "user", wife, NOW), Message("m1", "user", again, NOW)], None, known=[OWN]
+    )
+    assert [e.content for e in found.entries] == [wife]
+    assert [(d.content, d.reason) for d in found.dropped] == [(again, "restates_known")]
+
+
+def test_a_relatives_fact_is_not_similar_to_the_users_own() -> None:
+    wife = "Last week my wife started a new job as a night nurse at the Leeds hospital."
+    entry = Entry(wife, "user_assertion", wife, "m0", "offline")
+    vectors = np.ones((1, 4), np.float32) / 2.0  # identical: cosine 1.0
+    kept, dropped = drop_similar([entry], vectors, vectors, existing_texts=[OWN])
+    assert (kept, dropped) == ([0], [])

@@ -7,22 +7,39 @@ An identifier is a token with a digit in it (numbers, ids, versions: ``4471``,
 (``Torstrasse``, ``Falcon``). A note that holds an identifier the other does not is a
 different case, whatever share of its words the other holds or however close their
 vectors are; the restatement and similarity checks keep it.
+
+Whose fact it is tells cases apart too: "My wife started a new job as a night nurse" is not
+"I started a new job as a night nurse" said again, though nine words in ten are shared. So
+the word a personal possessive governs ("my wife", "her brother", "our landlord") counts as
+an identifier as well; a note about someone the other never names is kept. Dropping a true
+fact is silent and lasting, keeping a restatement costs one line in a ranking: when in
+doubt the checks keep.
 """
 
 from __future__ import annotations
 
 import re
 
+from episodic.scoring.stopwords import ENGLISH_STOPWORDS
+
 _TOKEN = re.compile(r"[^\W_][\w./#:-]*[^\W_]|[^\W_]", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?…:;]\s*$")
+# Possessives that say whose fact a note states ("its" names a thing's part, not a person).
+_PERSONAL_POSSESSIVES = frozenset({"my", "your", "his", "her", "our", "their"})
 
 
 def identifiers(text: str) -> set[str]:
-    """The identifiers of ``text``, casefolded: tokens with a digit, and capitalised
-    words that do not open a sentence."""
+    """The identifiers of ``text``, casefolded: tokens with a digit, capitalised words
+    that do not open a sentence, and the content word right after a personal possessive
+    (whose fact it is)."""
     found: set[str] = set()
+    previous = ""
     for match in _TOKEN.finditer(text):
         token = match.group()
+        folded = token.casefold()
+        if previous in _PERSONAL_POSSESSIVES and folded not in ENGLISH_STOPWORDS:
+            found.add(folded)
+        previous = folded
         if any(c.isdigit() for c in token):
             found.add(token.casefold())
             continue
