@@ -16,6 +16,7 @@ from fastapi import FastAPI
 
 import episodic
 from episodic import metrics as episodic_metrics
+from episodic import tracing
 from episodic.http.errors import install_error_handlers
 from episodic.http.limits import (
     FIRST_RECALL_GUESS_S,
@@ -81,7 +82,9 @@ def create_app(
     does; tests leave it off and index explicitly). ``recall_processes`` > 0 runs recalls
     in that many worker processes while the app runs (``serve`` does:
     ``episodic.service.recall_processes``). The slots and waits bound the load it takes
-    (``episodic.http.limits``). The caller closes ``mem``."""
+    (``episodic.http.limits``). Traces are sent when the ``OTEL_*`` variables ask for
+    them (``episodic.tracing``). The caller closes ``mem``."""
+    tracing.start_from_env()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
