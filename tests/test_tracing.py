@@ -162,9 +162,10 @@ def _under(found: list[Any], child: Any, ancestor: Any) -> bool:
     return False
 
 
-def test_one_recall_request_is_a_tree_of_spans(tmp_path: Path, spans: Any) -> None:
+def test_one_recall_request_is_a_tree_of_spans(db_url: str, spans: Any) -> None:
+    system = "sqlite" if db_url.startswith("sqlite") else "postgresql"
     mem = Episodic(
-        store=open_store(f"sqlite:///{tmp_path}/on.db"),
+        store=open_store(db_url),
         embedder=FakeEmbedder(dim=32),
         settings=Settings(),
         clock=lambda: NOW,
@@ -205,7 +206,7 @@ def test_one_recall_request_is_a_tree_of_spans(tmp_path: Path, spans: Any) -> No
             embed = _one(found, "embed")
             assert _parent_of(embed) == _one(found, "recall.query_embedding").context.span_id
             assert embed.attributes["episodic.purpose"] == "query"
-            statements = [s for s in found if s.attributes.get("db.system") == "sqlite"]
+            statements = [s for s in found if s.attributes.get("db.system") == system]
             # The sparse leg's statements, run on a helper thread, stay in the tree.
             sparse = _one(found, "recall.sparse")
             assert any(_under(found, s, sparse) for s in statements)
