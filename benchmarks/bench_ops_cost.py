@@ -13,6 +13,8 @@ keeps them:
 
 - **metrics on / off**: blocks of ``--block`` recalls, alternating, ``--rounds`` times
   (off: every metric function does nothing, as without prometheus-client);
+- **against another tree** (``--against <src>``): the same recalls' CPU time in fresh
+  processes of this tree and of that one, alternating (the code before these hooks);
 - **traces off**: how many times one recall passes a tracing hook (``span``,
   ``begin``/``end``, ``in_context``, the hop's, and each database statement's check of
   ``tracing.ACTIVE``), times what the dearest of them (``span``) costs when off.
@@ -27,6 +29,7 @@ import argparse
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +41,7 @@ os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="bench
 
 from bench_http import build
 from bench_spine import sentence
-from episodic import Episodic, Settings, metrics, tracing
+from episodic import Episodic, Settings, metrics
 
 
 def recall_cpu_ms(mem: Episodic, queries: list[str]) -> list[float]:
@@ -73,6 +76,8 @@ def set_metrics(on: bool, made: object) -> None:
 
 def hooks_per_recall(mem: Episodic, query: str) -> int:
     """How many tracing hooks one recall passes (each wrapped to count, then restored)."""
+    from episodic import tracing  # not in a tree from before it (--against's children)
+
     count = [0]
     names = ("span", "statement", "begin", "end", "carrier", "in_context")
     saved = {n: getattr(tracing, n) for n in names}
@@ -101,15 +106,69 @@ def hooks_per_recall(mem: Episodic, query: str) -> int:
     return count[0] + 3
 
 
+def one_block(db: Path, block: int, seed: int) -> float:
+    """``--child``: the median CPU ms of ``block`` recalls in a fresh process (whichever
+    ``episodic`` its PYTHONPATH finds), after a warm-up."""
+    rnd = random.Random(seed)
+    with Episodic.open(f"sqlite:///{db}", settings=Settings(embedder="local")) as mem:
+        mem.defer_marks()
+        mem.batch_query_embeddings()
+        for i in range(20):
+            mem.recall(f"warm up {i}", workspace="big")
+        found = statistics.median(
+            recall_cpu_ms(mem, [sentence(rnd.randint(3, 7)) for _ in range(block)])
+        )
+        mem.flush_marks(stop=True)
+    return found
+
+
+def against(args: argparse.Namespace) -> None:
+    """This tree and the one at ``--against``, each in fresh processes, alternating."""
+    here = os.environ.get("PYTHONPATH", "")
+    trees = {"this tree": here, "against": ":".join(filter(None, [str(args.against), here]))}
+    found: dict[str, list[float]] = {name: [] for name in trees}
+    loads = [os.getloadavg()[0]]
+    for n in range(args.rounds):
+        for name in list(trees) if n % 2 == 0 else list(trees)[::-1]:
+            child = subprocess.run(
+                [
+                    *(sys.executable, __file__, "--child", "--db", str(args.db)),
+                    *("--block", str(args.block), "--seed", str(n)),
+                ],
+                env={**os.environ, "PYTHONPATH": trees[name]},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            found[name].append(float(child.stdout.split()[-1]))
+        loads.append(os.getloadavg()[0])
+        print(f"round {n + 1}: " + ", ".join(f"{k} {v[-1]:.2f} ms" for k, v in found.items()))
+    mine, theirs = (statistics.median(v) for v in found.values())
+    print(
+        f"\nCPU ms per recall, median of {args.rounds} processes each ({args.block} recalls "
+        f"each): this tree {mine:.2f}, against {theirs:.2f}: {100 * (mine / theirs - 1):+.1f}%; "
+        f"load average {min(loads):.1f}-{max(loads):.1f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--memories", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--block", type=int, default=40)
     parser.add_argument("--db", type=Path, default=Path("/tmp/bench-ops/bench_http.db"))
+    parser.add_argument("--against", type=Path, help="compare with the src folder of another tree")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        print(f"{one_block(args.db, args.block, args.seed):.4f}")
+        return
     args.db.parent.mkdir(parents=True, exist_ok=True)
     build(args.db, args.memories)
+    if args.against is not None:
+        against(args)
+        return
     rnd = random.Random(5)
     loads = [os.getloadavg()[0]]
     with Episodic.open(f"sqlite:///{args.db}", settings=Settings(embedder="local")) as mem:
@@ -133,6 +192,8 @@ def main() -> None:
         set_metrics(True, made)
         hooks = hooks_per_recall(mem, sentence(5))
         mem.flush_marks(stop=True)
+    from episodic import tracing
+
     assert not tracing.ACTIVE
     figures_us = min(figures_cpu_us() for _ in range(3))
     hook = timeit.Timer(lambda: tracing.span("x"), timer=time.process_time)
