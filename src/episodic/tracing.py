@@ -83,7 +83,7 @@ def start_from_env(environ: Mapping[str, str] | None = None) -> bool:
         _started = True
         env = os.environ if environ is None else environ
         if not wanted(env):
-            return False
+            return ACTIVE  # on only if a provider was handed over (``use``)
         try:
             from opentelemetry.sdk.trace import TracerProvider
         except ImportError:
