@@ -62,6 +62,35 @@ def test_the_otlp_protocol_is_read_and_a_wrong_one_named() -> None:
     assert caught.value.field == "OTEL_EXPORTER_OTLP_PROTOCOL"
 
 
+def test_the_exporter_follows_the_variables_and_a_wrong_one_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.grpc")
+    monkeypatch.setattr(tracing, "_started", False)
+    with pytest.raises(InvalidInput) as caught:
+        tracing.start_from_env({"OTEL_TRACES_EXPORTER": "zipkin"})
+    assert caught.value.field == "OTEL_TRACES_EXPORTER"
+    assert not tracing.ACTIVE
+    monkeypatch.setattr(tracing, "_started", False)
+    grpc = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+    }
+    try:
+        assert tracing.start_from_env(grpc) is True
+        assert tracing.ACTIVE
+        processors = tracing._provider._active_span_processor._span_processors
+        # Where the SDK keeps a batch processor's exporter moved between releases.
+        batch = processors[0]
+        exporter = getattr(batch, "span_exporter", None) or batch._batch_processor._exporter
+        assert type(exporter).__module__.endswith("proto.grpc.trace_exporter")
+        assert tracing.start_from_env({}) is True  # once a process: the first call decided
+    finally:
+        provider = tracing._provider
+        tracing.use(None)
+        provider.shutdown()
+
+
 OFF_SCRIPT = """
 import sys
 from fastapi.testclient import TestClient
