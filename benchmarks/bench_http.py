@@ -22,6 +22,10 @@ the same database for ``--duration`` seconds (query embedding included, the quer
 embeddings batched and the marks deferred as the server does), its recalls/s and
 p50/p95; and the old bound, one recall at a time times the cores.
 
+``--variants branch no-metrics no-otel against --against <src> --rounds 3`` compares
+servers instead: each variant (``variant_env``) under the same load, interleaved rounds,
+medians side by side with their ratio, each round's figure and the load average.
+
 ``--profile`` runs py-spy (``py-spy`` on the PATH or beside the interpreter; it is not a
 dependency of the project: ``pip download py-spy`` and unpack the wheel's script) on the
 server of the first ``--workers`` value during the load, and prints where its time goes:
@@ -315,11 +319,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def http_load(args: argparse.Namespace, key: str, workers: int, profile: bool) -> Rate:
+def http_load(
+    args: argparse.Namespace,
+    key: str,
+    workers: int,
+    profile: bool,
+    extra_env: dict[str, str] | None = None,
+) -> Rate:
     """``episodic serve --workers N`` on the database, warmed up, under wrk; with
-    ``profile``, py-spy samples the server meanwhile."""
+    ``profile``, py-spy samples the server meanwhile; ``extra_env`` on top of ours."""
     port = free_port()
     env = {**os.environ, "EPISODIC_EMBEDDER": "local", "EPISODIC_SWEEP_INTERVAL": "3600"}
+    env.update(extra_env or {})
     server = subprocess.Popen(
         [
             str(Path(sys.executable).with_name("episodic")),
@@ -423,6 +434,78 @@ def start_py_spy(pid: int, seconds: int, out: Path) -> subprocess.Popen[bytes] |
     )
 
 
+# What ``--variants`` can run: the server's environment for each. ``without/`` holds a
+# sitecustomize that makes the modules of EPISODIC_BENCH_WITHOUT unimportable, in the
+# server and in its recall processes alike.
+WITHOUT = str(Path(__file__).parent / "without")
+
+
+def variant_env(name: str, against: Path | None) -> dict[str, str]:
+    """``branch``: this tree as installed (metrics on, traces off: no OTEL_* variable);
+    ``no-metrics``: prometheus_client unimportable (every metric does nothing);
+    ``no-otel``: the OpenTelemetry SDK unimportable (traces absent, as without the
+    extra); ``against``: the tree at ``--against`` (code without this tree's changes)."""
+    here = os.environ.get("PYTHONPATH", "")
+    clean = {k: "" for k in os.environ if k.startswith("OTEL_")}
+    if name == "branch":
+        return clean
+    if name == "no-metrics":
+        return {
+            **clean,
+            "PYTHONPATH": f"{WITHOUT}:{here}",
+            "EPISODIC_BENCH_WITHOUT": "prometheus_client",
+        }
+    if name == "no-otel":
+        return {
+            **clean,
+            "PYTHONPATH": f"{WITHOUT}:{here}",
+            "EPISODIC_BENCH_WITHOUT": "opentelemetry.sdk,opentelemetry.exporter",
+        }
+    if name == "against":
+        if against is None:
+            raise SystemExit("--variants against needs --against <src folder>")
+        return {**clean, "PYTHONPATH": ":".join(filter(None, [str(against), here]))}
+    raise SystemExit(f"unknown variant {name!r}: branch, no-metrics, no-otel, against")
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def compare(args: argparse.Namespace, key: str) -> None:
+    """Each variant's server under the same wrk load, ``--rounds`` times, interleaved
+    (each round in another order, so that a drift of the machine's load is shared); the
+    medians side by side, their ratio to the first variant, and the noise: how far one
+    variant's own rounds spread."""
+    runs: dict[str, list[tuple[Rate, float]]] = {v: [] for v in args.variants}
+    for n in range(args.rounds):
+        order = args.variants[n % len(args.variants) :] + args.variants[: n % len(args.variants)]
+        for name in order:
+            print(f"\n== round {n + 1}, {name}")
+            rate = http_load(args, key, 1, False, variant_env(name, args.against))
+            runs[name].append((rate, os.getloadavg()[0]))
+    first = args.variants[0]
+    base = median([r.per_s for r, _ in runs[first]])
+    print(
+        f"\n{args.rounds} rounds, {args.memories} memories, {args.connections} connections, "
+        f"{args.duration} s each, interleaved"
+    )
+    print("| variant | recalls/s, median | each round | vs " + first + " | p95 ms, median | load |")
+    print("|---|---|---|---|---|---|")
+    for name, found in runs.items():
+        per_s = [r.per_s for r, _ in found]
+        mid = median(per_s)
+        spread = (max(per_s) - min(per_s)) / mid if mid else 0.0
+        loads = [load for _, load in found]
+        print(
+            f"| {name} | {mid:.2f} | {', '.join(f'{x:.1f}' for x in per_s)} (spread "
+            f"{100 * spread:.0f}%) | {100 * (mid / base - 1):+.1f}% | "
+            f"{median([r.p95_ms for r, _ in found]):.0f} | {min(loads):.1f}-{max(loads):.1f} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--memories", type=int, default=100_000)
@@ -433,11 +516,24 @@ def main() -> None:
     parser.add_argument("--policy", default="default")
     parser.add_argument("--profile", action="store_true", help="py-spy on the first server")
     parser.add_argument("--db", type=Path, default=ROOT / ".episodic" / "bench_http.db")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        help="compare servers instead (one worker, no ceiling): branch, no-metrics, "
+        "no-otel, against",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="with --variants")
+    parser.add_argument("--against", type=Path, help="the src folder of --variants against")
     args = parser.parse_args()
     ensure_wrk()
     args.db.parent.mkdir(parents=True, exist_ok=True)
     build(args.db, args.memories)
     print(f"load average before: {os.getloadavg()[0]:.2f}")
+    if args.variants:
+        with Episodic.open(f"sqlite:///{args.db}", settings=Settings(embedder="none")) as mem:
+            _, key = mem.create_key("big", role="admin", label="bench_http")
+        compare(args, key)
+        return
     ceiling(args.db, args.policy)
     inproc = concurrent_ceiling(args.db, args.policy, args.connections, args.duration)
     with Episodic.open(f"sqlite:///{args.db}", settings=Settings(embedder="none")) as mem:

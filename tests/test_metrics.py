@@ -6,7 +6,13 @@ calls it was given. The page needs an admin key or ``EPISODIC_METRICS_TOKEN``; w
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -139,8 +145,23 @@ def test_embedder_calls_and_failures_are_counted(tmp_path: Path) -> None:
     def moved(name: str) -> float:
         return value(after, name) - value(before, name)
 
-    assert moved("episodic_embedder_errors_total") >= 1
-    assert moved("episodic_embedder_call_duration_seconds_count") >= 2
+    def moved_for(name: str, purpose: str) -> float:
+        return value(after, name, purpose=purpose) - value(before, name, purpose=purpose)
+
+    # A recall's query embedding is timed apart from the indexer's batches.
+    assert moved_for("episodic_embedder_errors_total", "query") >= 1
+    assert moved_for("episodic_embedder_call_duration_seconds_count", "query") >= 2
+    assert moved_for("episodic_embedder_call_duration_seconds_count", "index") == 0
+    mem = Episodic(store=open_store(f"sqlite:///{tmp_path}/e.db"), embedder=FakeEmbedder(dim=16))
+    try:
+        mem.remember("the disk is full", workspace="acme")
+        mem.index_once()
+    finally:
+        mem.close()
+    indexed = scrape_now()
+    count = "episodic_embedder_call_duration_seconds_count"
+    assert value(indexed, count, purpose="index") > value(after, count, purpose="index")
+    assert value(indexed, count, purpose="query") == value(after, count, purpose="query")
     stage = "episodic_recall_stage_duration_seconds_count"
     for name in ("query_embedding", "dense", "sparse", "ranking"):
         assert value(after, stage, stage=name) > value(before, stage, stage=name), name
@@ -193,3 +214,112 @@ def test_a_request_shed_by_admission_control_is_counted() -> None:
 
     anyio.run(run)
     assert value(scrape_now(), "episodic_http_shed_total", lane="recall") == before + 1
+
+
+@contextmanager
+def writes_held(store: Any) -> Iterator[None]:
+    """Every write connection busy (SQLite's writer, or each of PostgreSQL's write pool's)
+    for the block, as under a burst of writes."""
+    if hasattr(store, "_write_pool"):
+        pool = store._write_pool
+        held = [pool.getconn() for _ in range(pool.max_size)]
+        try:
+            yield
+        finally:
+            for conn in held:
+                pool.putconn(conn)
+        return
+    with store._lock:
+        yield
+
+
+def test_admissions_drops_waits_lag_and_size_after_a_workload(db_url: str) -> None:
+    """A scripted workload over HTTP, then a scrape of /metrics: memories admitted, events
+    refused by rule and sent twice, an entry extraction dropped, a write that waited for
+    the writer, the vectors waiting and for how long, and the database's size."""
+    from fastapi.testclient import TestClient
+
+    from episodic.http import create_app
+    from episodic.store import open_store
+
+    clock = [datetime(2026, 5, 4, 12, 0, tzinfo=UTC)]
+    mem = Episodic(
+        store=open_store(db_url),
+        embedder=None,
+        settings=Settings(embedder="none"),
+        clock=lambda: clock[0],
+    )
+    before = scrape_now()
+    try:
+        _, admin = mem.create_key("acme", role="admin")
+        auth = {"Authorization": f"Bearer {admin}"}
+        with TestClient(create_app(mem)) as http:
+            events = [
+                {
+                    "id": "e1",
+                    "ts": "2026-05-04T09:00:00+00:00",
+                    "type": "approval.denied",
+                    "summary": "rollback denied without a ticket",
+                },
+                {
+                    "id": "e2",
+                    "ts": "2026-05-04T09:01:00+00:00",
+                    "type": "network.flow",
+                    "summary": "bytes went out",
+                },
+                {
+                    "id": "e3",
+                    "ts": "2026-05-04T09:02:00+00:00",
+                    "type": "tool.called",
+                    "summary": "ls ran",
+                },
+            ]
+            first = http.post("/v1/events", headers=auth, json={"events": events})
+            assert first.status_code == 200, first.text
+            again = http.post("/v1/events", headers=auth, json={"events": events[:1]})
+            assert again.json()["duplicates"] == 1
+            said = "The payment gateway returns 409 on partial refunds."
+            transcript = [{"role": "user", "content": said, "ts": clock[0].isoformat()}]
+            done = http.post("/v1/layer/complete", headers=auth, json={"transcript": transcript})
+            assert done.status_code == 200, done.text
+            clock[0] += timedelta(days=7)
+            repeat = "The payment gateway still returns 409 on partial refunds."
+            transcript = [{"role": "user", "content": repeat, "ts": clock[0].isoformat()}]
+            done = http.post("/v1/layer/complete", headers=auth, json={"transcript": transcript})
+            assert done.status_code == 200, done.text
+
+            waiting: list[int] = []
+
+            def write() -> None:
+                r = http.post("/v1/memories", headers=auth, json={"content": "disk is full"})
+                waiting.append(r.status_code)
+
+            with writes_held(mem.store):
+                writer = threading.Thread(target=write)
+                writer.start()
+                time.sleep(0.3)
+            writer.join(30)
+            assert waiting == [201]
+            page = http.get("/metrics", headers=auth)
+            assert page.status_code == 200
+    finally:
+        mem.close()
+    after = samples(page.text)
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert moved("episodic_memories_admitted_total") >= 1
+    assert moved("episodic_events_not_admitted_total", rule="never-admitted-type") == 1
+    assert moved("episodic_events_not_admitted_total", rule="unlisted-type") == 1
+    assert moved("episodic_events_duplicate_total") == 1
+    assert moved("episodic_entries_dropped_total", reason="restates_known") == 1
+    wait = "episodic_db_pool_wait_seconds"
+    assert moved(f"{wait}_count", pool="write") >= 1
+    assert moved(f"{wait}_sum", pool="write") >= 0.2
+    # No embedder: every memory waits for its vector, the oldest since the first write.
+    assert value(after, "episodic_vectors_pending") >= 3
+    assert value(after, "episodic_index_lag_seconds") > 0
+    assert value(after, "episodic_database_size_bytes") > 4096
+    labels = {v for (_, pairs) in after for _, v in pairs}
+    assert "acme" not in labels

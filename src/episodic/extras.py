@@ -3,7 +3,9 @@
 ``pip install episodic-agent-memory`` (``DISTRIBUTION``) is the library, the CLI, SQLite
 and the local embedder, with the offline fallbacks of every LLM step. The HTTP server
 and the operator's page (``[server]``), the MCP server (``[mcp]``), the PostgreSQL
-backend (``[postgres]``) and the OpenAI-compatible LLM client (``[llm]``) are extras;
+backend (``[postgres]``), the OpenAI-compatible LLM client (``[llm]``) and OpenTelemetry
+traces (``[otel]``, checked by ``episodic.tracing`` itself: a warning, not an error) are
+extras;
 ``[all]`` is every one. Their modules are imported only where they are used, and each
 entry point checks first, so a missing extra is one clear error naming the install
 command rather than an ImportError deep inside.

@@ -1,5 +1,6 @@
 """Prometheus metrics: what the server counts and times (requests, recalls, sheds,
-supersessions, upkeep jobs) and their exposition for ``GET /metrics``.
+supersessions, admissions and drops, upkeep jobs, waits for a database connection) and
+their exposition for ``GET /metrics``.
 
 The metrics are made on first use, not on import: ``prometheus_client`` picks its
 multiprocess mode from ``PROMETHEUS_MULTIPROC_DIR`` when the first one is made, and
@@ -16,7 +17,8 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +42,11 @@ class _Metrics:
     embedder_seconds: Any
     stage_seconds: Any
     embedder_errors: Any
+    pool_waits: Any
+    admitted: Any
+    not_admitted: Any
+    duplicate_events: Any
+    entries_dropped: Any
 
 
 _lock = threading.Lock()
@@ -118,13 +125,46 @@ def _metrics() -> _Metrics | None:
                 ),
                 embedder_seconds=Histogram(
                     "episodic_embedder_call_duration_seconds",
-                    "Time one call to the embedding model took (a query's, or a batch of "
-                    "the indexer's).",
+                    "Time one call to the embedding model took, by what it was for: query "
+                    "(a recall's), index (memories' vectors), probe (a health check).",
+                    ["purpose"],
                     buckets=LATENCY_BUCKETS,
                 ),
                 embedder_errors=Counter(
                     "episodic_embedder_errors_total",
-                    "Calls to the embedding model that failed (recall goes sparse-only).",
+                    "Calls to the embedding model that failed (recall goes sparse-only), by "
+                    "what they were for.",
+                    ["purpose"],
+                ),
+                pool_waits=Histogram(
+                    "episodic_db_pool_wait_seconds",
+                    "Time a database call waited for a connection (or SQLite's writer) "
+                    "that was busy, by pool: read, write, search (the connections recalls' "
+                    "searches may hold). Only calls that waited are counted.",
+                    ["pool"],
+                    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+                ),
+                admitted=Counter(
+                    "episodic_memories_admitted_total",
+                    "Events ingested that became memories.",
+                ),
+                not_admitted=Counter(
+                    "episodic_events_not_admitted_total",
+                    "Events ingested (and kept as events) that admission did not make "
+                    "memories, by the rule that decided.",
+                    ["rule"],
+                ),
+                duplicate_events=Counter(
+                    "episodic_events_duplicate_total",
+                    "Events ingested again with an id already stored (dropped: ingest is "
+                    "idempotent).",
+                ),
+                entries_dropped=Counter(
+                    "episodic_entries_dropped_total",
+                    "Entries extraction drew from conversations and then dropped, by reason "
+                    "(a failed check, one of the exclusions, or a duplicate: known_hash, "
+                    "similar).",
+                    ["reason"],
                 ),
             )
     return _made
@@ -152,12 +192,62 @@ def recall_stage(stage: str, seconds: float) -> None:
         m.stage_seconds.labels(stage).observe(seconds)
 
 
-def embedder_call(seconds: float, *, failed: bool) -> None:
+def embedder_call(purpose: str, seconds: float, *, failed: bool) -> None:
     m = _metrics()
     if m is not None:
-        m.embedder_seconds.observe(seconds)
+        m.embedder_seconds.labels(purpose).observe(seconds)
         if failed:
-            m.embedder_errors.inc()
+            m.embedder_errors.labels(purpose).inc()
+
+
+# A wait for a connection shorter than this is the pool's own bookkeeping, not a wait
+# (taking an idle PostgreSQL connection from psycopg's pool takes microseconds).
+POOL_WAIT_FLOOR_S = 0.001
+
+
+def pool_wait(pool: str, seconds: float) -> None:
+    """A database call waited ``seconds`` for a connection of ``pool``: counted when it
+    is at least ``POOL_WAIT_FLOOR_S``."""
+    if seconds < POOL_WAIT_FLOOR_S:
+        return
+    m = _metrics()
+    if m is not None:
+        m.pool_waits.labels(pool).observe(seconds)
+
+
+def waited_for(pool: str, lock: Any, timeout: float | None = None) -> bool:
+    """``lock.acquire()``, the wait counted for ``pool`` when it could not be had at once
+    (a semaphore or lock of the SQLite store's). Returns what ``acquire`` returned."""
+    if lock.acquire(blocking=False):
+        return True
+    started = time.perf_counter()
+    got = bool(lock.acquire() if timeout is None else lock.acquire(timeout=timeout))
+    m = _metrics()
+    if m is not None:
+        m.pool_waits.labels(pool).observe(time.perf_counter() - started)
+    return got
+
+
+def ingested(admitted: int, duplicates: int, not_admitted_rules: Sequence[str]) -> None:
+    """One ingest batch: memories made, events already stored, and the rule of each event
+    admission did not make a memory (a rule's name, from ``episodic.policy``)."""
+    m = _metrics()
+    if m is None:
+        return
+    if admitted:
+        m.admitted.inc(admitted)
+    if duplicates:
+        m.duplicate_events.inc(duplicates)
+    for rule in not_admitted_rules:
+        m.not_admitted.labels(rule).inc()
+
+
+def entries_dropped(reasons: Sequence[str]) -> None:
+    """Entries extraction dropped, by reason (names from ``episodic.write.extract``)."""
+    m = _metrics()
+    if m is not None:
+        for reason in reasons:
+            m.entries_dropped.labels(reason).inc()
 
 
 def shed(lane: str) -> None:
@@ -265,10 +355,11 @@ def serve_on_port(host: str, port: int, extra: Any = None) -> Any:
 
 
 class StoreFigures:
-    """What the database says at scrape time: memories waiting for their vector, and the
-    size of a SQLite database's files. Read by the scraping process only, once a scrape;
-    a database that does not answer leaves them out of that scrape (the request and
-    readiness figures say why)."""
+    """What the database says at scrape time: memories waiting for their vector and how
+    long the oldest has waited, and the database's size (a SQLite database's files, a
+    PostgreSQL database's ``pg_database_size``). Read by the scraping process only, once
+    a scrape; a database that does not answer leaves them out of that scrape (the
+    request and readiness figures say why)."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
@@ -290,11 +381,21 @@ class StoreFigures:
             "Active memories, all workspaces.",
             value=stats.active_memories,
         )
+        oldest = stats.oldest_pending_at
+        lag = 0.0 if oldest is None else max(0.0, time.time() - oldest.timestamp())
+        yield GaugeMetricFamily(
+            "episodic_index_lag_seconds",
+            "Age of the oldest memory waiting for the indexer to embed it (0: none waits).",
+            value=lag,
+        )
         size = sqlite_size(str(self.store.url))
+        if size is None:
+            size = stats.size_bytes
         if size is not None:
             yield GaugeMetricFamily(
                 "episodic_database_size_bytes",
-                "Size of the SQLite database with its write-ahead log.",
+                "Size of the database: a SQLite file with its write-ahead log, or "
+                "PostgreSQL's pg_database_size.",
                 value=size,
             )
 

@@ -187,10 +187,9 @@ export class EpisodicClient {
         // not JSON: the text is shown in the error
       }
       if (!response.ok) {
-        if (call.absent === response.status && errorOf(response.status, parsed).code === 'not_found') {
-          return null as T;
-        }
-        throw errorOf(response.status, parsed);
+        const error = errorOf(response.status, parsed, response.headers.get('x-request-id'));
+        if (call.absent === response.status && error.code === 'not_found') return null as T;
+        throw error;
       }
       return parsed as T;
     }

@@ -12,14 +12,30 @@ export class EpisodicError extends Error {
   readonly code: string;
   /** The request field the error is about (`transcript[2].role`), when it names one. */
   readonly field: string | null;
+  /**
+   * The server's id of the request (its `X-Request-ID`: the caller's own when it sent a
+   * well-formed one), which names the request in the server's log lines; null when there
+   * was no answer.
+   */
+  readonly requestId: string | null;
 
-  constructor(message: string, options: { status: number; code: string; field?: string | null; cause?: unknown }) {
+  constructor(message: string, options: EpisodicErrorOptions) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.status = options.status;
     this.code = options.code;
     this.field = options.field ?? null;
+    this.requestId = options.requestId ?? null;
   }
+}
+
+/** What an `EpisodicError` is made of. */
+export interface EpisodicErrorOptions {
+  status: number;
+  code: string;
+  field?: string | null;
+  requestId?: string | null;
+  cause?: unknown;
 }
 
 /** A bad field (422): `field` names it, e.g. `budget_tokens` or `transcript[2].role`. */
@@ -61,30 +77,36 @@ const BY_CODE: Record<string, typeof EpisodicError> = {
   llm_failed: LLMError,
 };
 
-/** The error for an answer of `status` whose body is `body` (parsed JSON, or text). */
-export function errorOf(status: number, body: unknown): EpisodicError {
+/**
+ * The error for an answer of `status` whose body is `body` (parsed JSON, or text). Its
+ * `requestId` is the one the error body names, else `requestId` (the answer's
+ * `X-Request-ID` header: a body that is not the API's, from a proxy say, names none).
+ */
+export function errorOf(status: number, body: unknown, requestId: string | null = null): EpisodicError {
   const detail = typeof body === 'object' && body !== null ? (body as { error?: unknown }).error : undefined;
   if (typeof detail !== 'object' || detail === null) {
     const shown = typeof body === 'string' ? body : JSON.stringify(body);
     return new ServerError(`HTTP ${status} error: unexpected answer: ${String(shown).slice(0, 200)}`, {
       status,
       code: 'error',
+      requestId,
     });
   }
-  const { code: rawCode, field: rawField, message: rawMessage } = detail as Record<string, unknown>;
+  const { code: rawCode, field: rawField, message: rawMessage, request_id: sent } = detail as Record<string, unknown>;
   const code = typeof rawCode === 'string' && rawCode ? rawCode : 'error';
   const field = typeof rawField === 'string' ? rawField : null;
   const message = typeof rawMessage === 'string' ? rawMessage : '';
+  const id = typeof sent === 'string' && sent ? sent : requestId;
   if (code === 'unknown_policy') {
-    return new UnknownPolicy(message, { status, code, field: field ?? 'policy' });
+    return new UnknownPolicy(message, { status, code, field: field ?? 'policy', requestId: id });
   }
   if (code === 'invalid_input' || code === 'bad_request' || code === 'payload_too_large' || status === 422) {
-    return new InvalidInput(field ? `${field}: ${message}` : message, { status, code, field: field ?? 'body' });
+    return new InvalidInput(field ? `${field}: ${message}` : message, { status, code, field: field ?? 'body', requestId: id });
   }
   const Kind = BY_CODE[code];
-  if (Kind !== undefined) return new Kind(message, { status, code, field });
-  if (code === 'error' && status === 400) return new EpisodicError(message, { status, code, field });
-  return new ServerError(`HTTP ${status} ${code}: ${message}`, { status, code, field });
+  if (Kind !== undefined) return new Kind(message, { status, code, field, requestId: id });
+  if (code === 'error' && status === 400) return new EpisodicError(message, { status, code, field, requestId: id });
+  return new ServerError(`HTTP ${status} ${code}: ${message}`, { status, code, field, requestId: id });
 }
 
 /** A field this client checks before sending, named as the API names it. */

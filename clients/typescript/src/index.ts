@@ -14,6 +14,7 @@ export {
   LLMError,
   ServerError,
   errorOf,
+  type EpisodicErrorOptions,
 } from './errors.js';
 export { DEFAULT_RETRIES, BACKOFF_S, MAX_WAIT_S, retryAfter, shouldRetry } from './retry.js';
 export { RemoteLayer, newSession, type RemoteLayerOptions, type Order } from './remote-layer.js';

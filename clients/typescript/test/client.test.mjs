@@ -8,8 +8,10 @@ import {
   Forbidden,
   InvalidInput,
   NotFound,
+  ServerError,
   Unauthenticated,
   UnknownPolicy,
+  errorOf,
 } from '../dist/index.js';
 import { server, unique } from './harness.mjs';
 
@@ -193,6 +195,48 @@ describe('errors', () => {
     const forbidden = await agentKey.recall({ query: 'x', agent: 'someone-else' }).catch((e) => e);
     assert.ok(forbidden instanceof Forbidden);
     assert.equal(forbidden.status, 403);
+  });
+
+  test("an error carries the server's request id: its own, or the one the caller sent", async () => {
+    const seen = [];
+    const sent = {};
+    const watching = new EpisodicClient({
+      baseUrl: srv.baseUrl,
+      key: srv.admin,
+      fetch: async (url, init) => {
+        const answer = await fetch(url, { ...init, headers: { ...init.headers, ...sent } });
+        seen.push(answer.headers.get('x-request-id'));
+        return answer;
+      },
+    });
+    const missing = await watching.memory({ id: 'mem_nope' }).catch((e) => e);
+    assert.ok(missing instanceof NotFound);
+    assert.match(missing.requestId, /^[0-9a-f]{32}$/);
+    assert.equal(missing.requestId, seen.at(-1)); // the id the server logged the request by
+    sent['x-request-id'] = 'checkout-7f3a.retry-2';
+    const bad = await watching.recall({ query: 'x', policy: 'no-such-policy' }).catch((e) => e);
+    assert.ok(bad instanceof UnknownPolicy);
+    assert.equal(bad.requestId, 'checkout-7f3a.retry-2');
+  });
+
+  test('an answer that is not the API\'s keeps the id from its header; no answer has none', async () => {
+    const proxied = new EpisodicClient({
+      baseUrl: 'http://proxy.invalid',
+      fetch: async () => new Response('<html>bad gateway</html>', { status: 502, headers: { 'x-request-id': 'edge-41' } }),
+    });
+    const gateway = await proxied.health().catch((e) => e);
+    assert.ok(gateway instanceof ServerError);
+    assert.deepEqual([gateway.status, gateway.requestId], [502, 'edge-41']);
+    assert.equal(errorOf(404, { error: { code: 'not_found', message: 'x', request_id: 'from-body' } }, 'hdr').requestId, 'from-body');
+    const down = new EpisodicClient({
+      baseUrl: 'http://127.0.0.1:9',
+      retries: 1,
+      fetch: async () => {
+        throw new TypeError('fetch failed');
+      },
+    });
+    const none = await down.health().catch((e) => e);
+    assert.deepEqual([none.code, none.requestId], ['unreachable', null]);
   });
 
   test('checked before sending: an empty id, an update with nothing to change', async () => {

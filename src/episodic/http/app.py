@@ -16,6 +16,7 @@ from fastapi import FastAPI
 
 import episodic
 from episodic import metrics as episodic_metrics
+from episodic import tracing
 from episodic.http.errors import install_error_handlers
 from episodic.http.limits import (
     FIRST_RECALL_GUESS_S,
@@ -87,7 +88,9 @@ def create_app(
     in that many worker processes while the app runs (``serve`` does:
     ``episodic.service.recall_processes``). The slots and waits bound the load it takes
     (``episodic.http.limits``). ``compat`` names other servers' APIs to answer at their
-    own root paths too (``COMPAT``: ``mem0``). The caller closes ``mem``."""
+    own root paths too (``COMPAT``: ``mem0``). Traces are sent when the ``OTEL_*``
+    variables ask for them (``episodic.tracing``). The caller closes ``mem``."""
+    tracing.start_from_env()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -2,7 +2,9 @@
 caller's ``X-Request-ID`` when it is well-formed or makes a new one, holds it for the
 request's life (``episodic.logs.CURRENT_REQUEST``: error bodies and log lines read it),
 sends it back on every response, and when the response is done logs the request with its
-route template, status and duration and hands it to the observers (the metrics)."""
+route template, status and duration and hands it to the observers (the metrics). With
+traces on (``episodic.tracing``), the request is a span, continuing the caller's trace
+when its headers carry one."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from episodic import tracing
 from episodic.logs import CURRENT_REQUEST, RequestInfo
 
 log = logging.getLogger("episodic.access")
@@ -57,6 +60,14 @@ def route_of(scope: MutableMapping[str, Any]) -> str | None:
     return None
 
 
+def text_headers(scope: MutableMapping[str, Any]) -> dict[str, str]:
+    """The request's headers as text, lower-cased names (what a trace propagator reads)."""
+    return {
+        name.decode("latin-1").lower(): value.decode("latin-1")
+        for name, value in scope.get("headers", [])
+    }
+
+
 class RequestContext:
     """The request's id, its header on the response, and its log line at the end."""
 
@@ -80,6 +91,22 @@ class RequestContext:
         # still names the request; each request runs in a task of its own, so the value
         # goes no further.
         CURRENT_REQUEST.set(info)
+        if not tracing.ACTIVE:
+            await self._answer(scope, receive, send, info)
+            return
+        with tracing.server_span(info.method, text_headers(scope)) as found:
+            try:
+                await self._answer(scope, receive, send, info)
+            finally:
+                tracing.finish_server_span(found, info.route, info.status or 500, info.request_id)
+
+    async def _answer(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[Any]],
+        send: Callable[[Any], Awaitable[None]],
+        info: RequestInfo,
+    ) -> None:
         header = (_HEADER, info.request_id.encode())
         started = time.perf_counter()
 

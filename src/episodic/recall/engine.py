@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from episodic import metrics
+from episodic import metrics, tracing
 from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, MemoryStatus, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
@@ -81,18 +81,21 @@ def run_recall(
     """``_run_recall`` (below), timed for the metrics where it runs (a recall process,
     or the server's own)."""
     started = time.perf_counter()
-    result = _run_recall(
-        store,
-        vectors,
-        query,
-        policy,
-        now=now,
-        mark=mark,
-        explain=explain,
-        lexical_query=lexical_query,
-        review=review,
-        review_conversation=review_conversation,
-    )
+    with tracing.span("recall", {"episodic.policy": policy.name}) as found:
+        result = _run_recall(
+            store,
+            vectors,
+            query,
+            policy,
+            now=now,
+            mark=mark,
+            explain=explain,
+            lexical_query=lexical_query,
+            review=review,
+            review_conversation=review_conversation,
+        )
+        if found is not None:
+            found.set_attribute("episodic.mode", result.mode)
     metrics.recall_done(result.policy, result.mode, time.perf_counter() - started)
     return result
 
@@ -145,8 +148,10 @@ def _run_recall(
             ]
 
     leg_query = LegQuery(flt, query.workspace_id, stripped if windows else text, lexical, pool, k)
-    found_legs = run_legs(store, vectors, leg_query, policy, trace, warnings)
+    with tracing.span("recall.legs"):
+        found_legs = run_legs(store, vectors, leg_query, policy, trace, warnings)
     ranking_started = time.perf_counter()
+    ranking = tracing.begin("recall.ranking")  # fusion, re-ranking, diversity, to the hits
     legs, qvec = found_legs.found, found_legs.qvec
     # A BM25 leg that did not fill its pool holds every match in scope.
     every_match = len(legs.get(Leg.SPARSE.value, [])) < policy.sparse_pool_size(k)
@@ -308,6 +313,7 @@ def _run_recall(
         if review:
             store.add_review(review_of(query, hits, now, review_conversation))
     metrics.recall_stage("ranking", time.perf_counter() - ranking_started)
+    tracing.end(ranking)
     return RecallResult(hits, mode, policy.name, legs, warnings, trace)
 
 

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from episodic import metrics
+from episodic import metrics, tracing
 from episodic.embed.base import Embedder, Vector
 from episodic.errors import EmbedderError
 from episodic.model import Candidate, ScopeFilter
@@ -107,9 +107,10 @@ class LegQuery:
 
 def sparse_leg(store: SearchStore, q: LegQuery, policy: RecallPolicy) -> list[Candidate]:
     """BM25 candidates, with the policy's pseudo-relevance feedback."""
-    found = store.search_sparse(q.flt, q.lexical, policy.sparse_pool_size(q.k))
-    if policy.prf_terms > 0 and found:
-        found = with_feedback(store, q.flt, q.workspace_id, q.lexical, found, policy, q.k)
+    with tracing.span("recall.sparse"):  # here: it may run on a helper thread
+        found = store.search_sparse(q.flt, q.lexical, policy.sparse_pool_size(q.k))
+        if policy.prf_terms > 0 and found:
+            found = with_feedback(store, q.flt, q.workspace_id, q.lexical, found, policy, q.k)
     return found
 
 
@@ -127,19 +128,21 @@ def run_legs(
     dense = Leg.DENSE in policy.legs
     early: Future[list[Candidate]] | None = None
     if Leg.SPARSE in policy.legs and dense and vectors is not None and store.parallel_reads:
-        early = _helper_pool().submit(sparse_leg, store, q, policy)
+        early = _helper_pool().submit(tracing.in_context(sparse_leg), store, q, policy)
     legs = Legs()
     clock = time.perf_counter
     try:
         if dense and vectors is not None:
             started = clock()
-            legs.qvec = _query_vector(vectors, q.dense_text, warnings)
+            with tracing.span("recall.query_embedding"):
+                legs.qvec = _query_vector(vectors, q.dense_text, warnings)
             metrics.recall_stage("query_embedding", clock() - started)
         elif dense:
             warnings.append("no embedder configured: sparse-only recall (see `episodic doctor`)")
         if legs.qvec is not None:
             started = clock()
-            legs.found[Leg.DENSE.value] = _dense_leg(store, q, legs.qvec, policy, trace)
+            with tracing.span("recall.dense"):
+                legs.found[Leg.DENSE.value] = _dense_leg(store, q, legs.qvec, policy, trace)
             metrics.recall_stage("dense", clock() - started)
     except BaseException:
         if early is not None and not early.cancel():
@@ -158,7 +161,8 @@ def run_legs(
         metrics.recall_stage("sparse", clock() - started)
     if Leg.RECENCY in policy.legs:
         started = clock()
-        legs.found[Leg.RECENCY.value] = store.search_recent(q.flt, q.pool)
+        with tracing.span("recall.recency"):
+            legs.found[Leg.RECENCY.value] = store.search_recent(q.flt, q.pool)
         metrics.recall_stage("recency", clock() - started)
     return legs
 

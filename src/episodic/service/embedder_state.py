@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from episodic import metrics
+from episodic import metrics, tracing
 from episodic.embed.base import Embedder, Matrix
 from episodic.errors import EmbedderError
 from episodic.recall.engine import MODE_SPARSE_ONLY, MODE_VECTOR
@@ -64,11 +64,14 @@ class EmbedderState:
 
 
 class WatchedEmbedder:
-    """An ``Embedder`` that reports the outcome of each call to the model to ``state``."""
+    """An ``Embedder`` that reports the outcome of each call to the model to ``state``,
+    and times it for the metrics and the trace by what it was for (``purpose``: ``query``
+    for a recall's, ``index`` for memories' vectors, ``probe`` for a health check)."""
 
-    def __init__(self, inner: Embedder, state: EmbedderState) -> None:
+    def __init__(self, inner: Embedder, state: EmbedderState, purpose: str = "index") -> None:
         self.inner = inner
         self.state = state
+        self.purpose = purpose
 
     @property
     def model_id(self) -> str:
@@ -86,12 +89,15 @@ class WatchedEmbedder:
     def embed_batch(self, texts: Sequence[str]) -> Matrix:
         started = time.perf_counter()
         try:
-            matrix = self.inner.embed_batch(texts)
+            with tracing.span(
+                "embed", {"episodic.purpose": self.purpose, "episodic.texts": len(texts)}
+            ):
+                matrix = self.inner.embed_batch(texts)
         except EmbedderError as exc:
-            metrics.embedder_call(time.perf_counter() - started, failed=True)
+            metrics.embedder_call(self.purpose, time.perf_counter() - started, failed=True)
             self.state.saw(MODE_SPARSE_ONLY, str(exc))
             raise
-        metrics.embedder_call(time.perf_counter() - started, failed=False)
+        metrics.embedder_call(self.purpose, time.perf_counter() - started, failed=False)
         if len(texts):
             self.state.saw(MODE_VECTOR, f"{self.inner.model_id} ({self.inner.dim}-d)")
         return matrix

@@ -75,7 +75,7 @@ class Models:
         self._embedder_error: str | None = None
         self._creating = threading.Lock()
         self.state = EmbedderState()
-        self._watched: WatchedEmbedder | None = None
+        self._watched: dict[str, WatchedEmbedder] = {}  # by purpose
         self._probing = threading.Lock()
         self._llm: LLM | _Unset | None = llm
         self._after_sweep = after_sweep
@@ -135,15 +135,16 @@ class Models:
             self._no_embedder(f"{missing}; downloading it failed: {exc}")
             return None
 
-    def _calls(self) -> Embedder | None:
-        """The embedder every call to the model goes through (it reports to ``state``);
-        None means sparse-only."""
+    def _calls(self, purpose: str = "index") -> Embedder | None:
+        """The embedder every call to the model goes through (it reports to ``state``),
+        timed by ``purpose`` (query, index, probe); None means sparse-only."""
         embedder = self.embedder
         if embedder is None:
             return None
-        if self._watched is None or self._watched.inner is not embedder:
-            self._watched = WatchedEmbedder(embedder, self.state)
-        return self._watched
+        watched = self._watched.get(purpose)
+        if watched is None or watched.inner is not embedder:
+            watched = self._watched[purpose] = WatchedEmbedder(embedder, self.state, purpose)
+        return watched
 
     @property
     def llm(self) -> LLM | None:
@@ -176,7 +177,7 @@ class Models:
 
     def _observed_probe(self) -> str:
         """A probe whose outcome goes into ``state`` (and the log, on a change)."""
-        embedder = self._calls()
+        embedder = self._calls("probe")
         mode, why = self._probe(embedder)
         if embedder is None:
             self.state.saw(mode, why)  # nothing to call: the configuration is the state
@@ -246,7 +247,7 @@ class Models:
     # -- what is built on it ---------------------------------------------------------
     def query_vectors(self) -> QueryVectors | None:
         """The recall's query embeddings (a small cache by text); None when sparse-only."""
-        embedder = self._calls()
+        embedder = self._calls("query")
         if embedder is None:
             return None
         self._check_model(embedder)
@@ -302,7 +303,7 @@ class Models:
         EPISODIC_QUERY_BATCHING=0."""
         from episodic.embed.batching import BatchingEmbedder
 
-        embedder = self._calls()
+        embedder = self._calls("query")
         if embedder is None or os.environ.get("EPISODIC_QUERY_BATCHING", "1") == "0":
             return
         self._query_vectors = QueryVectors(BatchingEmbedder(embedder))

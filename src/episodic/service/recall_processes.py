@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from episodic import tracing
 from episodic.config import Settings
 from episodic.embed.base import Embedder
 from episodic.heap import HeapTrimmer
@@ -117,7 +118,10 @@ class RecallProcesses:
         died (the pool is made again for the next call)."""
         pool = self._executor()
         try:
-            result = pool.submit(_recall, query, now, dict(kwargs)).result()
+            with tracing.span("recall.process_hop", {"episodic.recall_processes": self.count}):
+                # The trace's context goes with the call: the worker's spans are its children.
+                call = pool.submit(_recall, query, now, dict(kwargs), tracing.carrier())
+                result = call.result()
         except BrokenProcessPool as exc:
             with self._lock:
                 # The recalls in flight all see the one death: the first says it.
@@ -193,6 +197,7 @@ def _open_worker(spec: WorkerSpec) -> None:
     logging.getLogger("episodic.mode").disabled = True
     if log_format() == "json":  # a spawned process starts with no handler of its own
         configure_logging(logging.WARNING)
+    tracing.start_from_env()  # the server's OTEL_* variables: its spans go where the server's do
     _worker = spec.service(
         store=open_store(spec.db_url),
         embedder=spec.embedder,
@@ -208,12 +213,15 @@ def _warm() -> int:
     return os.getpid()
 
 
-def _recall(query: str, now: datetime, kwargs: dict[str, Any]) -> RecallResult:
+def _recall(
+    query: str, now: datetime, kwargs: dict[str, Any], trace: dict[str, str] | None = None
+) -> RecallResult:
     global _now
     assert _worker is not None
     _now = now
     try:
-        return _worker.recall(query, **kwargs)
+        with tracing.attached(trace), tracing.span("recall.worker", {"process.pid": os.getpid()}):
+            return _worker.recall(query, **kwargs)
     finally:
         _now = None
         _trimmer.maybe_trim()

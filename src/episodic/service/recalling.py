@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from episodic import tracing
 from episodic.errors import InvalidInput, StoreError
 from episodic.llm.steps import key_terms as extract_key_terms
 from episodic.model import Hit, Memory, Query, Scope, ScopeFilter
@@ -370,16 +371,18 @@ class Recalling:
         result = self.recall(query, mark=False, **filters)
         style = get_policy(filters.get("policy")).render
         room = budget  # what the recalled memories and the frame may take
-        if style is RenderStyle.MEMORY_NEWEST_FIRST:
-            block, kept = fit_memory_block(result.hits, budget, type_caps=type_caps)
-        else:
-            block, kept = fit_block(
-                result.hits,
-                budget,
-                type_caps=type_caps,
-                standing=result.institutional,
-                standing_chars=settings.institutional_chars,
-            )
+        with tracing.span("recall.render"):
+            if style is RenderStyle.MEMORY_NEWEST_FIRST:
+                block, kept = fit_memory_block(result.hits, budget, type_caps=type_caps)
+            else:
+                block, kept = fit_block(
+                    result.hits,
+                    budget,
+                    type_caps=type_caps,
+                    standing=result.institutional,
+                    standing_chars=settings.institutional_chars,
+                )
+        if style is not RenderStyle.MEMORY_NEWEST_FIRST:
             # Standing memories have a budget of their own, on top of max_chars.
             room += sum(len(hit_line(h)) + 1 for h in result.institutional if h.id in kept)
         if result.trace is not None:

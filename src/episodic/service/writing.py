@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from episodic import metrics
 from episodic.config import Settings
 from episodic.errors import EmbedderError, IdTaken, InvalidInput, NotFound
 from episodic.model import Event, ScopeFilter
@@ -413,6 +414,11 @@ class Writing:
                 report.stored += result.events_inserted
                 report.duplicates += result.events_duplicate
                 report.admitted += result.memories_inserted
+                metrics.ingested(
+                    result.memories_inserted,
+                    result.events_duplicate,
+                    [decided.rule for _, decided in not_kept],
+                )
                 for n, decided in not_kept:
                     line, event = batch[n]
                     count_by_reason(report.not_admitted_by_reason, decided)

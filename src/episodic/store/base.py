@@ -22,6 +22,7 @@ same contract against each. Workspace isolation is the store's job: every read t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from episodic.store.integrity import IntegrityCheck
@@ -69,6 +70,11 @@ class StoreStats:
     vector_model: str | None
     vector_dim: int | None
     schema_version: int
+    # When the memory waiting longest for its vector was stored (None: none waits).
+    oldest_pending_at: datetime | None = None
+    # The database's size on disk, where the backend can say (PostgreSQL); SQLite's is its
+    # files' (episodic.metrics.sqlite_size).
+    size_bytes: int | None = None
 
 
 @runtime_checkable

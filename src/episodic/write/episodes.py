@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from episodic import metrics
 from episodic.embed.base import Embedder
 from episodic.errors import EmbedderError, NotFound
 from episodic.llm.base import LLM
@@ -44,7 +45,7 @@ from episodic.store.vectors import Vector, VectorStore
 from episodic.store.writes import WriteStore
 from episodic.write.dedupe import drop_known_hashes, drop_similar
 from episodic.write.describe import EpisodeText, describe_episode
-from episodic.write.extract import Dropped, Entry, content_hash, extract_entries
+from episodic.write.extract import REASONS, Dropped, Entry, content_hash, extract_entries
 from episodic.write.indexer import link_indexed
 from episodic.write.known import known_notes
 from episodic.write.learnings import Learning, extract_learnings
@@ -332,6 +333,7 @@ class EpisodeWriter:
         dropped = list(extraction.dropped)
         entries, entry_vectors, more = self._dedupe(ws, extraction.entries, events)
         dropped += more
+        metrics.entries_dropped([d.reason if d.reason in REASONS else "other" for d in dropped])
         entry_memories = [self._entry_memory(ws, episode_id, e, events) for e in entries]
         derived = list(entry_memories)
         derived += self._profile_memories(ws, episode_id, dropped, events)

@@ -25,6 +25,7 @@ import psycopg
 import psycopg_pool
 from pgvector.psycopg import register_vector
 
+from episodic import metrics, tracing
 from episodic.errors import StoreBusy, StoreError, StoreUnavailable
 from episodic.store.migrations import (
     LATEST_VERSION,
@@ -311,6 +312,9 @@ class PgBase:
     def _exec(self, conn: Conn, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
         if self._tracer is not None:
             self._tracer(sql, params)
+        if tracing.ACTIVE:
+            with tracing.statement("postgresql", sql):
+                return conn.execute(sql, params if params else None)
         return conn.execute(sql, params if params else None)
 
     def _executemany(self, conn: Conn, sql: str, rows: Sequence[Sequence[Any]]) -> int:
@@ -320,7 +324,7 @@ class PgBase:
             self._tracer(sql, rows)
         if not rows:
             return 0
-        with conn.cursor() as cur:
+        with conn.cursor() as cur, tracing.statement("postgresql", sql):
             cur.executemany(sql, rows)
             return max(cur.rowcount, 0)
 
@@ -332,6 +336,9 @@ class PgBase:
         index and exact scans), so each search is planned for its own values."""
         if self._tracer is not None:
             self._tracer(sql, params)
+        if tracing.ACTIVE:
+            with tracing.statement("postgresql", sql):
+                return conn.execute(sql, params, prepare=False).fetchall()
         return conn.execute(sql, params, prepare=False).fetchall()
 
     def _bulk(self, rows: int) -> bool:
@@ -370,7 +377,9 @@ class PgBase:
         """One read-write transaction on a pooled connection."""
         self._check_open()
         pool = self._write_pool
+        asked = time.perf_counter()
         with map_errors(self.url, pool, "write"), pool.connection() as conn:
+            metrics.pool_wait("write", time.perf_counter() - asked)
             with conn.transaction():
                 yield conn
             self._worked.now(conn)
@@ -382,7 +391,7 @@ class PgBase:
         (``search_reads``), leaving the rest to lookups."""
         self._check_open()
         if search:
-            if not self._search_slots.acquire(timeout=CONNECT_TIMEOUT_S):
+            if not metrics.waited_for("search", self._search_slots, CONNECT_TIMEOUT_S):
                 raise StoreBusy(
                     f"PostgreSQL at {display_url(self.url)} is busy: the "
                     f"{search_reads(self._read_pool.max_size)} read connections of this "
@@ -396,8 +405,10 @@ class PgBase:
                 self._search_slots.release()
             return
         pool = self._read_pool
+        asked = time.perf_counter()
         # REPEATABLE READ, READ ONLY: the read pool's connections begin so (``_configure``).
         with map_errors(self.url, pool, "read"), pool.connection() as conn:
+            metrics.pool_wait("read", time.perf_counter() - asked)
             with conn.transaction():
                 yield conn
             self._worked.now(conn)

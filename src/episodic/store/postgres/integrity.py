@@ -38,6 +38,7 @@ from episodic.store.migrations import _PG_JOURNAL_TSV, _PG_TSV_V3
 from episodic.store.postgres.connection import Conn, current_version
 from episodic.store.postgres.pgvector import PgvectorMixin, index_to_build
 from episodic.store.postgres.vectors import COLUMN_DIM_SQL
+from episodic.store.rows import parse_ts
 from episodic.store.urls import display_url
 
 _TSV_PREFIX = "ALTER TABLE memories ADD COLUMN tsv tsvector GENERATED ALWAYS AS "
@@ -75,13 +76,17 @@ class IntegrityMixin(PgvectorMixin):
                 f"(SELECT count(*) FROM memories WHERE status = 'active' {both}), "
                 f"(SELECT count(*) FROM memory_vectors {where}), "
                 "(SELECT count(*) FROM memories WHERE has_vector = 0 AND status = 'active' "
-                f"{both})",
-                params * 5,
+                f"{both}), "
+                "(SELECT created_at FROM memories WHERE has_vector = 0 AND status = 'active' "
+                f"{both} ORDER BY seq LIMIT 1), "
+                "pg_database_size(current_database())",
+                params * 6,
             ).fetchone()
             model = self._stored_model(conn)
             version = current_version(conn)
         assert row is not None
-        events, memories, active, vectors, pending = (int(v) for v in row)
+        events, memories, active, vectors, pending = (int(v) for v in row[:5])
+        oldest, size = row[5], row[6]
         return StoreStats(
             events=events,
             memories=memories,
@@ -91,6 +96,8 @@ class IntegrityMixin(PgvectorMixin):
             vector_model=None if model is None else model[0],
             vector_dim=None if model is None else model[1],
             schema_version=version,
+            oldest_pending_at=None if oldest is None else parse_ts(oldest),
+            size_bytes=int(size),
         )
 
     def meta(self) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import quote
 
+from episodic import metrics, tracing
 from episodic.errors import InvalidInput, StoreError
 from episodic.model import Memory
 from episodic.store.dense import DenseIndex
@@ -278,11 +279,17 @@ class SqliteBase:
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         if self._tracer is not None:
             self._tracer(sql, params)
+        if tracing.ACTIVE:
+            with tracing.statement("sqlite", sql):
+                return self._conn.execute(sql, params)
         return self._conn.execute(sql, params)
 
     def _executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> sqlite3.Cursor:
         if self._tracer is not None:
             self._tracer(sql, rows)
+        if tracing.ACTIVE:
+            with tracing.statement("sqlite", sql):
+                return self._conn.executemany(sql, rows)
         return self._conn.executemany(sql, rows)
 
     def _check_open(self) -> None:
@@ -306,7 +313,7 @@ class SqliteBase:
         with self._writes_waiting_lock:
             self._writes_waiting += 1
         try:
-            self._lock.acquire()
+            metrics.waited_for("write", self._lock)
         finally:
             with self._writes_waiting_lock:
                 self._writes_waiting -= 1
@@ -350,8 +357,12 @@ class SqliteBase:
             return
         if search and self._readers:
             self._check_open()
-            with self._search_slots, self._read():
-                yield
+            metrics.waited_for("search", self._search_slots)
+            try:
+                with self._read():
+                    yield
+            finally:
+                self._search_slots.release()
             return
         if not self._readers:
             with self._lock, map_errors(), self._on(self._writer):
@@ -377,7 +388,7 @@ class SqliteBase:
     def _borrow_reader(self) -> sqlite3.Connection:
         """A pooled read connection, opened on first need; waits while all are lent."""
         self._check_open()
-        self._reader_slots.acquire()
+        metrics.waited_for("read", self._reader_slots)
         try:
             with self._pool_lock:
                 self._check_open()

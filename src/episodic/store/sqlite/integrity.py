@@ -45,6 +45,7 @@ from episodic.store.integrity import (
     verdict,
 )
 from episodic.store.migrations import FTS_TOKENIZER, current_version
+from episodic.store.rows import parse_ts
 from episodic.store.sqlite.connection import SqliteBase, map_errors
 
 Execute = Callable[[str], sqlite3.Cursor]
@@ -248,6 +249,11 @@ class IntegrityMixin(SqliteBase):
             ).fetchone()[0]
             model = self._stored_model()
             version = current_version(self._conn)
+            oldest = self._execute(
+                "SELECT created_at FROM memories WHERE has_vector = 0 AND status = 'active' "
+                f"{both} ORDER BY seq LIMIT 1",
+                params,
+            ).fetchone()
         return StoreStats(
             events=int(events),
             memories=int(memories),
@@ -257,6 +263,7 @@ class IntegrityMixin(SqliteBase):
             vector_model=None if model is None else model[0],
             vector_dim=None if model is None else model[1],
             schema_version=version,
+            oldest_pending_at=None if oldest is None else parse_ts(oldest[0]),
         )
 
     def deep_check(self) -> list[IntegrityCheck]:
