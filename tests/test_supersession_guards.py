@@ -215,7 +215,7 @@ STORIES = json.loads(
 )
 
 
-@pytest.mark.parametrize(("old", "new"), [tuple(c) for c in STORIES["controls"]])
+@pytest.mark.parametrize(("old", "new"), [(c[0], c[1]) for c in STORIES["controls"]])
 def test_a_look_alike_control_never_supersedes(old: str, new: str) -> None:
     assert decide(new, old).kind != "supersedes", decide(new, old)
 

@@ -122,8 +122,13 @@ class RecallPolicy:
     prf_terms: int = 0
     prf_docs: int = 3
     prf_weight: float = 0.3
-    # Among near-duplicates (a `similar` edge) the newest first (scoring/supersede.py).
+    # Among memories about the same subject the newest first (recall/supersede.py): two
+    # memories outside conversations are about one subject at cosine >= subject_cosine, a
+    # pair with a conversation turn in it (never two turns of one conversation) at
+    # cosine >= subject_cosine_turns. 0 pairs none.
     newest_similar_first: bool = False
+    subject_cosine: float = 0.0
+    subject_cosine_turns: float = 0.0
     # Seed 000's read-time walk: add the memories one `similar` edge away from each hit
     # (off by default; enabled per agent with memory_walk_depth = 1).
     walk_depth: int = 0
@@ -241,6 +246,7 @@ DEFAULT = RecallPolicy(
     conversation_weight=CONVERSATION_WEIGHT,
     factors=(Factor.IMPORTANCE_PRIOR, Factor.SCOPE_LEVEL),
     newest_similar_first=True,
+    subject_cosine=0.60,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
         "importance prior, scope levels, newest first among near-duplicates"
