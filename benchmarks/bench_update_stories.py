@@ -101,7 +101,9 @@ def ask(mem: Episodic, items: list[Item], policy: RecallPolicy) -> list[dict[str
     for item in items:
         hits = [
             h.id
-            for h in mem.recall(item.question, workspace=item.workspace, k=5, policy=policy, mark=False).hits
+            for h in mem.recall(
+                item.question, workspace=item.workspace, k=5, policy=policy, mark=False
+            ).hits
         ]
         rank = hits.index(item.right) if item.right in hits else len(hits)
         out.append(
@@ -158,7 +160,7 @@ def main() -> None:
         answers = [ask(mem, items, variant(DEFAULT, values)) for values in combos]
         folds = [list(range(n, len(items), args.folds)) for n in range(args.folds)]
         held: list[dict[str, Any]] = []
-        for n, test in enumerate(folds):
+        for test in folds:
             train = [i for i in range(len(items)) if i not in test]
             best = choose([right_first(a, train) for a in answers])
             held.append(
@@ -172,7 +174,11 @@ def main() -> None:
                 sum(f["held_out_right_first"] for f in held) / len(held), 3
             ),
             "per_value": [
-                {"values": v, "right_first": round(right_first(a, everything), 3), **summary(items, a)}
+                {
+                    "values": v,
+                    "right_first": round(right_first(a, everything), 3),
+                    **summary(items, a),
+                }
                 for v, a in zip(combos, answers, strict=True)
             ],
             "chosen_on_all_tuning": combos[best],

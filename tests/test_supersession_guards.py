@@ -59,6 +59,10 @@ def test_the_plain_change_supersedes() -> None:
     [
         ("For this week ship my parcels with Heron Logistics instead of Falcon Express.", "temp"),
         ("Until Friday, ship my parcels with Heron Logistics instead of Falcon Express.", "temp"),
+        (
+            "While I'm away, ship my parcels with Heron Logistics instead of Falcon Express.",
+            "temp",
+        ),
         ("If we switch, ship my parcels with Heron Logistics instead of Falcon Express.", "hyp"),
         ("Can you ship my parcels with Heron Logistics instead of Falcon Express?", "question"),
         ("Do you ship my parcels with Heron Logistics instead of Falcon Express", "question"),

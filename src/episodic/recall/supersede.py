@@ -28,15 +28,14 @@ def newest_similar_first(
     memories: dict[str, Memory],
     fetch: Callable[[Sequence[str]], None],
     depth: int,
+    cosines: tuple[float, float],
     earlier: dict[str, str] | None = None,
-    *,
-    records: float,
-    turns: float = 0.0,
 ) -> list[tuple[str, float]]:
     """The head of ``ranked`` (its first ``depth``) with memories about the same subject
-    newest first; ``earlier``, when given, receives each id that has a newer one about its
-    subject in the head, with that newer id. Without stored vectors (no embedder) nothing
-    moves."""
+    newest first, at ``cosines`` (between records, with a turn); ``earlier``, when given,
+    receives each id that has a newer one about its subject in the head, with that newer
+    id. Without stored vectors (no embedder) nothing moves."""
+    records, turns = cosines
     if records <= 0 and turns <= 0:
         return ranked
     head, tail = ranked[:depth], ranked[depth:]
