@@ -1,4 +1,4 @@
-"""The soft signal: among near-duplicates recalled together, the newer ranks first and the
+"""The soft signal: among memories about the same subject recalled together, the newer ranks first and the
 rendered block marks the older one as earlier (nothing hidden)."""
 
 from __future__ import annotations

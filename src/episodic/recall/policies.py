@@ -229,8 +229,9 @@ DENSE = RecallPolicy(
 # - importance as a bounded prior (seed 000's importance, kept by decay and references):
 #   it orders comparable matches and cannot bury a clearly better one (LoCoMo, where every
 #   turn has the same importance, cannot choose its weight: it changes nothing there);
-# - among near-duplicate records (a `similar` edge) the newest first: a later entry about
-#   the same subject holds the current state (conversation turns are left alone);
+# - among records about the same subject (vectors at cosine >= 0.60, chosen by five-fold
+#   cross-validation on update stories; LoCoMo and BEAM hold no record, only turns, which
+#   are left alone) the newest first: a later entry about it holds the current state;
 # - seed 001's scope levels when the query names who is asking (an agent or a crew): the
 #   asker's team x1.5, the rest of the project x1.2, workspace-wide memories x1.0.
 DEFAULT = RecallPolicy(
@@ -249,7 +250,7 @@ DEFAULT = RecallPolicy(
     subject_cosine=0.60,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
-        "importance prior, scope levels, newest first among near-duplicates"
+        "importance prior, scope levels, newest first among memories about one subject"
     ),
 )
 

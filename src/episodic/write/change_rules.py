@@ -2,8 +2,8 @@
 
 Pure and deterministic, and written for precision: a wrong "supersedes" hides a true memory
 from every later recall, while a missed one only leaves two memories that recall can still
-order (newest first among near-duplicates). So the rule fires only on plain change language
-that any speaker uses, and every doubt ends in "unrelated".
+order (newest first among memories about the same subject). So the rule fires only on plain
+change language that any speaker uses, and every doubt ends in "unrelated".
 
 A sentence of the new text signals a change in one of three ways:
 
