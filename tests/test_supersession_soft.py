@@ -1,5 +1,5 @@
-"""The soft signal: among memories about the same subject recalled together, the newer ranks first and the
-rendered block marks the older one as earlier (nothing hidden)."""
+"""The soft signal: among memories about the same subject recalled together, the newer
+ranks first and the rendered block marks the older one as earlier (nothing hidden)."""
 
 from __future__ import annotations
 
