@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from episodic.bench.beam import evidence_ids, load_beam, parse_anchor, strip_index_marker
 from episodic.bench.locomo import category_counts, message_event, run_locomo, unscored_counts
-from episodic.bench.metrics import METRIC_KEYS
+from episodic.bench.metrics import METRIC_KEYS, update_order
 from episodic.cli import app
 from episodic.config import Settings
 from episodic.errors import InvalidInput
@@ -166,3 +166,39 @@ def test_missing_folder_names_data(sparse_env: dict[str, str], tmp_path: Path) -
     result = runner.invoke(app, ["bench", "beam", "--data", str(tmp_path / "nope")], env=sparse_env)
     assert result.exit_code != 0
     assert "data" in result.output and "BEAM folder" in result.output
+
+
+def test_a_knowledge_update_names_its_original_and_updated_message() -> None:
+    one, _ = load_beam(FIXTURE)
+    by_ability = {str(q.category): q for q in one.questions}
+    assert by_ability["knowledge_update"].changed == (("0",), ("6",))
+    # Other abilities name no changed fact.
+    assert by_ability["event_ordering"].changed == ((), ())
+
+
+def test_update_order_is_the_updated_above_the_original() -> None:
+    assert update_order(["6", "0"], {"0"}, {"6"})["updated_above"] == 1.0
+    assert update_order(["0", "6"], {"0"}, {"6"})["updated_above"] == 0.0
+    # Found while the original is not: above it.
+    assert update_order(["6", "x"], {"0"}, {"6"}) == {
+        "updated_above": 1.0,
+        "recall@10_updated": 1.0,
+        "recall@10_original": 0.0,
+    }
+    assert update_order(["x", "0"], {"0"}, {"6"})["updated_above"] == 0.0
+
+
+def test_the_report_gives_the_knowledge_updates_order(sparse_env: dict[str, str]) -> None:
+    result = _bench(sparse_env, "--json", "--policy", "bm25")
+    assert result.exit_code == 0, result.output
+    updates = json.loads(result.stdout)["policies"]["bm25"]["updates"]
+    assert list(updates) == ["knowledge_update"]
+    assert updates["knowledge_update"]["questions"] == 1
+    assert set(updates["knowledge_update"]) == {
+        "questions",
+        "updated_above",
+        "recall@10_updated",
+        "recall@10_original",
+    }
+    text = _bench(sparse_env, "--policy", "bm25").stdout
+    assert "bm25, knowledge_update (1 questions): the updated message above the original" in (text)

@@ -25,7 +25,7 @@ from episodic.embed.fake import FakeEmbedder
 from episodic.http import asgi
 from episodic.llm.base import ScriptedLLM
 from episodic.mcp import Binding, build_server
-from episodic.model import MemoryStatus
+from episodic.model import MemoryStatus, ScopeFilter
 from episodic.store import open_store
 from servers import call, serve
 from test_supersession import NEW, OLD, QUESTION, WS, Clock
@@ -266,7 +266,7 @@ def test_mcp_restore_memory(mem: Episodic, clock: Clock) -> None:
                 done = structured(await client.call_tool("restore_memory", {"memory_id": "card-a"}))
                 assert done == {"id": "card-a", "restored": True, "status": "active"}
                 again = await client.call_tool("restore_memory", {"memory_id": "card-a"})
-                assert again.is_error and "not superseded" in str(again.content)
+                assert again.is_error and "not superseded or retired" in str(again.content)
                 missing = await client.call_tool("restore_memory", {"memory_id": "nope"})
                 assert missing.is_error and "no memory nope here" in str(missing.content)
 
@@ -343,10 +343,63 @@ def test_why_names_the_merge_and_the_phase_that_took_a_memory_out(db_url: str) -
             "phase design ended",
             NOW,
         )
-        with pytest.raises(InvalidInput, match="t0 is retired, not superseded"):
+        # Undone: active again, the retirement listed as reverted, and the end of the same
+        # phase does not retire it again.
+        assert m.restore("t0", workspace="acme").status is MemoryStatus.ACTIVE
+        [undone] = [d for d in m.decisions("t0", workspace="acme") if d.kind == "retired"]
+        assert (undone.decided_by, undone.reverted_at, undone.reverted_by) == (
+            "upkeep:retire-phase",
+            NOW,
+            "python",
+        )
+        assert m.retire_phase("acme", "design") == []
+        assert m.store.get_memory("acme", "t0").status is MemoryStatus.ACTIVE
+        assert m.history("t0", workspace="acme")[1].payload["status"] == "retired"
+        with pytest.raises(InvalidInput, match="t0 is active, not superseded or retired"):
             m.restore("t0", workspace="acme")
     finally:
         m.close()
+
+
+def test_a_retired_memory_is_restored_from_every_interface(
+    mem: Episodic, clock: Clock, db_url: str
+) -> None:
+    card_change(mem, clock)
+    flt = ScopeFilter(workspace_id=WS)
+    _, secret = mem.create_key(WS, role="admin")
+    mem.retire(flt, "card-b")
+    restored = cli(db_url, "memory", "restore", "card-b", "-w", WS, "--json")
+    assert restored.exit_code == 0, restored.output
+    assert json.loads(restored.stdout)["status"] == "active"
+    why = json.loads(cli(db_url, "memory", "why", "card-b", "-w", WS, "--json").stdout)
+    [undone] = [d for d in why["decisions"] if d["kind"] == "retired"]
+    assert (undone["decided_by"], undone["reverted"], undone["reverted_by"]) == (
+        "explicit",
+        True,
+        "cli",
+    )
+    mem.retire(flt, "card-b")
+    with serve(asgi(mem)) as base:
+        with httpx.Client(base_url=base, timeout=30) as c:
+            assert c.post("/ui/login", data={"key": secret}).status_code == 303
+            assert 'action="/ui/memories/card-b/restore"' in c.get("/ui/memories/card-b").text
+        done = call(base, secret, "POST", "/v1/memories/card-b/restore")
+        assert done.status_code == 200, done.text
+        assert done.json()["status"] == "active"
+    mem.retire(flt, "card-b")
+    server = build_server(mem, Binding.of(WS, "billing", None, None))
+
+    async def main() -> None:
+        with serve(server.streamable_http_app()) as base:
+            async with Client(f"{base}/mcp") as client:
+                done = structured(await client.call_tool("restore_memory", {"memory_id": "card-b"}))
+                assert done == {"id": "card-b", "restored": True, "status": "active"}
+
+    anyio.run(main)
+    assert mem.store.get_memory(WS, "card-b").status is MemoryStatus.ACTIVE
+    # Recalled again.
+    hits = mem.recall(QUESTION, workspace=WS, mark=False).hits
+    assert "card-b" in {h.id for h in hits}
 
 
 def test_a_message_batch_names_the_messages_not_kept_as_memories(mem: Episodic) -> None:

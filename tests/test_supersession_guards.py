@@ -59,6 +59,10 @@ def test_the_plain_change_supersedes() -> None:
     [
         ("For this week ship my parcels with Heron Logistics instead of Falcon Express.", "temp"),
         ("Until Friday, ship my parcels with Heron Logistics instead of Falcon Express.", "temp"),
+        (
+            "While I'm away, ship my parcels with Heron Logistics instead of Falcon Express.",
+            "temp",
+        ),
         ("If we switch, ship my parcels with Heron Logistics instead of Falcon Express.", "hyp"),
         ("Can you ship my parcels with Heron Logistics instead of Falcon Express?", "question"),
         ("Do you ship my parcels with Heron Logistics instead of Falcon Express", "question"),
@@ -215,7 +219,7 @@ STORIES = json.loads(
 )
 
 
-@pytest.mark.parametrize(("old", "new"), [tuple(c) for c in STORIES["controls"]])
+@pytest.mark.parametrize(("old", "new"), [(c[0], c[1]) for c in STORIES["controls"]])
 def test_a_look_alike_control_never_supersedes(old: str, new: str) -> None:
     assert decide(new, old).kind != "supersedes", decide(new, old)
 

@@ -13,7 +13,7 @@ The model cannot widen any of it: the tools take no workspace, agent or resource
 Tools: ``recall_memory(query, k, as_of, include_superseded, learning_type, session)``,
 ``remember(content, ..., replaces)``, ``forget(memory_id)``,
 ``update_memory(memory_id, content, importance)``, ``restore_memory(memory_id)`` (undo a
-supersession), ``memory_health()``, and seed 002's layer hooks:
+supersession or a retirement), ``memory_health()``, and seed 002's layer hooks:
 ``recall_episodes(budget_tokens, query, order, session)`` (``MemoryLayer.recall``),
 ``on_complete(transcript, outcome, conversation, session)`` and ``end_session(session)``. Recalled
 content is untrusted; the descriptions say so, and the text comes back escaped so it
@@ -379,9 +379,10 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
     @server.tool(
         name="restore_memory",
         description=(
-            "Undo a supersession (by the id recall_memory gave with include_superseded): "
-            "the memory is active again, and it is never replaced by the same memory "
-            "automatically again. Only memories this server may correct can be restored."
+            "Undo a supersession (by the id recall_memory gave with include_superseded) "
+            "or a retirement: the memory is active again, and it is never replaced by the "
+            "same memory, nor retired by the end of its phase, automatically again. Only "
+            "memories this server may correct can be restored."
         ),
         annotations=EDITS,
     )

@@ -191,7 +191,7 @@ class Hit:
     # The characters [start, stop) of a long memory's content that matched the query
     # (its best passage); None for a memory short enough to show whole.
     passage: tuple[int, int] | None = None
-    # A newer near-duplicate recalled with it (newest first among near-duplicates): this
+    # A newer memory about the same subject recalled with it (newest first): this
     # one is the earlier statement of the same subject.
     newer: str | None = None
 

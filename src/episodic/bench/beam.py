@@ -72,6 +72,25 @@ def evidence_ids(raw: Any) -> list[str]:
     return list(found)
 
 
+# The two statements of a fact that changed, as a knowledge update's source_chat_ids name
+# them. (A contradiction's two statements are not in time order, nor always two messages.)
+CHANGED_KEYS = (("original_info", "updated_info"),)
+
+
+def _changed(raw: Any, session_of: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The message ids stating a changed fact first and then again, changed; empty when
+    the question names no such pair."""
+    if not isinstance(raw, Mapping):
+        return (), ()
+    for before, after in CHANGED_KEYS:
+        if before in raw and after in raw:
+            first = tuple(e for e in evidence_ids(raw[before]) if e in session_of)
+            then = tuple(e for e in evidence_ids(raw[after]) if e in session_of)
+            if first and then:
+                return first, then
+    return (), ()
+
+
 def load_beam(path: Path | str) -> list[Conversation]:
     """Read a BEAM folder (one sub-folder per conversation); raise ``InvalidInput``
     naming what is wrong with it. Conversations come in the order of their folder names
@@ -186,6 +205,7 @@ def _questions(folder: Path, session_of: Mapping[str, str]) -> tuple[Question, .
                     # Ids that name no message are dropped, never guessed at.
                     evidence=tuple(e for e in named if e in session_of),
                     raw_evidence=tuple(named),
+                    changed=_changed(item.get("source_chat_ids"), session_of),
                 )
             )
     return tuple(questions)

@@ -26,6 +26,7 @@ from episodic.bench.metrics import (
     percentile,
     score_ranking,
     to_sessions,
+    update_order,
 )
 from episodic.bench.superseded import count_superseded
 from episodic.config import Settings
@@ -110,6 +111,9 @@ class Question:
     category: int | str  # LoCoMo's category number, or BEAM's ability name
     evidence: tuple[str, ...]  # ids that name a turn of the conversation; may be empty
     raw_evidence: tuple[str, ...]  # as written in the file
+    # A question about a fact that changed (BEAM's knowledge updates and contradictions):
+    # the ids that state it first and the ids that state it again, changed.
+    changed: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -571,6 +575,26 @@ def summarise(runs: Sequence[QuestionRun]) -> dict[str, Any]:
             "p50": round(percentile(latencies, 50), 3),
             "p95": round(percentile(latencies, 95), 3),
         },
+        **({"updates": updates} if (updates := update_report(runs)) else {}),
+    }
+
+
+def update_report(runs: Sequence[QuestionRun]) -> dict[str, dict[str, float]]:
+    """Per category of questions about a changed fact: how often the later statement
+    ranks above the earlier one (or is found when the earlier is not), and the recall@10
+    of each."""
+    by_category: dict[str, list[dict[str, float]]] = {}
+    for outcome in runs:
+        before, after = outcome.question.changed
+        if before and after:
+            row = update_order(outcome.turns, before, after)
+            by_category.setdefault(str(outcome.question.category), []).append(row)
+    return {
+        category: {
+            "questions": len(rows),
+            **{key: round(sum(r[key] for r in rows) / len(rows), 4) for key in rows[0]},
+        }
+        for category, rows in sorted(by_category.items())
     }
 
 

@@ -97,6 +97,23 @@ def score_ranking(ranking: Sequence[str], relevant: Collection[str]) -> dict[str
     return scores
 
 
+def update_order(
+    ranking: Sequence[str], before: Collection[str], after: Collection[str], k: int = 10
+) -> dict[str, float]:
+    """Whether the later statement of a changed fact (``after``) ranks above the earlier
+    one (``before``) in the first ``k``, or is found there when the earlier is not; and
+    the recall@k of each."""
+    top = list(ranking[:k])
+    first_after = next((n for n, r in enumerate(top) if r in after), None)
+    first_before = next((n for n, r in enumerate(top) if r in before), None)
+    above = first_after is not None and (first_before is None or first_after < first_before)
+    return {
+        "updated_above": float(above),
+        "recall@10_updated": recall_at_k(ranking, after, k),
+        "recall@10_original": recall_at_k(ranking, before, k),
+    }
+
+
 def mean_scores(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
     """The per-key mean of per-question scores (each key of ``METRIC_KEYS``)."""
     if not rows:

@@ -290,6 +290,13 @@ def _print_bench(label: str, report: dict[str, Any], counts: dict[str, int]) -> 
         left = ", ".join(f"{name} {n}" for name, n in report["unscored"].items())
         out.print(f"Left out, no evidence to score against: {left}")
     _print_table(_policy_table(report["policies"], counts, report["questions"]))
+    for name, result in report["policies"].items():
+        for category, row in result.get("updates", {}).items():
+            out.print(
+                f"{name}, {category} ({row['questions']} questions): the updated message "
+                f"above the original {row['updated_above']:.2f}, recall@10 updated "
+                f"{row['recall@10_updated']:.2f}, original {row['recall@10_original']:.2f}"
+            )
     by = ", ".join(f"{n} {who}" for who, n in report["superseded_by"].items())
     out.print(
         f"{sum(report['superseded_by'].values())} memories superseded on ingest"

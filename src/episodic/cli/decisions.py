@@ -53,15 +53,16 @@ def decision_line(d: Decision) -> str:
 
 def restore(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(help="The id of the superseded memory.")],
+    memory_id: Annotated[str, typer.Argument(help="The id of the superseded or retired memory.")],
     workspace: Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Undo a supersession: the memory is active again, in every recall.
+    """Undo a supersession or a retirement: the memory is active again, in every recall.
 
     The decision is kept, marked reverted, so detection never replaces it with the same
-    memory again (an explicit 'memory supersede' still can). A memory that is not
-    superseded is refused.
+    memory again (an explicit 'memory supersede' still can) and the end of its phase does
+    not retire it again (an explicit 'memory retire' still can). A memory that is neither
+    superseded nor retired is refused.
 
     Example: episodic memory restore evt_123 -w acme
     """

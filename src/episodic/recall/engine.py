@@ -258,7 +258,8 @@ def _run_recall(
         ranked += bounded_tail
         if policy.newest_similar_first and ranked:
             earlier.clear()
-            ranked = newest_similar_first(store, flt, ranked, memories, fetch, depth, earlier)
+            same = (policy.subject_cosine, policy.subject_cosine_turns)
+            ranked = newest_similar_first(store, flt, ranked, memories, fetch, depth, same, earlier)
         survivors = _one_per_source(ranked, memories, fetch, k, None)
         if everything or not tail or within(survivors[:k], ranked[:depth]):
             break

@@ -122,8 +122,13 @@ class RecallPolicy:
     prf_terms: int = 0
     prf_docs: int = 3
     prf_weight: float = 0.3
-    # Among near-duplicates (a `similar` edge) the newest first (scoring/supersede.py).
+    # Among memories about the same subject the newest first (recall/supersede.py): two
+    # memories outside conversations are about one subject at cosine >= subject_cosine, a
+    # pair with a conversation turn in it (never two turns of one conversation) at
+    # cosine >= subject_cosine_turns. 0 pairs none.
     newest_similar_first: bool = False
+    subject_cosine: float = 0.0
+    subject_cosine_turns: float = 0.0
     # Seed 000's read-time walk: add the memories one `similar` edge away from each hit
     # (off by default; enabled per agent with memory_walk_depth = 1).
     walk_depth: int = 0
@@ -224,8 +229,9 @@ DENSE = RecallPolicy(
 # - importance as a bounded prior (seed 000's importance, kept by decay and references):
 #   it orders comparable matches and cannot bury a clearly better one (LoCoMo, where every
 #   turn has the same importance, cannot choose its weight: it changes nothing there);
-# - among near-duplicate records (a `similar` edge) the newest first: a later entry about
-#   the same subject holds the current state (conversation turns are left alone);
+# - among records about the same subject (vectors at cosine >= 0.60, chosen by five-fold
+#   cross-validation on update stories; LoCoMo and BEAM hold no record, only turns, which
+#   are left alone) the newest first: a later entry about it holds the current state;
 # - seed 001's scope levels when the query names who is asking (an agent or a crew): the
 #   asker's team x1.5, the rest of the project x1.2, workspace-wide memories x1.0.
 DEFAULT = RecallPolicy(
@@ -241,9 +247,10 @@ DEFAULT = RecallPolicy(
     conversation_weight=CONVERSATION_WEIGHT,
     factors=(Factor.IMPORTANCE_PRIOR, Factor.SCOPE_LEVEL),
     newest_similar_first=True,
+    subject_cosine=0.60,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
-        "importance prior, scope levels, newest first among near-duplicates"
+        "importance prior, scope levels, newest first among memories about one subject"
     ),
 )
 

@@ -1,12 +1,23 @@
-"""Newest first among near-duplicates, at read time (the pure rule is
-``scoring/supersede.py``; this step fetches the rows and the `similar` edges it needs)."""
+"""Newest first among memories about the same subject, at read time (the pure rules are
+``scoring/supersede.py``; this step fetches the rows and vectors they need and reads what
+each newer text says of change).
+
+Two memories are about the same subject when their vectors are close: at cosine
+``records`` when both are outside conversations, at ``turns`` when either is a turn
+(never two turns of one conversation: they reply to and repeat each other). A newer one
+that only asks, plans, wishes, stays for a while or adds ("should we switch to B?", "for
+this week use B", "Lena also has a work number": ``change_rules.change_kind``) pairs
+with nothing, and neither does a newer one under an older one that tells why something
+happened (a new instruction does not make the reason untrue). These are the
+supersession rule's own guards; the pairing only reorders, it hides nothing.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 from episodic.model import Memory, ScopeFilter
-from episodic.scoring.supersede import newer_of, newest_first
+from episodic.scoring.supersede import newer_of, newest_first, same_subject
 from episodic.store.search import SearchStore
 
 
@@ -17,29 +28,48 @@ def newest_similar_first(
     memories: dict[str, Memory],
     fetch: Callable[[Sequence[str]], None],
     depth: int,
+    cosines: tuple[float, float],
     earlier: dict[str, str] | None = None,
 ) -> list[tuple[str, float]]:
-    """The head of ``ranked`` with near-duplicates newest first (scoring/supersede.py);
-    ``earlier``, when given, receives each id that has a newer near-duplicate in the head,
-    with that newer id.
-
-    Only memories outside conversations take part: a conversation's turns are utterances
-    that reply to and repeat each other ("see you!"), not records of a state that a later
-    one replaces; on LoCoMo, reordering them cost recall@1."""
+    """The head of ``ranked`` (its first ``depth``) with memories about the same subject
+    newest first, at ``cosines`` (between records, with a turn); ``earlier``, when given,
+    receives each id that has a newer one about its subject in the head, with that newer
+    id. Without stored vectors (no embedder) nothing moves."""
+    records, turns = cosines
+    if records <= 0 and turns <= 0:
+        return ranked
     head, tail = ranked[:depth], ranked[depth:]
     fetch([i for i, _ in head])
     head = [(i, s) for i, s in head if i in memories]
-    records = {i for i, _ in head if memories[i].conversation is None}
-    if len(records) < 2:
+    taking = [i for i, _ in head if turns > 0 or memories[i].conversation is None]
+    if len(taking) < 2:
         return ranked
+    vectors = store.get_vectors(flt.workspace_id, taking)
+    if len(vectors) < 2:
+        return ranked
+    # The rules load with the first recall that needs them (a keyword recall never does).
+    from episodic.write.change_rules import change_kind, reason_over_instruction
+    from episodic.write.supersession import OFFLINE_MAX_CHARS
+    from episodic.write.text import cut_words
+
+    # What a text says of change is in its head, as the supersession rule reads it.
+    said = {i: cut_words(memories[i].content, OFFLINE_MAX_CHARS, ellipsis="") for i in vectors}
+    # What a newer text says of change decides whether it pairs at all.
+    stating = {i: change_kind(said[i]) != "guarded" for i in vectors}
+    on_records = {i: records if stating[i] else 0.0 for i in vectors}
+    on_turns = {i: turns if stating[i] else 0.0 for i in vectors}
+    conversation = {i: memories[i].conversation for i in vectors}
+    ts = {i: memories[i].ts for i, _ in head}
     similar = {
-        i: [(o, w) for o, w in others if o in records]
-        for i, others in store.related(flt, sorted(records), "similar").items()
-        if i in records
+        older: [
+            (newer, w)
+            for newer, w in others
+            if not reason_over_instruction(said[newer], said[older])
+        ]
+        for older, others in same_subject(vectors, conversation, ts, on_records, on_turns).items()
     }
     if not any(similar.values()):
         return ranked
-    ts = {i: memories[i].ts for i, _ in head}
     if earlier is not None:
         earlier.update(newer_of(head, similar, ts))
     base = {i: memories[i].base_importance for i, _ in head}

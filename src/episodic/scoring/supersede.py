@@ -1,11 +1,17 @@
-"""Among near-duplicates, the newest first.
+"""Among memories about the same subject, the newest first.
 
-Two memories joined by a ``similar`` edge (cosine >= 0.80, seed 000's linking) say nearly
-the same thing about the same subject; when both match a query, the newer one holds the
-current state ("the deploy target moved to eu-west-1" after "the deploy target is
-us-east-1"). It takes at least the score of any older near-duplicate it is ranked with,
-and ties go to the newer, so it sits right above what it restates; the older stays in the
-list, one place down, as history.
+Two memories whose vectors are close (``same_subject``: cosine at or above a threshold the
+recall policy sets) speak of the same subject; when both match a query, the newer one
+holds the current state ("the deploy target moved to eu-west-1" after "the deploy target
+is us-east-1"; "Priya handed on-call over to Marco" after "on-call goes to Priya"). It
+takes at least the score of any older one it is ranked with, and ties go to the newer, so
+it sits right above what it restates; the older stays in the list, one place down, as
+history. Nothing is hidden: this only reorders.
+
+Turns of one conversation reply to and repeat each other ("see you Friday!"); a later
+turn is not a newer state of an earlier one, so two turns of the same conversation are
+never paired. A turn and a memory of another conversation (or of none) are paired at
+their own threshold (``turns``; 0 pairs none).
 
 A newer memory of lower base importance does not take the older one's place: an info
 note restating an error-level regression is not its new state, and between two such
@@ -16,6 +22,48 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+
+def same_subject(
+    vectors: Mapping[str, npt.NDArray[np.float32]],
+    conversation: Mapping[str, str | None],
+    ts: Mapping[str, datetime],
+    records: Mapping[str, float],
+    turns: Mapping[str, float],
+) -> dict[str, list[tuple[str, float]]]:
+    """Each id's newer memories about the same subject, as (id, cosine), closest first.
+
+    A newer memory ``n`` is about an older one's subject at cosine >= its own threshold
+    (what its text says of change decides it): ``records[n]`` when both are outside
+    conversations, ``turns[n]`` when either is a turn, and never when both are turns of
+    one conversation. A threshold of 0 (or none given) pairs nothing; ids with no vector
+    have no partner."""
+    ids = sorted(vectors)
+    out: dict[str, list[tuple[str, float]]] = {i: [] for i in ids}
+    if len(ids) < 2:
+        return out
+    matrix = np.stack([np.asarray(vectors[i], dtype=np.float64) for i in ids])
+    norms = np.linalg.norm(matrix, axis=1)
+    norms[norms == 0] = 1.0
+    unit = matrix / norms[:, None]
+    cosines = unit @ unit.T
+    for a, older in enumerate(ids):
+        for b, newer in enumerate(ids):
+            if ts[newer] <= ts[older]:
+                continue
+            ca, cb = conversation.get(older), conversation.get(newer)
+            if ca is not None and ca == cb:
+                continue
+            threshold = (records if ca is None and cb is None else turns).get(newer, 0.0)
+            cosine = float(cosines[a, b])
+            if threshold > 0 and cosine >= threshold:
+                out[older].append((newer, cosine))
+    for partners in out.values():
+        partners.sort(key=lambda pair: (-pair[1], pair[0]))
+    return out
 
 
 def newest_first(

@@ -1,4 +1,5 @@
-"""What was decided about a memory, by which rule or model, and undoing a supersession.
+"""What was decided about a memory, by which rule or model, and undoing a supersession or
+a retirement.
 
 Every automatic decision that changes what recall can see is kept where it is made, and
 ``decisions`` (``episodic memory why``) reads them back as one record type, ``Decision``:
@@ -16,13 +17,15 @@ Every automatic decision that changes what recall can see is kept where it is ma
 - retirement: the phase whose end retired a memory (its payload), or an explicit retire.
 
 ``restore`` undoes a supersession: the memory is active again and the link is kept,
-marked reverted, so detection never makes the same replacement again.
+marked reverted, so detection never makes the same replacement again. It undoes a
+retirement too: the memory's payload records when and by whom, the retirement is listed
+as reverted, and the end of its phase does not retire it again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -43,6 +46,9 @@ SUPERSEDES = "supersedes"
 SUPERSEDED = "superseded"
 MERGED = "merged"
 RETIRED = "retired"
+# What a restored retired memory's payload records: when and by whom it was restored.
+RESTORED_AT = "restored_at"
+RESTORED_BY = "restored_by"
 KINDS = (ADMITTED, IMPORTANCE, NOT_KEPT, SUPERSEDES, SUPERSEDED, MERGED, RETIRED)
 
 # Who restored a memory from Python (the CLI says ``cli``, an API key its id).
@@ -186,8 +192,16 @@ def status_decisions(memory: Memory, merged_into: str | None) -> list[Decision]:
                 merged_into or _text(memory.payload.get("compacted_into")),
             )
         ]
-    if memory.status is not MemoryStatus.RETIRED:
+    restored = _text(memory.payload.get(RESTORED_AT))
+    if memory.status is not MemoryStatus.RETIRED and restored is None:
         return []
+    # Restored (and not retired again since): the retirement stays listed, undone.
+    undone: dict[str, Any] = {}
+    if memory.status is not MemoryStatus.RETIRED:
+        undone = {
+            "reverted_at": _parse(restored),
+            "reverted_by": _text(memory.payload.get(RESTORED_BY)),
+        }
     phase = _text(memory.payload.get("phase")) or _text(memory.payload.get("stage"))
     retired_at = _text(memory.payload.get("retired_at"))
     if phase and retired_at:
@@ -197,9 +211,10 @@ def status_decisions(memory: Memory, merged_into: str | None) -> list[Decision]:
                 "upkeep:retire-phase",
                 f"phase {phase} ended",
                 at=_parse(retired_at),
+                **undone,
             )
         ]
-    return [Decision(RETIRED, "explicit", "retired on request")]
+    return [Decision(RETIRED, "explicit", "retired on request", **undone)]
 
 
 def _memory_named(detail: str) -> str | None:
@@ -258,25 +273,38 @@ class Decisions:
         return sorted(decisions, key=_when)
 
     def restore(self, memory_id: str, *, workspace: str, by: str = PYTHON_RESTORER) -> Memory:
-        """Undo the supersession of memory ``memory_id``: it is active again (no
-        ``valid_to``, no ``superseded_by``), with what was superseded along with it (an
-        episode or entry made from it), and the decision is kept, marked reverted, so
-        detection never replaces it with the same memory again (an explicit
-        ``supersede`` still can). ``InvalidInput`` naming ``memory_id`` when it is not
-        superseded; ``NotFound`` when it is not a memory of the workspace."""
+        """Undo the supersession or the retirement of memory ``memory_id``: it is active
+        again. A superseded one loses its ``valid_to`` and ``superseded_by``, with what
+        was superseded along with it (an episode or entry made from it), and the decision
+        is kept, marked reverted, so detection never replaces it with the same memory
+        again (an explicit ``supersede`` still can). A retired one keeps its payload with
+        ``restored_at`` and ``restored_by`` added (the version before goes to its
+        history), so the end of its phase never retires it again (an explicit ``retire``
+        still can). ``InvalidInput`` naming ``memory_id`` when it is neither;
+        ``NotFound`` when it is not a memory of the workspace."""
         if not isinstance(by, str) or not by.strip():
             raise InvalidInput("by", "name who restores it")
         found = self.operations.memory(ScopeFilter(workspace_id=workspace), memory_id)
+        if found.status is MemoryStatus.RETIRED:
+            return self._unretire(found, by)
         restored = self.ctx.store.revert_supersession(
             found.workspace, found.id, by=by, at=self.ctx.clock()
         )
         if restored is None:
             raise InvalidInput(
                 "memory_id",
-                f"memory {memory_id} is {found.status.value}, not superseded: "
-                "only a superseded memory can be restored",
+                f"memory {memory_id} is {found.status.value}, not superseded or retired: "
+                "only a superseded or retired memory can be restored",
             )
         return self.ctx.store.get_memory(found.workspace, found.id)
+
+    def _unretire(self, memory: Memory, by: str) -> Memory:
+        at = self.ctx.clock()
+        payload = {**memory.payload, RESTORED_AT: at.isoformat(), RESTORED_BY: by}
+        if payload.get("status") == MemoryStatus.RETIRED.value:
+            payload["status"] = MemoryStatus.ACTIVE.value  # what the phase's end wrote
+        self.ctx.store.revise_memory(replace(memory, payload=payload), by=by, at=at)
+        return self.ctx.store.set_status(memory.workspace, memory.id, MemoryStatus.ACTIVE)
 
     def restore_as(self, caller: Principal, memory_id: str) -> Memory:
         """``restore`` on behalf of an API key: who may supersede a memory may restore

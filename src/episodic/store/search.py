@@ -91,6 +91,11 @@ class SearchStore(MemoryReader, Protocol):
         can see, as (id, weight), heaviest first."""
         ...
 
+    def get_vectors(self, workspace_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
+        """The stored vectors of those memories (as ``VectorStore``'s): recall compares the
+        ones it ranks to find memories about the same subject."""
+        ...
+
     def mark_referenced(self, workspace_id: str, ids: Sequence[str], at: datetime) -> None:
         """reference_count + 1 and last_referenced_at = at, for each id of that workspace."""
         ...

@@ -296,7 +296,8 @@ class UpkeepStore(MemoryReader, ReinforcementStore, Protocol):
         self, workspace_id: str, phase: str, at: datetime, *, domain: str = "task"
     ) -> list[str]:
         """Retire the active memories whose payload has ``domain`` and ``phase`` (or
-        ``stage``) equal to those given; returns their ids."""
+        ``stage``) equal to those given, but those a user restored after a retirement
+        (``restored_at`` in the payload); returns their ids."""
         ...
 
     def health_facts(self, workspace_id: str, now: datetime) -> dict[str | None, HealthFacts]:

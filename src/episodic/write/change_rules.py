@@ -2,8 +2,8 @@
 
 Pure and deterministic, and written for precision: a wrong "supersedes" hides a true memory
 from every later recall, while a missed one only leaves two memories that recall can still
-order (newest first among near-duplicates). So the rule fires only on plain change language
-that any speaker uses, and every doubt ends in "unrelated".
+order (newest first among memories about the same subject). So the rule fires only on plain
+change language that any speaker uses, and every doubt ends in "unrelated".
 
 A sentence of the new text signals a change in one of three ways:
 
@@ -90,7 +90,8 @@ _TEMPORARY = re.compile(
     r"\bthis\s+(?:week|weekend|month|time|once|trip)\b|\bfor\s+now\b|\bfor\s+the\s+time\s+being\b|"
     r"\bfor\s+(?:today|tonight|tomorrow)\b|\btoday\s+only\b|\buntil\b|\btill\b|\btemporar(?:y|ily)\b|"
     r"\bfor\s+(?:a|the|one|two|three|a\s+few|the\s+next)\s+(?:\w+\s+)?(?:days?|weeks?|nights?|"
-    r"trip|visit|holiday|vacation|conference)\b|\bwhile\s+\w+\s+(?:is|are|am)\s+(?:away|out|off)\b|"
+    r"trip|visit|holiday|vacation|conference)\b|"
+    r"\bwhile\s+(?:\w+\s+(?:is|are|am)|\w+['’](?:s|re|m))\s+(?:away|out|off)\b|"
     r"\bon\s+(?:holiday|vacation|a\s+trip)\b",
     re.IGNORECASE,
 )
@@ -472,6 +473,21 @@ def _read_new(new: str) -> _NewText:
             continue
         signals += _signals(sentence)
     return _NewText(tuple(signals), skipped)
+
+
+ChangeKind = Literal["change", "guarded", "plain"]
+
+
+def change_kind(text: str) -> ChangeKind:
+    """What ``text`` says of change on its own, with no older text to hold it against:
+    ``change`` (a sentence signals one: "from now on", "instead of B", "no longer", ...),
+    ``guarded`` (none does, and one is a question, hypothetical, temporary stay, habit or
+    addition: it does not state a new state) or ``plain``. Recall's soft signal reads it
+    to order memories about the same subject."""
+    read = _read_new(text)
+    if read.signals:
+        return "change"
+    return "guarded" if read.skipped else "plain"
 
 
 def decide(new: str, old: str) -> Verdict:

@@ -435,9 +435,10 @@ export interface paths {
         put?: never;
         /**
          * Restore Memory
-         * @description Undo a supersession: the memory is active again, and the decision is kept as
-         *     reverted, so detection never replaces it with the same memory again. 422 (field
-         *     ``memory_id``) when it is not superseded. Who may supersede a memory may restore it.
+         * @description Undo a supersession or a retirement: the memory is active again, and the decision
+         *     is kept as reverted, so neither detection nor the end of its phase makes it again.
+         *     422 (field ``memory_id``) when it is neither superseded nor retired. Who may supersede
+         *     a memory may restore it.
          */
         post: operations["restore_memory_v1_memories__memory_id__restore_post"];
         delete?: never;

@@ -319,9 +319,10 @@ def memory_decisions(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]
     tags=["memories"],
 )
 def restore_memory(memory_id: str, caller: Caller, mem: Mem) -> dict[str, Any]:
-    """Undo a supersession: the memory is active again, and the decision is kept as
-    reverted, so detection never replaces it with the same memory again. 422 (field
-    ``memory_id``) when it is not superseded. Who may supersede a memory may restore it."""
+    """Undo a supersession or a retirement: the memory is active again, and the decision
+    is kept as reverted, so neither detection nor the end of its phase makes it again.
+    422 (field ``memory_id``) when it is neither superseded nor retired. Who may supersede
+    a memory may restore it."""
     return memory_json(mem.restore_as(caller, memory_id))
 
 

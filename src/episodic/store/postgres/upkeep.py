@@ -315,7 +315,7 @@ class UpkeepMixin(PgBase):
                 "SELECT m.id, m.payload FROM memories m "
                 "CROSS JOIN LATERAL (SELECT episodic_jsonb(m.payload) AS j) p "
                 "WHERE m.workspace_id = %s AND m.status = 'active' "
-                "AND p.j -> 'domain' = to_jsonb(%s::text) "
+                "AND p.j -> 'domain' = to_jsonb(%s::text) AND p.j -> 'restored_at' IS NULL "
                 "AND (p.j -> 'phase' = to_jsonb(%s::text) OR p.j -> 'stage' = to_jsonb(%s::text)) "
                 "ORDER BY m.id FOR UPDATE OF m",
                 (workspace_id, domain, phase, phase),

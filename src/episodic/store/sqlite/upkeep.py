@@ -241,6 +241,7 @@ class UpkeepMixin(SqliteBase):
                 "payload = json_set(payload, '$.status', 'retired', '$.retired_at', ?), "
                 "updated_at = ? WHERE workspace_id = ? AND status = 'active' "
                 "AND json_extract(payload, '$.domain') = ? "
+                "AND json_extract(payload, '$.restored_at') IS NULL "
                 "AND (json_extract(payload, '$.phase') = ? "
                 "OR json_extract(payload, '$.stage') = ?) RETURNING id",
                 (stamp, now, workspace_id, domain, phase, phase),
