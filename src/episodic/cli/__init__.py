@@ -14,7 +14,8 @@ recent, reindex, recall, render, forget), ``service`` (serve, keys, mcp), ``port
 the root app, so their order in ``episodic --help`` is set in one place.
 
 The command modules are imported, and the commands registered, when ``app`` is first
-asked for; ``episodic --version`` answers before that, without loading typer.
+asked for; ``episodic --version`` answers before that, without loading typer, and so do
+``recall`` and ``render`` when their options are plain (``episodic.cli.fast_path``).
 """
 
 from __future__ import annotations
@@ -132,6 +133,10 @@ __all__ = ["app", "main"]
 def main() -> None:
     if sys.argv[1:] == ["--version"]:
         sys.stdout.write(version_text() + "\n")
+        return
+    from episodic.cli.fast_path import run
+
+    if run(sys.argv[1:]):  # recall, render: an agent's hook, run without typer
         return
     named = _command_named(sys.argv[1:])
     (_registered() if named is None else _register(only=named))()
