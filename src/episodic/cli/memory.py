@@ -298,9 +298,11 @@ def recent(
             return
         for row in rows:
             mark = " [bold magenta]key moment[/bold magenta]" if row["key_moment"] else ""
+            # The id whole: `memory history`, `memory why` and `forget --memory` take it.
             out.print(
                 f"[bold]{escape(row['title'])}[/bold]{mark}\n"
-                f"  {row['start']} .. {row['end']} · {plural(row['message_count'], 'message')} · "
+                f"  {escape(row['id'])} · {row['start']} .. {row['end']} · "
+                f"{plural(row['message_count'], 'message')} · "
                 f"surprise {row['surprise']:.2f}\n  {escape(row['summary'])}"
             )
 
