@@ -36,6 +36,12 @@ ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``episodic --help`` keeps a copy in the cache folder: the test's own, not the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 def _kinds_of(command: str) -> dict[str, tuple[str, object]]:
     """The options of the typer command ``command`` as the fast path describes them: the
     names and flags typer made, the kind of value from the function's annotation."""
@@ -221,13 +227,16 @@ def server(db: str) -> Iterator[tuple[str, str]]:
     mem.close()
 
 
-@pytest.mark.parametrize("line", HOOK_LINES)
+# A typo'd workspace is warned about by the database's command only: a server does not
+# name a key's other workspaces to it.
+SERVER_LINES = [line for line in HOOK_LINES if "acmee" not in line]
+
+
+@pytest.mark.parametrize("line", SERVER_LINES)
 def test_through_a_server_it_prints_what_the_database_gives(
     db: str, server: tuple[str, str], line: list[str]
 ) -> None:
     base, secret = server
-    if "acmee" in line:
-        pytest.skip("the server names no other workspace to a key of one")
     local = _main("--db", db, *line)
     remote = _main(*line, env={"EPISODIC_URL": base, "EPISODIC_KEY": secret})
     assert remote.returncode == local.returncode

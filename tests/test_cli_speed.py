@@ -58,6 +58,12 @@ finally:
 """
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``episodic --help`` keeps a copy in the cache folder: the test's own, not the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 def run(
     *args: str, env: dict[str, str] | None = None
 ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
