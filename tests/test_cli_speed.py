@@ -152,6 +152,10 @@ def test_a_hook_printing_to_a_pipe_loads_no_rich(db: str) -> None:
         assert done.returncode == 0, done.stderr
         assert "checkout OOM" in done.stdout and "warning: " in done.stderr
         assert "rich" not in loaded
+    # A misspelt workspace is warned about, naming the ones there are, without typer.
+    done, loaded = run("--db", db, "render", "checkout OOM", "-w", "acmee", env=env)
+    assert done.returncode == 0 and "workspace 'acmee' holds no memories" in done.stderr
+    assert "acme (1 memory" in done.stderr and not set(loaded) & FRAMEWORK
     # A line the fast path leaves to typer is still answered, by typer.
     done, loaded = run("--db", db, "recall", "checkout OOM", "-w", "acme", "-k5", env=env)
     assert done.returncode == 0, done.stderr

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from episodic.service import Episodic
+    from episodic.store.writes import WorkspaceCounts
 
 # The root's options that may also follow the command (``episodic recall q --db URL``):
 # those taking a value, and flags.
@@ -158,3 +159,25 @@ def plural(n: int, word: str, words: str | None = None) -> str:
 
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+def counted(w: WorkspaceCounts) -> str:
+    return (
+        f"{w.workspace} ({plural(w.memories, 'memory', 'memories')}, {plural(w.events, 'event')})"
+    )
+
+
+def warn_if_unknown(mem: Episodic, workspace: str) -> bool:
+    """Warn on stderr, naming the workspaces there are, when ``workspace`` holds no memory
+    and no event (a typo answers "nothing" otherwise, and looks like an empty memory);
+    whether it warned."""
+    found = mem.workspaces()
+    if any(w.workspace == workspace for w in found):
+        return False
+    there = "; ".join(counted(w) for w in found) if found else "none yet"
+    say_on_stderr(
+        f"[yellow]warning:[/yellow] workspace {escape(repr(workspace))} holds no memories "
+        f"and no events; the workspaces in this database: {escape(there)} "
+        "(`episodic workspaces`)"
+    )
+    return True

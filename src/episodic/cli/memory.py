@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 import typer
 from rich.markup import escape
 
+from episodic.cli.basics import warn_if_unknown
 from episodic.cli.common import (
     ConversationOpt,
     JsonOpt,
@@ -28,7 +29,6 @@ from episodic.cli.common import (
 )
 from episodic.cli.portability import LayoutOpt, import_dir
 from episodic.cli.recalling import recall_command, render_command
-from episodic.cli.workspaces import warn_if_unknown
 from episodic.errors import InvalidInput
 from episodic.recall.policies import POLICIES
 

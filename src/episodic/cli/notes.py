@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from episodic.cli.basics import warn_if_unknown
 from episodic.cli.common import (
     ConversationOpt,
     JsonOpt,
@@ -19,7 +20,6 @@ from episodic.cli.common import (
     plural,
     print_json,
 )
-from episodic.cli.workspaces import warn_if_unknown
 from episodic.model import Memory, ScopeFilter
 from episodic.service.pages import MAX_PAGE, REMEMBER_TYPE, SOURCES, memory_json
 

@@ -23,6 +23,7 @@ from episodic.cli.basics import (
     say_on_stderr,
     stderr_console,
     stdout_console,
+    warn_if_unknown,
 )
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def recall_command(choose: Choose, query: str, options: dict[str, Any], as_json:
         with errors(), open_memory_at(choose()) as mem:
             result = mem.recall(query, **args)
             if not result.hits:
-                _warn_if_unknown(mem, args["workspace"])
+                warn_if_unknown(mem, args["workspace"])
     _print_warnings(result)
     if as_json:
         hits = [h.to_json() for h in result.hits]
@@ -75,7 +76,7 @@ def render_command(choose: Choose, query: str, options: dict[str, Any]) -> None:
         with errors(), open_memory_at(choose()) as mem:
             block, result = mem.render_explained(query, **args)
             if not block:
-                _warn_if_unknown(mem, args["workspace"])
+                warn_if_unknown(mem, args["workspace"])
     _print_warnings(result)
     if block:
         sys.stdout.write(block + "\n")
@@ -128,12 +129,6 @@ def _given(options: dict[str, Any]) -> dict[str, Any]:
     given = dict(options)
     given.update(split_types(given.pop("types", None)))
     return {name: value for name, value in given.items() if value is not None}
-
-
-def _warn_if_unknown(mem: Any, workspace: str) -> None:
-    from episodic.cli.workspaces import warn_if_unknown
-
-    warn_if_unknown(mem, workspace)
 
 
 def _print_warnings(result: RecallResult) -> None:
