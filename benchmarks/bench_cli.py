@@ -14,6 +14,7 @@ less with the machine's load. Each tree gets its own databases, made by its own
 
     .venv/bin/python benchmarks/bench_cli.py                  # against main
     .venv/bin/python benchmarks/bench_cli.py --base main --runs 10
+    .venv/bin/python benchmarks/bench_cli.py --base main --this HEAD   # a commit, not edits
 """
 
 from __future__ import annotations
@@ -160,6 +161,9 @@ def cases(model: bool) -> list[Case]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default="main", help="git revision to compare with")
+    parser.add_argument(
+        "--this", help="git revision to measure instead of the working tree (edits go on)"
+    )
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--no-model", action="store_true", help="skip the local-model cases")
     args = parser.parse_args()
@@ -167,6 +171,9 @@ def main() -> None:
         work = Path(tmp)
         (work / "base").mkdir()
         trees = {"base": extract_src(args.base, work / "base"), "this": ROOT / "src"}
+        if args.this:
+            (work / "this").mkdir()
+            trees["this"] = extract_src(args.this, work / "this")
         dbs: dict[str, dict[str, str]] = {}
         for name, src in trees.items():
             compile_tree(src)
@@ -185,7 +192,7 @@ def main() -> None:
     ).stdout.strip()
     print(
         f"episodic commands, fresh process each, median of {args.runs}; base {args.base} "
-        f"({base_rev}) vs this tree; load average {load_before[0]:.2f} -> "
+        f"({base_rev}) vs {args.this or 'this tree'}; load average {load_before[0]:.2f} -> "
         f"{load_after[0]:.2f} on {os.cpu_count()} CPUs"
     )
     print()

@@ -199,4 +199,7 @@ def test_messages_flush_into_episodes_listed_by_recent(env: dict[str, str], tmp_
     assert all(h["evidence"] in h["content"] for h in hits)
     code, out, _ = run(env, "recent", "--workspace", "acme")
     assert code == 0 and "4 messages" in out
+    # The episode's id, whole, as `memory history` takes it.
+    assert episode["id"] in out
+    assert run(env, "memory", "history", episode["id"], "--workspace", "acme")[0] == 0
     assert run(env, "index", "--flush")[0] == 2  # --flush only makes sense with --once

@@ -59,6 +59,47 @@ def test_memory_list_shows_ids_whole_at_80_columns(db: str) -> None:
     assert code == 0
     for i in range(3):
         assert f"note-with-a-rather-long-identifier-{i}" in out, out
+    # The text runs at the terminal's width, not in a column a few letters wide.
+    lines = out.splitlines()
+    assert any("the cache kept whole cart snapshots per entry" in line for line in lines), out
+    assert sum("checkout OOM number" in line for line in lines) == 3, out
+
+
+def test_memory_list_keeps_a_generated_id_whole_and_the_text_readable(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/g.db"
+    text = "deploys to checkout need the VPN and a heap profile under load for any cache change"
+    with Episodic.open(url, settings=Settings(embedder="none")) as mem:
+        made = mem.remember(text, workspace="acme", agent="deployer")
+    code, out, _ = run("--db", url, "memory", "list", "-w", "acme")
+    assert code == 0
+    assert made.id in out and text in out, out
+    assert run("--db", url, "memory", "history", made.id, "-w", "acme")[0] == 0
+
+
+def test_journal_shows_times_agents_and_summaries_whole_at_80_columns(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/j.db"
+    summary = "Pairing on checkout-api flakiness after lunch? The retries hide a real timeout"
+    with Episodic.open(url, settings=Settings(embedder="none")) as mem:
+        mem.ingest(
+            [
+                {
+                    "id": "evt-acme-0125-with-a-long-tail",
+                    "ts": "2026-10-24T09:02:53Z",
+                    "type": "peer.conversation",
+                    "severity": "info",
+                    "workspace": "acme",
+                    "agent": "deployer-of-checkout",
+                    "summary": summary,
+                }
+            ]
+        )
+    code, out, _ = run("--db", url, "journal", "checkout flakiness", "-w", "acme")
+    assert code == 0, out
+    lines = out.splitlines()
+    heading = next(line for line in lines if "evt-acme-0125-with-a-long-tail" in line)
+    for whole in ("2026-10-24T09:02:53+00:00", "peer.conversation", "deployer-of-checkout"):
+        assert whole in heading, out
+    assert any(summary in line for line in lines), out
 
 
 def test_keys_list_shows_ids_whole_at_80_columns_and_revoke_takes_them(db: str) -> None:

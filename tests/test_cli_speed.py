@@ -38,7 +38,13 @@ HEAVY = (
     "episodic.recall.engine",
     "episodic.write.episodes",
     "episodic.write.supersession",
+    "typer",
+    "pydantic",
+    "rich",
+    "prometheus_client",
 )
+# What typer brings: an agent's hook (recall, render) runs without it.
+FRAMEWORK = {"typer", "pydantic"}
 # Run ``episodic ARGS`` in this process, then print which of HEAVY it loaded.
 PROBE = """
 import json, sys
@@ -50,6 +56,12 @@ try:
 finally:
     sys.stderr.write("\\nLOADED " + json.dumps([m for m in heavy if m in sys.modules]) + "\\n")
 """
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``episodic --help`` keeps a copy in the cache folder: the test's own, not the user's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
 
 def run(
@@ -107,7 +119,9 @@ def test_help_and_version_load_no_service() -> None:
     for args in (("--help",), ("--version",), ("recall", "--help"), ("model", "--help")):
         done, loaded = run(*args)
         assert done.returncode == 0 or "Usage" in done.stdout, done.stderr
-        assert loaded == [], (args, loaded)
+        assert not set(loaded) - FRAMEWORK - {"rich"}, (args, loaded)
+    # --version answers before typer is loaded.
+    assert run("--version")[1] == []
 
 
 @pytest.fixture
@@ -127,6 +141,25 @@ def test_a_keyword_only_recall_loads_no_model_runtime_faiss_or_http_client(db: s
         assert not set(loaded) & {"onnxruntime", "tokenizers", "faiss", "httpx", "jsonschema"}
         assert not set(loaded) & {"episodic.aio", "episodic.write.episodes", "fastapi"}
         assert not set(loaded) & {"episodic.write.supersession"}
+        # Neither the command-line framework nor the metrics of a server it does not run.
+        assert not set(loaded) & (FRAMEWORK | {"prometheus_client"}), loaded
+
+
+def test_a_hook_printing_to_a_pipe_loads_no_rich(db: str) -> None:
+    env = {"EPISODIC_EMBEDDER": "none"}  # sparse-only: every recall warns
+    for line in (("render", "checkout OOM"), ("recall", "checkout OOM", "--json")):
+        done, loaded = run("--db", db, *line, "-w", "acme", env=env)
+        assert done.returncode == 0, done.stderr
+        assert "checkout OOM" in done.stdout and "warning: " in done.stderr
+        assert "rich" not in loaded
+    # A misspelt workspace is warned about, naming the ones there are, without typer.
+    done, loaded = run("--db", db, "render", "checkout OOM", "-w", "acmee", env=env)
+    assert done.returncode == 0 and "workspace 'acmee' holds no memories" in done.stderr
+    assert "acme (1 memory" in done.stderr and not set(loaded) & FRAMEWORK
+    # A line the fast path leaves to typer is still answered, by typer.
+    done, loaded = run("--db", db, "recall", "checkout OOM", "-w", "acme", "-k5", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "checkout OOM" in done.stdout and set(loaded) >= FRAMEWORK
 
 
 @pytest.fixture
@@ -151,12 +184,14 @@ def test_with_episodic_url_recall_and_render_ask_the_server_not_the_database(
     assert "<recalled-memory" in done.stdout and "cache TTL change" in done.stdout
     assert "k" in done.stderr and "warning" in done.stderr  # the server's warning is told
     assert not set(loaded) & {"episodic.service.facade", "episodic.store.sqlite", "numpy"}
+    assert not set(loaded) & (FRAMEWORK | {"httpx", "rich"}), loaded
     done, loaded = run("recall", "checkout OOM", "-w", "acme", "--json", env=env)
     assert done.returncode == 0, done.stderr
     assert [h["content"] for h in json.loads(done.stdout)] == [
         "checkout OOM after the cache TTL change"
     ]
     assert not set(loaded) & {"episodic.service.facade", "episodic.store.sqlite", "numpy"}
+    assert not set(loaded) & (FRAMEWORK | {"httpx", "rich"}), loaded
     assert not Path(f"{tmp_path}/none.db").exists()
 
 

@@ -42,11 +42,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from episodic.errors import InvalidInput
 from episodic.model import Memory, Scope, ScopeFilter
-from episodic.policy import ENTRY_TYPE, EPISODE_TYPE, LEARNING_TYPE
+from episodic.policy import ENTRY_TYPE, EPISODE_TYPE, LEARNING_TYPE, PROFILE_TYPE
 from episodic.recall.policies import Factor, RecallPolicy, get_policy
 from episodic.recall.render import MEMORY_OPEN, escape_text, fit_memory_block, relative_age
 from episodic.write.messages import ROLES
-from episodic.write.profile import PROFILE_TYPE
 
 if TYPE_CHECKING:
     # Only for annotations: the HTTP client imports this module's types (LayerState,

@@ -54,6 +54,16 @@ _made: _Metrics | None = None
 _absent = False
 
 
+def turn_off() -> None:
+    """Record nothing in this process from now on: a one-shot command (``episodic
+    recall``) has no scrape to serve, and loading prometheus_client would cost it more
+    than its recall."""
+    global _absent
+    with _lock:
+        if _made is None:
+            _absent = True
+
+
 def _metrics() -> _Metrics | None:
     global _made, _absent
     if _made is not None or _absent:

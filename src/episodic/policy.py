@@ -56,6 +56,8 @@ MESSAGE_TYPE = "message"
 EPISODE_TYPE = "episode"
 ENTRY_TYPE = "entry"
 LEARNING_TYPE = "learning"
+# Seed 004's preferences and profile facts (``episodic.write.profile``).
+PROFILE_TYPE = "profile"
 SPOKEN_ROLES: frozenset[str] = frozenset({"user", "assistant"})
 
 BASE_IMPORTANCE = 0.5

@@ -14,7 +14,9 @@ recent, reindex, recall, render, forget), ``service`` (serve, keys, mcp), ``port
 the root app, so their order in ``episodic --help`` is set in one place.
 
 The command modules are imported, and the commands registered, when ``app`` is first
-asked for; ``episodic --version`` answers before that, without loading typer.
+asked for; ``episodic --version`` answers before that, without loading typer, and so do
+``recall`` and ``render`` when their options are plain (``episodic.cli.fast_path``) and
+``--help`` when typer printed it before in the same setting (``episodic.cli.help_cache``).
 """
 
 from __future__ import annotations
@@ -132,6 +134,16 @@ __all__ = ["app", "main"]
 def main() -> None:
     if sys.argv[1:] == ["--version"]:
         sys.stdout.write(version_text() + "\n")
+        return
+    if sys.argv[1:] == ["--help"]:
+        from episodic.cli import help_cache
+
+        if not help_cache.print_cached(["--help"]):
+            help_cache.run_and_keep(["--help"], _registered())
+        return
+    from episodic.cli.fast_path import run
+
+    if run(sys.argv[1:]):  # recall, render: an agent's hook, run without typer
         return
     named = _command_named(sys.argv[1:])
     (_registered() if named is None else _register(only=named))()

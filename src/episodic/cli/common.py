@@ -1,7 +1,8 @@
 """What every ``episodic`` command shares: the root app and its global options (``--db``,
-``--verbose``, also accepted after the command), the two consoles, turning service errors
-into a message and exit status 2, opening the memory (refusing one that was never
-created), JSON output and the option types more than one command group takes.
+``--verbose``, also accepted after the command), the option types more than one command
+group takes, whole-sentence help, and (from ``episodic.cli.basics``, which needs no typer)
+the two consoles, service errors as a message and exit status 2, opening the memory
+(refusing one that was never created) and JSON output.
 
 The command modules import this one; it imports none of them (``episodic.cli`` registers
 their commands on ``app``).
@@ -10,59 +11,48 @@ their commands on ``app``).
 from __future__ import annotations
 
 import inspect
-import json
 import logging
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from typer.core import TyperGroup
 
+from episodic.cli.basics import (
+    GLOBAL_FLAGS,
+    GLOBAL_VALUE_OPTIONS,
+    chosen_database,
+    errors,
+    hoist_global_options,
+    open_memory_at,
+    plural,
+    print_json,
+    stderr_console,
+    stdout_console,
+)
 from episodic.cli.version import version_text
-from episodic.config import DatabaseChoice, Settings, default_database
-from episodic.errors import EpisodicError, InvalidInput
+from episodic.config import DatabaseChoice
 from episodic.logs import configure_logging
 
 if TYPE_CHECKING:
     from episodic.service import Episodic
 
-# The root's options that may also follow the command (``episodic recall q --db URL``):
-# those taking a value, and flags.
-GLOBAL_VALUE_OPTIONS = ("--db",)
-GLOBAL_FLAGS = ("--verbose", "-v")
-
-
-def hoist_global_options(args: list[str]) -> list[str]:
-    """``args`` with the global options found after the command moved before it, after
-    any given there: the last ``--db`` wins, so the command's own beats the global one.
-    Nothing after ``--`` is touched."""
-    head: list[str] = []
-    i = 0
-    while i < len(args) and args[i].startswith("-"):
-        take = 2 if args[i] in GLOBAL_VALUE_OPTIONS else 1
-        head += args[i : i + take]
-        i += take
-    moved: list[str] = []
-    rest: list[str] = []
-    while i < len(args):
-        arg = args[i]
-        if arg == "--":
-            rest += args[i:]
-            break
-        if arg in GLOBAL_VALUE_OPTIONS:
-            moved += args[i : i + 2]
-            i += 2
-            continue
-        if arg in GLOBAL_FLAGS or arg.startswith(tuple(f"{o}=" for o in GLOBAL_VALUE_OPTIONS)):
-            moved.append(arg)
-        else:
-            rest.append(arg)
-        i += 1
-    return head + moved + rest
+__all__ = [
+    "GLOBAL_FLAGS",
+    "GLOBAL_VALUE_OPTIONS",
+    "ConversationOpt",
+    "JsonOpt",
+    "app",
+    "database",
+    "err",
+    "errors",
+    "hoist_global_options",
+    "open_memory",
+    "out",
+    "plural",
+    "print_json",
+    "reflow_help",
+    "whole_sentences",
+]
 
 
 class GlobalOptionsGroup(TyperGroup):
@@ -81,8 +71,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+out = stdout_console()
+err = stderr_console()
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 ConversationOpt = Annotated[
@@ -129,46 +119,14 @@ def database(ctx: typer.Context) -> DatabaseChoice:
     given = ctx.obj["db"]
     if isinstance(given, DatabaseChoice):
         return given
-    choice = DatabaseChoice(given, "--db") if given else default_database()
+    choice = chosen_database(given)
     ctx.obj["db"] = choice
     return choice
 
 
-@contextmanager
-def errors() -> Iterator[None]:
-    try:
-        yield
-    except InvalidInput as exc:
-        err.print(f"[red]error:[/red] {escape(f'{exc.field}: {exc.message}')}", markup=True)
-        raise typer.Exit(2) from None
-    except EpisodicError as exc:
-        # Escaped: a message may hold brackets, e.g. the extra in "pip install 'x[server]'".
-        err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True)
-        raise typer.Exit(2) from None
-
-
 def open_memory(ctx: typer.Context, *, create: bool = False) -> Episodic:
-    """The memory ``--db`` names. Only ``create`` (init, demo) may make a new database:
-    any other command refuses one that was never created (``InvalidInput("db")``), so a
-    mistyped path or a command run from another folder is not answered from a new, empty
-    memory."""
-    # Imported here, not with the module: a command that opens no memory (--help,
-    # --version, model status) does not pay for the service, the store and the recall engine.
-    from episodic.service import Episodic
-    from episodic.store import store_exists
-    from episodic.store.urls import display_url
-
-    choice = database(ctx)
-    settings = Settings.from_env(db_url=choice.url)
-    if not create and not store_exists(settings.db_url):
-        shown = display_url(settings.db_url)
-        init = f"episodic init --db {shown}" if choice.reason == "--db" else "episodic init"
-        raise InvalidInput(
-            "db",
-            f"no episodic database at {shown} ({choice.reason}); create it with "
-            f"`{init}`, or give the right one with --db or EPISODIC_DB",
-        )
-    return Episodic.open(settings.db_url, settings=settings)
+    """The memory ``--db`` names (``open_memory_at``: only ``create`` may make one)."""
+    return open_memory_at(database(ctx), create=create)
 
 
 def whole_sentences(text: str) -> str:
@@ -202,12 +160,3 @@ def reflow_help(root: typer.Typer) -> None:
             reflow_help(group.typer_instance)
         if group.help:
             group.help = whole_sentences(str(group.help))
-
-
-def plural(n: int, word: str, words: str | None = None) -> str:
-    """``1 memory``, ``2 memories``: the count with the form of the word it takes."""
-    return f"{n} {word if n == 1 else (words or word + 's')}"
-
-
-def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")

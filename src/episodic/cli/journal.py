@@ -6,8 +6,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from episodic.cli.common import JsonOpt, errors, open_memory, out, plural, print_json
 from episodic.store.journal import DEFAULT_JOURNAL_HITS, MAX_JOURNAL_HITS
@@ -52,27 +50,15 @@ def journal(
     if not hits:
         out.print("no journal events match")
         return
-    table = Table(title=plural(len(hits), "journal event"))
-    table.add_column("#", overflow="fold")
-    # The id whole, never folded: it is what `forget --memory` and `memory history` take.
-    table.add_column("id", no_wrap=True, min_width=max(len(h.id) for h in hits))
-    table.add_column("ts", overflow="fold")
-    # The type whole too: it is what `--type` takes.
-    table.add_column("type", no_wrap=True, min_width=max(len(h.type) for h in hits))
-    for column in ("severity", "agent"):
-        table.add_column(column, overflow="fold")
-    # Wide enough that a word (and the "(archived)" mark) wraps whole at 80 columns.
-    table.add_column("summary", overflow="fold", min_width=12)
+    # Each event as a heading line (its id and type whole: `memory history` and `--type`
+    # take them; time, severity, agent) over its summary at the terminal's full width: a
+    # table of seven columns folds the time, the agent and the summary at 80 columns.
+    out.print(f"[bold]{plural(len(hits), 'journal event')}[/bold]")
     for i, hit in enumerate(hits, start=1):
-        # Text, not markup: ids and summaries are whatever an agent wrote.
-        summary = Text(hit.summary + (" (archived)" if hit.archived else ""))
-        table.add_row(
-            str(i),
-            Text(hit.id),
-            hit.ts.isoformat(timespec="seconds"),
-            Text(hit.type),
-            hit.severity,
-            Text(hit.agent_id or "-"),
-            summary,
+        # Not markup: ids and summaries are whatever an agent wrote.
+        out.print(
+            f"\n{i}. {hit.id}  {hit.ts.isoformat(timespec='seconds')} · {hit.type} · "
+            f"{hit.severity} · agent {hit.agent_id or '-'}",
+            markup=False,
         )
-    out.print(table)
+        out.print(f"   {hit.summary}" + (" (archived)" if hit.archived else ""), markup=False)

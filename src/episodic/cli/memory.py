@@ -7,19 +7,19 @@ matters for a query, and ``forget`` for good.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 from rich.markup import escape
 
+from episodic.cli.basics import warn_if_unknown
 from episodic.cli.common import (
     ConversationOpt,
     JsonOpt,
+    database,
     err,
     errors,
     open_memory,
@@ -28,19 +28,13 @@ from episodic.cli.common import (
     print_json,
 )
 from episodic.cli.portability import LayoutOpt, import_dir
-from episodic.cli.workspaces import warn_if_unknown
+from episodic.cli.recalling import recall_command, render_command
 from episodic.errors import InvalidInput
 from episodic.recall.policies import POLICIES
 
 # Only for annotations: the command that needs one of these imports it when it runs, so
 # `episodic --help` and the other commands do not load the recall engine or the service.
 if TYPE_CHECKING:
-    from rich.console import Console
-
-    from episodic.client import Client
-    from episodic.model import Hit
-    from episodic.recall.result import RecallResult
-    from episodic.recall.trace import Trace
     from episodic.service import Episodic
 
 # Progress is shown for inputs larger than this (bytes); small files finish before it helps.
@@ -304,9 +298,11 @@ def recent(
             return
         for row in rows:
             mark = " [bold magenta]key moment[/bold magenta]" if row["key_moment"] else ""
+            # The id whole: `memory history`, `memory why` and `forget --memory` take it.
             out.print(
                 f"[bold]{escape(row['title'])}[/bold]{mark}\n"
-                f"  {row['start']} .. {row['end']} · {plural(row['message_count'], 'message')} · "
+                f"  {escape(row['id'])} · {row['start']} .. {row['end']} · "
+                f"{plural(row['message_count'], 'message')} · "
                 f"surprise {row['surprise']:.2f}\n  {escape(row['summary'])}"
             )
 
@@ -380,140 +376,27 @@ def recall(
     database and the model: an agent's hook answers in a fraction of the time.
     Example: episodic recall "OOM in checkout" --workspace acme-shop --agent deployer --scope own
     """
-    args = _given(
-        explain=explain,
-        workspace=workspace,
-        agent=agent,
-        crew=crew,
-        resource=resource,
-        scope=scope,
-        k=k,
-        policy=policy,
-        **split_types(types),
-        conversation=conversation,
-        detail=detail,
-        mark=mark,
-        as_of=as_of,
-        include_superseded=include_superseded,
+    recall_command(
+        lambda: database(ctx),
+        query,
+        {
+            "workspace": workspace,
+            "agent": agent,
+            "crew": crew,
+            "resource": resource,
+            "scope": scope,
+            "k": k,
+            "policy": policy,
+            "explain": explain,
+            "types": types,
+            "conversation": conversation,
+            "detail": detail,
+            "mark": mark,
+            "as_of": as_of,
+            "include_superseded": include_superseded,
+        },
+        as_json,
     )
-    client = server_client()
-    if client is not None:
-        with errors(), client, _reached(client):
-            result = client.recall(query, **args)
-    else:
-        with errors(), open_memory(ctx) as mem:
-            result = mem.recall(query, **args)
-            if not result.hits:
-                warn_if_unknown(mem, workspace)
-    for warning in result.warnings:
-        err.print(f"[yellow]warning:[/yellow] {warning}")
-    if as_json:
-        hits = [h.to_json() for h in result.hits]
-        standing = [h.to_json() for h in result.institutional]
-        if result.trace is not None:
-            print_json({"hits": hits, "institutional": standing, "trace": result.trace.to_json()})
-        else:
-            print_json(hits + standing)  # the standing ones after the k hits
-        return
-    _print_hits(result)
-    if result.trace is not None:
-        _print_trace(result.trace, out)
-
-
-def split_types(values: list[str] | None) -> dict[str, Any]:
-    """``--type`` values as recall takes them: memory types, and seed 001's learning
-    types (a learning-type filter)."""
-    from episodic.write.learnings import LEARNING_TYPES
-
-    kinds = [v for v in values or [] if v not in LEARNING_TYPES]
-    learning = [v for v in values or [] if v in LEARNING_TYPES]
-    return {"types": kinds or None, "learning_type": learning or None}
-
-
-def server_client() -> Client | None:
-    """A client of the server ``EPISODIC_URL`` names, with the key ``EPISODIC_KEY``; None
-    when the variable is unset (the command opens the database itself)."""
-    url = os.environ.get("EPISODIC_URL", "").strip()
-    if not url:
-        return None
-    from episodic.client import Client
-
-    return Client(url, os.environ.get("EPISODIC_KEY") or None)
-
-
-@contextmanager
-def _reached(client: Client) -> Iterator[None]:
-    """A server that cannot be reached is an error naming the variable that chose it."""
-    from episodic.client import ServerError
-
-    try:
-        yield
-    except ServerError as exc:
-        if exc.status:
-            raise
-        raise ServerError(
-            0,
-            exc.code,
-            f"{exc} (EPISODIC_URL); start it with `episodic serve`, or unset EPISODIC_URL "
-            "to read the database directly",
-        ) from None
-
-
-def _given(**options: Any) -> dict[str, Any]:
-    """The options given (not None): the service and the client take the same names."""
-    return {name: value for name, value in options.items() if value is not None}
-
-
-def _print_trace(trace: Trace, console: Console) -> None:
-    console.print(
-        f"[bold]trace[/bold] policy {trace.policy}; lexical query {trace.lexical_query!r}"
-    )
-    if trace.time_windows:
-        console.print("time: " + "; ".join(trace.time_windows))
-    for name, rows in trace.stages.items():
-        shown = ", ".join(f"{r.rank}. {r.memory_id} ({r.score:.4f})" for r in rows[:10])
-        more = f" … +{len(rows) - 10}" if len(rows) > 10 else ""
-        console.print(f"  {name}: {shown or '(none)'}{more}")
-    for d in trace.dropped:
-        extra = f" ({d.detail})" if d.detail else ""
-        console.print(f"  dropped {d.memory_id} at {d.stage}: {d.reason}{extra}")
-
-
-def _print_hits(result: RecallResult) -> None:
-    """Each hit as a heading line (its id whole, as `memory update`, `memory history` and
-    `forget --memory` take it; score, age, type, agent) over its text at the terminal's
-    full width: a table's columns would cut the id or squeeze the text at 80 columns.
-    Institutional memories come first, apart: they are always loaded."""
-    from episodic.recall.render import detail_line, relative_age
-
-    if result.institutional:
-        out.print("[bold]standing (institutional), always loaded:[/bold]")
-        for hit in result.institutional:
-            out.print(f"  - {hit.id}  {hit.memory.content}", markup=False)
-    if not result.hits:
-        out.print("no memories recalled")
-        return
-    found = plural(len(result.hits), "memory", "memories")
-    out.print(f"[bold]{found}[/bold] ({result.mode}, policy {escape(result.policy)})")
-    for i, hit in enumerate(result.hits, start=1):
-        out.print(
-            f"\n[bold]{i}. {escape(hit.memory.id)}[/bold]  score {hit.score:.3f} · "
-            f"{relative_age(hit.age_seconds)} · {escape(_kind(hit))} · "
-            f"agent {escape(hit.memory.agent or '-')}"
-        )
-        out.print(f"   {hit.memory.content}", markup=False)
-        if hit.details:
-            out.print(f"   {hit.moment or hit.memory.type}, as it happened:", markup=False)
-            for event in hit.details:
-                out.print(f"     > {detail_line(event)}", markup=False)
-
-
-def _kind(hit: Hit) -> str:
-    """The type column: the type, and an episode's moment or what replaced a memory."""
-    from episodic.recall.render import superseded_label
-
-    notes = [n for n in (hit.moment, superseded_label(hit)) if n]
-    return hit.memory.type + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def render(
@@ -543,38 +426,27 @@ def render(
     database and the model: an agent's hook answers in a fraction of the time.
     Example: episodic render "deploy checkout to production" --workspace acme-shop --max-chars 1200
     """
-    args = _given(
-        max_chars=max_chars,
-        workspace=workspace,
-        agent=agent,
-        crew=crew,
-        resource=resource,
-        scope=scope,
-        k=k,
-        policy=policy,
-        explain=explain,
-        **split_types(types),
-        conversation=conversation,
-        detail=detail,
-        mark=mark,
-        as_of=as_of,
-        include_superseded=include_superseded,
+    render_command(
+        lambda: database(ctx),
+        query,
+        {
+            "workspace": workspace,
+            "agent": agent,
+            "crew": crew,
+            "resource": resource,
+            "scope": scope,
+            "k": k,
+            "policy": policy,
+            "max_chars": max_chars,
+            "explain": explain,
+            "types": types,
+            "conversation": conversation,
+            "detail": detail,
+            "mark": mark,
+            "as_of": as_of,
+            "include_superseded": include_superseded,
+        },
     )
-    client = server_client()
-    if client is not None:
-        with errors(), client, _reached(client):
-            block, result = client.render_explained(query, **args)
-    else:
-        with errors(), open_memory(ctx) as mem:
-            block, result = mem.render_explained(query, **args)
-            if not block:
-                warn_if_unknown(mem, workspace)
-    for warning in result.warnings:
-        err.print(f"[yellow]warning:[/yellow] {warning}")
-    if block:
-        sys.stdout.write(block + "\n")
-    if result.trace is not None:
-        _print_trace(result.trace, err)
 
 
 def forget(

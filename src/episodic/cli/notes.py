@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
+from episodic.cli.basics import warn_if_unknown
 from episodic.cli.common import (
     ConversationOpt,
     JsonOpt,
@@ -20,7 +20,6 @@ from episodic.cli.common import (
     plural,
     print_json,
 )
-from episodic.cli.workspaces import warn_if_unknown
 from episodic.model import Memory, ScopeFilter
 from episodic.service.pages import MAX_PAGE, REMEMBER_TYPE, SOURCES, memory_json
 
@@ -126,21 +125,17 @@ def list_memories(
     if not page.items:
         out.print("no memories")
         return
-    table = Table(title=f"{plural(len(page.items), 'memory', 'memories')}, newest first")
-    # The id whole, never folded: `memory update`, `history` and `forget --memory` take it.
-    table.add_column("id", no_wrap=True, min_width=max(len(m.id) for m in page.items))
-    for column in ("ts", "type", "status", "agent", "content"):
-        table.add_column(column, overflow="fold")
+    # Each memory as a heading line (its id whole, as `memory update`, `history` and
+    # `forget --memory` take it; time, type, status, agent) over its text at the terminal's
+    # full width: in a table, an id of 36 characters leaves the text a few letters a line
+    # at 80 columns.
+    out.print(f"[bold]{plural(len(page.items), 'memory', 'memories')}[/bold], newest first")
     for m in page.items:
-        table.add_row(
-            escape(m.id),
-            f"{m.ts:%Y-%m-%d %H:%M}",
-            escape(m.type),
-            _status(m),
-            escape(m.agent or "-"),
-            escape(m.content),
+        out.print(
+            f"\n[bold]{escape(m.id)}[/bold]  {m.ts:%Y-%m-%d %H:%M} · {escape(m.type)} · "
+            f"{_status(m)} · agent {escape(m.agent or '-')}"
         )
-    out.print(table)
+        out.print(f"   {m.content}", markup=False)
     if page.next_cursor:
         out.print(f"more: --cursor {page.next_cursor}", markup=False)
 

@@ -17,9 +17,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
 
-import anyio
-import httpx
-
 from episodic.client import answers, calls
 from episodic.client.answers import Episode, ServerError, ServerHealth
 from episodic.client.calls import (
@@ -36,7 +33,6 @@ from episodic.client.calls import (
 )
 from episodic.client.layer import AsyncRemoteLayer, RemoteLayer
 from episodic.errors import InvalidInput
-from episodic.layer import Order
 from episodic.model import Event, Memory
 from episodic.recall.result import RecallResult
 from episodic.service.pages import MemoryPage
@@ -44,6 +40,11 @@ from episodic.service.pages import MemoryPage
 # Only for annotations: each answer's type loads with the first answer of its kind
 # (``answers``), so a process that only recalls does not load the service or the store.
 if TYPE_CHECKING:
+    # httpx is imported by the first client made: a process that only reads ``calls`` and
+    # ``answers`` (the command line's own transport) does not load it.
+    import httpx
+
+    from episodic.layer import Order
     from episodic.service.decisions import Decision
     from episodic.service.editing import Version
     from episodic.service.writing import IndexOne, IngestReport, MessagesReport, SessionEnd
@@ -123,10 +124,14 @@ class Client(_Base):
         attempts: int = calls.DEFAULT_ATTEMPTS,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        import httpx
+
         super().__init__(base_url, key, attempts, timeout)
         self._http = httpx.Client(transport=transport, **self._options)
 
     def _send(self, call: Call[T]) -> T:
+        import httpx
+
         for attempt in range(self.attempts):
             try:
                 response = self._http.request(**self._request(call))
@@ -276,10 +281,15 @@ class AsyncClient(_Base):
         attempts: int = calls.DEFAULT_ATTEMPTS,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        import httpx
+
         super().__init__(base_url, key, attempts, timeout)
         self._http = httpx.AsyncClient(transport=transport, **self._options)
 
     async def _send(self, call: Call[T]) -> T:
+        import anyio
+        import httpx
+
         for attempt in range(self.attempts):
             try:
                 response = await self._http.request(**self._request(call))

@@ -17,6 +17,7 @@ from typing import Any
 
 from episodic import tracing
 from episodic.errors import InvalidInput, StoreError
+from episodic.llm.prompts import LEARNING_TYPES
 from episodic.llm.steps import key_terms as extract_key_terms
 from episodic.model import Hit, Memory, Query, Scope, ScopeFilter
 from episodic.policy import EPISODE_TYPE
@@ -38,7 +39,6 @@ from episodic.service.recall_processes import ProcessesDown, RecallProcesses
 from episodic.store.search import SearchStore
 from episodic.store.upkeep import ReviewRequest
 from episodic.write.events import parse_time
-from episodic.write.learnings import LEARNING_TYPES
 
 log = logging.getLogger("episodic")
 

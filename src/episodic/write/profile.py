@@ -15,9 +15,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from episodic.model import Event, Memory
+from episodic.policy import PROFILE_TYPE
 from episodic.write.extract import Dropped, content_hash
 
-PROFILE_TYPE = "profile"
+__all__ = ["PROFILE_TYPE", "profile_memories"]
+
 # The reasons an extracted note is a profile memory rather than an entry.
 PROFILE_REASONS = frozenset({"preference", "profile"})
 PROFILE_BASE_IMPORTANCE = 0.5

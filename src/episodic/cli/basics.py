@@ -1,0 +1,183 @@
+"""What the ``episodic`` commands share that needs no typer: the global options and where
+they may stand, the two consoles (made on first use, so a command that prints plain text
+never loads rich), service errors as one message and exit status 2, opening the memory,
+JSON output and plurals.
+
+``episodic.cli.common`` builds the typer app on these; ``episodic.cli.fast_path`` runs the
+hook commands (``recall``, ``render``) with them and without typer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from episodic.config import DatabaseChoice, Settings, default_database
+from episodic.errors import EpisodicError, InvalidInput
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from episodic.service import Episodic
+    from episodic.store.writes import WorkspaceCounts
+
+# The root's options that may also follow the command (``episodic recall q --db URL``):
+# those taking a value, and flags.
+GLOBAL_VALUE_OPTIONS = ("--db",)
+GLOBAL_FLAGS = ("--verbose", "-v")
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """``args`` with the global options found after the command moved before it, after
+    any given there: the last ``--db`` wins, so the command's own beats the global one.
+    Nothing after ``--`` is touched."""
+    head: list[str] = []
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        take = 2 if args[i] in GLOBAL_VALUE_OPTIONS else 1
+        head += args[i : i + take]
+        i += take
+    moved: list[str] = []
+    rest: list[str] = []
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest += args[i:]
+            break
+        if arg in GLOBAL_VALUE_OPTIONS:
+            moved += args[i : i + 2]
+            i += 2
+            continue
+        if arg in GLOBAL_FLAGS or arg.startswith(tuple(f"{o}=" for o in GLOBAL_VALUE_OPTIONS)):
+            moved.append(arg)
+        else:
+            rest.append(arg)
+        i += 1
+    return head + moved + rest
+
+
+@cache
+def stdout_console() -> Console:
+    """The console for results (rich: markup, and colour on a terminal)."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+@cache
+def stderr_console() -> Console:
+    """The console for warnings and errors."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+# The markup the commands' own messages use; a message with nothing else rich would read
+# (other tags, escapes, emoji codes, control characters a terminal acts on) needs no rich.
+_OWN_TAGS = re.compile(r"\[/?(?:red|yellow|bold)\]")
+_RICH_WOULD_READ = re.compile(r"[\[\\\x00-\x1f\x7f]|:\S*?:")
+# Variables that make rich treat a pipe as a terminal (colour, cursor codes).
+_TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
+
+
+def say_on_stderr(markup: str) -> None:
+    """Print ``markup`` on stderr as ``stderr_console`` would. To a pipe or a file (an
+    agent's hook), a message whose only markup is colour and bold is the text without
+    its tags: it is written as that, without loading rich."""
+    text = _OWN_TAGS.sub("", markup)
+    plain = not _RICH_WOULD_READ.search(text) and not any(
+        os.environ.get(v) for v in _TERMINAL_VARIABLES
+    )
+    if plain and not sys.stderr.isatty():
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    else:
+        stderr_console().print(markup)
+
+
+def escape(text: str) -> str:
+    """``text`` with rich markup escaped, to print it as it is."""
+    if "[" not in text and not text.endswith("\\"):
+        return text  # nothing rich would read as a tag or an escape
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+@contextmanager
+def errors() -> Iterator[None]:
+    """A service error becomes one line on stderr and exit status 2."""
+    try:
+        yield
+    except InvalidInput as exc:
+        say_on_stderr(f"[red]error:[/red] {escape(f'{exc.field}: {exc.message}')}")
+        raise SystemExit(2) from None
+    except EpisodicError as exc:
+        # Escaped: a message may hold brackets, e.g. the extra in "pip install 'x[server]'".
+        say_on_stderr(f"[red]error:[/red] {escape(str(exc))}")
+        raise SystemExit(2) from None
+
+
+def chosen_database(given: str | None) -> DatabaseChoice:
+    """The database ``--db`` names, or else the default one, and why."""
+    return DatabaseChoice(given, "--db") if given else default_database()
+
+
+def open_memory_at(choice: DatabaseChoice, *, create: bool = False) -> Episodic:
+    """The memory at ``choice``. Only ``create`` (init, demo) may make a new database:
+    any other command refuses one that was never created (``InvalidInput("db")``), so a
+    mistyped path or a command run from another folder is not answered from a new, empty
+    memory."""
+    # Imported here, not with the module: a command that opens no memory (--help,
+    # --version, model status) does not pay for the service, the store and the recall engine.
+    from episodic.service import Episodic
+    from episodic.store import store_exists
+    from episodic.store.urls import display_url
+
+    settings = Settings.from_env(db_url=choice.url)
+    if not create and not store_exists(settings.db_url):
+        shown = display_url(settings.db_url)
+        init = f"episodic init --db {shown}" if choice.reason == "--db" else "episodic init"
+        raise InvalidInput(
+            "db",
+            f"no episodic database at {shown} ({choice.reason}); create it with "
+            f"`{init}`, or give the right one with --db or EPISODIC_DB",
+        )
+    return Episodic.open(settings.db_url, settings=settings)
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 memory``, ``2 memories``: the count with the form of the word it takes."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+def counted(w: WorkspaceCounts) -> str:
+    return (
+        f"{w.workspace} ({plural(w.memories, 'memory', 'memories')}, {plural(w.events, 'event')})"
+    )
+
+
+def warn_if_unknown(mem: Episodic, workspace: str) -> bool:
+    """Warn on stderr, naming the workspaces there are, when ``workspace`` holds no memory
+    and no event (a typo answers "nothing" otherwise, and looks like an empty memory);
+    whether it warned."""
+    found = mem.workspaces()
+    if any(w.workspace == workspace for w in found):
+        return False
+    there = "; ".join(counted(w) for w in found) if found else "none yet"
+    say_on_stderr(
+        f"[yellow]warning:[/yellow] workspace {escape(repr(workspace))} holds no memories "
+        f"and no events; the workspaces in this database: {escape(there)} "
+        "(`episodic workspaces`)"
+    )
+    return True
