@@ -503,6 +503,7 @@ def _fuse(
             dense_weight=wd,
             sparse_weight=ws,
             every_match=every_match,
+            scale=policy.blend_scale,
         )
         # Other legs (time, recency) have no score on the blend's scale: their candidates
         # join below every matched one, in their own order.

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from episodic.errors import UnknownPolicy
-from episodic.scoring.blend import BLEND_DENSE_WEIGHT, BLEND_SPARSE_WEIGHT
+from episodic.scoring.blend import BLEND_DENSE_WEIGHT, BLEND_SPARSE_WEIGHT, BlendScale
 from episodic.scoring.context import CONVERSATION_WEIGHT, NEIGHBOUR_WEIGHT
 from episodic.scoring.fusion import RRF_K
 from episodic.scoring.mmr import MMR_LAMBDA
@@ -77,6 +77,8 @@ class RecallPolicy:
     dense_by_importance: bool = False
     blend_dense: float = BLEND_DENSE_WEIGHT
     blend_sparse: float = BLEND_SPARSE_WEIGHT
+    # How the blend puts each leg's scores on one scale (scoring/blend.py: BlendScale).
+    blend_scale: BlendScale = BlendScale.RAW
     factors: tuple[Factor, ...] = ()
     # The share of the score importance governs under Factor.IMPORTANCE_PRIOR.
     importance_weight: float = IMPORTANCE_PRIOR_WEIGHT
