@@ -202,3 +202,12 @@ def test_a_sweep_of_methods_reports_every_variant_on_every_fold(
         for train in fold["tuned"]["train"]:
             swept = next(r for r in report["sweep"] if r["values"] == train["values"])
             assert train["train_recall@10"] == swept["folds"][other]["overall"]["recall@10"]
+
+
+def test_folds_table_names_a_swept_method(sparse_env: dict[str, str]) -> None:
+    args = ["--folds", "2", "--policy", "default", "--tune", "blend_scale=raw,cdf"]
+    result = runner.invoke(app, ["bench", "locomo", "--data", str(FIXTURE), *args], env=sparse_env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("default uses blend_scale=raw") == 2
+    sweep = result.stdout[result.stdout.index("Sweep") :]
+    assert "blend_scale=cdf" in sweep
