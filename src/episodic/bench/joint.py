@@ -118,7 +118,11 @@ def joint_markdown(joint: Mapping[str, Any], metric: str = TUNE_METRIC) -> str:
         lines.append(f"held-out {name}: {metric} {result['overall'][metric]:.4f} ({cats})")
     lines.append("")
     sets = list(joint["fixed"])
-    lines.append("| values (fixed on every fold, in-sample) | " + " | ".join(sets) + " |")
+    lines.append(
+        "| values, each on every fold (choosing here would be in-sample) | "
+        + " | ".join(sets)
+        + " |"
+    )
     lines.append("|---|" + "---|" * len(sets))
     for i, row in enumerate(joint["fixed"][sets[0]]):
         cells = [f"{joint['fixed'][s][i]['overall'][metric]:.4f}" for s in sets]
