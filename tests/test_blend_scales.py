@@ -62,3 +62,9 @@ def test_cdf_of_flat_or_single_scores_is_one_and_a_missing_leg_scores_zero() -> 
     # "c" was found by BM25 alone: it has nothing on the dense side
     assert fused["c"] == pytest.approx(0.5 * 1.0)
     assert fused["b"] == pytest.approx(0.5 * cdf_scaled({"a": 0.5, "b": 0.4})["b"])
+
+
+def test_a_scale_given_by_its_plain_name_is_the_same_scale() -> None:
+    by_name = blend(COSINES, BM25, scale="cdf")  # type: ignore[arg-type]
+    assert by_name == blend(COSINES, BM25, scale=BlendScale.CDF)
+    assert by_name != blend(COSINES, BM25)

@@ -83,6 +83,7 @@ def blend(
     if not cosines:
         alone = min_max(bm25, from_zero=True)
         return sorted(alone.items(), key=lambda pair: pair[1], reverse=True)
+    scale = BlendScale(scale)  # a policy built with the plain name ("cdf") works too
     dense: Mapping[str, float]
     if scale is BlendScale.CDF:
         dense, norm = cdf_scaled(cosines), cdf_scaled(bm25)
