@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from episodic.bench.joint import joint_folds, joint_markdown
+from episodic.bench.joint import joint_folds, joint_markdown, verdict
 from episodic.errors import InvalidInput
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,3 +91,20 @@ def test_the_script_prints_the_tables(tmp_path: Path) -> None:
     assert done.stdout.strip() == joint_markdown(joint_folds({"locomo": A, "beam": B}))
     assert "| blend=0.6 | 0.7900 | 0.6000 |" in done.stdout
     assert "held-out beam: recall@10 0.6000" in done.stdout
+
+
+def test_the_rule_refuses_a_choice_that_lowers_a_set_or_a_category() -> None:
+    # today's 0.4 listed first; B's gain does not excuse A's loss
+    joint = joint_folds({"a": A, "b": B})
+    assert verdict(joint) == ["a: recall@10 0.0100 below blend=0.4"]
+    assert "not kept: a: recall@10 0.0100 below blend=0.4" in joint_markdown(joint)
+    # a set that gains overall but loses more than a point in one category is refused too
+    c = _report({0.4: [0.5, 0.5, 0.5], 0.6: [0.6, 0.6, 0.6]})
+    for row, cat in zip(c["sweep"], (0.50, 0.48), strict=True):
+        for fold in row["folds"]:
+            fold["by_category"]["y"] = {"recall@10": cat}
+    assert verdict(joint_folds({"c": c})) == ["c y: recall@10 0.0200 below"]
+    d = _report({0.4: [0.5, 0.5, 0.5], 0.6: [0.6, 0.6, 0.6]})
+    assert verdict(joint_folds({"d": d})) == []
+    assert "kept (no set lower" in joint_markdown(joint_folds({"d": d}))
+    assert "every fold chose it: unchanged" in joint_markdown(joint_folds({"a": A}))

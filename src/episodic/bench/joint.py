@@ -18,6 +18,9 @@ from episodic.bench.folds import TUNE_METRIC, choose, label
 from episodic.errors import InvalidInput
 
 Report = Mapping[str, Any]
+# A change may cost a category (a LoCoMo category, a BEAM ability) at most this much
+# held-out recall@10, and no set's overall mean anything.
+CATEGORY_TOLERANCE = 0.01
 
 
 def _sweep(name: str, report: Report) -> list[Mapping[str, Any]]:
@@ -107,6 +110,25 @@ def _mean_of(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"overall": overall, "by_category": by_category}
 
 
+def verdict(joint: Mapping[str, Any], metric: str = TUNE_METRIC) -> list[str]:
+    """Why the joint choice may not replace the first variant swept (list today's value
+    first): each set whose held-out mean falls below that variant's mean over the same
+    folds, and each category that falls by more than ``CATEGORY_TOLERANCE``. Empty: kept.
+    """
+    reasons: list[str] = []
+    for name, result in joint["held_out"].items():
+        before = joint["fixed"][name][0]
+        drop = before["overall"][metric] - result["overall"][metric]
+        if drop > 1e-9:
+            reasons.append(f"{name}: {metric} {drop:.4f} below {label(before['values'])}")
+        for category, scores in result["by_category"].items():
+            old = before["by_category"].get(category)
+            if old is not None and old[metric] - scores[metric] > CATEGORY_TOLERANCE + 1e-9:
+                fall = old[metric] - scores[metric]
+                reasons.append(f"{name} {category}: {metric} {fall:.4f} below")
+    return reasons
+
+
 def joint_markdown(joint: Mapping[str, Any], metric: str = TUNE_METRIC) -> str:
     """The joint choice as Markdown tables: the values each fold chose, the held-out
     means per set and category, and the sweep (each variant fixed, in-sample)."""
@@ -116,7 +138,15 @@ def joint_markdown(joint: Mapping[str, Any], metric: str = TUNE_METRIC) -> str:
     for name, result in joint["held_out"].items():
         cats = ", ".join(f"{c} {v[metric]:.3f}" for c, v in result["by_category"].items())
         lines.append(f"held-out {name}: {metric} {result['overall'][metric]:.4f} ({cats})")
-    lines.append("")
+    reasons = verdict(joint, metric)
+    first = joint["fixed"][next(iter(joint["fixed"]))][0]["values"]
+    if all(f["chosen"] == first for f in joint["folds"]):
+        said = "every fold chose it: unchanged"
+    elif reasons:
+        said = "not kept: " + "; ".join(reasons)
+    else:
+        said = "kept (no set lower, no category more than a point lower)"
+    lines += ["", f"against {label(first)}: {said}", ""]
     sets = list(joint["fixed"])
     lines.append(
         "| values, each on every fold (choosing here would be in-sample) | "
