@@ -488,7 +488,10 @@ def _fuse(
     legs: dict[str, list[Candidate]], policy: RecallPolicy, every_match: bool = False
 ) -> list[tuple[str, float]]:
     if policy.fusion is Fusion.BLEND:
-        dense_scores = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
+        dense_scores = {
+            c.memory_id: c.score if c.passage is None else c.score * policy.passage_weight
+            for c in legs.get(Leg.DENSE.value, [])
+        }
         sparse_scores = {c.memory_id: c.score for c in legs.get(Leg.SPARSE.value, [])}
         wd, ws = policy.blend_dense, policy.blend_sparse
         if policy.confidence_fusion > 0 and dense_scores and sparse_scores:

@@ -79,6 +79,11 @@ class RecallPolicy:
     blend_sparse: float = BLEND_SPARSE_WEIGHT
     # How the blend puts each leg's scores on one scale (scoring/blend.py: BlendScale).
     blend_scale: BlendScale = BlendScale.RAW
+    # In the blend, a long memory found by one of its later passages keeps this share of
+    # that passage's cosine (1.0: all of it). A memory scores by its best passage, and the
+    # best of many draws runs higher than one: a long answer gets more chances than a
+    # short turn that says the same.
+    passage_weight: float = 1.0
     factors: tuple[Factor, ...] = ()
     # The share of the score importance governs under Factor.IMPORTANCE_PRIOR.
     importance_weight: float = IMPORTANCE_PRIOR_WEIGHT
