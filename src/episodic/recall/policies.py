@@ -234,7 +234,12 @@ DENSE = RecallPolicy(
 # - among near-duplicate records (a `similar` edge) the newest first: a later entry about
 #   the same subject holds the current state (conversation turns are left alone);
 # - seed 001's scope levels when the query names who is asking (an agent or a crew): the
-#   asker's team x1.5, the rest of the project x1.2, workspace-wide memories x1.0.
+#   asker's team x1.5, the rest of the project x1.2, workspace-wide memories x1.0;
+# - a long memory found by a later passage keeps 0.85 of that passage's cosine: chosen on
+#   every held-out fold of LoCoMo and BEAM together between 1 and 0.85 (BEAM R@10 0.474
+#   -> 0.482, R@1 0.134 -> 0.149, no ability down more than 0.4 points; LoCoMo has no
+#   passages and is unchanged). Lower weights measured higher on BEAM overall but cost
+#   two abilities more than a point held out (benchmarks/README.md).
 DEFAULT = RecallPolicy(
     name="default",
     legs=(Leg.DENSE, Leg.SPARSE),
@@ -248,6 +253,7 @@ DEFAULT = RecallPolicy(
     conversation_weight=CONVERSATION_WEIGHT,
     factors=(Factor.IMPORTANCE_PRIOR, Factor.SCOPE_LEVEL),
     newest_similar_first=True,
+    passage_weight=0.85,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
         "importance prior, scope levels, newest first among near-duplicates"
