@@ -18,6 +18,7 @@ from episodic.bench.metrics import METRIC_KEYS
 from episodic.cli import app
 from episodic.errors import InvalidInput
 from episodic.recall.policies import DEFAULT
+from episodic.scoring.blend import BlendScale
 
 FIXTURE = Path(__file__).parent / "fixtures" / "locomo_tiny.json"
 CONVERSATIONS = ["tiny-a", "tiny-b"]
@@ -140,6 +141,8 @@ def test_folds_table_per_fold_sweep_and_mean(sparse_env: dict[str, str]) -> None
         (["--folds", "2", "--tune", "blend"], "tune", "NAME=v1,v2"),
         (["--tune", "blend=0.2,0.3"], "tune", "--folds"),
         (["--folds", "2", "--policy", "bm25", "--tune", "blend=0.2"], "tune", "--policy"),
+        (["--folds", "2", "--tune", "blend_scale=raw,nope"], "tune", "one of raw, minmax, cdf"),
+        (["--folds", "2", "--tune", "blend_scale=cdf,cdf"], "tune", "distinct"),
     ],
 )
 def test_bad_folds_and_tune_name_the_field(
@@ -170,3 +173,41 @@ def test_a_variant_leaves_the_preset_alone() -> None:
     assert (DEFAULT.blend_dense, DEFAULT.blend_sparse) == (0.4, 0.6)
     assert changed.name == "default" and changed != DEFAULT
     assert choose([0.5, 0.7, 0.7]) == 1
+
+
+def test_a_variant_takes_a_method_by_name() -> None:
+    changed = variant(DEFAULT, {"blend_scale": "cdf"})
+    assert changed.blend_scale is BlendScale.CDF
+    assert DEFAULT.blend_scale is BlendScale.RAW
+
+
+def test_a_sweep_of_methods_reports_every_variant_on_every_fold(
+    sparse_env: dict[str, str],
+) -> None:
+    report = _folds(
+        sparse_env, "--folds", "2", "--policy", "default", "--tune", "blend_scale=raw,cdf"
+    )
+    assert set(report) == {"folds", "folds_mean", "sweep"}
+    assert [row["values"] for row in report["sweep"]] == [
+        {"blend_scale": "raw"},
+        {"blend_scale": "cdf"},
+    ]
+    for number, fold in enumerate(report["folds"]):
+        chosen = fold["tuned"]["chosen"]
+        row = next(r for r in report["sweep"] if r["values"] == chosen)
+        # what the fold reports for default is its chosen variant's result on that fold
+        assert row["folds"][number] == fold["policies"]["default"]
+        # and each training mean is the variants' result on the other fold
+        other = 1 - number
+        for train in fold["tuned"]["train"]:
+            swept = next(r for r in report["sweep"] if r["values"] == train["values"])
+            assert train["train_recall@10"] == swept["folds"][other]["overall"]["recall@10"]
+
+
+def test_folds_table_names_a_swept_method(sparse_env: dict[str, str]) -> None:
+    args = ["--folds", "2", "--policy", "default", "--tune", "blend_scale=raw,cdf"]
+    result = runner.invoke(app, ["bench", "locomo", "--data", str(FIXTURE), *args], env=sparse_env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("default uses blend_scale=raw") == 2
+    sweep = result.stdout[result.stdout.index("Sweep") :]
+    assert "blend_scale=cdf" in sweep

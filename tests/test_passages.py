@@ -4,6 +4,7 @@ backends; a reindex and an edit keep its passages in step."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from episodic.embed.fake import FakeEmbedder
 from episodic.http import asgi
 from episodic.model import ScopeFilter
 from episodic.recall.answer import recall_answer
+from episodic.recall.policies import DEFAULT
 from episodic.scoring.passages import (
     PASSAGE_CHARS,
     PASSAGE_OVERLAP,
@@ -142,3 +144,23 @@ def test_http_and_the_client_carry_the_passage(mem: Episodic) -> None:
         (hit, *_) = client.recall(QUESTION, policy="dense").hits
         assert hit.id == "long" and hit.passage is not None and _needle_span(*hit.passage)
         assert NEEDLE in hit.shown
+
+
+def test_passage_weight_discounts_a_match_found_by_a_later_passage(mem: Episodic) -> None:
+    fused = {}
+    for weight in (1.0, 0.5):
+        policy = dataclasses.replace(DEFAULT, passage_weight=weight)
+        result = mem.recall(
+            f"{QUESTION} checklist", workspace="w", policy=policy, explain=True, mark=False
+        )
+        assert result.trace is not None
+        dense = {r.memory_id: r.score for r in result.trace.stages["leg:dense"]}
+        fused[weight] = {r.memory_id: r.score for r in result.trace.stages["fusion:blend"]}
+        sparse = fused[weight]["long"] - DEFAULT.blend_dense * dense["long"] * weight
+        # the long memory's cosine came from a later passage: it counts at the weight;
+        # the short memory, read whole by its own vector, counts in full either way
+        assert sparse == pytest.approx(
+            fused[1.0]["long"] - DEFAULT.blend_dense * dense["long"], abs=1e-9
+        )
+    assert fused[0.5]["other"] == pytest.approx(fused[1.0]["other"])
+    assert fused[0.5]["long"] < fused[1.0]["long"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -18,6 +19,7 @@ from episodic.recall.policies import (
     RenderStyle,
     get_policy,
 )
+from episodic.scoring.blend import BlendScale, blend
 from episodic.store import open_store
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -433,3 +435,35 @@ def test_bm25_feedback_finds_a_memory_that_shares_only_the_best_matches_words(
     hits = [h.id for h in mem.recall("redis failover", workspace="w", policy=feedback).hits]
     assert set(hits[:2]) == set(plain[:2]) == {"a", "b"}
     assert "c" in hits and "d" not in hits
+
+
+def test_the_blend_scale_of_a_policy_is_what_fusion_uses(mem: Episodic) -> None:
+    for i, text in enumerate(
+        ["kafka consumer lag on orders", "orders topic lag", "kafka broker disk full", "lunch"]
+    ):
+        add(mem, f"m{i}", text, days=i + 1)
+    mem.index_once()
+    fused = {}
+    for scale in ("raw", "cdf"):
+        policy = dataclasses.replace(get_policy("default"), blend_scale=scale)
+        result = mem.recall("kafka orders lag", workspace="w", k=3, explain=True, policy=policy)
+        assert result.trace is not None
+        legs = {
+            name: {r.memory_id: r.score for r in result.trace.stages[f"leg:{name}"]}
+            for name in ("dense", "sparse")
+        }
+        # the legs' candidates are the same whatever the scale; their fused scores are
+        # blend()'s over them with the policy's scale
+        expected = dict(
+            blend(
+                legs["dense"],
+                legs["sparse"],
+                dense_weight=policy.blend_dense,
+                sparse_weight=policy.blend_sparse,
+                every_match=True,
+                scale=BlendScale(scale),
+            )
+        )
+        fused[scale] = {r.memory_id: r.score for r in result.trace.stages["fusion:blend"]}
+        assert fused[scale] == pytest.approx(expected)
+    assert fused["raw"] != pytest.approx(fused["cdf"])

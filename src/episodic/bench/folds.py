@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Mapping, Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +39,16 @@ TUNED_POLICY = DEFAULT.name
 # always sum to one as in the preset.
 BLEND = "blend"
 
-Values = dict[str, float]
+Values = dict[str, float | str]
 
 
 def tunable_names() -> list[str]:
-    """What ``--tune`` accepts: ``blend`` and every numeric field of the default policy."""
+    """What ``--tune`` accepts: ``blend``, every numeric field of the default policy and
+    every field that names one of a set of methods (``blend_scale=raw,cdf``)."""
     numeric = [
         f.name
         for f in dataclasses.fields(DEFAULT)
-        if isinstance(getattr(DEFAULT, f.name), int | float)
+        if isinstance(getattr(DEFAULT, f.name), int | float | StrEnum)
         and not isinstance(getattr(DEFAULT, f.name), bool)
     ]
     return [BLEND, *numeric]
@@ -60,10 +62,10 @@ def split_folds(conversation_ids: Sequence[str], k: int) -> list[list[str]]:
     return [ids[i::k] for i in range(k)]
 
 
-def parse_tune(specs: Sequence[str]) -> dict[str, tuple[float, ...]]:
+def parse_tune(specs: Sequence[str]) -> dict[str, tuple[float | str, ...]]:
     """``["blend=0.2,0.3", "neighbours=1,2"]`` as {name: values}; errors name ``tune``."""
     known = tunable_names()
-    sweep: dict[str, tuple[float, ...]] = {}
+    sweep: dict[str, tuple[float | str, ...]] = {}
     for spec in specs:
         name, sep, listed = (part.strip() for part in spec.partition("="))
         if not sep or not name:
@@ -76,8 +78,11 @@ def parse_tune(specs: Sequence[str]) -> dict[str, tuple[float, ...]]:
     return sweep
 
 
-def _values(name: str, listed: str) -> tuple[float, ...]:
-    whole = name != BLEND and isinstance(getattr(DEFAULT, name), int)
+def _values(name: str, listed: str) -> tuple[float | str, ...]:
+    current = None if name == BLEND else getattr(DEFAULT, name)
+    if isinstance(current, StrEnum):
+        return _methods(name, type(current), listed)
+    whole = isinstance(current, int)
     values: list[float] = []
     for piece in (p.strip() for p in listed.split(",")):
         try:
@@ -93,18 +98,32 @@ def _values(name: str, listed: str) -> tuple[float, ...]:
     return tuple(values)
 
 
-def combinations(sweep: Mapping[str, Sequence[float]]) -> list[Values]:
+def _methods(name: str, kind: type[StrEnum], listed: str) -> tuple[str, ...]:
+    known = [member.value for member in kind]
+    values = [p.strip() for p in listed.split(",")]
+    for value in values:
+        if value not in known:
+            raise InvalidInput("tune", f"{name} is one of {', '.join(known)}, got {value!r}")
+    if len(set(values)) != len(values):
+        raise InvalidInput("tune", f"{name}: list distinct values, e.g. {name}={known[0]}")
+    return tuple(values)
+
+
+def combinations(sweep: Mapping[str, Sequence[float | str]]) -> list[Values]:
     """Every combination of the swept values, in the order they were listed."""
     names = list(sweep)
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*sweep.values())]
 
 
-def variant(policy: RecallPolicy, values: Mapping[str, float]) -> RecallPolicy:
+def variant(policy: RecallPolicy, values: Mapping[str, float | str]) -> RecallPolicy:
     """``policy`` with the swept constants replaced; the preset itself is untouched."""
     changes: dict[str, Any] = {}
     for name, value in values.items():
         if name == BLEND:
-            changes["blend_dense"], changes["blend_sparse"] = value, round(1.0 - value, 10)
+            share = float(value)
+            changes["blend_dense"], changes["blend_sparse"] = share, round(1.0 - share, 10)
+        elif isinstance(value, str):
+            changes[name] = type(getattr(policy, name))(value)
         else:
             changes[name] = value
     return dataclasses.replace(policy, **changes)
@@ -138,7 +157,7 @@ def run_folds(
     settings: Settings,
     k: int,
     *,
-    sweep: Mapping[str, Sequence[float]] | None = None,
+    sweep: Mapping[str, Sequence[float | str]] | None = None,
     progress: Callable[[str], None] | None = None,
     ingest: str = "turn",
     db_url: str | None = None,
@@ -170,7 +189,7 @@ def run_folds(
         combos = combinations(sweep) if sweep else []
         swept: list[list[QuestionRun]] = []
         for values in combos:
-            say(f"policy {TUNED_POLICY} with {_label(values)}")
+            say(f"policy {TUNED_POLICY} with {label(values)}")
             tuned = variant(DEFAULT, values)
             swept.append(run_policy(run, TUNED_POLICY, granularity, policy=tuned, ingest=ingest))
     per_fold = [[_fold_metric(runs, set(fold)) for fold in folds] for runs in swept]
@@ -196,8 +215,23 @@ def run_folds(
                 [r for r in answers[name] if r.conversation in test]
             )
         report.append(entry)
-    return {"folds": report, "folds_mean": fold_means(report)}
+    out: dict[str, Any] = {"folds": report, "folds_mean": fold_means(report)}
+    if combos:
+        # Every swept variant's result on every fold, so a choice can be made over several
+        # data sets at once (``joint_folds``).
+        out["sweep"] = [
+            {
+                "values": values,
+                "folds": [summarise([r for r in runs if r.conversation in set(f)]) for f in folds],
+            }
+            for values, runs in zip(combos, swept, strict=True)
+        ]
+    return out
 
 
-def _label(values: Mapping[str, float]) -> str:
-    return ", ".join(f"{name}={value:g}" for name, value in values.items())
+def label(values: Mapping[str, float | str]) -> str:
+    """``blend=0.4, blend_scale=cdf``: swept values as the tables print them."""
+    return ", ".join(
+        f"{name}={value}" if isinstance(value, str) else f"{name}={value:g}"
+        for name, value in values.items()
+    )

@@ -243,6 +243,7 @@ def _say(line: str) -> None:
 def _print_folds(cv: dict[str, Any], conversations: list[Conversation]) -> None:
     from rich.table import Table
 
+    from episodic.bench.folds import label
     from episodic.bench.locomo import category_counts
 
     for number, fold in enumerate(cv["folds"], start=1):
@@ -251,7 +252,7 @@ def _print_folds(cv: dict[str, Any], conversations: list[Conversation]) -> None:
         out.print(f"\nFold {number} of {len(cv['folds'])}, held out: {', '.join(fold['test'])}")
         tuned = fold.get("tuned")
         if tuned:
-            chosen = ", ".join(f"{k}={v:g}" for k, v in tuned["chosen"].items())
+            chosen = label(tuned["chosen"])
             out.print(f"{tuned['policy']} uses {chosen} (best train recall@10 on the other folds)")
         _print_table(_policy_table(fold["policies"], counts, sum(counts.values())))
     if cv["folds"][0].get("tuned"):
@@ -262,13 +263,13 @@ def _print_folds(cv: dict[str, Any], conversations: list[Conversation]) -> None:
             sweep.add_column(f"fold {number}", justify="right")
         rows = cv["folds"][0]["tuned"]["train"]
         for i, row in enumerate(rows):
-            label = ", ".join(f"{k}={v:g}" for k, v in row["values"].items())
+            name = label(row["values"])
             cells = []
             for fold in cv["folds"]:
                 train = fold["tuned"]["train"][i]
                 mark = "*" if train["values"] == fold["tuned"]["chosen"] else ""
                 cells.append(f"{train['train_recall@10']:.4f}{mark}")
-            sweep.add_row(label, *cells)
+            sweep.add_row(name, *cells)
         _print_table(sweep)
     out.print(f"\nMean over {len(cv['folds'])} folds (each fold counts once)")
     mean: dict[str, dict[str, float]] = cv["folds_mean"]

@@ -495,7 +495,10 @@ def _fuse(
     legs: dict[str, list[Candidate]], policy: RecallPolicy, every_match: bool = False
 ) -> list[tuple[str, float]]:
     if policy.fusion is Fusion.BLEND:
-        dense_scores = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
+        dense_scores = {
+            c.memory_id: c.score if c.passage is None else c.score * policy.passage_weight
+            for c in legs.get(Leg.DENSE.value, [])
+        }
         sparse_scores = {c.memory_id: c.score for c in legs.get(Leg.SPARSE.value, [])}
         wd, ws = policy.blend_dense, policy.blend_sparse
         if policy.confidence_fusion > 0 and dense_scores and sparse_scores:
@@ -510,6 +513,7 @@ def _fuse(
             dense_weight=wd,
             sparse_weight=ws,
             every_match=every_match,
+            scale=policy.blend_scale,
         )
         # Other legs (time, recency) have no score on the blend's scale: their candidates
         # join below every matched one, in their own order.

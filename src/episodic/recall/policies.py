@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from episodic.errors import UnknownPolicy
-from episodic.scoring.blend import BLEND_DENSE_WEIGHT, BLEND_SPARSE_WEIGHT
+from episodic.scoring.blend import BLEND_DENSE_WEIGHT, BLEND_SPARSE_WEIGHT, BlendScale
 from episodic.scoring.context import CONVERSATION_WEIGHT, NEIGHBOUR_WEIGHT
 from episodic.scoring.fusion import RRF_K
 from episodic.scoring.mmr import MMR_LAMBDA
@@ -77,6 +77,13 @@ class RecallPolicy:
     dense_by_importance: bool = False
     blend_dense: float = BLEND_DENSE_WEIGHT
     blend_sparse: float = BLEND_SPARSE_WEIGHT
+    # How the blend puts each leg's scores on one scale (scoring/blend.py: BlendScale).
+    blend_scale: BlendScale = BlendScale.RAW
+    # In the blend, a long memory found by one of its later passages keeps this share of
+    # that passage's cosine (1.0: all of it). A memory scores by its best passage, and the
+    # best of many draws runs higher than one: a long answer gets more chances than a
+    # short turn that says the same.
+    passage_weight: float = 1.0
     factors: tuple[Factor, ...] = ()
     # The share of the score importance governs under Factor.IMPORTANCE_PRIOR.
     importance_weight: float = IMPORTANCE_PRIOR_WEIGHT
@@ -233,7 +240,12 @@ DENSE = RecallPolicy(
 #   cross-validation on update stories; LoCoMo and BEAM hold no record, only turns, which
 #   are left alone) the newest first: a later entry about it holds the current state;
 # - seed 001's scope levels when the query names who is asking (an agent or a crew): the
-#   asker's team x1.5, the rest of the project x1.2, workspace-wide memories x1.0.
+#   asker's team x1.5, the rest of the project x1.2, workspace-wide memories x1.0;
+# - a long memory found by a later passage keeps 0.85 of that passage's cosine: chosen on
+#   every held-out fold of LoCoMo and BEAM together between 1 and 0.85 (BEAM R@10 0.474
+#   -> 0.482, R@1 0.134 -> 0.149, no ability down more than 0.4 points; LoCoMo has no
+#   passages and is unchanged). Lower weights measured higher on BEAM overall but cost
+#   two abilities more than a point held out (benchmarks/README.md).
 DEFAULT = RecallPolicy(
     name="default",
     legs=(Leg.DENSE, Leg.SPARSE),
@@ -248,6 +260,7 @@ DEFAULT = RecallPolicy(
     factors=(Factor.IMPORTANCE_PRIOR, Factor.SCOPE_LEVEL),
     newest_similar_first=True,
     subject_cosine=0.60,
+    passage_weight=0.85,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
         "importance prior, scope levels, newest first among memories about one subject"

@@ -13,9 +13,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from enum import StrEnum
 
 BLEND_DENSE_WEIGHT = 0.7
 BLEND_SPARSE_WEIGHT = 0.3
+
+
+class BlendScale(StrEnum):
+    """How each leg's scores are put on one scale before they are weighed."""
+
+    # Seed 001: the cosine as it is, BM25 min-max over its pool.
+    RAW = "raw"
+    # Both legs min-max over their own pools: each leg's best is 1, its weakest 0.
+    MINMAX = "minmax"
+    # Each score's place in its own leg's distribution: the z-score over the pool through
+    # the normal CDF. A leg whose best stands far above the rest keeps that lead; a leg
+    # whose pool is flat gives no candidate much over another.
+    CDF = "cdf"
 
 
 def min_max(scores: Mapping[str, float], *, from_zero: bool = False) -> dict[str, float]:
@@ -33,6 +47,20 @@ def min_max(scores: Mapping[str, float], *, from_zero: bool = False) -> dict[str
     return {key: (value - lo) / span for key, value in scores.items()}
 
 
+def cdf_scaled(scores: Mapping[str, float]) -> dict[str, float]:
+    """Each score's z-score over ``scores`` through the normal CDF, in (0, 1); all-equal
+    scores (or one alone) map to 1.0, as min-max does, an empty mapping to {}."""
+    if not scores:
+        return {}
+    values = list(scores.values())
+    mean = sum(values) / len(values)
+    std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    if std == 0:
+        return dict.fromkeys(scores, 1.0)
+    root2 = math.sqrt(2.0)
+    return {key: 0.5 * (1.0 + math.erf((v - mean) / std / root2)) for key, v in scores.items()}
+
+
 def blend(
     cosines: Mapping[str, float],
     bm25: Mapping[str, float],
@@ -40,6 +68,7 @@ def blend(
     dense_weight: float = BLEND_DENSE_WEIGHT,
     sparse_weight: float = BLEND_SPARSE_WEIGHT,
     every_match: bool = False,
+    scale: BlendScale = BlendScale.RAW,
 ) -> list[tuple[str, float]]:
     """``dense_weight x cosine + sparse_weight x min_max(bm25)`` over the union of both
     candidate sets, best first; ``every_match`` says the BM25 candidates are all the
@@ -48,15 +77,21 @@ def blend(
     mode) the score is each match's share of the best BM25, as seed 001 falls back to
     BM25-only: there is no cosine to share a scale with, and the weaker match keeps its
     share for importance or prominence to weigh (seed 001's floor example: 0.9 x 0.1
-    still above 0.2 x 0.1)."""
+    still above 0.2 x 0.1). ``scale`` says how each leg is put on one scale first
+    (``BlendScale``); a candidate a leg did not return scores 0 on it whatever the
+    scale."""
     if not cosines:
         alone = min_max(bm25, from_zero=True)
         return sorted(alone.items(), key=lambda pair: pair[1], reverse=True)
-    norm = min_max(bm25, from_zero=every_match)
-    ids = list(dict.fromkeys([*cosines, *norm]))
-    scored = [
-        (i, dense_weight * cosines.get(i, 0.0) + sparse_weight * norm.get(i, 0.0)) for i in ids
-    ]
+    scale = BlendScale(scale)  # a policy built with the plain name ("cdf") works too
+    dense: Mapping[str, float]
+    if scale is BlendScale.CDF:
+        dense, norm = cdf_scaled(cosines), cdf_scaled(bm25)
+    else:
+        norm = min_max(bm25, from_zero=every_match)
+        dense = min_max(cosines) if scale is BlendScale.MINMAX else cosines
+    ids = list(dict.fromkeys([*dense, *norm]))
+    scored = [(i, dense_weight * dense.get(i, 0.0) + sparse_weight * norm.get(i, 0.0)) for i in ids]
     return sorted(scored, key=lambda pair: pair[1], reverse=True)
 
 
