@@ -7,6 +7,7 @@ so near-duplicates give way to the next distinct memory.
 
 from __future__ import annotations
 
+import heapq
 import re
 import threading
 from collections import OrderedDict
@@ -105,17 +106,20 @@ def mmr(
                 best_sim[i] = (sim, choice)
         seen[i] = len(picked)
 
-    while remaining and len(picked) < k:
-        while True:
-            choice = max(
-                remaining,
-                key=lambda i: lam * relevance[i] - (1 - lam) * best_sim[i][0],
-            )
-            if seen[choice] == len(picked):
-                break
+    def score(i: str) -> float:
+        return lam * relevance[i] - (1 - lam) * best_sim[i][0]
+
+    # Best (stale) score first, ties by rank: what max() over the remaining in rank
+    # order would choose.
+    heap = [(-score(i), at, i) for at, i in enumerate(remaining)]
+    heapq.heapify(heap)
+    while heap and len(picked) < k:
+        _, at, choice = heapq.heappop(heap)
+        if seen[choice] != len(picked):
             catch_up(choice)
+            heapq.heappush(heap, (-score(choice), at, choice))
+            continue
         picked.append(choice)
-        remaining.remove(choice)
     # Report as "merged" only the candidates that would have made the cut on relevance alone.
     by_relevance = [i for i, _ in ranked][: len(picked)]
     chosen = set(picked)
