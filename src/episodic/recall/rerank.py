@@ -9,13 +9,13 @@ for: an ordinary recall allocates none of it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import lru_cache
 
 from episodic.model import Memory, MemoryStatus, Query
 from episodic.recall.policies import Factor, RecallPolicy
-from episodic.scoring.decay import prominence, recency_weight, reinforcement_of
+from episodic.scoring.decay import clamp01, prominence, recency_weight, reinforcement_of
 from episodic.scoring.prior import importance_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import scope_level, scope_multiplier
@@ -32,15 +32,14 @@ class Rerank:
         self.query = query
         self.now = now
         self.names = tuple(f.value for f in policy.factors)
+        self._values = tuple(_bound(f, query, now, policy) for f in policy.factors)
         self._parts: dict[str, tuple[float, ...]] = {}
 
     def parts(self, m: Memory) -> tuple[float, ...]:
         """``m``'s factor values, in the policy's order."""
         found = self._parts.get(m.id)
         if found is None:
-            found = tuple(
-                factor_value(f, m, self.query, self.now, self.policy) for f in self.policy.factors
-            )
+            found = tuple(value(m) for value in self._values)
             self._parts[m.id] = found
         return found
 
@@ -67,6 +66,22 @@ class Rerank:
                 details[mid] = {"fused": score, **dict(zip(self.names, parts, strict=True))}
         scored.sort(key=lambda pair: pair[1], reverse=True)
         return scored, details
+
+
+def _bound(
+    factor: Factor, query: Query, now: datetime, policy: RecallPolicy
+) -> Callable[[Memory], float]:
+    """``factor_value`` of ``factor`` for one recall, with what every memory shares
+    worked out once (``default``'s two factors are computed for every candidate)."""
+    if factor is Factor.IMPORTANCE_PRIOR:
+        w = clamp01(policy.importance_weight)
+        # importance_prior's formula, its weight clamped once.
+        return lambda m: (1.0 - w) + w * clamp01(m.importance)
+    if factor is Factor.SCOPE_LEVEL:
+        table = _multipliers(policy.scope_multipliers)
+        agent, crew = query.agent_id, query.crew_id
+        return lambda m: scope_multiplier(scope_level(m.agent, m.crew, agent, crew), table)
+    return lambda m: factor_value(factor, m, query, now, policy)
 
 
 def factor_value(
