@@ -22,6 +22,8 @@ database, and the questions go to the trees in turn, one question each, so that 
 them see the same load on a shared machine. The hits of each question are checked to be
 the same in every tree. Without it, the tree this script belongs to is measured.
 
+`--every N` asks every Nth question only (a shorter run on a busy machine).
+
 `--profile FILE` (one tree) writes a cProfile of the timed recalls to FILE and prints its
 30 most expensive functions by cumulative time.
 """
@@ -164,6 +166,7 @@ def main() -> None:
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--policy", default="default")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--every", type=int, default=1, help="ask every Nth question only")
     parser.add_argument("--long", type=int, default=660, help="turns of a long conversation")
     parser.add_argument("--against", type=Path, nargs="+", default=[HERE])
     parser.add_argument("--profile", default=None, help="cProfile output file (one tree)")
@@ -188,10 +191,11 @@ def report(args: argparse.Namespace, trees: list[Path], urls: list[str | None]) 
     for proc in procs:
         assert proc.stdout is not None
         heads.append(json.loads(proc.stdout.readline()))
-    count = heads[0]["questions"]
-    if any(h["questions"] != count for h in heads):
+    if any(h["questions"] != heads[0]["questions"] for h in heads):
         sys.exit("the trees disagree on the questions")
-    long_ones = [i for i, turns in enumerate(heads[0]["turns"]) if turns >= args.long]
+    asked = range(0, heads[0]["questions"], max(1, args.every))
+    turns = heads[0]["turns"]
+    long_ones = [n for n, i in enumerate(asked) if turns[i] >= args.long]
     # latencies[tree][round][question], and the CPU time alike
     latencies: list[list[list[float]]] = [[] for _ in trees]
     cpus: list[list[list[float]]] = [[] for _ in trees]
@@ -200,7 +204,7 @@ def report(args: argparse.Namespace, trees: list[Path], urls: list[str | None]) 
     for _ in range(args.rounds):
         rows: list[list[float]] = [[] for _ in trees]
         cpu_rows: list[list[float]] = [[] for _ in trees]
-        for i in range(count):
+        for i in asked:
             answers = [ask(proc, i) for proc in procs]
             differ += any(a["hits"] != answers[0]["hits"] for a in answers)
             for row, cpu_row, answer in zip(rows, cpu_rows, answers, strict=True):
@@ -214,6 +218,7 @@ def report(args: argparse.Namespace, trees: list[Path], urls: list[str | None]) 
         assert proc.stdin is not None
         proc.stdin.close()
         proc.wait()
+    count = len(asked)
 
     print(
         f"{args.policy} recall latency on {args.format} ({args.backend}), {count} questions "
