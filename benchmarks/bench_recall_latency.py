@@ -1,19 +1,31 @@
-"""Recall latency on LoCoMo: `default`'s p50/p95/p99 per question, embedding excluded.
+"""Recall latency: a policy's p50/p95/p99 per question and its CPU time, embedding excluded.
 
     .venv/bin/python benchmarks/bench_recall_latency.py [--rounds 5] [--against SRC ...]
+        [--format locomo|beam] [--data PATH] [--backend sqlite|postgres]
+        [--policy default] [--profile FILE]
 
-The LoCoMo database is built once (`prepare_locomo`: one turn per memory, SQLite, the
-all-MiniLM-L6-v2 vectors from the benchmark's embedding cache), then every scored question
-is asked under `default` once per round, timing `Episodic.recall` alone, as `episodic bench
-locomo` does (each workspace's first, untimed recall loads its vectors). Reported: p50,
-p95 and p99 over all questions and over the questions of the longest conversations (at
-least --long turns), each the median over the rounds.
+The database is built once per tree (`prepare_locomo`: one turn per memory, with the
+all-MiniLM-L6-v2 vectors from the benchmark's embedding cache, a long turn's passages
+included; `EPISODIC_EMBEDDER=none` for keyword-only), then every scored question is asked
+under the policy once per round, timing `Episodic.recall` alone, as `episodic bench
+locomo` does (each workspace's first, untimed recall loads its vectors). `--format beam`
+reads BEAM (user-assistant conversations with long answers) instead of LoCoMo.
+`--backend postgres` starts a throwaway PostgreSQL (the tests' embedded server) and gives
+each tree a database of its own on it. Reported: p50, p95 and p99 of the wall time over
+all questions and over the questions of the longest conversations (at least --long
+turns), each the median over the rounds, and the median CPU time per question (the
+process's, every thread counted: what a noisy shared machine distorts least).
 
 `--against SRC [SRC ...]` compares source trees (each a `src` folder, e.g. of a detached
 worktree of main) in one run: each tree runs in its own worker process with its own
 database, and the questions go to the trees in turn, one question each, so that all of
 them see the same load on a shared machine. The hits of each question are checked to be
 the same in every tree. Without it, the tree this script belongs to is measured.
+
+`--every N` asks every Nth question only (a shorter run on a busy machine).
+
+`--profile FILE` (one tree) writes a cProfile of the timed recalls to FILE and prints its
+30 most expensive functions by cumulative time.
 """
 
 from __future__ import annotations
@@ -24,25 +36,40 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = {"locomo": SHARED / "locomo10.json", "beam": SHARED / "beam"}
 HERE = Path(__file__).resolve().parents[1] / "src"
+TESTS = Path(__file__).resolve().parents[1] / "tests"
 DEPTH = 20  # what `episodic bench locomo` asks for: its deepest metric
 
 
-def worker(data: Path) -> None:
+def worker(data: Path, form: str, policy: str, db_url: str | None, profile: str | None) -> None:
     """Build the database, say how many questions there are, then answer each question
-    index read from stdin with its latency (ms) and hit ids, one JSON line each."""
-    from episodic.bench.locomo import prepare_locomo
+    index read from stdin with its latency and CPU time (ms) and hit ids, one JSON line
+    each."""
+    import cProfile
+
+    from episodic.bench.locomo import load_locomo, prepare_locomo
     from episodic.config import Settings
 
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    with prepare_locomo(data, Settings.from_env(), say=say) as run:
+    if form == "beam":
+        from episodic.bench.beam import load_beam
+
+        load = load_beam
+    else:
+        load = load_locomo
+    profiler = cProfile.Profile() if profile else None
+    with prepare_locomo(data, Settings.from_env(), say=say, db_url=db_url, load=load) as run:
         mem, clock = run.mem, run.clock
         warmed: set[str] = set()
         long_turns = [len(conv.turns) for conv, _ in run.asked]
@@ -51,12 +78,28 @@ def worker(data: Path) -> None:
             conv, question = run.asked[int(line)]
             clock.now = conv.end
             if conv.workspace not in warmed:
-                mem.recall(question.text, workspace=conv.workspace, k=DEPTH, mark=False)
+                mem.recall(
+                    question.text, workspace=conv.workspace, k=DEPTH, policy=policy, mark=False
+                )
                 warmed.add(conv.workspace)
+            if profiler is not None:
+                profiler.enable()
+            cpu = time.process_time()
             started = time.perf_counter()
-            result = mem.recall(question.text, workspace=conv.workspace, k=DEPTH, mark=False)
+            result = mem.recall(
+                question.text, workspace=conv.workspace, k=DEPTH, policy=policy, mark=False
+            )
             ms = (time.perf_counter() - started) * 1000.0
-            print(json.dumps({"ms": ms, "hits": [h.id for h in result.hits]}), flush=True)
+            cpu_ms = (time.process_time() - cpu) * 1000.0
+            if profiler is not None:
+                profiler.disable()
+            answer = {"ms": ms, "cpu": cpu_ms, "hits": [h.id for h in result.hits]}
+            print(json.dumps(answer), flush=True)
+    if profiler is not None and profile:
+        import pstats
+
+        profiler.dump_stats(profile)
+        pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -67,14 +110,16 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
-def start(src: Path, data: Path) -> subprocess.Popen[str]:
+def start(
+    src: Path, args: argparse.Namespace, db_url: str | None, profile: str | None
+) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(src)}
+    command = [sys.executable, __file__, "--worker", "--data", str(args.data)]
+    command += ["--format", args.format, "--policy", args.policy]
+    command += ["--db-url", db_url] if db_url else []
+    command += ["--profile", profile] if profile else []
     return subprocess.Popen(
-        [sys.executable, __file__, "--worker", "--data", str(data)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
     )
 
 
@@ -86,63 +131,122 @@ def ask(proc: subprocess.Popen[str], index: int) -> dict[str, Any]:
     return answer
 
 
+@contextmanager
+def databases(backend: str, count: int) -> Iterator[list[str | None]]:
+    """One empty database per tree: none for SQLite (each worker makes a throwaway file),
+    else one each on a throwaway PostgreSQL server."""
+    if backend == "sqlite":
+        yield [None] * count
+        return
+    import psycopg
+
+    sys.path.insert(0, str(TESTS))
+    import pg_servers
+
+    with tempfile.TemporaryDirectory(prefix="pgl-") as tmp:
+        server = pg_servers.start(Path(tmp))
+        try:
+            admin = server.get_uri()
+            head, _, query = admin.partition("?")
+            base = head.rsplit("/", 1)[0]
+            urls: list[str | None] = []
+            with psycopg.connect(admin, autocommit=True) as conn:
+                for i in range(count):
+                    conn.execute(f"CREATE DATABASE latency_{i}")
+                    urls.append(f"{base}/latency_{i}?{query}" if query else f"{base}/latency_{i}")
+            yield urls
+        finally:
+            server.cleanup()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--format", choices=sorted(DATA), default="locomo")
+    parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--policy", default="default")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--every", type=int, default=1, help="ask every Nth question only")
     parser.add_argument("--long", type=int, default=660, help="turns of a long conversation")
     parser.add_argument("--against", type=Path, nargs="+", default=[HERE])
+    parser.add_argument("--profile", default=None, help="cProfile output file (one tree)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--db-url", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.data = args.data or DATA[args.format]
     if args.worker:
-        worker(args.data)
+        worker(args.data, args.format, args.policy, args.db_url, args.profile)
         return
 
     trees = [p.resolve() for p in args.against]
-    procs = [start(tree, args.data) for tree in trees]
+    if args.profile and len(trees) > 1:
+        sys.exit("--profile measures one tree")
+    with databases(args.backend, len(trees)) as urls:
+        report(args, trees, urls)
+
+
+def report(args: argparse.Namespace, trees: list[Path], urls: list[str | None]) -> None:
+    procs = [start(tree, args, url, args.profile) for tree, url in zip(trees, urls, strict=True)]
     heads = []
     for proc in procs:
         assert proc.stdout is not None
         heads.append(json.loads(proc.stdout.readline()))
-    count = heads[0]["questions"]
-    if any(h["questions"] != count for h in heads):
+    if any(h["questions"] != heads[0]["questions"] for h in heads):
         sys.exit("the trees disagree on the questions")
-    long_ones = [i for i, turns in enumerate(heads[0]["turns"]) if turns >= args.long]
-    # latencies[tree][round][question]
+    asked = range(0, heads[0]["questions"], max(1, args.every))
+    turns = heads[0]["turns"]
+    long_ones = [n for n, i in enumerate(asked) if turns[i] >= args.long]
+    # latencies[tree][round][question], and the CPU time alike
     latencies: list[list[list[float]]] = [[] for _ in trees]
+    cpus: list[list[list[float]]] = [[] for _ in trees]
     differ = 0
     load = os.getloadavg()[0]
     for _ in range(args.rounds):
         rows: list[list[float]] = [[] for _ in trees]
-        for i in range(count):
+        cpu_rows: list[list[float]] = [[] for _ in trees]
+        for i in asked:
             answers = [ask(proc, i) for proc in procs]
             differ += any(a["hits"] != answers[0]["hits"] for a in answers)
-            for row, answer in zip(rows, answers, strict=True):
+            for row, cpu_row, answer in zip(rows, cpu_rows, answers, strict=True):
                 row.append(answer["ms"])
+                cpu_row.append(answer["cpu"])
         for tree_rounds, row in zip(latencies, rows, strict=True):
             tree_rounds.append(row)
+        for tree_cpus, cpu_row in zip(cpus, cpu_rows, strict=True):
+            tree_cpus.append(cpu_row)
     for proc in procs:
         assert proc.stdin is not None
         proc.stdin.close()
         proc.wait()
+    count = len(asked)
 
     print(
-        f"default recall latency, {count} questions ({len(long_ones)} of conversations of "
-        f">= {args.long} turns), k={DEPTH}, median of {args.rounds} rounds; "
-        f"load average {load:.2f} -> {os.getloadavg()[0]:.2f}"
+        f"{args.policy} recall latency on {args.format} ({args.backend}), {count} questions "
+        f"({len(long_ones)} of conversations of >= {args.long} turns), k={DEPTH}, median of "
+        f"{args.rounds} rounds; load average {load:.2f} -> {os.getloadavg()[0]:.2f}"
     )
-    print(f"{'tree':<40} {'p50':>7} {'p95':>7} {'p99':>7} | long: {'p50':>6} {'p95':>7} {'p99':>7}")
-    for tree, rounds in zip(trees, latencies, strict=True):
+    print(
+        f"{'tree':<40} {'p50':>7} {'p95':>7} {'p99':>7} | long: {'p50':>6} {'p95':>7} "
+        f"{'p99':>7} | cpu: {'p50':>6} {'p95':>7} {'mean':>7}"
+    )
+    for tree, rounds, cpu_rounds in zip(trees, latencies, cpus, strict=True):
         cells = []
         for subset in (range(count), long_ones):
             for p in (50, 95, 99):
-                per_round = [percentile([r[i] for i in subset], p) for r in rounds]
-                cells.append(statistics.median(per_round))
+                per_round = (
+                    [percentile([r[i] for i in subset], p) for r in rounds] if subset else []
+                )
+                cells.append(statistics.median(per_round) if per_round else float("nan"))
+        for p in (50, 95):
+            cells.append(statistics.median(percentile(r, p) for r in cpu_rounds))
+        cells.append(statistics.median(statistics.fmean(r) for r in cpu_rounds))
         print(
             f"{tree!s:<40} "
             + " ".join(f"{c:7.2f}" for c in cells[:3])
             + " | "
-            + " ".join(f"{c:7.2f}" for c in cells[3:])
+            + " ".join(f"{c:7.2f}" for c in cells[3:6])
+            + " | "
+            + " ".join(f"{c:7.2f}" for c in cells[6:])
         )
     if len(trees) > 1:
         print(f"questions whose hits differ between the trees: {differ}")

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from functools import lru_cache
 
 from episodic import metrics, tracing
 from episodic.embed.base import Vector
-from episodic.model import Candidate, Hit, Memory, MemoryStatus, Query, ScopeFilter
+from episodic.model import Candidate, Hit, Memory, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
 from episodic.recall.legs import LegQuery, QueryVectors, run_legs
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
+from episodic.recall.rerank import Rerank
 from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
 from episodic.recall.supersede import newest_similar_first
 from episodic.recall.timeparse import parse_time_expressions, strip_time_expressions
@@ -34,7 +34,6 @@ from episodic.recall.validity import keep_valid, trace_superseded
 from episodic.recall.walk import walk_similar
 from episodic.scoring.blend import blend, confident_weight
 from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
-from episodic.scoring.decay import prominence, recency_weight, reinforcement_of
 from episodic.scoring.fusion import rrf
 from episodic.scoring.mmr import TokenSets, mmr
 from episodic.scoring.passages import (
@@ -45,8 +44,7 @@ from episodic.scoring.passages import (
     words,
 )
 from episodic.scoring.prior import importance_prior
-from episodic.scoring.retrievability import initial_stability, retrievability
-from episodic.scoring.scope import possible_levels, scope_level, scope_multiplier
+from episodic.scoring.scope import possible_levels, scope_multiplier
 from episodic.scoring.temporal import TimeWindow
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
 from episodic.store.search import SearchStore
@@ -54,7 +52,6 @@ from episodic.store.upkeep import ReviewRequest
 
 MODE_VECTOR = "vector"
 MODE_SPARSE_ONLY = "sparse-only"
-SECONDS_PER_DAY = 86_400.0
 TIME_LEG = "time"
 # The token sets MMR compares memories by, kept across recalls (seed 001's diversity).
 TOKEN_SETS = TokenSets()
@@ -237,9 +234,10 @@ def _run_recall(
         fetch([i for i, _ in pairs])
         if any(i not in memories for i, _ in pairs):
             return None
-        scored, _ = _rerank(list(pairs), memories, policy, query, now)
+        scored, _ = rerank(list(pairs), memories)
         return [s for _, s in by_time(scored, memories, windows, policy.time_floor)]
 
+    rerank = Rerank(policy, query, now)
     # Ids with a newer near-duplicate ranked with them, and that newer id: marked earlier.
     earlier: dict[str, str] = {}
     for everything in (whole, True):
@@ -249,7 +247,7 @@ def _run_recall(
         if reorders:
             fetch([i for i, _ in head])
             head = [(i, s) for i, s in head if i in memories]
-        ranked, detail = _rerank(head, memories, policy, query, now)
+        ranked, detail = rerank(head, memories, detail=trace is not None)
         # Below the head, lo x the fused score bounds what re-ranking could give.
         bounded_tail = [(i, s * lo) for i, s in tail]
         reranked = ranked + bounded_tail
@@ -549,70 +547,6 @@ def _factor_bounds(policy: RecallPolicy, query: Query) -> tuple[float, float]:
         else:
             return 0.0, math.inf
     return lo, hi
-
-
-def _rerank(
-    fused: list[tuple[str, float]],
-    memories: dict[str, Memory],
-    policy: RecallPolicy,
-    query: Query,
-    now: datetime,
-) -> tuple[list[tuple[str, float]], dict[str, dict[str, float]]]:
-    if not policy.factors:
-        return fused, {}
-    detail: dict[str, dict[str, float]] = {}
-    scored: list[tuple[str, float]] = []
-    for mid, score in fused:
-        m = memories[mid]
-        parts = {f.value: _factor(f, m, query, now, policy) for f in policy.factors}
-        total = score
-        for value in parts.values():
-            total *= value
-        detail[mid] = {"fused": score, **parts}
-        scored.append((mid, total))
-    scored.sort(key=lambda pair: pair[1], reverse=True)
-    return scored, detail
-
-
-def _factor(factor: Factor, m: Memory, query: Query, now: datetime, policy: RecallPolicy) -> float:
-    if factor is Factor.IMPORTANCE:
-        return m.importance
-    if factor is Factor.IMPORTANCE_PRIOR:
-        return importance_prior(m.importance, policy.importance_weight)
-    if factor is Factor.PROMINENCE:
-        # From base importance: the nightly decay already folded age and reinforcement
-        # into `importance`, and seed 001's prominence applies them once.
-        return prominence(
-            m.base_importance,
-            _age_days(m, now),
-            reinforcement_of(m.payload),
-            retired=m.status is not MemoryStatus.ACTIVE,
-        )
-    if factor is Factor.SCOPE_LEVEL:
-        level = scope_level(m.agent, m.crew, query.agent_id, query.crew_id)
-        return scope_multiplier(level, _multipliers(policy.scope_multipliers))
-    if factor is Factor.RETRIEVABILITY:
-        if m.stability is not None and m.stability > 0:
-            # FSRS state kept by reviews (upkeep.reviews): elapsed since the last review,
-            # or since the memory's time when it was never reviewed.
-            since = m.last_reviewed_at or m.ts
-            elapsed = max(0.0, (now - since).total_seconds() / SECONDS_PER_DAY)
-            return retrievability(elapsed, m.stability)
-        surprise = m.payload.get("surprise", 0.0)
-        stability = initial_stability(float(surprise) if isinstance(surprise, int | float) else 0.0)
-        return retrievability(_age_days(m, now), stability)
-    return recency_weight(_age_days(m, now))
-
-
-def _age_days(m: Memory, now: datetime) -> float:
-    return max(0.0, (now - m.ts).total_seconds() / SECONDS_PER_DAY)
-
-
-@lru_cache(maxsize=64)
-def _multipliers(pairs: tuple[tuple[str, float], ...]) -> Mapping[str, float]:
-    """A policy's scope multipliers as the table ``scope_multiplier`` reads, built once
-    per policy rather than once per candidate."""
-    return dict(pairs)
 
 
 def _trace_scope_drops(

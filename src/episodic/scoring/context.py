@@ -64,26 +64,28 @@ def lift_by_conversation(
     """``ranked`` (id, score) with each candidate's conversation (missing or None: none);
     returns the same ids with their lifted scores, best first (ties keep their order).
     With ``depth`` > 0 only each conversation's best ``depth`` candidates are lifted."""
-
-    def group(memory_id: str) -> tuple[bool, str]:
-        conversation = conversation_of.get(memory_id)
-        return (True, conversation) if conversation is not None else (False, memory_id)
-
     ordered = sorted(ranked, key=lambda pair: pair[1], reverse=True)  # stable: ties keep order
+    # Each candidate's group: its conversation, or itself when it has none.
+    groups = [
+        (True, c) if (c := conversation_of.get(memory_id)) is not None else (False, memory_id)
+        for memory_id, _ in ordered
+    ]
     # A conversation's strength: the mean of its ``top`` best scores (1: its best), a
     # missing one counting 0, so one lucky match weighs less than several good ones.
     strength: dict[tuple[bool, str], float] = {}
     counted: dict[tuple[bool, str], int] = {}
-    for memory_id, score in ordered:
-        key = group(memory_id)
-        if counted.get(key, 0) < top:
-            strength[key] = strength.get(key, 0.0) + score / max(1, top)
-            counted[key] = counted.get(key, 0) + 1
+    share = max(1, top)
+    for key, (_, score) in zip(groups, ordered, strict=True):
+        n = counted.get(key, 0)
+        if n < top:
+            strength[key] = strength.get(key, 0.0) + score / share
+            counted[key] = n + 1
     seen: dict[tuple[bool, str], int] = {}
     lifted: list[tuple[str, float]] = []
-    for memory_id, score in ordered:
-        key = group(memory_id)
-        seen[key] = seen.get(key, 0) + 1
-        lift = weight * strength[key] if depth <= 0 or seen[key] <= depth else 0.0
+    for key, (memory_id, score) in zip(groups, ordered, strict=True):
+        n = seen.get(key, 0) + 1
+        seen[key] = n
+        lift = weight * strength[key] if depth <= 0 or n <= depth else 0.0
         lifted.append((memory_id, score + lift))
-    return sorted(lifted, key=lambda pair: pair[1], reverse=True)
+    lifted.sort(key=lambda pair: pair[1], reverse=True)
+    return lifted

@@ -7,6 +7,7 @@ so near-duplicates give way to the next distinct memory.
 
 from __future__ import annotations
 
+import heapq
 import re
 import threading
 from collections import OrderedDict
@@ -88,23 +89,46 @@ def mmr(
     remaining = [i for i, _ in ranked]
     picked: list[str] = []
     best_sim: dict[str, tuple[float, str]] = {i: (0.0, "") for i in remaining}
-    while remaining and len(picked) < k:
-        choice = max(
-            remaining,
-            key=lambda i: lam * relevance[i] - (1 - lam) * best_sim[i][0],
-        )
-        picked.append(choice)
-        remaining.remove(choice)
-        chosen_tokens = token_sets.get(choice, frozenset())
-        for i in remaining:
-            sim = jaccard(token_sets.get(i, frozenset()), chosen_tokens)
+    # How many of the picks each candidate's best_sim has seen. A candidate is compared
+    # with a pick only when it is about to be chosen (or reported): until then its stale
+    # best_sim can only be lower, so its stale score bounds its true one from above, and
+    # the first candidate with the best stale score that is up to date is exactly the
+    # one comparing everyone after every pick would choose. Long memories' token sets
+    # hold thousands of words, and most candidates never come near the top.
+    seen = dict.fromkeys(remaining, 0)
+    empty: frozenset[str] = frozenset()
+
+    def catch_up(i: str) -> None:
+        own = token_sets.get(i, empty)
+        for choice in picked[seen[i] :]:
+            sim = jaccard(own, token_sets.get(choice, empty))
             if sim > best_sim[i][0]:
                 best_sim[i] = (sim, choice)
+        seen[i] = len(picked)
+
+    def score(i: str) -> float:
+        return lam * relevance[i] - (1 - lam) * best_sim[i][0]
+
+    # Best (stale) score first, ties by rank: what max() over the remaining in rank
+    # order would choose.
+    heap = [(-score(i), at, i) for at, i in enumerate(remaining)]
+    heapq.heapify(heap)
+    while heap and len(picked) < k:
+        _, at, choice = heapq.heappop(heap)
+        if seen[choice] != len(picked):
+            catch_up(choice)
+            heapq.heappush(heap, (-score(choice), at, choice))
+            continue
+        picked.append(choice)
     # Report as "merged" only the candidates that would have made the cut on relevance alone.
     by_relevance = [i for i, _ in ranked][: len(picked)]
+    chosen = set(picked)
+    for i in by_relevance:
+        if i not in chosen:
+            catch_up(i)
     dropped = [
         MmrDrop(i, best_sim[i][1], best_sim[i][0])
         for i in by_relevance
-        if i not in picked and best_sim[i][1]
+        if i not in chosen and best_sim[i][1]
     ]
     return [(i, original[i]) for i in picked], dropped

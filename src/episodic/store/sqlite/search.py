@@ -54,6 +54,11 @@ class SearchMixin(SqliteBase):
         must run first: it moves the epoch). Passages are only added, or deleted with a
         bump of the workspace's generation, so new rows load incrementally."""
         key = f"{workspace_id}{PASSAGE_SEP}passages"
+        with self._dense_lock:
+            # Up to date with what ``_fresh_index`` just saw: no read needed.
+            index = self._dense.get(key)
+            if isinstance(index, PassageIndex) and index.epoch == self._epoch:
+                return index
         with self._read(search=True), self._dense_lock:
             index = self._dense.get(key)
             if isinstance(index, PassageIndex) and index.epoch == self._epoch:
