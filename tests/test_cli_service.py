@@ -51,7 +51,7 @@ def test_keys_create_list_revoke(env: dict[str, str], tmp_path: Path) -> None:
     listed = json.loads(runner.invoke(app, ["keys", "list", "--json"], env=env).stdout)
     assert listed[0]["revoked_at"] is not None and listed[1]["revoked_at"] is None
     result = runner.invoke(app, ["keys", "revoke", "k_nope"], env=env)
-    assert result.exit_code == 2 and "not found: k_nope" in result.stderr
+    assert result.exit_code == 2 and "no API key has the id 'k_nope'" in result.stderr
 
 
 def test_keys_create_refuses_a_bad_role(env: dict[str, str]) -> None:

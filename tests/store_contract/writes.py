@@ -144,6 +144,21 @@ class WritesContract:
             store.get_memory("acme", "never-existed")
         assert store.get_memory("orbit", "secret").id == "secret"
 
+    def test_memory_ids_starting_match_the_start_case_for_case_in_one_workspace(
+        self, store: Store
+    ) -> None:
+        remember(store, event("evt_ab12cd"), event("evt_ab12ef"), event("evt_AB12zz"))
+        remember(store, event("evt_ab1%_x"), event("evtXab12"))
+        remember(store, event("evt_ab12other", "orbit"))
+        assert store.memory_ids_starting("acme", "evt_ab12", 10) == ["evt_ab12cd", "evt_ab12ef"]
+        assert store.memory_ids_starting("acme", "evt_ab12", 1) == ["evt_ab12cd"]
+        assert store.memory_ids_starting("acme", "evt_ab12e", 10) == ["evt_ab12ef"]
+        # "_" and "%" are the id's own characters, not patterns.
+        assert store.memory_ids_starting("acme", "evt_ab1%", 10) == ["evt_ab1%_x"]
+        assert store.memory_ids_starting("acme", "evt%", 10) == []
+        assert store.memory_ids_starting("orbit", "evt_ab12", 10) == ["evt_ab12other"]
+        assert store.memory_ids_starting("nowhere", "evt_", 10) == []
+
     # -- conversations -----------------------------------------------------------------------
     def test_pending_messages_by_conversation_until_an_episode_takes_them(
         self, store: Store

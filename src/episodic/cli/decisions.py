@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from episodic.cli import ids
 from episodic.cli.common import JsonOpt, errors, open_memory, out, print_json
 from episodic.service import memory_json
 
@@ -21,7 +22,7 @@ CLI_RESTORER = "cli"
 
 def why(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    memory_id: Annotated[str, typer.Argument(help=ids.MEMORY_ID_HELP)],
     workspace: Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")],
     as_json: JsonOpt = False,
 ) -> None:
@@ -33,6 +34,7 @@ def why(
     Example: episodic memory why evt_123 -w acme
     """
     with errors(), open_memory(ctx) as mem:
+        memory_id = ids.memory_id(mem, workspace, memory_id)
         decisions = mem.decisions(memory_id, workspace=workspace)
     if as_json:
         print_json({"memory": memory_id, "decisions": [d.to_json() for d in decisions]})
@@ -53,7 +55,9 @@ def decision_line(d: Decision) -> str:
 
 def restore(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(help="The id of the superseded or retired memory.")],
+    memory_id: Annotated[
+        str, typer.Argument(help="The id (or its start) of the superseded or retired memory.")
+    ],
     workspace: Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")],
     as_json: JsonOpt = False,
 ) -> None:
@@ -67,6 +71,7 @@ def restore(
     Example: episodic memory restore evt_123 -w acme
     """
     with errors(), open_memory(ctx) as mem:
+        memory_id = ids.memory_id(mem, workspace, memory_id)
         memory = mem.restore(memory_id, workspace=workspace, by=CLI_RESTORER)
     if as_json:
         print_json(memory_json(memory))

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from episodic.cli import ids
 from episodic.cli.common import JsonOpt, errors, open_memory, out, print_json
 from episodic.errors import InvalidInput
 from episodic.service.pages import memory_json
@@ -20,7 +21,7 @@ CLI_EDITOR = "cli"
 
 def update(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    memory_id: Annotated[str, typer.Argument(help=ids.MEMORY_ID_HELP)],
     workspace: Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")],
     content: Annotated[str | None, typer.Option("--content", help="The corrected text.")] = None,
     importance: Annotated[
@@ -37,7 +38,7 @@ def update(
     """
     with errors(), open_memory(ctx) as mem:
         memory = mem.update(
-            memory_id,
+            ids.memory_id(mem, workspace, memory_id),
             workspace=workspace,
             content=content,
             importance=importance,
@@ -52,7 +53,7 @@ def update(
 
 def history(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    memory_id: Annotated[str, typer.Argument(help=ids.MEMORY_ID_HELP)],
     workspace: Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")],
     as_json: JsonOpt = False,
 ) -> None:
@@ -63,7 +64,7 @@ def history(
     from episodic.service.editing import version_json
 
     with errors(), open_memory(ctx) as mem:
-        versions = mem.history(memory_id, workspace=workspace)
+        versions = mem.history(ids.memory_id(mem, workspace, memory_id), workspace=workspace)
     if as_json:
         print_json({"versions": [version_json(v) for v in versions]})
         return
@@ -82,8 +83,12 @@ def history(
 
 def supersede(
     ctx: typer.Context,
-    old_id: Annotated[str, typer.Argument(help="The id of the memory that is outdated.")],
-    new: Annotated[str, typer.Argument(help="The replacing memory's id, or a new text.")],
+    old_id: Annotated[
+        str, typer.Argument(help="The id (or its start) of the memory that is outdated.")
+    ],
+    new: Annotated[
+        str, typer.Argument(help="The replacing memory's id (or its start), or a new text.")
+    ],
     workspace: Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")],
     reason: Annotated[str | None, typer.Option("--reason", help="Why it is replaced.")] = None,
     as_json: JsonOpt = False,
@@ -96,6 +101,8 @@ def supersede(
     Example: episodic memory supersede evt_123 -w acme "pay subscriptions with card B"
     """
     with errors(), open_memory(ctx) as mem:
+        old_id = ids.memory_id(mem, workspace, old_id, field="old_id")
+        new = ids.maybe_memory_id(mem, workspace, new, field="new")
         memory = mem.supersede(old_id, new, workspace=workspace, reason=reason)
     if as_json:
         print_json(memory_json(memory))
@@ -105,7 +112,7 @@ def supersede(
 
 def supersessions(
     ctx: typer.Context,
-    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    memory_id: Annotated[str, typer.Argument(help=ids.MEMORY_ID_HELP)],
     workspace: Annotated[str, typer.Option("--workspace", "-w", help="Its workspace.")],
     as_json: JsonOpt = False,
 ) -> None:
@@ -114,6 +121,7 @@ def supersessions(
     Example: episodic memory supersessions evt_123 -w acme
     """
     with errors(), open_memory(ctx) as mem:
+        memory_id = ids.memory_id(mem, workspace, memory_id)
         links = mem.supersessions(memory_id, workspace=workspace)
     if as_json:
         print_json({"supersessions": [link.to_json() for link in links]})

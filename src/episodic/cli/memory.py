@@ -178,7 +178,10 @@ def index(
     memory_id: Annotated[
         str | None,
         typer.Option(
-            "--id", help="Embed this one memory now (with --workspace), then exit.", metavar="ID"
+            "--id",
+            help="Embed this one memory now (with --workspace), then exit; the start of its "
+            "id is enough when it names it alone.",
+            metavar="ID",
         ),
     ] = None,
     workspace: Annotated[
@@ -199,9 +202,11 @@ def index(
         if workspace is None or once:
             err.print("--id embeds one memory: give its --workspace, and no --once")
             raise typer.Exit(2)
+        from episodic.cli import ids
         from episodic.model import ScopeFilter
 
         with errors(), open_memory(ctx) as mem:
+            memory_id = ids.memory_id(mem, workspace, memory_id)
             done = mem.index_one_in(ScopeFilter(workspace), memory_id)
         if as_json:
             print_json(done.to_json())
@@ -459,7 +464,10 @@ def forget(
     conversation: Annotated[
         str | None, typer.Option("--conversation", help="This whole conversation.")
     ] = None,
-    memory: Annotated[str | None, typer.Option("--memory", help="One memory by id.")] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option("--memory", help="One memory by id (or enough of its start to name it)."),
+    ] = None,
     older_than: Annotated[
         float | None,
         typer.Option("--older-than", help="Only what is older than this many days (retention)."),
@@ -487,6 +495,11 @@ def forget(
         err.print("nothing forgotten")
         raise typer.Exit(1)
     with errors(), open_memory(ctx) as mem:
+        if memory is not None:
+            from episodic.cli import ids
+
+            # A start naming nothing is left as given: forget then says nothing matched.
+            memory = ids.maybe_memory_id(mem, workspace, memory, field="memory")
         counts = mem.forget(
             workspace=workspace,
             agent=agent,

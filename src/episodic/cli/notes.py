@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from episodic.cli import ids
 from episodic.cli.basics import warn_if_unknown
 from episodic.cli.common import (
     ConversationOpt,
@@ -51,7 +52,9 @@ def remember(
     ] = None,
     replaces: Annotated[
         str | None,
-        typer.Option("--replaces", help="The id of a memory this one makes outdated."),
+        typer.Option(
+            "--replaces", help="The id (or its start) of a memory this one makes outdated."
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -60,6 +63,8 @@ def remember(
     Example: episodic memory remember "pay subscriptions with card B" -w acme --replaces evt_1
     """
     with errors(), open_memory(ctx) as mem:
+        if replaces is not None:
+            replaces = ids.memory_id(mem, workspace, replaces, field="replaces")
         memory = mem.remember(
             content,
             workspace=workspace,

@@ -244,14 +244,19 @@ def _minute(at: datetime | None) -> str:
 @keys_app.command("revoke")
 def keys_revoke(
     ctx: typer.Context,
-    key_id: Annotated[str, typer.Argument(help="The key's id (k_...), from `keys list`.")],
+    key_id: Annotated[
+        str,
+        typer.Argument(help="The key's id (k_...) from `keys list`, or enough of its start."),
+    ],
 ) -> None:
     """Revoke an API key: every request with it is refused from now on.
 
     Example: episodic keys revoke k_3f9a1c2b7d4e
     """
     with errors(), open_memory(ctx) as mem:
-        key = mem.revoke_key(key_id)
+        from episodic.cli.ids import key_id as named_key
+
+        key = mem.revoke_key(named_key(mem, key_id))
     out.print(f"revoked {key.id} ({key.workspace_id}, {key.role.value})")
 
 

@@ -90,6 +90,12 @@ class MemoryReader(Protocol):
 
     def get_events(self, workspace_id: str, ids: Sequence[str]) -> list[Event]: ...
 
+    def memory_ids_starting(self, workspace_id: str, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids of that workspace's memories (any status) that start with
+        ``prefix``, compared case for case, in code point order: what a shortened id
+        given on the command line could mean."""
+        ...
+
     def workspaces(self) -> list[str]:
         """Every workspace holding memories, sorted."""
         ...

@@ -230,6 +230,20 @@ class WritesMixin(PgBase):
         found = {row[0]: row for row in rows}
         return [event_from_row(found[event_id]) for event_id in wanted if event_id in found]
 
+    def memory_ids_starting(self, workspace_id: str, prefix: str, limit: int) -> list[str]:
+        if _has_nul(workspace_id) or _has_nul(prefix):
+            return []
+        # left(), not LIKE: "_" and "%" in an id are its own characters. Code point
+        # order (COLLATE "C"), as SQLite sorts.
+        with self._read() as conn:
+            rows = self._exec(
+                conn,
+                "SELECT id FROM memories WHERE workspace_id = %s AND left(id, %s) = %s "
+                'ORDER BY id COLLATE "C" LIMIT %s',
+                (workspace_id, len(prefix), prefix, limit),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def workspaces(self) -> list[str]:
         # A skip scan down the (workspace_id, ...) index: one probe per workspace instead
         # of DISTINCT over every memory.

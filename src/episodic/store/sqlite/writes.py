@@ -192,6 +192,16 @@ class WritesMixin(SqliteBase):
                 sources.setdefault(memory_id, []).append(event_id)
         return sources
 
+    def memory_ids_starting(self, workspace_id: str, prefix: str, limit: int) -> list[str]:
+        # substr, not LIKE: SQLite's LIKE ignores case and reads "_" as any character.
+        with self._read():
+            rows = self._execute(
+                "SELECT id FROM memories WHERE workspace_id = ? AND substr(id, 1, ?) = ? "
+                "ORDER BY id LIMIT ?",
+                (workspace_id, len(prefix), prefix, limit),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def workspaces(self) -> list[str]:
         with self._read():
             rows = self._execute(
