@@ -1,7 +1,8 @@
 """A command loads only what it uses: ``import episodic`` loads neither the server, the
 model runtime nor the async layer; ``episodic --help`` loads no service; a keyword-only
-recall loads no model runtime, faiss or HTTP client; and with ``EPISODIC_URL`` set,
-``recall`` and ``render`` ask that server without opening the database at all.
+recall loads no model runtime, faiss or HTTP client, and of the service's areas only
+recalling; and with ``EPISODIC_URL`` set, ``recall`` and ``render`` ask that server
+without opening the database at all.
 
 What is loaded is read from ``sys.modules`` in a fresh process (the timings themselves are
 ``benchmarks/bench_cli.py``'s)."""
@@ -23,6 +24,18 @@ from episodic.store import open_store
 from servers import serve
 
 ROOT = Path(__file__).resolve().parents[1]
+# The service's areas: each is loaded by the first call that needs it.
+AREAS = (
+    "episodic.service.writing",
+    "episodic.service.recalling",
+    "episodic.service.upkeep",
+    "episodic.service.operations",
+    "episodic.service.journal",
+    "episodic.service.editing",
+    "episodic.service.superseding",
+    "episodic.service.decisions",
+    "episodic.service.doctor",
+)
 HEAVY = (
     "fastapi",
     "uvicorn",
@@ -42,6 +55,7 @@ HEAVY = (
     "pydantic",
     "rich",
     "prometheus_client",
+    *AREAS,
 )
 # What typer brings: an agent's hook (recall, render) runs without it.
 FRAMEWORK = {"typer", "pydantic"}
@@ -143,6 +157,24 @@ def test_a_keyword_only_recall_loads_no_model_runtime_faiss_or_http_client(db: s
         assert not set(loaded) & {"episodic.write.supersession"}
         # Neither the command-line framework nor the metrics of a server it does not run.
         assert not set(loaded) & (FRAMEWORK | {"prometheus_client"}), loaded
+
+
+def test_a_command_loads_only_the_service_areas_it_calls(db: str) -> None:
+    env = {"EPISODIC_EMBEDDER": "none"}
+    done, loaded = run("--db", db, "recall", "checkout OOM", "-w", "acme", env=env)
+    assert done.returncode == 0 and "checkout OOM" in done.stdout, done.stderr
+    assert set(loaded) & set(AREAS) == {"episodic.service.recalling"}, loaded
+    done, loaded = run("--db", db, "memory", "list", "-w", "acme", env=env)
+    assert done.returncode == 0 and "checkout OOM" in done.stdout, done.stderr
+    assert set(loaded) & set(AREAS) == {"episodic.service.operations", "episodic.service.writing"}
+    # From Python too: the service is whole, its areas are built when first called.
+    names = loaded_by(
+        "from episodic import Episodic, Settings\n"
+        f"mem = Episodic.open({db!r}, settings=Settings(embedder='none'))\n"
+        "assert mem.recall('checkout OOM', workspace='acme').hits\n"
+        "mem.close()"
+    )
+    assert set(names) & set(AREAS) == {"episodic.service.recalling"}, names
 
 
 def test_a_hook_printing_to_a_pipe_loads_no_rich(db: str) -> None:

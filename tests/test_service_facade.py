@@ -44,6 +44,31 @@ def test_every_forwarded_method_is_its_areas_documented_method(mem: Episodic) ->
         assert inspect.signature(bound) == inspect.signature(getattr(area, name)), name
         assert (bound.__doc__ or "").strip(), f"{name} has no docstring"
         assert Episodic.__dict__[name].__doc__ == bound.__doc__
+        assert forward.method.__name__ == name  # the method typed is the one called
+
+
+def test_concurrent_first_calls_build_one_area_each() -> None:
+    """Areas are built on first use: threads racing to the first call share one."""
+    import threading
+
+    with Episodic(store=open_store("sqlite:///:memory:"), embedder=None, llm=None) as mem:
+        assert "_upkeep" not in vars(mem) and "_operations" not in vars(mem)
+        seen: list[object] = []
+        start = threading.Barrier(8)
+
+        def first_call() -> None:
+            start.wait()
+            seen.append(mem._editing)
+            seen.append(mem._operations)
+
+        threads = [threading.Thread(target=first_call) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len({id(a) for a in seen[::2]}) == 1 and len({id(a) for a in seen[1::2]}) == 1
+        assert mem._editing.operations is mem._operations  # the editing area shares it
+        assert "_upkeep" not in vars(mem)  # never called: never built
 
 
 def test_a_clock_given_later_is_every_areas_clock(mem: Episodic) -> None:

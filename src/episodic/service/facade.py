@@ -13,6 +13,9 @@ to the area that implements it (the method's docstring is there):
 - ``models``: the embedder and the LLM, and what is built on them
 - ``doctor``: the checks of ``episodic doctor``
 
+Each area is built, and its module imported, when first used (``Area``): a command
+that recalls loads neither upkeep nor editing, one that edits loads no recall area.
+
 What spans areas stays here: opening and closing, and the indexer's follow-up after a
 sweep (segment idle conversations, then consolidate a flashbulb at once).
 """
@@ -21,40 +24,37 @@ from __future__ import annotations
 
 import logging
 import pickle
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from episodic.config import Settings
-from episodic.embed.base import Embedder
 from episodic.errors import EpisodicError, InvalidInput
-from episodic.llm.base import LLM
 from episodic.model import utcnow
 from episodic.priority import MAX_NICE
+from episodic.service import areas
 from episodic.service.context import Context
-from episodic.service.decisions import Decisions
-from episodic.service.doctor import DoctorReport, run_doctor
-from episodic.service.editing import Editing
-from episodic.service.journal import Journal
 from episodic.service.models import UNSET, Models, _Unset
-from episodic.service.operations import Operations
 from episodic.service.recall_processes import (
     INDEXING_BELOW_RECALLS,
     RECALL_NICE,
     RecallProcesses,
     WorkerSpec,
 )
-from episodic.service.recalling import Recalling
-from episodic.service.superseding import CheckReport, Superseding
-from episodic.service.upkeep import Upkeep
-from episodic.service.writing import SessionEnd, Writing
-from episodic.store import open_store
-from episodic.store.base import Store, StoreStats
-from episodic.write.indexer import SweepResult
 
-if TYPE_CHECKING:  # segmentation loads when a conversation is segmented, not with the service
+# Only for annotations: each area's module loads when the area is first used (see
+# ``Area``), so a command loads only the areas it calls.
+if TYPE_CHECKING:
+    from episodic.embed.base import Embedder
+    from episodic.llm.base import LLM
+    from episodic.service.doctor import DoctorReport
+    from episodic.service.superseding import CheckReport
+    from episodic.service.writing import SessionEnd
+    from episodic.store.base import Store, StoreStats
     from episodic.write.episodes import SegmentReport
+    from episodic.write.indexer import SweepResult
 
 log = logging.getLogger("episodic")
 
@@ -65,13 +65,28 @@ AreaT = TypeVar("AreaT")
 
 class Forward(Generic[AreaT, P, R]):
     """A facade method that is an area's method: ``recall = Forward("_recalling",
-    Recalling.recall)`` makes ``mem.recall`` the bound ``mem._recalling.recall``, with
-    its signature and docstring (type checkers see the area method's parameters)."""
+    lambda: areas.Recalling.recall)`` makes ``mem.recall`` the bound
+    ``mem._recalling.recall``, with its signature and docstring (type checkers see the
+    area method's parameters). The method is named through a function so that the
+    area's module is imported when the method is first called or documented, not with
+    the facade; the facade's attribute has the method's name."""
 
-    def __init__(self, area: str, method: Callable[Concatenate[AreaT, P], R]) -> None:
+    def __init__(self, area: str, method: Callable[[], Callable[Concatenate[AreaT, P], R]]):
         self.area = area
-        self.name = method.__name__
-        self.__doc__ = method.__doc__
+        self._method = method
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @property
+    def method(self) -> Callable[Concatenate[AreaT, P], R]:
+        """The area's method (importing its module)."""
+        return self._method()
+
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]  # the area method's, read late
+        return self.method.__doc__
 
     @overload
     def __get__(self, obj: None, owner: type) -> Forward[AreaT, P, R]: ...
@@ -86,8 +101,57 @@ class Forward(Generic[AreaT, P, R]):
         return bound
 
 
+class Area(Generic[AreaT]):
+    """An area object of ``Episodic``, built by ``build`` when first used (its module
+    imported then), under the service's lock so that concurrent first calls build one,
+    then kept on the instance: later reads find it there without this descriptor."""
+
+    def __init__(self, build: Callable[[Episodic], AreaT]) -> None:
+        self.build = build
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Area[AreaT]: ...
+
+    @overload
+    def __get__(self, obj: Episodic, owner: type) -> AreaT: ...
+
+    def __get__(self, obj: Episodic | None, owner: type) -> Area[AreaT] | AreaT:
+        if obj is None:
+            return self
+        with obj._building:
+            built: AreaT | None = obj.__dict__.get(self.name)
+            if built is None:
+                built = self.build(obj)
+                obj.__dict__[self.name] = built
+        return built
+
+
+def _operations(mem: Episodic) -> areas.Operations:
+    operations = areas.Operations(mem._ctx, mem._writing)
+    # A note is checked for what it replaces as it is remembered, not at the sweep.
+    operations.after_remember = lambda memory: mem._superseding.check_memory(memory)
+    return operations
+
+
 class Episodic:
     """Episodic memory for agents. Use as a context manager, or call ``close()``."""
+
+    _ctx: Context
+    _models: Models
+    _building: threading.RLock
+    # The areas, each built on first use (``Area``).
+    _writing = Area(lambda mem: areas.Writing(mem._ctx))
+    _recalling = Area(lambda mem: areas.Recalling(mem._ctx))
+    _upkeep = Area(lambda mem: areas.Upkeep(mem._ctx))
+    _operations = Area(_operations)
+    _journal = Area(lambda mem: areas.Journal(mem._ctx))
+    _editing = Area(lambda mem: areas.Editing(mem._ctx, mem._writing, mem._operations))
+    _superseding = Area(lambda mem: areas.Superseding(mem._ctx, mem._operations))
+    _decisions = Area(lambda mem: areas.Decisions(mem._ctx, mem._operations))
 
     def __init__(
         self,
@@ -99,22 +163,17 @@ class Episodic:
         llm: LLM | _Unset | None = UNSET,
     ) -> None:
         settings = settings or Settings.from_env()
+        self._building = threading.RLock()
         # Looked up when a sweep ends, not now: a caller may replace the follow-up.
         self._models = Models(
             store, settings, embedder=embedder, llm=llm, after_sweep=lambda: self._segment_quietly()
         )
         self._ctx = Context(store=store, settings=settings, clock=clock, models=self._models)
-        self._writing = Writing(self._ctx)
-        self._recalling = Recalling(self._ctx)
-        self._upkeep = Upkeep(self._ctx)
-        self._operations = Operations(self._ctx, self._writing)
-        self._journal = Journal(self._ctx)
-        self._editing = Editing(self._ctx, self._writing, self._operations)
-        self._superseding = Superseding(self._ctx, self._operations)
-        self._decisions = Decisions(self._ctx, self._operations)
-        # A note is checked for what it replaces as it is remembered, not at the sweep.
-        self._operations.after_remember = self._superseding.check_memory
         self._recall_processes: RecallProcesses | None = None
+
+    def _built(self, area: str) -> object | None:
+        """The area named ``area`` if it was built, else None (without building it)."""
+        return self.__dict__.get(area)
 
     @classmethod
     def open(
@@ -125,6 +184,8 @@ class Episodic:
         embedder: Embedder | _Unset | None = UNSET,
         clock: Callable[[], datetime] = utcnow,
     ) -> Episodic:
+        from episodic.store import open_store
+
         settings = settings or Settings.from_env()
         store = open_store(db_url or settings.db_url)
         return cls(store=store, embedder=embedder, settings=settings, clock=clock)
@@ -197,13 +258,15 @@ class Episodic:
 
     def _stop_recall_processes(self) -> None:
         processes, self._recall_processes = self._recall_processes, None
-        self._recalling.recall_in_processes(None)
+        if self._built("_recalling") is not None:
+            self._recalling.recall_in_processes(None)
         if processes is not None:
             processes.close()
 
     def close(self) -> None:
         self._stop_recall_processes()
-        self._upkeep.stop()
+        if self._built("_upkeep") is not None:  # one never used has no schedule running
+            self._upkeep.stop()
         self._models.stop()
         self._ctx.store.close()
 
@@ -270,6 +333,8 @@ class Episodic:
         report = self.segment(
             flush=True, workspace=workspace, conversation=session, outcome=outcome
         )
+        from episodic.service.writing import SessionEnd
+
         return SessionEnd(session, report.episodes, reinforced)
 
     def _segment_quietly(self) -> None:
@@ -307,93 +372,95 @@ class Episodic:
         """Check the database and the embedder. ``deep`` also checks that the keyword
         index, the vectors and the link tables agree with the journal and the memories
         (``Store.deep_check``; it reads every row)."""
+        from episodic.service.doctor import run_doctor
+
         return run_doctor(self._ctx, deep=deep)
 
     # -- the models (episodic.service.models) ----------------------------------------
-    embedder_status = Forward("_models", Models.embedder_status)
-    warn_if_sparse_only = Forward("_models", Models.warn_if_sparse_only)
-    recall_mode = Forward("_models", Models.recall_mode)
-    indexer = Forward("_models", Models.indexer)
-    batch_query_embeddings = Forward("_models", Models.batch_query_embeddings)
+    embedder_status = Forward("_models", lambda: Models.embedder_status)
+    warn_if_sparse_only = Forward("_models", lambda: Models.warn_if_sparse_only)
+    recall_mode = Forward("_models", lambda: Models.recall_mode)
+    indexer = Forward("_models", lambda: Models.indexer)
+    batch_query_embeddings = Forward("_models", lambda: Models.batch_query_embeddings)
 
     # -- writing (episodic.service.writing) ------------------------------------------
-    ingest = Forward("_writing", Writing.ingest)
-    ingest_lines = Forward("_writing", Writing.ingest_lines)
-    add_event = Forward("_writing", Writing.add_event)
-    add_message = Forward("_writing", Writing.add_message)
-    add_messages = Forward("_writing", Writing.add_messages)
-    episode_writer = Forward("_writing", Writing.episode_writer)
-    index_one = Forward("_writing", Writing.index_one)
-    index_one_in = Forward("_writing", Writing.index_one_in)
-    embed_ahead = Forward("_writing", Writing.embed_ahead)
-    start_indexer = Forward("_writing", Writing.start_indexer)
-    reindex = Forward("_writing", Writing.reindex)
+    ingest = Forward("_writing", lambda: areas.Writing.ingest)
+    ingest_lines = Forward("_writing", lambda: areas.Writing.ingest_lines)
+    add_event = Forward("_writing", lambda: areas.Writing.add_event)
+    add_message = Forward("_writing", lambda: areas.Writing.add_message)
+    add_messages = Forward("_writing", lambda: areas.Writing.add_messages)
+    episode_writer = Forward("_writing", lambda: areas.Writing.episode_writer)
+    index_one = Forward("_writing", lambda: areas.Writing.index_one)
+    index_one_in = Forward("_writing", lambda: areas.Writing.index_one_in)
+    embed_ahead = Forward("_writing", lambda: areas.Writing.embed_ahead)
+    start_indexer = Forward("_writing", lambda: areas.Writing.start_indexer)
+    reindex = Forward("_writing", lambda: areas.Writing.reindex)
 
     # -- recalling (episodic.service.recalling) ----------------------------------------
-    recall = Forward("_recalling", Recalling.recall)
-    render = Forward("_recalling", Recalling.render)
-    render_explained = Forward("_recalling", Recalling.render_explained)
-    mark_shown = Forward("_recalling", Recalling.mark_shown)
-    recent = Forward("_recalling", Recalling.recent)
-    recent_in = Forward("_recalling", Recalling.recent_in)
-    defer_marks = Forward("_recalling", Recalling.defer_marks)
-    flush_marks = Forward("_recalling", Recalling.flush_marks)
+    recall = Forward("_recalling", lambda: areas.Recalling.recall)
+    render = Forward("_recalling", lambda: areas.Recalling.render)
+    render_explained = Forward("_recalling", lambda: areas.Recalling.render_explained)
+    mark_shown = Forward("_recalling", lambda: areas.Recalling.mark_shown)
+    recent = Forward("_recalling", lambda: areas.Recalling.recent)
+    recent_in = Forward("_recalling", lambda: areas.Recalling.recent_in)
+    defer_marks = Forward("_recalling", lambda: areas.Recalling.defer_marks)
+    flush_marks = Forward("_recalling", lambda: areas.Recalling.flush_marks)
 
     # -- upkeep (episodic.service.upkeep) ----------------------------------------------
-    decay = Forward("_upkeep", Upkeep.decay)
-    review = Forward("_upkeep", Upkeep.review)
-    run_reviews = Forward("_upkeep", Upkeep.run_reviews)
-    consolidate = Forward("_upkeep", Upkeep.consolidate)
-    consolidate_if_due = Forward("_upkeep", Upkeep.consolidate_if_due)
-    compact = Forward("_upkeep", Upkeep.compact)
-    retire_phase = Forward("_upkeep", Upkeep.retire_phase)
-    archived_events = Forward("_upkeep", Upkeep.archived_events)
-    health_snapshot = Forward("_upkeep", Upkeep.health_snapshot)
-    memory_health = Forward("_upkeep", Upkeep.memory_health)
-    memory_nudge = Forward("_upkeep", Upkeep.memory_nudge)
-    scheduler = Forward("_upkeep", Upkeep.scheduler)
+    decay = Forward("_upkeep", lambda: areas.Upkeep.decay)
+    review = Forward("_upkeep", lambda: areas.Upkeep.review)
+    run_reviews = Forward("_upkeep", lambda: areas.Upkeep.run_reviews)
+    consolidate = Forward("_upkeep", lambda: areas.Upkeep.consolidate)
+    consolidate_if_due = Forward("_upkeep", lambda: areas.Upkeep.consolidate_if_due)
+    compact = Forward("_upkeep", lambda: areas.Upkeep.compact)
+    retire_phase = Forward("_upkeep", lambda: areas.Upkeep.retire_phase)
+    archived_events = Forward("_upkeep", lambda: areas.Upkeep.archived_events)
+    health_snapshot = Forward("_upkeep", lambda: areas.Upkeep.health_snapshot)
+    memory_health = Forward("_upkeep", lambda: areas.Upkeep.memory_health)
+    memory_nudge = Forward("_upkeep", lambda: areas.Upkeep.memory_nudge)
+    scheduler = Forward("_upkeep", lambda: areas.Upkeep.scheduler)
 
     # -- operations (episodic.service.operations) --------------------------------------
-    create_key = Forward("_operations", Operations.create_key)
-    list_keys = Forward("_operations", Operations.list_keys)
-    workspaces = Forward("_operations", Operations.workspaces)
-    revoke_key = Forward("_operations", Operations.revoke_key)
-    authenticate = Forward("_operations", Operations.authenticate)
-    sign_in = Forward("_operations", Operations.sign_in)
-    signed_in_caller = Forward("_operations", Operations.signed_in_caller)
-    sign_out = Forward("_operations", Operations.sign_out)
-    list_memories = Forward("_operations", Operations.list_memories)
-    count_memories = Forward("_operations", Operations.count_memories)
-    memory = Forward("_operations", Operations.memory)
-    memories = Forward("_operations", Operations.memories)
-    retire = Forward("_operations", Operations.retire)
-    retire_as = Forward("_operations", Operations.retire_as)
-    forget = Forward("_operations", Operations.forget)
-    forget_memory_as = Forward("_operations", Operations.forget_memory_as)
-    export_markdown = Forward("_operations", Operations.export_markdown)
-    import_markdown = Forward("_operations", Operations.import_markdown)
-    export_teaparty = Forward("_operations", Operations.export_teaparty)
-    import_teaparty = Forward("_operations", Operations.import_teaparty)
+    create_key = Forward("_operations", lambda: areas.Operations.create_key)
+    list_keys = Forward("_operations", lambda: areas.Operations.list_keys)
+    workspaces = Forward("_operations", lambda: areas.Operations.workspaces)
+    revoke_key = Forward("_operations", lambda: areas.Operations.revoke_key)
+    authenticate = Forward("_operations", lambda: areas.Operations.authenticate)
+    sign_in = Forward("_operations", lambda: areas.Operations.sign_in)
+    signed_in_caller = Forward("_operations", lambda: areas.Operations.signed_in_caller)
+    sign_out = Forward("_operations", lambda: areas.Operations.sign_out)
+    list_memories = Forward("_operations", lambda: areas.Operations.list_memories)
+    count_memories = Forward("_operations", lambda: areas.Operations.count_memories)
+    memory = Forward("_operations", lambda: areas.Operations.memory)
+    memories = Forward("_operations", lambda: areas.Operations.memories)
+    retire = Forward("_operations", lambda: areas.Operations.retire)
+    retire_as = Forward("_operations", lambda: areas.Operations.retire_as)
+    forget = Forward("_operations", lambda: areas.Operations.forget)
+    forget_memory_as = Forward("_operations", lambda: areas.Operations.forget_memory_as)
+    export_markdown = Forward("_operations", lambda: areas.Operations.export_markdown)
+    import_markdown = Forward("_operations", lambda: areas.Operations.import_markdown)
+    export_teaparty = Forward("_operations", lambda: areas.Operations.export_teaparty)
+    import_teaparty = Forward("_operations", lambda: areas.Operations.import_teaparty)
 
     # -- editing (episodic.service.editing) --------------------------------------------
-    update = Forward("_editing", Editing.update)
-    update_as = Forward("_editing", Editing.update_as)
-    history = Forward("_editing", Editing.history)
-    history_as = Forward("_editing", Editing.history_as)
-    remember = Forward("_operations", Operations.remember)
+    update = Forward("_editing", lambda: areas.Editing.update)
+    update_as = Forward("_editing", lambda: areas.Editing.update_as)
+    history = Forward("_editing", lambda: areas.Editing.history)
+    history_as = Forward("_editing", lambda: areas.Editing.history_as)
+    remember = Forward("_operations", lambda: areas.Operations.remember)
 
     # -- supersession (episodic.service.superseding) -------------------------------------
-    supersede = Forward("_superseding", Superseding.supersede)
-    supersede_as = Forward("_superseding", Superseding.supersede_as)
-    replaceable_as = Forward("_superseding", Superseding.replaceable_as)
-    supersessions = Forward("_superseding", Superseding.supersessions)
-    supersessions_as = Forward("_superseding", Superseding.supersessions_as)
+    supersede = Forward("_superseding", lambda: areas.Superseding.supersede)
+    supersede_as = Forward("_superseding", lambda: areas.Superseding.supersede_as)
+    replaceable_as = Forward("_superseding", lambda: areas.Superseding.replaceable_as)
+    supersessions = Forward("_superseding", lambda: areas.Superseding.supersessions)
+    supersessions_as = Forward("_superseding", lambda: areas.Superseding.supersessions_as)
 
     # -- decisions (episodic.service.decisions) ------------------------------------------
-    decisions = Forward("_decisions", Decisions.decisions)
-    decisions_as = Forward("_decisions", Decisions.decisions_as)
-    restore = Forward("_decisions", Decisions.restore)
-    restore_as = Forward("_decisions", Decisions.restore_as)
+    decisions = Forward("_decisions", lambda: areas.Decisions.decisions)
+    decisions_as = Forward("_decisions", lambda: areas.Decisions.decisions_as)
+    restore = Forward("_decisions", lambda: areas.Decisions.restore)
+    restore_as = Forward("_decisions", lambda: areas.Decisions.restore_as)
 
     # -- the journal (episodic.service.journal) ----------------------------------------
-    search_journal = Forward("_journal", Journal.search_journal)
+    search_journal = Forward("_journal", lambda: areas.Journal.search_journal)
