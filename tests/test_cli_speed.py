@@ -177,6 +177,39 @@ def test_a_command_loads_only_the_service_areas_it_calls(db: str) -> None:
     assert set(names) & set(AREAS) == {"episodic.service.recalling"}, names
 
 
+def test_a_query_with_no_time_words_compiles_no_time_pattern(db: str) -> None:
+    """Compiling every time-expression pattern was most of what loading the time parser
+    cost a recall; a query holding no time word compiles none of them."""
+    probe = (
+        "import sys\n"
+        "from episodic.recall import timeparse\n"
+        "from episodic import Episodic, Settings\n"
+        f"mem = Episodic.open({db!r}, settings=Settings(embedder='none'))\n"
+        "assert mem.recall(sys.argv[1], workspace='acme').hits\n"
+        "patterns = [r.pattern for r in timeparse._RULES]\n"
+        "lazy = timeparse._LazyPattern\n"
+        "patterns += [v for v in vars(timeparse).values() if isinstance(v, lazy)]\n"
+        "print(sum(p._compiled is not None for p in patterns), len(patterns))\n"
+    )
+
+    def compiled(query: str) -> tuple[int, int]:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, query],
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        count, total = done.stdout.split()
+        return int(count), int(total)
+
+    count, total = compiled("checkout OOM")
+    assert count == 0 and total > 20
+    # A time word compiles what it needs, and the expression is still read.
+    assert 0 < compiled("checkout OOM since last tuesday")[0] < 10
+
+
 def test_a_hook_printing_to_a_pipe_loads_no_rich(db: str) -> None:
     env = {"EPISODIC_EMBEDDER": "none"}  # sparse-only: every recall warns
     for line in (("render", "checkout OOM"), ("recall", "checkout OOM", "--json")):

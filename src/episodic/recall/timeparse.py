@@ -119,7 +119,8 @@ from __future__ import annotations
 import bisect
 import calendar
 import re
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
@@ -639,12 +640,41 @@ def _h_numeric(m: re.Match[str], ctx: _Ctx) -> _Expr | None:
     return _ex(m, wins, False) if wins else None
 
 
+class _LazyPattern:
+    """A pattern compiled when first used: a rule whose words a query lacks (most
+    queries hold no time expression) never pays for compiling its pattern, which is
+    most of what importing this module cost a command that recalls once."""
+
+    __slots__ = ("_compiled", "flags", "source")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self.source = source
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def _pattern(self) -> re.Pattern[str]:
+        if self._compiled is None:  # two threads may both compile it: the same pattern
+            self._compiled = re.compile(self.source, self.flags)
+        return self._compiled
+
+    def finditer(
+        self, text: str, pos: int = 0, endpos: int = sys.maxsize
+    ) -> Iterator[re.Match[str]]:
+        return self._pattern().finditer(text, pos, endpos)
+
+    def search(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self._pattern().search(text, pos, endpos)
+
+    def fullmatch(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self._pattern().fullmatch(text, pos, endpos)
+
+
 @dataclass(frozen=True, slots=True)
 class _Rule:
     """A pattern, its handler, and the cheap test that decides whether to run it at all:
     most queries hold no time expression, and a set lookup is far cheaper than a scan."""
 
-    pattern: re.Pattern[str]
+    pattern: _LazyPattern
     handler: _Handler
     words: frozenset[str] = frozenset()  # at least one of these tokens must occur
     digit: bool = False  # the text must hold a digit
@@ -659,9 +689,9 @@ class _Rule:
 
 
 _RULES: tuple[_Rule, ...] = (
-    _Rule(re.compile(r"\b(?P<w>today|yesterday|tomorrow)\b", _I), _h_day_word, _DAY_WORDS),
+    _Rule(_LazyPattern(r"\b(?P<w>today|yesterday|tomorrow)\b", _I), _h_day_word, _DAY_WORDS),
     _Rule(
-        re.compile(
+        _LazyPattern(
             r"\b(?:(?P<rel>yesterday|today|tomorrow|this|last)\s+"
             r"(?P<part>morning|afternoon|evening|night)|(?P<tonight>tonight))\b",
             _I,
@@ -670,13 +700,13 @@ _RULES: tuple[_Rule, ...] = (
         _PART_WORDS,
     ),
     _Rule(
-        re.compile(rf"\b(?P<num>{_NUM})\s+(?P<unit>{_UNIT})\s+(?:ago|back)\b", _I),
+        _LazyPattern(rf"\b(?P<num>{_NUM})\s+(?P<unit>{_UNIT})\s+(?:ago|back)\b", _I),
         _h_ago,
         frozenset({"ago", "back"}),
         units=True,
     ),
     _Rule(
-        re.compile(
+        _LazyPattern(
             rf"\b(?P<the>the\s+|this\s+(?=past\b))?"
             rf"(?P<mod>last|past|previous|next|coming|this|current)\s+"
             rf"(?:(?P<num>{_NUM})\s+)?(?P<unit>{_UNIT}|weekend\b)(?!\s+of\b)",
@@ -687,7 +717,7 @@ _RULES: tuple[_Rule, ...] = (
         units=True,
     ),
     _Rule(
-        re.compile(
+        _LazyPattern(
             r"\b(?P<mod>earlier|later)\s+(?:in\s+)?(?:(?:this|the)\s+)?"
             r"(?P<unit>today|week|month|quarter|year)\b",
             _I,
@@ -696,7 +726,7 @@ _RULES: tuple[_Rule, ...] = (
         frozenset({"earlier", "later"}),
     ),
     _Rule(
-        re.compile(
+        _LazyPattern(
             r"\b(?P<w>recently|lately|the\s+other\s+day|a\s+(?:little\s+)?while\s+(?:ago|back)"
             r"|some\s+time\s+ago|just\s+now|a\s+moment\s+ago"
             r"|recent\s+(?P<unit>days|weeks|months|years))\b",
@@ -706,7 +736,7 @@ _RULES: tuple[_Rule, ...] = (
         frozenset({"recently", "lately", "other", "while", "time", "just", "moment", "recent"}),
     ),
     _Rule(
-        re.compile(
+        _LazyPattern(
             rf"\b(?<!every\s)(?<!each\s)(?:(?P<mod>last|this|next|past|previous|coming)\s+)?"
             rf"(?P<wd>{_WD})"
             rf"(?:\s+(?P<part>morning|afternoon|evening|night))?\b",
@@ -716,7 +746,7 @@ _RULES: tuple[_Rule, ...] = (
         frozenset(_WEEKDAYS),
     ),
     _Rule(
-        re.compile(
+        _LazyPattern(
             rf"(?<![\w./:-])(?:(?:{_WD}),?\s+)?(?:the\s+)?{_DAYN}\s+(?:of\s+)?{_MON}"
             rf"(?:,?\s+{_YEAR})?",
             _I,
@@ -726,7 +756,7 @@ _RULES: tuple[_Rule, ...] = (
         digit=True,
     ),
     _Rule(
-        re.compile(
+        _LazyPattern(
             rf"\b(?:(?:{_WD}),?\s+)?{_MON}\s+(?:the\s+)?{_DAYN}(?!:\d)(?:,?\s+{_YEAR})?",
             _I,
         ),
@@ -735,11 +765,14 @@ _RULES: tuple[_Rule, ...] = (
         digit=True,
     ),
     _Rule(
-        re.compile(rf"\b{_MON},?\s+(?:of\s+)?{_YEAR}", _I), _h_month_year, _MONTH_WORDS, digit=True
+        _LazyPattern(rf"\b{_MON},?\s+(?:of\s+)?{_YEAR}", _I),
+        _h_month_year,
+        _MONTH_WORDS,
+        digit=True,
     ),
-    _Rule(re.compile(rf"\b(?:{_MOD}\s+)?{_MON_FULL}", _I), _h_month, frozenset(_MONTH_FULL)),
+    _Rule(_LazyPattern(rf"\b(?:{_MOD}\s+)?{_MON_FULL}", _I), _h_month, frozenset(_MONTH_FULL)),
     _Rule(
-        re.compile(
+        _LazyPattern(
             rf"\b(?:{_MOD}\s+)?(?P<the>the\s+)?(?P<s>spring|summer|autumn|fall|winter)"
             rf"(?:\s+(?:of\s+)?{_YEAR})?\b(?!\s+boot\b)",
             _I,
@@ -747,9 +780,9 @@ _RULES: tuple[_Rule, ...] = (
         _h_season,
         frozenset(_SEASON_START),
     ),
-    _Rule(re.compile(r"\bthe\s+weekend\b", _I), _h_the_weekend, frozenset({"weekend"})),
+    _Rule(_LazyPattern(r"\bthe\s+weekend\b", _I), _h_the_weekend, frozenset({"weekend"})),
     _Rule(
-        re.compile(
+        _LazyPattern(
             rf"(?<![\w.$€£#/:])(?<!\d-){_YEAR}"
             rf"(?![\w%]|[.,:/-]\d|\s*%|\s+(?:{_QUANTITY})\b)",
             _I,
@@ -758,7 +791,7 @@ _RULES: tuple[_Rule, ...] = (
         digit=True,
     ),
     _Rule(
-        re.compile(
+        _LazyPattern(
             r"(?<![\w./:-])(?P<y>\d{4})(?P<sep>[-/])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2})"
             r"(?:(?:T|\s+)\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
             r"(?![\w/-]|[.:]\d)",
@@ -768,12 +801,12 @@ _RULES: tuple[_Rule, ...] = (
         digit=True,
     ),
     _Rule(
-        re.compile(r"(?<![\w./:-])(?P<y>\d{4})-(?P<m>\d{2})(?![\w/-]|[.:]\d)", _I),
+        _LazyPattern(r"(?<![\w./:-])(?P<y>\d{4})-(?P<m>\d{2})(?![\w/-]|[.:]\d)", _I),
         _h_iso_month,
         digit=True,
     ),
     _Rule(
-        re.compile(
+        _LazyPattern(
             r"(?<![\w./:-])(?P<a>\d{1,2})(?P<sep>[/.-])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4})"
             r"(?![\w/-]|[.:]\d)",
             _I,
@@ -786,34 +819,34 @@ _RULES: tuple[_Rule, ...] = (
 # --- combinators: patterns matched against the text just before an expression ----------
 
 _TAIL = 64  # longest prefix worth looking at; every pattern below is far shorter
-_P_EDGE = re.compile(
+_P_EDGE = _LazyPattern(
     r"(?<![\w-])(?P<w>early|mid|late|(?:at\s+)?(?:the\s+)?(?:very\s+)?"
     r"(?P<pos>start|beginning|middle|end)\s+of)(?:\s+|\s*-\s*)$",
     _I,
 )
-_P_WEEK_OF = re.compile(
+_P_WEEK_OF = _LazyPattern(
     r"(?<![\w-])(?:the\s+)?(?:(?P<ord>first|second|third|fourth|last|final)\s+)?"
     r"week\s+(?P<w>of|starting|beginning|commencing)\s+(?:the\s+)?$",
     _I,
 )
 _ORDINAL_WEEKS = {"first": 0, "second": 1, "third": 2, "fourth": 3}
-_P_OFFSET = re.compile(
+_P_OFFSET = _LazyPattern(
     rf"(?<![\w-])(?P<num>{_NUM}|the)\s+(?P<unit>{_UNIT})\s+"
     rf"(?P<dir>before|after|prior\s+to|earlier\s+than|later\s+than)\s+$",
     _I,
 )
-_P_OPEN = re.compile(
+_P_OPEN = _LazyPattern(
     r"(?<![\w-])(?P<w>ever\s+since|since|before|after|prior\s+to|until|till|up\s+until"
     r"|up\s+till|up\s+to|earlier\s+than|later\s+than)\s+$",
     _I,
 )
-_P_PREP = re.compile(
+_P_PREP = _LazyPattern(
     r"(?<![\w-])(?P<w>(?:sometime\s+|some\s+time\s+|back\s+)?in|during|over|throughout"
     r"|within|around|on|at)\s+$",
     _I,
 )
-_P_RANGE_OPEN = re.compile(r"(?<![\w-])(?:between|from)\s+$", _I)
-_RANGE_GAP = re.compile(r"\s*(?:and|to|until|till|through|thru|-|–|—)\s*", _I)
+_P_RANGE_OPEN = _LazyPattern(r"(?<![\w-])(?:between|from)\s+$", _I)
+_RANGE_GAP = _LazyPattern(r"\s*(?:and|to|until|till|through|thru|-|–|—)\s*", _I)
 _NON_SATISFYING_PREPS = frozenset({"on", "at"})  # "look at June", "on May's team"
 _POSSESSIVE = ("'s", "’s")
 
@@ -994,11 +1027,11 @@ _ANCHOR = (
     rf"(?P<anchor>(?:{_DET}\s+)?{_W}(?:\s+{_W}){{0,2}}"
     rf"(?:\s+of\s+(?:{_DET}\s+)?{_W}(?:\s+{_W})?)?)"
 )
-_ANCHORED_OFFSET = re.compile(
+_ANCHORED_OFFSET = _LazyPattern(
     rf"\b(?P<num>{_NUM}|the)\s+(?P<unit>{_UNIT})\s+(?P<dir>before|after|prior\s+to)\s+{_ANCHOR}",
     re.IGNORECASE,  # unicode: event names may be "the Zürich offsite"
 )
-_ANCHORED_OPEN = re.compile(
+_ANCHORED_OPEN = _LazyPattern(
     rf"\b(?P<dir>ever\s+since|since|before|after|prior\s+to|until|till)\s+"
     rf"(?=(?:{_DET})\s){_ANCHOR}",
     re.IGNORECASE,
