@@ -337,6 +337,18 @@ MESSAGES = [
     "[bold]3 memories[/bold] (sparse-only, policy default)",
     "[yellow]warning:[/yellow] [green]green[/green] text",
     "plain: http://127.0.0.1:8765/v1",
+    "\n[bold]1. evt_3f9a[/bold]  score 1.275 · just now · note · agent -",
+    "two\nlines\n",
+    "a carriage\rreturn",
+]
+# Memory texts, printed without markup: brackets and backslashes are their own.
+TEXTS = [
+    "   checkout OOM [prod] after a cache\\change",
+    "   a :smile: face",
+    "   tab\there",
+    "   [bold]not bold[/bold]",
+    "   ends in \\",
+    "   line one\nline two",
 ]
 
 
@@ -350,6 +362,22 @@ def test_a_message_to_a_pipe_is_what_rich_prints(
     Console(file=rich_out, highlight=False, soft_wrap=True).print(markup)
     basics.say_on_stderr(markup)
     assert capsys.readouterr().err == rich_out.getvalue()
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_a_text_to_a_pipe_is_what_rich_prints(
+    text: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    rich_out = io.StringIO()
+    Console(file=rich_out, highlight=False, soft_wrap=True).print(text, markup=False)
+    basics.say_on_stdout(text, markup=False)
+    assert capsys.readouterr().out == rich_out.getvalue()
+    markup_out = io.StringIO()
+    Console(file=markup_out, highlight=False, soft_wrap=True).print(text)
+    basics.say_on_stdout(text)
+    assert capsys.readouterr().out == markup_out.getvalue()
 
 
 def test_forced_colour_is_left_to_rich(

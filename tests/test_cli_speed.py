@@ -212,7 +212,11 @@ def test_a_query_with_no_time_words_compiles_no_time_pattern(db: str) -> None:
 
 def test_a_hook_printing_to_a_pipe_loads_no_rich(db: str) -> None:
     env = {"EPISODIC_EMBEDDER": "none"}  # sparse-only: every recall warns
-    for line in (("render", "checkout OOM"), ("recall", "checkout OOM", "--json")):
+    for line in (
+        ("render", "checkout OOM"),
+        ("recall", "checkout OOM", "--json"),
+        ("recall", "checkout OOM"),
+    ):
         done, loaded = run("--db", db, *line, "-w", "acme", env=env)
         assert done.returncode == 0, done.stderr
         assert "checkout OOM" in done.stdout and "warning: " in done.stderr

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -81,7 +81,9 @@ def stderr_console() -> Console:
 # The markup the commands' own messages use; a message with nothing else rich would read
 # (other tags, escapes, emoji codes, control characters a terminal acts on) needs no rich.
 _OWN_TAGS = re.compile(r"\[/?(?:red|yellow|bold)\]")
-_RICH_WOULD_READ = re.compile(r"[\[\\\x00-\x1f\x7f]|:\S*?:")
+_RICH_WOULD_READ = re.compile(r"[\[\\\x00-\x09\x0b-\x1f\x7f]|:\S*?:")
+# What rich reads in a text printed without markup: emoji codes and control characters.
+_RICH_WOULD_READ_TEXT = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]|:\S*?:")
 # Variables that make rich treat a pipe as a terminal (colour, cursor codes).
 _TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
 
@@ -90,15 +92,25 @@ def say_on_stderr(markup: str) -> None:
     """Print ``markup`` on stderr as ``stderr_console`` would. To a pipe or a file (an
     agent's hook), a message whose only markup is colour and bold is the text without
     its tags: it is written as that, without loading rich."""
-    text = _OWN_TAGS.sub("", markup)
-    plain = not _RICH_WOULD_READ.search(text) and not any(
-        os.environ.get(v) for v in _TERMINAL_VARIABLES
-    )
-    if plain and not sys.stderr.isatty():
-        sys.stderr.write(text + "\n")
-        sys.stderr.flush()
+    _say(markup, True, sys.stderr, stderr_console)
+
+
+def say_on_stdout(text: str, *, markup: bool = True) -> None:
+    """Print ``text`` on stdout as ``stdout_console`` would (``markup=False``: its
+    brackets as they are), without loading rich when it would print the same: to a pipe
+    or a file, with no markup but colour and bold."""
+    _say(text, markup, sys.stdout, stdout_console)
+
+
+def _say(text: str, markup: bool, stream: Any, console: Callable[[], Console]) -> None:
+    shown = _OWN_TAGS.sub("", text) if markup else text
+    would_read = _RICH_WOULD_READ if markup else _RICH_WOULD_READ_TEXT
+    plain = not would_read.search(shown) and not any(os.environ.get(v) for v in _TERMINAL_VARIABLES)
+    if plain and not stream.isatty():
+        stream.write(shown + "\n")
+        stream.flush()
     else:
-        stderr_console().print(markup)
+        console().print(text, markup=markup)
 
 
 def escape(text: str) -> str:

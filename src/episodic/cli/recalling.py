@@ -21,6 +21,7 @@ from episodic.cli.basics import (
     plural,
     print_json,
     say_on_stderr,
+    say_on_stdout,
     stderr_console,
     stdout_console,
     warn_if_unknown,
@@ -158,27 +159,28 @@ def print_hits(result: RecallResult) -> None:
     Institutional memories come first, apart: they are always loaded."""
     from episodic.recall.render import detail_line, relative_age
 
-    out = stdout_console()
+    # To a pipe (an agent's hook) these are written as rich would, without loading it.
+    say = say_on_stdout
     if result.institutional:
-        out.print("[bold]standing (institutional), always loaded:[/bold]")
+        say("[bold]standing (institutional), always loaded:[/bold]")
         for hit in result.institutional:
-            out.print(f"  - {hit.id}  {hit.memory.content}", markup=False)
+            say(f"  - {hit.id}  {hit.memory.content}", markup=False)
     if not result.hits:
-        out.print("no memories recalled")
+        say("no memories recalled")
         return
     found = plural(len(result.hits), "memory", "memories")
-    out.print(f"[bold]{found}[/bold] ({result.mode}, policy {escape(result.policy)})")
+    say(f"[bold]{found}[/bold] ({result.mode}, policy {escape(result.policy)})")
     for i, hit in enumerate(result.hits, start=1):
-        out.print(
+        say(
             f"\n[bold]{i}. {escape(hit.memory.id)}[/bold]  score {hit.score:.3f} · "
             f"{relative_age(hit.age_seconds)} · {escape(_kind(hit))} · "
             f"agent {escape(hit.memory.agent or '-')}"
         )
-        out.print(f"   {hit.memory.content}", markup=False)
+        say(f"   {hit.memory.content}", markup=False)
         if hit.details:
-            out.print(f"   {hit.moment or hit.memory.type}, as it happened:", markup=False)
+            say(f"   {hit.moment or hit.memory.type}, as it happened:", markup=False)
             for event in hit.details:
-                out.print(f"     > {detail_line(event)}", markup=False)
+                say(f"     > {detail_line(event)}", markup=False)
 
 
 def _kind(hit: Hit) -> str:
