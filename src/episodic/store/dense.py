@@ -166,6 +166,7 @@ class DenseIndex:
         self.ids: list[str] = []
         self._pos: dict[str, int] = {}
         self._codes: dict[str, int] = {}
+        self._names: list[str] = []  # code -> value
         self._n = 0
         self._matrix: npt.NDArray[np.float32] = np.empty((0, 0), np.float32)
         self._agent: npt.NDArray[np.int32] = np.empty(0, np.int32)
@@ -195,6 +196,7 @@ class DenseIndex:
         code = self._codes.get(value)
         if code is None:
             code = self._codes[value] = len(self._codes)
+            self._names.append(value)
         return code
 
     def _lookup(self, value: str) -> int:
@@ -294,6 +296,18 @@ class DenseIndex:
         self._active[targets] = [status == active for status in rows.statuses]
         superseded = MemoryStatus.SUPERSEDED.value
         self._superseded[targets] = [status == superseded for status in rows.statuses]
+
+    def conversations(self, ids: Sequence[str]) -> dict[str, str | None]:
+        """The conversation of each of ``ids`` this index holds (None: outside any);
+        ids it does not hold are left out."""
+        with self._lock.shared():
+            pos = self._pos
+            held = [i for i in ids if i in pos]
+            codes = self._conversation[[pos[i] for i in held]].tolist() if held else []
+            names = self._names
+            return {
+                i: None if c == _NONE_CODE else names[c] for i, c in zip(held, codes, strict=True)
+            }
 
     # -- searching -----------------------------------------------------------------
     def visible(self, flt: ScopeFilter, scope: Scope | None) -> npt.NDArray[np.bool_]:

@@ -216,6 +216,16 @@ class SearchMixin(SqliteBase):
     def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
         wanted = unique(ids)
         found: dict[str, str | None] = {}
+        with self._dense_lock:
+            index = self._dense.get(workspace_id)
+        if isinstance(index, DenseIndex) and index.epoch == self._epoch:
+            # The dense index holds every embedded memory's conversation, as of the last
+            # look at the database (the dense leg's, in a recall); a changed conversation
+            # reloads it. Only memories without a vector are read here.
+            found = index.conversations(wanted)
+            wanted = [i for i in wanted if i not in found]
+        if not wanted:
+            return found
         with self._read():
             for start in range(0, len(wanted), IN_CHUNK):
                 chunk = wanted[start : start + IN_CHUNK]
