@@ -401,9 +401,14 @@ class DenseIndex:
         if top is None:
             top = np.arange(visible)
         order = top[np.lexsort((top, -scores[top]))]
+        ids = self.ids
+        # Python numbers in one pass each: indexing numpy arrays one scalar at a time
+        # costs more than the search did.
         return [
-            Candidate(memory_id=self.ids[int(rows[i])], score=float(scores[i]), rank=rank)
-            for rank, i in enumerate(order, start=1)
+            Candidate(memory_id=ids[at], score=score, rank=rank)
+            for rank, (at, score) in enumerate(
+                zip(rows[order].tolist(), scores[order].tolist(), strict=True), start=1
+            )
         ]
 
     def search_many(
