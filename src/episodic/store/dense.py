@@ -360,6 +360,15 @@ class DenseIndex:
     ) -> list[Candidate]:
         """The ``limit`` visible rows with the highest cosine to ``query``, best first;
         equal scores keep load order so results are stable."""
+        pairs = self.search_pairs(flt, scope, query, limit)
+        return [Candidate(i, score, rank) for rank, (i, score) in enumerate(pairs, start=1)]
+
+    def search_pairs(
+        self, flt: ScopeFilter, scope: Scope | None, query: Vector, limit: int
+    ) -> list[tuple[str, float]]:
+        """``search`` as (id, cosine) pairs: a caller that folds the rows into others
+        (the passages' search) makes no ``Candidate`` it would throw away, each costing
+        more than the row's share of the search."""
         if self._n == 0 or limit <= 0:
             return []
         assert self.dim is not None and self.model is not None
@@ -371,7 +380,7 @@ class DenseIndex:
 
     def _search(
         self, flt: ScopeFilter, scope: Scope | None, q: Vector, limit: int
-    ) -> list[Candidate] | None:
+    ) -> list[tuple[str, float]] | None:
         """``search`` under the shared lock; None when it wants the inverted file and
         that is not built up to the last row yet."""
         mask = self._visible(flt, scope)
@@ -405,10 +414,8 @@ class DenseIndex:
         # Python numbers in one pass each: indexing numpy arrays one scalar at a time
         # costs more than the search did.
         return [
-            Candidate(memory_id=ids[at], score=score, rank=rank)
-            for rank, (at, score) in enumerate(
-                zip(rows[order].tolist(), scores[order].tolist(), strict=True), start=1
-            )
+            (ids[at], score)
+            for at, score in zip(rows[order].tolist(), scores[order].tolist(), strict=True)
         ]
 
     def search_many(
@@ -579,7 +586,7 @@ class DenseIndex:
 
     def _search_ann(
         self, mask: npt.NDArray[np.bool_], visible: int, q: Vector, k: int
-    ) -> list[Candidate] | None:
+    ) -> list[tuple[str, float]] | None:
         """The best ``k`` visible rows among the probed lists, or None when the probe
         found fewer than ``k`` (a filter that leaves few rows in the nearest lists): the
         caller then scans exactly."""
@@ -597,11 +604,10 @@ class DenseIndex:
         found = labels[0] >= 0
         if int(found.sum()) < k:
             return None
+        ids = self.ids
         return [
-            Candidate(memory_id=self.ids[int(row)], score=float(score), rank=rank)
-            for rank, (row, score) in enumerate(
-                zip(labels[0][found], scores[0][found], strict=True), start=1
-            )
+            (ids[row], score)
+            for row, score in zip(labels[0][found].tolist(), scores[0][found].tolist(), strict=True)
         ]
 
 

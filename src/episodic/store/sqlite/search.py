@@ -41,11 +41,11 @@ class SearchMixin(SqliteBase):
         if limit <= 0:
             return []
         index = self._fresh_index(flt.workspace_id)
-        found = index.search(flt, scope, query, limit)
         passages = self._fresh_passages(flt.workspace_id)
         if not len(passages):
-            return found
-        rows = passages.found(passages.search(flt, scope, query, limit * PASSAGE_DEPTH))
+            return index.search(flt, scope, query, limit)
+        found = index.search_pairs(flt, scope, query, limit)
+        rows = passages.found(passages.search_pairs(flt, scope, query, limit * PASSAGE_DEPTH))
         return merge_dense(found, rows, limit)
 
     def _fresh_passages(self, workspace_id: str) -> PassageIndex:
@@ -319,4 +319,3 @@ class SearchMixin(SqliteBase):
                 f"INSERT INTO memory_reviews ({REVIEW_INSERT_COLUMNS}) VALUES ({placeholders(8)})",
                 [review_row(r) for r in reviews],
             )
-
