@@ -24,6 +24,11 @@ the same in every tree. Without it, the tree this script belongs to is measured.
 
 `--every N` asks every Nth question only (a shorter run on a busy machine).
 
+`--exact` (PostgreSQL) drops the HNSW index once the database is built, so that the dense
+leg scans every vector: two trees then differ only where their code does (each tree's
+index is a graph of its own, built in its own order, and an approximate search over two
+such graphs can find different neighbours).
+
 `--profile FILE` (one tree) writes a cProfile of the timed recalls to FILE and prints its
 30 most expensive functions by cumulative time.
 """
@@ -50,7 +55,9 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 DEPTH = 20  # what `episodic bench locomo` asks for: its deepest metric
 
 
-def worker(data: Path, form: str, policy: str, db_url: str | None, profile: str | None) -> None:
+def worker(
+    data: Path, form: str, policy: str, db_url: str | None, profile: str | None, exact: bool
+) -> None:
     """Build the database, say how many questions there are, then answer each question
     index read from stdin with its latency and CPU time (ms) and hit ids, one JSON line
     each."""
@@ -71,6 +78,12 @@ def worker(data: Path, form: str, policy: str, db_url: str | None, profile: str 
     profiler = cProfile.Profile() if profile else None
     with prepare_locomo(data, Settings.from_env(), say=say, db_url=db_url, load=load) as run:
         mem, clock = run.mem, run.clock
+        if exact and db_url:
+            import psycopg
+
+            with psycopg.connect(db_url, autocommit=True) as conn:
+                conn.execute("DROP INDEX IF EXISTS memory_vectors_hnsw")
+            say("dropped the HNSW index: the dense leg scans every vector")
         warmed: set[str] = set()
         long_turns = [len(conv.turns) for conv, _ in run.asked]
         print(json.dumps({"questions": len(run.asked), "turns": long_turns}), flush=True)
@@ -118,6 +131,7 @@ def start(
     command += ["--format", args.format, "--policy", args.policy]
     command += ["--db-url", db_url] if db_url else []
     command += ["--profile", profile] if profile else []
+    command += ["--exact"] if args.exact else []
     return subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
     )
@@ -170,12 +184,15 @@ def main() -> None:
     parser.add_argument("--long", type=int, default=660, help="turns of a long conversation")
     parser.add_argument("--against", type=Path, nargs="+", default=[HERE])
     parser.add_argument("--profile", default=None, help="cProfile output file (one tree)")
+    parser.add_argument(
+        "--exact", action="store_true", help="PostgreSQL: no HNSW index, exact dense search"
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--db-url", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.data = args.data or DATA[args.format]
     if args.worker:
-        worker(args.data, args.format, args.policy, args.db_url, args.profile)
+        worker(args.data, args.format, args.policy, args.db_url, args.profile, args.exact)
         return
 
     trees = [p.resolve() for p in args.against]
@@ -199,14 +216,15 @@ def report(args: argparse.Namespace, trees: list[Path], urls: list[str | None]) 
     # latencies[tree][round][question], and the CPU time alike
     latencies: list[list[list[float]]] = [[] for _ in trees]
     cpus: list[list[list[float]]] = [[] for _ in trees]
-    differ = 0
+    differ: list[int] = []
     load = os.getloadavg()[0]
     for _ in range(args.rounds):
         rows: list[list[float]] = [[] for _ in trees]
         cpu_rows: list[list[float]] = [[] for _ in trees]
         for i in asked:
             answers = [ask(proc, i) for proc in procs]
-            differ += any(a["hits"] != answers[0]["hits"] for a in answers)
+            if any(a["hits"] != answers[0]["hits"] for a in answers) and i not in differ:
+                differ.append(i)
             for row, cpu_row, answer in zip(rows, cpu_rows, answers, strict=True):
                 row.append(answer["ms"])
                 cpu_row.append(answer["cpu"])
@@ -249,7 +267,8 @@ def report(args: argparse.Namespace, trees: list[Path], urls: list[str | None]) 
             + " ".join(f"{c:7.2f}" for c in cells[6:])
         )
     if len(trees) > 1:
-        print(f"questions whose hits differ between the trees: {differ}")
+        named = f" (question {', '.join(map(str, differ[:10]))})" if differ else ""
+        print(f"questions whose hits differ between the trees: {len(differ)}{named}")
 
 
 if __name__ == "__main__":

@@ -122,3 +122,19 @@ def test_a_write_after_a_recall_is_seen_by_the_next_recall(mem: Episodic) -> Non
     report = mem.ingest([event("b", "the payment gateway is back", 0.5)])
     mem.index_once()
     assert [h.id for h in mem.recall("payment gateway", workspace="w", mark=False).hits] == ["b"]
+
+
+def test_a_long_hit_found_by_its_own_vector_shows_its_whole_first_passage() -> None:
+    # The first passage is found from the text's first PASSAGE_CHARS + 1 characters, not
+    # by splitting all of it; it must end where splitting all of it would end it.
+    from episodic.model import Candidate, Hit
+    from episodic.scoring.passages import PASSAGE_CHARS, passage_spans
+
+    for word in ("ab", "abcde", "a\nbc"):
+        content = " ".join([word] * (3 * PASSAGE_CHARS // len(word)))
+        memory = Memory(id="m", workspace="w", ts=NOW, type="message", content=content)
+        hit = Hit(memory=memory, score=1.0, age_seconds=0.0)
+        (shown,) = engine.shown_passages([hit], [Candidate("m", 0.9, 1)], "query")
+        first = passage_spans(content)[0]
+        # It ends on a word's end, short of PASSAGE_CHARS.
+        assert shown.passage == (0, first.stop) and first.stop < PASSAGE_CHARS

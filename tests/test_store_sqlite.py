@@ -278,6 +278,50 @@ def test_reference_bumps_do_not_reload_the_dense_index(file_store: SqliteStore) 
     assert file_store._dense["acme"] is loaded
 
 
+def statements(seen: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """What a tracer saw, without the transactions' BEGIN and COMMIT."""
+    return [(sql, p) for sql, p in seen if sql not in ("BEGIN", "COMMIT")]
+
+
+def test_memory_rows_come_with_their_sources_in_one_statement(db_path: Path) -> None:
+    seen: list[tuple[str, Any]] = []
+    with SqliteStore(db_path, tracer=lambda sql, params: seen.append((sql, params))) as s:
+        e1, e2, e3 = event("e1"), event("e2"), event("e3")
+        single = memory_of(e1)
+        # Several sources keep the order they were given in, which is not the events'.
+        several = memory_of(e2, id="ep", source_event_ids=("e3", "e1", "e2"))
+        s.append([e1, e2, e3], [single, several])
+        seen.clear()
+        assert s.get_memories("acme", ["e1"])[0].source_event_ids == ("e1",)
+        assert len(statements(seen)) == 1  # a recall reads rows two or three times
+        seen.clear()
+        found = {m.id: m.source_event_ids for m in s.get_memories("acme", ["ep", "e1"])}
+        assert found == {"ep": ("e3", "e1", "e2"), "e1": ("e1",)}
+        # Only the memory with several sources reads them again, in their order.
+        again = [p for sql, p in statements(seen) if "FROM memory_sources WHERE" in sql]
+        assert again == [["ep"]]
+
+
+def test_candidates_conversations_come_from_the_dense_index(
+    db_path: Path, raw: sqlite3.Connection
+) -> None:
+    seen: list[tuple[str, Any]] = []
+    with SqliteStore(db_path, tracer=lambda sql, params: seen.append((sql, params))) as s:
+        remember(s, event("m1", conversation="c1"), event("m2", conversation="c2"), event("m3"))
+        s.put_vectors(MODEL, DIM, [("m1", axis(0)), ("m3", axis(1))])  # m2 has none
+        s.search_dense(ACME, axis(0), 5)  # the dense leg loads the index
+        seen.clear()
+        wanted = ["m1", "m2", "m3", "unknown"]
+        assert s.conversations_of("acme", wanted) == {"m1": "c1", "m2": "c2", "m3": None}
+        # Only the memory without a vector (and the unknown id) is read from the table.
+        (read,) = statements(seen)
+        assert "m2" in read[1] and "m1" not in read[1] and "m3" not in read[1]
+        # A conversation changed elsewhere reloads the index at the next dense search.
+        raw.execute("UPDATE memories SET conversation_id = 'c9' WHERE id = 'm1'")
+        s.search_dense(ACME, axis(0), 5)
+        assert s.conversations_of("acme", ["m1"]) == {"m1": "c9"}
+
+
 # -- plumbing --------------------------------------------------------------------------
 def test_tracer_sees_every_statement_with_its_params() -> None:
     seen: list[tuple[str, Any]] = []

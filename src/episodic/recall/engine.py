@@ -474,7 +474,9 @@ def shown_passages(hits: list[Hit], dense: Sequence[Candidate], lexical: str) ->
             out.append(hit)
             continue
         if hit.id in matched:
-            span = matched[hit.id] or (0, passage_spans(content)[0].stop)
+            # Its own vector's passage, the first, ends where the first passage of its
+            # first PASSAGE_CHARS + 1 characters ends: no need to split all of it.
+            span = matched[hit.id] or (0, passage_spans(content[: PASSAGE_CHARS + 1])[0].stop)
         else:
             found = span_for_words(content, wanted, PASSAGE_WORDS.get(hit.id, content))
             span = (found.start, found.stop)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import lru_cache
+from operator import itemgetter
 
 from episodic.model import Memory, MemoryStatus, Query
 from episodic.recall.policies import Factor, RecallPolicy
@@ -39,8 +40,7 @@ class Rerank:
         """``m``'s factor values, in the policy's order."""
         found = self._parts.get(m.id)
         if found is None:
-            found = tuple(value(m) for value in self._values)
-            self._parts[m.id] = found
+            found = self._parts[m.id] = tuple([value(m) for value in self._values])
         return found
 
     def __call__(
@@ -56,15 +56,16 @@ class Rerank:
             return fused, {}
         scored: list[tuple[str, float]] = []
         details: dict[str, dict[str, float]] = {}
+        known, parts_of = self._parts, self.parts
         for mid, score in fused:
-            parts = self.parts(memories[mid])
+            parts = known.get(mid) or parts_of(memories[mid])
             total = score
             for value in parts:
                 total *= value
             scored.append((mid, total))
             if detail:
                 details[mid] = {"fused": score, **dict(zip(self.names, parts, strict=True))}
-        scored.sort(key=lambda pair: pair[1], reverse=True)
+        scored.sort(key=itemgetter(1), reverse=True)
         return scored, details
 
 
@@ -80,7 +81,18 @@ def _bound(
     if factor is Factor.SCOPE_LEVEL:
         table = _multipliers(policy.scope_multipliers)
         agent, crew = query.agent_id, query.crew_id
-        return lambda m: scope_multiplier(scope_level(m.agent, m.crew, agent, crew), table)
+        # A recall's candidates share a few (agent, crew) pairs: each pair's multiplier
+        # is worked out once.
+        known: dict[tuple[str | None, str | None], float] = {}
+
+        def level(m: Memory) -> float:
+            pair = (m.agent, m.crew)
+            found = known.get(pair)
+            if found is None:
+                found = known[pair] = scope_multiplier(scope_level(*pair, agent, crew), table)
+            return found
+
+        return level
     return lambda m: factor_value(factor, m, query, now, policy)
 
 

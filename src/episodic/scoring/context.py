@@ -24,6 +24,7 @@ with a document's best passage. A memory outside any conversation forms its own 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 
 NEIGHBOUR_WEIGHT = 0.5
 CONVERSATION_WEIGHT = 0.5
@@ -51,7 +52,7 @@ def spread_to_neighbours(
     merged = dict(base)
     for memory_id, gain in lift.items():
         merged[memory_id] = merged.get(memory_id, 0.0) + gain
-    return sorted(merged.items(), key=lambda pair: pair[1], reverse=True)
+    return sorted(merged.items(), key=itemgetter(1), reverse=True)
 
 
 def lift_by_conversation(
@@ -64,28 +65,36 @@ def lift_by_conversation(
     """``ranked`` (id, score) with each candidate's conversation (missing or None: none);
     returns the same ids with their lifted scores, best first (ties keep their order).
     With ``depth`` > 0 only each conversation's best ``depth`` candidates are lifted."""
-    ordered = sorted(ranked, key=lambda pair: pair[1], reverse=True)  # stable: ties keep order
-    # Each candidate's group: its conversation, or itself when it has none.
-    groups = [
-        (True, c) if (c := conversation_of.get(memory_id)) is not None else (False, memory_id)
-        for memory_id, _ in ordered
-    ]
+    ordered = sorted(ranked, key=itemgetter(1), reverse=True)  # stable: ties keep order
+    # Each candidate's group: its conversation, or itself when it has none (a 1-tuple,
+    # never equal to a conversation's id).
+    groups: list[str | tuple[str]] = []
     # A conversation's strength: the mean of its ``top`` best scores (1: its best), a
     # missing one counting 0, so one lucky match weighs less than several good ones.
-    strength: dict[tuple[bool, str], float] = {}
-    counted: dict[tuple[bool, str], int] = {}
+    strength: dict[str | tuple[str], float] = {}
+    counted: dict[str | tuple[str], int] = {}
     share = max(1, top)
-    for key, (_, score) in zip(groups, ordered, strict=True):
+    of = conversation_of.get
+    for memory_id, score in ordered:
+        c = of(memory_id)
+        key: str | tuple[str] = (memory_id,) if c is None else c
+        groups.append(key)
         n = counted.get(key, 0)
         if n < top:
             strength[key] = strength.get(key, 0.0) + score / share
             counted[key] = n + 1
-    seen: dict[tuple[bool, str], int] = {}
     lifted: list[tuple[str, float]] = []
-    for key, (memory_id, score) in zip(groups, ordered, strict=True):
-        n = seen.get(key, 0) + 1
-        seen[key] = n
-        lift = weight * strength[key] if depth <= 0 or n <= depth else 0.0
-        lifted.append((memory_id, score + lift))
-    lifted.sort(key=lambda pair: pair[1], reverse=True)
+    if depth <= 0:
+        lifted = [
+            (memory_id, score + weight * strength[key])
+            for key, (memory_id, score) in zip(groups, ordered, strict=True)
+        ]
+    else:
+        seen: dict[str | tuple[str], int] = {}
+        for key, (memory_id, score) in zip(groups, ordered, strict=True):
+            n = seen.get(key, 0) + 1
+            seen[key] = n
+            lift = weight * strength[key] if n <= depth else 0.0
+            lifted.append((memory_id, score + lift))
+    lifted.sort(key=itemgetter(1), reverse=True)
     return lifted

@@ -166,6 +166,7 @@ class DenseIndex:
         self.ids: list[str] = []
         self._pos: dict[str, int] = {}
         self._codes: dict[str, int] = {}
+        self._names: list[str] = []  # code -> value
         self._n = 0
         self._matrix: npt.NDArray[np.float32] = np.empty((0, 0), np.float32)
         self._agent: npt.NDArray[np.int32] = np.empty(0, np.int32)
@@ -195,6 +196,7 @@ class DenseIndex:
         code = self._codes.get(value)
         if code is None:
             code = self._codes[value] = len(self._codes)
+            self._names.append(value)
         return code
 
     def _lookup(self, value: str) -> int:
@@ -295,6 +297,18 @@ class DenseIndex:
         superseded = MemoryStatus.SUPERSEDED.value
         self._superseded[targets] = [status == superseded for status in rows.statuses]
 
+    def conversations(self, ids: Sequence[str]) -> dict[str, str | None]:
+        """The conversation of each of ``ids`` this index holds (None: outside any);
+        ids it does not hold are left out."""
+        with self._lock.shared():
+            pos = self._pos
+            held = [i for i in ids if i in pos]
+            codes = self._conversation[[pos[i] for i in held]].tolist() if held else []
+            names = self._names
+            return {
+                i: None if c == _NONE_CODE else names[c] for i, c in zip(held, codes, strict=True)
+            }
+
     # -- searching -----------------------------------------------------------------
     def visible(self, flt: ScopeFilter, scope: Scope | None) -> npt.NDArray[np.bool_]:
         """Which rows ``flt`` may see: the array twin of ``live_where``."""
@@ -346,6 +360,15 @@ class DenseIndex:
     ) -> list[Candidate]:
         """The ``limit`` visible rows with the highest cosine to ``query``, best first;
         equal scores keep load order so results are stable."""
+        pairs = self.search_pairs(flt, scope, query, limit)
+        return [Candidate(i, score, rank) for rank, (i, score) in enumerate(pairs, start=1)]
+
+    def search_pairs(
+        self, flt: ScopeFilter, scope: Scope | None, query: Vector, limit: int
+    ) -> list[tuple[str, float]]:
+        """``search`` as (id, cosine) pairs: a caller that folds the rows into others
+        (the passages' search) makes no ``Candidate`` it would throw away, each costing
+        more than the row's share of the search."""
         if self._n == 0 or limit <= 0:
             return []
         assert self.dim is not None and self.model is not None
@@ -357,7 +380,7 @@ class DenseIndex:
 
     def _search(
         self, flt: ScopeFilter, scope: Scope | None, q: Vector, limit: int
-    ) -> list[Candidate] | None:
+    ) -> list[tuple[str, float]] | None:
         """``search`` under the shared lock; None when it wants the inverted file and
         that is not built up to the last row yet."""
         mask = self._visible(flt, scope)
@@ -387,9 +410,12 @@ class DenseIndex:
         if top is None:
             top = np.arange(visible)
         order = top[np.lexsort((top, -scores[top]))]
+        ids = self.ids
+        # Python numbers in one pass each: indexing numpy arrays one scalar at a time
+        # costs more than the search did.
         return [
-            Candidate(memory_id=self.ids[int(rows[i])], score=float(scores[i]), rank=rank)
-            for rank, i in enumerate(order, start=1)
+            (ids[at], score)
+            for at, score in zip(rows[order].tolist(), scores[order].tolist(), strict=True)
         ]
 
     def search_many(
@@ -560,7 +586,7 @@ class DenseIndex:
 
     def _search_ann(
         self, mask: npt.NDArray[np.bool_], visible: int, q: Vector, k: int
-    ) -> list[Candidate] | None:
+    ) -> list[tuple[str, float]] | None:
         """The best ``k`` visible rows among the probed lists, or None when the probe
         found fewer than ``k`` (a filter that leaves few rows in the nearest lists): the
         caller then scans exactly."""
@@ -578,11 +604,10 @@ class DenseIndex:
         found = labels[0] >= 0
         if int(found.sum()) < k:
             return None
+        ids = self.ids
         return [
-            Candidate(memory_id=self.ids[int(row)], score=float(score), rank=rank)
-            for rank, (row, score) in enumerate(
-                zip(labels[0][found], scores[0][found], strict=True), start=1
-            )
+            (ids[row], score)
+            for row, score in zip(labels[0][found].tolist(), scores[0][found].tolist(), strict=True)
         ]
 
 

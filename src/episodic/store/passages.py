@@ -8,7 +8,7 @@ gave it (None when its own vector, which reads its start, did best).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from episodic.model import Candidate
 from episodic.store.dense import DenseIndex
@@ -23,12 +23,13 @@ PassageRow = tuple[str, float, int, int]
 
 
 def merge_dense(
-    memories: Sequence[Candidate], passages: Iterable[PassageRow], limit: int
+    memories: Iterable[tuple[str, float]], passages: Iterable[PassageRow], limit: int
 ) -> list[Candidate]:
-    """The dense leg's candidates with the passages' folded in: best cosine per memory,
-    ranked best first (ties by the order found), at most ``limit``."""
+    """The dense leg's (memory id, cosine) pairs, best first, with the passages' folded
+    in: best cosine per memory, ranked best first (ties by the order found), at most
+    ``limit``."""
     best: dict[str, tuple[float, tuple[int, int] | None]] = {
-        c.memory_id: (c.score, c.passage) for c in memories
+        memory_id: (score, None) for memory_id, score in memories
     }
     for memory_id, score, start, stop in passages:
         held = best.get(memory_id)
@@ -49,13 +50,15 @@ class PassageIndex(DenseIndex):
         super().__init__()
         self.spans: dict[str, tuple[str, int, int]] = {}
 
-    def found(self, candidates: Sequence[Candidate]) -> list[PassageRow]:
-        """The passages a search of this index found, as ``PassageRow``s."""
+    def found(self, pairs: Iterable[tuple[str, float]]) -> list[PassageRow]:
+        """The passages a search of this index found (``search_pairs``), as
+        ``PassageRow``s."""
         rows: list[PassageRow] = []
-        for c in candidates:
-            held = self.spans.get(c.memory_id)
+        spans = self.spans
+        for key, score in pairs:
+            held = spans.get(key)
             if held is not None:
-                rows.append((held[0], c.score, held[1], held[2]))
+                rows.append((held[0], score, held[1], held[2]))
         return rows
 
 

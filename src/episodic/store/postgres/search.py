@@ -112,11 +112,12 @@ class SearchMixin(PgvectorMixin):
             if _is_dimension_error(exc):
                 raise self._mismatch("the query's embedder", int(q.size)) from exc
             raise
-        found = [
+        if passages:
+            return merge_dense(((i, float(score)) for i, score, _seq in rows), passages, limit)
+        return [
             Candidate(memory_id=memory_id, score=float(score), rank=rank)
             for rank, (memory_id, score, _seq) in enumerate(rows, start=1)
         ]
-        return merge_dense(found, passages, limit) if passages else found
 
     def _search_passages(
         self,

@@ -15,7 +15,6 @@ go in (see ``DenseIndex``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -42,11 +41,11 @@ class SearchMixin(SqliteBase):
         if limit <= 0:
             return []
         index = self._fresh_index(flt.workspace_id)
-        found = index.search(flt, scope, query, limit)
         passages = self._fresh_passages(flt.workspace_id)
         if not len(passages):
-            return found
-        rows = passages.found(passages.search(flt, scope, query, limit * PASSAGE_DEPTH))
+            return index.search(flt, scope, query, limit)
+        found = index.search_pairs(flt, scope, query, limit)
+        rows = passages.found(passages.search_pairs(flt, scope, query, limit * PASSAGE_DEPTH))
         return merge_dense(found, rows, limit)
 
     def _fresh_passages(self, workspace_id: str) -> PassageIndex:
@@ -188,34 +187,66 @@ class SearchMixin(SqliteBase):
             return {}
         wanted = unique(ids)
         where, params = scope_where(flt, alias="m")
-        # One statement for every anchor: each side is a correlated subquery walking the
-        # conversation's index, its rows as JSON (SQLite's aggregates keep no order, so
-        # the order is restored here).
+        # One statement for every anchor, a row per neighbour: each side is a correlated
+        # list of the turns' keys, walking the conversation's index, and the anchors come
+        # once more alone (an anchor without neighbours still has its entry). Rows, not
+        # JSON: decoding forty small JSON arrays cost a recall more than the statement.
         # "+m.status": walk the conversation's own index, not the workspace's timeline.
         # "+m.type": a turn's neighbours are the turns around it, not the episodes and
         # entries made from them.
         side = (
-            "(SELECT json_group_array(json_array(n.id, n.ts, n.seq)) FROM (SELECT m.id, "
-            f"m.ts, m.seq FROM memories m WHERE {where} AND m.conversation_id = a.conversation_id "
-            "AND +m.status = 'active' AND +m.type = a.type AND (m.ts, m.seq) {op} (a.ts, a.seq) "
-            "ORDER BY m.ts {order}, m.seq {order} LIMIT ?) AS n)"
+            "SELECT a.id, {sign}, n.id, n.ts, n.seq FROM memories a JOIN memories n "
+            f"ON n.seq IN (SELECT m.seq FROM memories m WHERE {where} "
+            "AND m.conversation_id = a.conversation_id AND +m.status = 'active' "
+            "AND +m.type = a.type AND (m.ts, m.seq) {op} (a.ts, a.seq) "
+            "ORDER BY m.ts {order}, m.seq {order} LIMIT ?) "
+            f"WHERE +a.workspace_id = ? AND a.id IN ({placeholders(len(wanted))}) "
+            "AND a.conversation_id IS NOT NULL"
         )
-        before = side.format(op="<", order="DESC")
-        after = side.format(op=">", order="ASC")
+        anchors = (
+            "SELECT a.id, 0, NULL, NULL, NULL FROM memories a WHERE +a.workspace_id = ? "
+            f"AND a.id IN ({placeholders(len(wanted))}) AND a.conversation_id IS NOT NULL"
+        )
+        before = side.format(sign=-1, op="<", order="DESC")
+        after = side.format(sign=1, op=">", order="ASC")
+        anchor = (flt.workspace_id, *wanted)
         with self._read():
             rows = self._execute(
-                f"SELECT a.id, {before}, {after} FROM memories a WHERE +a.workspace_id = ? "
-                f"AND a.id IN ({placeholders(len(wanted))}) AND a.conversation_id IS NOT NULL",
-                (*params, radius, *params, radius, flt.workspace_id, *wanted),
+                f"{anchors} UNION ALL {before} UNION ALL {after}",
+                (*anchor, *params, radius, *anchor, *params, radius, *anchor),
             ).fetchall()
-        return {
-            memory_id: [*_nearest(earlier, -1), *_nearest(later, 1)]
-            for memory_id, earlier, later in rows
-        }
+        found: dict[str, list[tuple[str, int]]] = {}
+        sides: dict[tuple[str, int], list[tuple[str, int, str]]] = {}
+        for memory_id, sign, neighbour, ts, seq in rows:
+            if sign == 0:
+                found[memory_id] = []
+            else:
+                sides.setdefault((memory_id, sign), []).append((ts, seq, neighbour))
+        # Before the anchor nearest first in descending time (negative offsets), after it
+        # ascending; the order is restored here, as a list subquery keeps none.
+        for sign in (-1, 1):
+            for memory_id in found:
+                near = sides.get((memory_id, sign))
+                if near:
+                    near.sort(reverse=sign < 0)
+                    found[memory_id] += [
+                        (n[2], sign * offset) for offset, n in enumerate(near, start=1)
+                    ]
+        return found
 
     def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
         wanted = unique(ids)
         found: dict[str, str | None] = {}
+        with self._dense_lock:
+            index = self._dense.get(workspace_id)
+        if isinstance(index, DenseIndex) and index.epoch == self._epoch:
+            # The dense index holds every embedded memory's conversation, as of the last
+            # look at the database (the dense leg's, in a recall); a changed conversation
+            # reloads it. Only memories without a vector are read here.
+            found = index.conversations(wanted)
+            wanted = [i for i in wanted if i not in found]
+        if not wanted:
+            return found
         with self._read():
             for start in range(0, len(wanted), IN_CHUNK):
                 chunk = wanted[start : start + IN_CHUNK]
@@ -288,10 +319,3 @@ class SearchMixin(SqliteBase):
                 f"INSERT INTO memory_reviews ({REVIEW_INSERT_COLUMNS}) VALUES ({placeholders(8)})",
                 [review_row(r) for r in reviews],
             )
-
-
-def _nearest(found: str, sign: int) -> list[tuple[str, int]]:
-    """A side's ``[[id, ts, seq], ...]`` as (id, offset), nearest first: before the
-    anchor in descending time (negative offsets), after it ascending."""
-    ordered = sorted(json.loads(found), key=lambda n: (n[1], n[2]), reverse=sign < 0)
-    return [(n[0], sign * offset) for offset, n in enumerate(ordered, start=1)]

@@ -38,6 +38,8 @@ from episodic.store.writes import AppendResult, PendingConversation, WorkspaceCo
 # that fires one: one statement per event made ingest ~2.5x slower (bench_spine's ingest),
 # a statement per hundred costs a fraction of that.
 EVENT_ROWS_PER_INSERT = 500
+# What ``get_memories`` joins a memory's source event ids with (the unit separator).
+_SOURCE_SEP = "\x1f"
 
 
 @functools.lru_cache(maxsize=8)
@@ -145,17 +147,32 @@ class WritesMixin(SqliteBase):
         if not wanted:
             return []
         rows: dict[str, tuple[Any, ...]] = {}
+        sources: dict[str, list[str]] = {}
+        several: list[str] = []
         with self._read():
             for chunk in chunks(wanted):
                 for row in self._execute(
                     # "+workspace_id" keeps the planner on the id key: left to itself it
-                    # walks the workspace index, every row of a large workspace.
-                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +workspace_id = ? "
-                    f"AND id IN ({placeholders(len(chunk))})",
+                    # walks the workspace index, every row of a large workspace. The
+                    # sources come in the same statement (a recall reads rows two or
+                    # three times, and a second statement each time cost as much as
+                    # the rows): one source is the whole list; a memory with several
+                    # (whose order group_concat does not keep) reads them again in order.
+                    f"SELECT {MEMORY_COLUMNS}, (SELECT group_concat(s.event_id, char(31)) "
+                    "FROM memory_sources s WHERE s.memory_id = memories.id) "
+                    f"FROM memories WHERE +workspace_id = ? AND id IN ({placeholders(len(chunk))})",
                     (workspace_id, *chunk),
                 ):
-                    rows[row[0]] = row
-            sources = self._sources_of(list(rows))
+                    rows[row[0]] = row[:-1]
+                    joined = row[-1]
+                    if joined is None:
+                        continue
+                    if _SOURCE_SEP in joined:
+                        several.append(row[0])
+                    else:
+                        sources[row[0]] = [joined]
+            if several:
+                sources.update(self._sources_of(several))
         return [
             memory_from_row(rows[memory_id], sources.get(memory_id, ()))
             for memory_id in wanted
