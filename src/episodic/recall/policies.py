@@ -84,6 +84,10 @@ class RecallPolicy:
     # best of many draws runs higher than one: a long answer gets more chances than a
     # short turn that says the same.
     passage_weight: float = 1.0
+    # The keyword leg reads a long memory passage by passage too: a memory scores by the
+    # better of its own BM25 and this share of its best passage's (0: its own row only,
+    # the passages are not searched). store/passages.py: merge_sparse.
+    sparse_passage_weight: float = 1.0
     factors: tuple[Factor, ...] = ()
     # The share of the score importance governs under Factor.IMPORTANCE_PRIOR.
     importance_weight: float = IMPORTANCE_PRIOR_WEIGHT

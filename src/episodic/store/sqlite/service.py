@@ -52,6 +52,7 @@ from episodic.store.sql import (
     scope_where,
     update_memory_sql,
 )
+from episodic.store.sqlite.text_passages import write_text_passages
 from episodic.store.sqlite.connection import SqliteBase, chunks, map_errors, placeholders
 from episodic.store.supersession import revive_sql
 from episodic.tenancy import ApiKey
@@ -199,6 +200,9 @@ class ServiceMixin(SqliteBase):
                 # the row again; FTS5 follows through its update trigger).
                 self._execute("DELETE FROM memory_vectors WHERE memory_id = ?", (memory.id,))
             self._execute(revise_memory_sql("?"), revision_row(memory, now))
+            if old.content != memory.content:
+                # Its passage rows went with the old text (a trigger): the new text's.
+                write_text_passages(self, [memory.id])
         return True
 
     def memory_history(self, workspace_id: str, memory_id: str) -> list[MemoryVersion]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from episodic.errors import IdTaken, InvalidInput, NotFound
 from episodic.model import Event, Memory, ScopeFilter, utcnow
+from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.store.rows import (
     event_from_row,
     event_row,
@@ -31,6 +32,7 @@ from episodic.store.sql import (
     scope_where,
 )
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
+from episodic.store.sqlite.text_passages import write_text_passages
 from episodic.store.writes import AppendResult, PendingConversation, WorkspaceCounts, taken_ids
 
 # Events go in by the hundred per statement. The journal's keyword index (migration 6)
@@ -107,6 +109,9 @@ class WritesMixin(SqliteBase):
         if not rows:
             return 0
         inserted = int(self._executemany(_INSERT_MEMORY, rows).rowcount)
+        long_ids = [m.id for m in memories if len(m.content) > PASSAGE_CHARS]
+        if long_ids:
+            write_text_passages(self, long_ids)
         source_rows = [(m.id, event_id) for m in memories for event_id in m.source_event_ids]
         if source_rows:
             self._check_sources(source_rows)
