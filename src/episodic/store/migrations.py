@@ -1108,11 +1108,20 @@ BEGIN
   RETURN NEW;
 END $$"""
 
+# Every long memory's passages (migration 17 and a reindex).
+PG_TEXT_PASSAGES_BACKFILL = (
+    "INSERT INTO memory_text_passages (memory_id, n, workspace_id, start_char, stop_char,"
+    " tsv) SELECT m.id, s.n, m.workspace_id, s.start_char, s.stop_char, "
+    + _PG_PASSAGE_TSV.format(content="m.content")
+    + " FROM memories m CROSS JOIN LATERAL episodic_passage_spans(m.content) s"
+    f" WHERE char_length(m.content) > {PASSAGE_CHARS}"
+)
+
 _PG_EXTRAS: dict[int, tuple[str, ...]] = {
     17: (
-        "CREATE TABLE memory_text_passages (memory_id TEXT COLLATE \"C\" NOT NULL"
+        'CREATE TABLE memory_text_passages (memory_id TEXT COLLATE "C" NOT NULL'
         " REFERENCES memories (id) ON DELETE CASCADE, n BIGINT NOT NULL,"
-        " workspace_id TEXT COLLATE \"C\" NOT NULL, start_char BIGINT NOT NULL,"
+        ' workspace_id TEXT COLLATE "C" NOT NULL, start_char BIGINT NOT NULL,'
         " stop_char BIGINT NOT NULL, tsv tsvector NOT NULL, PRIMARY KEY (memory_id, n))",
         "CREATE INDEX memory_text_passages_tsv ON memory_text_passages USING GIN (tsv)",
         "CREATE INDEX memory_text_passages_workspace ON memory_text_passages (workspace_id)",
@@ -1120,11 +1129,7 @@ _PG_EXTRAS: dict[int, tuple[str, ...]] = {
         _PG_TEXT_PASSAGES_SYNC,
         "CREATE TRIGGER memories_text_passages AFTER INSERT OR UPDATE OF content, workspace_id"
         " ON memories FOR EACH ROW EXECUTE FUNCTION episodic_text_passages()",
-        "INSERT INTO memory_text_passages (memory_id, n, workspace_id, start_char, stop_char,"
-        " tsv) SELECT m.id, s.n, m.workspace_id, s.start_char, s.stop_char, "
-        + _PG_PASSAGE_TSV.format(content="m.content")
-        + f" FROM memories m CROSS JOIN LATERAL episodic_passage_spans(m.content) s"
-        f" WHERE char_length(m.content) > {PASSAGE_CHARS}",
+        PG_TEXT_PASSAGES_BACKFILL,
     ),
     16: (
         "ALTER TABLE memory_passages ALTER COLUMN vector TYPE vector USING NULL",

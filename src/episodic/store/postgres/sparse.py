@@ -58,6 +58,7 @@ from episodic.scoring.fts import (
     plan_terms,
 )
 from episodic.scoring.stopwords import without_stopwords
+from episodic.store.passages import PASSAGE_DEPTH, PassageRow
 from episodic.store.postgres.connection import Conn, PgBase, _has_nul
 from episodic.store.sparse import (
     BM25_CONTENT_WEIGHT,
@@ -186,6 +187,83 @@ class SparseMixin(PgBase):
             Candidate(memory_id=memory_id, score=float(score), rank=rank)
             for rank, (memory_id, score) in enumerate(rows, start=1)
         ]
+
+    def search_sparse_passages(self, flt: ScopeFilter, text: str, limit: int) -> list[PassageRow]:
+        """BM25 over the passages of long memories (``memory_text_passages``), each
+        memory once at its best passage, best first: ``(memory id, score, start, stop)``.
+        The query and its term plan are ``search_sparse``'s; a passage is scored with the
+        memories' idf and the passages' own average length, and the candidates are the
+        passages of the kept terms' matches (rare terms: all of them up to the rare
+        budget; common ones: the newest window of each)."""
+        where, params = live_where(flt, alias="m", mark="%s")
+        if _has_nul(*params):
+            return []
+        tokens = without_stopwords(fts_tokens(text))[:MAX_FTS_TERMS]
+        if not tokens or limit <= 0:
+            return []
+        with self._read(search=True) as conn:
+            avgdl = self._passage_length(conn, flt.workspace_id)
+            if avgdl is None:
+                return []  # no long memory in the workspace
+            total, _, terms, counts = self._sparse_stats(conn, flt.workspace_id, tokens)
+            if len(terms) == 1:
+                plan = TermPlan(rare=(), common=(0,))
+            else:
+                plan = plan_terms(
+                    counts,
+                    total_rows=total,
+                    budget=self.sparse_rare_budget,
+                    max_share=SPARSE_MAX_SHARE,
+                )
+            depth = limit * PASSAGE_DEPTH
+            branch = (
+                "(SELECT p.memory_id, p.n FROM memory_text_passages p JOIN memories m"
+                " ON m.id = p.memory_id WHERE p.tsv @@ to_tsquery('english', %s)"
+                f" AND p.workspace_id = %s AND {where} ORDER BY m.seq DESC, p.n LIMIT %s)"
+            )
+            common = [terms[i].query for i in plan.common]
+            window = max(
+                depth, min(self.sparse_term_window, self.sparse_scored_rows // max(1, len(common)))
+            )
+            queries: list[tuple[str, int]] = []
+            if plan.rare:
+                rare = " | ".join(terms[i].query for i in plan.rare)
+                queries.append((rare, self.sparse_rare_budget))
+            queries += [(q, window) for q in common]
+            args: list[Any] = []
+            for query, cap in queries:
+                args += [query, flt.workspace_id, *params, cap]
+            lexemes = [(i, v, t.prefix) for i, t in enumerate(terms, start=1) for v in t.variants]
+            args += [[x[0] for x in lexemes], [x[1] for x in lexemes], [x[2] for x in lexemes]]
+            args += [
+                [bm25_idf(n, total) for n in counts],
+                [i in plan.dropped for i in range(len(terms))],
+                avgdl,
+                limit,
+            ]
+            sql = _PASSAGE_SCORE_SQL.format(kept=" UNION ".join([branch] * len(queries)))
+            rows = self._fetch(conn, sql, args)
+        return [(str(i), float(score), int(a), int(b)) for i, score, a, b in rows]
+
+    def _passage_length(self, conn: Conn, workspace_id: str) -> float | None:
+        """The average length in lexemes of the workspace's passages (from a sample, as
+        the memories'), None when it has none; cached as the memories' counts are."""
+        cache = self._sparse_cache()
+        now = time.monotonic()
+        known = cache.passages.get(workspace_id)
+        if known is not None and known[1] > now:
+            return known[0]
+        ((avgdl,),) = self._fetch(
+            conn,
+            "SELECT avg(length(tsv)) FROM (SELECT tsv FROM memory_text_passages"
+            " WHERE workspace_id = %s LIMIT %s) s",
+            [workspace_id, SPARSE_LENGTH_SAMPLE],
+        )
+        value = None if avgdl is None else float(avgdl)
+        if len(cache.passages) >= DOC_COUNT_CACHE_TERMS:
+            cache.passages.clear()
+        cache.passages[workspace_id] = (value, now + DOC_COUNT_TTL_S)
+        return value
 
     def _sparse_sql(
         self,
@@ -404,6 +482,8 @@ class _SparseCache:
     def __init__(self) -> None:
         self.counts = DocCounts(DOC_COUNT_TTL_S, DOC_COUNT_CACHE_TERMS)
         self._workspaces: dict[str, tuple[int, float, float]] = {}
+        # Per workspace, its passages' average length (None: it has none) and until when.
+        self.passages: dict[str, tuple[float | None, float]] = {}
 
     def workspace(self, workspace_id: str, now: float) -> tuple[int, float] | None:
         entry = self._workspaces.get(workspace_id)
@@ -480,4 +560,21 @@ _SPARSE_SCORE_SQL = (
     + BM25_OF_CANDIDATE
     + " WHERE p.dropped[t.term] = c.fill) AS s "
     "ORDER BY score DESC, c.seq LIMIT %s"
+)
+
+# bm25 of the kept terms' passages (``BM25_OF_CANDIDATE`` over each passage's tsvector,
+# with the dropped terms left out), each memory at its best passage.
+_PASSAGE_SCORE_SQL = (
+    "WITH kept(memory_id, n) AS MATERIALIZED ({kept}), " + LEXEMES_CTE + ", "
+    "p AS MATERIALIZED (SELECT %s::float8[] AS idf, %s::bool[] AS dropped,"
+    " greatest(%s::float8, 1) AS avgdl), "
+    "cand AS MATERIALIZED (SELECT t.memory_id AS id, t.start_char, t.stop_char, t.tsv,"
+    " m.seq FROM kept k JOIN memory_text_passages t ON t.memory_id = k.memory_id"
+    " AND t.n = k.n JOIN memories m ON m.id = t.memory_id), "
+    "scored AS (SELECT DISTINCT ON (c.id) c.id, c.seq, c.start_char, c.stop_char,"
+    " coalesce(s.score, " + repr(SPARSE_MIN_SCORE) + ") AS score "
+    "FROM cand c CROSS JOIN p CROSS JOIN LATERAL ("
+    + BM25_OF_CANDIDATE
+    + " WHERE NOT p.dropped[t.term]) AS s ORDER BY c.id, score DESC, c.start_char) "
+    "SELECT id, score, start_char, stop_char FROM scored ORDER BY score DESC, seq LIMIT %s"
 )

@@ -52,8 +52,8 @@ from episodic.store.sql import (
     scope_where,
     update_memory_sql,
 )
-from episodic.store.sqlite.text_passages import write_text_passages
 from episodic.store.sqlite.connection import SqliteBase, chunks, map_errors, placeholders
+from episodic.store.sqlite.text_passages import write_text_passages
 from episodic.store.supersession import revive_sql
 from episodic.tenancy import ApiKey
 
@@ -377,11 +377,12 @@ class ServiceMixin(SqliteBase):
                     self._execute("PRAGMA secure_delete = OFF")
 
     def _purge_fts(self) -> None:
-        """Drop forgotten terms from both FTS5 indexes. A deleted row leaves its terms in
-        the old segments beside a tombstone until those merge; ``optimize`` merges them
-        all. Each index in a transaction of its own, the writes waiting meanwhile let in
-        before each, so a write waits for one merge at most, not the whole forget."""
-        for table in ("memories_fts", "journal_fts"):
+        """Drop forgotten terms from the FTS5 indexes (memories, their passages, the
+        journal). A deleted row leaves its terms in the old segments beside a tombstone
+        until those merge; ``optimize`` merges them all. Each index in a transaction of
+        its own, the writes waiting meanwhile let in before each, so a write waits for one
+        merge at most, not the whole forget."""
+        for table in ("memories_fts", "passages_fts", "journal_fts"):
             self._let_writes_in()
             with self._write():
                 self._execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from episodic.model import Candidate, ScopeFilter
 from episodic.scoring.fts import bm25_term_ceiling, fts_terms, fts_whole_word, plan_terms
+from episodic.store.migrations import TEXT_PASSAGE_SHIFT
+from episodic.store.passages import PASSAGE_DEPTH, PassageRow
 from episodic.store.sparse import (
     BM25_CONTENT_WEIGHT,
     BM25_KEYS_WEIGHT,
@@ -24,8 +26,6 @@ from episodic.store.sparse import (
     SPARSE_RARE_BUDGET,
     DocCounts,
 )
-from episodic.store.migrations import TEXT_PASSAGE_SHIFT
-from episodic.store.passages import PASSAGE_DEPTH, PassageRow
 from episodic.store.sql import live_where
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
 
@@ -244,9 +244,7 @@ class SparseMixin(SqliteBase):
                         [int(row) for row in chunk],
                     )
                 )
-        return [
-            (memory_id, score, *spans[row]) for memory_id, score, row in ranked if row in spans
-        ]
+        return [(memory_id, score, *spans[row]) for memory_id, score, row in ranked if row in spans]
 
     def _sparse_budgeted(
         self,
