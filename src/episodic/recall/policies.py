@@ -87,7 +87,7 @@ class RecallPolicy:
     # The keyword leg reads a long memory passage by passage too: a memory scores by the
     # better of its own BM25 and this share of its best passage's (0: its own row only,
     # the passages are not searched). store/passages.py: merge_sparse.
-    sparse_passage_weight: float = 1.0
+    sparse_passage_weight: float = 0.5
     factors: tuple[Factor, ...] = ()
     # The share of the score importance governs under Factor.IMPORTANCE_PRIOR.
     importance_weight: float = IMPORTANCE_PRIOR_WEIGHT

@@ -191,10 +191,11 @@ class SparseMixin(PgBase):
     def search_sparse_passages(self, flt: ScopeFilter, text: str, limit: int) -> list[PassageRow]:
         """BM25 over the passages of long memories (``memory_text_passages``), each
         memory once at its best passage, best first: ``(memory id, score, start, stop)``.
-        The query and its term plan are ``search_sparse``'s; a passage is scored with the
-        memories' idf and the passages' own average length, and the candidates are the
-        passages of the kept terms' matches (rare terms: all of them up to the rare
-        budget; common ones: the newest window of each)."""
+        The query's terms and their plan are ``search_sparse``'s; the passages are scored
+        as documents of their own collection, as SQLite's ``passages_fts`` is (N, the
+        average length and each term's count over the workspace's passages), and the
+        candidates are the passages of the kept terms (rare terms: all of them up to the
+        rare budget; common ones: the newest window of each)."""
         where, params = live_where(flt, alias="m", mark="%s")
         if _has_nul(*params):
             return []
@@ -202,8 +203,8 @@ class SparseMixin(PgBase):
         if not tokens or limit <= 0:
             return []
         with self._read(search=True) as conn:
-            avgdl = self._passage_length(conn, flt.workspace_id)
-            if avgdl is None:
+            size = self._passage_size(conn, flt.workspace_id)
+            if size[0] == 0:
                 return []  # no long memory in the workspace
             total, _, terms, counts = self._sparse_stats(conn, flt.workspace_id, tokens)
             if len(terms) == 1:
@@ -230,40 +231,60 @@ class SparseMixin(PgBase):
                 rare = " | ".join(terms[i].query for i in plan.rare)
                 queries.append((rare, self.sparse_rare_budget))
             queries += [(q, window) for q in common]
+            if not queries:
+                return []
             args: list[Any] = []
             for query, cap in queries:
                 args += [query, flt.workspace_id, *params, cap]
             lexemes = [(i, v, t.prefix) for i, t in enumerate(terms, start=1) for v in t.variants]
             args += [[x[0] for x in lexemes], [x[1] for x in lexemes], [x[2] for x in lexemes]]
+            found = self._passage_counts(conn, flt.workspace_id, terms, size[0])
             args += [
-                [bm25_idf(n, total) for n in counts],
+                [bm25_idf(n, size[0]) for n in found],
                 [i in plan.dropped for i in range(len(terms))],
-                avgdl,
+                size[1],
                 limit,
             ]
             sql = _PASSAGE_SCORE_SQL.format(kept=" UNION ".join([branch] * len(queries)))
             rows = self._fetch(conn, sql, args)
         return [(str(i), float(score), int(a), int(b)) for i, score, a, b in rows]
 
-    def _passage_length(self, conn: Conn, workspace_id: str) -> float | None:
-        """The average length in lexemes of the workspace's passages (from a sample, as
-        the memories'), None when it has none; cached as the memories' counts are."""
+    def _passage_size(self, conn: Conn, workspace_id: str) -> tuple[int, float]:
+        """(passages in the workspace, their average length in lexemes), as
+        ``_workspace_size`` gives the memories', cached as long."""
         cache = self._sparse_cache()
         now = time.monotonic()
-        known = cache.passages.get(workspace_id)
-        if known is not None and known[1] > now:
-            return known[0]
-        ((avgdl,),) = self._fetch(
-            conn,
-            "SELECT avg(length(tsv)) FROM (SELECT tsv FROM memory_text_passages"
-            " WHERE workspace_id = %s LIMIT %s) s",
-            [workspace_id, SPARSE_LENGTH_SAMPLE],
-        )
-        value = None if avgdl is None else float(avgdl)
-        if len(cache.passages) >= DOC_COUNT_CACHE_TERMS:
-            cache.passages.clear()
-        cache.passages[workspace_id] = (value, now + DOC_COUNT_TTL_S)
-        return value
+        key = f"{workspace_id}\x00passages"
+        known = cache.workspace(key, now)
+        if known is None:
+            known = self._workspace_size(conn, workspace_id, "memory_text_passages")
+            cache.put_workspace(key, known, now)
+        return known
+
+    def _passage_counts(
+        self, conn: Conn, workspace_id: str, terms: Sequence[_Term], total: int
+    ) -> list[int]:
+        """How many of the workspace's passages each term matches, up to half of them
+        (past that idf is floored), cached a few seconds as the memories' counts are."""
+        cache = self._sparse_cache()
+        now = time.monotonic()
+        keys = [f"{workspace_id}\x00p\x00{t.query}" for t in terms]
+        counts = [cache.counts.get(k, now) for k in keys]
+        missing = [i for i, n in enumerate(counts) if n is None]
+        if missing:
+            cap = total // 2 + 1
+            one = (
+                "(SELECT count(*) FROM (SELECT 1 FROM memory_text_passages WHERE workspace_id"
+                " = %s AND tsv @@ to_tsquery('english', %s) LIMIT %s) c)"
+            )
+            args: list[Any] = []
+            for i in missing:
+                args += [workspace_id, terms[i].query, cap]
+            (row,) = self._fetch(conn, "SELECT " + ", ".join([one] * len(missing)), args)
+            for i, n in zip(missing, row, strict=True):
+                counts[i] = int(n)
+                cache.counts.put(keys[i], int(n), now)
+        return [int(n or 0) for n in counts]
 
     def _sparse_sql(
         self,
@@ -482,8 +503,6 @@ class _SparseCache:
     def __init__(self) -> None:
         self.counts = DocCounts(DOC_COUNT_TTL_S, DOC_COUNT_CACHE_TERMS)
         self._workspaces: dict[str, tuple[int, float, float]] = {}
-        # Per workspace, its passages' average length (None: it has none) and until when.
-        self.passages: dict[str, tuple[float | None, float]] = {}
 
     def workspace(self, workspace_id: str, now: float) -> tuple[int, float] | None:
         entry = self._workspaces.get(workspace_id)
@@ -563,7 +582,8 @@ _SPARSE_SCORE_SQL = (
 )
 
 # bm25 of the kept terms' passages (``BM25_OF_CANDIDATE`` over each passage's tsvector,
-# with the dropped terms left out), each memory at its best passage.
+# with the passages' idf and average length, the dropped terms left out), each memory at
+# its best passage.
 _PASSAGE_SCORE_SQL = (
     "WITH kept(memory_id, n) AS MATERIALIZED ({kept}), " + LEXEMES_CTE + ", "
     "p AS MATERIALIZED (SELECT %s::float8[] AS idf, %s::bool[] AS dropped,"

@@ -53,7 +53,7 @@ from episodic.store.sql import (
     update_memory_sql,
 )
 from episodic.store.sqlite.connection import SqliteBase, chunks, map_errors, placeholders
-from episodic.store.sqlite.text_passages import write_text_passages
+from episodic.store.sqlite.writes import write_text_passages
 from episodic.store.supersession import revive_sql
 from episodic.tenancy import ApiKey
 

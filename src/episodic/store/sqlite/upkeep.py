@@ -35,7 +35,7 @@ from episodic.store.rows import (
 )
 from episodic.store.sql import SNAPSHOT_COLUMNS, normalise_scope
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
-from episodic.store.sqlite.text_passages import write_text_passages
+from episodic.store.sqlite.writes import write_text_passages
 from episodic.store.upkeep import (
     ARCHIVE_PAYLOAD_CHARS,
     DECAY_CHUNK_ROWS,

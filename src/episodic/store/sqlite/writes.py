@@ -14,6 +14,7 @@ from typing import Any
 from episodic.errors import IdTaken, InvalidInput, NotFound
 from episodic.model import Event, Memory, ScopeFilter, utcnow
 from episodic.scoring.passages import PASSAGE_CHARS
+from episodic.store.migrations import index_text_passages
 from episodic.store.rows import (
     event_from_row,
     event_row,
@@ -32,7 +33,6 @@ from episodic.store.sql import (
     scope_where,
 )
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
-from episodic.store.sqlite.text_passages import write_text_passages
 from episodic.store.writes import AppendResult, PendingConversation, WorkspaceCounts, taken_ids
 
 # Events go in by the hundred per statement. The journal's keyword index (migration 6)
@@ -52,6 +52,22 @@ def _insert_events(n: int) -> str:
         f"SELECT * FROM (VALUES {', '.join([row] * n)}) AS v "
         "WHERE NOT EXISTS (SELECT 1 FROM events_archive AS a WHERE a.id = v.column1)"
     )
+
+
+def write_text_passages(store: SqliteBase, ids: Sequence[str]) -> int:
+    """(Re)write the keyword index's passages (``passages_fts``, migration 17) of the long
+    memories among ``ids``, inside the caller's write; returns how many rows it wrote.
+    Every writer of a memory's text calls it: triggers drop a memory's passage rows when
+    it is deleted or its text changes, and only Python cuts passages."""
+    written = 0
+    for chunk in chunks(unique(ids)):
+        rows = store._execute(
+            f"SELECT seq, content FROM memories WHERE id IN ({placeholders(len(chunk))}) "
+            f"AND length(content) > {PASSAGE_CHARS}",
+            chunk,
+        ).fetchall()
+        written += index_text_passages(store._conn, rows)
+    return written
 
 
 _INSERT_MEMORY = (
