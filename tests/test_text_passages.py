@@ -16,7 +16,9 @@ import psycopg
 import pytest
 
 from episodic import Episodic, Settings
+from episodic.client import Client
 from episodic.embed.fake import FakeEmbedder
+from episodic.http import asgi
 from episodic.model import Candidate
 from episodic.recall.answer import recall_answer
 from episodic.recall.policies import DEFAULT
@@ -24,6 +26,8 @@ from episodic.scoring.passages import PASSAGE_CHARS, passage_spans
 from episodic.store import open_store
 from episodic.store.migrations import TEXT_PASSAGE_SHIFT, migrate, text_passage_rows
 from episodic.store.passages import merge_sparse
+from episodic.store.upkeep import Merge
+from servers import serve
 
 TS = datetime(2025, 3, 1, tzinfo=UTC).isoformat()
 FILLER = "We compared the deployment checklist against the runbook line by line. "
@@ -130,6 +134,13 @@ def test_a_keyword_only_recall_finds_the_fact_by_its_passage(
     assert bm25.hits[0].id == "long" and NEEDLE in bm25.hits[0].shown
 
 
+def test_http_and_the_client_carry_the_keyword_passage(keywords: Episodic) -> None:
+    key = keywords.create_key("w", role="admin")[1]
+    with serve(asgi(keywords)) as url, Client(url, key) as client:
+        (hit, *_) = client.recall(QUESTION, k=3).hits
+        assert hit.id == "long" and hit.passage is not None and NEEDLE in hit.shown
+
+
 def test_the_passages_are_written_with_the_memory_and_only_for_a_long_one(
     keywords: Episodic, db_url: str
 ) -> None:
@@ -162,6 +173,25 @@ def test_an_edit_rewrites_the_passages_and_a_forget_removes_them(
         with psycopg.connect(db_url) as pg:
             (left,) = pg.execute("SELECT count(*) FROM memory_text_passages").fetchone()
     assert left == 0
+
+
+def test_compaction_indexes_the_survivors_new_text(db_url: str) -> None:
+    store = open_store(db_url)
+    m = Episodic(store=store, embedder=None, settings=Settings(embedder="none"))
+    m.ingest([_note("a", "The zeppelin note, short."), _note("b", "The zeppelin note.")])
+    merged = Merge(
+        survivor_id="a",
+        losers=(("b", 0.9),),
+        content=LONG,
+        base_importance=0.5,
+        importance=0.5,
+        reference_count=0,
+        last_referenced_at=None,
+        ts=datetime(2025, 3, 2, tzinfo=UTC),
+    )
+    assert store.compact_memories("w", [merged], datetime(2025, 3, 3, tzinfo=UTC)) == 1
+    assert _passage_rows(db_url, "a") == _expected(LONG)
+    m.close()
 
 
 def _drop_passages(url: str) -> None:

@@ -250,6 +250,10 @@ DENSE = RecallPolicy(
 #   -> 0.482, R@1 0.134 -> 0.149, no ability down more than 0.4 points; LoCoMo has no
 #   passages and is unchanged). Lower weights measured higher on BEAM overall but cost
 #   two abilities more than a point held out (benchmarks/README.md).
+# - the keyword leg reads a long memory by its passages too, the best one's BM25 at 0.5
+#   (sparse_passage_weight, as every policy): 0 and 0.5 score the same on every held-out
+#   fold of both sets, a full share cost BEAM 1.1 points (benchmarks/README.md); 0.5 is
+#   kept because it finds a fact deep in a long memory when words are all a store has.
 DEFAULT = RecallPolicy(
     name="default",
     legs=(Leg.DENSE, Leg.SPARSE),
