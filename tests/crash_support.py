@@ -152,6 +152,7 @@ DEEP_NAMES = {
     "orphans.vectors",
     "orphans.passages",
     "passages.missing",
+    "passages.text",
     "vectors.flag",
     "vectors.pending",
     "vectors.shape",

@@ -306,7 +306,9 @@ def _run_recall(
     ]
     if policy.walk_depth > 0 and hits:
         hits += walk_similar(store, flt, hits, now, trace)
-    hits = shown_passages(hits, legs.get(Leg.DENSE.value, []), lexical)
+    hits = shown_passages(
+        hits, legs.get(Leg.DENSE.value, []), lexical, legs.get(Leg.SPARSE.value, [])
+    )
     if mark and hits:
         store.mark_referenced(query.workspace_id, [h.id for h in hits], now)
         if review:
@@ -461,11 +463,19 @@ def _time_windows(
     return windows
 
 
-def shown_passages(hits: list[Hit], dense: Sequence[Candidate], lexical: str) -> list[Hit]:
+def shown_passages(
+    hits: list[Hit], dense: Sequence[Candidate], lexical: str, sparse: Sequence[Candidate] = ()
+) -> list[Hit]:
     """Each long memory's hit with the passage that matched: the dense leg's best passage
-    (its own vector reads its start), else the passage holding most of the query's
-    words. A memory short enough to show whole keeps none."""
+    (its own vector reads its start), else the keyword leg's best passage, else the
+    passage holding most of the query's words. A memory short enough to show whole
+    keeps none."""
     matched = {c.memory_id: c.passage for c in dense}
+    matched.update(
+        (c.memory_id, c.passage)
+        for c in sparse
+        if c.passage is not None and c.memory_id not in matched
+    )
     wanted = words(lexical)
     out: list[Hit] = []
     for hit in hits:

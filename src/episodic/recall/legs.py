@@ -28,6 +28,7 @@ from episodic.priority import HEAVY_NICE, lower_priority
 from episodic.recall.feedback import with_feedback
 from episodic.recall.policies import Leg, RecallPolicy
 from episodic.recall.trace import DROP_THRESHOLD, Trace
+from episodic.store.passages import merge_sparse
 from episodic.store.search import SearchStore
 
 log = logging.getLogger("episodic.recall")
@@ -106,9 +107,15 @@ class LegQuery:
 
 
 def sparse_leg(store: SearchStore, q: LegQuery, policy: RecallPolicy) -> list[Candidate]:
-    """BM25 candidates, with the policy's pseudo-relevance feedback."""
+    """BM25 candidates (a long memory also by its best passage), with the policy's
+    pseudo-relevance feedback."""
     with tracing.span("recall.sparse"):  # here: it may run on a helper thread
-        found = store.search_sparse(q.flt, q.lexical, policy.sparse_pool_size(q.k))
+        pool = policy.sparse_pool_size(q.k)
+        found = store.search_sparse(q.flt, q.lexical, pool)
+        if policy.sparse_passage_weight > 0:
+            passages = store.search_sparse_passages(q.flt, q.lexical, pool)
+            if passages:
+                found = merge_sparse(found, passages, policy.sparse_passage_weight, pool)
         if policy.prf_terms > 0 and found:
             found = with_feedback(store, q.flt, q.workspace_id, q.lexical, found, policy, q.k)
     return found

@@ -21,7 +21,7 @@ PASSAGE_CHARS = 1000
 # Each window starts this far before the previous one ends.
 PASSAGE_OVERLAP = 200
 # An edge moves back to a line break or space at most this far.
-_SNAP = 120
+PASSAGE_SNAP = 120
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +63,8 @@ def extra_spans(content: str) -> list[Span]:
 
 
 def _snap_back(content: str, start: int, stop: int) -> int:
-    """``stop`` moved back to just after a line break (else a space) within ``_SNAP``."""
-    floor = max(start + 1, stop - _SNAP)
+    """``stop`` moved back to just after a line break (else a space) within ``PASSAGE_SNAP``."""
+    floor = max(start + 1, stop - PASSAGE_SNAP)
     for sep in ("\n", " "):
         at = content.rfind(sep, floor, stop)
         if at >= 0:
@@ -77,7 +77,7 @@ def _snap_forward(content: str, start: int, limit: int) -> int:
     before ``limit``; unchanged when none is near."""
     if start <= 0 or content[start - 1].isspace():
         return max(start, 0)
-    for i in range(start, min(limit, start + _SNAP)):
+    for i in range(start, min(limit, start + PASSAGE_SNAP)):
         if content[i].isspace():
             return i + 1
     return start

@@ -560,13 +560,15 @@ class Writing:
         return True
 
     def reindex(self) -> SweepResult:
-        """Drop every vector and embed all memories again with the current embedder."""
+        """Drop every vector and embed all memories again with the current embedder; long
+        memories' passages are written into the keyword index again first."""
         embedder = self.ctx.models.embedder
         if embedder is None:
             raise InvalidInput(
                 "embedder",
                 "reindex needs an embedder; set EPISODIC_EMBEDDER (see `episodic doctor`)",
             )
+        self.ctx.store.rebuild_text_passages()
         self.ctx.store.clear_vectors()
         self.ctx.models.vectors_cleared(embedder)
         indexer = self.ctx.models.indexer()

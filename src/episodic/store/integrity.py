@@ -251,6 +251,31 @@ def portable_checks(count: Callable[[str], int]) -> list[IntegrityCheck]:
     return checks
 
 
+FIX_TEXT_PASSAGES = (
+    "run `episodic reindex`: it writes every long memory's passages into the keyword "
+    "index again (and embeds all memories again)"
+)
+
+
+def text_passages_check(missing: int, stray: int) -> IntegrityCheck:
+    """The keyword index's passages of long memories (migration 17): ``missing`` long
+    memories have none, ``stray`` rows belong to no memory or lie outside its text."""
+    return verdict(
+        "passages.text",
+        [
+            (
+                missing,
+                "long memories without passages in the keyword index (a fact in their "
+                "middle is searched through the whole text only)",
+            ),
+            (stray, "keyword passages of a memory that is gone or lying outside its text"),
+        ],
+        fix=FIX_TEXT_PASSAGES,
+        clean="every long memory's passages are in the keyword index",
+        status=WARN,
+    )
+
+
 def model_problems(models: Sequence[tuple[str, int, int]]) -> list[tuple[int, str]]:
     """Rows of (model, dim, vectors): a store holds vectors of one model only; the
     minority ones are counted as wrong."""
@@ -268,11 +293,13 @@ __all__ = [
     "ERROR",
     "FIX_INDEX",
     "FIX_REINDEX",
+    "FIX_TEXT_PASSAGES",
     "MODELS_SQL",
     "OK",
     "WARN",
     "IntegrityCheck",
     "model_problems",
     "portable_checks",
+    "text_passages_check",
     "verdict",
 ]

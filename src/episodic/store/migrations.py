@@ -33,6 +33,8 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
+from episodic.scoring.passages import PASSAGE_CHARS, PASSAGE_OVERLAP, PASSAGE_SNAP, passage_spans
+
 TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -826,6 +828,78 @@ def m016_passages(conn: sqlite3.Connection) -> None:
     _run(conn, _M016_SQL)
 
 
+# A long memory's passages in SQLite's keyword index: row ``seq << TEXT_PASSAGE_SHIFT | n``
+# for its ``n``-th passage, so a passage's memory is ``rowid >> TEXT_PASSAGE_SHIFT`` and the
+# rows of one memory are one rowid range. 2**16 passages reach past 40 million characters.
+TEXT_PASSAGE_SHIFT = 16
+
+_M017_SQL = f"""
+CREATE VIRTUAL TABLE passages_fts USING fts5 (
+  content, start_char UNINDEXED, stop_char UNINDEXED,
+  tokenize = '{FTS_TOKENIZER}'
+);
+
+CREATE TRIGGER memories_passages_fts_ad AFTER DELETE ON memories
+  WHEN length(old.content) > {PASSAGE_CHARS} BEGIN
+  DELETE FROM passages_fts WHERE rowid >= old.seq << {TEXT_PASSAGE_SHIFT}
+    AND rowid < (old.seq + 1) << {TEXT_PASSAGE_SHIFT};
+END;
+
+CREATE TRIGGER memories_passages_fts_au AFTER UPDATE OF content ON memories
+  WHEN length(old.content) > {PASSAGE_CHARS} AND old.content IS NOT new.content BEGIN
+  DELETE FROM passages_fts WHERE rowid >= old.seq << {TEXT_PASSAGE_SHIFT}
+    AND rowid < (old.seq + 1) << {TEXT_PASSAGE_SHIFT};
+END
+"""
+
+_INSERT_TEXT_PASSAGE = (
+    "INSERT INTO passages_fts (rowid, content, start_char, stop_char) VALUES (?, ?, ?, ?)"
+)
+
+
+def text_passage_rows(seq: int, content: str) -> list[tuple[int, str, int, int]]:
+    """The keyword index's rows of a memory (its ``seq`` and ``content``): one per
+    passage when it is longer than one, else none (its own row covers it)."""
+    if len(content) <= PASSAGE_CHARS:
+        return []
+    spans = passage_spans(content)[: 1 << TEXT_PASSAGE_SHIFT]
+    return [
+        ((seq << TEXT_PASSAGE_SHIFT) | s.n, content[s.start : s.stop], s.start, s.stop)
+        for s in spans
+    ]
+
+
+def index_text_passages(conn: sqlite3.Connection, rows: Iterable[tuple[int, str]]) -> int:
+    """Write the passages of memories ``(seq, content)`` into ``passages_fts``, replacing
+    any they had; returns how many passage rows were written."""
+    written = 0
+    shift = TEXT_PASSAGE_SHIFT
+    for seq, content in rows:
+        if len(content) <= PASSAGE_CHARS:
+            continue
+        conn.execute(
+            "DELETE FROM passages_fts WHERE rowid >= ? AND rowid < ?",
+            (seq << shift, (seq + 1) << shift),
+        )
+        made = text_passage_rows(seq, content)
+        conn.executemany(_INSERT_TEXT_PASSAGE, made)
+        written += len(made)
+    return written
+
+
+def m017_text_passages(conn: sqlite3.Connection) -> None:
+    """``passages_fts``: a long memory's passages in a keyword index of their own, so the
+    keyword leg reads it passage by passage as the dense leg does (its own row in
+    ``memories_fts`` holds the whole text, where BM25's length normalisation buries a
+    fact in the middle). The store writes a memory's passages with it; triggers drop them
+    when the memory goes or its text changes. Existing long memories are indexed now."""
+    _run(conn, _M017_SQL)
+    index_text_passages(
+        conn,
+        conn.execute(f"SELECT seq, content FROM memories WHERE length(content) > {PASSAGE_CHARS}"),
+    )
+
+
 _STATUS_CHECK = "status IN ('active', 'retired', 'compacted')"
 _STATUS_CHECK_V10 = "status IN ('active', 'retired', 'compacted', 'superseded')"
 
@@ -847,6 +921,7 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (14, "reverted_supersessions", m014_reverted_supersessions),
     (15, "learning_type_filter", m015_learning_type_filter),
     (16, "passages", m016_passages),
+    (17, "text_passages", m017_text_passages),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -968,7 +1043,94 @@ _PG_JOURNAL_TSV = (
     "setweight(to_tsvector('english', episodic_fold(payload)), 'B')) STORED"
 )
 
+_PG_PASSAGE_TSV = (
+    "setweight(to_tsvector('english', episodic_fold(substr({content}, s.start_char + 1,"
+    " s.stop_char - s.start_char))), 'A')"
+)
+# A long memory's passages on PostgreSQL (migration 17): ``episodic_passage_spans`` cuts
+# a text as ``episodic.scoring.passages.passage_spans`` does (a test holds the two to the
+# same spans), and a trigger keeps ``memory_text_passages`` in step with ``memories``:
+# one row per passage of a memory longer than one, with its tsvector (weight A, as the
+# memory's own content).
+_PG_PASSAGE_SPANS = f"""CREATE FUNCTION episodic_passage_spans(content text)
+RETURNS TABLE (n int, start_char int, stop_char int)
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT AS $$
+DECLARE
+  total int := char_length(content);
+  s int := 0;
+  e int;
+  lo int;
+  w text;
+  p int;
+  nxt int;
+  k int := 0;
+BEGIN
+  IF total <= {PASSAGE_CHARS} THEN
+    n := 0; start_char := 0; stop_char := total; RETURN NEXT; RETURN;
+  END IF;
+  LOOP
+    e := least(s + {PASSAGE_CHARS}, total);
+    IF e < total THEN
+      lo := greatest(s + 1, e - {PASSAGE_SNAP});
+      w := substr(content, lo + 1, e - lo);
+      p := strpos(reverse(w), E'\\n');
+      IF p = 0 THEN p := strpos(reverse(w), ' '); END IF;
+      IF p > 0 THEN e := lo + char_length(w) - p + 1; END IF;
+    END IF;
+    n := k; start_char := s; stop_char := e; RETURN NEXT;
+    k := k + 1;
+    IF e >= total THEN RETURN; END IF;
+    nxt := e - {PASSAGE_OVERLAP};
+    IF nxt > 0 AND substr(content, nxt, 1) !~ '^\\s$' THEN
+      w := substring(substr(content, nxt + 1, least(e, nxt + {PASSAGE_SNAP}) - nxt)
+        from '^\\S*\\s');
+      IF w IS NOT NULL THEN nxt := nxt + char_length(w); END IF;
+    END IF;
+    IF nxt > s THEN s := nxt; ELSE s := e; END IF;
+  END LOOP;
+END $$"""
+_PG_TEXT_PASSAGES_SYNC = f"""CREATE FUNCTION episodic_text_passages() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' THEN
+    IF NEW.content IS NOT DISTINCT FROM OLD.content
+       AND NEW.workspace_id IS NOT DISTINCT FROM OLD.workspace_id THEN
+      RETURN NEW;
+    END IF;
+    DELETE FROM memory_text_passages WHERE memory_id = OLD.id;
+  END IF;
+  IF char_length(NEW.content) > {PASSAGE_CHARS} THEN
+    INSERT INTO memory_text_passages (memory_id, n, workspace_id, start_char, stop_char, tsv)
+    SELECT NEW.id, s.n, NEW.workspace_id, s.start_char, s.stop_char,
+      {_PG_PASSAGE_TSV.format(content="NEW.content")}
+    FROM episodic_passage_spans(NEW.content) s;
+  END IF;
+  RETURN NEW;
+END $$"""
+
+# Every long memory's passages (migration 17 and a reindex).
+PG_TEXT_PASSAGES_BACKFILL = (
+    "INSERT INTO memory_text_passages (memory_id, n, workspace_id, start_char, stop_char,"
+    " tsv) SELECT m.id, s.n, m.workspace_id, s.start_char, s.stop_char, "
+    + _PG_PASSAGE_TSV.format(content="m.content")
+    + " FROM memories m CROSS JOIN LATERAL episodic_passage_spans(m.content) s"
+    f" WHERE char_length(m.content) > {PASSAGE_CHARS}"
+)
+
 _PG_EXTRAS: dict[int, tuple[str, ...]] = {
+    17: (
+        'CREATE TABLE memory_text_passages (memory_id TEXT COLLATE "C" NOT NULL'
+        " REFERENCES memories (id) ON DELETE CASCADE, n BIGINT NOT NULL,"
+        ' workspace_id TEXT COLLATE "C" NOT NULL, start_char BIGINT NOT NULL,'
+        " stop_char BIGINT NOT NULL, tsv tsvector NOT NULL, PRIMARY KEY (memory_id, n))",
+        "CREATE INDEX memory_text_passages_tsv ON memory_text_passages USING GIN (tsv)",
+        "CREATE INDEX memory_text_passages_workspace ON memory_text_passages (workspace_id)",
+        _PG_PASSAGE_SPANS,
+        _PG_TEXT_PASSAGES_SYNC,
+        "CREATE TRIGGER memories_text_passages AFTER INSERT OR UPDATE OF content, workspace_id"
+        " ON memories FOR EACH ROW EXECUTE FUNCTION episodic_text_passages()",
+        PG_TEXT_PASSAGES_BACKFILL,
+    ),
     16: (
         "ALTER TABLE memory_passages ALTER COLUMN vector TYPE vector USING NULL",
         """CREATE FUNCTION episodic_passages_drop() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -1050,10 +1212,16 @@ POSTGRES_ONLY_COLUMNS = frozenset(
         ("memory_sources", "seq"),
         ("events", "tsv"),
         ("events_archive", "tsv"),
+        # A long memory's passages with their tsvectors (migration 17); SQLite holds
+        # them in its FTS5 table passages_fts.
+        *(
+            ("memory_text_passages", column)
+            for column in ("memory_id", "n", "workspace_id", "start_char", "stop_char", "tsv")
+        ),
     }
 )
 # Tables only the SQLite schema has: the FTS5 indexes and their shadow tables.
-SQLITE_ONLY_TABLE_PREFIX = ("memories_fts", "journal_fts")
+SQLITE_ONLY_TABLE_PREFIX = ("memories_fts", "journal_fts", "passages_fts")
 
 
 def _to_postgres(statement: str) -> str:
@@ -1090,4 +1258,5 @@ _SQL_OF: dict[int, str] = {
     14: _M014_SQL,
     15: _M015_SQL,
     16: _M016_SQL,
+    17: _M017_SQL,
 }

@@ -1,5 +1,6 @@
 """What both backends share about passages: a long memory's later passages are searched
-beside memories' own vectors, and a memory scores by its best one.
+beside memories' own vectors, and a memory scores by its best one; its passages' text is
+searched beside memories' own (``merge_sparse``).
 
 A passage row is ``(memory_id, cosine, start, stop)``; ``merge_dense`` folds them into
 the dense leg's candidates, each memory once, at its best cosine, with the passage that
@@ -35,6 +36,32 @@ def merge_dense(
         held = best.get(memory_id)
         if held is None or score > held[0]:
             best[memory_id] = (score, (start, stop))
+    ordered = sorted(best.items(), key=lambda item: item[1][0], reverse=True)[:limit]
+    return [
+        Candidate(memory_id, score, rank, passage)
+        for rank, (memory_id, (score, passage)) in enumerate(ordered, start=1)
+    ]
+
+
+def merge_sparse(
+    memories: Sequence[Candidate], passages: Iterable[PassageRow], weight: float, limit: int
+) -> list[Candidate]:
+    """The sparse leg's candidates with the passages' folded in: each memory at the
+    better of its own BM25 and ``weight`` x its best passage's (carrying that passage
+    when it won), ranked best first (ties by the order found), at most ``limit``.
+
+    A long memory's own row is its whole text, where BM25's length normalisation buries
+    a fact in its middle; its passages are each about as long as a short memory. The
+    weight is how much a passage's score counts beside a whole memory's: the best of
+    many passages draws higher than one memory does."""
+    best: dict[str, tuple[float, tuple[int, int] | None]] = {
+        c.memory_id: (c.score, c.passage) for c in memories
+    }
+    for memory_id, score, start, stop in passages:
+        scaled = weight * score
+        held = best.get(memory_id)
+        if held is None or scaled > held[0]:
+            best[memory_id] = (scaled, (start, stop))
     ordered = sorted(best.items(), key=lambda item: item[1][0], reverse=True)[:limit]
     return [
         Candidate(memory_id, score, rank, passage)

@@ -58,6 +58,14 @@ class SearchStore(MemoryReader, Protocol):
         higher score = better). Raw user text goes in; escaping is the store's job."""
         ...
 
+    def search_sparse_passages(
+        self, flt: ScopeFilter, text: str, limit: int
+    ) -> list[tuple[str, float, int, int]]:
+        """The long memories visible through ``flt`` ranked by the BM25 of their best
+        passage for ``text``: ``(memory id, score, start, stop)``, each memory once, best
+        first (a memory no longer than one passage has none)."""
+        ...
+
     def search_recent(
         self,
         flt: ScopeFilter,

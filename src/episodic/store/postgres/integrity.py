@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.store.base import StoreStats
 from episodic.store.deferred_indexes import pending_indexes
 from episodic.store.integrity import (
@@ -32,6 +33,7 @@ from episodic.store.integrity import (
     IntegrityCheck,
     model_problems,
     portable_checks,
+    text_passages_check,
     verdict,
 )
 from episodic.store.migrations import _PG_JOURNAL_TSV, _PG_TSV_V3
@@ -153,6 +155,7 @@ class IntegrityMixin(PgvectorMixin):
                 self._journal_tsv_check(conn),
                 self._vector_shape_check(conn),
                 *portable_checks(count),
+                text_passages_check(count(_TEXT_PASSAGES_MISSING), count(_TEXT_PASSAGES_STRAY)),
             ]
 
     def _index_check(self, conn: Conn) -> IntegrityCheck:
@@ -264,3 +267,14 @@ class IntegrityMixin(PgvectorMixin):
             fix=FIX_REINDEX,
             clean="one model, every vector of its dimension, finite and unit length",
         )
+
+
+_TEXT_PASSAGES_MISSING = (
+    f"SELECT count(*) FROM memories m WHERE char_length(m.content) > {PASSAGE_CHARS} "
+    "AND NOT EXISTS (SELECT 1 FROM memory_text_passages p WHERE p.memory_id = m.id)"
+)
+_TEXT_PASSAGES_STRAY = (
+    "SELECT count(*) FROM memory_text_passages p JOIN memories m ON m.id = p.memory_id "
+    f"WHERE char_length(m.content) <= {PASSAGE_CHARS} OR p.workspace_id <> m.workspace_id "
+    "OR p.stop_char > char_length(m.content)"
+)

@@ -58,6 +58,7 @@ from episodic.scoring.fts import (
     plan_terms,
 )
 from episodic.scoring.stopwords import without_stopwords
+from episodic.store.passages import PASSAGE_DEPTH, PassageRow
 from episodic.store.postgres.connection import Conn, PgBase, _has_nul
 from episodic.store.sparse import (
     BM25_CONTENT_WEIGHT,
@@ -186,6 +187,104 @@ class SparseMixin(PgBase):
             Candidate(memory_id=memory_id, score=float(score), rank=rank)
             for rank, (memory_id, score) in enumerate(rows, start=1)
         ]
+
+    def search_sparse_passages(self, flt: ScopeFilter, text: str, limit: int) -> list[PassageRow]:
+        """BM25 over the passages of long memories (``memory_text_passages``), each
+        memory once at its best passage, best first: ``(memory id, score, start, stop)``.
+        The query's terms and their plan are ``search_sparse``'s; the passages are scored
+        as documents of their own collection, as SQLite's ``passages_fts`` is (N, the
+        average length and each term's count over the workspace's passages), and the
+        candidates are the passages of the kept terms (rare terms: all of them up to the
+        rare budget; common ones: the newest window of each)."""
+        where, params = live_where(flt, alias="m", mark="%s")
+        if _has_nul(*params):
+            return []
+        tokens = without_stopwords(fts_tokens(text))[:MAX_FTS_TERMS]
+        if not tokens or limit <= 0:
+            return []
+        with self._read(search=True) as conn:
+            size = self._passage_size(conn, flt.workspace_id)
+            if size[0] == 0:
+                return []  # no long memory in the workspace
+            total, _, terms, counts = self._sparse_stats(conn, flt.workspace_id, tokens)
+            if len(terms) == 1:
+                plan = TermPlan(rare=(), common=(0,))
+            else:
+                plan = plan_terms(
+                    counts,
+                    total_rows=total,
+                    budget=self.sparse_rare_budget,
+                    max_share=SPARSE_MAX_SHARE,
+                )
+            depth = limit * PASSAGE_DEPTH
+            branch = (
+                "(SELECT p.memory_id, p.n FROM memory_text_passages p JOIN memories m"
+                " ON m.id = p.memory_id WHERE p.tsv @@ to_tsquery('english', %s)"
+                f" AND p.workspace_id = %s AND {where} ORDER BY m.seq DESC, p.n LIMIT %s)"
+            )
+            common = [terms[i].query for i in plan.common]
+            window = max(
+                depth, min(self.sparse_term_window, self.sparse_scored_rows // max(1, len(common)))
+            )
+            queries: list[tuple[str, int]] = []
+            if plan.rare:
+                rare = " | ".join(terms[i].query for i in plan.rare)
+                queries.append((rare, self.sparse_rare_budget))
+            queries += [(q, window) for q in common]
+            if not queries:
+                return []
+            args: list[Any] = []
+            for query, cap in queries:
+                args += [query, flt.workspace_id, *params, cap]
+            lexemes = [(i, v, t.prefix) for i, t in enumerate(terms, start=1) for v in t.variants]
+            args += [[x[0] for x in lexemes], [x[1] for x in lexemes], [x[2] for x in lexemes]]
+            found = self._passage_counts(conn, flt.workspace_id, terms, size[0])
+            args += [
+                [bm25_idf(n, size[0]) for n in found],
+                [i in plan.dropped for i in range(len(terms))],
+                size[1],
+                limit,
+            ]
+            sql = _PASSAGE_SCORE_SQL.format(kept=" UNION ".join([branch] * len(queries)))
+            rows = self._fetch(conn, sql, args)
+        return [(str(i), float(score), int(a), int(b)) for i, score, a, b in rows]
+
+    def _passage_size(self, conn: Conn, workspace_id: str) -> tuple[int, float]:
+        """(passages in the workspace, their average length in lexemes), as
+        ``_workspace_size`` gives the memories', cached as long."""
+        cache = self._sparse_cache()
+        now = time.monotonic()
+        key = f"{workspace_id}\x00passages"
+        known = cache.workspace(key, now)
+        if known is None:
+            known = self._workspace_size(conn, workspace_id, "memory_text_passages")
+            cache.put_workspace(key, known, now)
+        return known
+
+    def _passage_counts(
+        self, conn: Conn, workspace_id: str, terms: Sequence[_Term], total: int
+    ) -> list[int]:
+        """How many of the workspace's passages each term matches, up to half of them
+        (past that idf is floored), cached a few seconds as the memories' counts are."""
+        cache = self._sparse_cache()
+        now = time.monotonic()
+        keys = [f"{workspace_id}\x00p\x00{t.query}" for t in terms]
+        counts = [cache.counts.get(k, now) for k in keys]
+        missing = [i for i, n in enumerate(counts) if n is None]
+        if missing:
+            cap = total // 2 + 1
+            one = (
+                "(SELECT count(*) FROM (SELECT 1 FROM memory_text_passages WHERE workspace_id"
+                " = %s AND tsv @@ to_tsquery('english', %s) LIMIT %s) c)"
+            )
+            args: list[Any] = []
+            for i in missing:
+                args += [workspace_id, terms[i].query, cap]
+            (row,) = self._fetch(conn, "SELECT " + ", ".join([one] * len(missing)), args)
+            for i, n in zip(missing, row, strict=True):
+                counts[i] = int(n)
+                cache.counts.put(keys[i], int(n), now)
+        return [int(n or 0) for n in counts]
 
     def _sparse_sql(
         self,
@@ -480,4 +579,22 @@ _SPARSE_SCORE_SQL = (
     + BM25_OF_CANDIDATE
     + " WHERE p.dropped[t.term] = c.fill) AS s "
     "ORDER BY score DESC, c.seq LIMIT %s"
+)
+
+# bm25 of the kept terms' passages (``BM25_OF_CANDIDATE`` over each passage's tsvector,
+# with the passages' idf and average length, the dropped terms left out), each memory at
+# its best passage.
+_PASSAGE_SCORE_SQL = (
+    "WITH kept(memory_id, n) AS MATERIALIZED ({kept}), " + LEXEMES_CTE + ", "
+    "p AS MATERIALIZED (SELECT %s::float8[] AS idf, %s::bool[] AS dropped,"
+    " greatest(%s::float8, 1) AS avgdl), "
+    "cand AS MATERIALIZED (SELECT t.memory_id AS id, t.start_char, t.stop_char, t.tsv,"
+    " m.seq FROM kept k JOIN memory_text_passages t ON t.memory_id = k.memory_id"
+    " AND t.n = k.n JOIN memories m ON m.id = t.memory_id), "
+    "scored AS (SELECT DISTINCT ON (c.id) c.id, c.seq, c.start_char, c.stop_char,"
+    " coalesce(s.score, " + repr(SPARSE_MIN_SCORE) + ") AS score "
+    "FROM cand c CROSS JOIN p CROSS JOIN LATERAL ("
+    + BM25_OF_CANDIDATE
+    + " WHERE NOT p.dropped[t.term]) AS s ORDER BY c.id, score DESC, c.start_char) "
+    "SELECT id, score, start_char, stop_char FROM scored ORDER BY score DESC, seq LIMIT %s"
 )

@@ -26,6 +26,7 @@ from pgvector import Vector as PgVector
 from episodic.errors import InvalidInput, ModelMismatch, NotFound
 from episodic.model import utcnow
 from episodic.store.dense import LE_FLOAT32, unit_vector
+from episodic.store.migrations import PG_TEXT_PASSAGES_BACKFILL
 from episodic.store.postgres.connection import Conn, _has_nul
 from episodic.store.postgres.pgvector import HNSW_MAX_DIM as HNSW_MAX_DIM  # its old home
 from episodic.store.postgres.pgvector import PgvectorMixin
@@ -214,6 +215,11 @@ class VectorsMixin(PgvectorMixin):
         # After the commit: a search meanwhile may have cached the index just dropped.
         self.forget_index()
         return dropped
+
+    def rebuild_text_passages(self) -> int:
+        with self._write() as conn:
+            self._exec(conn, "DELETE FROM memory_text_passages")
+            return int(self._exec(conn, PG_TEXT_PASSAGES_BACKFILL).rowcount)
 
     def get_vectors(self, workspace_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
         wanted = [i for i in unique(memory_ids) if not _has_nul(i)]

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.store.base import StoreStats
 from episodic.store.dense import LE_FLOAT32
 from episodic.store.integrity import (
@@ -42,9 +43,10 @@ from episodic.store.integrity import (
     IntegrityCheck,
     model_problems,
     portable_checks,
+    text_passages_check,
     verdict,
 )
-from episodic.store.migrations import FTS_TOKENIZER, current_version
+from episodic.store.migrations import FTS_TOKENIZER, TEXT_PASSAGE_SHIFT, current_version
 from episodic.store.rows import parse_ts
 from episodic.store.sqlite.connection import SqliteBase, map_errors
 
@@ -227,7 +229,21 @@ def read_checks(execute: Execute) -> list[IntegrityCheck]:
         journal_mirror_check(execute),
         vector_shape_check(execute),
         *portable_checks(count),
+        text_passages_check(count(_TEXT_PASSAGES_MISSING), count(_TEXT_PASSAGES_STRAY)),
     ]
+
+
+_SHIFT = TEXT_PASSAGE_SHIFT
+_TEXT_PASSAGES_MISSING = (
+    f"SELECT count(*) FROM memories m WHERE length(m.content) > {PASSAGE_CHARS} "
+    "AND NOT EXISTS (SELECT 1 FROM passages_fts p "
+    f"WHERE p.rowid >= m.seq << {_SHIFT} AND p.rowid < (m.seq + 1) << {_SHIFT})"
+)
+_TEXT_PASSAGES_STRAY = (
+    "SELECT count(*) FROM passages_fts p WHERE NOT EXISTS (SELECT 1 FROM memories m "
+    f"WHERE m.seq = p.rowid >> {_SHIFT} AND length(m.content) > {PASSAGE_CHARS} "
+    "AND p.stop_char <= length(m.content))"
+)
 
 
 class IntegrityMixin(SqliteBase):

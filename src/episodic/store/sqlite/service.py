@@ -53,6 +53,7 @@ from episodic.store.sql import (
     update_memory_sql,
 )
 from episodic.store.sqlite.connection import SqliteBase, chunks, map_errors, placeholders
+from episodic.store.sqlite.writes import write_text_passages
 from episodic.store.supersession import revive_sql
 from episodic.tenancy import ApiKey
 
@@ -199,6 +200,9 @@ class ServiceMixin(SqliteBase):
                 # the row again; FTS5 follows through its update trigger).
                 self._execute("DELETE FROM memory_vectors WHERE memory_id = ?", (memory.id,))
             self._execute(revise_memory_sql("?"), revision_row(memory, now))
+            if old.content != memory.content:
+                # Its passage rows went with the old text (a trigger): the new text's.
+                write_text_passages(self, [memory.id])
         return True
 
     def memory_history(self, workspace_id: str, memory_id: str) -> list[MemoryVersion]:
@@ -373,11 +377,12 @@ class ServiceMixin(SqliteBase):
                     self._execute("PRAGMA secure_delete = OFF")
 
     def _purge_fts(self) -> None:
-        """Drop forgotten terms from both FTS5 indexes. A deleted row leaves its terms in
-        the old segments beside a tombstone until those merge; ``optimize`` merges them
-        all. Each index in a transaction of its own, the writes waiting meanwhile let in
-        before each, so a write waits for one merge at most, not the whole forget."""
-        for table in ("memories_fts", "journal_fts"):
+        """Drop forgotten terms from the FTS5 indexes (memories, their passages, the
+        journal). A deleted row leaves its terms in the old segments beside a tombstone
+        until those merge; ``optimize`` merges them all. Each index in a transaction of
+        its own, the writes waiting meanwhile let in before each, so a write waits for one
+        merge at most, not the whole forget."""
+        for table in ("memories_fts", "passages_fts", "journal_fts"):
             self._let_writes_in()
             with self._write():
                 self._execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")

@@ -9,10 +9,13 @@ from __future__ import annotations
 import heapq
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from episodic.model import Candidate, ScopeFilter
 from episodic.scoring.fts import bm25_term_ceiling, fts_terms, fts_whole_word, plan_terms
+from episodic.store.migrations import TEXT_PASSAGE_SHIFT
+from episodic.store.passages import PASSAGE_DEPTH, PassageRow
 from episodic.store.sparse import (
     BM25_CONTENT_WEIGHT,
     BM25_KEYS_WEIGHT,
@@ -24,7 +27,7 @@ from episodic.store.sparse import (
     DocCounts,
 )
 from episodic.store.sql import live_where
-from episodic.store.sqlite.connection import SqliteBase
+from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
 
 SparseMode = Literal["seed", "stopwords", "budgeted"]
 # Budgeted search's windows (``SPARSE_RARE_BUDGET`` is shared with PostgreSQL), tuned on
@@ -47,19 +50,22 @@ _MAX_ROWID = 2**63 - 1
 # the id is read from memories only for the rows returned. "rowid + 0" keeps the join an
 # equality lookup: on a plain column, SQLite carries the rowid bounds of the window over
 # to m.seq and plans a range scan of the index for every match.
+#
+# The statements below are written for memories_fts; ``_Source`` renders them for the
+# passages' index too (@FTS@: the table, @SEQ@: its memory's seq, @ROW@: the row's own
+# number, @MSEQ@: the memory of a returned row ``w.seq``).
 _SPARSE_SCOPED = (
-    " FROM memories_fts CROSS JOIN memories AS m INDEXED BY memories_sparse_scope"
-    " ON m.seq = memories_fts.rowid + 0"
+    " FROM @FTS@ CROSS JOIN memories AS m INDEXED BY memories_sparse_scope ON m.seq = @SEQ@"
 )
 
 # Every in-scope match scored, as seed 000's query did.
 _SPARSE_ALL_SQL = (
     "SELECT mm.id, w.seq, w.score FROM ("
-    " SELECT m.seq AS seq, bm25(memories_fts, ?, ?, ?) AS score"
+    " SELECT @ROW@ AS seq, bm25(@FTS@, ?, ?, ?) AS score"
     + _SPARSE_SCOPED
-    + " WHERE memories_fts MATCH ? AND {where}"
-    " ORDER BY score, m.seq LIMIT ?"
-    ") AS w CROSS JOIN memories AS mm ON mm.seq = w.seq"
+    + " WHERE @FTS@ MATCH ? AND {where}"
+    " ORDER BY score, @ROW@ LIMIT ?"
+    ") AS w CROSS JOIN memories AS mm ON mm.seq = @MSEQ@"
     " ORDER BY w.score, w.seq"
 )
 
@@ -70,19 +76,52 @@ _SPARSE_ALL_SQL = (
 # when nothing matched) so the caller learns how far the scan got; `scored` is how many
 # rows the window took.
 _SPARSE_WINDOW_SQL = (
-    "WITH bound(lo) AS MATERIALIZED (SELECT coalesce((SELECT rowid FROM memories_fts"
-    " WHERE memories_fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT 1 OFFSET ?), 0))"
+    "WITH bound(lo) AS MATERIALIZED (SELECT coalesce((SELECT rowid FROM @FTS@"
+    " WHERE @FTS@ MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT 1 OFFSET ?), 0))"
     " SELECT b.lo, mm.id, w.seq, w.score, w.scored FROM bound AS b LEFT JOIN ("
     "  SELECT seq, score, count(*) OVER () AS scored FROM ("
-    "   SELECT m.seq AS seq, bm25(memories_fts, ?, ?, ?) AS score"
+    "   SELECT @ROW@ AS seq, bm25(@FTS@, ?, ?, ?) AS score"
     + _SPARSE_SCOPED
-    + "   WHERE memories_fts MATCH ? AND memories_fts.rowid < ?"
-    "    AND memories_fts.rowid >= (SELECT lo FROM bound)"
+    + "   WHERE @FTS@ MATCH ? AND @FTS@.rowid < ?"
+    "    AND @FTS@.rowid >= (SELECT lo FROM bound)"
     "    AND {where}"
-    "   ORDER BY memories_fts.rowid DESC LIMIT ?)"
-    "  ORDER BY score, seq LIMIT ?) AS w LEFT JOIN memories AS mm ON mm.seq = w.seq"
+    "   ORDER BY @FTS@.rowid DESC LIMIT ?)"
+    "  ORDER BY score, seq LIMIT ?) AS w LEFT JOIN memories AS mm ON mm.seq = @MSEQ@"
     " ORDER BY w.score, w.seq"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """An FTS5 table the sparse leg ranks: the memories' own (a row per memory, its
+    rowid the memory's seq) or their passages' (``passages_fts``, a row per passage of a
+    long memory, its rowid ``seq << TEXT_PASSAGE_SHIFT | n``)."""
+
+    fts: str
+    seq: str
+    row: str
+    mseq: str
+
+    def sql(self, template: str) -> str:
+        return (
+            template.replace("@FTS@", self.fts)
+            .replace("@SEQ@", self.seq)
+            .replace("@ROW@", self.row)
+            .replace("@MSEQ@", self.mseq)
+        )
+
+
+_MEMORIES = _Source("memories_fts", "memories_fts.rowid + 0", "m.seq", "w.seq")
+_PASSAGES = _Source(
+    "passages_fts",
+    f"(passages_fts.rowid >> {TEXT_PASSAGE_SHIFT})",
+    "passages_fts.rowid",
+    f"(w.seq >> {TEXT_PASSAGE_SHIFT})",
+)
+# The passages' index holds the text alone (start_char and stop_char are unindexed):
+# weighed as a memory's content is.
+_PASSAGE_WEIGHTS = (BM25_CONTENT_WEIGHT, 0.0, 0.0)
+_MEMORY_WEIGHTS = (BM25_CONTENT_WEIGHT, BM25_KEYS_WEIGHT, BM25_PAYLOAD_WEIGHT)
 
 _SPARSE_COUNT_SQL = (
     "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
@@ -113,8 +152,12 @@ class _SparseHits:
 
     def ranked(self) -> list[tuple[str, float]]:
         """Best first, ties by storage order (as seed 000's ``ORDER BY score, m.seq``)."""
+        return [(memory_id, score) for memory_id, score, _ in self.ranked_rows()]
+
+    def ranked_rows(self) -> list[tuple[str, float, int]]:
+        """``ranked`` with the row of each memory's best score."""
         best = sorted(self._best.items(), key=lambda item: (-item[1][0], item[1][1]))
-        return [(memory_id, score) for memory_id, (score, _) in best[: self.limit]]
+        return [(memory_id, score, row) for memory_id, (score, row) in best[: self.limit]]
 
 
 class SparseMixin(SqliteBase):
@@ -163,25 +206,64 @@ class SparseMixin(SqliteBase):
         hits = _SparseHits(limit)
         with self._read(search=True):
             if self.sparse_mode == "budgeted":
-                self._sparse_budgeted(terms, where, params, hits)
+                self._sparse_budgeted(_MEMORIES, terms, where, params, hits)
             else:
-                hits.add(self._sparse_all(" OR ".join(terms), where, params, limit))
+                hits.add(self._sparse_all(_MEMORIES, " OR ".join(terms), where, params, limit))
         return [
             Candidate(memory_id=memory_id, score=score, rank=rank)
             for rank, (memory_id, score) in enumerate(hits.ranked(), start=1)
         ]
 
+    def search_sparse_passages(self, flt: ScopeFilter, text: str, limit: int) -> list[PassageRow]:
+        """BM25 over the passages of long memories (``passages_fts``), each memory once at
+        its best passage, best first, at most ``limit``: ``(memory id, score, start,
+        stop)``. The same query as ``search_sparse`` (the same words, and in budgeted mode
+        the same plan of rare, common and dropped terms, from the memories' counts), over
+        the passages' own BM25 statistics (FTS5 keeps them per table)."""
+        where, params = live_where(flt, alias="m")
+        terms = fts_terms(text, drop_stopwords=self.sparse_mode != "seed")
+        if not terms or limit <= 0:
+            return []
+        # One long memory's passages may fill several places before they are one.
+        hits = _SparseHits(limit * PASSAGE_DEPTH)
+        with self._read(search=True):
+            if self._execute("SELECT 1 FROM passages_fts LIMIT 1").fetchone() is None:
+                return []
+            if self.sparse_mode == "budgeted":
+                self._sparse_budgeted(_PASSAGES, terms, where, params, hits)
+            else:
+                hits.add(self._sparse_all(_PASSAGES, " OR ".join(terms), where, params, limit))
+            ranked = hits.ranked_rows()[:limit]
+            spans: dict[int, tuple[int, int]] = {}
+            for chunk in chunks([str(row) for _, _, row in ranked]):
+                spans.update(
+                    (int(row), (int(start), int(stop)))
+                    for row, start, stop in self._execute(
+                        "SELECT rowid, start_char, stop_char FROM passages_fts "
+                        f"WHERE rowid IN ({placeholders(len(chunk))})",
+                        [int(row) for row in chunk],
+                    )
+                )
+        return [(memory_id, score, *spans[row]) for memory_id, score, row in ranked if row in spans]
+
     def _sparse_budgeted(
-        self, terms: Sequence[str], where: str, params: Sequence[Any], hits: _SparseHits
+        self,
+        source: _Source,
+        terms: Sequence[str],
+        where: str,
+        params: Sequence[Any],
+        hits: _SparseHits,
     ) -> None:
         # The rows FTS5 holds (one per memory): exact unless memories were deleted, and
-        # then too high, which only keeps more terms and raises the ceilings below.
+        # then too high, which only keeps more terms and raises the ceilings below. The
+        # passages' search plans its terms by the memories' counts: what is rare among
+        # memories is rare among their passages.
         total = int(self._execute("SELECT max(seq) FROM memories").fetchone()[0] or 0)
         # Past half the rows FTS5's idf is floored: counting further orders nothing.
         cap = total // 2 + 1
         terms = self._sparse_words(terms, cap)
         if len(terms) == 1:
-            self._sparse_window(terms[0], where, params, hits)
+            self._sparse_window(source, terms[0], where, params, hits)
             return
         counts = self._term_doc_counts(terms, cap)
         plan = plan_terms(
@@ -190,40 +272,48 @@ class SparseMixin(SqliteBase):
         rare = " OR ".join(terms[i] for i in plan.rare)
         common = [terms[i] for i in plan.common]
         if rare:
-            hits.add(self._sparse_all(rare, where, params, hits.limit))
+            hits.add(self._sparse_all(source, rare, where, params, hits.limit))
             if common:
                 # Memories of a rare term that also hold common ones: scored with all of
                 # them (no term twice, so bm25 sums each term once).
                 match = f"({rare}) AND ({' OR '.join(common)})"
-                hits.add(self._sparse_all(match, where, params, hits.limit))
+                hits.add(self._sparse_all(source, match, where, params, hits.limit))
         if common:
             ceilings = [bm25_term_ceiling(counts[i], total) for i in plan.common]
             all_complete = False
             if len(common) > 1 and hits.kth_score() < sum(ceilings):
-                all_complete = self._sparse_window(" AND ".join(common), where, params, hits)
+                all_complete = self._sparse_window(
+                    source, " AND ".join(common), where, params, hits
+                )
             # Memories holding only some of the common terms and none of the rare ones rank
             # below those holding all of them (or a rare one) unless much shorter: they
             # only fill a short answer. On the benchmark's queries this cost nothing in
             # quality and a window of ~5 ms whenever the answer was already full.
             reachable = sum(ceilings) - (min(ceilings) if all_complete else 0.0)
             if len(hits) < hits.limit and hits.kth_score() < reachable:
-                self._sparse_window(" OR ".join(common), where, params, hits)
+                self._sparse_window(source, " OR ".join(common), where, params, hits)
         if plan.dropped and len(hits) < hits.limit:
             dropped = [terms[i] for i in plan.dropped]
-            self._sparse_window(" OR ".join(dropped), where, params, hits)
+            self._sparse_window(source, " OR ".join(dropped), where, params, hits)
 
     def _sparse_all(
-        self, match: str, where: str, params: Sequence[Any], limit: int
+        self, source: _Source, match: str, where: str, params: Sequence[Any], limit: int
     ) -> list[tuple[str, int, float]]:
         """The best ``limit`` in-scope matches of ``match``, every match scored."""
+        weights = _PASSAGE_WEIGHTS if source is _PASSAGES else _MEMORY_WEIGHTS
         rows = self._execute(
-            _SPARSE_ALL_SQL.format(where=where),
-            (BM25_CONTENT_WEIGHT, BM25_KEYS_WEIGHT, BM25_PAYLOAD_WEIGHT, match, *params, limit),
+            source.sql(_SPARSE_ALL_SQL).format(where=where),
+            (*weights, match, *params, limit),
         ).fetchall()
         return [(memory_id, seq, -score) for memory_id, seq, score in rows]
 
     def _sparse_window(
-        self, match: str, where: str, params: Sequence[Any], hits: _SparseHits
+        self,
+        source: _Source,
+        match: str,
+        where: str,
+        params: Sequence[Any],
+        hits: _SparseHits,
     ) -> bool:
         """Score the newest in-scope matches of ``match`` (at most ``sparse_window`` of
         them, among the newest ``sparse_scan`` matches in the table, or 30 per result
@@ -242,14 +332,12 @@ class SparseMixin(SqliteBase):
         )
         while True:
             rows = self._execute(
-                _SPARSE_WINDOW_SQL.format(where=where),
+                source.sql(_SPARSE_WINDOW_SQL).format(where=where),
                 (
                     match,
                     below,
                     scan - 1,
-                    BM25_CONTENT_WEIGHT,
-                    BM25_KEYS_WEIGHT,
-                    BM25_PAYLOAD_WEIGHT,
+                    *(_PASSAGE_WEIGHTS if source is _PASSAGES else _MEMORY_WEIGHTS),
                     match,
                     below,
                     *params,

@@ -35,6 +35,7 @@ from episodic.store.rows import (
 )
 from episodic.store.sql import SNAPSHOT_COLUMNS, normalise_scope
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
+from episodic.store.sqlite.writes import write_text_passages
 from episodic.store.upkeep import (
     ARCHIVE_PAYLOAD_CHARS,
     DECAY_CHUNK_ROWS,
@@ -198,6 +199,7 @@ class UpkeepMixin(SqliteBase):
                     self._execute(
                         "DELETE FROM memory_vectors WHERE memory_id = ?", (merge.survivor_id,)
                     )
+                    write_text_passages(self, [merge.survivor_id])
                 for loser, similarity in merge.losers:
                     self._execute(
                         "UPDATE memories SET status = 'compacted', "

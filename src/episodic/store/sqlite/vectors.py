@@ -14,7 +14,9 @@ import numpy as np
 
 from episodic.errors import InvalidInput, ModelMismatch, NotFound
 from episodic.model import Candidate, ScopeFilter, utcnow
+from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.store.dense import LE_FLOAT32, unit_vector
+from episodic.store.migrations import index_text_passages
 from episodic.store.rows import ts_text, unique
 from episodic.store.sql import normalise_scope
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
@@ -114,6 +116,14 @@ class VectorsMixin(SqliteBase):
             dropped = self._execute("DELETE FROM memory_vectors").rowcount
             self._dense.clear()
         return int(dropped)
+
+    def rebuild_text_passages(self) -> int:
+        with self._write():
+            self._execute("DELETE FROM passages_fts")
+            rows = self._execute(
+                f"SELECT seq, content FROM memories WHERE length(content) > {PASSAGE_CHARS}"
+            )
+            return index_text_passages(self._conn, rows)
 
     def get_vectors(self, workspace_id: str, memory_ids: Sequence[str]) -> dict[str, Vector]:
         found: dict[str, Vector] = {}

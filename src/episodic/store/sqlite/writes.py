@@ -13,6 +13,8 @@ from typing import Any
 
 from episodic.errors import IdTaken, InvalidInput, NotFound
 from episodic.model import Event, Memory, ScopeFilter, utcnow
+from episodic.scoring.passages import PASSAGE_CHARS
+from episodic.store.migrations import index_text_passages
 from episodic.store.rows import (
     event_from_row,
     event_row,
@@ -52,6 +54,22 @@ def _insert_events(n: int) -> str:
         f"SELECT * FROM (VALUES {', '.join([row] * n)}) AS v "
         "WHERE NOT EXISTS (SELECT 1 FROM events_archive AS a WHERE a.id = v.column1)"
     )
+
+
+def write_text_passages(store: SqliteBase, ids: Sequence[str]) -> int:
+    """(Re)write the keyword index's passages (``passages_fts``, migration 17) of the long
+    memories among ``ids``, inside the caller's write; returns how many rows it wrote.
+    Every writer of a memory's text calls it: triggers drop a memory's passage rows when
+    it is deleted or its text changes, and only Python cuts passages."""
+    written = 0
+    for chunk in chunks(unique(ids)):
+        rows = store._execute(
+            f"SELECT seq, content FROM memories WHERE id IN ({placeholders(len(chunk))}) "
+            f"AND length(content) > {PASSAGE_CHARS}",
+            chunk,
+        ).fetchall()
+        written += index_text_passages(store._conn, rows)
+    return written
 
 
 _INSERT_MEMORY = (
@@ -109,6 +127,9 @@ class WritesMixin(SqliteBase):
         if not rows:
             return 0
         inserted = int(self._executemany(_INSERT_MEMORY, rows).rowcount)
+        long_ids = [m.id for m in memories if len(m.content) > PASSAGE_CHARS]
+        if long_ids:
+            write_text_passages(self, long_ids)
         source_rows = [(m.id, event_id) for m in memories for event_id in m.source_event_ids]
         if source_rows:
             self._check_sources(source_rows)
