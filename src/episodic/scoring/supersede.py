@@ -50,17 +50,28 @@ def same_subject(
     norms[norms == 0] = 1.0
     unit = matrix / norms[:, None]
     cosines = unit @ unit.T
-    for a, older in enumerate(ids):
-        for b, newer in enumerate(ids):
-            if ts[newer] <= ts[older]:
-                continue
-            ca, cb = conversation.get(older), conversation.get(newer)
-            if ca is not None and ca == cb:
-                continue
-            threshold = (records if ca is None and cb is None else turns).get(newer, 0.0)
-            cosine = float(cosines[a, b])
-            if threshold > 0 and cosine >= threshold:
-                out[older].append((newer, cosine))
+    # Every (older a, newer b) pair at once: a recall's head holds up to a hundred ids.
+    n = len(ids)
+    # Times by rank, compared exactly (a float of seconds would blur microseconds).
+    rank = {t: k for k, t in enumerate(sorted({ts[i] for i in ids}))}
+    when = np.array([rank[ts[i]] for i in ids])
+    chats = [conversation.get(i) for i in ids]
+    outside = np.array([c is None for c in chats])
+    codes = {c: k for k, c in enumerate(dict.fromkeys(c for c in chats if c is not None))}
+    # No conversation is its own code, so it is never "the same conversation".
+    chat = np.array([codes[c] if c is not None else -1 - k for k, c in enumerate(chats)])
+    on_records = np.array([records.get(i, 0.0) for i in ids])
+    on_turns = np.array([turns.get(i, 0.0) for i in ids])
+    threshold = np.where(outside[:, None] & outside[None, :], on_records, on_turns)
+    pairs = (
+        (when[None, :] > when[:, None])
+        & (chat[:, None] != chat[None, :])
+        & (threshold > 0)
+        & (cosines >= threshold)
+    )
+    pairs[np.arange(n), np.arange(n)] = False
+    for a, b in zip(*np.nonzero(pairs), strict=True):
+        out[ids[a]].append((ids[b], float(cosines[a, b])))
     for partners in out.values():
         partners.sort(key=lambda pair: (-pair[1], pair[0]))
     return out
