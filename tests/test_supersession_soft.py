@@ -115,6 +115,12 @@ def test_turns_of_one_conversation_never_pair_turns_of_two_at_their_own_threshol
         ("For this week, on-call escalations go to Marco.", "guarded"),
         ("While I'm away, water the fig tree every Wednesday.", "guarded"),
         ("Lena also has a work number, 0152 5550 9876.", "guarded"),
+        # A request the sentence ends with does not make what it states a question.
+        ("I've moved the call to 4 PM, can you remind me an hour before?", "plain"),
+        ("The budget went up to $650, so how should I split it?", "plain"),
+        ("Is it true that the call moved to 4 PM?", "guarded"),
+        ("The call moved to 4 PM?", "guarded"),
+        ("For this week the call is at 4 PM, can you remind me?", "guarded"),
     ],
 )
 def test_what_a_text_says_of_change(text: str, kind: str) -> None:
