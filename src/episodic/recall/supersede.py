@@ -2,9 +2,10 @@
 ``scoring/supersede.py``; this step fetches the rows and vectors they need and reads what
 each newer text says of change).
 
-Two memories are about the same subject when their vectors are close: at cosine
-``records`` when both are outside conversations, at ``turns`` when either is a turn
-(never two turns of one conversation: they reply to and repeat each other). A newer one
+Two memories by the same owner (agent, crew and resource) are about the same subject
+when their vectors are close: at cosine ``records`` when both are outside conversations,
+at ``turns`` when either is a turn (never two turns of one conversation: they reply to
+and repeat each other). A newer one
 that only asks, plans, wishes, stays for a while or adds ("should we switch to B?", "for
 this week use B", "Lena also has a work number": ``change_rules.change_kind``) pairs
 with nothing, and neither does a newer one under an older one that tells why something
@@ -55,6 +56,7 @@ def newest_similar_first(
     on_records = {i: records if stating[i] else 0.0 for i in vectors}
     on_turns = {i: turns if stating[i] else 0.0 for i in vectors}
     conversation = {i: memories[i].conversation for i in vectors}
+    owner = {i: (memories[i].agent, memories[i].crew, memories[i].resource) for i in vectors}
     ts = {i: memories[i].ts for i, _ in head}
     similar = {
         older: [
@@ -62,7 +64,9 @@ def newest_similar_first(
             for newer, w in others
             if not _reason_over_instruction(said[newer], said[older])
         ]
-        for older, others in same_subject(vectors, conversation, ts, on_records, on_turns).items()
+        for older, others in same_subject(
+            vectors, conversation, ts, on_records, on_turns, owner
+        ).items()
     }
     if not any(similar.values()):
         return ranked

@@ -11,7 +11,9 @@ history. Nothing is hidden: this only reorders.
 Turns of one conversation reply to and repeat each other ("see you Friday!"); a later
 turn is not a newer state of an earlier one, so two turns of the same conversation are
 never paired. A turn and a memory of another conversation (or of none) are paired at
-their own threshold (``turns``; 0 pairs none).
+their own threshold (``turns``; 0 pairs none). Only memories by one owner are paired (the
+same agent, crew and resource, as the supersession rule requires): a later turn of the
+other speaker is a reply, not the newer state of what the first said.
 
 A newer memory of lower base importance does not take the older one's place: an info
 note restating an error-level regression is not its new state, and between two such
@@ -20,7 +22,7 @@ near-equal matches importance decides (seed 000's cosine x importance).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -33,14 +35,16 @@ def same_subject(
     ts: Mapping[str, datetime],
     records: Mapping[str, float],
     turns: Mapping[str, float],
+    owner: Mapping[str, Hashable] | None = None,
 ) -> dict[str, list[tuple[str, float]]]:
     """Each id's newer memories about the same subject, as (id, cosine), closest first.
 
     A newer memory ``n`` is about an older one's subject at cosine >= its own threshold
     (what its text says of change decides it): ``records[n]`` when both are outside
     conversations, ``turns[n]`` when either is a turn, and never when both are turns of
-    one conversation. A threshold of 0 (or none given) pairs nothing; ids with no vector
-    have no partner."""
+    one conversation, nor (``owner`` given) when they are not by the same owner: what
+    another says later is not the newer state of what one said. A threshold of 0 (or none
+    given) pairs nothing; ids with no vector have no partner."""
     ids = sorted(vectors)
     out: dict[str, list[tuple[str, float]]] = {i: [] for i in ids}
     if len(ids) < 2:
@@ -62,10 +66,13 @@ def same_subject(
     chat = np.array([codes[c] if c is not None else -1 - k for k, c in enumerate(chats)])
     on_records = np.array([records.get(i, 0.0) for i in ids])
     on_turns = np.array([turns.get(i, 0.0) for i in ids])
+    owners = {o: k for k, o in enumerate(dict.fromkeys((owner or {}).get(i) for i in ids))}
+    whose = np.array([owners[(owner or {}).get(i)] for i in ids])
     threshold = np.where(outside[:, None] & outside[None, :], on_records, on_turns)
     pairs = (
         (when[None, :] > when[:, None])
         & (chat[:, None] != chat[None, :])
+        & (whose[:, None] == whose[None, :])
         & (threshold > 0)
         & (cosines >= threshold)
     )
