@@ -188,3 +188,17 @@ def test_a_question_or_an_instruction_after_a_reason_is_not_lifted(
     assert hits[0].id == "old", [(h.id, h.score) for h in hits]
     assert all(h.newer is None for h in hits)
     mem.close()
+
+
+def test_only_memories_by_the_same_owner_pair() -> None:
+    # A later turn of the other speaker is a reply, not the newer state of what the
+    # first said; the same speaker's later turn in another session is.
+    vectors = {"a": unit(1, 0), "b": unit(1, 0.1), "c": unit(1, 0.2)}
+    ts = {"a": T, "b": T + DAY, "c": T + 2 * DAY}
+    chat = {"a": "s1", "b": "s2", "c": "s3"}
+    turns = dict.fromkeys(vectors, 0.5)
+    owner = {"a": ("user", None, None), "b": ("assistant", None, None), "c": ("user", None, None)}
+
+    pairs = same_subject(vectors, chat, ts, {}, turns, owner)
+    assert [i for i, _ in pairs["a"]] == ["c"]
+    assert pairs["b"] == []
