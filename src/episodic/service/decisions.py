@@ -198,11 +198,12 @@ def status_decisions(memory: Memory, merged_into: str | None) -> list[Decision]:
         return [merge]
     unmerged = _text(memory.payload.get(UNMERGED_AT))
     if unmerged is not None:
-        reverted = {
-            "reverted_at": _parse(unmerged),
-            "reverted_by": _text(memory.payload.get(UNMERGED_BY)),
-        }
-        return [replace(merge, **reverted), *_retirement(memory)]
+        undone = replace(
+            merge,
+            reverted_at=_parse(unmerged),
+            reverted_by=_text(memory.payload.get(UNMERGED_BY)),
+        )
+        return [undone, *_retirement(memory)]
     return _retirement(memory)
 
 
