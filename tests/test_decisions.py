@@ -266,7 +266,7 @@ def test_mcp_restore_memory(mem: Episodic, clock: Clock) -> None:
                 done = structured(await client.call_tool("restore_memory", {"memory_id": "card-a"}))
                 assert done == {"id": "card-a", "restored": True, "status": "active"}
                 again = await client.call_tool("restore_memory", {"memory_id": "card-a"})
-                assert again.is_error and "not superseded or retired" in str(again.content)
+                assert again.is_error and "not superseded, retired or" in str(again.content)
                 missing = await client.call_tool("restore_memory", {"memory_id": "nope"})
                 assert missing.is_error and "no memory nope here" in str(missing.content)
 
@@ -355,7 +355,7 @@ def test_why_names_the_merge_and_the_phase_that_took_a_memory_out(db_url: str) -
         assert m.retire_phase("acme", "design") == []
         assert m.store.get_memory("acme", "t0").status is MemoryStatus.ACTIVE
         assert m.history("t0", workspace="acme")[1].payload["status"] == "retired"
-        with pytest.raises(InvalidInput, match="t0 is active, not superseded or retired"):
+        with pytest.raises(InvalidInput, match="t0 is active, not superseded, retired or"):
             m.restore("t0", workspace="acme")
     finally:
         m.close()
@@ -413,3 +413,78 @@ def test_a_message_batch_names_the_messages_not_kept_as_memories(mem: Episodic) 
         response = call(base, secret, "POST", "/v1/messages", body)
     assert response.status_code == 200, response.text
     assert [n["index"] for n in response.json()["not_admitted"]] == [1, 2]
+
+
+def test_a_compacted_memory_is_restored_and_never_merged_again(db_url: str) -> None:
+    m = Episodic(
+        store=open_store(db_url),
+        embedder=FakeEmbedder(dim=512),
+        settings=Settings(archive_after_days=90),
+        clock=lambda: NOW,
+    )
+    try:
+        store_memory(m, compacted("keep", DUP, importance=0.9, base_importance=0.9), days=5)
+        store_memory(m, compacted("dup", DUP + " again"), days=5)
+        m.compact(workspace="acme")
+        assert m.store.get_memory("acme", "dup").status is MemoryStatus.COMPACTED
+
+        restored = m.restore("dup", workspace="acme")
+        assert (restored.status, restored.content) == (MemoryStatus.ACTIVE, DUP + " again")
+        assert "compacted_into" not in restored.payload
+        [undone] = [d for d in m.decisions("dup", workspace="acme") if d.kind == "merged"]
+        assert (undone.other, undone.decided_by, undone.reverted_by) == (
+            "keep",
+            "upkeep:compact",
+            "python",
+        )
+        assert undone.reverted_at == NOW
+        # The next compaction leaves it alone; recall finds it again.
+        m.compact(workspace="acme")
+        assert m.store.get_memory("acme", "dup").status is MemoryStatus.ACTIVE
+        hits = m.recall("cache TTL again", workspace="acme", mark=False).hits
+        assert "dup" in {h.id for h in hits}
+        with pytest.raises(InvalidInput, match="dup is active, not superseded, retired or"):
+            m.restore("dup", workspace="acme")
+    finally:
+        m.close()
+
+
+def test_a_compacted_memory_is_restored_from_every_interface(db_url: str) -> None:
+    m = Episodic(
+        store=open_store(db_url),
+        embedder=None,
+        settings=Settings(archive_after_days=90),
+        clock=lambda: NOW,
+    )
+    ids = ("dup1", "dup2", "dup3")
+    try:
+        store_memory(m, compacted("keep", DUP, importance=0.9, base_importance=0.9), days=5)
+        for n, memory_id in enumerate(ids):
+            store_memory(m, compacted(memory_id, DUP + " again" * (n + 1)), days=5)
+        m.compact(workspace="acme")
+        assert {m.store.get_memory("acme", i).status for i in ids} == {MemoryStatus.COMPACTED}
+        _, secret = m.create_key("acme", role="admin")
+        restored = cli(db_url, "memory", "restore", "dup1", "-w", "acme", "--json")
+        assert restored.exit_code == 0, restored.output
+        assert json.loads(restored.stdout)["status"] == "active"
+        with serve(asgi(m)) as base:
+            with httpx.Client(base_url=base, timeout=30) as c:
+                assert c.post("/ui/login", data={"key": secret}).status_code == 303
+                assert 'action="/ui/memories/dup2/restore"' in c.get("/ui/memories/dup2").text
+            done = call(base, secret, "POST", "/v1/memories/dup2/restore")
+            assert done.status_code == 200, done.text
+            assert done.json()["status"] == "active"
+        server = build_server(m, Binding.of("acme", "a1", None, None))
+
+        async def main() -> None:
+            with serve(server.streamable_http_app()) as base:
+                async with Client(f"{base}/mcp") as client:
+                    done = structured(
+                        await client.call_tool("restore_memory", {"memory_id": "dup3"})
+                    )
+                    assert done == {"id": "dup3", "restored": True, "status": "active"}
+
+        anyio.run(main)
+        assert {m.store.get_memory("acme", i).status for i in ids} == {MemoryStatus.ACTIVE}
+    finally:
+        m.close()

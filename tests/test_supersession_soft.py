@@ -115,6 +115,12 @@ def test_turns_of_one_conversation_never_pair_turns_of_two_at_their_own_threshol
         ("For this week, on-call escalations go to Marco.", "guarded"),
         ("While I'm away, water the fig tree every Wednesday.", "guarded"),
         ("Lena also has a work number, 0152 5550 9876.", "guarded"),
+        # A request the sentence ends with does not make what it states a question.
+        ("I've moved the call to 4 PM, can you remind me an hour before?", "plain"),
+        ("The budget went up to $650, so how should I split it?", "plain"),
+        ("Is it true that the call moved to 4 PM?", "guarded"),
+        ("The call moved to 4 PM?", "guarded"),
+        ("For this week the call is at 4 PM, can you remind me?", "guarded"),
     ],
 )
 def test_what_a_text_says_of_change(text: str, kind: str) -> None:
@@ -182,3 +188,17 @@ def test_a_question_or_an_instruction_after_a_reason_is_not_lifted(
     assert hits[0].id == "old", [(h.id, h.score) for h in hits]
     assert all(h.newer is None for h in hits)
     mem.close()
+
+
+def test_only_memories_by_the_same_owner_pair() -> None:
+    # A later turn of the other speaker is a reply, not the newer state of what the
+    # first said; the same speaker's later turn in another session is.
+    vectors = {"a": unit(1, 0), "b": unit(1, 0.1), "c": unit(1, 0.2)}
+    ts = {"a": T, "b": T + DAY, "c": T + 2 * DAY}
+    chat = {"a": "s1", "b": "s2", "c": "s3"}
+    turns = dict.fromkeys(vectors, 0.5)
+    owner = {"a": ("user", None, None), "b": ("assistant", None, None), "c": ("user", None, None)}
+
+    pairs = same_subject(vectors, chat, ts, {}, turns, owner)
+    assert [i for i, _ in pairs["a"]] == ["c"]
+    assert pairs["b"] == []

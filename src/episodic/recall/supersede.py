@@ -2,9 +2,10 @@
 ``scoring/supersede.py``; this step fetches the rows and vectors they need and reads what
 each newer text says of change).
 
-Two memories are about the same subject when their vectors are close: at cosine
-``records`` when both are outside conversations, at ``turns`` when either is a turn
-(never two turns of one conversation: they reply to and repeat each other). A newer one
+Two memories by the same owner (agent, crew and resource) are about the same subject
+when their vectors are close: at cosine ``records`` when both are outside conversations,
+at ``turns`` when either is a turn (never two turns of one conversation: they reply to
+and repeat each other). A newer one
 that only asks, plans, wishes, stays for a while or adds ("should we switch to B?", "for
 this week use B", "Lena also has a work number": ``change_rules.change_kind``) pairs
 with nothing, and neither does a newer one under an older one that tells why something
@@ -15,6 +16,7 @@ supersession rule's own guards; the pairing only reorders, it hides nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from episodic.model import Memory, ScopeFilter
 from episodic.scoring.supersede import newer_of, newest_first, same_subject
@@ -47,26 +49,24 @@ def newest_similar_first(
     vectors = store.get_vectors(flt.workspace_id, taking)
     if len(vectors) < 2:
         return ranked
-    # The rules load with the first recall that needs them (a keyword recall never does).
-    from episodic.write.change_rules import change_kind, reason_over_instruction
-    from episodic.write.supersession import OFFLINE_MAX_CHARS
-    from episodic.write.text import cut_words
-
-    # What a text says of change is in its head, as the supersession rule reads it.
-    said = {i: cut_words(memories[i].content, OFFLINE_MAX_CHARS, ellipsis="") for i in vectors}
+    read = {i: _read(memories[i].content) for i in vectors}
+    said = {i: head for i, (head, _) in read.items()}
     # What a newer text says of change decides whether it pairs at all.
-    stating = {i: change_kind(said[i]) != "guarded" for i in vectors}
+    stating = {i: states for i, (_, states) in read.items()}
     on_records = {i: records if stating[i] else 0.0 for i in vectors}
     on_turns = {i: turns if stating[i] else 0.0 for i in vectors}
     conversation = {i: memories[i].conversation for i in vectors}
+    owner = {i: (memories[i].agent, memories[i].crew, memories[i].resource) for i in vectors}
     ts = {i: memories[i].ts for i, _ in head}
     similar = {
         older: [
             (newer, w)
             for newer, w in others
-            if not reason_over_instruction(said[newer], said[older])
+            if not _reason_over_instruction(said[newer], said[older])
         ]
-        for older, others in same_subject(vectors, conversation, ts, on_records, on_turns).items()
+        for older, others in same_subject(
+            vectors, conversation, ts, on_records, on_turns, owner
+        ).items()
     }
     if not any(similar.values()):
         return ranked
@@ -74,3 +74,28 @@ def newest_similar_first(
         earlier.update(newer_of(head, similar, ts))
     base = {i: memories[i].base_importance for i, _ in head}
     return newest_first(head, similar, ts, base) + tail
+
+
+# The same memories come back query after query: what their texts say is read once (a
+# text's head costs milliseconds to read, and a head holds up to a hundred memories).
+_READ_CACHE = 8192
+
+
+@lru_cache(maxsize=_READ_CACHE)
+def _read(content: str) -> tuple[str, bool]:
+    """A text's head, as the supersession rule reads it, and whether it may state a new
+    state (it only asks, plans, stays for a while or adds when it is ``guarded``)."""
+    # The rules load with the first recall that needs them (a keyword recall never does).
+    from episodic.write.change_rules import change_kind
+    from episodic.write.supersession import OFFLINE_MAX_CHARS
+    from episodic.write.text import cut_words
+
+    head = cut_words(content, OFFLINE_MAX_CHARS, ellipsis="")
+    return head, change_kind(head) != "guarded"
+
+
+@lru_cache(maxsize=_READ_CACHE)
+def _reason_over_instruction(new: str, old: str) -> bool:
+    from episodic.write.change_rules import reason_over_instruction
+
+    return reason_over_instruction(new, old)

@@ -11,7 +11,9 @@ history. Nothing is hidden: this only reorders.
 Turns of one conversation reply to and repeat each other ("see you Friday!"); a later
 turn is not a newer state of an earlier one, so two turns of the same conversation are
 never paired. A turn and a memory of another conversation (or of none) are paired at
-their own threshold (``turns``; 0 pairs none).
+their own threshold (``turns``; 0 pairs none). Only memories by one owner are paired (the
+same agent, crew and resource, as the supersession rule requires): a later turn of the
+other speaker is a reply, not the newer state of what the first said.
 
 A newer memory of lower base importance does not take the older one's place: an info
 note restating an error-level regression is not its new state, and between two such
@@ -20,7 +22,7 @@ near-equal matches importance decides (seed 000's cosine x importance).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -33,14 +35,16 @@ def same_subject(
     ts: Mapping[str, datetime],
     records: Mapping[str, float],
     turns: Mapping[str, float],
+    owner: Mapping[str, Hashable] | None = None,
 ) -> dict[str, list[tuple[str, float]]]:
     """Each id's newer memories about the same subject, as (id, cosine), closest first.
 
     A newer memory ``n`` is about an older one's subject at cosine >= its own threshold
     (what its text says of change decides it): ``records[n]`` when both are outside
     conversations, ``turns[n]`` when either is a turn, and never when both are turns of
-    one conversation. A threshold of 0 (or none given) pairs nothing; ids with no vector
-    have no partner."""
+    one conversation, nor (``owner`` given) when they are not by the same owner: what
+    another says later is not the newer state of what one said. A threshold of 0 (or none
+    given) pairs nothing; ids with no vector have no partner."""
     ids = sorted(vectors)
     out: dict[str, list[tuple[str, float]]] = {i: [] for i in ids}
     if len(ids) < 2:
@@ -50,17 +54,31 @@ def same_subject(
     norms[norms == 0] = 1.0
     unit = matrix / norms[:, None]
     cosines = unit @ unit.T
-    for a, older in enumerate(ids):
-        for b, newer in enumerate(ids):
-            if ts[newer] <= ts[older]:
-                continue
-            ca, cb = conversation.get(older), conversation.get(newer)
-            if ca is not None and ca == cb:
-                continue
-            threshold = (records if ca is None and cb is None else turns).get(newer, 0.0)
-            cosine = float(cosines[a, b])
-            if threshold > 0 and cosine >= threshold:
-                out[older].append((newer, cosine))
+    # Every (older a, newer b) pair at once: a recall's head holds up to a hundred ids.
+    n = len(ids)
+    # Times by rank, compared exactly (a float of seconds would blur microseconds).
+    rank = {t: k for k, t in enumerate(sorted({ts[i] for i in ids}))}
+    when = np.array([rank[ts[i]] for i in ids])
+    chats = [conversation.get(i) for i in ids]
+    outside = np.array([c is None for c in chats])
+    codes = {c: k for k, c in enumerate(dict.fromkeys(c for c in chats if c is not None))}
+    # No conversation is its own code, so it is never "the same conversation".
+    chat = np.array([codes[c] if c is not None else -1 - k for k, c in enumerate(chats)])
+    on_records = np.array([records.get(i, 0.0) for i in ids])
+    on_turns = np.array([turns.get(i, 0.0) for i in ids])
+    owners = {o: k for k, o in enumerate(dict.fromkeys((owner or {}).get(i) for i in ids))}
+    whose = np.array([owners[(owner or {}).get(i)] for i in ids])
+    threshold = np.where(outside[:, None] & outside[None, :], on_records, on_turns)
+    pairs = (
+        (when[None, :] > when[:, None])
+        & (chat[:, None] != chat[None, :])
+        & (whose[:, None] == whose[None, :])
+        & (threshold > 0)
+        & (cosines >= threshold)
+    )
+    pairs[np.arange(n), np.arange(n)] = False
+    for a, b in zip(*np.nonzero(pairs), strict=True):
+        out[ids[a]].append((ids[b], float(cosines[a, b])))
     for partners in out.values():
         partners.sort(key=lambda pair: (-pair[1], pair[0]))
     return out

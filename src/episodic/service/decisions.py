@@ -19,7 +19,10 @@ Every automatic decision that changes what recall can see is kept where it is ma
 ``restore`` undoes a supersession: the memory is active again and the link is kept,
 marked reverted, so detection never makes the same replacement again. It undoes a
 retirement too: the memory's payload records when and by whom, the retirement is listed
-as reverted, and the end of its phase does not retire it again.
+as reverted, and the end of its phase does not retire it again. And it undoes a merge by
+compaction: the compacted memory is active again as it was (the memory it was merged into
+keeps what it took, so recall may show both), the merge is listed as reverted, and
+compaction never merges it again.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from episodic.service.context import Context
 from episodic.service.operations import Operations
 from episodic.store.supersession import Supersession
 from episodic.tenancy import Principal
+from episodic.upkeep.compact import UNMERGED_AT, UNMERGED_BY
 from episodic.write.journal import event_admission
 
 # The kinds of decision ``decisions`` lists, in the order they happen to a memory.
@@ -182,16 +186,28 @@ def link_decisions(memory_id: str, links: Sequence[Supersession]) -> list[Decisi
 
 
 def status_decisions(memory: Memory, merged_into: str | None) -> list[Decision]:
-    """A merge by compaction, or a retirement, that took ``memory`` out of recall."""
+    """A merge by compaction, or a retirement, that took ``memory`` out of recall (and
+    was undone, when it was restored)."""
+    merge = Decision(
+        MERGED,
+        "upkeep:compact",
+        "a near-duplicate (token Jaccard > 0.8) of a more important memory",
+        merged_into or _text(memory.payload.get("compacted_into")),
+    )
     if memory.status is MemoryStatus.COMPACTED:
-        return [
-            Decision(
-                MERGED,
-                "upkeep:compact",
-                "a near-duplicate (token Jaccard > 0.8) of a more important memory",
-                merged_into or _text(memory.payload.get("compacted_into")),
-            )
-        ]
+        return [merge]
+    unmerged = _text(memory.payload.get(UNMERGED_AT))
+    if unmerged is not None:
+        undone = replace(
+            merge,
+            reverted_at=_parse(unmerged),
+            reverted_by=_text(memory.payload.get(UNMERGED_BY)),
+        )
+        return [undone, *_retirement(memory)]
+    return _retirement(memory)
+
+
+def _retirement(memory: Memory) -> list[Decision]:
     restored = _text(memory.payload.get(RESTORED_AT))
     if memory.status is not MemoryStatus.RETIRED and restored is None:
         return []
@@ -273,28 +289,33 @@ class Decisions:
         return sorted(decisions, key=_when)
 
     def restore(self, memory_id: str, *, workspace: str, by: str = PYTHON_RESTORER) -> Memory:
-        """Undo the supersession or the retirement of memory ``memory_id``: it is active
-        again. A superseded one loses its ``valid_to`` and ``superseded_by``, with what
-        was superseded along with it (an episode or entry made from it), and the decision
-        is kept, marked reverted, so detection never replaces it with the same memory
-        again (an explicit ``supersede`` still can). A retired one keeps its payload with
-        ``restored_at`` and ``restored_by`` added (the version before goes to its
-        history), so the end of its phase never retires it again (an explicit ``retire``
-        still can). ``InvalidInput`` naming ``memory_id`` when it is neither;
-        ``NotFound`` when it is not a memory of the workspace."""
+        """Undo the supersession, the retirement or the merge of memory ``memory_id``: it
+        is active again. A superseded one loses its ``valid_to`` and ``superseded_by``,
+        with what was superseded along with it (an episode or entry made from it), and the
+        decision is kept, marked reverted, so detection never replaces it with the same
+        memory again (an explicit ``supersede`` still can). A retired one keeps its
+        payload with ``restored_at`` and ``restored_by`` added (the version before goes to
+        its history), so the end of its phase never retires it again (an explicit
+        ``retire`` still can). A compacted one gets ``unmerged_at`` and ``unmerged_by``
+        instead of ``compacted_into``, and compaction never merges it again; the memory it
+        was merged into keeps the text and counts it took. ``InvalidInput`` naming
+        ``memory_id`` when it is none of these; ``NotFound`` when it is not a memory of
+        the workspace."""
         if not isinstance(by, str) or not by.strip():
             raise InvalidInput("by", "name who restores it")
         found = self.operations.memory(ScopeFilter(workspace_id=workspace), memory_id)
         if found.status is MemoryStatus.RETIRED:
             return self._unretire(found, by)
+        if found.status is MemoryStatus.COMPACTED:
+            return self._unmerge(found, by)
         restored = self.ctx.store.revert_supersession(
             found.workspace, found.id, by=by, at=self.ctx.clock()
         )
         if restored is None:
             raise InvalidInput(
                 "memory_id",
-                f"memory {memory_id} is {found.status.value}, not superseded or retired: "
-                "only a superseded or retired memory can be restored",
+                f"memory {memory_id} is {found.status.value}, not superseded, retired or "
+                "compacted: only a superseded, retired or compacted memory can be restored",
             )
         return self.ctx.store.get_memory(found.workspace, found.id)
 
@@ -303,6 +324,14 @@ class Decisions:
         payload = {**memory.payload, RESTORED_AT: at.isoformat(), RESTORED_BY: by}
         if payload.get("status") == MemoryStatus.RETIRED.value:
             payload["status"] = MemoryStatus.ACTIVE.value  # what the phase's end wrote
+        self.ctx.store.revise_memory(replace(memory, payload=payload), by=by, at=at)
+        return self.ctx.store.set_status(memory.workspace, memory.id, MemoryStatus.ACTIVE)
+
+    def _unmerge(self, memory: Memory, by: str) -> Memory:
+        at = self.ctx.clock()
+        payload = {**memory.payload, UNMERGED_AT: at.isoformat(), UNMERGED_BY: by}
+        # Where it was merged stays in ``memory_compactions`` (``why`` lists it, undone).
+        payload.pop("compacted_into", None)
         self.ctx.store.revise_memory(replace(memory, payload=payload), by=by, at=at)
         return self.ctx.store.set_status(memory.workspace, memory.id, MemoryStatus.ACTIVE)
 

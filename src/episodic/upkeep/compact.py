@@ -16,10 +16,12 @@ Each group merges into its most important member (ties: longer content, then new
 which takes the longest content, the highest importance, the summed reinforcement
 (reference counts) and the latest dates; the others get status ``compacted`` and a
 pointer to it (``payload.compacted_into`` and ``memory_compactions``). They stay in the
-database, out of every recall. Nothing is merged across a supersession: a superseded
-memory is not active, and a memory that replaced another is left as it is, since a merge
-would move its time (the newest of the group) or fold it into another memory, and the
-memory it replaced would name a replacement that no longer stands as it did.
+database, out of every recall, until ``memory restore`` makes one active again (its
+payload then records ``unmerged_at`` and ``unmerged_by``, and no later run merges it).
+Nothing is merged across a supersession: a superseded memory is not active, and a memory
+that replaced another is left as it is, since a merge would move its time (the newest of
+the group) or fold it into another memory, and the memory it replaced would name a
+replacement that no longer stands as it did.
 
 **Stage retirement** (seed 001): when a phase of a project ends, the ``domain = task``
 memories of that phase (payload ``phase`` or ``stage``) get status ``retired``; they stay
@@ -49,6 +51,9 @@ ARCHIVE_CHUNK = 5_000
 SCAN_PAGE = 5_000
 NOT_MERGED_TYPES = (MESSAGE_TYPE,)
 TASK_DOMAIN = "task"
+# What a compacted memory's payload records when a user restores it: when and by whom.
+UNMERGED_AT = "unmerged_at"
+UNMERGED_BY = "unmerged_by"
 
 _UNICODE_WORD = re.compile(r"\w+")
 
@@ -78,7 +83,8 @@ def plan_merges(memories: Sequence[Memory]) -> list[Merge]:
     """The merges compaction would apply to ``memories`` (pure: no store)."""
     groups: dict[tuple[str, str | None, str | None, str | None], list[Memory]] = {}
     for m in memories:
-        if m.type in NOT_MERGED_TYPES:
+        # A merge a user undid (``memory restore``) is not made again.
+        if m.type in NOT_MERGED_TYPES or m.payload.get(UNMERGED_AT) is not None:
             continue
         groups.setdefault((m.type, m.agent, m.crew, m.resource), []).append(m)
     merges: list[Merge] = []

@@ -464,9 +464,13 @@ NEW_TEXTS_CACHED = 1024
 
 @lru_cache(maxsize=NEW_TEXTS_CACHED)
 def _read_new(new: str) -> _NewText:
+    return _read_sentences(split_sentences(new))
+
+
+def _read_sentences(sentences: Sequence[str]) -> _NewText:
     skipped = ""
     signals: list[_Signal] = []
-    for sentence in split_sentences(new):
+    for sentence in sentences:
         reason = sentence_guard(sentence)
         if reason is not None:
             skipped = reason
@@ -477,14 +481,43 @@ def _read_new(new: str) -> _NewText:
 
 ChangeKind = Literal["change", "guarded", "plain"]
 
+# A statement that ends by asking the listener for something: "I've moved the call to
+# 4 PM, can you remind me?", "the budget is now $650, so how should I split it?". The
+# question opens a trailing clause (after a comma, a dash or "so"/"and"/"but"); what comes
+# before it is said as fact, not asked.
+_TRAILING_REQUEST = re.compile(
+    r"^(?P<stated>.*?\w.*?)(?:\s*[,;:]|\s+[-\u2013\u2014])\s+(?:(?:so|and|but|then)\s+)?"
+    r"(?:can|could|would|will|do|does|did|should|shall|is|are|what|how|when|where|which|"
+    r"who|why|any)\b[^,;:]*\?[\s\"'\u201d\u2019)]*$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def stated_before_request(sentence: str) -> str:
+    """``sentence`` without a request it ends with, when it opens as a statement ("I've
+    allocated $4,000 for the filing fees, can you help me plan?" states "I've allocated
+    $4,000 for the filing fees"); a sentence that opens as a question stays whole."""
+    if _QUESTION_START.match(sentence):
+        return sentence
+    m = _TRAILING_REQUEST.match(sentence)
+    return m.group("stated") if m else sentence
+
+
+@lru_cache(maxsize=NEW_TEXTS_CACHED)
+def _read_stated(text: str) -> _NewText:
+    """``_read_new`` of ``text`` with each sentence's trailing request left out."""
+    return _read_sentences([stated_before_request(s) for s in split_sentences(text)])
+
 
 def change_kind(text: str) -> ChangeKind:
     """What ``text`` says of change on its own, with no older text to hold it against:
     ``change`` (a sentence signals one: "from now on", "instead of B", "no longer", ...),
     ``guarded`` (none does, and one is a question, hypothetical, temporary stay, habit or
     addition: it does not state a new state) or ``plain``. Recall's soft signal reads it
-    to order memories about the same subject."""
-    read = _read_new(text)
+    to order memories about the same subject; a request a sentence ends with ("..., can
+    you help me plan it?") does not make what the sentence states before it a question
+    (the supersession rule itself reads every question as one)."""
+    read = _read_stated(text)
     if read.signals:
         return "change"
     return "guarded" if read.skipped else "plain"
