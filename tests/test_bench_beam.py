@@ -13,11 +13,20 @@ import pytest
 from typer.testing import CliRunner
 
 from episodic.bench.beam import evidence_ids, load_beam, parse_anchor, strip_index_marker
-from episodic.bench.locomo import category_counts, message_event, run_locomo, unscored_counts
+from episodic.bench.locomo import (
+    Turn,
+    category_counts,
+    message_event,
+    run_locomo,
+    stored_text,
+    unscored_counts,
+)
 from episodic.bench.metrics import METRIC_KEYS, update_order
 from episodic.cli import app
 from episodic.config import Settings
 from episodic.errors import InvalidInput
+from episodic.service import Episodic
+from episodic.store import open_store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "beam_tiny"
 SCORED = {
@@ -202,3 +211,23 @@ def test_the_report_gives_the_knowledge_updates_order(sparse_env: dict[str, str]
     }
     text = _bench(sparse_env, "--policy", "bm25").stdout
     assert "bm25, knowledge_update (1 questions): the updated message above the original" in (text)
+
+
+def test_what_is_embedded_ahead_is_what_the_message_path_stores(tmp_path: Path) -> None:
+    # Embedded ahead, a text is one batch and cached across runs; a text the store holds
+    # but nobody embedded ahead is embedded one memory at a time by the indexer (an hour
+    # on BEAM with the real model), so the two must be the same text.
+    conversations = load_beam(FIXTURE)
+    with Episodic(
+        store=open_store(f"sqlite:///{tmp_path / 'm.db'}"), settings=Settings(embedder="none")
+    ) as mem:
+        for conv in conversations:
+            mem.ingest(message_event(conv, t) for t in conv.turns)
+            for turn in conv.turns:
+                (held,) = mem.store.get_memories(
+                    conv.workspace, [f"{conv.sample_id}/{turn.dia_id}"]
+                )
+                assert held.content == stored_text(turn, "conversation")
+                assert stored_text(turn, "turn") == turn.summary
+    named = Turn("D1:1", "Caroline", "Hi Mel", "session_1", "", datetime(2023, 5, 8, tzinfo=UTC))
+    assert stored_text(named, "conversation") == "Caroline: Hi Mel"

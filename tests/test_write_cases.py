@@ -3,10 +3,13 @@ the restatement check and the similarity dedupe both keep the new case."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import numpy as np
+import pytest
 
+from episodic.write import dedupe, extract
 from episodic.write.cases import identifiers, new_identifiers
 from episodic.write.dedupe import drop_similar
 from episodic.write.extract import Entry, extract_entries
@@ -77,3 +80,76 @@ def test_a_relatives_fact_is_not_similar_to_the_users_own() -> None:
     vectors = np.ones((1, 4), np.float32) / 2.0  # identical: cosine 1.0
     kept, dropped = drop_similar([entry], vectors, vectors, existing_texts=[OWN])
     assert (kept, dropped) == ([0], [])
+
+
+def test_a_long_message_is_read_once_not_once_per_capitalised_word() -> None:
+    # A long assistant answer (a log, a listing) has thousands of capitalised words: each
+    # used to scan the whole text before it again, minutes for one message.
+    text = "Started Worker on Node. " * 6_000 + "Then Falcon 7731 failed."
+    started = time.process_time()
+    found = identifiers(text)
+    assert time.process_time() - started < 2.0
+    assert found == {"worker", "node", "falcon", "7731"}
+
+
+def test_sentence_openings_are_read_back_over_spaces_only() -> None:
+    # An opening after a sentence's end and line breaks, or at the very start, is no name;
+    # one after a comma or a word is.
+    assert identifiers("Falcon failed.\n\n  Redis was full: Kafka too; Vault, Consul") == {"consul"}
+    assert identifiers("  Falcon") == set()
+
+
+def test_only_pairs_close_enough_to_be_duplicates_have_their_cases_compared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every pair's identifiers were compared, though a pair below the threshold can drop
+    # nothing: with long entries and a scope of many, that was most of a session's work.
+    compared: list[tuple[str, str]] = []
+
+    def counting(note: str, known: str) -> set[str]:
+        compared.append((note, known))
+        return new_identifiers(note, known)
+
+    monkeypatch.setattr(dedupe, "new_identifiers", counting)
+    entries = [
+        Entry(f"note {i}", "user_assertion", f"note {i}", "m0", "offline") for i in range(40)
+    ]
+    vectors = np.eye(48, dtype=np.float32)
+    kept, dropped = drop_similar(
+        entries,
+        vectors[:40],
+        vectors[40:],
+        existing_ids=[f"mem{j}" for j in range(8)],
+        existing_texts=[f"stored {j}" for j in range(8)],
+    )
+    assert kept == list(range(40)) and dropped == []
+    assert compared == []
+    # A close pair is still compared, and a new case still kept.
+    close = np.vstack([vectors[40], vectors[40]])
+    kept, _ = drop_similar(
+        [
+            Entry(f"Invoice {n} failed", "user_assertion", "x", "m0", "offline")
+            for n in (4472, 4473)
+        ],
+        close,
+        vectors[40:41],
+        existing_texts=["Invoice 4471 failed"],
+    )
+    assert kept == [0, 1] and compared
+
+
+def test_the_restatement_check_compares_cases_only_where_the_words_are_known(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    compared: list[str] = []
+
+    def counting(note: str, known: str) -> set[str]:
+        compared.append(known)
+        return new_identifiers(note, known)
+
+    monkeypatch.setattr(extract, "new_identifiers", counting)
+    unrelated = [f"The garden shed {n} needs a new roof before winter." for n in range(30)]
+    note = "Invoice 4472 failed to sync to the ledger because its tax code field was empty."
+    found = extract_entries([Message("m0", "user", note, NOW)], None, known=[*unrelated, KNOWN])
+    assert [e.content for e in found.entries] == [note]
+    assert compared == [KNOWN]

@@ -35,6 +35,7 @@ from episodic.model import Hit
 from episodic.recall.policies import POLICIES, RecallPolicy
 from episodic.scoring.passages import extra_spans
 from episodic.service import Episodic
+from episodic.write.messages import spoken_content
 
 GRANULARITIES = ("turn", "session")
 # How conversations go in: each turn as a journal event ("turn"), or as chat messages that
@@ -285,6 +286,10 @@ def turn_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
     }
 
 
+# A placeholder for reading what a turn's message says, apart from any conversation.
+_NO_CONVERSATION = Conversation("", (), ())
+
+
 def message_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
     """The chat message one turn is ingested as in conversation mode. LoCoMo's speakers
     are both people, so both speak as users, by name; BEAM's are a user and an assistant,
@@ -307,6 +312,17 @@ def message_event(conversation: Conversation, turn: Turn) -> dict[str, Any]:
         "conversation": turn.session,
         "payload": {**who, "dia_id": turn.dia_id},
     }
+
+
+def stored_text(turn: Turn, ingest: str) -> str:
+    """The text a turn's memory holds: its summary as a journal event, or as a chat
+    message what the message path stores (the text after the speaker's name, a role
+    alone naming no one)."""
+    if ingest != "conversation":
+        return turn.summary
+    event = message_event(_NO_CONVERSATION, turn)
+    name = event["payload"].get("name")
+    return spoken_content(event["payload"]["role"], event["summary"], name)
 
 
 def resolve_policies(choice: str | None, known: Sequence[str] = ()) -> list[str]:
@@ -366,14 +382,11 @@ def prepare_locomo(
     if not asked:
         raise InvalidInput("data", f"{data_path}: no question has evidence to score against")
 
-    texts = [t.summary for c in conversations for t in c.turns] + [q.text for _, q in asked]
-    # A long turn's later passages are embedded with it: ahead, and cached across runs.
-    texts += [
-        t.summary[s.start : s.stop]
-        for c in conversations
-        for t in c.turns
-        for s in extra_spans(t.summary)
-    ]
+    # What each turn is stored as (a journal event's summary, or a chat message's content),
+    # and a long one's later passages: embedded ahead, and cached across runs.
+    stored = [stored_text(t, ingest) for c in conversations for t in c.turns]
+    texts = stored + [q.text for _, q in asked]
+    texts += [text[s.start : s.stop] for text in stored for s in extra_spans(text)]
     with bench_memory(settings, texts, say, db_url=db_url) as (mem, clock, model):
         if ingest == "conversation":
             _ingest_messages(mem, clock, conversations)

@@ -19,11 +19,12 @@ doubt the checks keep.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from episodic.scoring.stopwords import ENGLISH_STOPWORDS
 
 _TOKEN = re.compile(r"[^\W_][\w./#:-]*[^\W_]|[^\W_]", re.UNICODE)
-_SENTENCE_END = re.compile(r"[.!?…:;]\s*$")
+_SENTENCE_ENDS = frozenset(".!?…:;")
 # Possessives that say whose fact a note states ("its" names a thing's part, not a person).
 _PERSONAL_POSSESSIVES = frozenset({"my", "your", "his", "her", "our", "their"})
 
@@ -32,6 +33,23 @@ def identifiers(text: str) -> set[str]:
     """The identifiers of ``text``, casefolded: tokens with a digit, capitalised words
     that do not open a sentence, and the content word right after a personal possessive
     (whose fact it is)."""
+    return set(_identifiers(text))
+
+
+def new_identifiers(note: str, known: str) -> set[str]:
+    """The identifiers of ``note`` that ``known`` does not hold (in any form): non-empty
+    when ``note`` is about another case."""
+    words = _words(known)
+    return {i for i in _identifiers(note) if i not in words}
+
+
+# Dedupe and the restatement check compare every new note with many others, and each
+# pair asks for the same texts' identifiers and words again: they are read once per text.
+_CACHED_TEXTS = 4096
+
+
+@lru_cache(maxsize=_CACHED_TEXTS)
+def _identifiers(text: str) -> frozenset[str]:
     found: set[str] = set()
     previous = ""
     for match in _TOKEN.finditer(text):
@@ -41,17 +59,23 @@ def identifiers(text: str) -> set[str]:
             found.add(folded)
         previous = folded
         if any(c.isdigit() for c in token):
-            found.add(token.casefold())
+            found.add(folded)
             continue
-        before = text[: match.start()]
-        opens = not before.strip() or _SENTENCE_END.search(before) is not None
-        if token[0].isupper() and not opens:
-            found.add(token.casefold())
-    return found
+        if token[0].isupper() and not _opens_sentence(text, match.start()):
+            found.add(folded)
+    return frozenset(found)
 
 
-def new_identifiers(note: str, known: str) -> set[str]:
-    """The identifiers of ``note`` that ``known`` does not hold (in any form): non-empty
-    when ``note`` is about another case."""
-    words = {m.group().casefold() for m in _TOKEN.finditer(known)}
-    return {i for i in identifiers(note) if i not in words}
+def _opens_sentence(text: str, at: int) -> bool:
+    """Whether the token at ``at`` opens a sentence: nothing but spaces before it, or
+    spaces after a sentence's end. Reads back from ``at`` only, so that a long text is
+    not scanned again for every capitalised word in it."""
+    i = at - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return i < 0 or text[i] in _SENTENCE_ENDS
+
+
+@lru_cache(maxsize=_CACHED_TEXTS)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(m.group().casefold() for m in _TOKEN.finditer(text))

@@ -85,10 +85,11 @@ def drop_similar(
         with one_thread():
             against_stored = batch @ stored.T
         if existing_texts is not None:
-            for i, entry in enumerate(entries):
-                for j, text in enumerate(existing_texts):
-                    if new_identifiers(entry.content, text):
-                        against_stored[i, j] = -np.inf
+            # Only a pair close enough to be a duplicate needs its cases compared: below
+            # the threshold the pair decides nothing either way.
+            for i, j in zip(*np.nonzero(against_stored >= threshold), strict=True):
+                if new_identifiers(entries[i].content, existing_texts[j]):
+                    against_stored[i, j] = -np.inf
         best_row = against_stored.argmax(axis=1)
         best_stored = against_stored[np.arange(batch.shape[0]), best_row]
     else:
@@ -102,12 +103,18 @@ def drop_similar(
         named = existing_ids is not None and row < len(existing_ids)
         match = f"memory {existing_ids[row]}" if named and existing_ids else f"existing row {row}"
         cosine = float(best_stored[i])
-        same_case = [j for j in kept if not new_identifiers(entry.content, entries[j].content)]
-        if same_case:
-            against_kept = batch[same_case] @ batch[i]
-            k = int(against_kept.argmax())
-            if float(against_kept[k]) > cosine:
-                cosine, match = float(against_kept[k]), f"entry {same_case[k]} of this batch"
+        if kept:
+            against_kept = batch[kept] @ batch[i]
+            close = [
+                (float(against_kept[n]), j)
+                for n, j in enumerate(kept)
+                if against_kept[n] >= threshold
+                and not new_identifiers(entry.content, entries[j].content)
+            ]
+            if close:
+                best, j = max(close, key=lambda pair: (pair[0], -pair[1]))
+                if best > cosine:
+                    cosine, match = best, f"entry {j} of this batch"
         if cosine >= threshold:
             dropped.append(Dropped(entry.content, SIMILAR, f"cosine {cosine:.3f} with {match}"))
         else:

@@ -46,6 +46,7 @@ from episodic.write.text import (
     content_words,
     cut_to_words,
     cut_words,
+    has_content_word,
     split_sentences,
     stop_key,
     word_count,
@@ -165,7 +166,7 @@ def _describe_offline(
 ) -> EpisodeText:
     phrases = keyphrases([messages[i].text for i in spoken], EPISODE_KEYPHRASES_MAX)
     ranked = _central(messages, spoken, vectors)
-    informative = [i for i in ranked if content_words(messages[i].text)]
+    informative = [i for i in ranked if has_content_word(messages[i].text)]
     chosen = (informative or ranked)[:SUMMARY_MESSAGES_MAX]
     title = _title(_best_sentence(messages[chosen[0]].text), phrases, messages, spoken)
     summary = _summary([messages[i] for i in sorted(chosen)])

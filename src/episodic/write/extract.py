@@ -455,11 +455,15 @@ def _without_restatements(
     kept: list[tuple[int, Entry]] = []
     for at, entry in candidates:
         words = _stems(entry.content)
+        # Cases are compared only where the share would drop the entry: a lower share
+        # decides nothing either way.
         share = max(
             (
                 len(words & n) / len(words)
                 for n, text in zip(notes, known, strict=True)
-                if not new_identifiers(entry.content, text)
+                if words
+                and len(words & n) / len(words) >= RESTATES_SHARE
+                and not new_identifiers(entry.content, text)
             ),
             default=0.0,
         )

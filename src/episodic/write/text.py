@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from episodic.scoring.stopwords import ENGLISH_STOPWORDS
 from episodic.write.messages import Message
@@ -56,15 +57,28 @@ def stop_key(word: str) -> str:
 
 def is_content_word(word: str) -> bool:
     """A word that carries meaning: not a stopword or filler, and not a lone letter."""
+    return bool(_content_key(word))
+
+
+@lru_cache(maxsize=65_536)
+def _content_key(word: str) -> str:
+    """``stop_key(word)`` when the word carries meaning, else "". Words repeat across a
+    conversation, and the offline write path reads each message several times (title,
+    summary, keyphrases, extraction): each distinct word is looked up once."""
     key = stop_key(word)
     if key in STOP_WORDS:
-        return False
-    return len(key) > 1 or key.isdigit()
+        return ""
+    return key if len(key) > 1 or key.isdigit() else ""
 
 
 def content_words(text: str) -> list[str]:
     """The content words of ``text``, casefolded, in order (repeats kept)."""
-    return [stop_key(w) for w in TOKEN.findall(text) if is_content_word(w)]
+    return [key for w in TOKEN.findall(text) if (key := _content_key(w))]
+
+
+def has_content_word(text: str) -> bool:
+    """Whether ``text`` holds a content word (reads only as far as the first)."""
+    return any(_content_key(m.group()) for m in TOKEN.finditer(text))
 
 
 def word_count(text: str) -> int:
