@@ -1,5 +1,5 @@
 """Shortened ids on the command line, on both backends: every command that takes a
-memory's id (memory update, history, why, restore, supersede, supersessions, remember
+memory's id (memory show, update, history, why, restore, supersede, supersessions, remember
 --replaces, forget --memory, index --id) and ``keys revoke`` also take the start of one
 when it names one id alone; a start shared by several is refused listing them (exit 2);
 one naming nothing says so with the workspace searched; a start too short to be safe
@@ -64,6 +64,13 @@ def test_a_unique_start_names_the_memory_in_every_command(db: str) -> None:
                          "--content", "checkout runs on six pods")  # fmt: skip
     assert code == 0, err
     assert out.startswith("evt_bbbb3333: checkout runs on six pods")
+    code, out, err = run("--db", db, "memory", "show", "evt_bbbb", "-w", "acme")
+    assert code == 0, err
+    assert out.startswith("evt_bbbb3333  ")
+    assert out.splitlines()[1] == "checkout runs on six pods"
+    code, out, err = run("--db", db, "memory", "show", "evt_bbbb333", "-w", "acme", "--json")
+    assert code == 0, err
+    assert json.loads(out)["content"] == "checkout runs on six pods"
     code, out, err = run("--db", db, "memory", "history", "evt_bbbb33", "-w", "acme", "--json")
     assert code == 0, err
     assert [v["content"] for v in json.loads(out)["versions"]] == [
@@ -113,6 +120,7 @@ def test_a_start_the_replacing_memory_has_is_that_memory(db: str) -> None:
         ["memory", "update", "evt_aaaa", "--content", "x"],
         ["memory", "history", "evt_aaaa"],
         ["memory", "why", "evt_aaaa"],
+        ["memory", "show", "evt_aaaa"],
         ["memory", "restore", "evt_aaaa"],
         ["memory", "supersessions", "evt_aaaa"],
         ["memory", "supersede", "evt_aaaa", "new text"],

@@ -8,7 +8,7 @@ One module a command group: ``getting_started`` (init, doctor, demo), ``memory``
 recent, reindex, recall, render, forget), ``service`` (serve, keys, mcp), ``portability``
 (export, import, migrate), ``upkeep`` (consolidate, memory health, upkeep), ``edits``
 (memory update, history, supersede, supersessions), ``decisions`` (memory why, restore),
-``notes`` (memory remember, list), ``journal``
+``notes`` (memory remember, list, show), ``journal``
 (keyword search of the journal), ``bench`` and ``model`` (pull, status);
 ``common`` holds what they share. Only this module registers the commands and groups on
 the root app, so their order in ``episodic --help`` is set in one place.
@@ -67,6 +67,7 @@ GROUPS = (
 MEMORY_COMMANDS = (
     ("remember", "notes", "remember"),
     ("list", "notes", "list_memories"),
+    ("show", "notes", "show"),
     ("update", "edits", "update"),
     ("history", "edits", "history"),
     ("supersede", "edits", "supersede"),

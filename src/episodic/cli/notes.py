@@ -1,7 +1,7 @@
 """Single memories from the shell: ``episodic memory remember TEXT`` (a note now, which
-may replace an older one) and ``episodic memory list`` (what is stored, newest first, by
-status: active, superseded, retired, compacted). Commands of the ``memory`` group,
-registered in ``episodic.cli``."""
+may replace an older one), ``episodic memory list`` (what is stored, newest first, by
+status: active, superseded, retired, compacted) and ``episodic memory show ID`` (one
+memory whole). Commands of the ``memory`` group, registered in ``episodic.cli``."""
 
 from __future__ import annotations
 
@@ -143,6 +143,29 @@ def list_memories(
         out.print(f"   {m.content}", markup=False)
     if page.next_cursor:
         out.print(f"more: --cursor {page.next_cursor}", markup=False)
+
+
+def show(
+    ctx: typer.Context,
+    memory_id: Annotated[str, typer.Argument(help=ids.MEMORY_ID_HELP)],
+    workspace: WorkspaceOpt,
+    as_json: JsonOpt = False,
+) -> None:
+    """One memory whole: its id, time, type, status, agent, importance and text.
+
+    Example: episodic memory show evt_3f9a -w acme
+    """
+    with errors(), open_memory(ctx) as mem:
+        memory = mem.memory(ScopeFilter(workspace), ids.memory_id(mem, workspace, memory_id))
+    if as_json:
+        print_json(memory_json(memory))
+        return
+    out.print(
+        f"[bold]{escape(memory.id)}[/bold]  {memory.ts:%Y-%m-%d %H:%M} · "
+        f"{escape(memory.type)} · {_status(memory)} · agent {escape(memory.agent or '-')} · "
+        f"importance {memory.importance:.2f}"
+    )
+    out.print(memory.content, markup=False)
 
 
 def _status(m: Memory) -> str:
