@@ -25,9 +25,9 @@ the same in every tree. Without it, the tree this script belongs to is measured.
 `--every N` asks every Nth question only (a shorter run on a busy machine).
 
 `--exact` (PostgreSQL) drops the HNSW index once the database is built, so that the dense
-leg scans every vector: two trees then differ only where their code does (each tree's
-index is a graph of its own, built in its own order, and an approximate search over two
-such graphs can find different neighbours).
+leg scans every vector: each tree's index is a graph of its own, and an approximate
+search over two such graphs can find different neighbours. (Two databases built alike
+still answer a few questions differently without it: see benchmarks/README.md.)
 
 `--profile FILE` (one tree) writes a cProfile of the timed recalls to FILE and prints its
 30 most expensive functions by cumulative time.
