@@ -9,7 +9,7 @@ gave it (None when its own vector, which reads its start, did best).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from episodic.model import Candidate
 from episodic.store.dense import DenseIndex
