@@ -82,8 +82,7 @@ class Table:
 # Foreign-key order: memories before what references them. Not copied:
 # - upkeep_leases: a lease is held by a running upkeep process on the old database, for
 #   minutes; copied, it would make the new database's jobs wait for a holder that is gone.
-# - vector_generations: the SQLite store's signal to reload its in-process vector matrix;
-#   PostgreSQL searches with HNSW and nothing reads it there.
+# - vector_generations: SQLite's signal to reload its vector matrix (PostgreSQL uses HNSW).
 # - ui_sessions: the page's sign-ins, hours long: sign in again on the new database.
 # - schema_migrations: the target has its own, written by its migrations.
 # - memories_fts, passages_fts and their shadow tables: SQLite-only; PostgreSQL's tsv column
