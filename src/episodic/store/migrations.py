@@ -1051,6 +1051,18 @@ _PG_PIECE = 250
 # same spans), and a trigger keeps ``memory_text_passages`` in step with ``memories``:
 # one row per passage of a memory longer than one, with its tsvector (weight A, as the
 # memory's own content).
+
+
+def _pg_piece(a: str, b: str) -> str:
+    """SQL for characters [a, b) of the text ``episodic_passage_spans`` holds as
+    ``parts``, pieces of ``_PG_PIECE`` characters."""
+    first, last = f"({a}) / {_PG_PIECE} + 1", f"({b} - 1) / {_PG_PIECE} + 1"
+    whole = f"array_to_string(parts[{first} : {last}], '')"
+    return f"substr({whole}, ({a}) % {_PG_PIECE} + 1, {b} - ({a}))"
+
+
+_PG_SNAP_STOP = f"least(e, nxt + {PASSAGE_SNAP})"
+
 _PG_PASSAGE_SPANS = f"""CREATE FUNCTION episodic_passage_spans(content text)
 RETURNS TABLE (n int, start_char int, stop_char int, body text)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT AS $$
@@ -1075,19 +1087,19 @@ BEGIN
     e := least(s + {PASSAGE_CHARS}, total);
     IF e < total THEN
       lo := greatest(s + 1, e - {PASSAGE_SNAP});
-      w := substr(array_to_string(parts[(lo) / {_PG_PIECE} + 1 : (e - 1) / {_PG_PIECE} + 1], ''), (lo) % {_PG_PIECE} + 1, e - (lo));
+      w := {_pg_piece("lo", "e")};
       p := strpos(reverse(w), E'\\n');
       IF p = 0 THEN p := strpos(reverse(w), ' '); END IF;
       IF p > 0 THEN e := lo + char_length(w) - p + 1; END IF;
     END IF;
     n := k; start_char := s; stop_char := e;
-    body := substr(array_to_string(parts[(s) / {_PG_PIECE} + 1 : (e - 1) / {_PG_PIECE} + 1], ''), (s) % {_PG_PIECE} + 1, e - (s));
+    body := {_pg_piece("s", "e")};
     RETURN NEXT;
     k := k + 1;
     IF e >= total THEN RETURN; END IF;
     nxt := e - {PASSAGE_OVERLAP};
-    IF nxt > 0 AND substr(array_to_string(parts[(nxt - 1) / {_PG_PIECE} + 1 : (nxt - 1) / {_PG_PIECE} + 1], ''), (nxt - 1) % {_PG_PIECE} + 1, nxt - (nxt - 1)) !~ '^\\s$' THEN
-      w := substring(substr(array_to_string(parts[(nxt) / {_PG_PIECE} + 1 : (least(e, nxt + {PASSAGE_SNAP}) - 1) / {_PG_PIECE} + 1], ''), (nxt) % {_PG_PIECE} + 1, least(e, nxt + {PASSAGE_SNAP}) - (nxt))
+    IF nxt > 0 AND {_pg_piece("nxt - 1", "nxt")} !~ '^\\s$' THEN
+      w := substring({_pg_piece("nxt", _PG_SNAP_STOP)}
         from '^\\S*\\s');
       IF w IS NOT NULL THEN nxt := nxt + char_length(w); END IF;
     END IF;
