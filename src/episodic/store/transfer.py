@@ -86,9 +86,7 @@ class Table:
 #   PostgreSQL searches with HNSW and nothing reads it there.
 # - ui_sessions: the page's sign-ins, hours long: sign in again on the new database.
 # - schema_migrations: the target has its own, written by its migrations.
-# - memories_fts and its shadow tables: SQLite-only; PostgreSQL's tsv column is generated.
-# - passages_fts (a long memory's passages for the keyword leg): SQLite-only; PostgreSQL's
-#   memory_text_passages is written by a trigger as each memory arrives.
+# - memories_fts, passages_fts: SQLite-only (PostgreSQL's tsv and passages are derived).
 TABLES: tuple[Table, ...] = (
     Table("events", ("id",)),
     Table("events_archive", ("id",)),
