@@ -115,9 +115,9 @@ def sparse_leg(
         pool = policy.sparse_pool_size(q.k)
         found = store.search_sparse(q.flt, q.lexical, pool)
         if passages and policy.sparse_passage_weight > 0:
-            passages = store.search_sparse_passages(q.flt, q.lexical, pool)
-            if passages:
-                found = merge_sparse(found, passages, policy.sparse_passage_weight, pool)
+            rows = store.search_sparse_passages(q.flt, q.lexical, pool)
+            if rows:
+                found = merge_sparse(found, rows, policy.sparse_passage_weight, pool)
         if policy.prf_terms > 0 and found:
             found = with_feedback(store, q.flt, q.workspace_id, q.lexical, found, policy, q.k)
     return found
