@@ -338,3 +338,25 @@ def test_text_passage_rows_number_each_passage_under_its_memory() -> None:
     assert [r[0] >> TEXT_PASSAGE_SHIFT for r in rows] == [7] * len(passage_spans(LONG))
     assert [r[0] & ((1 << TEXT_PASSAGE_SHIFT) - 1) for r in rows] == list(range(len(rows)))
     assert text_passage_rows(7, "short") == []
+
+
+def test_the_keyword_leg_reads_passages_only_when_no_dense_leg_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/m.db")
+    asked: list[str] = []
+    search = store.search_sparse_passages
+
+    def counted(flt: object, text: str, limit: int) -> list[tuple[str, float, int, int]]:
+        asked.append(text)
+        return search(flt, text, limit)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "search_sparse_passages", counted)
+    m = Episodic(store=store, embedder=FakeEmbedder(dim=64), settings=Settings())
+    _ingest(m)
+    m.index_once()
+    m.recall(QUESTION, workspace="w", mark=False)
+    assert asked == []  # the dense leg reads the long memory by its passages
+    m.recall(QUESTION, workspace="w", policy="bm25", mark=False)
+    assert asked == [QUESTION]
+    m.close()

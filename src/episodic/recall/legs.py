@@ -106,16 +106,18 @@ class LegQuery:
     k: int
 
 
-def sparse_leg(store: SearchStore, q: LegQuery, policy: RecallPolicy) -> list[Candidate]:
-    """BM25 candidates (a long memory also by its best passage), with the policy's
-    pseudo-relevance feedback."""
+def sparse_leg(
+    store: SearchStore, q: LegQuery, policy: RecallPolicy, passages: bool = True
+) -> list[Candidate]:
+    """BM25 candidates, with the policy's pseudo-relevance feedback; with ``passages``, a
+    long memory also by its best passage (``sparse_passage_weight``)."""
     with tracing.span("recall.sparse"):  # here: it may run on a helper thread
         pool = policy.sparse_pool_size(q.k)
         found = store.search_sparse(q.flt, q.lexical, pool)
-        if policy.sparse_passage_weight > 0:
-            passages = store.search_sparse_passages(q.flt, q.lexical, pool)
-            if passages:
-                found = merge_sparse(found, passages, policy.sparse_passage_weight, pool)
+        if passages and policy.sparse_passage_weight > 0:
+            rows = store.search_sparse_passages(q.flt, q.lexical, pool)
+            if rows:
+                found = merge_sparse(found, rows, policy.sparse_passage_weight, pool)
         if policy.prf_terms > 0 and found:
             found = with_feedback(store, q.flt, q.workspace_id, q.lexical, found, policy, q.k)
     return found
@@ -134,8 +136,11 @@ def run_legs(
     BM25: degraded, never empty."""
     dense = Leg.DENSE in policy.legs
     early: Future[list[Candidate]] | None = None
+    # The keyword leg reads long memories by their passages when no dense leg does: with
+    # one, passages found nothing more on BEAM and cost a BEAM recall half its CPU again
+    # (benchmarks/README.md); without one, words are all that finds a fact deep inside.
     if Leg.SPARSE in policy.legs and dense and vectors is not None and store.parallel_reads:
-        early = _helper_pool().submit(tracing.in_context(sparse_leg), store, q, policy)
+        early = _helper_pool().submit(tracing.in_context(sparse_leg), store, q, policy, False)
     legs = Legs()
     clock = time.perf_counter
     try:
@@ -164,7 +169,8 @@ def run_legs(
         if early is not None and not early.cancel():
             legs.found[Leg.SPARSE.value] = early.result()
         else:
-            legs.found[Leg.SPARSE.value] = sparse_leg(store, q, policy)
+            alone = Leg.DENSE.value not in legs.found
+            legs.found[Leg.SPARSE.value] = sparse_leg(store, q, policy, alone)
         metrics.recall_stage("sparse", clock() - started)
     if Leg.RECENCY in policy.legs:
         started = clock()

@@ -84,9 +84,9 @@ class RecallPolicy:
     # best of many draws runs higher than one: a long answer gets more chances than a
     # short turn that says the same.
     passage_weight: float = 1.0
-    # The keyword leg reads a long memory passage by passage too: a memory scores by the
-    # better of its own BM25 and this share of its best passage's (0: its own row only,
-    # the passages are not searched). store/passages.py: merge_sparse.
+    # With no dense leg, the keyword leg reads a long memory passage by passage: a memory
+    # scores by the better of its own BM25 and this share of its best passage's (0: its
+    # own row only). store/passages.py: merge_sparse; recall/legs.py says when.
     sparse_passage_weight: float = 0.5
     factors: tuple[Factor, ...] = ()
     # The share of the score importance governs under Factor.IMPORTANCE_PRIOR.
@@ -253,10 +253,10 @@ DENSE = RecallPolicy(
 #   -> 0.482, R@1 0.134 -> 0.149, no ability down more than 0.4 points; LoCoMo has no
 #   passages and is unchanged). Lower weights measured higher on BEAM overall but cost
 #   two abilities more than a point held out (benchmarks/README.md).
-# - the keyword leg reads a long memory by its passages too, the best one's BM25 at 0.5
-#   (sparse_passage_weight, as every policy): 0 and 0.5 score the same on every held-out
-#   fold of both sets, a full share cost BEAM 1.1 points (benchmarks/README.md); 0.5 is
-#   kept because it finds a fact deep in a long memory when words are all a store has.
+# - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
+#   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
+#   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points
+#   (benchmarks/README.md); beside a dense leg passages changed nothing and cost CPU.
 DEFAULT = RecallPolicy(
     name="default",
     legs=(Leg.DENSE, Leg.SPARSE),

@@ -1043,20 +1043,34 @@ _PG_JOURNAL_TSV = (
     "setweight(to_tsvector('english', episodic_fold(payload)), 'B')) STORED"
 )
 
-_PG_PASSAGE_TSV = (
-    "setweight(to_tsvector('english', episodic_fold(substr({content}, s.start_char + 1,"
-    " s.stop_char - s.start_char))), 'A')"
-)
+_PG_PASSAGE_TSV = "setweight(to_tsvector('english', episodic_fold(s.body)), 'A')"
+# A regular expression repeats at most 255 times: the pieces a long text is cut into.
+_PG_PIECE = 250
 # A long memory's passages on PostgreSQL (migration 17): ``episodic_passage_spans`` cuts
 # a text as ``episodic.scoring.passages.passage_spans`` does (a test holds the two to the
 # same spans), and a trigger keeps ``memory_text_passages`` in step with ``memories``:
 # one row per passage of a memory longer than one, with its tsvector (weight A, as the
 # memory's own content).
+
+
+def _pg_piece(a: str, b: str) -> str:
+    """SQL for characters [a, b) of the text ``episodic_passage_spans`` holds as
+    ``parts``, pieces of ``_PG_PIECE`` characters."""
+    first, last = f"({a}) / {_PG_PIECE} + 1", f"({b} - 1) / {_PG_PIECE} + 1"
+    whole = f"array_to_string(parts[{first} : {last}], '')"
+    return f"substr({whole}, ({a}) % {_PG_PIECE} + 1, {b} - ({a}))"
+
+
+_PG_SNAP_STOP = f"least(e, nxt + {PASSAGE_SNAP})"
+
 _PG_PASSAGE_SPANS = f"""CREATE FUNCTION episodic_passage_spans(content text)
-RETURNS TABLE (n int, start_char int, stop_char int)
+RETURNS TABLE (n int, start_char int, stop_char int, body text)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE STRICT AS $$
 DECLARE
   total int := char_length(content);
+  -- The text as pieces of {_PG_PIECE} characters, cut in one pass: substr on the whole
+  -- of a long text counts characters from its start at every call.
+  parts text[];
   s int := 0;
   e int;
   lo int;
@@ -1066,23 +1080,26 @@ DECLARE
   k int := 0;
 BEGIN
   IF total <= {PASSAGE_CHARS} THEN
-    n := 0; start_char := 0; stop_char := total; RETURN NEXT; RETURN;
+    n := 0; start_char := 0; stop_char := total; body := content; RETURN NEXT; RETURN;
   END IF;
+  parts := ARRAY(SELECT m[1] FROM regexp_matches(content, '(.{{1,{_PG_PIECE}}})', 'g') AS m);
   LOOP
     e := least(s + {PASSAGE_CHARS}, total);
     IF e < total THEN
       lo := greatest(s + 1, e - {PASSAGE_SNAP});
-      w := substr(content, lo + 1, e - lo);
+      w := {_pg_piece("lo", "e")};
       p := strpos(reverse(w), E'\\n');
       IF p = 0 THEN p := strpos(reverse(w), ' '); END IF;
       IF p > 0 THEN e := lo + char_length(w) - p + 1; END IF;
     END IF;
-    n := k; start_char := s; stop_char := e; RETURN NEXT;
+    n := k; start_char := s; stop_char := e;
+    body := {_pg_piece("s", "e")};
+    RETURN NEXT;
     k := k + 1;
     IF e >= total THEN RETURN; END IF;
     nxt := e - {PASSAGE_OVERLAP};
-    IF nxt > 0 AND substr(content, nxt, 1) !~ '^\\s$' THEN
-      w := substring(substr(content, nxt + 1, least(e, nxt + {PASSAGE_SNAP}) - nxt)
+    IF nxt > 0 AND {_pg_piece("nxt - 1", "nxt")} !~ '^\\s$' THEN
+      w := substring({_pg_piece("nxt", _PG_SNAP_STOP)}
         from '^\\S*\\s');
       IF w IS NOT NULL THEN nxt := nxt + char_length(w); END IF;
     END IF;
@@ -1102,7 +1119,7 @@ BEGIN
   IF char_length(NEW.content) > {PASSAGE_CHARS} THEN
     INSERT INTO memory_text_passages (memory_id, n, workspace_id, start_char, stop_char, tsv)
     SELECT NEW.id, s.n, NEW.workspace_id, s.start_char, s.stop_char,
-      {_PG_PASSAGE_TSV.format(content="NEW.content")}
+      {_PG_PASSAGE_TSV}
     FROM episodic_passage_spans(NEW.content) s;
   END IF;
   RETURN NEW;
@@ -1112,7 +1129,7 @@ END $$"""
 PG_TEXT_PASSAGES_BACKFILL = (
     "INSERT INTO memory_text_passages (memory_id, n, workspace_id, start_char, stop_char,"
     " tsv) SELECT m.id, s.n, m.workspace_id, s.start_char, s.stop_char, "
-    + _PG_PASSAGE_TSV.format(content="m.content")
+    + _PG_PASSAGE_TSV
     + " FROM memories m CROSS JOIN LATERAL episodic_passage_spans(m.content) s"
     f" WHERE char_length(m.content) > {PASSAGE_CHARS}"
 )

@@ -85,8 +85,7 @@ class Table:
 # - vector_generations: SQLite's signal to reload its vector matrix (PostgreSQL uses HNSW).
 # - ui_sessions: the page's sign-ins, hours long: sign in again on the new database.
 # - schema_migrations: the target has its own, written by its migrations.
-# - memories_fts, passages_fts and their shadow tables: SQLite-only; PostgreSQL's tsv column
-#   is generated and its memory_text_passages written by a trigger as each memory arrives.
+# - memories_fts, passages_fts: SQLite-only (PostgreSQL's tsv and passages are derived).
 TABLES: tuple[Table, ...] = (
     Table("events", ("id",)),
     Table("events_archive", ("id",)),

@@ -58,7 +58,7 @@ from episodic.scoring.fts import (
     plan_terms,
 )
 from episodic.scoring.stopwords import without_stopwords
-from episodic.store.passages import PASSAGE_DEPTH, PassageRow
+from episodic.store.passages import PassageRow
 from episodic.store.postgres.connection import Conn, PgBase, _has_nul
 from episodic.store.sparse import (
     BM25_CONTENT_WEIGHT,
@@ -193,9 +193,9 @@ class SparseMixin(PgBase):
         memory once at its best passage, best first: ``(memory id, score, start, stop)``.
         The query's terms and their plan are ``search_sparse``'s; the passages are scored
         as documents of their own collection, as SQLite's ``passages_fts`` is (N, the
-        average length and each term's count over the workspace's passages), and the
-        candidates are the passages of the kept terms (rare terms: all of them up to the
-        rare budget; common ones: the newest window of each)."""
+        average length and each term's count over the workspace's passages), with every
+        kept term, and the candidates are the passages holding a rare term (up to the rare
+        budget), as on SQLite: a query of common words only reads none."""
         where, params = live_where(flt, alias="m", mark="%s")
         if _has_nul(*params):
             return []
@@ -207,32 +207,21 @@ class SparseMixin(PgBase):
             if size[0] == 0:
                 return []  # no long memory in the workspace
             total, _, terms, counts = self._sparse_stats(conn, flt.workspace_id, tokens)
-            if len(terms) == 1:
-                plan = TermPlan(rare=(), common=(0,))
-            else:
-                plan = plan_terms(
-                    counts,
-                    total_rows=total,
-                    budget=self.sparse_rare_budget,
-                    max_share=SPARSE_MAX_SHARE,
-                )
-            depth = limit * PASSAGE_DEPTH
+            plan = plan_terms(
+                counts,
+                total_rows=total,
+                budget=self.sparse_rare_budget,
+                max_share=SPARSE_MAX_SHARE,
+            )
+            if not plan.rare:
+                return []  # common words only: the whole-text search ranks those
             branch = (
                 "(SELECT p.memory_id, p.n FROM memory_text_passages p JOIN memories m"
                 " ON m.id = p.memory_id WHERE p.tsv @@ to_tsquery('english', %s)"
                 f" AND p.workspace_id = %s AND {where} ORDER BY m.seq DESC, p.n LIMIT %s)"
             )
-            common = [terms[i].query for i in plan.common]
-            window = max(
-                depth, min(self.sparse_term_window, self.sparse_scored_rows // max(1, len(common)))
-            )
-            queries: list[tuple[str, int]] = []
-            if plan.rare:
-                rare = " | ".join(terms[i].query for i in plan.rare)
-                queries.append((rare, self.sparse_rare_budget))
-            queries += [(q, window) for q in common]
-            if not queries:
-                return []
+            rare = " | ".join(terms[i].query for i in plan.rare)
+            queries = [(rare, self.sparse_rare_budget)]
             args: list[Any] = []
             for query, cap in queries:
                 args += [query, flt.workspace_id, *params, cap]

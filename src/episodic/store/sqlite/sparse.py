@@ -219,7 +219,9 @@ class SparseMixin(SqliteBase):
         its best passage, best first, at most ``limit``: ``(memory id, score, start,
         stop)``. The same query as ``search_sparse`` (the same words, and in budgeted mode
         the same plan of rare, common and dropped terms, from the memories' counts), over
-        the passages' own BM25 statistics (FTS5 keeps them per table)."""
+        the passages' own BM25 statistics (FTS5 keeps them per table); in budgeted mode
+        only the passages holding a rare term are read (a query of common words only
+        reads none)."""
         where, params = live_where(flt, alias="m")
         terms = fts_terms(text, drop_stopwords=self.sparse_mode != "seed")
         if not terms or limit <= 0:
@@ -262,8 +264,12 @@ class SparseMixin(SqliteBase):
         # Past half the rows FTS5's idf is floored: counting further orders nothing.
         cap = total // 2 + 1
         terms = self._sparse_words(terms, cap)
+        passages = source is _PASSAGES
         if len(terms) == 1:
-            self._sparse_window(source, terms[0], where, params, hits)
+            if not passages:
+                self._sparse_window(source, terms[0], where, params, hits)
+            elif self._term_doc_counts(terms, cap)[0] <= self.sparse_rare_budget:
+                hits.add(self._sparse_all(source, terms[0], where, params, hits.limit))
             return
         counts = self._term_doc_counts(terms, cap)
         plan = plan_terms(
@@ -278,6 +284,11 @@ class SparseMixin(SqliteBase):
                 # them (no term twice, so bm25 sums each term once).
                 match = f"({rare}) AND ({' OR '.join(common)})"
                 hits.add(self._sparse_all(source, match, where, params, hits.limit))
+        if passages:
+            # A passage is worth reading where it holds a rare word; the newest windows
+            # over common words alone would score thousands of passages for memories the
+            # whole-text search already ranks (on BEAM they doubled a recall's CPU).
+            return
         if common:
             ceilings = [bm25_term_ceiling(counts[i], total) for i in plan.common]
             all_complete = False
