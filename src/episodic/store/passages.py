@@ -29,18 +29,7 @@ def merge_dense(
     """The dense leg's (memory id, cosine) pairs, best first, with the passages' folded
     in: best cosine per memory, ranked best first (ties by the order found), at most
     ``limit``."""
-    best: dict[str, tuple[float, tuple[int, int] | None]] = {
-        memory_id: (score, None) for memory_id, score in memories
-    }
-    for memory_id, score, start, stop in passages:
-        held = best.get(memory_id)
-        if held is None or score > held[0]:
-            best[memory_id] = (score, (start, stop))
-    ordered = sorted(best.items(), key=lambda item: item[1][0], reverse=True)[:limit]
-    return [
-        Candidate(memory_id, score, rank, passage)
-        for rank, (memory_id, (score, passage)) in enumerate(ordered, start=1)
-    ]
+    return _fold({memory_id: (score, None) for memory_id, score in memories}, passages, 1.0, limit)
 
 
 def merge_sparse(
@@ -54,9 +43,17 @@ def merge_sparse(
     a fact in its middle; its passages are each about as long as a short memory. The
     weight is how much a passage's score counts beside a whole memory's: the best of
     many passages draws higher than one memory does."""
-    best: dict[str, tuple[float, tuple[int, int] | None]] = {
-        c.memory_id: (c.score, c.passage) for c in memories
-    }
+    return _fold({c.memory_id: (c.score, c.passage) for c in memories}, passages, weight, limit)
+
+
+def _fold(
+    best: dict[str, tuple[float, tuple[int, int] | None]],
+    passages: Iterable[PassageRow],
+    weight: float,
+    limit: int,
+) -> list[Candidate]:
+    """``best`` (a memory's score and the passage that gave it) raised by any passage
+    scoring higher at ``weight``, ranked best first (ties by the order found)."""
     for memory_id, score, start, stop in passages:
         scaled = weight * score
         held = best.get(memory_id)
