@@ -329,7 +329,7 @@ def test_with_a_proxy_set_the_request_goes_through_the_client(
 
 # -- messages without rich ----------------------------------------------------------
 MESSAGES = [
-    "[yellow]warning:[/yellow] no embedder configured: sparse-only recall (see `episodic doctor`)",
+    "[yellow]warning:[/yellow] no embedder in use: sparse-only recall (see `episodic doctor`)",
     "[red]error:[/red] k: a whole number from 1 to 50",
     "[red]error:[/red] policy: unknown \\[x] policy",
     "[yellow]warning:[/yellow] a :smile: face",

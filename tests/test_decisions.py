@@ -93,10 +93,10 @@ def test_ingest_says_why_an_info_event_was_not_admitted_and_how_to_keep_it(
     assert text.exit_code == 0, text.output
     said = " ".join(text.stdout.split())
     assert (
-        "3 event(s) not kept as memories (severity-gate: info-level keeper.decision events "
+        "3 events not kept as memories (severity-gate: info-level keeper.decision events "
         "are kept only at warn or error): set refs.episodic to keep it, or send it at warn"
     ) in said
-    assert "1 event(s) not kept as memories (unlisted-type:" in said
+    assert "1 event not kept as a memory (unlisted-type:" in said
 
 
 def test_http_ingest_names_each_event_not_admitted_by_its_position(mem: Episodic) -> None:

@@ -100,3 +100,19 @@ def test_a_failed_first_use_download_waits_before_trying_again_and_says_how_long
         stamp.write_text(json.dumps({**raw, "at": time.time() - RETRY_FAILED_PULL_S - 1}))
         embedder_note(db)
         assert len(hub.requests) == 3
+
+
+def test_a_recall_without_the_model_does_not_say_none_was_configured(
+    no_model: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The local embedder is the configured one; only its model is missing. The recall's
+    # warning must not tell the user they configured none (they did), only that none runs.
+    monkeypatch.setenv("HF_ENDPOINT", UNREACHABLE)
+    with Episodic.open(f"sqlite:///{tmp_path}/m.db") as mem:
+        assert mem.settings.embedder != "none" and mem.embedder is None
+        mem.ingest(
+            [{"workspace": "acme", "type": "note", "summary": "checkout OOM after a cache change"}]
+        )
+        result = mem.recall("checkout OOM", workspace="acme")
+    said = " ".join(result.warnings)
+    assert "sparse-only recall" in said and "configured" not in said, said

@@ -134,7 +134,10 @@ def ingest(
         for c in report.not_admitted_by_reason:
             fix = f": {c.fix}" if c.fix else ""
             out.print(
-                escape(f"{c.count} event(s) not kept as memories ({c.rule}: {c.reason}){fix}")
+                escape(
+                    f"{plural(c.count, 'event')} not kept as "
+                    f"{'a memory' if c.count == 1 else 'memories'} ({c.rule}: {c.reason}){fix}"
+                )
             )
         for e in report.errors:
             err.print(f"rejected {e}")

@@ -150,7 +150,8 @@ def run_legs(
                 legs.qvec = _query_vector(vectors, q.dense_text, warnings)
             metrics.recall_stage("query_embedding", clock() - started)
         elif dense:
-            warnings.append("no embedder configured: sparse-only recall (see `episodic doctor`)")
+            # Configured off, or configured but its model missing: the boot log said which.
+            warnings.append("no embedder in use: sparse-only recall (see `episodic doctor`)")
         if legs.qvec is not None:
             started = clock()
             with tracing.span("recall.dense"):
