@@ -7,8 +7,9 @@ never the server, the model runtime or the async layer unless something asks for
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from episodic.lazy import load as _load
 
 if TYPE_CHECKING:
     from episodic.aio import AsyncEpisodic
@@ -80,12 +81,7 @@ _HOMES: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'episodic' has no attribute {name!r}")
-    value = getattr(import_module(home), name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
+    return _load(__name__, _HOMES, globals(), name)
 
 
 def __dir__() -> list[str]:

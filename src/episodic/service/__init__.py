@@ -7,8 +7,9 @@ result; nothing outside this package and the store touches the database.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from episodic.lazy import load as _load
 
 # The names below are imported on first use: a module that needs one constant of an area
 # (``MAX_PAGE``, ``memory_json``) does not load the whole service with it.
@@ -64,12 +65,7 @@ _HOMES: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home), name)
-    globals()[name] = value
-    return value
+    return _load(__name__, _HOMES, globals(), name)
 
 
 __all__ = [

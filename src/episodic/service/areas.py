@@ -5,8 +5,9 @@ one that edits a memory never loads the recall engine's areas."""
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from episodic.lazy import load as _load
 
 if TYPE_CHECKING:
     from episodic.service.decisions import Decisions
@@ -31,12 +32,7 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home), name)
-    globals()[name] = value
-    return value
+    return _load(__name__, _HOMES, globals(), name)
 
 
 __all__ = [
