@@ -142,7 +142,10 @@ def test_offline_never_touches_the_network_and_says_what_to_do(
         result = CliRunner().invoke(app, ["model", "pull"])
         # Nor does the service's first use: it goes sparse-only at once.
         with Episodic.open(f"sqlite:///{no_model.parent}/m.db") as mem:
-            assert mem.embedder_status()[0] == "sparse-only"
+            mode, why = mem.embedder_status()[:2]
+            assert mode == "sparse-only"
+            # What doctor shows still says how to place the model by hand.
+            assert "HF_HUB_OFFLINE" in why and "EPISODIC_MODEL_DIR" in why
     assert hub.requests == []
     assert result.exit_code == 2
     output = result.output.replace("\n", " ")
@@ -203,6 +206,10 @@ def test_demo_without_a_model_warns_once_and_runs_sparse_only(
         assert hub.requests == [] and "HF_HUB_OFFLINE" in result.stderr
     else:
         assert "model.safetensors" in result.stderr
+    # The warning says why in a line and points to doctor; the how-to is doctor's.
+    assert "episodic doctor" in result.stderr
+    assert "EPISODIC_MODEL_DIR" not in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) <= 3, result.stderr
     assert locate_model(no_model) is None
 
 

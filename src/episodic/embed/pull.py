@@ -135,11 +135,14 @@ def without_the_hub(env: Mapping[str, str] | None = None) -> str:
     )
 
 
+OFFLINE_REASON = (
+    "the local embedder needs the all-MiniLM-L6-v2 model and HF_HUB_OFFLINE=1 forbids "
+    "downloading it"
+)
+
+
 def offline_message() -> str:
-    return (
-        "the local embedder needs the all-MiniLM-L6-v2 model and HF_HUB_OFFLINE=1 forbids "
-        f"downloading it; {without_the_hub()}"
-    )
+    return f"{OFFLINE_REASON}; {without_the_hub()}"
 
 
 @dataclass(frozen=True, slots=True)

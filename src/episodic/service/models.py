@@ -21,14 +21,15 @@ from episodic.embed import CachedEmbedder, make_embedder
 from episodic.embed.base import Embedder
 from episodic.embed.pull import (
     FIRST_USE_DEADLINE_S,
+    OFFLINE_REASON,
     TOTAL_BYTES,
     ModelMissing,
     failed_pull,
     hub_offline,
-    offline_message,
     pull,
     snapshot_dir,
     waited,
+    without_the_hub,
 )
 from episodic.errors import EmbedderError, ModelMismatch
 from episodic.extras import require
@@ -99,8 +100,10 @@ class Models:
                     self._no_embedder(str(exc))
             return self._embedder
 
-    def _no_embedder(self, why: str) -> None:
-        self._embedder_error = why
+    def _no_embedder(self, why: str, fix: str = "") -> None:
+        # The log line (every one-shot command prints it) says why in one sentence and
+        # points to `episodic doctor`; the status doctor shows carries how to fix it.
+        self._embedder_error = f"{why}; {fix}" if fix else why
         self.state.saw(MODE_SPARSE_ONLY, f"no embedder available: {why}")
 
     def _download_model(self, missing: ModelMissing) -> Embedder | None:
@@ -110,15 +113,16 @@ class Models:
         answer; a server reaches this while it starts (``warn_if_sparse_only``), before it
         takes requests, and the deadline and per-read timeouts bound the wait."""
         if hub_offline(os.environ):
-            self._no_embedder(offline_message())
+            self._no_embedder(OFFLINE_REASON, without_the_hub())
             return None
         failed = failed_pull(self.settings.cache_dir)
         if failed is not None:
             # Every command would otherwise wait on a hub this machine cannot reach.
             self._no_embedder(
-                f"{missing}; downloading it failed {waited(time.time() - failed.at)} ago "
-                f"({failed.error}); first use tries again in "
-                f"{waited(failed.retry_in(time.time()))}, `episodic model pull` tries now"
+                f"the local embedder has no model and downloading it failed "
+                f"{waited(time.time() - failed.at)} ago ({failed.error})",
+                f"{missing}; first use tries again in "
+                f"{waited(failed.retry_in(time.time()))}, `episodic model pull` tries now",
             )
             return None
         target = snapshot_dir(self.settings.cache_dir)
@@ -132,7 +136,9 @@ class Models:
             pull(self.settings.cache_dir, deadline_s=FIRST_USE_DEADLINE_S)
             return make_embedder(self.settings)
         except EmbedderError as exc:
-            self._no_embedder(f"{missing}; downloading it failed: {exc}")
+            self._no_embedder(
+                f"the local embedder has no model and downloading it failed: {exc}", str(missing)
+            )
             return None
 
     def _calls(self, purpose: str = "index") -> Embedder | None:
