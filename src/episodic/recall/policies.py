@@ -140,6 +140,10 @@ class RecallPolicy:
     newest_similar_first: bool = False
     subject_cosine: float = 0.0
     subject_cosine_turns: float = 0.0
+    # The same among the k hits recall returns only, for pairs with a turn in it: the
+    # older just below the newer at cosine >= subject_cosine_hits. It never changes which
+    # k are returned, only their order. 0 moves none.
+    subject_cosine_hits: float = 0.0
     # Seed 000's read-time walk: add the memories one `similar` edge away from each hit
     # (off by default; enabled per agent with memory_walk_depth = 1).
     walk_depth: int = 0
