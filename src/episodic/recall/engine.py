@@ -285,7 +285,7 @@ def _run_recall(
         chosen = ranked[:k]
     if policy.newest_similar_first:
         chosen = newer_turns_first_within(
-            store, flt, chosen, memories, policy.subject_cosine_hits, earlier
+            store, flt, chosen, memories, policy.subject_cosine_hits, query.text, earlier
         )
     if trace is not None:
         picked = {i for i, _ in chosen}

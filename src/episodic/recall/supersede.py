@@ -60,14 +60,17 @@ def newer_turns_first_within(
     chosen: list[tuple[str, float]],
     memories: dict[str, Memory],
     turns: float,
+    question: str,
     earlier: dict[str, str] | None = None,
 ) -> list[tuple[str, float]]:
     """The hits recall chose (``chosen``, every one in ``memories``) with the older of a
     pair about one subject, a turn in it, moved to just below the newer one, at cosine
-    ``turns`` (0 moves nothing). No hit enters or leaves: a newer turn deep in the
-    candidates is never lifted into the hits over other evidence, it only orders the hits
-    already chosen. ``earlier`` receives each moved id with its newer one."""
-    if turns <= 0 or len(chosen) < 2:
+    ``turns`` (0 moves nothing), when ``question`` asks for the current state (one in
+    the past tense, or about a first or earlier state, wants the older: nothing moves).
+    No hit enters or leaves: a newer turn deep in the candidates is never lifted into
+    the hits over other evidence, it only orders the hits already chosen. ``earlier``
+    receives each moved id with its newer one."""
+    if turns <= 0 or len(chosen) < 2 or not _asks_for_now(question):
         return chosen
     similar = _similar(store, flt, chosen, memories, (0.0, turns))
     if not similar:
@@ -135,6 +138,12 @@ def _read(content: str) -> tuple[str, bool]:
 
     head = cut_words(content, OFFLINE_MAX_CHARS, ellipsis="")
     return head, change_kind(head) != "guarded"
+
+
+def _asks_for_now(question: str) -> bool:
+    from episodic.write.change_rules import asks_for_now
+
+    return asks_for_now(question)
 
 
 @lru_cache(maxsize=_READ_CACHE)
