@@ -17,7 +17,7 @@ from episodic.recall.policies import DEFAULT
 from episodic.recall.render import hit_line, memory_line
 from episodic.scoring.supersede import newer_of, older_below_newer, same_subject
 from episodic.store import open_store
-from episodic.write.change_rules import change_kind
+from episodic.write.change_rules import asks_for_now, change_kind
 
 T = datetime(2026, 3, 2, tzinfo=UTC)
 
@@ -277,7 +277,30 @@ def test_a_newer_turn_goes_above_the_older_among_the_hits_only(tmp_path: Path) -
     # Where the newer turn is not among the hits it is never lifted into them.
     first = ids(2, DEFAULT)
     assert "new" not in first and ids(2, WITHIN) == first
+    # A question in the past tense wants what was said then: nothing moves.
+    past = "what was my monthly grocery budget"
+    before = mem.recall(past, workspace="w", k=5, policy=DEFAULT, mark=False).hits
+    asked = mem.recall(past, workspace="w", k=5, policy=WITHIN, mark=False).hits
+    assert [h.id for h in asked] == [h.id for h in before]
+    assert all(h.newer is None for h in asked)
     mem.close()
+
+
+@pytest.mark.parametrize(
+    ("question", "now"),
+    [
+        ("What is my monthly grocery budget?", True),
+        ("How many books am I aiming to read this winter?", True),
+        ("What is the deadline for the first sprint?", True),  # an ordinal, not a time
+        ("What was my monthly grocery budget?", False),
+        ("When did Anna move to Lisbon?", False),
+        ("Which courier did we use originally?", False),
+        ("What did I want at first?", False),
+        ("", False),
+    ],
+)
+def test_which_questions_ask_for_the_current_state(question: str, now: bool) -> None:
+    assert asks_for_now(question) is now
 
 
 @pytest.mark.model
