@@ -1,16 +1,22 @@
-"""A recall's k hits in another order: LoCoMo or BEAM when each question asks for ten hits.
+"""A recall's hits in another order: what ordering only the k hits recall chose does.
 
-`episodic bench locomo|beam` asks every question for twenty hits (its deepest metric is
-recall@20) and scores recall@10, recall@1 and NDCG@10 on the first ten of them. A setting
-that only orders the k hits recall returns (``subject_cosine_hits``: the older of a pair
-about one subject just below the newer) can move a hit of the second ten into the first
-ten of such a list; a caller asking for ten never sees that. This asks for ten, so
-recall@10 is the same for every value by construction and the sweep shows what the order
-does to recall@1, NDCG@10 and the knowledge updates. Same JSON as `--folds K --tune ...
---json`, for `joint_folds.py` and the tables:
+``subject_cosine_hits`` moves the older of a pair about one subject (a turn in it) to
+just below the newer among the k hits recall returns, when the question asks for the
+current state; no hit enters or leaves. Each question of LoCoMo or BEAM is asked once
+under `default` for twenty hits; every variant (threshold, with or without the question
+gate, ten or twenty hits) orders those hits as the engine would
+(``recall.supersede.newer_turns_first_within``). Ten hits are what a caller asking for
+ten gets (recall@10 unchanged by construction); twenty are what `episodic bench` asks
+for, where an order within twenty can move a hit across the tenth place.
 
     EPISODIC_CACHE_DIR=~/.cache/episodic PYTHONPATH=src python benchmarks/bench_hits_order.py \\
-        beam ../shared/data/beam --tune subject_cosine_hits=0,0.8,0.7,0.6,0.5 > beam10.json
+        run beam ../shared/data/beam > beam-hits.json
+    ... run locomo ../shared/data/locomo10.json > locomo-hits.json
+    python benchmarks/bench_hits_order.py tables locomo=locomo-hits.json beam=beam-hits.json
+
+``tables`` prints, per variant, the mean over all questions and the held-out mean over
+five folds (conversations dealt round-robin; each fold's variant is the one with the best
+recall@10 on the other four, over both sets at once, ties to the plainest).
 """
 
 from __future__ import annotations
@@ -18,35 +24,168 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from typing import Any
 
-import episodic.bench.locomo as bench
 from episodic.bench.beam import load_beam
-from episodic.bench.folds import parse_tune, run_folds
+from episodic.bench.folds import split_folds
+from episodic.bench.locomo import prepare_locomo
+from episodic.bench.metrics import score_ranking, update_order
 from episodic.config import Settings
+from episodic.model import ScopeFilter
+from episodic.recall.supersede import newer_turns_first_within
 
-HITS = 10
+VALUES = (0.8, 0.7, 0.6, 0.5)
+DEPTHS = (10, 20)
+KEYS = ("recall@1", "recall@10", "ndcg@10")
+# Any question the gate lets through: the ungated variants order every question's hits.
+ANY_QUESTION = "what is it now"
+
+
+def variants() -> list[tuple[str, float, bool, int]]:
+    out = [("off", 0.0, False, 20)]
+    for depth in DEPTHS:
+        for gated in (False, True):
+            for value in VALUES:
+                name = f"{value} {'gated' if gated else 'every question'} k={depth}"
+                out.append((name, value, gated, depth))
+    return out
+
+
+def run(which: str, data: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with prepare_locomo(
+        data,
+        Settings.from_env(),
+        say=lambda line: print(line, file=sys.stderr),
+        load=load_beam if which == "beam" else None,
+    ) as prepared:
+        mem = prepared.mem
+        for conv, question in prepared.asked:
+            prepared.clock.now = conv.end
+            result = mem.recall(question.text, workspace=conv.workspace, k=20, mark=False)
+            memories = {h.id: h.memory for h in result.hits}
+            flt = ScopeFilter(workspace_id=conv.workspace)
+            row: dict[str, Any] = {
+                "conversation": conv.sample_id,
+                "category": str(question.category),
+                "variants": {},
+            }
+            for name, value, gated, depth in variants():
+                chosen = [(h.id, h.score) for h in result.hits]
+                head, tail = chosen[:depth], chosen[depth:]
+                asked = question.text if gated else ANY_QUESTION
+                ordered = (
+                    newer_turns_first_within(mem.store, flt, head, memories, value, asked) + tail
+                )
+                ranking = _ranking([memories[i] for i, _ in ordered], conv)
+                scores = score_ranking(ranking, question.evidence)
+                entry = {key: scores[key] for key in KEYS}
+                before, after = question.changed
+                if before and after:
+                    entry.update(update_order(ranking, before, after))
+                row["variants"][name] = entry
+            rows.append(row)
+    return rows
+
+
+def _ranking(hits: Sequence[Any], conv: Any) -> list[str]:
+    """What the bench scores: each hit's turn once, a slot of nothing otherwise."""
+    turns: list[str] = []
+    named: set[str] = set()
+    for i, memory in enumerate(hits):
+        dia_id = memory.payload.get("dia_id") if memory.workspace == conv.workspace else None
+        if not isinstance(dia_id, str) or dia_id in named:
+            turns.append(f"-{i}")
+        else:
+            named.add(dia_id)
+            turns.append(dia_id)
+    return turns
+
+
+def _mean(rows: Sequence[dict[str, Any]], name: str, key: str) -> float:
+    values = [r["variants"][name][key] for r in rows if key in r["variants"][name]]
+    return sum(values) / len(values) if values else float("nan")
+
+
+def tables(reports: dict[str, list[dict[str, Any]]]) -> None:
+    names = [v[0] for v in variants()]
+    folds = {
+        s: split_folds(sorted({r["conversation"] for r in rows}), 5) for s, rows in reports.items()
+    }
+    chosen: list[str] = []
+    for i in range(5):
+        train = {
+            name: sum(
+                _mean([r for r in rows if r["conversation"] not in folds[s][i]], name, "recall@10")
+                for s, rows in reports.items()
+            )
+            for name in names
+        }
+        chosen.append(max(names, key=lambda n: (round(train[n], 6), -names.index(n))))
+    print(
+        "| variant | "
+        + " | ".join(f"{s} R@10 / R@1 / NDCG@10" for s in reports)
+        + " | BEAM updated above original | R@10 updated / original |"
+    )
+    print("|---|" + "---|" * (len(reports) + 2))
+    for name in names:
+        cells = [
+            " / ".join(f"{_mean(rows, name, k):.4f}" for k in ("recall@10", "recall@1", "ndcg@10"))
+            for rows in reports.values()
+        ]
+        beam = reports.get("beam", [])
+        up = [
+            r
+            for r in beam
+            if "updated_above" in r["variants"][name] and r["category"] == "knowledge_update"
+        ]
+        ua = sum(r["variants"][name]["updated_above"] for r in up) / max(len(up), 1)
+        ru = sum(r["variants"][name]["recall@10_updated"] for r in up) / max(len(up), 1)
+        ro = sum(r["variants"][name]["recall@10_original"] for r in up) / max(len(up), 1)
+        print(
+            f"| {name} | " + " | ".join(cells) + f" | {ua:.2f} of {len(up)} | {ru:.3f} / {ro:.3f} |"
+        )
+    print("\nchosen per fold (best training R@10 over both sets):", chosen)
+    for s, rows in reports.items():
+        held = []
+        for i, name in enumerate(chosen):
+            test = [r for r in rows if r["conversation"] in folds[s][i]]
+            held.append({k: _mean(test, name, k) for k in ("recall@10", "recall@1", "ndcg@10")})
+        print(s, "held-out", {k: round(sum(h[k] for h in held) / 5, 4) for k in held[0]})
+    # Per category, every variant against off (all questions; a drop > 1 point flagged).
+    for s, rows in reports.items():
+        cats = sorted({r["category"] for r in rows})
+        for name in names[1:]:
+            worst = min(
+                (
+                    _mean([r for r in rows if r["category"] == c], name, "recall@10")
+                    - _mean([r for r in rows if r["category"] == c], "off", "recall@10"),
+                    c,
+                )
+                for c in cats
+            )
+            print(f"{s} {name}: worst category R@10 change {worst[0]:+.4f} ({worst[1]})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("set", choices=("locomo", "beam"))
-    parser.add_argument("data", help="locomo10.json, or BEAM's folder")
-    parser.add_argument("--tune", action="append", required=True, help="NAME=v1,v2,...")
-    parser.add_argument("--folds", type=int, default=5)
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("set", choices=("locomo", "beam"))
+    r.add_argument("data")
+    t = sub.add_parser("tables")
+    t.add_argument("reports", nargs="+", help="NAME=rows.json")
     args = parser.parse_args()
-    # The harness asks each question for DEPTH hits; ten here, as a caller asking for ten.
-    bench.DEPTH = HITS
-    report = run_folds(
-        args.data,
-        ["default"],
-        "turn",
-        Settings.from_env(),
-        args.folds,
-        sweep=parse_tune(args.tune),
-        progress=lambda line: print(line, file=sys.stderr),
-        load=load_beam if args.set == "beam" else None,
-    )
-    print(json.dumps(report, indent=1))
+    if args.command == "run":
+        print(json.dumps(run(args.set, args.data)))
+    else:
+        reports = {}
+        for spec in args.reports:
+            name, _, path = spec.partition("=")
+            with open(path) as f:
+                reports[name] = json.load(f)
+        tables(reports)
 
 
 if __name__ == "__main__":
