@@ -199,17 +199,88 @@ def _held_out(
             print(f"{s} held-out updated above original: {sum(up) / len(up):.2f} of {len(up)}")
 
 
+def pairs(data: str) -> None:
+    """Per BEAM knowledge-update question under `default`: where the original and the
+    updated message rank in the first twenty, their cosine, each one's cosine with the
+    question, whether the updated one reads as stating something, and the numbers it
+    gives that the original does not; then the counts the README quotes."""
+    import re
+
+    import numpy as np
+
+    from episodic.recall.supersede import _read
+
+    def numbers(text: str) -> set[str]:
+        return set(re.findall(r"\d[\d,.:]*", text))
+
+    out: list[dict[str, Any]] = []
+    with prepare_locomo(
+        data, Settings.from_env(), say=lambda line: print(line, file=sys.stderr), load=load_beam
+    ) as prepared:
+        mem, embedder = prepared.mem, prepared.mem.embedder
+        assert embedder is not None, "the pairs need the embedder"
+        for conv, question in prepared.asked:
+            before, after = question.changed
+            if question.category != "knowledge_update" or not (before and after):
+                continue
+            prepared.clock.now = conv.end
+            hits = mem.recall(question.text, workspace=conv.workspace, k=20, mark=False).hits
+            ranking = _ranking([h.memory for h in hits], conv)
+            turns = {t.dia_id: t for t in conv.turns}
+            old, new = turns[before[0]], turns[after[0]]
+            q, a, b = (
+                v / np.linalg.norm(v)
+                for v in embedder.embed_batch([question.text, old.summary, new.summary])
+            )
+            out.append(
+                {
+                    "original": ranking.index(old.dia_id) if old.dia_id in ranking else None,
+                    "updated": ranking.index(new.dia_id) if new.dia_id in ranking else None,
+                    "same": old.dia_id == new.dia_id,
+                    "cosine": round(float(a @ b), 3),
+                    "question_original": round(float(q @ a), 3),
+                    "question_updated": round(float(q @ b), 3),
+                    "states": _read(new.summary)[1],
+                    "new_numbers": bool(numbers(new.text) - numbers(old.text)),
+                }
+            )
+    print(json.dumps(out, indent=1))
+    failing = [
+        r
+        for r in out
+        if not r["same"]
+        and r["updated"] is not None
+        and r["original"] is not None
+        and r["original"] < r["updated"]
+    ]
+    low = [r for r in failing if r["cosine"] < 0.6]
+    closer = sum(r["question_original"] > r["question_updated"] for r in failing)
+    print(
+        f"{len(failing)} with the original above the updated in the first twenty; "
+        f"{len(low)} below 0.60 cosine, {sum(r['states'] for r in low)} of them stating; "
+        f"{len(failing) - len(low)} at 0.60 or more, "
+        f"{sum(r['states'] for r in failing if r['cosine'] >= 0.6)} stating; the question "
+        f"closer to the original in {closer}; "
+        f"the updated giving a number the original does not in "
+        f"{sum(r['new_numbers'] for r in failing)}",
+        file=sys.stderr,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run")
     r.add_argument("set", choices=("locomo", "beam"))
     r.add_argument("data")
+    sub.add_parser("pairs").add_argument("data", help="BEAM's folder")
     t = sub.add_parser("tables")
     t.add_argument("reports", nargs="+", help="NAME=rows.json")
     args = parser.parse_args()
     if args.command == "run":
         print(json.dumps(run(args.set, args.data)))
+    elif args.command == "pairs":
+        pairs(args.data)
     else:
         reports = {}
         for spec in args.reports:
