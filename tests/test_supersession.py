@@ -237,3 +237,34 @@ def test_a_note_cannot_replace_a_memory_newer_than_itself(mem: Episodic, clock: 
     assert early.value.field == "replaces"
     assert mem.store.get_memory(WS, "plan").status is MemoryStatus.ACTIVE
     assert [m.id for m in mem.list_memories(ScopeFilter(workspace_id=WS)).items] == ["plan"]
+
+
+def test_an_episode_is_replaced_by_name_as_by_its_message_never_by_its_own_source(
+    mem: Episodic, clock: Clock
+) -> None:
+    # Detection replaces an episode with a message it was made from; a user may replace it
+    # by name the same way. Never one over its own source: the episode and the message
+    # it recounts do not replace each other.
+    mem.add_messages(
+        [
+            {"id": "c1", "role": "user", "content": OLD},
+            {"id": "c2", "role": "assistant", "content": "Noted."},
+        ],
+        conversation="day-1",
+        workspace=WS,
+        agent="billing",
+    )
+    clock.now = T0 + timedelta(hours=2)
+    mem.segment(flush=True, workspace=WS)
+    [episode] = [m for m in mem.recent(workspace=WS, conversation="day-1")]
+
+    with pytest.raises(InvalidInput) as made:
+        mem.supersede("c1", episode.id, workspace=WS)
+    assert made.value.field == "new"
+    assert mem.store.get_memory(WS, "c1").status is MemoryStatus.ACTIVE
+
+    clock.now = T0 + timedelta(days=21)
+    newer = mem.supersede(episode.id, NEW, workspace=WS, reason="the card changed")
+    replaced = mem.store.get_memory(WS, episode.id)
+    assert replaced.status is MemoryStatus.SUPERSEDED and replaced.superseded_by == newer.id
+    assert episode.id not in {h.id for h in mem.recall(QUESTION, workspace=WS, mark=False).hits}

@@ -416,3 +416,27 @@ def test_cli_refuses_bad_supersession_input_by_field(
     result = cli(db_url, *args)
     assert result.exit_code == 2, result.output
     assert f"{field}:" in result.output
+
+
+def test_http_replaces_an_episode_by_name_never_by_its_own_message(
+    mem: Episodic, clock: Clock, http: tuple[str, dict[str, str]]
+) -> None:
+    base, keys = http
+    mem.add_messages(
+        [{"id": "c1", "role": "user", "content": OLD}],
+        conversation="day-1",
+        workspace=WS,
+        agent="billing",
+    )
+    clock.now = T0 + timedelta(hours=2)
+    mem.segment(flush=True, workspace=WS)
+    [episode] = mem.recent(workspace=WS, conversation="day-1")
+
+    refused = call(base, keys["admin"], "POST", "/v1/memories/c1/supersede", {"new": episode.id})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["error"]["field"] == "new"
+    clock.now = CHANGED
+    path = f"/v1/memories/{episode.id}/supersede"
+    done = call(base, keys["admin"], "POST", path, {"new": NEW})
+    assert done.status_code == 200, done.text
+    assert mem.store.get_memory(WS, episode.id).status is MemoryStatus.SUPERSEDED

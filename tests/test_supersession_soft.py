@@ -3,6 +3,7 @@ ranks first and the rendered block marks the older one as earlier (nothing hidde
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,10 +13,11 @@ import pytest
 from episodic import Episodic
 from episodic.embed.local import MiniLMEmbedder
 from episodic.model import Hit, Memory
+from episodic.recall.policies import DEFAULT
 from episodic.recall.render import hit_line, memory_line
-from episodic.scoring.supersede import newer_of, same_subject
+from episodic.scoring.supersede import newer_of, older_below_newer, same_subject
 from episodic.store import open_store
-from episodic.write.change_rules import change_kind
+from episodic.write.change_rules import asks_for_now, change_kind
 
 T = datetime(2026, 3, 2, tzinfo=UTC)
 
@@ -202,3 +204,123 @@ def test_only_memories_by_the_same_owner_pair() -> None:
     pairs = same_subject(vectors, chat, ts, {}, turns, owner)
     assert [i for i, _ in pairs["a"]] == ["c"]
     assert pairs["b"] == []
+
+
+# -- among the hits recall chose only --------------------------------------------------------
+def test_the_older_moves_just_below_the_newer_and_no_hit_enters_or_leaves() -> None:
+    ranked = [("old", 0.9), ("x", 0.8), ("y", 0.7), ("new", 0.6), ("z", 0.5)]
+    ts = {"old": T, "x": T, "y": T, "new": T + DAY, "z": T}
+    similar = {"old": [("new", 0.7)], "gone": [("old", 0.9)]}
+
+    moved = older_below_newer(ranked, similar, ts)
+    assert [i for i, _ in moved] == ["x", "y", "new", "old", "z"]
+    # Scores still fall: the moved one takes the score of the one above it.
+    assert [s for _, s in moved] == [0.8, 0.7, 0.6, 0.6, 0.5]
+    # A newer one of lower base importance moves nothing (an info note restating an
+    # error-level regression is not its new state).
+    base = {"old": 1.0, "x": 1.0, "y": 1.0, "new": 0.5, "z": 1.0}
+    assert older_below_newer(ranked, similar, ts, base) == ranked
+    # Only a newer partner moves an older one.
+    assert older_below_newer(ranked, {"new": [("old", 0.7)]}, ts) == ranked
+
+
+def test_several_versions_end_newest_first() -> None:
+    ranked = [("v1", 0.9), ("v2", 0.8), ("v3", 0.7)]
+    ts = {"v1": T, "v2": T + DAY, "v3": T + 2 * DAY}
+    similar = {"v1": [("v2", 0.8), ("v3", 0.8)], "v2": [("v3", 0.8)]}
+
+    assert [i for i, _ in older_below_newer(ranked, similar, ts)] == ["v3", "v2", "v1"]
+
+
+def remember_turns(tmp_path: Path, newer: str, speaker: str = "user") -> Episodic:
+    """Turns of two conversations, a week apart each: a budget, a reply, an aside, then
+    in a later conversation ``newer`` by ``speaker``."""
+    clock = [T]
+    mem = Episodic(
+        store=open_store(f"sqlite:///{tmp_path}/m.db"),
+        embedder=MiniLMEmbedder(),
+        clock=lambda: clock[0],
+    )
+    turns = [
+        ("old", "s1", "user", "My monthly grocery budget is $400 and I shop on Saturdays."),
+        ("reply", "s1", "assistant", "A $400 grocery budget works well with seasonal produce."),
+        ("aside", "s1", "user", "I also started running three times a week before work."),
+        ("new", "s2", speaker, newer),
+        ("visit", "s2", "user", "My sister is visiting next month and she is vegetarian."),
+    ]
+    for n, (memory_id, chat, who, text) in enumerate(turns):
+        clock[0] = T + n * 7 * DAY
+        mem.remember(text, workspace="w", id=memory_id, conversation=chat, agent=who)
+    mem.index_once()
+    return mem
+
+
+RAISED = "I've raised my monthly grocery budget to $550, can you help me plan meals for it?"
+WITHIN = dataclasses.replace(DEFAULT, subject_cosine_hits=0.6)
+
+
+@pytest.mark.model
+def test_a_newer_turn_goes_above_the_older_among_the_hits_only(tmp_path: Path) -> None:
+    mem = remember_turns(tmp_path, RAISED)
+    query = "what is my monthly grocery budget"
+
+    def ids(k: int, policy: object) -> list[str]:
+        hits = mem.recall(query, workspace="w", k=k, policy=policy, mark=False).hits  # type: ignore[arg-type]
+        return [h.id for h in hits]
+
+    hits = mem.recall(query, workspace="w", k=5, policy=WITHIN, mark=False).hits
+    assert sorted(h.id for h in hits) == sorted(ids(5, DEFAULT))  # the same five
+    order = [h.id for h in hits]
+    assert ids(5, DEFAULT).index("old") < ids(5, DEFAULT).index("new")  # as it was
+    assert order.index("old") == order.index("new") + 1  # the older just below the newer
+    assert hits[order.index("old")].newer == "new"
+    # Where the newer turn is not among the hits it is never lifted into them.
+    first = ids(2, DEFAULT)
+    assert "new" not in first and ids(2, WITHIN) == first
+    # A question in the past tense wants what was said then: nothing moves.
+    past = "what was my monthly grocery budget"
+    before = mem.recall(past, workspace="w", k=5, policy=DEFAULT, mark=False).hits
+    asked = mem.recall(past, workspace="w", k=5, policy=WITHIN, mark=False).hits
+    assert [h.id for h in asked] == [h.id for h in before]
+    assert all(h.newer is None for h in asked)
+    mem.close()
+
+
+@pytest.mark.parametrize(
+    ("question", "now"),
+    [
+        ("What is my monthly grocery budget?", True),
+        ("How many books am I aiming to read this winter?", True),
+        ("What is the deadline for the first sprint?", True),  # an ordinal, not a time
+        ("What was my monthly grocery budget?", False),
+        ("When did Anna move to Lisbon?", False),
+        ("Which courier did we use originally?", False),
+        ("What did I want at first?", False),
+        ("", False),
+    ],
+)
+def test_which_questions_ask_for_the_current_state(question: str, now: bool) -> None:
+    assert asks_for_now(question) is now
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(
+    ("newer", "speaker"),
+    [
+        # Only asking states no new value.
+        ("Should I raise my monthly grocery budget to $550?", "user"),
+        # Another speaker's later turn is not the newer state of what the user said.
+        ("Your monthly grocery budget is now $550, so I planned meals for it.", "assistant"),
+    ],
+)
+def test_among_the_hits_the_guards_hold(tmp_path: Path, newer: str, speaker: str) -> None:
+    mem = remember_turns(tmp_path, newer, speaker)
+    query = "what is my monthly grocery budget"
+    within = mem.recall(query, workspace="w", k=5, policy=WITHIN, mark=False).hits
+    default = mem.recall(query, workspace="w", k=5, policy=DEFAULT, mark=False).hits
+
+    order = [h.id for h in within]
+    assert order.index("old") < order.index("new")
+    assert order.index("old") == [h.id for h in default].index("old")
+    assert next(h for h in within if h.id == "old").newer is None
+    mem.close()

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from episodic.blas import one_thread
 from episodic.model import Memory, ScopeFilter
-from episodic.scoring.supersede import newer_of, newest_first, same_subject
+from episodic.scoring.supersede import newer_of, newest_first, older_below_newer, same_subject
 from episodic.store.search import SearchStore
 
 
@@ -44,12 +44,60 @@ def newest_similar_first(
     head, tail = ranked[:depth], ranked[depth:]
     fetch([i for i, _ in head])
     head = [(i, s) for i, s in head if i in memories]
+    similar = _similar(store, flt, head, memories, cosines)
+    if not similar:
+        return ranked
+    ts = {i: memories[i].ts for i, _ in head}
+    if earlier is not None:
+        earlier.update(newer_of(head, similar, ts))
+    base = {i: memories[i].base_importance for i, _ in head}
+    return newest_first(head, similar, ts, base) + tail
+
+
+def newer_turns_first_within(
+    store: SearchStore,
+    flt: ScopeFilter,
+    chosen: list[tuple[str, float]],
+    memories: dict[str, Memory],
+    turns: float,
+    question: str,
+    earlier: dict[str, str] | None = None,
+) -> list[tuple[str, float]]:
+    """The hits recall chose (``chosen``, every one in ``memories``) with the older of a
+    pair about one subject, a turn in it, moved to just below the newer one, at cosine
+    ``turns`` (0 moves nothing), when ``question`` asks for the current state (one in
+    the past tense, or about a first or earlier state, wants the older: nothing moves).
+    No hit enters or leaves: a newer turn deep in the candidates is never lifted into
+    the hits over other evidence, it only orders the hits already chosen. ``earlier``
+    receives each moved id with its newer one."""
+    if turns <= 0 or len(chosen) < 2 or not _asks_for_now(question):
+        return chosen
+    similar = _similar(store, flt, chosen, memories, (0.0, turns))
+    if not similar:
+        return chosen
+    ts = {i: memories[i].ts for i, _ in chosen}
+    if earlier is not None:
+        earlier.update(newer_of(chosen, similar, ts))
+    base = {i: memories[i].base_importance for i, _ in chosen}
+    return older_below_newer(chosen, similar, ts, base)
+
+
+def _similar(
+    store: SearchStore,
+    flt: ScopeFilter,
+    head: list[tuple[str, float]],
+    memories: dict[str, Memory],
+    cosines: tuple[float, float],
+) -> dict[str, list[tuple[str, float]]]:
+    """Each id of ``head`` with its newer memories about the same subject at ``cosines``
+    (between records, with a turn) that the guards let pair; {} when none pair."""
+    records, turns = cosines
     taking = [i for i, _ in head if turns > 0 or memories[i].conversation is None]
     if len(taking) < 2:
-        return ranked
+        return {}
     vectors = store.get_vectors(flt.workspace_id, taking)
     if len(vectors) < 2:
-        return ranked
+        return {}
     read = {i: _read(memories[i].content) for i in vectors}
     said = {i: head for i, (head, _) in read.items()}
     # What a newer text says of change decides whether it pairs at all.
@@ -71,12 +119,7 @@ def newest_similar_first(
         ]
         for older, others in pairs.items()
     }
-    if not any(similar.values()):
-        return ranked
-    if earlier is not None:
-        earlier.update(newer_of(head, similar, ts))
-    base = {i: memories[i].base_importance for i, _ in head}
-    return newest_first(head, similar, ts, base) + tail
+    return similar if any(similar.values()) else {}
 
 
 # The same memories come back query after query: what their texts say is read once (a
@@ -95,6 +138,12 @@ def _read(content: str) -> tuple[str, bool]:
 
     head = cut_words(content, OFFLINE_MAX_CHARS, ellipsis="")
     return head, change_kind(head) != "guarded"
+
+
+def _asks_for_now(question: str) -> bool:
+    from episodic.write.change_rules import asks_for_now
+
+    return asks_for_now(question)
 
 
 @lru_cache(maxsize=_READ_CACHE)

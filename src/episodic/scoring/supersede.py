@@ -131,3 +131,38 @@ def newer_of(
         if newer:
             out[memory_id] = max(newer, key=lambda o: (ts[o], o))
     return out
+
+
+def older_below_newer(
+    ranked: Sequence[tuple[str, float]],
+    similar: Mapping[str, Sequence[tuple[str, float]]],
+    ts: Mapping[str, datetime],
+    base: Mapping[str, float] | None = None,
+) -> list[tuple[str, float]]:
+    """``ranked`` (id, score) best first with each older memory of a pair moved to just
+    below the lowest of its newer ones; the ids in between move up one place, no id
+    enters or leaves. A moved id takes the score of the one above it, so scores still
+    fall. The same guards as ``newest_first``: only a newer partner (and not one of lower
+    base importance) moves an older one."""
+    present = {memory_id for memory_id, _ in ranked}
+    waits: dict[str, set[str]] = {
+        memory_id: {
+            other
+            for other, _ in similar.get(memory_id, ())
+            if other in present
+            and ts[other] > ts[memory_id]
+            and (base is None or base[other] >= base[memory_id])
+        }
+        for memory_id, _ in ranked
+    }
+    # The first id in the old order whose newer partners are all placed goes next: an
+    # older one waits just until its last newer one is placed, the rest keep their order.
+    left = list(ranked)
+    out: list[tuple[str, float]] = []
+    placed: set[str] = set()
+    while left:
+        pick = next((n for n, (memory_id, _) in enumerate(left) if waits[memory_id] <= placed), 0)
+        memory_id, score = left.pop(pick)
+        out.append((memory_id, min(score, out[-1][1]) if out else score))
+        placed.add(memory_id)
+    return out

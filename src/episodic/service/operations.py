@@ -314,14 +314,14 @@ class Operations:
 
     def replaceable(self, workspace: str, memory_id: str, field: str = "replaces") -> Memory:
         """The memory ``memory_id`` if it may be superseded (``InvalidInput`` naming
-        ``field`` when it is not active or is an episode, ``NotFound`` when absent)."""
+        ``field`` when it is not active, ``NotFound`` when absent). An episode may be:
+        when a message it was made from is replaced it goes with it, so a user may
+        replace it by name too."""
         if not isinstance(memory_id, str) or not memory_id.strip():
             raise InvalidInput(field, "the id of the memory being replaced")
         old = self.memory(ScopeFilter(workspace_id=workspace), memory_id)
         if old.status is not MemoryStatus.ACTIVE:
             raise InvalidInput(field, f"memory {memory_id} is {old.status.value}, not active")
-        if old.type == "episode":
-            raise InvalidInput(field, "an episode tells what happened; it is never replaced")
         return old
 
     def replace(self, old: Memory, new_id: str, *, by: str, reason: str) -> None:

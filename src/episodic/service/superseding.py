@@ -70,7 +70,8 @@ class Superseding:
         memory's agent, crew and resource. The old memory stays stored as
         ``superseded`` (``valid_to`` = when the new one became true), out of default
         recall. Returns the memory that replaced it. ``InvalidInput`` when the old one
-        is not active or is an episode."""
+        is not active, or when one of the two is made from the other (never an entry or
+        an episode over its own source, nor a message over what was made from it)."""
         old = self.operations.replaceable(workspace, old_id, "old_id")
         if not isinstance(new, str) or not new.strip():
             raise InvalidInput("new", "required: the replacing memory's id or text")
@@ -91,6 +92,10 @@ class Superseding:
             raise InvalidInput("new", "a memory cannot replace itself")
         if found[0].valid_since < old.valid_since:
             raise InvalidInput("new", f"memory {new} is older than the one it would replace")
+        if made_from(found[0], old) or made_from(old, found[0]):
+            raise InvalidInput(
+                "new", f"memory {new} and {old.id} are one made from the other: neither replaces it"
+            )
         why = (reason or "").strip() or "replaced on request"
         self.operations.replace(old, found[0].id, by=by, reason=why)
         return found[0]
@@ -112,7 +117,7 @@ class Superseding:
     def replaceable_as(self, caller: Principal, old_id: str) -> Memory:
         """The memory ``old_id`` if this API key may replace it (who may edit it:
         ``Forbidden`` otherwise) and it may be replaced (``InvalidInput`` naming
-        ``replaces`` when it is not active or is an episode): what a key's
+        ``replaces`` when it is not active): what a key's
         ``remember(replaces=...)`` checks first."""
         self.operations.owned_by(caller, old_id, "supersede")
         return self.operations.replaceable(caller.workspace_id, old_id)
@@ -333,3 +338,9 @@ def _claim(memory: Memory) -> Claim:
         owner=(memory.agent, memory.crew, memory.resource),
         sources=tuple(memory.source_event_ids),
     )
+
+
+def made_from(memory: Memory, source: Memory) -> bool:
+    """Whether ``memory`` was made from ``source`` (an episode recounting a message, an
+    entry quoting it): it names ``source`` among the events it was made from."""
+    return memory.id != source.id and source.id in memory.source_event_ids

@@ -547,3 +547,20 @@ def decide(new: str, old: str) -> Verdict:
     return Verdict(
         "unrelated", "different-subject", "the change the new text states is not the old text's"
     )
+
+
+# A question asked in the past tense, or about the first or an earlier state, wants what
+# was said then ("when did I set the budget?", "what was the deadline?"); one in
+# the present ("what is my budget?", "how many books am I aiming to read?") wants the
+# current state, which a newer statement of the same subject holds.
+_ASKS_BEFORE = re.compile(
+    r"\b(?:did|was|were|had|used\s+to|originally|initially|previously|formerly|ago"
+    r"|at\s+first|for\s+the\s+first\s+time|back\s+then|at\s+the\s+time)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_now(question: str) -> bool:
+    """Whether ``question`` asks for the current state of something rather than what
+    was said or done before: it names no past tense and no earlier time."""
+    return bool(question.strip()) and _ASKS_BEFORE.search(question) is None
