@@ -122,9 +122,7 @@ def test_a_recall_ranks_in_one_read_transaction(tmp_path: Path) -> None:
         m.recall("how often was the heron counted", workspace="w", mark=False)
         main = threading.get_ident()
         mine = [sql for thread, sql in statements if thread == main]
-        ranking = [
-            i for i, sql in enumerate(mine) if "memory_sources" in sql or "UNION ALL" in sql
-        ]
+        ranking = [i for i, sql in enumerate(mine) if "memory_sources" in sql or "UNION ALL" in sql]
         assert len(ranking) >= 2, mine  # rows and the turns around the hits
         between = mine[ranking[0] : ranking[-1] + 1]
         assert not [sql for sql in between if sql in ("BEGIN", "COMMIT")], between
