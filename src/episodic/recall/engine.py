@@ -17,7 +17,7 @@ from episodic import metrics, tracing
 from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
-from episodic.recall.legs import LegQuery, QueryVectors, run_legs
+from episodic.recall.legs import LegQuery, Legs, QueryVectors, run_legs
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
 from episodic.recall.rerank import Rerank
 from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
@@ -149,6 +149,35 @@ def _run_recall(
         found_legs = run_legs(store, vectors, leg_query, policy, trace, warnings)
     ranking_started = time.perf_counter()
     ranking = tracing.begin("recall.ranking")  # fusion, re-ranking, diversity, to the hits
+    # The ranking's reads (rows, the turns around a hit, conversations, vectors) share one
+    # snapshot and connection: one transaction instead of one per read. Taken after the
+    # legs, never across them: a leg on a helper thread needs a connection of its own.
+    with store.reading():
+        hits, legs, mode = _rank(store, query, policy, found_legs, windows, lexical, now, trace)
+    if mark and hits:
+        store.mark_referenced(query.workspace_id, [h.id for h in hits], now)
+        if review:
+            store.add_review(review_of(query, hits, now, review_conversation))
+    metrics.recall_stage("ranking", time.perf_counter() - ranking_started)
+    tracing.end(ranking)
+    return RecallResult(hits, mode, policy.name, legs, warnings, trace)
+
+
+def _rank(
+    store: SearchStore,
+    query: Query,
+    policy: RecallPolicy,
+    found_legs: Legs,
+    windows: list[TimeWindow],
+    lexical: str,
+    now: datetime,
+    trace: Trace | None,
+) -> tuple[list[Hit], dict[str, list[Candidate]], str]:
+    """The legs' candidates fused, re-ranked, diversified and fetched: the hits, the
+    legs as the result shows them, and the recall's mode."""
+    k = clamp_k(query.k if query.k is not None else policy.default_k)
+    pool = policy.pool_size(k)
+    flt = query.scope_filter()
     legs, qvec = found_legs.found, found_legs.qvec
     # A BM25 leg that did not fill its pool holds every match in scope.
     every_match = len(legs.get(Leg.SPARSE.value, [])) < policy.sparse_pool_size(k)
@@ -313,13 +342,7 @@ def _run_recall(
     hits = shown_passages(
         hits, legs.get(Leg.DENSE.value, []), lexical, legs.get(Leg.SPARSE.value, [])
     )
-    if mark and hits:
-        store.mark_referenced(query.workspace_id, [h.id for h in hits], now)
-        if review:
-            store.add_review(review_of(query, hits, now, review_conversation))
-    metrics.recall_stage("ranking", time.perf_counter() - ranking_started)
-    tracing.end(ranking)
-    return RecallResult(hits, mode, policy.name, legs, warnings, trace)
+    return hits, legs, mode
 
 
 def review_of(

@@ -10,6 +10,7 @@ of each backend; the tuning both sparse legs share is ``episodic.store.sparse``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
@@ -42,6 +43,13 @@ class SearchStore(MemoryReader, Protocol):
     def parallel_reads(self) -> bool:
         """Whether two threads' reads run at once (each on a connection of its own), so
         a recall may run its legs side by side (``episodic.recall.legs``)."""
+        ...
+
+    def reading(self) -> AbstractContextManager[None]:
+        """A block whose reads on this thread share one snapshot and one connection (a
+        search's), instead of a transaction each: a recall's ranking reads rows, the
+        turns around its hits and their conversations. Writes inside still commit on
+        their own."""
         ...
 
     def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:

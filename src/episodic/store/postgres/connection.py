@@ -241,6 +241,8 @@ class PgBase:
         self._closed = False
         self._lock = threading.Lock()
         self._worked = _Worked()
+        # The connection of this thread's ``reading`` block, if it is in one.
+        self._reading = threading.local()
         with map_errors(url):
             # Migrate (and create the vector extension) on a plain connection first: the
             # pool's connections register the vector type, which must exist by then.
@@ -388,8 +390,13 @@ class PgBase:
     def _read(self, *, search: bool = False) -> Iterator[Conn]:
         """One read-only snapshot, so several statements see the same commit.
         ``search``: a recall's leg, which takes one of the connections searches may hold
-        (``search_reads``), leaving the rest to lookups."""
+        (``search_reads``), leaving the rest to lookups. Inside a ``reading`` block, that
+        block's connection and snapshot."""
         self._check_open()
+        current: Conn | None = getattr(self._reading, "conn", None)
+        if current is not None:
+            yield current
+            return
         if search:
             if not metrics.waited_for("search", self._search_slots, CONNECT_TIMEOUT_S):
                 raise StoreBusy(
@@ -412,6 +419,20 @@ class PgBase:
             with conn.transaction():
                 yield conn
             self._worked.now(conn)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One snapshot and connection for this thread's reads in the block (a search's
+        connection: the block stands for a recall's reads)."""
+        if getattr(self._reading, "conn", None) is not None:
+            yield
+            return
+        with self._read(search=True) as conn:
+            self._reading.conn = conn
+            try:
+                yield
+            finally:
+                self._reading.conn = None
 
     # -- lifecycle -------------------------------------------------------------------
     def close(self) -> None:

@@ -16,6 +16,7 @@ go in (see ``DenseIndex``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 
 from episodic.model import Candidate, ScopeFilter, utcnow
@@ -35,6 +36,10 @@ from episodic.store.vectors import Vector
 
 
 class SearchMixin(SqliteBase):
+    def reading(self) -> AbstractContextManager[None]:
+        # Reads inside a transaction of this thread run in it (``_read``).
+        return self._read(search=True)
+
     # -- dense ------------------------------------------------------------------------
     def search_dense(self, flt: ScopeFilter, query: Vector, limit: int) -> list[Candidate]:
         scope = normalise_scope(flt)

@@ -30,6 +30,9 @@ from episodic.store.sql import live_where
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
 
 SparseMode = Literal["seed", "stopwords", "budgeted"]
+# A search's scope: its WHERE fragment, that fragment's parameters, and the rowids that
+# can be in the workspace (``SparseMixin._workspace_rows``).
+_Scope = tuple[str, Sequence[Any], tuple[int, int]]
 # Budgeted search's windows (``SPARSE_RARE_BUDGET`` is shared with PostgreSQL), tuned on
 # benchmarks/bench_store.py at 100k memories, where bm25 plus the join to memories costs
 # ~1-2 us per scored row.
@@ -58,12 +61,16 @@ _SPARSE_SCOPED = (
     " FROM @FTS@ CROSS JOIN memories AS m INDEXED BY memories_sparse_scope ON m.seq = @SEQ@"
 )
 
-# Every in-scope match scored, as seed 000's query did.
+# Every in-scope match scored, as seed 000's query did. The rowid bounds span the seqs
+# of the workspace's memories (``_workspace_rows``): FTS5 skips the other workspaces'
+# matches in its doclists instead of handing each over to be looked up and refused by
+# the scope check. bm25's statistics stay the whole table's (FTS5 counts each phrase's
+# documents over the whole table), so the scores and the answer are the same.
 _SPARSE_ALL_SQL = (
     "SELECT mm.id, w.seq, w.score FROM ("
     " SELECT @ROW@ AS seq, bm25(@FTS@, ?, ?, ?) AS score"
     + _SPARSE_SCOPED
-    + " WHERE @FTS@ MATCH ? AND {where}"
+    + " WHERE @FTS@ MATCH ? AND @FTS@.rowid BETWEEN ? AND ? AND {where}"
     " ORDER BY score, @ROW@ LIMIT ?"
     ") AS w CROSS JOIN memories AS mm ON mm.seq = @MSEQ@"
     " ORDER BY w.score, w.seq"
@@ -101,6 +108,11 @@ class _Source:
     seq: str
     row: str
     mseq: str
+    shift: int = 0  # a row's memory is its rowid >> shift
+
+    def rows_of(self, first: int, last: int) -> tuple[int, int]:
+        """The rowids of the memories with seqs ``first`` to ``last``, as bounds."""
+        return first << self.shift, min(((last + 1) << self.shift) - 1, _MAX_ROWID)
 
     def sql(self, template: str) -> str:
         return (
@@ -117,11 +129,18 @@ _PASSAGES = _Source(
     f"(passages_fts.rowid >> {TEXT_PASSAGE_SHIFT})",
     "passages_fts.rowid",
     f"(w.seq >> {TEXT_PASSAGE_SHIFT})",
+    TEXT_PASSAGE_SHIFT,
 )
 # The passages' index holds the text alone (start_char and stop_char are unindexed):
 # weighed as a memory's content is.
 _PASSAGE_WEIGHTS = (BM25_CONTENT_WEIGHT, 0.0, 0.0)
 _MEMORY_WEIGHTS = (BM25_CONTENT_WEIGHT, BM25_KEYS_WEIGHT, BM25_PAYLOAD_WEIGHT)
+
+# The first and last seq of a workspace's memories, from the scope index's ends.
+_WORKSPACE_SEQS_SQL = (
+    "SELECT (SELECT min(seq) FROM memories WHERE workspace_id = ?),"
+    " (SELECT max(seq) FROM memories WHERE workspace_id = ?)"
+)
 
 _SPARSE_COUNT_SQL = (
     "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)"
@@ -205,10 +224,12 @@ class SparseMixin(SqliteBase):
             return []
         hits = _SparseHits(limit)
         with self._read(search=True):
+            rows = self._workspace_rows(_MEMORIES, flt.workspace_id)
             if self.sparse_mode == "budgeted":
-                self._sparse_budgeted(_MEMORIES, terms, where, params, hits)
+                self._sparse_budgeted(_MEMORIES, terms, (where, params, rows), hits)
             else:
-                hits.add(self._sparse_all(_MEMORIES, " OR ".join(terms), where, params, limit))
+                match = " OR ".join(terms)
+                hits.add(self._sparse_all(_MEMORIES, match, (where, params, rows), limit))
         return [
             Candidate(memory_id=memory_id, score=score, rank=rank)
             for rank, (memory_id, score) in enumerate(hits.ranked(), start=1)
@@ -231,10 +252,11 @@ class SparseMixin(SqliteBase):
         with self._read(search=True):
             if self._execute("SELECT 1 FROM passages_fts LIMIT 1").fetchone() is None:
                 return []
+            scope = (where, params, self._workspace_rows(_PASSAGES, flt.workspace_id))
             if self.sparse_mode == "budgeted":
-                self._sparse_budgeted(_PASSAGES, terms, where, params, hits)
+                self._sparse_budgeted(_PASSAGES, terms, scope, hits)
             else:
-                hits.add(self._sparse_all(_PASSAGES, " OR ".join(terms), where, params, limit))
+                hits.add(self._sparse_all(_PASSAGES, " OR ".join(terms), scope, limit))
             ranked = hits.ranked_rows()[:limit]
             spans: dict[int, tuple[int, int]] = {}
             for chunk in chunks([str(row) for _, _, row in ranked]):
@@ -248,14 +270,16 @@ class SparseMixin(SqliteBase):
                 )
         return [(memory_id, score, *spans[row]) for memory_id, score, row in ranked if row in spans]
 
+    def _workspace_rows(self, source: _Source, workspace_id: str) -> tuple[int, int]:
+        """The rowids of ``source`` that can belong to the workspace's memories, as
+        bounds (an empty range when it holds none)."""
+        first, last = self._execute(_WORKSPACE_SEQS_SQL, (workspace_id, workspace_id)).fetchone()
+        return (1, 0) if first is None else source.rows_of(int(first), int(last))
+
     def _sparse_budgeted(
-        self,
-        source: _Source,
-        terms: Sequence[str],
-        where: str,
-        params: Sequence[Any],
-        hits: _SparseHits,
+        self, source: _Source, terms: Sequence[str], scope: _Scope, hits: _SparseHits
     ) -> None:
+        where, params, _ = scope
         # The rows FTS5 holds (one per memory): exact unless memories were deleted, and
         # then too high, which only keeps more terms and raises the ceilings below. The
         # passages' search plans its terms by the memories' counts: what is rare among
@@ -269,7 +293,7 @@ class SparseMixin(SqliteBase):
             if not passages:
                 self._sparse_window(source, terms[0], where, params, hits)
             elif self._term_doc_counts(terms, cap)[0] <= self.sparse_rare_budget:
-                hits.add(self._sparse_all(source, terms[0], where, params, hits.limit))
+                hits.add(self._sparse_all(source, terms[0], scope, hits.limit))
             return
         counts = self._term_doc_counts(terms, cap)
         plan = plan_terms(
@@ -278,12 +302,12 @@ class SparseMixin(SqliteBase):
         rare = " OR ".join(terms[i] for i in plan.rare)
         common = [terms[i] for i in plan.common]
         if rare:
-            hits.add(self._sparse_all(source, rare, where, params, hits.limit))
+            hits.add(self._sparse_all(source, rare, scope, hits.limit))
             if common:
                 # Memories of a rare term that also hold common ones: scored with all of
                 # them (no term twice, so bm25 sums each term once).
                 match = f"({rare}) AND ({' OR '.join(common)})"
-                hits.add(self._sparse_all(source, match, where, params, hits.limit))
+                hits.add(self._sparse_all(source, match, scope, hits.limit))
         if passages:
             # A passage is worth reading where it holds a rare word; the newest windows
             # over common words alone would score thousands of passages for memories the
@@ -308,13 +332,14 @@ class SparseMixin(SqliteBase):
             self._sparse_window(source, " OR ".join(dropped), where, params, hits)
 
     def _sparse_all(
-        self, source: _Source, match: str, where: str, params: Sequence[Any], limit: int
+        self, source: _Source, match: str, scope: _Scope, limit: int
     ) -> list[tuple[str, int, float]]:
         """The best ``limit`` in-scope matches of ``match``, every match scored."""
+        where, params, (first, last) = scope
         weights = _PASSAGE_WEIGHTS if source is _PASSAGES else _MEMORY_WEIGHTS
         rows = self._execute(
             source.sql(_SPARSE_ALL_SQL).format(where=where),
-            (*weights, match, *params, limit),
+            (*weights, match, first, last, *params, limit),
         ).fetchall()
         return [(memory_id, seq, -score) for memory_id, seq, score in rows]
 
