@@ -127,6 +127,9 @@ class RecallPolicy:
     # Query-dependent fusion (scoring/blend.py: confident_weight): how far the blend leans
     # towards the leg whose best match stands out of its own pool. 0 turns it off.
     confidence_fusion: float = 0.0
+    # A memory longer than one passage keeps (passage / length) ^ this of its score
+    # (scoring/prior.py: length_prior); 0 turns it off, short memories never pay it.
+    length_prior: float = 0.0
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.
