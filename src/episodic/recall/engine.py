@@ -268,8 +268,8 @@ def _run_recall(
         if everything or not tail or within(survivors[:k], ranked[:depth]):
             break
     if trace is not None:
-        if policy.factors:
-            trace.add_stage("rerank:" + "x".join(f.value for f in policy.factors), reranked, detail)
+        if rerank.names:
+            trace.add_stage("rerank:" + "x".join(rerank.names), reranked, detail)
         if windows:
             trace.add_stage("time", ranked)
         survivors = _one_per_source(ranked, memories, fetch, k, trace)
