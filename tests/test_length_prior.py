@@ -33,7 +33,22 @@ ANSWER = (
 OTHERS = [
     f"note {i}: lunch at noon, the {colour} meeting moved to friday"
     for i, colour in enumerate(
-        "red blue green amber violet teal pink gray gold silver jade ruby onyx pearl".split()
+        [
+            "red",
+            "blue",
+            "green",
+            "amber",
+            "violet",
+            "teal",
+            "pink",
+            "gray",
+            "gold",
+            "silver",
+            "jade",
+            "ruby",
+            "onyx",
+            "pearl",
+        ]
     )
 ]
 
