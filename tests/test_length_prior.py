@@ -10,7 +10,7 @@ import pytest
 
 from episodic import Episodic
 from episodic.embed.fake import FakeEmbedder
-from episodic.recall.policies import DEFAULT
+from episodic.recall.policies import DEFAULT, get_policy
 from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.scoring.prior import length_prior, length_prior_floor
 from episodic.store import open_store
@@ -91,10 +91,10 @@ def test_the_users_short_instruction_outranks_a_long_answer_repeating_its_words(
     mem: Episodic,
 ) -> None:
     query = "how should API error handling responses look"
-    without = mem.recall(query, workspace="w", k=3, mark=False)
+    off = dataclasses.replace(DEFAULT, length_prior=0.0)
+    without = mem.recall(query, workspace="w", k=3, mark=False, policy=off)
     assert len(ANSWER) > 3 * PASSAGE_CHARS
-    # off (the preset's value): the long answer's repeated words put it first
-    assert DEFAULT.length_prior == 0.0
+    # without the prior the long answer's repeated words put it first
     assert without.hits[0].memory.content == ANSWER
     policy = dataclasses.replace(DEFAULT, length_prior=0.4)
     with_prior = mem.recall(query, workspace="w", k=3, mark=False, policy=policy, explain=True)
@@ -106,3 +106,16 @@ def test_the_users_short_instruction_outranks_a_long_answer_repeating_its_words(
     rows = {row.memory_id: row.detail for row in stage}
     assert rows[with_prior.hits[1].id]["length"] == pytest.approx(length_prior(len(ANSWER), 0.4))
     assert rows[with_prior.hits[0].id]["length"] == 1.0
+
+
+def test_a_policy_with_no_factors_still_pays_the_prior(mem: Episodic) -> None:
+    # `dense` re-ranks nothing of its own: the prior alone must still be applied
+    policy = dataclasses.replace(get_policy("dense"), length_prior=0.4)
+    assert policy.factors == ()
+    query = "how should API error handling responses look"
+    plain = mem.recall(query, workspace="w", k=20, mark=False, policy="dense")
+    priced = mem.recall(query, workspace="w", k=20, mark=False, policy=policy)
+    before = {h.memory.content: h.score for h in plain.hits}
+    after = {h.memory.content: h.score for h in priced.hits}
+    assert after[ANSWER] == pytest.approx(before[ANSWER] * length_prior(len(ANSWER), 0.4))
+    assert after[INSTRUCTION] == pytest.approx(before[INSTRUCTION])
