@@ -275,6 +275,7 @@ DEFAULT = RecallPolicy(
     newest_similar_first=True,
     subject_cosine=0.60,
     passage_weight=0.85,
+    confidence_fusion=0.25,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
         "importance prior, scope levels, newest first among memories about one subject"
