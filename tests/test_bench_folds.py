@@ -141,7 +141,7 @@ def test_folds_table_per_fold_sweep_and_mean(sparse_env: dict[str, str]) -> None
         (["--folds", "2", "--tune", "blend"], "tune", "NAME=v1,v2"),
         (["--tune", "blend=0.2,0.3"], "tune", "--folds"),
         (["--folds", "2", "--policy", "bm25", "--tune", "blend=0.2"], "tune", "--policy"),
-        (["--folds", "2", "--tune", "blend_scale=raw,nope"], "tune", "one of raw, minmax, cdf"),
+        (["--folds", "2", "--tune", "blend_scale=raw,nope"], "tune", "minmax, cdf, rank"),
         (["--folds", "2", "--tune", "blend_scale=cdf,cdf"], "tune", "distinct"),
     ],
 )

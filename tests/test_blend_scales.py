@@ -68,3 +68,15 @@ def test_a_scale_given_by_its_plain_name_is_the_same_scale() -> None:
     by_name = blend(COSINES, BM25, scale="cdf")  # type: ignore[arg-type]
     assert by_name == blend(COSINES, BM25, scale=BlendScale.CDF)
     assert by_name != blend(COSINES, BM25)
+
+
+def test_rank_scores_each_leg_by_its_place_not_its_score() -> None:
+    fused = dict(blend(COSINES, BM25, dense_weight=0.4, sparse_weight=0.6, scale=BlendScale.RANK))
+    # "d" is BM25's first (1) and the dense leg's last of four (1/4)
+    assert fused["d"] == pytest.approx(0.4 * 0.25 + 0.6 * 1.0)
+    # "a" is the dense leg's first and BM25's last: BM25's wide lead for "d" counts no
+    # more than one place
+    assert fused["a"] == pytest.approx(0.4 * 1.0 + 0.6 * 0.25)
+    # a candidate one leg did not return scores 0 on that leg
+    alone = dict(blend({"a": 0.5}, {"c": 3.0}, dense_weight=0.5, sparse_weight=0.5, scale="rank"))  # type: ignore[arg-type]
+    assert alone == pytest.approx({"a": 0.5, "c": 0.5})

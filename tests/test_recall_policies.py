@@ -445,7 +445,10 @@ def test_the_blend_scale_of_a_policy_is_what_fusion_uses(mem: Episodic) -> None:
     mem.index_once()
     fused = {}
     for scale in ("raw", "cdf"):
-        policy = dataclasses.replace(get_policy("default"), blend_scale=scale)
+        # the blend's fixed weights (default moves them per query: test_confidence_fusion)
+        policy = dataclasses.replace(
+            get_policy("default"), blend_scale=scale, confidence_fusion=0.0
+        )
         result = mem.recall("kafka orders lag", workspace="w", k=3, explain=True, policy=policy)
         assert result.trace is not None
         legs = {

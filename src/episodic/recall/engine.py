@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from episodic import metrics, tracing
+from episodic.config import MAX_CONTENT_CHARS
 from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
@@ -43,7 +44,7 @@ from episodic.scoring.passages import (
     span_for_words,
     words,
 )
-from episodic.scoring.prior import importance_prior
+from episodic.scoring.prior import importance_prior, length_prior_floor
 from episodic.scoring.scope import possible_levels, scope_multiplier
 from episodic.scoring.temporal import TimeWindow
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
@@ -254,7 +255,12 @@ def _rank(
     if windows:
         # The time boost lies between the policy's floor and 1: one more bounded factor.
         lo, hi = lo * min(policy.time_floor, 1.0), hi * max(policy.time_floor, 1.0)
-    reorders = bool(policy.factors) or bool(windows) or policy.diversity is Diversity.MMR
+    reorders = (
+        bool(policy.factors)
+        or policy.length_prior > 0
+        or bool(windows)
+        or policy.diversity is Diversity.MMR
+    )
     whole = policy.diversity is Diversity.MMR or lo <= 0 or hi == math.inf
     depth = 2 * k
 
@@ -291,8 +297,8 @@ def _rank(
         if everything or not tail or within(survivors[:k], ranked[:depth]):
             break
     if trace is not None:
-        if policy.factors:
-            trace.add_stage("rerank:" + "x".join(f.value for f in policy.factors), reranked, detail)
+        if rerank.names:
+            trace.add_stage("rerank:" + "x".join(rerank.names), reranked, detail)
         if windows:
             trace.add_stage("time", ranked)
         survivors = _one_per_source(ranked, memories, fetch, k, trace)
@@ -574,7 +580,7 @@ def _fuse(
 def _factor_bounds(policy: RecallPolicy, query: Query) -> tuple[float, float]:
     """The least and the most the policy's re-rank factors can multiply a score by for
     this query; (0, inf) when a factor has no useful bound."""
-    lo, hi = 1.0, 1.0
+    lo, hi = length_prior_floor(policy.length_prior, MAX_CONTENT_CHARS), 1.0
     for factor in policy.factors:
         if factor is Factor.IMPORTANCE_PRIOR:
             lo *= importance_prior(0.0, policy.importance_weight)

@@ -127,6 +127,9 @@ class RecallPolicy:
     # Query-dependent fusion (scoring/blend.py: confident_weight): how far the blend leans
     # towards the leg whose best match stands out of its own pool. 0 turns it off.
     confidence_fusion: float = 0.0
+    # A memory longer than one passage keeps (passage / length) ^ this of its score
+    # (scoring/prior.py: length_prior); 0 turns it off, short memories never pay it.
+    length_prior: float = 0.0
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.
@@ -261,6 +264,13 @@ DENSE = RecallPolicy(
 #   -> 0.482, R@1 0.134 -> 0.149, no ability down more than 0.4 points; LoCoMo has no
 #   passages and is unchanged). Lower weights measured higher on BEAM overall but cost
 #   two abilities more than a point held out (benchmarks/README.md).
+# - the blend's weight moves per query towards the leg whose best match stands further
+#   above its own pool (confidence_fusion 0.25, scoring/blend.py: confident_weight): every
+#   held-out fold of LoCoMo and BEAM together chose 0.25 over 0 (BEAM R@10 0.482 -> 0.4875,
+#   R@1 0.149 -> 0.157; LoCoMo 0.7776 -> 0.7777, no category down more than 0.4 points);
+# - no length prior (length_prior 0): pricing a long memory's many chances to match lifts
+#   BEAM to 0.567 held out, but costs its summarization questions, whose evidence is long
+#   answers, more than a point at every strength swept (benchmarks/README.md);
 # - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points
@@ -280,6 +290,7 @@ DEFAULT = RecallPolicy(
     newest_similar_first=True,
     subject_cosine=0.60,
     passage_weight=0.85,
+    confidence_fusion=0.25,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
         "importance prior, scope levels, newest first among memories about one subject"

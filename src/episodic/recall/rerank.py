@@ -14,14 +14,17 @@ from datetime import datetime
 from functools import lru_cache
 from operator import itemgetter
 
+from episodic.config import MAX_CONTENT_CHARS
 from episodic.model import Memory, MemoryStatus, Query
 from episodic.recall.policies import Factor, RecallPolicy
 from episodic.scoring.decay import clamp01, prominence, recency_weight, reinforcement_of
-from episodic.scoring.prior import importance_prior
+from episodic.scoring.prior import importance_prior, length_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import scope_level, scope_multiplier
 
 SECONDS_PER_DAY = 86_400.0
+# The name a trace shows the length prior under, beside the policy's factors.
+LENGTH = "length"
 
 
 class Rerank:
@@ -32,8 +35,15 @@ class Rerank:
         self.policy = policy
         self.query = query
         self.now = now
-        self.names = tuple(f.value for f in policy.factors)
-        self._values = tuple(_bound(f, query, now, policy) for f in policy.factors)
+        names = [f.value for f in policy.factors]
+        values = [_bound(f, query, now, policy) for f in policy.factors]
+        if policy.length_prior > 0:
+            strength = policy.length_prior
+            names.append(LENGTH)
+            # Capped where the bound on every factor (engine: _factor_bounds) is taken.
+            values.append(lambda m: length_prior(min(len(m.content), MAX_CONTENT_CHARS), strength))
+        self.names = tuple(names)
+        self._values = tuple(values)
         self._parts: dict[str, tuple[float, ...]] = {}
 
     def parts(self, m: Memory) -> tuple[float, ...]:

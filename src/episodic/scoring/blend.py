@@ -30,6 +30,10 @@ class BlendScale(StrEnum):
     # the normal CDF. A leg whose best stands far above the rest keeps that lead; a leg
     # whose pool is flat gives no candidate much over another.
     CDF = "cdf"
+    # Each candidate's place in its own leg's list, ``1 - (rank - 1) / n`` over the n the
+    # leg returned: the best is 1 whatever its score, the last 1/n. Rank fusion on the
+    # blend's weights: neither leg's score distribution decides how much it counts.
+    RANK = "rank"
 
 
 def min_max(scores: Mapping[str, float], *, from_zero: bool = False) -> dict[str, float]:
@@ -61,6 +65,14 @@ def cdf_scaled(scores: Mapping[str, float]) -> dict[str, float]:
     return {key: 0.5 * (1.0 + math.erf((v - mean) / std / root2)) for key, v in scores.items()}
 
 
+def rank_scaled(scores: Mapping[str, float]) -> dict[str, float]:
+    """``1 - (rank - 1) / n`` for each of ``scores`` ranked best first (ties keep their
+    order), an empty mapping to {}."""
+    n = len(scores)
+    ordered = sorted(scores, key=lambda key: scores[key], reverse=True)
+    return {key: 1.0 - rank / n for rank, key in enumerate(ordered)}
+
+
 def blend(
     cosines: Mapping[str, float],
     bm25: Mapping[str, float],
@@ -87,6 +99,8 @@ def blend(
     dense: Mapping[str, float]
     if scale is BlendScale.CDF:
         dense, norm = cdf_scaled(cosines), cdf_scaled(bm25)
+    elif scale is BlendScale.RANK:
+        dense, norm = rank_scaled(cosines), rank_scaled(bm25)
     else:
         norm = min_max(bm25, from_zero=every_match)
         dense = min_max(cosines) if scale is BlendScale.MINMAX else cosines

@@ -1,0 +1,121 @@
+"""The length prior: a memory longer than one passage pays for its many chances to match."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from episodic import Episodic
+from episodic.embed.fake import FakeEmbedder
+from episodic.recall.policies import DEFAULT, get_policy
+from episodic.scoring.passages import PASSAGE_CHARS
+from episodic.scoring.prior import length_prior, length_prior_floor
+from episodic.store import open_store
+
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+
+# The user's one-line standing instruction, and a long answer that talks around the same
+# words (as an assistant's answers do) without stating it.
+INSTRUCTION = "Always include error status codes when I ask about API error handling."
+FILLER = (
+    "Here is a walkthrough of the deployment checklist, the build cache, the staging "
+    "servers, the release notes and the rollback plan for the weather dashboard. "
+)
+ANSWER = (
+    "API error responses: wrap each API call, log the API error and its responses, retry "
+    "the request with backoff, and keep error handling in one place. "
+) * 8 + FILLER * 15
+# Unrelated notes, so that the words of the two memories are rare in the workspace, as
+# they are in a real one (BM25 gives words most memories hold no weight).
+OTHERS = [
+    f"note {i}: lunch at noon, the {colour} meeting moved to friday"
+    for i, colour in enumerate(
+        [
+            "red",
+            "blue",
+            "green",
+            "amber",
+            "violet",
+            "teal",
+            "pink",
+            "gray",
+            "gold",
+            "silver",
+            "jade",
+            "ruby",
+            "onyx",
+            "pearl",
+        ]
+    )
+]
+
+
+def test_short_memories_are_untouched_and_long_ones_pay_with_their_length() -> None:
+    assert length_prior(80, 0.4) == 1.0
+    assert length_prior(PASSAGE_CHARS, 0.4) == 1.0
+    assert length_prior(50_000, 0.0) == 1.0
+    assert length_prior(4 * PASSAGE_CHARS, 0.2) == pytest.approx(4**-0.2)
+    # the longer, the more it pays, and a stronger prior asks more of it
+    assert length_prior(16_000, 0.2) < length_prior(4_000, 0.2) < 1.0
+    assert length_prior(4_000, 0.4) < length_prior(4_000, 0.2)
+    # the floor is what the longest memory keeps
+    assert length_prior_floor(0.2, 1_048_576) == pytest.approx(length_prior(1_048_576, 0.2))
+
+
+@pytest.fixture
+def mem(db_url: str) -> Iterator[Episodic]:
+    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
+    for i, text in enumerate([ANSWER, INSTRUCTION, *OTHERS]):
+        report = m.ingest(
+            [
+                {
+                    "id": f"e{i}",
+                    "workspace": "w",
+                    "type": "chat.turn",
+                    "summary": text,
+                    "refs": {"episodic": True},
+                    "ts": (NOW - timedelta(hours=30 - i)).isoformat(),
+                }
+            ]
+        )
+        assert report.admitted == 1
+    m.index_once()
+    yield m
+    m.close()
+
+
+def test_the_users_short_instruction_outranks_a_long_answer_repeating_its_words(
+    mem: Episodic,
+) -> None:
+    query = "how should API error handling responses look"
+    off = dataclasses.replace(DEFAULT, length_prior=0.0)
+    without = mem.recall(query, workspace="w", k=3, mark=False, policy=off)
+    assert len(ANSWER) > 3 * PASSAGE_CHARS
+    # without the prior the long answer's repeated words put it first
+    assert without.hits[0].memory.content == ANSWER
+    policy = dataclasses.replace(DEFAULT, length_prior=0.4)
+    with_prior = mem.recall(query, workspace="w", k=3, mark=False, policy=policy, explain=True)
+    assert with_prior.hits[0].memory.content == INSTRUCTION
+    assert with_prior.hits[1].memory.content == ANSWER
+    # the trace shows what the prior took, beside the policy's factors
+    assert with_prior.trace is not None
+    stage = with_prior.trace.stages["rerank:importance_priorxscope_levelxlength"]
+    rows = {row.memory_id: row.detail for row in stage}
+    assert rows[with_prior.hits[1].id]["length"] == pytest.approx(length_prior(len(ANSWER), 0.4))
+    assert rows[with_prior.hits[0].id]["length"] == 1.0
+
+
+def test_a_policy_with_no_factors_still_pays_the_prior(mem: Episodic) -> None:
+    # `dense` re-ranks nothing of its own: the prior alone must still be applied
+    policy = dataclasses.replace(get_policy("dense"), length_prior=0.4)
+    assert policy.factors == ()
+    query = "how should API error handling responses look"
+    plain = mem.recall(query, workspace="w", k=20, mark=False, policy="dense")
+    priced = mem.recall(query, workspace="w", k=20, mark=False, policy=policy)
+    before = {h.memory.content: h.score for h in plain.hits}
+    after = {h.memory.content: h.score for h in priced.hits}
+    assert after[ANSWER] == pytest.approx(before[ANSWER] * length_prior(len(ANSWER), 0.4))
+    assert after[INSTRUCTION] == pytest.approx(before[INSTRUCTION])
