@@ -58,6 +58,10 @@ class Precomputed:
         return np.stack([self.vectors[t] for t in texts])
 
 
+# How many new texts a benchmark embeds between saving them to its cache.
+EMBED_CHUNK = 256
+
+
 def precompute_vectors(
     inner: Embedder,
     cache: SqliteEmbeddingCache,
@@ -65,12 +69,20 @@ def precompute_vectors(
     say: Callable[[str], None],
 ) -> Precomputed:
     unique = list(dict.fromkeys(t for t in texts if t))
-    known = len(cache.cache_get(inner.model_id, [content_hash(t) for t in unique]))
+    known = cache.cache_get(inner.model_id, [content_hash(t) for t in unique])
+    missing = [t for t in unique if content_hash(t) not in known]
     say(
         f"embedding {len(unique)} distinct texts with {inner.model_id}: "
-        f"{known} cached in {cache.path}, {len(unique) - known} to embed"
+        f"{len(known)} cached in {cache.path}, {len(missing)} to embed"
     )
     cached = CachedEmbedder(inner, cache)
+    # In chunks, each cached as it is done: a first run embeds thousands of long texts
+    # for half an hour, and one that is stopped keeps what it embedded.
+    for start in range(0, len(missing), EMBED_CHUNK):
+        cached.embed_batch(missing[start : start + EMBED_CHUNK])
+        done = min(start + EMBED_CHUNK, len(missing))
+        if done < len(missing):
+            say(f"embedded {done} of {len(missing)}")
     matrix = cached.embed_batch(unique)
     return Precomputed(cached, dict(zip(unique, matrix, strict=True)))
 
