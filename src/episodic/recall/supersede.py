@@ -47,11 +47,7 @@ def newest_similar_first(
     similar = _similar(store, flt, head, memories, cosines)
     if not similar:
         return ranked
-    ts = {i: memories[i].ts for i, _ in head}
-    if earlier is not None:
-        earlier.update(newer_of(head, similar, ts))
-    base = {i: memories[i].base_importance for i, _ in head}
-    return newest_first(head, similar, ts, base) + tail
+    return _reordered(newest_first, head, similar, memories, earlier) + tail
 
 
 def newer_turns_first_within(
@@ -75,11 +71,24 @@ def newer_turns_first_within(
     similar = _similar(store, flt, chosen, memories, (0.0, turns))
     if not similar:
         return chosen
-    ts = {i: memories[i].ts for i, _ in chosen}
+    return _reordered(older_below_newer, chosen, similar, memories, earlier)
+
+
+def _reordered(
+    order: Callable[..., list[tuple[str, float]]],
+    ranked: list[tuple[str, float]],
+    similar: dict[str, list[tuple[str, float]]],
+    memories: dict[str, Memory],
+    earlier: dict[str, str] | None,
+) -> list[tuple[str, float]]:
+    """``ranked`` put in ``order`` (newest_first or older_below_newer) by its memories'
+    times and base importances; ``earlier``, when given, receives each id with the
+    newest of its newer ones ranked with it."""
+    ts = {i: memories[i].ts for i, _ in ranked}
     if earlier is not None:
-        earlier.update(newer_of(chosen, similar, ts))
-    base = {i: memories[i].base_importance for i, _ in chosen}
-    return older_below_newer(chosen, similar, ts, base)
+        earlier.update(newer_of(ranked, similar, ts))
+    base = {i: memories[i].base_importance for i, _ in ranked}
+    return order(ranked, similar, ts, base)
 
 
 def _similar(
