@@ -32,11 +32,17 @@ from episodic.bench.folds import split_folds
 from episodic.bench.locomo import prepare_locomo
 from episodic.bench.metrics import score_ranking, update_order
 from episodic.config import Settings
-from episodic.model import ScopeFilter
+from episodic.model import Memory, ScopeFilter
 from episodic.recall.supersede import newer_turns_first_within
+from episodic.scoring.supersede import older_below_newer
+from episodic.write.change_rules import asks_for_now
 
 VALUES = (0.8, 0.7, 0.6, 0.5)
 DEPTHS = (10, 20)
+# Subject by score instead of cosine: among the ten hits, a newer one by the same owner whose
+# score is at least this share of an older one's counts as the same subject (the question
+# names it, both answer it about as well), for a question about the current state.
+CLOSE_SCORES = (0.9, 0.8, 0.7)
 KEYS = ("recall@1", "recall@10", "ndcg@10")
 # Any question the gate lets through: the ungated variants order every question's hits.
 ANY_QUESTION = "what is it now"
@@ -49,7 +55,34 @@ def variants() -> list[tuple[str, float, bool, int]]:
             for value in VALUES:
                 name = f"{value} {'gated' if gated else 'every question'} k={depth}"
                 out.append((name, value, gated, depth))
+    for share in CLOSE_SCORES:
+        out.append((f"newer at score >= {share}x gated k=10", -share, True, 10))
     return out
+
+
+def close_scores_first(
+    chosen: list[tuple[str, float]], memories: dict[str, Memory], share: float, question: str
+) -> list[tuple[str, float]]:
+    """``chosen`` with an older hit moved below a newer one by the same owner that scores at
+    least ``share`` of it, when ``question`` asks for the current state."""
+    if not asks_for_now(question):
+        return chosen
+    owner = {
+        i: (m.agent, m.crew, m.resource, m.payload.get("speaker")) for i, m in memories.items()
+    }
+    scores = dict(chosen)
+    similar = {
+        older: [
+            (newer, 1.0)
+            for newer, _ in chosen
+            if owner[newer] == owner[older]
+            and memories[newer].ts > memories[older].ts
+            and scores[newer] >= share * scores[older]
+        ]
+        for older, _ in chosen
+    }
+    ts = {i: memories[i].ts for i, _ in chosen}
+    return older_below_newer(chosen, similar, ts)
 
 
 def run(which: str, data: str) -> list[dict[str, Any]]:
@@ -75,9 +108,13 @@ def run(which: str, data: str) -> list[dict[str, Any]]:
                 chosen = [(h.id, h.score) for h in result.hits]
                 head, tail = chosen[:depth], chosen[depth:]
                 asked = question.text if gated else ANY_QUESTION
-                ordered = (
-                    newer_turns_first_within(mem.store, flt, head, memories, value, asked) + tail
-                )
+                if value < 0:
+                    ordered = close_scores_first(head, memories, -value, asked) + tail
+                else:
+                    ordered = (
+                        newer_turns_first_within(mem.store, flt, head, memories, value, asked)
+                        + tail
+                    )
                 ranking = _ranking([memories[i] for i, _ in ordered], conv)
                 scores = score_ranking(ranking, question.evidence)
                 entry = {key: scores[key] for key in KEYS}
