@@ -85,6 +85,10 @@ def serve(
     if recall_processes is not None and recall_processes < 0:
         err.print("[red]error:[/red] --recall-processes: must be 0 or more", markup=True)
         raise typer.Exit(2)
+    missing = metrics.unavailable() if metrics_port is not None else None
+    if missing is not None:
+        err.print(f"[red]error:[/red] --metrics-port: {escape(missing)}", markup=True)
+        raise typer.Exit(2)
     apis = list(dict.fromkeys(compat or []))
     for name in apis:
         if name not in COMPAT:
