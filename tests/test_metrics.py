@@ -393,3 +393,10 @@ def test_doctor_says_metrics_are_served(tmp_path: Path) -> None:
     report = runner.invoke(app, ["doctor", "--json"], env=cli_env(tmp_path))
     check = next(c for c in json.loads(report.stdout)["checks"] if c["name"] == "metrics")
     assert check["status"] == "ok" and check["fix"] is None
+
+
+@pytest.mark.usefixtures("without_prometheus")
+def test_doctor_prints_the_install_to_run_whole(tmp_path: Path) -> None:
+    """The text report shows brackets as written: rich markup would eat ``[server]``."""
+    report = runner.invoke(app, ["doctor"], env=cli_env(tmp_path))
+    assert "fix: pip install 'episodic-agent-memory[server]'" in report.stdout, report.stdout
