@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from episodic import Episodic, Settings
+from episodic import Client, Episodic, Settings
+from episodic.errors import Forbidden
 from episodic.http import asgi
 from episodic.model import ScopeFilter
 from episodic.store import open_store
@@ -119,6 +120,9 @@ def test_a_session_is_ended_only_by_the_agent_that_recalled_in_it(
     via_layer = {"transcript": RUN, "session": "s-deployer"}
     assert post(base, other, "/v1/layer/complete", via_layer).status_code == 403
     assert set(reinforcement(mem, ids).values()) == {0}
+    # The Python client raises what Episodic.end_session raises.
+    with Client(base, other) as client, pytest.raises(Forbidden, match="'s-deployer'"):
+        client.end_session("s-deployer")
     mine = post(base, deployer, "/v1/sessions/s-deployer/end", {})
     assert mine.status_code == 200, mine.text
     assert set(mine.json()["reinforced"]) == ids
