@@ -1,6 +1,6 @@
 """A command loads only what it uses: ``import episodic`` loads neither the server, the
 model runtime nor the async layer; ``episodic --help`` loads no service; a keyword-only
-recall loads no model runtime, faiss or HTTP client, and of the service's areas only
+recall loads no model runtime, numpy, faiss or HTTP client, and of the service's areas only
 recalling; and with ``EPISODIC_URL`` set, ``recall`` and ``render`` ask that server
 without opening the database at all.
 
@@ -146,13 +146,15 @@ def db(tmp_path: Path) -> str:
     return url
 
 
-def test_a_keyword_only_recall_loads_no_model_runtime_faiss_or_http_client(db: str) -> None:
+def test_a_keyword_only_recall_loads_no_model_runtime_numpy_faiss_or_http_client(db: str) -> None:
     env = {"EPISODIC_EMBEDDER": "none"}
     for command in ("recall", "render"):
         done, loaded = run("--db", db, command, "checkout OOM", "-w", "acme", env=env)
         assert done.returncode == 0, done.stderr
         assert "checkout OOM" in done.stdout
         assert not set(loaded) & {"onnxruntime", "tokenizers", "faiss", "httpx", "jsonschema"}
+        # Nor numpy: no vector is computed with (it was a third of the command's time).
+        assert "numpy" not in loaded, loaded
         assert not set(loaded) & {"episodic.aio", "episodic.write.episodes", "fastapi"}
         assert not set(loaded) & {"episodic.write.supersession"}
         # Neither the command-line framework nor the metrics of a server it does not run.
@@ -175,6 +177,7 @@ def test_a_command_loads_only_the_service_areas_it_calls(db: str) -> None:
         "mem.close()"
     )
     assert set(names) & set(AREAS) == {"episodic.service.recalling"}, names
+    assert "numpy" not in names  # keyword-only: no vector to compute with
 
 
 def test_a_query_with_no_time_words_compiles_no_time_pattern(db: str) -> None:

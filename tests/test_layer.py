@@ -12,6 +12,7 @@ import pytest
 
 from chat_server import MODEL, ChatServer, Recorded, running_chat_server
 from episodic import Episodic, InvalidInput, Settings
+from episodic.errors import Forbidden
 from episodic.layer import (
     AUTO_INJECT_TOP_K,
     BUDGET_MAX_TOKENS,
@@ -505,3 +506,48 @@ def test_recall_by_relevance_counts_only_the_episodes_its_block_holds(
     assert held and len(held) < len(ranked)
     counts = {h.id: layer.memory.memory(ScopeFilter("acme"), h.id).reference_count for h in ranked}
     assert {i for i, n in counts.items() if n} == held, counts
+
+
+def test_a_layer_ends_only_its_own_agents_session(db_url: str, clock: list[datetime]) -> None:
+    """``on_complete`` ends its session, reinforcing what the session's recalls returned:
+    a layer of another agent naming that session is refused before anything of its run
+    is stored, ``Episodic.end_session`` refuses an end as another agent the same way,
+    and without an agent (an admin's end) any session ends."""
+    with sparse_memory(db_url, clock) as mem:
+        helper = MemoryLayer(mem, workspace="acme", agent="helper", session="chat-1")
+        helper.on_complete(RUNS[1], conversation="run-0", outcome="success")
+        found = mem.recall(
+            "refund idempotency key", workspace="acme", agent="helper", session="chat-1"
+        )
+        assert found.hits
+        intruder = MemoryLayer(mem, workspace="acme", agent="intruder", session="chat-1")
+        with pytest.raises(Forbidden, match="'chat-1'"):
+            intruder.on_complete(RUNS[0], outcome="success")
+        assert mem.stats("acme").events == len(RUNS[1])  # nothing of the refused run
+        with pytest.raises(Forbidden, match="'chat-1'"):
+            mem.end_session("acme", "chat-1", agent="intruder")
+        # A conversation's pending messages are its writer's: they become episodes with
+        # the end's outcome, so another agent (or crew) may not end it either.
+        mem.add_message(
+            "Still waiting on the refund.",
+            workspace="acme",
+            conversation="c-1",
+            role="user",
+            agent="helper",
+        )
+        for who in ({"agent": "intruder"}, {"crew": "ops"}):
+            with pytest.raises(Forbidden, match="'c-1'"):
+                mem.end_session("acme", "c-1", outcome="failed", **who)
+        assert mem.end_session("acme", "c-1", agent="helper").episodes == 1
+        ids = {h.id for h in found.hits}
+        assert ids
+        counts = {
+            m.id: m.payload.get("reinforcement_count", 0)
+            for m in mem.memories(ScopeFilter("acme"), list(ids))
+        }
+        assert set(counts.values()) == {0}
+        assert set(mem.end_session("acme", "chat-1", agent="helper").reinforced) == ids
+        again = mem.recall(
+            "refund idempotency key", workspace="acme", agent="helper", session="c-2"
+        )
+        assert set(mem.end_session("acme", "c-2").reinforced) == {h.id for h in again.hits}

@@ -9,8 +9,10 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from episodic import Episodic, Settings
+from episodic import Client, Episodic, Settings
+from episodic.errors import Forbidden
 from episodic.http import asgi
+from episodic.model import ScopeFilter
 from episodic.store import open_store
 from servers import serve
 
@@ -86,3 +88,46 @@ def test_an_agent_key_completes_and_recalls_only_its_own_runs(
     assert "(outcome: success)" in found["text"]
     refused = post(base, agent, "/v1/layer/recall", {"budget_tokens": 800, "agent": "other"})
     assert refused.status_code == 403, refused.text
+
+
+def reinforcement(mem: Episodic, ids: set[str]) -> dict[str, int]:
+    return {
+        m.id: int(m.payload.get("reinforcement_count", 0))
+        for m in mem.memories(ScopeFilter("acme"), list(ids))
+    }
+
+
+def test_a_session_is_ended_only_by_the_agent_that_recalled_in_it(
+    served: tuple[Episodic, str],
+) -> None:
+    """Ending a session reinforces what its recalls returned: an agent key may not end
+    another agent's session (that would count the other agent's recalls), an admin key
+    may end any, and the owner's own end still works after a refusal."""
+    mem, base = served
+    admin = mem.create_key("acme", role="admin")[1]
+    deployer = mem.create_key("acme", role="agent", agent="deployer")[1]
+    other = mem.create_key("acme", role="agent", agent="other")[1]
+    assert post(base, deployer, "/v1/layer/complete", {"transcript": RUN}).status_code == 200
+    asked = {"query": "refund batch gateway", "session": "s-deployer"}
+    hits = post(base, deployer, "/v1/recall", asked).json()["hits"]
+    ids = {h["id"] for h in hits}
+    assert ids
+    refused = post(base, other, "/v1/sessions/s-deployer/end", {})
+    assert refused.status_code == 403, refused.text
+    assert "'s-deployer'" in refused.json()["error"]["message"]
+    assert set(reinforcement(mem, ids).values()) == {0}  # nothing was counted
+    # Through the layer's complete too: the other agent's run may not end it.
+    via_layer = {"transcript": RUN, "session": "s-deployer"}
+    assert post(base, other, "/v1/layer/complete", via_layer).status_code == 403
+    assert set(reinforcement(mem, ids).values()) == {0}
+    # The Python client raises what Episodic.end_session raises.
+    with Client(base, other) as client, pytest.raises(Forbidden, match="'s-deployer'"):
+        client.end_session("s-deployer")
+    mine = post(base, deployer, "/v1/sessions/s-deployer/end", {})
+    assert mine.status_code == 200, mine.text
+    assert set(mine.json()["reinforced"]) == ids
+    # An admin key ends any agent's session.
+    post(base, deployer, "/v1/recall", {**asked, "session": "s-2"})
+    ended = post(base, admin, "/v1/sessions/s-2/end", {})
+    assert ended.status_code == 200 and set(ended.json()["reinforced"]) == ids, ended.text
+    assert set(reinforcement(mem, ids).values()) == {2}

@@ -223,3 +223,24 @@ def test_the_stdio_server_names_its_database_on_stderr_only(db: str) -> None:
         assert "postgres:***@" in done.stderr
     else:
         assert db.removeprefix("sqlite:///") in done.stderr
+
+
+def test_end_session_ends_only_the_bound_agents_sessions(db_url: str) -> None:
+    """A server bound to one agent may not end a session another agent recalled in (its
+    end would reinforce what the other's recalls returned); an admin binding may."""
+    with Episodic.open(db_url, settings=Settings(embedder="none")) as mem:
+        mem.remember("the refund batch timed out", workspace="shop", agent="deployer", id="n1")
+        found = mem.recall("refund batch", workspace="shop", agent="deployer", session="s1")
+        assert [h.id for h in found.hits] == ["n1"]
+
+        async def end(agent: str | None, role: str | None) -> Any:
+            server = build_server(mem, Binding.of("shop", agent, None, role))
+            with serve(server.streamable_http_app()) as base:
+                async with Client(f"{base}/mcp") as client:
+                    return await client.call_tool("end_session", {"session": "s1"})
+
+        refused = anyio.run(end, "other", None)
+        assert refused.is_error and "session 's1'" in str(refused.content)
+        assert mem.store.get_memory("shop", "n1").payload.get("reinforcement_count", 0) == 0
+        ended = structured(anyio.run(end, None, "admin"))
+        assert ended["reinforced"] == ["n1"]

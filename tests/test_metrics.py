@@ -6,6 +6,9 @@ calls it was given. The page needs an admin key or ``EPISODIC_METRICS_TOKEN``; w
 
 from __future__ import annotations
 
+import json
+import logging
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,11 +20,16 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from typer.testing import CliRunner
 
 from episodic import Episodic, Settings, metrics
+from episodic.cli import app
+from episodic.http import asgi
+from servers import serve
 from test_serve import free_port, served
 
 TOKEN = "scrape-secret-1"
+runner = CliRunner()
 
 
 def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -323,3 +331,72 @@ def test_admissions_drops_waits_lag_and_size_after_a_workload(db_url: str) -> No
     assert value(after, "episodic_database_size_bytes") > 4096
     labels = {v for (_, pairs) in after for _, v in pairs}
     assert "acme" not in labels
+
+
+@pytest.fixture
+def without_prometheus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prometheus-client as if not installed (a server installed piecemeal): importing it
+    fails. What this process already recorded is put back afterwards."""
+    monkeypatch.setattr(metrics, "_absent", metrics._absent)
+    for name in [n for n in sys.modules if n.split(".")[0] == "prometheus_client"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+
+
+@pytest.mark.usefixtures("without_prometheus")
+def test_without_prometheus_client_metrics_answer_501_naming_the_install(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not a 500 with a traceback at every scrape: a 501 whose body names the extra to
+    install, said once in the server's log; the key is still checked first."""
+    with Episodic.open(f"sqlite:///{tmp_path}/m.db", settings=Settings(embedder="none")) as mem:
+        _, admin = mem.create_key("acme", role="admin")
+        with serve(asgi(mem)) as base, httpx.Client(timeout=60) as http:
+            assert http.get(f"{base}/metrics").status_code == 401
+            caplog.clear()
+            with caplog.at_level(logging.WARNING, logger="episodic"):
+                answers = [
+                    http.get(f"{base}/metrics", headers={"Authorization": f"Bearer {admin}"})
+                    for _ in range(3)
+                ]
+    assert {r.status_code for r in answers} == {501}
+    error = answers[0].json()["error"]
+    assert error["code"] == "metrics_unavailable"
+    assert "prometheus-client" in error["message"]
+    assert "pip install 'episodic-agent-memory[server]'" in error["message"]
+    said = [r for r in caplog.records if "/metrics" in r.getMessage()]
+    assert len(said) == 1 and said[0].exc_info is None, [r.getMessage() for r in said]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    env = {"EPISODIC_DB": f"sqlite:///{tmp_path}/m.db", "EPISODIC_EMBEDDER": "none"}
+    assert runner.invoke(app, ["init"], env=env).exit_code == 0
+    return env
+
+
+@pytest.mark.usefixtures("without_prometheus")
+def test_without_prometheus_client_serve_metrics_port_and_doctor_say_so(tmp_path: Path) -> None:
+    env = cli_env(tmp_path)
+    port = str(free_port())
+    refused = runner.invoke(app, ["serve", "--metrics-port", port], env=env)
+    assert refused.exit_code == 2, refused.output
+    assert "--metrics-port" in refused.stderr and "[server]" in refused.stderr
+    assert "Traceback" not in refused.output
+    report = runner.invoke(app, ["doctor", "--json"], env=env)
+    check = next(c for c in json.loads(report.stdout)["checks"] if c["name"] == "metrics")
+    assert check["status"] == "warn" and "501" in check["detail"]
+    assert check["fix"] == "pip install 'episodic-agent-memory[server]'"
+
+
+def test_doctor_says_metrics_are_served(tmp_path: Path) -> None:
+    report = runner.invoke(app, ["doctor", "--json"], env=cli_env(tmp_path))
+    check = next(c for c in json.loads(report.stdout)["checks"] if c["name"] == "metrics")
+    assert check["status"] == "ok" and check["fix"] is None
+
+
+@pytest.mark.usefixtures("without_prometheus")
+def test_doctor_prints_the_install_to_run_whole(tmp_path: Path) -> None:
+    """The text report shows brackets as written: rich markup would eat ``[server]``."""
+    report = runner.invoke(app, ["doctor"], env=cli_env(tmp_path))
+    assert "fix: pip install 'episodic-agent-memory[server]'" in report.stdout, report.stdout

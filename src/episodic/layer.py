@@ -279,6 +279,10 @@ class MemoryLayer:
             raise InvalidInput("conversation", "expected the conversation's id (text), or none")
         conversation = conversation or self.session
         check_transcript(transcript)
+        # The layer ends only its own agent's (crew's) sessions (``end_session``): a
+        # refused end stores nothing of the run.
+        for session in {conversation, self.session}:
+            self.memory.may_end_session(self.workspace, session, agent=self.agent, crew=self.crew)
         added: set[str] = set()
         for item in transcript:
             event = self.memory.add_message(
@@ -293,12 +297,13 @@ class MemoryLayer:
                 ts=item.get("ts") if isinstance(item.get("ts"), str) else None,
             )
             added.add(event.id)
-        ended = self.memory.end_session(self.workspace, conversation, outcome=outcome)
+        owner = {"agent": self.agent, "crew": self.crew}
+        ended = self.memory.end_session(self.workspace, conversation, outcome=outcome, **owner)
         reinforced = list(ended.reinforced)
         if conversation != self.session:
             # The run was filed under a conversation of its own: its recalls were made
             # in the layer's session, which ends with it.
-            reinforced += self.memory.end_session(self.workspace, self.session).reinforced
+            reinforced += self.memory.end_session(self.workspace, self.session, **owner).reinforced
         self.reinforced = sorted(set(reinforced))
         output = "\n".join(
             str(item.get("content", "")) for item in transcript if item.get("role") == "assistant"

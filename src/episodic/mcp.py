@@ -278,7 +278,7 @@ def build_server(mem: Episodic, binding: Binding) -> MCPServer:
         session: Annotated[str, Field(description="The session's id.", max_length=256)],
     ) -> dict[str, Any]:
         try:
-            return mem.end_session(caller.workspace_id, session).to_json()
+            return mem.end_session_as(caller, session).to_json()
         except EpisodicError as exc:
             raise _fail(exc) from exc
 

@@ -293,6 +293,22 @@ def upkeep_job(job: str, seconds: float, failed: bool) -> None:
             m.upkeep_failures.labels(job).inc()
 
 
+def unavailable() -> str | None:
+    """Why this process cannot serve its metrics, or None when it can: prometheus-client,
+    which the ``server`` extra installs, is missing (a server installed piecemeal).
+    ``GET /metrics`` answers it, ``serve --metrics-port`` refuses to start with it and
+    ``episodic doctor`` shows it."""
+    from episodic.extras import DISTRIBUTION, installed
+
+    if installed("prometheus_client"):
+        return None
+
+    return (
+        "Prometheus metrics need prometheus-client, which the [server] extra installs: "
+        f"pip install '{DISTRIBUTION}[server]'"
+    )
+
+
 def exposition(extra: Any = None) -> bytes:
     """The text exposition of every process's figures (all of a multiprocess directory's,
     when ``PROMETHEUS_MULTIPROC_DIR`` is set), with ``extra``, a collector of figures read

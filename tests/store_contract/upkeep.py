@@ -7,12 +7,13 @@ Written only against the ``Store`` protocol, with small hand-made data.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, timedelta
 
 import numpy as np
 import pytest
 
-from episodic.errors import InvalidInput, NotFound
+from episodic.errors import Forbidden, InvalidInput, NotFound
 from episodic.model import Event, Memory, MemoryStatus, Scope, ScopeFilter
 from episodic.scoring.decay import decayed_importance, prominence_importance
 from episodic.store.base import (
@@ -175,6 +176,37 @@ class UpkeepContract:
         later = NOW + timedelta(days=1)
         assert store.reinforce_session("acme", "s1", later) == ["b"]
         assert store.get_memory("acme", "b").payload["reinforcement_count"] == 2
+
+    def test_a_session_end_on_behalf_of_an_agent_counts_only_its_own_sessions(
+        self, store: Store
+    ) -> None:
+        a, b = event("a"), event("b")
+        store.append([a, b], [memory_of(a), memory_of(b)])
+        mine = ReviewRequest("acme", "q", ("a",), T0, agent_id="ann", crew_id="ops")
+        store.add_review(mine)
+        store.add_review(ReviewRequest("acme", "q", ("b",), T0, agent_id="bob", crew_id="ops"))
+        store.add_review(ReviewRequest("acme", "q", ("b",), T0, conversation_id="s0"))
+        store.add_review(replace(mine, conversation_id="s1"))
+        store.add_review(replace(mine, conversation_id="s2", memory_ids=("b",)))
+        bob = ReviewRequest("acme", "q", ("b",), T0, agent_id="bob", conversation_id="s2")
+        store.add_review(bob)
+        # Bob's recall in s2: Ann may not end it, and nothing is counted or reinforced.
+        assert not store.session_owned("acme", "s2", NOW, by_agent="ann")
+        with pytest.raises(Forbidden, match="'s2'"):
+            store.reinforce_session("acme", "s2", NOW, by_agent="ann")
+        assert store.get_memory("acme", "b").payload == {}
+        # A recall made as no agent is not Ann's either.
+        assert not store.session_owned("acme", "s0", NOW, by_agent="ann")
+        with pytest.raises(Forbidden):
+            store.reinforce_session("acme", "s0", NOW, by_agent="ann")
+        # Her own session ends; its crew's end too, and an end on behalf of anyone.
+        assert store.session_owned("acme", "s1", NOW, by_agent="ann")
+        assert store.session_owned("acme", "s2", NOW, by_crew="ops") is False  # bob: no crew
+        assert store.session_owned("acme", "s2", NOW)
+        assert store.reinforce_session("acme", "s1", NOW, by_agent="ann") == ["a"]
+        assert store.reinforce_session("acme", "s2", NOW) == ["b"]  # nothing was counted
+        # Once counted, bob's recall no longer stands in the way of the next session.
+        assert store.session_owned("acme", "s2", NOW, by_agent="ann")
 
     def test_fsrs_updates_are_compare_and_set(self, store: Store) -> None:
         remember(store, event("m1"), event("m2"))

@@ -52,9 +52,11 @@ def doctor(
         out.print(f"episodic: [bold]{report.episodic}[/bold]")
         colours = {"ok": "green", "warn": "yellow", "error": "red"}
         for c in report.checks:
-            out.print(f"[{colours[c.status]}]{c.status.upper():5}[/] {c.name}: {c.detail}")
+            # Escaped: a detail or fix may hold brackets (an extra, `pip install 'x[server]'`).
+            detail = escape(c.detail)
+            out.print(f"[{colours[c.status]}]{c.status.upper():5}[/] {c.name}: {detail}")
             if c.fix:
-                out.print(f"      fix: {c.fix}")
+                out.print(f"      fix: {escape(c.fix)}")
     if not report.ok:
         raise typer.Exit(1)
 

@@ -85,6 +85,10 @@ def serve(
     if recall_processes is not None and recall_processes < 0:
         err.print("[red]error:[/red] --recall-processes: must be 0 or more", markup=True)
         raise typer.Exit(2)
+    missing = metrics.unavailable() if metrics_port is not None else None
+    if missing is not None:
+        err.print(f"[red]error:[/red] --metrics-port: {escape(missing)}", markup=True)
+        raise typer.Exit(2)
     apis = list(dict.fromkeys(compat or []))
     for name in apis:
         if name not in COMPAT:
@@ -114,6 +118,13 @@ def serve(
             f"(/v1, /ui, /healthz{''.join(f', {a} routes at /' for a in apis)})",
             markup=False,
         )
+        if not any(key.active for key in mem.list_keys()):
+            # Every /v1 route and the operator's page need a key: a first server has none.
+            out.print(
+                "no API key in this database yet: /v1 and /ui answer 401 until you create "
+                "one, e.g. `episodic keys create --workspace W --role admin`",
+                markup=False,
+            )
         if workers == 1:
             # The upkeep that catches up (decay, daily consolidation) starts with the
             # app, so only once the port is ours.

@@ -7,13 +7,15 @@ validation) is built on top so every adapter behaves the same.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-Vector = npt.NDArray[np.float32]
-Matrix = npt.NDArray[np.float32]
+# Strings, so that importing the protocol (as every recall does) does not import numpy.
+Vector: TypeAlias = "npt.NDArray[np.float32]"
+Matrix: TypeAlias = "npt.NDArray[np.float32]"
 
 
 @runtime_checkable

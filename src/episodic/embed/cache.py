@@ -9,12 +9,15 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from episodic.embed.base import Embedder, Matrix, Vector
 from episodic.embed.check import check_matrix
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from episodic.lazy_numpy import np
 
 
 def content_hash(text: str) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from episodic.embed.base import Matrix
 from episodic.errors import BadEmbedding
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from episodic.lazy_numpy import np
 
 # Rows whose norm is this far from 1 are renormalised; a zero row has no direction at all.
 _MIN_NORM = 1e-12

@@ -5,12 +5,16 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from episodic.embed.base import Matrix
 from episodic.embed.check import check_matrix
 from episodic.errors import EmbedderUnavailable, InvalidInput
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from episodic.lazy_numpy import np
 
 _WORD = re.compile(r"\w+")
 # Texts without any word still need a direction; they all share this one.

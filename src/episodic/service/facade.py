@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from episodic.service.superseding import CheckReport
     from episodic.service.writing import SessionEnd
     from episodic.store.base import Store, StoreStats
+    from episodic.tenancy import Principal
     from episodic.write.episodes import SegmentReport
     from episodic.write.indexer import SweepResult
 
@@ -315,27 +316,96 @@ class Episodic:
         return report
 
     def end_session(
-        self, workspace: str, session: str, *, outcome: str | None = None
+        self,
+        workspace: str,
+        session: str,
+        *,
+        outcome: str | None = None,
+        agent: str | None = None,
+        crew: str | None = None,
     ) -> SessionEnd:
         """End a session: each memory its recalls returned (recalls made with
         ``review_conversation=session``, or narrowed to ``conversation=session``) is
         reinforced once (seed 001), and when the session is a conversation its pending
         messages become episodes now (``segment`` with ``flush``), each keeping
-        ``outcome``. Ending it again reinforces only what was recalled since."""
+        ``outcome``. Ending it again reinforces only what was recalled since.
+
+        ``agent`` ends it as that agent (``crew``, as that crew, when no agent is
+        named): a session whose recalls not yet counted, or whose pending messages, were
+        made as another agent (crew) or as none is refused with ``Forbidden`` naming the
+        session, and nothing is written. Without either, any session of the workspace
+        ends (an admin's end)."""
         for name, value in (("workspace", workspace), ("session", session)):
             if not isinstance(value, str) or not value.strip():
                 raise InvalidInput(name, "required: the id, as text")
+        for field, owner in (("agent", agent), ("crew", crew)):
+            if owner is not None and (not isinstance(owner, str) or not owner.strip()):
+                raise InvalidInput(field, "expected the id, as text, or none")
         # A server batches its recalls' marks: the session's last recalls are written
         # first. Reinforced before the episodes are written, as segmentation does: a
         # crash in between may delay the episodes, never lose the reinforcement.
         self._recalling.flush_marks()
-        reinforced = self._ctx.store.reinforce_session(workspace, session, self.clock())
+        at = self.clock()
+        self.may_end_session(workspace, session, agent=agent, crew=crew, at=at)
+        reinforced = self._ctx.store.reinforce_session(
+            workspace, session, at, by_agent=agent, by_crew=crew
+        )
         report = self.segment(
             flush=True, workspace=workspace, conversation=session, outcome=outcome
         )
         from episodic.service.writing import SessionEnd
 
         return SessionEnd(session, report.episodes, reinforced)
+
+    def may_end_session(
+        self,
+        workspace: str,
+        session: str,
+        *,
+        agent: str | None = None,
+        crew: str | None = None,
+        at: datetime | None = None,
+    ) -> None:
+        """Raise ``Forbidden`` naming the session when ``end_session`` with the same
+        ``agent`` / ``crew`` would be refused: a recall of it not yet counted (up to
+        ``at``, default now) or a pending message of it was made as another agent
+        (crew), or as none. Reads only; a run's end checks it before storing the run."""
+        if agent is None and crew is None:
+            return
+        from episodic.store.sql import not_session_owner
+
+        store = self._ctx.store
+        # The pending messages become episodes with the end's outcome: they too must be
+        # the caller's.
+        pending = store.pending_messages(workspace, session)
+        if agent is not None:
+            foreign = any(m.agent != agent for m in pending)
+        else:
+            foreign = any(m.crew != crew for m in pending)
+        when = self.clock() if at is None else at
+        if foreign or not store.session_owned(
+            workspace, session, when, by_agent=agent, by_crew=crew
+        ):
+            raise not_session_owner(session, agent)
+
+    def end_session_as(
+        self,
+        caller: Principal,
+        session: str,
+        *,
+        workspace: str | None = None,
+        outcome: str | None = None,
+    ) -> SessionEnd:
+        """``end_session`` on behalf of an API key (or an MCP binding): an admin key
+        ends any session of its workspace, a key bound to an agent only that agent's,
+        one bound to a crew alone only that crew's; a key bound to neither may act as
+        any agent, so it ends any session, as before keys were bound."""
+        ws = caller.workspace(workspace)
+        if caller.is_admin:
+            return self.end_session(ws, session, outcome=outcome)
+        return self.end_session(
+            ws, session, outcome=outcome, agent=caller.key.agent_id, crew=caller.key.crew_id
+        )
 
     def _segment_quietly(self) -> None:
         # The sweeper's follow-up: what was embedded is checked for what it replaces;

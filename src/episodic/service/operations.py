@@ -149,7 +149,10 @@ class Operations:
         """The caller behind a bearer secret; ``Unauthenticated`` for a missing, unknown
         or revoked key (the same message for the last two)."""
         if not secret:
-            raise Unauthenticated("an API key is required: send Authorization: Bearer <key>")
+            raise Unauthenticated(
+                "an API key is required: send Authorization: Bearer <key> (whoever runs the "
+                "server creates one with `episodic keys create --workspace W --role admin`)"
+            )
         if not secret.startswith(KEY_PREFIX) or len(secret) > MAX_SECRET_CHARS:
             raise Unauthenticated("unknown or revoked API key")
         key = self.ctx.store.api_key_by_hash(hash_secret(secret))

@@ -27,18 +27,24 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from episodic.blas import one_thread
 from episodic.errors import BadEmbedding, ModelMismatch, StoreError
 from episodic.model import Candidate, MemoryStatus, Scope, ScopeFilter
 from episodic.store.base import CREW_SHARED_MIN_BASE_IMPORTANCE, Vector
 
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+else:
+    from episodic.lazy_numpy import np
+
 T = TypeVar("T")
-LE_FLOAT32 = np.dtype("<f4")
+# A vector's float32s as stored, little-endian: a string (numpy reads it as the dtype) so
+# that importing this module does not import numpy.
+LE_FLOAT32 = "<f4"
+FLOAT32_BYTES = 4
 _NATIVE_IS_LE = sys.byteorder == "little"
 
 _NONE_CODE = -1  # a NULL column
@@ -237,11 +243,9 @@ class DenseIndex:
             return
         if self.dim is None:
             self.model = rows.models[0]
-            self.dim = len(rows.vectors[0]) // LE_FLOAT32.itemsize
+            self.dim = len(rows.vectors[0]) // FLOAT32_BYTES
         dim = self.dim
-        if set(map(len, rows.vectors)) != {dim * LE_FLOAT32.itemsize} or set(rows.models) != {
-            self.model
-        }:
+        if set(map(len, rows.vectors)) != {dim * FLOAT32_BYTES} or set(rows.models) != {self.model}:
             raise StoreError(
                 f"vectors of other models or sizes among {self.model} vectors of {dim} "
                 "dimensions; run `episodic reindex`"
@@ -275,7 +279,7 @@ class DenseIndex:
         if isinstance(targets, slice) and _NATIVE_IS_LE:
             # Copy each blob straight into place: joining them first would touch (and, in a
             # fresh process, page-fault) a second buffer as large as the matrix.
-            stride = dim * LE_FLOAT32.itemsize
+            stride = dim * FLOAT32_BYTES
             flat = self._matrix.reshape(-1).view(np.uint8).data
             for i, blob in enumerate(rows.vectors):
                 flat[i * stride : (i + 1) * stride] = blob

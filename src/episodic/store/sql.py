@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from episodic.errors import InvalidInput
+from episodic.errors import Forbidden, InvalidInput
 from episodic.model import Memory, Scope, ScopeFilter
 
 # A lead's crew_shared view: its own entries plus crew entries that carry a type,
@@ -234,3 +234,36 @@ def scope_allows(flt: ScopeFilter, m: Memory) -> bool:
     if flt.learning_types is not None and m.payload.get("learning_type") not in flt.learning_types:
         ok = False
     return ok
+
+
+def session_owner(
+    by_agent: str | None, by_crew: str | None, *, mark: str = "?"
+) -> tuple[str, str, list[Any]]:
+    """How a session's recorded recalls (``memory_reviews``) are told apart when its end
+    is on behalf of an agent (else a crew): ``(own, foreign, params)``, where ``own``
+    narrows to that agent's (crew's) recalls and ``foreign`` matches a recall made as
+    another one or as none. Both are ``""`` for an end on behalf of anyone (an admin's,
+    or a caller bound to neither); ``params`` go after each of them.
+
+    >>> session_owner("deployer", "ops")
+    (' AND agent_id = ?', ' AND (agent_id IS NULL OR agent_id <> ?)', ['deployer'])
+    >>> session_owner(None, "ops", mark="%s")[0]
+    ' AND crew_id = %s'
+    >>> session_owner(None, None)
+    ('', '', [])
+    """
+    column, value = ("agent_id", by_agent) if by_agent is not None else ("crew_id", by_crew)
+    if value is None:
+        return "", "", []
+    own = f" AND {column} = {mark}"
+    return own, f" AND ({column} IS NULL OR {column} <> {mark})", [value]
+
+
+def not_session_owner(session: str, by_agent: str | None) -> Forbidden:
+    """The refusal of an end on behalf of one agent (crew) of a session another one's
+    recalls belong to. The other is not named: the caller may not know of it."""
+    who = "agent" if by_agent is not None else "crew"
+    return Forbidden(
+        f"session {session!r} holds recalls made by another {who} (or by none): only the "
+        f"{who} that made them, or an admin key, may end it"
+    )

@@ -160,13 +160,41 @@ class ConsolidationBacklog:
 class ReinforcementStore(Protocol):
     """Seed 001's reinforcement: what the end of a session writes."""
 
-    def reinforce_session(self, workspace_id: str, conversation_id: str, at: datetime) -> list[str]:
+    def reinforce_session(
+        self,
+        workspace_id: str,
+        conversation_id: str,
+        at: datetime,
+        *,
+        by_agent: str | None = None,
+        by_crew: str | None = None,
+    ) -> list[str]:
         """The end of a session (conversation): every active memory its recorded recalls
         returned (``ReviewRequest``s of that conversation, recalled up to ``at``, not yet
         counted) gets payload ``reinforcement_count`` + 1 and ``last_reinforced`` = the
         date of ``at`` (``YYYY-MM-DD``), once, however many recalls returned it; those
         recalls are then counted, so the next session starts afresh. One transaction;
-        returns the ids reinforced, sorted."""
+        returns the ids reinforced, sorted.
+
+        ``by_agent`` (else ``by_crew``) ends the session on behalf of that agent (crew):
+        when one of those recalls was made as another agent (crew), or as none, nothing
+        is written and ``Forbidden`` names the session. Only that agent's (crew's)
+        recalls are counted, so one recorded while the end runs waits for its owner."""
+        ...
+
+    def session_owned(
+        self,
+        workspace_id: str,
+        conversation_id: str,
+        at: datetime,
+        *,
+        by_agent: str | None = None,
+        by_crew: str | None = None,
+    ) -> bool:
+        """Whether ``reinforce_session`` with the same arguments would go ahead: no
+        recall of the session recorded up to ``at`` and not yet counted was made as
+        another agent (crew) than ``by_agent`` (``by_crew``), or as none. True when
+        neither is given. Reads only: a caller checks before it writes anything else."""
         ...
 
 

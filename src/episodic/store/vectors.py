@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from episodic.model import Candidate, ScopeFilter
 from episodic.store.writes import MemoryReader
 
-Vector = npt.NDArray[np.float32]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+# A string, so that this module (on a keyword-only recall's path) does not import numpy.
+Vector: TypeAlias = "npt.NDArray[np.float32]"
 
 RELATIONS = ("similar", "supports", "contradicts")
 

@@ -20,11 +20,15 @@ workspace's matrix is read once per batch rather than once per memory.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from episodic.model import ScopeFilter
 from episodic.store.vectors import Relation, Vector, VectorStore
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from episodic.lazy_numpy import np
 
 SIMILAR_MIN_COSINE = 0.80
 SIMILAR_TOP = 3

@@ -603,7 +603,9 @@ export interface paths {
          * End Session
          * @description ``Episodic.end_session``: each memory the session's recalls returned (recalls
          *     that named it as ``session``, or as their ``conversation``) is reinforced once; when
-         *     the session is a conversation, its pending messages become episodes now.
+         *     the session is a conversation, its pending messages become episodes now. A key bound
+         *     to an agent ends only that agent's sessions (403 naming the session otherwise); an
+         *     admin key ends any.
          */
         post: operations["end_session_v1_sessions__session__end_post"];
         delete?: never;

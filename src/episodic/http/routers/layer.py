@@ -199,6 +199,9 @@ def end_session(
 ) -> dict[str, Any]:
     """``Episodic.end_session``: each memory the session's recalls returned (recalls
     that named it as ``session``, or as their ``conversation``) is reinforced once; when
-    the session is a conversation, its pending messages become episodes now."""
-    workspace = caller.workspace(body.workspace)
-    return mem.end_session(workspace, session, outcome=body.outcome).to_json()
+    the session is a conversation, its pending messages become episodes now. A key bound
+    to an agent ends only that agent's sessions (403 naming the session otherwise); an
+    admin key ends any."""
+    return mem.end_session_as(
+        caller, session, workspace=body.workspace, outcome=body.outcome
+    ).to_json()

@@ -17,7 +17,12 @@ from episodic.model import Event, ScopeFilter, utcnow
 from episodic.scoring.decay import LAST_REINFORCED, REINFORCEMENT_COUNT, reinforcement_of
 from episodic.store.postgres.connection import PgBase
 from episodic.store.rows import event_from_row, json_text, review_from_row, ts_text, unique
-from episodic.store.sql import EVENT_COLUMNS, REVIEW_COLUMNS
+from episodic.store.sql import (
+    EVENT_COLUMNS,
+    REVIEW_COLUMNS,
+    not_session_owner,
+    session_owner,
+)
 from episodic.store.upkeep import FsrsUpdate, PendingReview, ReviewOutcome
 
 # The review columns qualified: the claim's UPDATE also reads a subquery with an id.
@@ -135,18 +140,39 @@ class ReviewsMixin(PgBase):
                 ],
             )
 
-    def reinforce_session(self, workspace_id: str, conversation_id: str, at: datetime) -> list[str]:
+    def reinforce_session(
+        self,
+        workspace_id: str,
+        conversation_id: str,
+        at: datetime,
+        *,
+        by_agent: str | None = None,
+        by_crew: str | None = None,
+    ) -> list[str]:
         stamp, now = ts_text(at), ts_text(utcnow())
         day = at.astimezone(UTC).date().isoformat()
+        own, foreign, owner = session_owner(by_agent, by_crew, mark="%s")
+        session = "workspace_id = %s AND conversation_id = %s AND reinforced_at IS NULL"
         with self._write() as conn:
+            # A recall of another owner recorded after this check is left alone: the
+            # update below takes only the owner's own.
+            if (
+                foreign
+                and self._exec(
+                    conn,
+                    f"SELECT 1 FROM memory_reviews WHERE {session} AND recalled_at <= %s{foreign} "
+                    "LIMIT 1",
+                    (workspace_id, conversation_id, stamp, *owner),
+                ).fetchone()
+            ):
+                raise not_session_owner(conversation_id, by_agent)
             # Taking the recalls is the claim: a second end of the same session waits for
             # this one's row locks, then finds them counted and reinforces nothing.
             recalls = self._exec(
                 conn,
-                "UPDATE memory_reviews SET reinforced_at = %s WHERE workspace_id = %s "
-                "AND conversation_id = %s AND reinforced_at IS NULL AND recalled_at <= %s "
-                "RETURNING memory_ids",
-                (stamp, workspace_id, conversation_id, stamp),
+                f"UPDATE memory_reviews SET reinforced_at = %s WHERE {session} "
+                f"AND recalled_at <= %s{own} RETURNING memory_ids",
+                (stamp, workspace_id, conversation_id, stamp, *owner),
             ).fetchall()
             ids = unique([i for (text,) in recalls for i in json.loads(text)])
             if not ids:
@@ -174,6 +200,27 @@ class ReviewsMixin(PgBase):
                 (now, [r[0] for r in rows], payloads),
             )
         return sorted(str(r[0]) for r in rows)
+
+    def session_owned(
+        self,
+        workspace_id: str,
+        conversation_id: str,
+        at: datetime,
+        *,
+        by_agent: str | None = None,
+        by_crew: str | None = None,
+    ) -> bool:
+        _, foreign, owner = session_owner(by_agent, by_crew, mark="%s")
+        if not foreign:
+            return True
+        with self._read() as conn:
+            row = self._exec(
+                conn,
+                "SELECT 1 FROM memory_reviews WHERE workspace_id = %s AND conversation_id = %s "
+                f"AND reinforced_at IS NULL AND recalled_at <= %s{foreign} LIMIT 1",
+                (workspace_id, conversation_id, ts_text(at), *owner),
+            ).fetchone()
+        return row is None
 
     def conversation_messages(
         self, workspace_id: str, conversation_id: str, *, after: datetime, limit: int

@@ -26,9 +26,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.store.base import StoreStats
@@ -49,6 +47,11 @@ from episodic.store.integrity import (
 from episodic.store.migrations import FTS_TOKENIZER, TEXT_PASSAGE_SHIFT, current_version
 from episodic.store.rows import parse_ts
 from episodic.store.sqlite.connection import SqliteBase, map_errors
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from episodic.lazy_numpy import np
 
 Execute = Callable[[str], sqlite3.Cursor]
 

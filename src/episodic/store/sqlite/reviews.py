@@ -14,7 +14,12 @@ from datetime import UTC, datetime, timedelta
 from episodic.model import Event, ScopeFilter, utcnow
 from episodic.scoring.decay import LAST_REINFORCED, REINFORCEMENT_COUNT
 from episodic.store.rows import event_from_row, review_from_row, ts_text, unique
-from episodic.store.sql import EVENT_COLUMNS, REVIEW_COLUMNS
+from episodic.store.sql import (
+    EVENT_COLUMNS,
+    REVIEW_COLUMNS,
+    not_session_owner,
+    session_owner,
+)
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
 from episodic.store.sqlite.upkeep import REINFORCEMENT_SQL
 from episodic.store.upkeep import FsrsUpdate, PendingReview, ReviewOutcome
@@ -121,16 +126,34 @@ class ReviewsMixin(SqliteBase):
             )
             return self._conn.total_changes - before
 
-    def reinforce_session(self, workspace_id: str, conversation_id: str, at: datetime) -> list[str]:
+    def reinforce_session(
+        self,
+        workspace_id: str,
+        conversation_id: str,
+        at: datetime,
+        *,
+        by_agent: str | None = None,
+        by_crew: str | None = None,
+    ) -> list[str]:
         stamp, now = ts_text(at), ts_text(utcnow())
         day = at.astimezone(UTC).date().isoformat()
         reinforced: list[str] = []
+        own, foreign, owner = session_owner(by_agent, by_crew)
+        session = "workspace_id = ? AND conversation_id = ? AND reinforced_at IS NULL"
         with self._write():
+            if (
+                foreign
+                and self._execute(
+                    f"SELECT 1 FROM memory_reviews WHERE {session} AND recalled_at <= ?{foreign} "
+                    "LIMIT 1",
+                    (workspace_id, conversation_id, stamp, *owner),
+                ).fetchone()
+            ):
+                raise not_session_owner(conversation_id, by_agent)
             recalls = self._execute(
-                "UPDATE memory_reviews SET reinforced_at = ? WHERE workspace_id = ? "
-                "AND conversation_id = ? AND reinforced_at IS NULL AND recalled_at <= ? "
-                "RETURNING memory_ids",
-                (stamp, workspace_id, conversation_id, stamp),
+                f"UPDATE memory_reviews SET reinforced_at = ? WHERE {session} "
+                f"AND recalled_at <= ?{own} RETURNING memory_ids",
+                (stamp, workspace_id, conversation_id, stamp, *owner),
             ).fetchall()
             ids = unique([i for (text,) in recalls for i in json.loads(text)])
             for chunk in chunks(ids):
@@ -146,6 +169,26 @@ class ReviewsMixin(SqliteBase):
                     )
                 ]
         return sorted(reinforced)
+
+    def session_owned(
+        self,
+        workspace_id: str,
+        conversation_id: str,
+        at: datetime,
+        *,
+        by_agent: str | None = None,
+        by_crew: str | None = None,
+    ) -> bool:
+        _, foreign, owner = session_owner(by_agent, by_crew)
+        if not foreign:
+            return True
+        with self._read():
+            row = self._execute(
+                "SELECT 1 FROM memory_reviews WHERE workspace_id = ? AND conversation_id = ? "
+                f"AND reinforced_at IS NULL AND recalled_at <= ?{foreign} LIMIT 1",
+                (workspace_id, conversation_id, ts_text(at), *owner),
+            ).fetchone()
+        return row is None
 
     def conversation_messages(
         self, workspace_id: str, conversation_id: str, *, after: datetime, limit: int

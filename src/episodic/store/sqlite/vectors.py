@@ -9,8 +9,7 @@ in-process dense index (``SearchMixin._fresh_index``) picks up what is written h
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from episodic.errors import InvalidInput, ModelMismatch, NotFound
 from episodic.model import Candidate, ScopeFilter, utcnow
@@ -21,6 +20,11 @@ from episodic.store.rows import ts_text, unique
 from episodic.store.sql import normalise_scope
 from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
 from episodic.store.vectors import PendingVector, Relation, Vector
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from episodic.lazy_numpy import np
 
 
 class VectorsMixin(SqliteBase):
