@@ -130,6 +130,14 @@ class RecallPolicy:
     # A memory longer than one passage keeps (passage / length) ^ this of its score
     # (scoring/prior.py: length_prior); 0 turns it off, short memories never pay it.
     length_prior: float = 0.0
+    # How the length prior's ranking counts: its share in a reciprocal-rank fusion with the
+    # ranking without it (scoring/prior.py: mix_length_prior). 1 takes the prior's ranking
+    # alone; below 1 a long memory both rankings place high keeps its place, so answers
+    # that several questions need whole (a summary) are not all pushed out by short
+    # messages.
+    length_share: float = 1.0
+    # The fusion's rank constant: smaller lets either ranking's first places count more.
+    length_rank_k: int = 60
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.
