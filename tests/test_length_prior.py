@@ -12,7 +12,7 @@ from episodic import Episodic
 from episodic.embed.fake import FakeEmbedder
 from episodic.recall.policies import DEFAULT, get_policy
 from episodic.scoring.passages import PASSAGE_CHARS
-from episodic.scoring.prior import length_prior, length_prior_floor
+from episodic.scoring.prior import length_prior, length_prior_floor, mix_length_prior
 from episodic.store import open_store
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -119,3 +119,45 @@ def test_a_policy_with_no_factors_still_pays_the_prior(mem: Episodic) -> None:
     after = {h.memory.content: h.score for h in priced.hits}
     assert after[ANSWER] == pytest.approx(before[ANSWER] * length_prior(len(ANSWER), 0.4))
     assert after[INSTRUCTION] == pytest.approx(before[INSTRUCTION])
+
+
+def test_the_fusion_of_both_rankings_keeps_a_long_memory_both_place_high() -> None:
+    # scored with the prior: the short "s1".."s3" lead, the long "long" is fourth; without
+    # the prior "long" (4 passages at 0.8: factor 4^-0.8) is first by far
+    chars = {"s1": 200, "s2": 200, "s3": 200, "long": 4 * PASSAGE_CHARS, "s4": 200}
+    factor = length_prior(4 * PASSAGE_CHARS, 0.8)
+    ranked = [("s1", 0.50), ("s2", 0.45), ("s3", 0.40), ("long", 0.9 * factor), ("s4", 0.10)]
+    assert ranked[3][1] < ranked[2][1]
+    # the prior's ranking alone (share 1) and no prior leave the ranking as it is
+    assert mix_length_prior(ranked, chars, 0.8, 1.0) == ranked
+    assert mix_length_prior(ranked, chars, 0.0, 0.3) == ranked
+    # the ranking without the prior alone (share 0) puts the long memory first
+    plain = mix_length_prior(ranked, chars, 0.8, 0.0)
+    assert [i for i, _ in plain] == ["long", "s1", "s2", "s3", "s4"]
+    # a share of the prior's ranking moves it between the two
+    mixed = mix_length_prior(ranked, chars, 0.8, 0.3, k=5)
+    assert [i for i, _ in mixed].index("long") in (1, 2)
+    # the places keep their scores: only which memory holds each one changes
+    assert [s for _, s in mixed] == sorted((s for _, s in ranked), reverse=True)
+    assert sorted(i for i, _ in mixed) == sorted(chars)
+
+
+def test_a_share_of_the_prior_keeps_the_long_answer_above_where_the_prior_puts_it(
+    mem: Episodic,
+) -> None:
+    query = "how should API error handling responses look"
+    prior = dataclasses.replace(DEFAULT, length_prior=2.0)
+    alone = [
+        h.memory.content
+        for h in mem.recall(query, workspace="w", k=5, mark=False, policy=prior).hits
+    ]
+    shared = dataclasses.replace(prior, length_share=0.3, length_rank_k=1)
+    mixed = [
+        h.memory.content
+        for h in mem.recall(query, workspace="w", k=5, mark=False, policy=shared).hits
+    ]
+    assert alone.index(ANSWER) > alone.index(INSTRUCTION)
+    # the ranking without the prior puts the answer first: with a share of it the answer
+    # climbs back above the places the prior alone gives it
+    assert mixed.index(ANSWER) < alone.index(ANSWER)
+    assert sorted(mixed) == sorted(alone)
