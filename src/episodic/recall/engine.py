@@ -47,7 +47,7 @@ from episodic.scoring.passages import (
 from episodic.scoring.prior import (
     importance_prior,
     length_prior_floor,
-    mix_length_prior,
+    settle_length_prior,
 )
 from episodic.scoring.scope import possible_levels, scope_multiplier
 from episodic.scoring.temporal import TimeWindow
@@ -292,12 +292,19 @@ def _rank(
         reranked = ranked + bounded_tail
         if windows:
             ranked = by_time(ranked, memories, windows, policy.time_floor)
-        if policy.length_prior > 0 and policy.length_share < 1:
+        if policy.length_prior > 0 and (policy.length_share < 1 or policy.length_gate > 0):
             # The head was cut with the prior in its scores (a lower cut): it holds the
             # first places of the rankings with and without it.
             chars = {i: min(len(memories[i].content), MAX_CONTENT_CHARS) for i, _ in ranked}
-            ranked = mix_length_prior(
-                ranked, chars, policy.length_prior, policy.length_share, policy.length_rank_k
+            ranked = settle_length_prior(
+                ranked,
+                chars,
+                {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])},
+                policy.length_prior,
+                share=policy.length_share,
+                k=policy.length_rank_k,
+                gate=policy.length_gate,
+                top=policy.length_gate_top,
             )
         ranked += bounded_tail
         if policy.newest_similar_first and ranked:

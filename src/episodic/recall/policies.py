@@ -138,6 +138,12 @@ class RecallPolicy:
     length_share: float = 1.0
     # The fusion's rank constant: smaller lets either ranking's first places count more.
     length_rank_k: int = 60
+    # The prior is lifted for a query whose long memories match it this much better (in
+    # dense cosine) than its short ones (scoring/prior.py: long_margin): it wants long
+    # answers whole. 0 never lifts it.
+    length_gate: float = 0.0
+    # How many of the best long and the best short memories that comparison averages.
+    length_gate_top: int = 3
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.

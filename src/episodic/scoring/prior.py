@@ -81,3 +81,42 @@ def mix_length_prior(
     fused = rrf([with_prior, without], k, (w, 1.0 - w))
     scores = sorted((s for _, s in ranked), reverse=True)
     return [(i, s) for (i, _), s in zip(fused, scores, strict=True)]
+
+
+def long_margin(cosines: Mapping[str, float], chars: Mapping[str, int], top: int) -> float:
+    """How much better the query's best long memories match it than its best short ones:
+    the mean dense cosine of the ``top`` best memories longer than one passage minus that
+    of the ``top`` best others, among those in ``cosines``; 0 when either kind is
+    missing.
+
+    A question that asks for a whole thread ("summarise how my project went") is matched
+    best by the long answers that hold it, all of them; one about something the user said
+    once is matched about as well by that short message as by the long answers around
+    it, which only repeat its words."""
+    long = sorted((c for i, c in cosines.items() if chars.get(i, 0) > PASSAGE_CHARS), reverse=True)
+    short = sorted(
+        (c for i, c in cosines.items() if 0 < chars.get(i, 0) <= PASSAGE_CHARS), reverse=True
+    )
+    if not long or not short or top < 1:
+        return 0.0
+    return sum(long[:top]) / len(long[:top]) - sum(short[:top]) / len(short[:top])
+
+
+def settle_length_prior(
+    ranked: Sequence[tuple[str, float]],
+    chars: Mapping[str, int],
+    cosines: Mapping[str, float],
+    strength: float,
+    *,
+    share: float,
+    k: int,
+    gate: float,
+    top: int,
+) -> list[tuple[str, float]]:
+    """``ranked`` (scored with the length prior) as the query should see it: without the
+    prior when its long memories match it by ``gate`` or more better than its short ones
+    (``long_margin``, a positive ``gate``; 0 never lifts the prior), else the prior's
+    ranking fused with the plain one at ``share`` (``mix_length_prior``)."""
+    if gate > 0 and long_margin(cosines, chars, top) >= gate:
+        share = 0.0
+    return mix_length_prior(ranked, chars, strength, share, k)
