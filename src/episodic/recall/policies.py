@@ -284,7 +284,10 @@ DENSE = RecallPolicy(
 #   R@1 0.149 -> 0.157; LoCoMo 0.7776 -> 0.7777, no category down more than 0.4 points);
 # - no length prior (length_prior 0): pricing a long memory's many chances to match lifts
 #   BEAM to 0.567 held out, but costs its summarization questions, whose evidence is long
-#   answers, more than a point at every strength swept (benchmarks/README.md);
+#   answers, more than a point at every strength swept (benchmarks/README.md); its
+#   softer forms, a rank fusion with the plain ranking (length_share) and lifting it for
+#   a query whose long memories match clearly better than its short ones (length_gate),
+#   keep 3 of its 8 points held out and still cost summarization 2.0 and 1.6 points;
 # - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points
