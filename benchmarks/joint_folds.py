@@ -9,7 +9,9 @@ Run each set with the same sweep and folds, then give the JSON reports here:
     python benchmarks/joint_folds.py locomo=locomo.json beam=beam.json
 
 Fold i of every set is held out together; its value is the one with the best training
-recall@10 averaged over the sets (episodic.bench.joint). Prints Markdown tables.
+recall@10 averaged over the sets (episodic.bench.joint). With --guarded a fold chooses only
+among the variants that keep the keep rule on its training folds (no set lower, no
+category more than a point lower than the first variant listed). Prints Markdown tables.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("reports", nargs="+", help="NAME=report.json, one per data set")
     parser.add_argument("--json", action="store_true", help="print the joint report as JSON")
+    parser.add_argument(
+        "--guarded",
+        action="store_true",
+        help="choose per fold only among variants that keep the keep rule on its training folds",
+    )
     args = parser.parse_args()
     reports = {}
     for spec in args.reports:
@@ -32,7 +39,7 @@ def main() -> None:
         if not sep:
             parser.error(f"expected NAME=report.json, got {spec!r}")
         reports[name] = json.loads(Path(path).read_text())
-    joint = joint_folds(reports)
+    joint = joint_folds(reports, guarded=args.guarded)
     print(json.dumps(joint, indent=2) if args.json else joint_markdown(joint))
 
 

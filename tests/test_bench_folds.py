@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from episodic.bench.folds import choose, split_folds, variant
+from episodic.bench.folds import choose, parse_tune, split_folds, variant
 from episodic.bench.metrics import METRIC_KEYS
 from episodic.cli import app
 from episodic.errors import InvalidInput
@@ -211,3 +211,20 @@ def test_folds_table_names_a_swept_method(sparse_env: dict[str, str]) -> None:
     assert result.stdout.count("default uses blend_scale=raw") == 2
     sweep = result.stdout[result.stdout.index("Sweep") :]
     assert "blend_scale=cdf" in sweep
+
+
+def test_the_length_priors_softer_forms_can_be_swept() -> None:
+    sweep = parse_tune(
+        ["length_share=0.3,1", "length_rank_k=20,60", "length_gate=0,0.04", "length_gate_top=3,5"]
+    )
+    assert sweep == {
+        "length_share": (0.3, 1.0),
+        "length_rank_k": (20, 60),
+        "length_gate": (0.0, 0.04),
+        "length_gate_top": (3, 5),
+    }
+    assert isinstance(sweep["length_gate_top"][0], int)
+    tuned = variant(DEFAULT, {"length_prior": 0.8, "length_gate": 0.04})
+    assert (tuned.length_prior, tuned.length_gate, tuned.length_share) == (0.8, 0.04, 1.0)
+    # off in default: the prior and both of its softer forms
+    assert (DEFAULT.length_prior, DEFAULT.length_share, DEFAULT.length_gate) == (0.0, 1.0, 0.0)

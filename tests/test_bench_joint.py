@@ -108,3 +108,51 @@ def test_the_rule_refuses_a_choice_that_lowers_a_set_or_a_category() -> None:
     assert verdict(joint_folds({"d": d})) == []
     assert "kept (no set lower" in joint_markdown(joint_folds({"d": d}))
     assert "every fold chose it: unchanged" in joint_markdown(joint_folds({"a": A}))
+
+
+def _with_category(report: dict[str, Any], name: str, per_variant: list[float]) -> None:
+    for row, value in zip(report["sweep"], per_variant, strict=True):
+        for fold in row["folds"]:
+            fold["by_category"][name] = {"recall@10": value}
+
+
+def test_a_guarded_choice_passes_over_a_variant_that_costs_a_category() -> None:
+    # today's 0.4 first; 0.6 is best overall but costs category y two points, 0.5 gains
+    # less and keeps y within a point
+    c = _report({0.4: [0.5, 0.5, 0.5], 0.6: [0.6, 0.6, 0.6], 0.5: [0.55, 0.55, 0.55]})
+    _with_category(c, "y", [0.50, 0.48, 0.495])
+    free = joint_folds({"c": c})
+    assert [f["chosen"] for f in free["folds"]] == [{"blend": 0.6}] * 3
+    assert verdict(free) == ["c y: recall@10 0.0200 below"]
+    guarded = joint_folds({"c": c}, guarded=True)
+    assert [f["chosen"] for f in guarded["folds"]] == [{"blend": 0.5}] * 3
+    assert verdict(guarded) == []
+    assert guarded["held_out"]["c"]["overall"]["recall@10"] == pytest.approx(0.55)
+    assert "guarded" in joint_markdown(guarded)
+
+
+def test_a_guarded_choice_keeps_todays_value_when_every_other_costs_something() -> None:
+    # B gains with 0.6, A loses a point overall: no variant but today's keeps both sets
+    guarded = joint_folds({"a": A, "b": B}, guarded=True)
+    assert [f["chosen"] for f in guarded["folds"]] == [{"blend": 0.4}] * 3
+    assert "every fold chose it: unchanged" in joint_markdown(guarded)
+
+
+def test_the_script_takes_the_guarded_choice(tmp_path: Path) -> None:
+    (tmp_path / "a.json").write_text(json.dumps(A))
+    (tmp_path / "b.json").write_text(json.dumps(B))
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "joint_folds.py"),
+            "--guarded",
+            f"locomo={tmp_path / 'a.json'}",
+            f"beam={tmp_path / 'b.json'}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT / "src")},
+    )
+    guarded = joint_folds({"locomo": A, "beam": B}, guarded=True)
+    assert done.stdout.strip() == joint_markdown(guarded)

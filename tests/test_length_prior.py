@@ -12,7 +12,13 @@ from episodic import Episodic
 from episodic.embed.fake import FakeEmbedder
 from episodic.recall.policies import DEFAULT, get_policy
 from episodic.scoring.passages import PASSAGE_CHARS
-from episodic.scoring.prior import length_prior, length_prior_floor
+from episodic.scoring.prior import (
+    length_prior,
+    length_prior_floor,
+    long_margin,
+    mix_length_prior,
+    settle_length_prior,
+)
 from episodic.store import open_store
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -119,3 +125,86 @@ def test_a_policy_with_no_factors_still_pays_the_prior(mem: Episodic) -> None:
     after = {h.memory.content: h.score for h in priced.hits}
     assert after[ANSWER] == pytest.approx(before[ANSWER] * length_prior(len(ANSWER), 0.4))
     assert after[INSTRUCTION] == pytest.approx(before[INSTRUCTION])
+
+
+def test_the_fusion_of_both_rankings_keeps_a_long_memory_both_place_high() -> None:
+    # scored with the prior: the short "s1".."s3" lead, the long "long" is fourth; without
+    # the prior "long" (4 passages at 0.8: factor 4^-0.8) is first by far
+    chars = {"s1": 200, "s2": 200, "s3": 200, "long": 4 * PASSAGE_CHARS, "s4": 200}
+    factor = length_prior(4 * PASSAGE_CHARS, 0.8)
+    ranked = [("s1", 0.50), ("s2", 0.45), ("s3", 0.40), ("long", 0.9 * factor), ("s4", 0.10)]
+    assert ranked[3][1] < ranked[2][1]
+    # the prior's ranking alone (share 1) and no prior leave the ranking as it is
+    assert mix_length_prior(ranked, chars, 0.8, 1.0) == ranked
+    assert mix_length_prior(ranked, chars, 0.0, 0.3) == ranked
+    # the ranking without the prior alone (share 0) puts the long memory first
+    plain = mix_length_prior(ranked, chars, 0.8, 0.0)
+    assert [i for i, _ in plain] == ["long", "s1", "s2", "s3", "s4"]
+    # a share of the prior's ranking moves it between the two
+    mixed = mix_length_prior(ranked, chars, 0.8, 0.3, k=5)
+    assert [i for i, _ in mixed].index("long") in (1, 2)
+    # the places keep their scores: only which memory holds each one changes
+    assert [s for _, s in mixed] == sorted((s for _, s in ranked), reverse=True)
+    assert sorted(i for i, _ in mixed) == sorted(chars)
+
+
+def test_a_share_of_the_prior_keeps_the_long_answer_above_where_the_prior_puts_it(
+    mem: Episodic,
+) -> None:
+    query = "how should API error handling responses look"
+    prior = dataclasses.replace(DEFAULT, length_prior=2.0)
+    alone = [
+        h.memory.content
+        for h in mem.recall(query, workspace="w", k=5, mark=False, policy=prior).hits
+    ]
+    shared = dataclasses.replace(prior, length_share=0.3, length_rank_k=1)
+    mixed = [
+        h.memory.content
+        for h in mem.recall(query, workspace="w", k=5, mark=False, policy=shared).hits
+    ]
+    assert alone.index(ANSWER) > alone.index(INSTRUCTION)
+    # the ranking without the prior puts the answer first: with a share of it the answer
+    # climbs back above the places the prior alone gives it
+    assert mixed.index(ANSWER) < alone.index(ANSWER)
+    assert sorted(mixed) == sorted(alone)
+
+
+def test_the_margin_compares_the_best_long_and_the_best_short_matches() -> None:
+    long, short = 3 * PASSAGE_CHARS, 200
+    chars = {"l1": long, "l2": long, "l3": long, "s1": short, "s2": short, "s3": short}
+    cosines = {"l1": 0.8, "l2": 0.7, "l3": 0.1, "s1": 0.5, "s2": 0.4, "s3": 0.0}
+    assert long_margin(cosines, chars, 2) == pytest.approx(0.75 - 0.45)
+    assert long_margin(cosines, chars, 1) == pytest.approx(0.8 - 0.5)
+    # a memory whose length is not known, or one kind missing, gives no margin
+    assert long_margin({**cosines, "x": 0.99}, chars, 1) == pytest.approx(0.3)
+    assert long_margin({"l1": 0.8}, chars, 3) == 0.0
+    assert long_margin({"s1": 0.8}, chars, 3) == 0.0
+
+
+def test_the_gate_lifts_the_prior_only_when_the_long_matches_stand_out() -> None:
+    chars = {"s1": 200, "long": 4 * PASSAGE_CHARS}
+    factor = length_prior(4 * PASSAGE_CHARS, 0.8)
+    ranked = [("s1", 0.5), ("long", 0.9 * factor)]
+    settle = dict(share=1.0, k=60, top=3)
+    # the long answer matches 0.3 better than the short message: a gate of 0.2 lifts the
+    # prior (its plain score 0.9 leads), one of 0.4 keeps it, 0 never lifts it
+    cosines = {"s1": 0.4, "long": 0.7}
+    assert [i for i, _ in settle_length_prior(ranked, chars, cosines, 0.8, gate=0.2, **settle)] == [
+        "long",
+        "s1",
+    ]
+    for gate in (0.4, 0.0):
+        kept = settle_length_prior(ranked, chars, cosines, 0.8, gate=gate, **settle)
+        assert [i for i, _ in kept] == ["s1", "long"]
+
+
+def test_a_question_its_long_answers_match_best_is_answered_without_the_prior(
+    mem: Episodic,
+) -> None:
+    query = "API error responses: wrap each API call, log the API error and its responses"
+    prior = dataclasses.replace(DEFAULT, length_prior=2.0)
+    alone = mem.recall(query, workspace="w", k=3, mark=False, policy=prior, explain=True)
+    assert alone.hits[0].memory.content != ANSWER
+    gated = dataclasses.replace(prior, length_gate=0.01)
+    lifted = mem.recall(query, workspace="w", k=3, mark=False, policy=gated)
+    assert lifted.hits[0].memory.content == ANSWER

@@ -31,8 +31,14 @@ def _sweep(name: str, report: Report) -> list[Mapping[str, Any]]:
     return rows
 
 
-def joint_folds(reports: Mapping[str, Report]) -> dict[str, Any]:
+def joint_folds(reports: Mapping[str, Report], *, guarded: bool = False) -> dict[str, Any]:
     """The joint choice per fold and what it scores on each set's held-out folds.
+
+    With ``guarded`` a fold chooses only among the variants that keep the keep rule on
+    its training folds against the first variant swept (list today's value first): no
+    set's training recall@10 lower, no category's more than ``CATEGORY_TOLERANCE`` lower
+    (``verdict``'s rule, applied where the choice is made); the first variant is always
+    among them. Without it the best training recall@10 wins whatever it costs a category.
 
     Returns ``{"folds": [{"chosen", "train": [{"values", "train_recall@10"}]}],
     "held_out": {set: {"overall", "by_category"}}, "fixed": {set: [{"values", "overall",
@@ -71,7 +77,11 @@ def joint_folds(reports: Mapping[str, Report]) -> dict[str, Any]:
             / len(sweeps)
             for c in range(len(combos))
         ]
-        best = choose(train)
+        if guarded:
+            allowed = [c for c in range(len(combos)) if _keeps(sweeps, c, i, k)]
+            best = max(allowed, key=lambda c: (train[c], -c))
+        else:
+            best = choose(train)
         chosen.append(best)
         folds.append(
             {
@@ -90,7 +100,30 @@ def joint_folds(reports: Mapping[str, Report]) -> dict[str, Any]:
         name: [{"values": row["values"], **_mean_of(row["folds"])} for row in rows]
         for name, rows in sweeps.items()
     }
-    return {"folds": folds, "held_out": held_out, "fixed": fixed}
+    return {"folds": folds, "held_out": held_out, "fixed": fixed, "guarded": guarded}
+
+
+def _keeps(
+    sweeps: Mapping[str, Sequence[Mapping[str, Any]]], combo: int, held: int, k: int
+) -> bool:
+    """Whether variant ``combo`` keeps the keep rule against the first variant on the
+    training folds of held-out fold ``held``, on every set."""
+    if combo == 0:
+        return True
+    for rows in sweeps.values():
+        train = [j for j in range(k) if j != held]
+        before = _mean_of([rows[0]["folds"][j] for j in train])
+        after = _mean_of([rows[combo]["folds"][j] for j in train])
+        if after["overall"][TUNE_METRIC] < before["overall"][TUNE_METRIC] - 1e-9:
+            return False
+        for category, scores in after["by_category"].items():
+            old = before["by_category"].get(category)
+            if (
+                old is not None
+                and old[TUNE_METRIC] - scores[TUNE_METRIC] > CATEGORY_TOLERANCE + 1e-9
+            ):
+                return False
+    return True
 
 
 def _mean_of(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -132,7 +165,14 @@ def verdict(joint: Mapping[str, Any], metric: str = TUNE_METRIC) -> list[str]:
 def joint_markdown(joint: Mapping[str, Any], metric: str = TUNE_METRIC) -> str:
     """The joint choice as Markdown tables: the values each fold chose, the held-out
     means per set and category, and the sweep (each variant fixed, in-sample)."""
-    lines = ["| fold | chosen |", "|---|---|"]
+    lines = []
+    if joint.get("guarded"):
+        lines += [
+            "(guarded: each fold chose among the variants that keep the keep rule on its "
+            "training folds)",
+            "",
+        ]
+    lines += ["| fold | chosen |", "|---|---|"]
     lines += [f"| {i} | {label(f['chosen'])} |" for i, f in enumerate(joint["folds"], start=1)]
     lines.append("")
     for name, result in joint["held_out"].items():

@@ -130,6 +130,20 @@ class RecallPolicy:
     # A memory longer than one passage keeps (passage / length) ^ this of its score
     # (scoring/prior.py: length_prior); 0 turns it off, short memories never pay it.
     length_prior: float = 0.0
+    # How the length prior's ranking counts: its share in a reciprocal-rank fusion with the
+    # ranking without it (scoring/prior.py: mix_length_prior). 1 takes the prior's ranking
+    # alone; below 1 a long memory both rankings place high keeps its place, so answers
+    # that several questions need whole (a summary) are not all pushed out by short
+    # messages.
+    length_share: float = 1.0
+    # The fusion's rank constant: smaller lets either ranking's first places count more.
+    length_rank_k: int = 60
+    # The prior is lifted for a query whose long memories match it this much better (in
+    # dense cosine) than its short ones (scoring/prior.py: long_margin): it wants long
+    # answers whole. 0 never lifts it.
+    length_gate: float = 0.0
+    # How many of the best long and the best short memories that comparison averages.
+    length_gate_top: int = 3
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.
@@ -270,7 +284,10 @@ DENSE = RecallPolicy(
 #   R@1 0.149 -> 0.157; LoCoMo 0.7776 -> 0.7777, no category down more than 0.4 points);
 # - no length prior (length_prior 0): pricing a long memory's many chances to match lifts
 #   BEAM to 0.567 held out, but costs its summarization questions, whose evidence is long
-#   answers, more than a point at every strength swept (benchmarks/README.md);
+#   answers, more than a point at every strength swept (benchmarks/README.md); its
+#   softer forms, a rank fusion with the plain ranking (length_share) and lifting it for
+#   a query whose long memories match clearly better than its short ones (length_gate),
+#   keep 3 of its 8 points held out and still cost summarization 2.0 and 1.6 points;
 # - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points

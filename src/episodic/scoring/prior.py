@@ -11,7 +11,10 @@ cannot bury a clearly better one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from episodic.scoring.decay import clamp01
+from episodic.scoring.fusion import RRF_K, rrf
 from episodic.scoring.passages import PASSAGE_CHARS
 
 # The share of a score that importance governs. At 0.3 the least important memory keeps
@@ -45,3 +48,75 @@ def length_prior_floor(strength: float, longest: int) -> float:
     """The least ``length_prior`` gives: a memory as long as a memory may be
     (``longest`` characters)."""
     return length_prior(longest, strength)
+
+
+def mix_length_prior(
+    ranked: Sequence[tuple[str, float]],
+    chars: Mapping[str, int],
+    strength: float,
+    share: float,
+    k: int = RRF_K,
+) -> list[tuple[str, float]]:
+    """``ranked`` (best first, scored with the length prior of ``strength``) re-ordered
+    by a reciprocal rank fusion of two rankings: the one given (weight ``share``) and the
+    one without the prior, each score divided by its memory's ``length_prior`` from its
+    length in ``chars`` (weight ``1 - share``).
+
+    The prior alone pushes out every long answer, also those a question needs whole (a
+    summary's evidence is several long answers, which the dense leg ranks first); in the
+    fusion a long memory that the plain ranking places high keeps a place. The result
+    keeps the scores of ``ranked`` in their order (the i-th place gets the i-th best
+    score): only which memory holds each place changes, so what is compared with those
+    scores later (memories past the ranked head) stays on the same scale. A ``share`` of
+    1 or more, or no prior, returns ``ranked`` as it is."""
+    if share >= 1.0 or strength <= 0 or len(ranked) < 2:
+        return list(ranked)
+    w = max(share, 0.0)
+    with_prior = [i for i, _ in ranked]
+
+    def plain(pair: tuple[str, float]) -> float:
+        return pair[1] / length_prior(chars.get(pair[0], 0), strength)
+
+    without = [i for i, _ in sorted(ranked, key=plain, reverse=True)]
+    fused = rrf([with_prior, without], k, (w, 1.0 - w))
+    scores = sorted((s for _, s in ranked), reverse=True)
+    return [(i, s) for (i, _), s in zip(fused, scores, strict=True)]
+
+
+def long_margin(cosines: Mapping[str, float], chars: Mapping[str, int], top: int) -> float:
+    """How much better the query's best long memories match it than its best short ones:
+    the mean dense cosine of the ``top`` best memories longer than one passage minus that
+    of the ``top`` best others, among those in ``cosines``; 0 when either kind is
+    missing.
+
+    A question that asks for a whole thread ("summarise how my project went") is matched
+    best by the long answers that hold it, all of them; one about something the user said
+    once is matched about as well by that short message as by the long answers around
+    it, which only repeat its words."""
+    long = sorted((c for i, c in cosines.items() if chars.get(i, 0) > PASSAGE_CHARS), reverse=True)
+    short = sorted(
+        (c for i, c in cosines.items() if 0 < chars.get(i, 0) <= PASSAGE_CHARS), reverse=True
+    )
+    if not long or not short or top < 1:
+        return 0.0
+    return sum(long[:top]) / len(long[:top]) - sum(short[:top]) / len(short[:top])
+
+
+def settle_length_prior(
+    ranked: Sequence[tuple[str, float]],
+    chars: Mapping[str, int],
+    cosines: Mapping[str, float],
+    strength: float,
+    *,
+    share: float,
+    k: int,
+    gate: float,
+    top: int,
+) -> list[tuple[str, float]]:
+    """``ranked`` (scored with the length prior) as the query should see it: without the
+    prior when its long memories match it by ``gate`` or more better than its short ones
+    (``long_margin``, a positive ``gate``; 0 never lifts the prior), else the prior's
+    ranking fused with the plain one at ``share`` (``mix_length_prior``)."""
+    if gate > 0 and long_margin(cosines, chars, top) >= gate:
+        share = 0.0
+    return mix_length_prior(ranked, chars, strength, share, k)
