@@ -279,7 +279,6 @@ class SparseMixin(SqliteBase):
     def _sparse_budgeted(
         self, source: _Source, terms: Sequence[str], scope: _Scope, hits: _SparseHits
     ) -> None:
-        where, params, _ = scope
         # The rows FTS5 holds (one per memory): exact unless memories were deleted, and
         # then too high, which only keeps more terms and raises the ceilings below. The
         # passages' search plans its terms by the memories' counts: what is rare among
@@ -341,9 +340,7 @@ class SparseMixin(SqliteBase):
         ).fetchall()
         return [(memory_id, seq, -score) for memory_id, seq, score in rows]
 
-    def _sparse_window(
-        self, source: _Source, match: str, scope: _Scope, hits: _SparseHits
-    ) -> bool:
+    def _sparse_window(self, source: _Source, match: str, scope: _Scope, hits: _SparseHits) -> bool:
         """Score the newest in-scope matches of ``match`` (at most ``sparse_window`` of
         them, among the newest ``sparse_scan`` matches in the table, or 30 per result
         asked for if fewer, 4x more each round while fewer than ``hits.limit`` were
