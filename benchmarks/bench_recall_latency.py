@@ -8,7 +8,9 @@ The database is built once per tree (`prepare_locomo`: one turn per memory, with
 all-MiniLM-L6-v2 vectors from the benchmark's embedding cache, a long turn's passages
 included; `EPISODIC_EMBEDDER=none` for keyword-only), then every scored question is asked
 under the policy once per round, timing `Episodic.recall` alone, as `episodic bench
-locomo` does (each workspace's first, untimed recall loads its vectors). `--format beam`
+locomo` does (each workspace's first, untimed recall loads its vectors). A question
+whose time expressions the dense leg takes out embeds that shorter text during the
+recall: its embedding's time is taken out of the recall's. `--format beam`
 reads BEAM (user-assistant conversations with long answers) instead of LoCoMo.
 `--backend postgres` starts a throwaway PostgreSQL (the tests' embedded server) and gives
 each tree a database of its own on it. Reported: p50, p95 and p99 of the wall time over
@@ -76,6 +78,7 @@ def worker(
     else:
         load = load_locomo
     profiler = cProfile.Profile() if profile else None
+    embedding = _time_embedding()
     with prepare_locomo(data, Settings.from_env(), say=say, db_url=db_url, load=load) as run:
         mem, clock = run.mem, run.clock
         if exact and db_url:
@@ -97,13 +100,14 @@ def worker(
                 warmed.add(conv.workspace)
             if profiler is not None:
                 profiler.enable()
+            embedding[:] = [0.0, 0.0]
             cpu = time.process_time()
             started = time.perf_counter()
             result = mem.recall(
                 question.text, workspace=conv.workspace, k=DEPTH, policy=policy, mark=False
             )
-            ms = (time.perf_counter() - started) * 1000.0
-            cpu_ms = (time.process_time() - cpu) * 1000.0
+            ms = (time.perf_counter() - started - embedding[0]) * 1000.0
+            cpu_ms = (time.process_time() - cpu - embedding[1]) * 1000.0
             if profiler is not None:
                 profiler.disable()
             answer = {"ms": ms, "cpu": cpu_ms, "hits": [h.id for h in result.hits]}
@@ -113,6 +117,32 @@ def worker(
 
         profiler.dump_stats(profile)
         pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
+
+
+def _time_embedding() -> list[float]:
+    """[wall, CPU] seconds spent embedding queries since the caller last zeroed it.
+
+    The texts stored and the questions are embedded before the clock starts, but the
+    dense leg embeds a question with its time expressions taken out ("what did she do
+    last week"): those texts miss the precomputed vectors and are looked up in the
+    benchmark's embedding cache (or embedded) inside the timed recall, ~2.6 ms on one
+    LoCoMo question in five. That time is the embedding's, and is taken out: its own
+    thread's CPU, so that the keyword leg's helper thread still counts."""
+    from episodic.bench.harness import Precomputed
+
+    spent = [0.0, 0.0]
+    embed = Precomputed.embed_batch
+
+    def timed(self: Precomputed, texts: Any) -> Any:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return embed(self, texts)
+        finally:
+            spent[0] += time.perf_counter() - wall
+            spent[1] += time.thread_time() - cpu
+
+    Precomputed.embed_batch = timed  # type: ignore[method-assign]
+    return spent
 
 
 def percentile(values: list[float], p: float) -> float:

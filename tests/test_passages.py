@@ -27,6 +27,7 @@ from episodic.scoring.passages import (
     words,
 )
 from episodic.store import open_store
+from episodic.store.passages import PassageIndex, merge_dense, passage_key
 from servers import serve
 
 TS = datetime(2025, 3, 1, tzinfo=UTC).isoformat()
@@ -164,3 +165,24 @@ def test_passage_weight_discounts_a_match_found_by_a_later_passage(mem: Episodic
         )
     assert fused[0.5]["other"] == pytest.approx(fused[1.0]["other"])
     assert fused[0.5]["long"] < fused[1.0]["long"]
+
+
+def test_a_passage_search_hands_over_each_memorys_best_passage_once() -> None:
+    # A search reads hundreds of passages of a few dozen long memories; only each
+    # memory's best can raise its score, so only that one is handed on to be folded.
+    index = PassageIndex()
+    index.spans = {
+        passage_key("m1", 1): ("m1", 900, 1900),
+        passage_key("m1", 2): ("m1", 1800, 2800),
+        passage_key("m2", 1): ("m2", 900, 1900),
+    }
+    found = index.found(
+        [(passage_key("m1", 2), 0.9), (passage_key("m2", 1), 0.8), (passage_key("m1", 1), 0.7)]
+    )
+    assert found == [("m1", 0.9, 1800, 2800), ("m2", 0.8, 900, 1900)]
+    # Folded with the memories' own cosines, the answer is what every passage gave.
+    assert merge_dense([("m1", 0.95), ("m2", 0.5)], found, 10) == merge_dense(
+        [("m1", 0.95), ("m2", 0.5)],
+        [("m1", 0.9, 1800, 2800), ("m2", 0.8, 900, 1900), ("m1", 0.7, 900, 1900)],
+        10,
+    )

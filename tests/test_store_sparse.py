@@ -255,3 +255,22 @@ def test_document_counts_are_cached_for_a_few_seconds(
     now[0] += 1.0
     sparse_ids(store, ACME, "zebrafish deploy")
     assert '"zebrafish"*' in counted
+
+
+def test_a_window_scores_only_this_workspaces_rows(store: SqliteStore) -> None:
+    # Orbit's matches are newer than acme's and far more: the window's scan counts them
+    # (its bounds are the whole table's), but scoring reads acme's rowids alone.
+    fill(store, "a", 6, "deploy incident {i}")
+    fill(store, "o", 60, "deploy incident {i}", ws="orbit")
+    small_budgets(store, rare=1, window=3, scan=5)
+    first, last = store._execute(
+        "SELECT min(seq), max(seq) FROM memories WHERE workspace_id = 'acme'"
+    ).fetchone()
+    windows: list[tuple[Any, ...]] = []
+    store._tracer = lambda sql, params: windows.append(tuple(params)) if "bound" in sql else None
+    got = sparse_ids(store, ACME, "deploy incident", 4)
+    assert windows
+    for params in windows:
+        below, lowest = params[7], params[8]  # the scoring's rowid bounds
+        assert lowest >= first and below <= last + 1
+    assert got == ["a2", "a3", "a4", "a5"]  # acme's newest, as the window reads them

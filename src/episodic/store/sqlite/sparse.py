@@ -90,7 +90,7 @@ _SPARSE_WINDOW_SQL = (
     "   SELECT @ROW@ AS seq, bm25(@FTS@, ?, ?, ?) AS score"
     + _SPARSE_SCOPED
     + "   WHERE @FTS@ MATCH ? AND @FTS@.rowid < ?"
-    "    AND @FTS@.rowid >= (SELECT lo FROM bound)"
+    "    AND @FTS@.rowid >= max((SELECT lo FROM bound), ?)"
     "    AND {where}"
     "   ORDER BY @FTS@.rowid DESC LIMIT ?)"
     "  ORDER BY score, seq LIMIT ?) AS w LEFT JOIN memories AS mm ON mm.seq = @MSEQ@"
@@ -279,7 +279,6 @@ class SparseMixin(SqliteBase):
     def _sparse_budgeted(
         self, source: _Source, terms: Sequence[str], scope: _Scope, hits: _SparseHits
     ) -> None:
-        where, params, _ = scope
         # The rows FTS5 holds (one per memory): exact unless memories were deleted, and
         # then too high, which only keeps more terms and raises the ceilings below. The
         # passages' search plans its terms by the memories' counts: what is rare among
@@ -291,7 +290,7 @@ class SparseMixin(SqliteBase):
         passages = source is _PASSAGES
         if len(terms) == 1:
             if not passages:
-                self._sparse_window(source, terms[0], where, params, hits)
+                self._sparse_window(source, terms[0], scope, hits)
             elif self._term_doc_counts(terms, cap)[0] <= self.sparse_rare_budget:
                 hits.add(self._sparse_all(source, terms[0], scope, hits.limit))
             return
@@ -317,19 +316,17 @@ class SparseMixin(SqliteBase):
             ceilings = [bm25_term_ceiling(counts[i], total) for i in plan.common]
             all_complete = False
             if len(common) > 1 and hits.kth_score() < sum(ceilings):
-                all_complete = self._sparse_window(
-                    source, " AND ".join(common), where, params, hits
-                )
+                all_complete = self._sparse_window(source, " AND ".join(common), scope, hits)
             # Memories holding only some of the common terms and none of the rare ones rank
             # below those holding all of them (or a rare one) unless much shorter: they
             # only fill a short answer. On the benchmark's queries this cost nothing in
             # quality and a window of ~5 ms whenever the answer was already full.
             reachable = sum(ceilings) - (min(ceilings) if all_complete else 0.0)
             if len(hits) < hits.limit and hits.kth_score() < reachable:
-                self._sparse_window(source, " OR ".join(common), where, params, hits)
+                self._sparse_window(source, " OR ".join(common), scope, hits)
         if plan.dropped and len(hits) < hits.limit:
             dropped = [terms[i] for i in plan.dropped]
-            self._sparse_window(source, " OR ".join(dropped), where, params, hits)
+            self._sparse_window(source, " OR ".join(dropped), scope, hits)
 
     def _sparse_all(
         self, source: _Source, match: str, scope: _Scope, limit: int
@@ -343,14 +340,7 @@ class SparseMixin(SqliteBase):
         ).fetchall()
         return [(memory_id, seq, -score) for memory_id, seq, score in rows]
 
-    def _sparse_window(
-        self,
-        source: _Source,
-        match: str,
-        where: str,
-        params: Sequence[Any],
-        hits: _SparseHits,
-    ) -> bool:
+    def _sparse_window(self, source: _Source, match: str, scope: _Scope, hits: _SparseHits) -> bool:
         """Score the newest in-scope matches of ``match`` (at most ``sparse_window`` of
         them, among the newest ``sparse_scan`` matches in the table, or 30 per result
         asked for if fewer, 4x more each round while fewer than ``hits.limit`` were
@@ -359,7 +349,13 @@ class SparseMixin(SqliteBase):
         Newest first because that is the order FTS5 reads a doclist in without sorting,
         and because among memories that share only common words, bm25 ranks by little
         more than their length, where an episodic memory has reason to prefer recent
-        episodes."""
+        episodes.
+
+        The scan counts the whole table's matches, but only the workspace's rowids are
+        read for scoring (``_workspace_rows``; every in-scope match lies among them):
+        FTS5 then skips the other workspaces' matches in the window instead of handing
+        each over to the scope check. The rows scored, and so the answer, are the same."""
+        where, params, (first, last) = scope
         window = max(self.sparse_window, hits.limit)
         below, scan, found = (
             _MAX_ROWID,
@@ -375,7 +371,8 @@ class SparseMixin(SqliteBase):
                     scan - 1,
                     *(_PASSAGE_WEIGHTS if source is _PASSAGES else _MEMORY_WEIGHTS),
                     match,
-                    below,
+                    min(below, last + 1),
+                    first,
                     *params,
                     window,
                     hits.limit,
