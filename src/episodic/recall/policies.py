@@ -308,6 +308,9 @@ DEFAULT = RecallPolicy(
     subject_cosine=0.60,
     passage_weight=0.85,
     confidence_fusion=0.25,
+    length_prior=1.5,
+    length_share=0.3,
+    length_gate=0.06,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
         "importance prior, scope levels, newest first among memories about one subject"
