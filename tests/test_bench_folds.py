@@ -224,7 +224,6 @@ def test_the_length_priors_softer_forms_can_be_swept() -> None:
         "length_gate_top": (3, 5),
     }
     assert isinstance(sweep["length_gate_top"][0], int)
-    tuned = variant(DEFAULT, {"length_prior": 0.8, "length_gate": 0.04})
-    assert (tuned.length_prior, tuned.length_gate, tuned.length_share) == (0.8, 0.04, 1.0)
-    # off in default: the prior and both of its softer forms
-    assert (DEFAULT.length_prior, DEFAULT.length_share, DEFAULT.length_gate) == (0.0, 1.0, 0.0)
+    tuned = variant(DEFAULT, {"length_prior": 0.0, "length_gate": 0.04})
+    assert (tuned.length_prior, tuned.length_gate) == (0.0, 0.04)
+    assert tuned.length_share == DEFAULT.length_share

@@ -22,6 +22,8 @@ from episodic.scoring.prior import (
 from episodic.store import open_store
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+# The prior alone: no fusion with the plain ranking, never lifted per query.
+ALONE = {"length_share": 1.0, "length_gate": 0.0}
 
 # The user's one-line standing instruction, and a long answer that talks around the same
 # words (as an assistant's answers do) without stating it.
@@ -97,12 +99,12 @@ def test_the_users_short_instruction_outranks_a_long_answer_repeating_its_words(
     mem: Episodic,
 ) -> None:
     query = "how should API error handling responses look"
-    off = dataclasses.replace(DEFAULT, length_prior=0.0)
+    off = dataclasses.replace(DEFAULT, length_prior=0.0, **ALONE)
     without = mem.recall(query, workspace="w", k=3, mark=False, policy=off)
     assert len(ANSWER) > 3 * PASSAGE_CHARS
     # without the prior the long answer's repeated words put it first
     assert without.hits[0].memory.content == ANSWER
-    policy = dataclasses.replace(DEFAULT, length_prior=0.4)
+    policy = dataclasses.replace(DEFAULT, length_prior=0.4, **ALONE)
     with_prior = mem.recall(query, workspace="w", k=3, mark=False, policy=policy, explain=True)
     assert with_prior.hits[0].memory.content == INSTRUCTION
     assert with_prior.hits[1].memory.content == ANSWER
@@ -152,7 +154,7 @@ def test_a_share_of_the_prior_keeps_the_long_answer_above_where_the_prior_puts_i
     mem: Episodic,
 ) -> None:
     query = "how should API error handling responses look"
-    prior = dataclasses.replace(DEFAULT, length_prior=2.0)
+    prior = dataclasses.replace(DEFAULT, length_prior=2.0, **ALONE)
     alone = [
         h.memory.content
         for h in mem.recall(query, workspace="w", k=5, mark=False, policy=prior).hits
@@ -202,7 +204,7 @@ def test_a_question_its_long_answers_match_best_is_answered_without_the_prior(
     mem: Episodic,
 ) -> None:
     query = "API error responses: wrap each API call, log the API error and its responses"
-    prior = dataclasses.replace(DEFAULT, length_prior=2.0)
+    prior = dataclasses.replace(DEFAULT, length_prior=2.0, **ALONE)
     alone = mem.recall(query, workspace="w", k=3, mark=False, policy=prior, explain=True)
     assert alone.hits[0].memory.content != ANSWER
     gated = dataclasses.replace(prior, length_gate=0.01)

@@ -4,6 +4,7 @@ rows a recall reuses never hide a write. Every test runs on SQLite and PostgreSQ
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,10 +12,12 @@ from typing import Any
 import pytest
 
 from episodic import Episodic
+from episodic.config import MAX_CONTENT_CHARS
 from episodic.embed.fake import FakeEmbedder
 from episodic.model import Memory, Query
 from episodic.recall import engine
 from episodic.recall.policies import DEFAULT
+from episodic.scoring.prior import length_prior_floor
 from episodic.store import open_store
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -100,8 +103,12 @@ def test_a_query_naming_no_asker_bounds_the_scope_factor_by_the_levels_it_can_gi
     # decides which rows are read is the project level's x1.2.
     nobody = Query(text="q", workspace_id="w")
     agent = Query(text="q", workspace_id="w", agent_id="a")
-    assert engine._factor_bounds(DEFAULT, nobody) == pytest.approx((0.7, 1.2))
-    assert engine._factor_bounds(DEFAULT, agent) == pytest.approx((0.7, 1.5))
+    flat = dataclasses.replace(DEFAULT, length_prior=0.0)
+    assert engine._factor_bounds(flat, nobody) == pytest.approx((0.7, 1.2))
+    assert engine._factor_bounds(flat, agent) == pytest.approx((0.7, 1.5))
+    # default's length prior lowers the least factor to what the longest memory keeps
+    floor = length_prior_floor(DEFAULT.length_prior, MAX_CONTENT_CHARS)
+    assert engine._factor_bounds(DEFAULT, nobody) == pytest.approx((0.7 * floor, 1.2))
 
 
 def test_a_write_after_a_recall_is_seen_by_the_next_recall(mem: Episodic) -> None:

@@ -61,7 +61,13 @@ def test_the_detail_is_built_only_for_a_trace() -> None:
     assert detail == {}
     again, detail = rerank(pairs, memories, detail=True)
     assert again == ranked
-    assert detail["m0"] == {"fused": 1.0, "importance_prior": 0.85, "scope_level": 1.0}
+    # default's length prior shows beside its factors; a short memory keeps all its score
+    assert detail["m0"] == {
+        "fused": 1.0,
+        "importance_prior": 0.85,
+        "scope_level": 1.0,
+        "length": 1.0,
+    }
 
 
 @pytest.mark.parametrize("agent,crew", [(None, None), ("a", None), (None, "c"), ("a", "c")])
@@ -76,7 +82,8 @@ def test_default_s_bound_factors_are_the_factor_functions(
     ):
         m = memory(n, importance, m_agent, m_crew)
         expected = tuple(factor_value(f, m, query, NOW, DEFAULT) for f in DEFAULT.factors)
-        assert rerank.parts(m) == expected
+        # then default's length prior (1 for these short memories)
+        assert rerank.parts(m) == (*expected, 1.0)
 
 
 def test_a_retired_memory_keeps_its_prominence_penalty() -> None:

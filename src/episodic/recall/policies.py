@@ -282,12 +282,16 @@ DENSE = RecallPolicy(
 #   above its own pool (confidence_fusion 0.25, scoring/blend.py: confident_weight): every
 #   held-out fold of LoCoMo and BEAM together chose 0.25 over 0 (BEAM R@10 0.482 -> 0.4875,
 #   R@1 0.149 -> 0.157; LoCoMo 0.7776 -> 0.7777, no category down more than 0.4 points);
-# - no length prior (length_prior 0): pricing a long memory's many chances to match lifts
-#   BEAM to 0.567 held out, but costs its summarization questions, whose evidence is long
-#   answers, more than a point at every strength swept (benchmarks/README.md); its
-#   softer forms, a rank fusion with the plain ranking (length_share) and lifting it for
-#   a query whose long memories match clearly better than its short ones (length_gate),
-#   keep 3 of its 8 points held out and still cost summarization 2.0 and 1.6 points;
+# - a long memory pays for its many chances to match (length_prior 1.5: a memory over one
+#   passage keeps (1,000 / its length) ^ 1.5 of its score), but softly: the prior's
+#   ranking is fused with the plain one at a 0.3 share (length_share, rank constant 60),
+#   and a query whose 3 best long memories match it 0.06 better in cosine than its 3 best
+#   short ones (length_gate: it asks for long answers, a summary) keeps the plain ranking.
+#   Every held-out fold of LoCoMo and BEAM together chose 1.5 / 0.3 (four folds gate 0.06,
+#   one 0.05): BEAM R@10 0.4875 -> 0.5202, R@1 0.157 -> 0.225, no ability lower; LoCoMo
+#   unchanged (no turn over one passage). The prior alone lifts BEAM to 0.567 but costs
+#   summarization 9 points, and either softer form alone still costs it 1.6-2.0 points held
+#   out (benchmarks/README.md); the combined form was found on BEAM's per-question data.
 # - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points
@@ -308,6 +312,9 @@ DEFAULT = RecallPolicy(
     subject_cosine=0.60,
     passage_weight=0.85,
     confidence_fusion=0.25,
+    length_prior=1.5,
+    length_share=0.3,
+    length_gate=0.06,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
         "importance prior, scope levels, newest first among memories about one subject"

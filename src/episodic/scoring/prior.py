@@ -117,6 +117,8 @@ def settle_length_prior(
     prior when its long memories match it by ``gate`` or more better than its short ones
     (``long_margin``, a positive ``gate``; 0 never lifts the prior), else the prior's
     ranking fused with the plain one at ``share`` (``mix_length_prior``)."""
+    if all(chars.get(i, 0) <= PASSAGE_CHARS for i, _ in ranked):
+        return list(ranked)  # no memory pays the prior: both rankings are this one
     if gate > 0 and long_margin(cosines, chars, top) >= gate:
         share = 0.0
     return mix_length_prior(ranked, chars, strength, share, k)
