@@ -317,7 +317,8 @@ DEFAULT = RecallPolicy(
     length_gate=0.06,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
-        "importance prior, scope levels, newest first among memories about one subject"
+        "importance prior, a soft price on long memories' many passages, scope levels, "
+        "newest first among memories about one subject"
     ),
 )
 

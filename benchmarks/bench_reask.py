@@ -1,0 +1,136 @@
+"""Ask a data set's questions again over a database `episodic bench` built and kept.
+
+A recall-side change (fusion, priors, ordering) needs no new ingest: build the database
+once with ``--bench-db sqlite:///PATH``, then ask again after each change. ``ask`` prints
+the mean of five folds (conversations dealt as the bench deals them) and writes each
+question's scores; ``compare`` sets two such files side by side, question by question:
+the mean difference of recall@10 with a paired bootstrap interval, per category.
+
+    EPISODIC_CACHE_DIR=~/.cache/episodic episodic bench beam --data ../shared/data/beam \\
+        --ingest conversation --bench-db sqlite:////tmp/beam-conv.db
+    cp /tmp/beam-conv.db /tmp/ask.db    # asking marks nothing, but keep the original whole
+    EPISODIC_CACHE_DIR=~/.cache/episodic PYTHONPATH=src python benchmarks/bench_reask.py \\
+        ask beam ../shared/data/beam /tmp/ask.db conversation > conv.json
+    python benchmarks/bench_reask.py compare turn.json conv.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from episodic.bench.beam import load_beam
+from episodic.bench.cache import SqliteEmbeddingCache
+from episodic.bench.folds import fold_means, split_folds
+from episodic.bench.harness import CACHE_FILE, BenchClock, precompute_vectors
+from episodic.bench.locomo import Prepared, load_locomo, run_policy, summarise
+from episodic.config import Settings
+from episodic.embed import make_embedder
+from episodic.service import Episodic
+from episodic.store import open_store
+
+FOLDS = 5
+BOOTSTRAP = 2000
+
+
+def ask(which: str, data: str, db: str, ingest: str, policy: str) -> dict[str, Any]:
+    """Every question with evidence asked under ``policy`` over the database at ``db``."""
+    conversations = load_beam(data) if which == "beam" else load_locomo(data)
+    asked = [(c, q) for c in conversations for q in c.questions if q.evidence and q.text]
+    settings = Settings.from_env(embedder="local")
+    inner = make_embedder(settings)
+    if inner is None:
+        raise SystemExit("no embedder: the questions are asked with the local model")
+    with SqliteEmbeddingCache(settings.cache_dir / CACHE_FILE) as cache:
+        embedder = precompute_vectors(
+            inner, cache, [q.text for _, q in asked], lambda line: print(line, file=sys.stderr)
+        )
+        clock = BenchClock()
+        store = open_store(f"sqlite:///{db}")
+        with Episodic(store=store, embedder=embedder, settings=settings, clock=clock) as mem:
+            run = Prepared(mem, clock, conversations, asked, inner.model_id)
+            runs = run_policy(run, policy, "turn", ingest=ingest)
+    folds = split_folds([c.sample_id for c in conversations], FOLDS)
+    report = [
+        {"test": f, "policies": {policy: summarise([r for r in runs if r.conversation in f])}}
+        for f in folds
+    ]
+    return {
+        "policy": policy,
+        "ingest": ingest,
+        "folds_mean": fold_means(report)[policy],
+        "questions": [
+            {
+                "conversation": r.conversation,
+                "question": r.question.text,
+                "category": str(r.question.category),
+                "scores": dict(r.scores),
+            }
+            for r in runs
+        ],
+    }
+
+
+def compare(before: dict[str, Any], after: dict[str, Any], key: str = "recall@10") -> None:
+    """``after`` minus ``before``, question by question, overall and per category."""
+    first = {(q["conversation"], q["question"]): q for q in before["questions"]}
+    pairs = [
+        (first[k], q)
+        for q in after["questions"]
+        if (k := (q["conversation"], q["question"])) in first
+    ]
+    diffs = [b["scores"][key] - a["scores"][key] for a, b in pairs]
+    low, high = _interval(diffs)
+    print(f"{len(pairs)} questions in both; {key} after - before: {_mean(diffs):+.4f}")
+    print(f"paired bootstrap 95%: {low:+.4f} .. {high:+.4f}")
+    for name, run in (("before", before), ("after", after)):
+        means = " / ".join(
+            f"{run['folds_mean'][k]:.4f}" for k in ("recall@10", "recall@1", "ndcg@10")
+        )
+        print(f"{name} ({run['ingest']}), mean of {FOLDS} folds R@10 / R@1 / NDCG@10: {means}")
+    for category in sorted({a["category"] for a, _ in pairs}):
+        some = [b["scores"][key] - a["scores"][key] for a, b in pairs if a["category"] == category]
+        print(f"  {category}: {100 * _mean(some):+.1f} points ({len(some)} questions)")
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _interval(diffs: Sequence[float]) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of the mean over resampled questions (seeded)."""
+    if not diffs:
+        return 0.0, 0.0
+    pick = random.Random(1)
+    means = sorted(_mean(pick.choices(diffs, k=len(diffs))) for _ in range(BOOTSTRAP))
+    return means[int(0.025 * BOOTSTRAP)], means[int(0.975 * BOOTSTRAP) - 1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("ask")
+    a.add_argument("set", choices=("locomo", "beam"))
+    a.add_argument("data")
+    a.add_argument("db", help="the SQLite file `episodic bench --bench-db` built")
+    a.add_argument("ingest", choices=("turn", "conversation"), help="how it was built")
+    a.add_argument("--policy", default="default")
+    c = sub.add_parser("compare")
+    c.add_argument("before")
+    c.add_argument("after")
+    args = parser.parse_args()
+    if args.command == "ask":
+        report = ask(args.set, args.data, args.db, args.ingest, args.policy)
+        print(json.dumps(report))
+        print(f"mean of {FOLDS} folds: {report['folds_mean']}", file=sys.stderr)
+    else:
+        with open(args.before) as f, open(args.after) as g:
+            compare(json.load(f), json.load(g))
+
+
+if __name__ == "__main__":
+    main()
