@@ -369,7 +369,11 @@ def test_a_first_server_says_it_has_no_key_and_its_401_says_how_to_get_one(
                     time.sleep(0.2)
         finally:
             proc.send_signal(signal.SIGINT)
-            rest = proc.communicate(timeout=30)[0]
+            proc.wait(timeout=30)
+            assert proc.stdout is not None
+            # Read through the same buffered reader as the first line: lines that came
+            # in one read with it wait in its buffer, which communicate() would skip.
+            rest = proc.stdout.read()
         assert proc.returncode == 0
         assert answer.status_code == 401
         return rest, answer.json()["error"]["message"]
