@@ -122,8 +122,42 @@ def run(which: str, data: str) -> list[dict[str, Any]]:
                 if before and after:
                     entry.update(update_order(ranking, before, after))
                 row["variants"][name] = entry
+            row["hits"] = _hits_as_read(mem.store, conv, result.hits)
+            row["evidence"] = list(question.evidence)
+            row["changed"] = [list(question.changed[0]), list(question.changed[1])]
+            row["question"] = question.text
             rows.append(row)
     return rows
+
+
+def _hits_as_read(store: Any, conv: Any, hits: Sequence[Any]) -> dict[str, Any]:
+    """What an order of the twenty hits needs, kept so that ``tables`` can order them
+    again without asking: each hit's slot in the ranking, score, time, owner, turn and
+    text, and the cosines between their stored vectors (None without one)."""
+    import numpy as np
+
+    ids = [h.id for h in hits]
+    vectors = store.get_vectors(conv.workspace, ids)
+    unit = {
+        i: np.asarray(v, dtype=np.float64) / (np.linalg.norm(v) or 1.0) for i, v in vectors.items()
+    }
+    return {
+        "slots": _ranking([h.memory for h in hits], conv),
+        "scores": [h.score for h in hits],
+        "ts": [h.memory.ts.isoformat() for h in hits],
+        "owner": [
+            repr(
+                (h.memory.agent, h.memory.crew, h.memory.resource, h.memory.payload.get("speaker"))
+            )
+            for h in hits
+        ],
+        "conversation": [h.memory.conversation for h in hits],
+        "text": [h.memory.content[:2000] for h in hits],
+        "cosine": [
+            [round(float(unit[a] @ unit[b]), 4) if a in unit and b in unit else None for b in ids]
+            for a in ids
+        ],
+    }
 
 
 def _ranking(hits: Sequence[Any], conv: Any) -> list[str]:
@@ -140,13 +174,113 @@ def _ranking(hits: Sequence[Any], conv: Any) -> list[str]:
     return turns
 
 
+# Ordered again from the kept hits (``tables``): the newer hit must state a changed value
+# (``change_rules.changed_values``); "differs" also asks that the older hit gives a number
+# and not every changed value; the subject by cosine or by a share of the older's score.
+STATED_SUBJECTS: tuple[tuple[str, float], ...] = (
+    ("any", 0.0),
+    ("cosine", 0.6),
+    ("cosine", 0.5),
+    ("cosine", 0.4),
+    ("score", 0.8),
+    ("score", 0.7),
+    ("score", 0.5),
+)
+STATED_READ = (600, 2000)
+
+
+def stated_variants() -> list[tuple[str, bool, str, float, int, bool]]:
+    """(name, values differ, subject by, at, characters read, gated)."""
+    out = []
+    for chars in STATED_READ:
+        for differs in (False, True):
+            for by, at in STATED_SUBJECTS:
+                subject = "" if by == "any" else f", {by} >= {at}"
+                name = f"states change{' differs' if differs else ''}{subject}, {chars} chars"
+                out.append((name + " gated k=10", differs, by, at, chars, True))
+    out.append(("states change, 600 chars every question k=10", False, "any", 0.0, 600, False))
+    return out
+
+
+def _numbers(text: str) -> set[str]:
+    import re
+
+    return {n.rstrip(".,").casefold() for n in re.findall(r"[$£€]?\d[\d,.:/%-]*\w*", text)}
+
+
+def stated_order(
+    row: dict[str, Any], differs: bool, by: str, at: float, chars: int, gated: bool
+) -> list[str]:
+    """The kept twenty hits' slots with the first ten ordered: an older hit moved just below
+    a newer one by the same owner (not of its conversation) that states a changed value."""
+    from datetime import datetime
+
+    from episodic.write.stated_change import changed_values
+
+    hits = row["hits"]
+    n = len(hits["slots"])
+    depth = min(10, n)
+    if gated and not asks_for_now(row["question"]):
+        return list(hits["slots"])
+    ids = [str(i) for i in range(n)]
+    ts = {str(i): datetime.fromisoformat(hits["ts"][i]) for i in range(n)}
+    changed = [changed_values(hits["text"][i][:chars]) for i in range(depth)]
+    similar: dict[str, list[tuple[str, float]]] = {}
+    for old in range(depth):
+        partners = []
+        for new in range(depth):
+            if (
+                not changed[new]
+                or hits["owner"][new] != hits["owner"][old]
+                or ts[ids[new]] <= ts[ids[old]]
+                or (
+                    hits["conversation"][new] is not None
+                    and hits["conversation"][new] == hits["conversation"][old]
+                )
+            ):
+                continue
+            if differs:
+                older = _numbers(hits["text"][old][:chars])
+                if not older or changed[new] <= older:
+                    continue
+            cosine = hits["cosine"][old][new]
+            if by == "cosine" and (cosine is None or cosine < at):
+                continue
+            if by == "score" and hits["scores"][new] < at * hits["scores"][old]:
+                continue
+            partners.append((ids[new], 1.0))
+        similar[ids[old]] = partners
+    head = [(ids[i], hits["scores"][i]) for i in range(depth)]
+    ordered = older_below_newer(head, similar, ts) + [
+        (ids[i], hits["scores"][i]) for i in range(depth, n)
+    ]
+    return [hits["slots"][int(i)] for i, _ in ordered]
+
+
+def add_stated(rows: list[dict[str, Any]]) -> None:
+    """Each row's ``stated_variants`` scored beside the ones ``run`` measured."""
+    for row in rows:
+        if "hits" not in row:
+            continue
+        before, after = row["changed"]
+        for name, differs, by, at, chars, gated in stated_variants():
+            ranking = stated_order(row, differs, by, at, chars, gated)
+            scores = score_ranking(ranking, row["evidence"])
+            entry = {key: scores[key] for key in KEYS}
+            if before and after:
+                entry.update(update_order(ranking, before, after))
+            row["variants"][name] = entry
+
+
 def _mean(rows: Sequence[dict[str, Any]], name: str, key: str) -> float:
     values = [r["variants"][name][key] for r in rows if key in r["variants"][name]]
     return sum(values) / len(values) if values else float("nan")
 
 
 def tables(reports: dict[str, list[dict[str, Any]]]) -> None:
-    names = [v[0] for v in variants()]
+    for rows in reports.values():
+        add_stated(rows)
+    names = [v[0] for v in variants()] + [v[0] for v in stated_variants()]
     folds = {
         s: split_folds(sorted({r["conversation"] for r in rows}), 5) for s, rows in reports.items()
     }
