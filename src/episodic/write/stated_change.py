@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from episodic.write.change_rules import sentence_guard, stated_before_request
 from episodic.write.text import split_sentences
@@ -59,12 +60,16 @@ def _a_value(word: str) -> bool:
     return any(c.isdigit() for c in word) or word.casefold() in _NUMBER_WORDS
 
 
+@lru_cache(maxsize=8192)
 def changed_values(text: str) -> frozenset[str]:
     """The values ``text`` states as changed to ("which has now reached 165": {"165"}),
     casefolded; empty when it states none. A question, a hypothetical, a plan, a wish or a
     denial states none, nor does a change dated only by how long ago it was."""
     found: set[str] = set()
     for whole in split_sentences(text):
+        # Most sentences hold no word of change: nothing more to read in them.
+        if _CHANGE_CUE.search(whole) is None:
+            continue
         sentence = stated_before_request(whole)
         if sentence_guard(sentence) == "a question":
             continue
