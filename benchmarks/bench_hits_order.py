@@ -186,7 +186,12 @@ STATED_SUBJECTS: tuple[tuple[str, float], ...] = (
     ("score", 0.7),
     ("score", 0.5),
 )
-STATED_READ = (600, 2000)
+STATED_READ = (600,)
+# What `default` does (``recall.supersede.restated_first_within``): for a what / how / when
+# question about now, a newer hit stating a changed value lifted just above an older one
+# by the same owner when the question, the words around the change and the older text
+# share this many content words.
+RESTATED_WORDS = (1, 2, 3, 4)
 
 
 def stated_variants() -> list[tuple[str, bool, str, float, int, bool]]:
@@ -257,14 +262,52 @@ def stated_order(
     return [hits["slots"][int(i)] for i, _ in ordered]
 
 
+def restated_order(row: dict[str, Any], shared: int) -> list[str]:
+    """The kept twenty hits' slots with the first ten ordered as `default` orders them
+    with ``restated_words`` = ``shared``."""
+    from datetime import datetime
+
+    from episodic.recall.supersede import restated_first_within
+
+    hits = row["hits"]
+    n = len(hits["slots"])
+    memories = {
+        str(i): Memory(
+            id=str(i),
+            workspace="w",
+            ts=datetime.fromisoformat(hits["ts"][i]),
+            type="turn",
+            content=hits["text"][i],
+            agent=hits["owner"][i],
+            conversation=hits["conversation"][i],
+        )
+        for i in range(n)
+    }
+    chosen = [(str(i), hits["scores"][i]) for i in range(n)]
+    head, tail = chosen[:10], chosen[10:]
+    ordered = restated_first_within(head, memories, shared, row["question"]) + tail
+    return [hits["slots"][int(i)] for i, _ in ordered]
+
+
+def restated_variants() -> list[str]:
+    return [f"restated, {w} words shared k=10" for w in RESTATED_WORDS]
+
+
 def add_stated(rows: list[dict[str, Any]]) -> None:
-    """Each row's ``stated_variants`` scored beside the ones ``run`` measured."""
+    """Each row's ``stated_variants`` and ``restated_variants`` scored beside the ones
+    ``run`` measured."""
     for row in rows:
         if "hits" not in row:
             continue
         before, after = row["changed"]
-        for name, differs, by, at, chars, gated in stated_variants():
-            ranking = stated_order(row, differs, by, at, chars, gated)
+        orders = [
+            (name, stated_order(row, differs, by, at, chars, gated))
+            for name, differs, by, at, chars, gated in stated_variants()
+        ] + [
+            (name, restated_order(row, w))
+            for name, w in zip(restated_variants(), RESTATED_WORDS, strict=True)
+        ]
+        for name, ranking in orders:
             scores = score_ranking(ranking, row["evidence"])
             entry = {key: scores[key] for key in KEYS}
             if before and after:
@@ -280,7 +323,7 @@ def _mean(rows: Sequence[dict[str, Any]], name: str, key: str) -> float:
 def tables(reports: dict[str, list[dict[str, Any]]]) -> None:
     for rows in reports.values():
         add_stated(rows)
-    names = [v[0] for v in variants()] + [v[0] for v in stated_variants()]
+    names = [v[0] for v in variants()] + [v[0] for v in stated_variants()] + restated_variants()
     folds = {
         s: split_folds(sorted({r["conversation"] for r in rows}), 5) for s, rows in reports.items()
     }

@@ -161,6 +161,12 @@ class RecallPolicy:
     # older just below the newer at cosine >= subject_cosine_hits. It never changes which
     # k are returned, only their order. 0 moves none.
     subject_cosine_hits: float = 0.0
+    # Among the k hits recall returns, for a question asking what something is now: a
+    # newer hit that states a changed value ("the quota is now 1,200") goes just above an
+    # older one by the same owner when the question, the words around the change and the
+    # older text share at least this many content words (recall/supersede.py:
+    # restated_first_within). Only the order of the k changes. 0 moves none.
+    restated_words: int = 0
     # Seed 000's read-time walk: add the memories one `similar` edge away from each hit
     # (off by default; enabled per agent with memory_walk_depth = 1).
     walk_depth: int = 0

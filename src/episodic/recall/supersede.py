@@ -74,6 +74,53 @@ def newer_turns_first_within(
     return _reordered(older_below_newer, chosen, similar, memories, earlier)
 
 
+def restated_first_within(
+    chosen: list[tuple[str, float]],
+    memories: dict[str, Memory],
+    shared: int,
+    question: str,
+    earlier: dict[str, str] | None = None,
+) -> list[tuple[str, float]]:
+    """The hits recall chose (``chosen``, every one in ``memories``) with a newer one that
+    restates a value the question asks about lifted to just above an older one by the
+    same owner, when ``question`` asks what something is now (a what / how / when / where
+    question in the present). The newer one must state a changed value ("the quota is now
+    1,200", "has improved to 250ms": ``stated_change.stated_changes``), and the question,
+    the words around that change and the older text must share ``shared`` content words
+    or more (0 moves nothing): the same subject, named by all three. Never two turns of
+    one conversation. No hit enters or leaves; ``earlier`` receives each older id with
+    the newer one."""
+    if shared <= 0 or len(chosen) < 2 or not _asks_for_current_value(question):
+        return chosen
+    asked = _content_words(question)
+    if len(asked) < shared:
+        return chosen
+    said = {i: _head(memories[i].content) for i, _ in chosen}
+    changes = {i: _stated(said[i]) for i in said}
+    if not any(changes.values()):
+        return chosen
+    similar: dict[str, list[tuple[str, float]]] = {}
+    for older, _ in chosen:
+        old = memories[older]
+        words = _content_words(said[older]) & asked
+        similar[older] = [
+            (newer, 1.0)
+            for newer, _ in chosen
+            if changes[newer]
+            and memories[newer].ts > old.ts
+            and _owner(memories[newer]) == _owner(old)
+            and (old.conversation is None or memories[newer].conversation != old.conversation)
+            and any(len(words & change) >= shared for change in changes[newer])
+        ]
+    if not any(similar.values()):
+        return chosen
+    return _reordered(newest_first, chosen, similar, memories, earlier)
+
+
+def _owner(memory: Memory) -> tuple[str | None, str | None, str | None]:
+    return memory.agent, memory.crew, memory.resource
+
+
 def _reordered(
     order: Callable[..., list[tuple[str, float]]],
     ranked: list[tuple[str, float]],
@@ -147,6 +194,33 @@ def _read(content: str) -> tuple[str, bool]:
 
     head = cut_words(content, OFFLINE_MAX_CHARS, ellipsis="")
     return head, change_kind(head) != "guarded"
+
+
+@lru_cache(maxsize=_READ_CACHE)
+def _head(content: str) -> str:
+    from episodic.write.supersession import OFFLINE_MAX_CHARS
+    from episodic.write.text import cut_words
+
+    return cut_words(content, OFFLINE_MAX_CHARS, ellipsis="")
+
+
+def _stated(head: str) -> tuple[frozenset[str], ...]:
+    """What each value ``head`` states as changed is about (its content words)."""
+    from episodic.write.stated_change import stated_changes
+
+    return tuple(change.about for change in stated_changes(head))
+
+
+def _content_words(text: str) -> frozenset[str]:
+    from episodic.write.stated_change import content_words
+
+    return content_words(text)
+
+
+def _asks_for_current_value(question: str) -> bool:
+    from episodic.write.change_rules import asks_for_current_value
+
+    return asks_for_current_value(question)
 
 
 def _asks_for_now(question: str) -> bool:

@@ -564,3 +564,15 @@ def asks_for_now(question: str) -> bool:
     """Whether ``question`` asks for the current state of something rather than what
     was said or done before: it names no past tense and no earlier time."""
     return bool(question.strip()) and _ASKS_BEFORE.search(question) is None
+
+
+# A question that asks what, how much, when or where something is ("what is my budget?",
+# "how many commits are merged?"), not one asking for a list, help or a yes or no ("can
+# you list ...", "have I ever ...").
+_ASKS_WHAT = re.compile(r"^\W*(?:what|which|how|when|where|who|whose)\b", re.IGNORECASE)
+
+
+def asks_for_current_value(question: str) -> bool:
+    """Whether ``question`` asks what something is now: a what / how / when / where
+    question (``asks_for_now``: no past tense and no earlier time)."""
+    return _ASKS_WHAT.match(question) is not None and asks_for_now(question)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
-from episodic.write.change_rules import sentence_guard, stated_before_request
+from episodic.write.change_rules import read_sentence, sentence_guard, stated_before_request
 from episodic.write.text import split_sentences
 
 _CHANGED = (
@@ -60,12 +61,28 @@ def _a_value(word: str) -> bool:
     return any(c.isdigit() for c in word) or word.casefold() in _NUMBER_WORDS
 
 
+# The words on either side of a word of change that say what changed ("the dashboard API
+# response time, which has recently improved to 250ms": "dashboard API response time").
+_SUBJECT_BEFORE = 10
+_SUBJECT_AFTER = 6
+_WORDS_BEFORE = re.compile(r"[\w'$%.,]+")
+
+
+@dataclass(frozen=True, slots=True)
+class StatedChange:
+    """One value a text states as changed: the values, and the content words (stems, no
+    numbers) of the words around the word of change, which name what changed."""
+
+    values: frozenset[str]
+    about: frozenset[str]
+
+
 @lru_cache(maxsize=8192)
-def changed_values(text: str) -> frozenset[str]:
-    """The values ``text`` states as changed to ("which has now reached 165": {"165"}),
-    casefolded; empty when it states none. A question, a hypothetical, a plan, a wish or a
-    denial states none, nor does a change dated only by how long ago it was."""
-    found: set[str] = set()
+def stated_changes(text: str) -> tuple[StatedChange, ...]:
+    """Each value ``text`` states as changed to ("which has now reached 165"), in order;
+    none when it states none. A question, a hypothetical, a plan, a wish or a denial
+    states none, nor does a change dated only by how long ago it was."""
+    found: list[StatedChange] = []
     for whole in split_sentences(text):
         # Most sentences hold no word of change: nothing more to read in them.
         if _CHANGE_CUE.search(whole) is None:
@@ -74,11 +91,35 @@ def changed_values(text: str) -> frozenset[str]:
         if sentence_guard(sentence) == "a question":
             continue
         for clause in _CLAUSE_BREAK.split(sentence):
+            at = sentence.find(clause)
             for cue in _CHANGE_CUE.finditer(clause):
-                if _UNREAL.search(sentence[: sentence.find(clause)] + clause[: cue.start()]):
+                if _UNREAL.search(sentence[:at] + clause[: cue.start()]):
                     continue
-                found |= _tied_values(_VALUE_WORD.findall(clause[cue.end() :]))
-    return frozenset(found)
+                after = _VALUE_WORD.findall(clause[cue.end() :])
+                values = _tied_values(after)
+                if values:
+                    before = _WORDS_BEFORE.findall(sentence[: at + cue.start()])
+                    near = before[-_SUBJECT_BEFORE:] + after[:_SUBJECT_AFTER]
+                    found.append(StatedChange(frozenset(values), content_words(" ".join(near))))
+    return tuple(found)
+
+
+def changed_values(text: str) -> frozenset[str]:
+    """The values ``text`` states as changed to ("which has now reached 165": {"165"}),
+    casefolded; empty when it states none."""
+    return frozenset(v for change in stated_changes(text) for v in change.values)
+
+
+@lru_cache(maxsize=8192)
+def content_words(text: str) -> frozenset[str]:
+    """The content words of ``text`` as light stems, numbers and codes left out: what two
+    texts and a question share when they speak of one subject."""
+    return frozenset(
+        w
+        for sentence in split_sentences(text)
+        for w in read_sentence(sentence).words
+        if not any(c.isdigit() for c in w)
+    )
 
 
 def _tied_values(words: Sequence[str]) -> set[str]:
@@ -100,5 +141,5 @@ def _tied_values(words: Sequence[str]) -> set[str]:
 
 
 def states_change(text: str) -> bool:
-    """Whether ``text`` states that a value changed (``changed_values`` finds one)."""
-    return bool(changed_values(text))
+    """Whether ``text`` states that a value changed (``stated_changes`` finds one)."""
+    return bool(stated_changes(text))
