@@ -34,8 +34,9 @@ def test_a_value_stated_as_changed_is_found(text: str, value: str) -> None:
     [
         # being new to something, and "now that" opening a thought
         "I'm new to this, so bear with me.",
-        "I'm new to the 5k club and loving it.",
+        "I'm new to 5k races and loving them.",
         "Now that you mention it, I have 3 cats.",
+        "Now that the kids are 5 and 7, we travel more.",
         # questions, including one that ends a statement's sentence
         "Has the quota increased to 1,500?",
         "Did the meeting move to 3pm?",
@@ -52,6 +53,7 @@ def test_a_value_stated_as_changed_is_found(text: str, value: str) -> None:
         "The deadline was not moved to June 1.",
         # a change dated by how long ago it was, or with no value tied to it
         "I moved here 3 years ago.",
+        "I switched jobs about 3 years ago.",
         "My cooking has improved a lot over the last 2 weeks.",
         "I changed jobs and now I commute less.",
         "We went to the lake with 4 friends.",

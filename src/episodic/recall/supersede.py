@@ -106,9 +106,8 @@ def restated_first_within(
         similar[older] = [
             (newer, 1.0)
             for newer, _ in chosen
-            if changes[newer]
-            and memories[newer].ts > old.ts
-            and _owner(memories[newer]) == _owner(old)
+            # Which of the two is newer, newest_first decides (and lifts only the newer).
+            if _owner(memories[newer]) == _owner(old)
             and (old.conversation is None or memories[newer].conversation != old.conversation)
             and any(len(words & change) >= shared for change in changes[newer])
         ]
