@@ -27,8 +27,15 @@ QUESTION = "What is my monthly grocery budget?"
 
 
 def memory(memory_id: str, text: str, week: int, **fields: str) -> Memory:
-    kw: dict[str, str] = {"agent": "user", "conversation": f"s{week}"} | fields
-    return Memory(id=memory_id, workspace="w", ts=T + week * WEEK, type="turn", content=text, **kw)  # type: ignore[arg-type]
+    return Memory(
+        id=memory_id,
+        workspace="w",
+        ts=T + week * WEEK,
+        type="turn",
+        content=text,
+        agent=fields.get("agent", "user"),
+        conversation=fields.get("conversation", f"s{week}"),
+    )
 
 
 def order(
