@@ -277,6 +277,12 @@ DENSE = RecallPolicy(
 #   current state) keeps recall@k and chose 0.7 on every fold by NDCG@10 with ten hits
 #   (BEAM R@1 +1.4 points, LoCoMo -0.4), but `episodic bench`, which asks for twenty and
 #   scores ten, then measures LoCoMo's recall@10 lower at every value: it stays 0;
+#   lifting, among the ten hits, a newer turn that states a changed value over an older
+#   one about what a what / how / when question asks (restated_words, the words the
+#   three share) leaves LoCoMo unchanged (one turn in 5,882 states a changed value) and
+#   lifts BEAM's updates 0.33 -> 0.51 held out, but the folds chose 2, 3 or 4 words and
+#   held out BEAM's R@1 fell 0.227 -> 0.224 (information extraction -2.5 points): it
+#   stays 0;
 # - seed 001's scope levels when the query names who is asking (an agent or a crew): the
 #   asker's team x1.5, the rest of the project x1.2, workspace-wide memories x1.0;
 # - a long memory found by a later passage keeps 0.85 of that passage's cosine: chosen on
