@@ -22,11 +22,7 @@ from episodic.recall.legs import LegQuery, Legs, QueryVectors, run_legs
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
 from episodic.recall.rerank import Rerank
 from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
-from episodic.recall.supersede import (
-    newer_turns_first_within,
-    newest_similar_first,
-    restated_first_within,
-)
+from episodic.recall.supersede import newest_similar_first, order_within_hits
 from episodic.recall.timeparse import parse_time_expressions, strip_time_expressions
 from episodic.recall.trace import (
     DROP_MMR,
@@ -341,10 +337,7 @@ def _rank(
     else:
         chosen = ranked[:k]
     if policy.newest_similar_first:
-        chosen = newer_turns_first_within(
-            store, flt, chosen, memories, policy.subject_cosine_hits, query.text, earlier
-        )
-        chosen = restated_first_within(chosen, memories, policy.restated_words, query.text, earlier)
+        chosen = order_within_hits(store, flt, chosen, memories, policy, query.text, earlier)
     if trace is not None:
         picked = {i for i, _ in chosen}
         merged_ids = {d.memory_id for d in trace.dropped if d.reason == DROP_MMR}

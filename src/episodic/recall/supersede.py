@@ -20,6 +20,7 @@ from functools import lru_cache
 
 from episodic.blas import one_thread
 from episodic.model import Memory, ScopeFilter
+from episodic.recall.policies import RecallPolicy
 from episodic.scoring.supersede import newer_of, newest_first, older_below_newer, same_subject
 from episodic.store.search import SearchStore
 
@@ -48,6 +49,25 @@ def newest_similar_first(
     if not similar:
         return ranked
     return _reordered(newest_first, head, similar, memories, earlier) + tail
+
+
+def order_within_hits(
+    store: SearchStore,
+    flt: ScopeFilter,
+    chosen: list[tuple[str, float]],
+    memories: dict[str, Memory],
+    policy: RecallPolicy,
+    question: str,
+    earlier: dict[str, str] | None = None,
+) -> list[tuple[str, float]]:
+    """The hits recall chose in the order ``policy``'s soft signals among them give:
+    newer turns about one subject first (``subject_cosine_hits``), then a newer one that
+    restates a value the question asks about (``restated_words``). No hit enters or
+    leaves."""
+    chosen = newer_turns_first_within(
+        store, flt, chosen, memories, policy.subject_cosine_hits, question, earlier
+    )
+    return restated_first_within(chosen, memories, policy.restated_words, question, earlier)
 
 
 def newer_turns_first_within(
