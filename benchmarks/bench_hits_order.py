@@ -14,6 +14,12 @@ for, where an order within twenty can move a hit across the tenth place.
     ... run locomo ../shared/data/locomo10.json > locomo-hits.json
     python benchmarks/bench_hits_order.py tables locomo=locomo-hits.json beam=beam-hits.json
 
+``run`` also keeps each question's twenty hits (slots, scores, times, owners, texts and the
+cosines between them), so that ``tables`` orders them again offline with the code as it
+stands: a newer hit that states a changed value (``write/stated_change.py``) above an
+older one, by itself, with a cosine or a score share, and as `default` would with
+``restated_words`` (``recall.supersede.restated_first_within``).
+
 ``tables`` prints, per variant, the mean over all questions and the held-out mean over
 five folds (conversations dealt round-robin; each fold's variant is the one with the best
 recall@10 on the other four, over both sets at once, ties to the plainest).
