@@ -11,6 +11,11 @@ this week use B", "Lena also has a work number": ``change_rules.change_kind``) p
 with nothing, and neither does a newer one under an older one that tells why something
 happened (a new instruction does not make the reason untrue). These are the
 supersession rule's own guards; the pairing only reorders, it hides nothing.
+
+Among the hits recall returns, a pair may also be told by what the newer text says: one
+that states a changed value ("the quota is now 1,200": ``write/stated_change.py``) about
+what the question asks and the older text names goes above it (``restated_first_within``,
+no vectors needed).
 """
 
 from __future__ import annotations
