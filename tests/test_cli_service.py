@@ -73,3 +73,23 @@ def test_serve_refuses_recall_processes_it_cannot_run(
 ) -> None:
     result = runner.invoke(app, ["serve", "--port", "0", *args], env=env)
     assert result.exit_code == 2 and said in result.stderr
+
+
+def test_mcp_without_its_extra_names_the_extra_before_any_missing_option(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from episodic import extras
+
+    real = extras.installed
+    monkeypatch.setattr(extras, "installed", lambda module: module != "mcp" and real(module))
+    result = runner.invoke(app, ["mcp"], env=env)
+    assert result.exit_code == 2, result.output
+    assert "pip install 'episodic-agent-memory[mcp]'" in result.stderr.replace("\n", "")
+    assert "--workspace" not in result.stderr
+
+
+def test_mcp_without_a_workspace_says_which_option_to_give(env: dict[str, str]) -> None:
+    result = runner.invoke(app, ["mcp", "--agent", "deployer"], env=env)
+    assert result.exit_code == 2, result.output
+    assert "--workspace: name the workspace to serve" in result.stderr
+    assert "EPISODIC_MCP_WORKSPACE" in result.stderr
