@@ -27,6 +27,7 @@ from episodic.cli.common import (
     plural,
     print_json,
 )
+from episodic.cli.mode_notice import repeats_mode_line
 from episodic.cli.portability import LayoutOpt, import_dir
 from episodic.cli.recalling import recall_command, render_command
 from episodic.errors import InvalidInput
@@ -247,7 +248,7 @@ def index(
                         f"{plural(report.learnings, 'learning')}; "
                         f"{plural(report.waiting, 'message')} wait for more"
                     )
-                if result.error:
+                if result.error and not repeats_mode_line(result.error):
                     err.print(f"[yellow]warning:[/yellow] {result.error}")
                 if report.unembedded:
                     err.print(

@@ -26,6 +26,7 @@ from episodic.cli.basics import (
     stdout_console,
     warn_if_unknown,
 )
+from episodic.cli.mode_notice import repeats_mode_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -134,7 +135,8 @@ def _given(options: dict[str, Any]) -> dict[str, Any]:
 
 def _print_warnings(result: RecallResult) -> None:
     for warning in result.warnings:
-        say_on_stderr(f"[yellow]warning:[/yellow] {warning}")
+        if not repeats_mode_line(warning):  # said in full already, with its fix
+            say_on_stderr(f"[yellow]warning:[/yellow] {warning}")
 
 
 def print_trace(trace: Trace, console: Console) -> None:
