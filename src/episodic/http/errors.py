@@ -118,6 +118,13 @@ def install_error_handlers(app: FastAPI) -> None:
                 f"the body must be JSON sent with Content-Type: application/json (this one "
                 f"came as {sent_as or 'no content type'}): {message}"
             )
+        elif source == "body" and not loc and first.get("type") == "model_attributes_type":
+            # A JSON array or string where the route takes an object (a batch of events
+            # is {"events": [...]}, not the list itself).
+            message = (
+                f"the body must be a JSON object with this route's fields (see "
+                f"/openapi.json): {message}"
+            )
         return JSONResponse(error_body("invalid_input", message, field), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
