@@ -141,11 +141,13 @@ def ingest(
                 )
             )
         for e in report.errors:
-            err.print(f"rejected {e}")
+            # Escaped: a message quotes the line's own value, which may hold brackets.
+            err.print(f"rejected {escape(str(e))}")
         if report.deprecated_fields:
             err.print(deprecation_note(report.deprecated_fields))
         if report.errors:
-            err.print(f"{len(report.errors)} line(s) rejected; the others were stored")
+            rest = "; the others were stored" if report.received > len(report.errors) else ""
+            err.print(f"{plural(len(report.errors), 'line')} rejected{rest}")
     if report.errors:
         raise typer.Exit(1)
 
