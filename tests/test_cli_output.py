@@ -207,3 +207,24 @@ def test_a_sparse_only_command_says_why_once(db: str, command: list[str]) -> Non
     assert done.stderr.count("cannot reach Ollama") == 1, done.stderr
     assert done.stderr.count("sparse-only") == 1, done.stderr
     assert "Run `episodic doctor` for how to fix it" in done.stderr
+
+
+def test_an_empty_render_says_so_at_a_terminal_and_prints_nothing_to_a_hook(db: str) -> None:
+    import pty
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "EPISODIC_EMBEDDER": "none"}
+    command = [sys.executable, "-m", "episodic.cli", "--db", db, "render", "zebra", "-w", "acme"]
+    hook = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert hook.returncode == 0 and hook.stdout == ""
+    assert "nothing recalled" not in hook.stderr
+    leader, follower = pty.openpty()
+    try:
+        person = subprocess.run(
+            command, env=env, stdout=subprocess.PIPE, stderr=follower, timeout=120
+        )
+        said = os.read(leader, 4096).decode()
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert person.returncode == 0 and person.stdout == b""
+    assert "nothing recalled" in said and "--explain" in said

@@ -433,6 +433,9 @@ def render(
 ) -> None:
     """The prompt-ready <recalled-memory> block for QUERY (prints nothing if none).
 
+    When nothing is recalled, stdout stays empty (a hook injects nothing); at a terminal
+    a line on stderr says so.
+
     With EPISODIC_URL set (and EPISODIC_KEY), asks that server instead of opening the
     database and the model: an agent's hook answers in a fraction of the time.
     Example: episodic render "deploy checkout to production" --workspace acme-shop --max-chars 1200

@@ -82,6 +82,10 @@ def render_command(choose: Choose, query: str, options: dict[str, Any]) -> None:
     _print_warnings(result)
     if block:
         sys.stdout.write(block + "\n")
+    elif sys.stderr.isatty():
+        # A hook reads an empty stdout as "nothing to inject"; a person at a terminal
+        # would see no answer at all without this line.
+        say_on_stderr("nothing recalled (`episodic recall ... --explain` shows what was dropped)")
     if result.trace is not None:
         print_trace(result.trace, stderr_console())
 
