@@ -344,6 +344,16 @@ def mcp_command(
         )
         server = build_server(mem, Binding.of(workspace, agent, crew, role, resource=resource))
         mem.warn_if_sparse_only()
+        if transport == "http":
+            at = f"http://{host}:{port}/mcp" if port else "/mcp (the port: uvicorn's line below)"
+            err.print(f"MCP over streamable HTTP at {at}", markup=False)
+        elif sys.stdin.isatty():
+            # Run by hand, the stdio server waits in silence: say for what.
+            err.print(
+                "waiting for an MCP client on stdin: a client starts this command itself "
+                "(its config: docs/integrations.md in the repository); Ctrl-C stops it",
+                markup=False,
+            )
         if transport == "stdio":
             server.run("stdio")
         else:
