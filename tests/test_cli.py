@@ -203,3 +203,19 @@ def test_messages_flush_into_episodes_listed_by_recent(env: dict[str, str], tmp_
     assert episode["id"] in out
     assert run(env, "memory", "history", episode["id"], "--workspace", "acme")[0] == 0
     assert run(env, "index", "--flush")[0] == 2  # --flush only makes sense with --once
+
+
+def test_ingest_names_each_rejected_line_with_its_value_as_written(
+    env: dict[str, str],
+) -> None:
+    good = json.dumps({"workspace": "acme", "type": "peer.escalation", "summary": "disk full"})
+    loud = json.dumps(
+        {"workspace": "acme", "type": "peer.escalation", "summary": "x", "severity": "[loud]"}
+    )
+    code, out, err = run(env, "ingest", "-", input=f"{good}\n{loud}\n")
+    assert code == 1 and "stored 1 event" in out
+    # The value is shown as given, brackets and all (not read as terminal markup).
+    assert "rejected line 2: severity: unknown severity '[loud]'" in err
+    assert "1 line rejected; the others were stored" in err
+    code, _, err = run(env, "ingest", "-", input=f"{loud}\n")
+    assert code == 1 and err.strip().endswith("1 line rejected"), err

@@ -45,7 +45,6 @@ def nothing_created(url: str) -> bool:
         ["render", "disk full", "--workspace", "acme"],
         ["ingest", "-"],
         ["journal", "disk", "--workspace", "acme"],
-        ["doctor"],
         ["keys", "list"],
         ["memory", "health", "--workspace", "acme"],
         ["mcp", "--workspace", "acme"],
@@ -59,6 +58,24 @@ def test_a_command_refuses_a_database_never_created(empty_url: str, command: lis
     code, out, err = run("--db", empty_url, *command)
     assert code == 2, out + err
     assert "no episodic database at" in err and f"episodic init --db {empty_url}" in err
+    assert nothing_created(empty_url)
+
+
+def test_doctor_before_init_runs_its_checks_and_says_how_to_create_the_database(
+    empty_url: str,
+) -> None:
+    code, out, err = run("--db", empty_url, "doctor")
+    flat = " ".join(out.split())
+    # An error the user must fix before any other command works: exit 1, as any failed check.
+    assert code == 1, out + err
+    assert f"ERROR store: no episodic database at {empty_url}" in flat
+    assert f"fix: create it with `episodic init --db {empty_url}`" in flat
+    # The checks that need no database still run and say what they found.
+    assert "WARN embedder: sparse-only" in flat and "metrics:" in flat
+    code, out, _ = run("--db", empty_url, "doctor", "--json")
+    report = json.loads(out)
+    assert code == 1 and not report["ok"] and report["stats"] is None
+    assert [c["name"] for c in report["checks"]][:2] == ["store", "embedder"]
     assert nothing_created(empty_url)
 
 
@@ -83,8 +100,10 @@ def test_the_default_database_is_not_created_either(
 def test_the_refusal_hides_a_password(empty_url: str) -> None:
     secret_url = empty_url.replace("postgres:@", "postgres:hunter2@", 1)
     assert secret_url != empty_url
-    code, _, err = run("--db", secret_url, "doctor")
+    code, _, err = run("--db", secret_url, "recall", "disk", "-w", "acme")
     assert code == 2 and "no episodic database at" in err and "hunter2" not in err
+    code, out, err = run("--db", secret_url, "doctor")
+    assert code == 1 and "no episodic database at" in out and "hunter2" not in out + err
 
 
 def remembered(tmp_path: Path, name: str) -> str:

@@ -5,7 +5,10 @@ whole sentences; counts take the right form of the word; ``warning`` is a severi
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ from typer.testing import CliRunner
 from episodic import Episodic, Settings
 from episodic.cli import app
 
+ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
 NARROW = {"COLUMNS": "80", "EPISODIC_EMBEDDER": "none"}
 
@@ -170,3 +174,57 @@ def test_every_help_text_is_whole_sentences() -> None:
     # The break the decay help had in the middle of a sentence is gone.
     decay = dict(texts)["upkeep decay"]
     assert "from base importance, age and references" in decay
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["recall", "checkout OOM", "-w", "acme"],
+        ["render", "checkout OOM", "-w", "acme"],
+        ["index", "--once"],
+    ],
+    ids=lambda c: c[0],
+)
+def test_a_sparse_only_command_says_why_once(db: str, command: list[str]) -> None:
+    # An embedder configured but down: the mode line says why and how to fix it; the
+    # recall's (or the sweep's) own shorter warning would say it a second time.
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "src"),
+        "COLUMNS": "200",
+        "EPISODIC_EMBEDDER": "ollama",
+        "EPISODIC_OLLAMA_URL": "http://127.0.0.1:9",
+    }
+    env.pop("EPISODIC_LOG_FORMAT", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "episodic.cli", "--db", db, *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("cannot reach Ollama") == 1, done.stderr
+    assert done.stderr.count("sparse-only") == 1, done.stderr
+    assert "Run `episodic doctor` for how to fix it" in done.stderr
+
+
+def test_an_empty_render_says_so_at_a_terminal_and_prints_nothing_to_a_hook(db: str) -> None:
+    import pty
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "EPISODIC_EMBEDDER": "none"}
+    command = [sys.executable, "-m", "episodic.cli", "--db", db, "render", "zebra", "-w", "acme"]
+    hook = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert hook.returncode == 0 and hook.stdout == ""
+    assert "nothing recalled" not in hook.stderr
+    leader, follower = pty.openpty()
+    try:
+        person = subprocess.run(
+            command, env=env, stdout=subprocess.PIPE, stderr=follower, timeout=120
+        )
+        said = os.read(leader, 4096).decode()
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert person.returncode == 0 and person.stdout == b""
+    assert "nothing recalled" in said and "--explain" in said

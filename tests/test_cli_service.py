@@ -73,3 +73,75 @@ def test_serve_refuses_recall_processes_it_cannot_run(
 ) -> None:
     result = runner.invoke(app, ["serve", "--port", "0", *args], env=env)
     assert result.exit_code == 2 and said in result.stderr
+
+
+def test_mcp_without_its_extra_names_the_extra_before_any_missing_option(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from episodic import extras
+
+    real = extras.installed
+    monkeypatch.setattr(extras, "installed", lambda module: module != "mcp" and real(module))
+    result = runner.invoke(app, ["mcp"], env=env)
+    assert result.exit_code == 2, result.output
+    assert "pip install 'episodic-agent-memory[mcp]'" in result.stderr.replace("\n", "")
+    assert "--workspace" not in result.stderr
+
+
+def test_mcp_without_a_workspace_says_which_option_to_give(env: dict[str, str]) -> None:
+    result = runner.invoke(app, ["mcp", "--agent", "deployer"], env=env)
+    assert result.exit_code == 2, result.output
+    assert "--workspace: name the workspace to serve" in result.stderr
+    assert "EPISODIC_MCP_WORKSPACE" in result.stderr
+
+
+def _mcp_says(env: dict[str, str], *args: str, until: bytes) -> str:
+    """What ``episodic mcp ARGS`` writes on stderr, its stdin a terminal, until ``until``
+    or 5 s of silence; then it is stopped."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parents[1]
+    leader, follower = pty.openpty()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "episodic.cli", "mcp", "--workspace", "acme", *args],
+        env={**os.environ, **env, "PYTHONPATH": str(root / "src")},
+        stdin=follower,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    said = b""
+    try:
+        assert server.stderr is not None
+        deadline = time.monotonic() + 60
+        while until not in said and time.monotonic() < deadline:
+            ready, _, _ = select.select([server.stderr], [], [], 5)
+            chunk = os.read(server.stderr.fileno(), 4096) if ready else b""
+            if not chunk:
+                break
+            said += chunk
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        os.close(follower)
+        os.close(leader)
+    return said.decode()
+
+
+def test_mcp_run_by_hand_says_what_it_waits_for(env: dict[str, str]) -> None:
+    said = _mcp_says(env, "--role", "admin", until=b"Ctrl-C stops it")
+    assert said.startswith("episodic mcp: memory sqlite:///"), said
+    assert "waiting for an MCP client on stdin" in said and "Ctrl-C stops it" in said
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    said = _mcp_says(
+        env, "--role", "admin", "--transport", "http", "--port", str(port), until=b"/mcp"
+    )
+    assert f"MCP over streamable HTTP at http://127.0.0.1:{port}/mcp" in said, said

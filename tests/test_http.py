@@ -530,6 +530,34 @@ def test_undecodable_bodies_are_4xx(base: str, keys: dict[str, str], raw: bytes)
     assert 400 <= r.status_code < 500 and error_of(r)["field"] == "body"
 
 
+def test_a_body_not_sent_as_json_says_to_send_it_as_json(base: str, keys: dict[str, str]) -> None:
+    # What `curl -d '{"query": "x"}'` sends: a form's content type.
+    with client(base, keys["admin"]) as c:
+        r = c.post(
+            "/v1/recall",
+            content=b'{"query": "checkout"}',
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        assert r.status_code == 422
+        error = error_of(r)
+        assert error["field"] == "body"
+        assert "Content-Type: application/json" in error["message"]
+        assert "application/x-www-form-urlencoded" in error["message"]
+        sent = c.post("/v1/recall", json={"query": "checkout", "k": "many"})
+    assert "Content-Type" not in error_of(sent)["message"]  # JSON, just a wrong field
+
+
+def test_a_json_body_that_is_no_object_says_the_route_takes_one(
+    base: str, keys: dict[str, str]
+) -> None:
+    with client(base, keys["admin"]) as c:
+        r = c.post("/v1/events", json=[ev("x1", "acme", "a batch sent as a bare list")])
+    assert r.status_code == 422
+    error = error_of(r)
+    assert error["field"] == "body"
+    assert error["message"].startswith("the body must be a JSON object with this route's")
+
+
 def test_random_json_bodies_never_get_a_5xx(base: str, keys: dict[str, str]) -> None:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st

@@ -69,6 +69,19 @@ def test_pull_status_and_doctor_name_model_dir_its_files_and_hf_endpoint(
     names_the_way_out(check.fix, UNREACHABLE)
 
 
+def test_a_first_use_download_that_cannot_reach_the_hub_says_the_way_round_it_once(
+    no_model: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HF_ENDPOINT", UNREACHABLE)
+    with Episodic.open(f"sqlite:///{tmp_path}/m.db") as mem:
+        (check,) = [c for c in mem.doctor().checks if c.name == "embedder"]
+    assert check.fix is not None
+    names_the_way_out(check.fix, UNREACHABLE)
+    # The detail says what failed, not every way round the hub a second time.
+    assert "downloading it failed" in check.detail and "cannot reach" in check.detail
+    assert "without the hub" not in check.detail, check.detail
+
+
 def embedder_note(db: str) -> str:
     with Episodic.open(db) as mem:
         assert mem.embedder is None

@@ -162,6 +162,15 @@ def test_sparse_only_without_embedder_and_says_so() -> None:
         assert mem.index_once().embedded == 0
 
 
+def test_doctor_counts_the_memories_that_wait_for_embedding(svc: Episodic) -> None:
+    svc.ingest(JOURNAL[:1])
+    waiting = {c.name: c.detail for c in svc.doctor().checks}["indexer"]
+    assert waiting == "1 memory waits for embedding"
+    svc.ingest(JOURNAL[1:3])
+    waiting = {c.name: c.detail for c in svc.doctor().checks}["indexer"]
+    assert waiting == "3 memories wait for embedding"
+
+
 def test_embedder_outage_loses_nothing_and_recovers(svc: Episodic, fake: FakeEmbedder) -> None:
     svc.ingest(JOURNAL)
     fake.fail = True

@@ -149,19 +149,29 @@ def open_memory_at(choice: DatabaseChoice, *, create: bool = False) -> Episodic:
     # Imported here, not with the module: a command that opens no memory (--help,
     # --version, model status) does not pay for the service, the store and the recall engine.
     from episodic.service import Episodic
+
+    settings = Settings.from_env(db_url=choice.url)
+    if not create:
+        missing = never_created(choice)
+        if missing is not None:
+            raise InvalidInput("db", missing)
+    return Episodic.open(settings.db_url, settings=settings)
+
+
+def never_created(choice: DatabaseChoice) -> str | None:
+    """Why the database ``choice`` names cannot be used yet, and how to create it; None
+    when it exists (created by ``episodic init``)."""
     from episodic.store import store_exists
     from episodic.store.urls import display_url
 
-    settings = Settings.from_env(db_url=choice.url)
-    if not create and not store_exists(settings.db_url):
-        shown = display_url(settings.db_url)
-        init = f"episodic init --db {shown}" if choice.reason == "--db" else "episodic init"
-        raise InvalidInput(
-            "db",
-            f"no episodic database at {shown} ({choice.reason}); create it with "
-            f"`{init}`, or give the right one with --db or EPISODIC_DB",
-        )
-    return Episodic.open(settings.db_url, settings=settings)
+    if store_exists(choice.url):
+        return None
+    shown = display_url(choice.url)
+    init = f"episodic init --db {shown}" if choice.reason == "--db" else "episodic init"
+    return (
+        f"no episodic database at {shown} ({choice.reason}); create it with "
+        f"`{init}`, or give the right one with --db or EPISODIC_DB"
+    )
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:

@@ -29,6 +29,7 @@ from episodic.cli.basics import (
     stderr_console,
     stdout_console,
 )
+from episodic.cli.mode_notice import watch_mode_line
 from episodic.cli.version import version_text
 from episodic.config import DatabaseChoice
 from episodic.logs import configure_logging
@@ -110,6 +111,7 @@ def _root(
 ) -> None:
     with errors():  # EPISODIC_LOG_FORMAT=json: one JSON object per line
         configure_logging(logging.INFO if verbose else logging.WARNING)
+        watch_mode_line()
     ctx.obj = {"db": db}
 
 

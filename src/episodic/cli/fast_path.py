@@ -130,10 +130,12 @@ def run(argv: list[str]) -> bool:
         return False
     query, values = parsed
     from episodic.cli import recalling
+    from episodic.cli.mode_notice import watch_mode_line
     from episodic.logs import configure_logging
 
     with errors():  # what the root command does before any command runs
         configure_logging(logging.INFO if verbose else logging.WARNING)
+        watch_mode_line()
     _no_metrics()
 
     choose = partial(chosen_database, db)

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
+from episodic.cli.basics import never_created, open_memory_at
 from episodic.cli.common import JsonOpt, database, errors, open_memory, out, plural, print_json
 from episodic.config import DatabaseChoice, user_data_dir
 from episodic.store.urls import display_url
+
+if TYPE_CHECKING:
+    from episodic.service.doctor import DoctorReport
 
 
 def init(ctx: typer.Context) -> None:
@@ -37,14 +41,20 @@ def doctor(
     as_json: JsonOpt = False,
 ) -> None:
     """Check the database and the embedder, and say how to fix what is wrong; exit 1 on
-    any error.
+    any error (a database not created yet is one: `episodic init` creates it).
 
     Example: episodic doctor --deep --json
     """
-    with errors(), open_memory(ctx) as mem:
-        report = mem.doctor(deep=deep)
-        shown = display_url(mem.store.url)
-    reason = database(ctx).reason
+    choice = database(ctx)
+    with errors():
+        missing = never_created(choice)
+    if missing is None:
+        with errors(), open_memory(ctx) as mem:
+            report = mem.doctor(deep=deep)
+            shown = display_url(mem.store.url)
+    else:
+        report, shown = _doctor_before_init(missing), display_url(choice.url)
+    reason = choice.reason
     if as_json:
         print_json({**report.to_json(), "database": {"url": shown, "chosen_by": reason}})
     else:
@@ -59,6 +69,21 @@ def doctor(
                 out.print(f"      fix: {escape(c.fix)}")
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _doctor_before_init(missing: str) -> DoctorReport:
+    """The checks of a database not created yet: the store's is the error that says so
+    and how to create it; the others (the embedder, metrics) need no stored data, so
+    they run against an empty in-memory database with the same settings, and nothing
+    is created where the user's database will be."""
+    from episodic.service.doctor import Check, DoctorReport
+
+    empty = DatabaseChoice("sqlite:///:memory:", "doctor's stand-in")
+    with errors(), open_memory_at(empty, create=True) as mem:
+        found = mem.doctor()
+    store = Check("store", "error", missing.split("; ", 1)[0], missing.split("; ", 1)[-1])
+    others = [c for c in found.checks if c.name != "store"]
+    return DoctorReport(found.episodic, [store, *others], None)
 
 
 DEMO_QUERIES: tuple[tuple[str, dict[str, Any]], ...] = (

@@ -27,6 +27,7 @@ from episodic.cli.common import (
     plural,
     print_json,
 )
+from episodic.cli.mode_notice import repeats_mode_line
 from episodic.cli.portability import LayoutOpt, import_dir
 from episodic.cli.recalling import recall_command, render_command
 from episodic.errors import InvalidInput
@@ -140,11 +141,13 @@ def ingest(
                 )
             )
         for e in report.errors:
-            err.print(f"rejected {e}")
+            # Escaped: a message quotes the line's own value, which may hold brackets.
+            err.print(f"rejected {escape(str(e))}")
         if report.deprecated_fields:
             err.print(deprecation_note(report.deprecated_fields))
         if report.errors:
-            err.print(f"{len(report.errors)} line(s) rejected; the others were stored")
+            rest = "; the others were stored" if report.received > len(report.errors) else ""
+            err.print(f"{plural(len(report.errors), 'line')} rejected{rest}")
     if report.errors:
         raise typer.Exit(1)
 
@@ -247,7 +250,7 @@ def index(
                         f"{plural(report.learnings, 'learning')}; "
                         f"{plural(report.waiting, 'message')} wait for more"
                     )
-                if result.error:
+                if result.error and not repeats_mode_line(result.error):
                     err.print(f"[yellow]warning:[/yellow] {result.error}")
                 if report.unembedded:
                     err.print(
@@ -429,6 +432,9 @@ def render(
     include_superseded: SupersededOpt = False,
 ) -> None:
     """The prompt-ready <recalled-memory> block for QUERY (prints nothing if none).
+
+    When nothing is recalled, stdout stays empty (a hook injects nothing); at a terminal
+    a line on stderr says so.
 
     With EPISODIC_URL set (and EPISODIC_KEY), asks that server instead of opening the
     database and the model: an agent's hook answers in a fraction of the time.

@@ -26,6 +26,7 @@ from episodic.cli.basics import (
     stdout_console,
     warn_if_unknown,
 )
+from episodic.cli.mode_notice import repeats_mode_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -81,6 +82,10 @@ def render_command(choose: Choose, query: str, options: dict[str, Any]) -> None:
     _print_warnings(result)
     if block:
         sys.stdout.write(block + "\n")
+    elif sys.stderr.isatty():
+        # A hook reads an empty stdout as "nothing to inject"; a person at a terminal
+        # would see no answer at all without this line.
+        say_on_stderr("nothing recalled (`episodic recall ... --explain` shows what was dropped)")
     if result.trace is not None:
         print_trace(result.trace, stderr_console())
 
@@ -134,7 +139,8 @@ def _given(options: dict[str, Any]) -> dict[str, Any]:
 
 def _print_warnings(result: RecallResult) -> None:
     for warning in result.warnings:
-        say_on_stderr(f"[yellow]warning:[/yellow] {warning}")
+        if not repeats_mode_line(warning):  # said in full already, with its fix
+            say_on_stderr(f"[yellow]warning:[/yellow] {warning}")
 
 
 def print_trace(trace: Trace, console: Console) -> None:

@@ -273,12 +273,16 @@ def keys_revoke(
 
 def mcp_command(
     ctx: typer.Context,
+    # Not required by typer: a missing [mcp] extra is named before a missing option.
     workspace: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--workspace", "-w", envvar="EPISODIC_MCP_WORKSPACE", help="The workspace to serve."
+            "--workspace",
+            "-w",
+            envvar="EPISODIC_MCP_WORKSPACE",
+            help="The workspace to serve (required).",
         ),
-    ],
+    ] = None,
     agent: Annotated[
         str | None,
         typer.Option("--agent", envvar="EPISODIC_MCP_AGENT", help="Act as this agent."),
@@ -321,6 +325,14 @@ def mcp_command(
         require("mcp", "`episodic mcp`")
     from episodic.mcp import Binding, build_server
 
+    if workspace is None:
+        err.print(
+            "[red]error:[/red] --workspace: name the workspace to serve "
+            "(or set EPISODIC_MCP_WORKSPACE), e.g. `episodic mcp --workspace shop --agent "
+            "deployer`",
+            markup=True,
+        )
+        raise typer.Exit(2)
     if transport not in ("stdio", "http"):
         err.print("[red]error:[/red] --transport: use stdio or http", markup=True)
         raise typer.Exit(2)
@@ -332,6 +344,16 @@ def mcp_command(
         )
         server = build_server(mem, Binding.of(workspace, agent, crew, role, resource=resource))
         mem.warn_if_sparse_only()
+        if transport == "http":
+            at = f"http://{host}:{port}/mcp" if port else "/mcp (the port: uvicorn's line below)"
+            err.print(f"MCP over streamable HTTP at {at}", markup=False)
+        elif sys.stdin.isatty():
+            # Run by hand, the stdio server waits in silence: say for what.
+            err.print(
+                "waiting for an MCP client on stdin: a client starts this command itself "
+                "(its config: docs/integrations.md in the repository); Ctrl-C stops it",
+                markup=False,
+            )
         if transport == "stdio":
             server.run("stdio")
         else:

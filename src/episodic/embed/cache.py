@@ -17,7 +17,7 @@ from episodic.embed.check import check_matrix
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from episodic.lazy_numpy import np
+    from episodic.lazy import np
 
 
 def content_hash(text: str) -> str:

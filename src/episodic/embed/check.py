@@ -10,7 +10,7 @@ from episodic.errors import BadEmbedding
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from episodic.lazy_numpy import np
+    from episodic.lazy import np
 
 # Rows whose norm is this far from 1 are renormalised; a zero row has no direction at all.
 _MIN_NORM = 1e-12

@@ -14,7 +14,7 @@ from episodic.errors import EmbedderUnavailable, InvalidInput
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from episodic.lazy_numpy import np
+    from episodic.lazy import np
 
 _WORD = re.compile(r"\w+")
 # Texts without any word still need a direction; they all share this one.

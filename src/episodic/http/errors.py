@@ -103,12 +103,28 @@ def install_error_handlers(app: FastAPI) -> None:
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         first = exc.errors()[0] if exc.errors() else {}
         loc = list(first.get("loc", ()))
-        if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+        source = loc[0] if loc else None
+        if source in ("body", "query", "path", "header", "cookie"):
             loc = loc[1:]  # where it came from; the rest names the field
         field = ".".join(str(part) for part in loc) or "body"
         if first.get("type") == "json_invalid":
             field = "body"
         message = str(first.get("msg", "invalid request"))
+        sent_as = request.headers.get("content-type", "")
+        if source == "body" and "json" not in sent_as.lower():
+            # A body not declared JSON (curl -d sends it as a form) is never parsed as
+            # JSON: pydantic's own message ("a valid dictionary") does not say that.
+            message = (
+                f"the body must be JSON sent with Content-Type: application/json (this one "
+                f"came as {sent_as or 'no content type'}): {message}"
+            )
+        elif source == "body" and not loc and first.get("type") == "model_attributes_type":
+            # A JSON array or string where the route takes an object (a batch of events
+            # is {"events": [...]}, not the list itself).
+            message = (
+                f"the body must be a JSON object with this route's fields (see "
+                f"/openapi.json): {message}"
+            )
         return JSONResponse(error_body("invalid_input", message, field), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)

@@ -121,11 +121,14 @@ def run_doctor(ctx: Context, *, deep: bool = False) -> DoctorReport:
                 Check("vectors", "ok", f"{stats.vectors} vectors, {stats.pending_vectors} pending")
             )
     if stats is not None and stats.pending_vectors and mode == MODE_VECTOR:
+        waiting = "1 memory waits" if stats.pending_vectors == 1 else "memories wait"
+        if stats.pending_vectors > 1:
+            waiting = f"{stats.pending_vectors} {waiting}"
         checks.append(
             Check(
                 "indexer",
                 "warn",
-                f"{stats.pending_vectors} memories wait for embedding",
+                f"{waiting} for embedding",
                 "run `episodic index --once` (or keep `episodic index` running)",
             )
         )

@@ -23,6 +23,7 @@ from episodic.embed.pull import (
     FIRST_USE_DEADLINE_S,
     OFFLINE_REASON,
     TOTAL_BYTES,
+    HubUnreachable,
     ModelMissing,
     failed_pull,
     hub_offline,
@@ -136,8 +137,13 @@ class Models:
             pull(self.settings.cache_dir, deadline_s=FIRST_USE_DEADLINE_S)
             return make_embedder(self.settings)
         except EmbedderError as exc:
+            # A hub out of reach: ``pull``'s error adds every way round the hub to the
+            # reason, which ``missing`` (and doctor's fix) say already; the reason alone.
+            cause = exc.__cause__
+            reason = cause if isinstance(exc, HubUnreachable) and cause is not None else exc
             self._no_embedder(
-                f"the local embedder has no model and downloading it failed: {exc}", str(missing)
+                f"the local embedder has no model and downloading it failed: {reason}",
+                str(missing),
             )
             return None
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 else:
-    from episodic.lazy_numpy import np
+    from episodic.lazy import np
 
 T = TypeVar("T")
 # A vector's float32s as stored, little-endian: a string (numpy reads it as the dtype) so

@@ -28,7 +28,7 @@ from episodic.store.vectors import Relation, Vector, VectorStore
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from episodic.lazy_numpy import np
+    from episodic.lazy import np
 
 SIMILAR_MIN_COSINE = 0.80
 SIMILAR_TOP = 3

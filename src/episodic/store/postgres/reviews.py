@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from episodic.model import Event, ScopeFilter, utcnow
 from episodic.scoring.decay import LAST_REINFORCED, REINFORCEMENT_COUNT, reinforcement_of
-from episodic.store.postgres.connection import PgBase
+from episodic.store.postgres.connection import Conn, PgBase
 from episodic.store.rows import event_from_row, json_text, review_from_row, ts_text, unique
 from episodic.store.sql import (
     EVENT_COLUMNS,
@@ -24,6 +24,9 @@ from episodic.store.sql import (
     session_owner,
 )
 from episodic.store.upkeep import FsrsUpdate, PendingReview, ReviewOutcome
+
+# A session's recorded recalls not yet counted by its end.
+_SESSION = "workspace_id = %s AND conversation_id = %s AND reinforced_at IS NULL"
 
 # The review columns qualified: the claim's UPDATE also reads a subquery with an id.
 _REVIEW_COLUMNS = ", ".join(f"r.{c}" for c in REVIEW_COLUMNS.split(", "))
@@ -151,26 +154,17 @@ class ReviewsMixin(PgBase):
     ) -> list[str]:
         stamp, now = ts_text(at), ts_text(utcnow())
         day = at.astimezone(UTC).date().isoformat()
-        own, foreign, owner = session_owner(by_agent, by_crew, mark="%s")
-        session = "workspace_id = %s AND conversation_id = %s AND reinforced_at IS NULL"
+        own, _, owner = session_owner(by_agent, by_crew, mark="%s")
         with self._write() as conn:
             # A recall of another owner recorded after this check is left alone: the
             # update below takes only the owner's own.
-            if (
-                foreign
-                and self._exec(
-                    conn,
-                    f"SELECT 1 FROM memory_reviews WHERE {session} AND recalled_at <= %s{foreign} "
-                    "LIMIT 1",
-                    (workspace_id, conversation_id, stamp, *owner),
-                ).fetchone()
-            ):
+            if self._foreign_recall(conn, workspace_id, conversation_id, stamp, by_agent, by_crew):
                 raise not_session_owner(conversation_id, by_agent)
             # Taking the recalls is the claim: a second end of the same session waits for
             # this one's row locks, then finds them counted and reinforces nothing.
             recalls = self._exec(
                 conn,
-                f"UPDATE memory_reviews SET reinforced_at = %s WHERE {session} "
+                f"UPDATE memory_reviews SET reinforced_at = %s WHERE {_SESSION} "
                 f"AND recalled_at <= %s{own} RETURNING memory_ids",
                 (stamp, workspace_id, conversation_id, stamp, *owner),
             ).fetchall()
@@ -210,17 +204,32 @@ class ReviewsMixin(PgBase):
         by_agent: str | None = None,
         by_crew: str | None = None,
     ) -> bool:
+        with self._read() as conn:
+            return not self._foreign_recall(
+                conn, workspace_id, conversation_id, ts_text(at), by_agent, by_crew
+            )
+
+    def _foreign_recall(
+        self,
+        conn: Conn,
+        workspace_id: str,
+        conversation_id: str,
+        stamp: str,
+        by_agent: str | None,
+        by_crew: str | None,
+    ) -> bool:
+        """Whether the session holds a not-yet-counted recall up to ``stamp`` made by
+        another agent (crew) than the one ending it, or by none; never for an end on
+        behalf of anyone. Runs on the caller's connection, inside its read or write."""
         _, foreign, owner = session_owner(by_agent, by_crew, mark="%s")
         if not foreign:
-            return True
-        with self._read() as conn:
-            row = self._exec(
-                conn,
-                "SELECT 1 FROM memory_reviews WHERE workspace_id = %s AND conversation_id = %s "
-                f"AND reinforced_at IS NULL AND recalled_at <= %s{foreign} LIMIT 1",
-                (workspace_id, conversation_id, ts_text(at), *owner),
-            ).fetchone()
-        return row is None
+            return False
+        row = self._exec(
+            conn,
+            f"SELECT 1 FROM memory_reviews WHERE {_SESSION} AND recalled_at <= %s{foreign} LIMIT 1",
+            (workspace_id, conversation_id, stamp, *owner),
+        ).fetchone()
+        return row is not None
 
     def conversation_messages(
         self, workspace_id: str, conversation_id: str, *, after: datetime, limit: int

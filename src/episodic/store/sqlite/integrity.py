@@ -51,7 +51,7 @@ from episodic.store.sqlite.connection import SqliteBase, map_errors
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from episodic.lazy_numpy import np
+    from episodic.lazy import np
 
 Execute = Callable[[str], sqlite3.Cursor]
 

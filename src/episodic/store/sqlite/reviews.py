@@ -24,6 +24,9 @@ from episodic.store.sqlite.connection import SqliteBase, chunks, placeholders
 from episodic.store.sqlite.upkeep import REINFORCEMENT_SQL
 from episodic.store.upkeep import FsrsUpdate, PendingReview, ReviewOutcome
 
+# A session's recorded recalls not yet counted by its end.
+_SESSION = "workspace_id = ? AND conversation_id = ? AND reinforced_at IS NULL"
+
 
 class ReviewsMixin(SqliteBase):
     def claim_reviews(
@@ -138,20 +141,12 @@ class ReviewsMixin(SqliteBase):
         stamp, now = ts_text(at), ts_text(utcnow())
         day = at.astimezone(UTC).date().isoformat()
         reinforced: list[str] = []
-        own, foreign, owner = session_owner(by_agent, by_crew)
-        session = "workspace_id = ? AND conversation_id = ? AND reinforced_at IS NULL"
+        own, _, owner = session_owner(by_agent, by_crew)
         with self._write():
-            if (
-                foreign
-                and self._execute(
-                    f"SELECT 1 FROM memory_reviews WHERE {session} AND recalled_at <= ?{foreign} "
-                    "LIMIT 1",
-                    (workspace_id, conversation_id, stamp, *owner),
-                ).fetchone()
-            ):
+            if self._foreign_recall(workspace_id, conversation_id, stamp, by_agent, by_crew):
                 raise not_session_owner(conversation_id, by_agent)
             recalls = self._execute(
-                f"UPDATE memory_reviews SET reinforced_at = ? WHERE {session} "
+                f"UPDATE memory_reviews SET reinforced_at = ? WHERE {_SESSION} "
                 f"AND recalled_at <= ?{own} RETURNING memory_ids",
                 (stamp, workspace_id, conversation_id, stamp, *owner),
             ).fetchall()
@@ -179,16 +174,30 @@ class ReviewsMixin(SqliteBase):
         by_agent: str | None = None,
         by_crew: str | None = None,
     ) -> bool:
+        with self._read():
+            return not self._foreign_recall(
+                workspace_id, conversation_id, ts_text(at), by_agent, by_crew
+            )
+
+    def _foreign_recall(
+        self,
+        workspace_id: str,
+        conversation_id: str,
+        stamp: str,
+        by_agent: str | None,
+        by_crew: str | None,
+    ) -> bool:
+        """Whether the session holds a not-yet-counted recall up to ``stamp`` made by
+        another agent (crew) than the one ending it, or by none; never for an end on
+        behalf of anyone. Runs inside the caller's read or write."""
         _, foreign, owner = session_owner(by_agent, by_crew)
         if not foreign:
-            return True
-        with self._read():
-            row = self._execute(
-                "SELECT 1 FROM memory_reviews WHERE workspace_id = ? AND conversation_id = ? "
-                f"AND reinforced_at IS NULL AND recalled_at <= ?{foreign} LIMIT 1",
-                (workspace_id, conversation_id, ts_text(at), *owner),
-            ).fetchone()
-        return row is None
+            return False
+        row = self._execute(
+            f"SELECT 1 FROM memory_reviews WHERE {_SESSION} AND recalled_at <= ?{foreign} LIMIT 1",
+            (workspace_id, conversation_id, stamp, *owner),
+        ).fetchone()
+        return row is not None
 
     def conversation_messages(
         self, workspace_id: str, conversation_id: str, *, after: datetime, limit: int

@@ -24,7 +24,7 @@ from episodic.store.vectors import PendingVector, Relation, Vector
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from episodic.lazy_numpy import np
+    from episodic.lazy import np
 
 
 class VectorsMixin(SqliteBase):
