@@ -12,6 +12,13 @@ the mean difference of recall@10 with a paired bootstrap interval, per category.
     EPISODIC_CACHE_DIR=~/.cache/episodic PYTHONPATH=src python benchmarks/bench_reask.py \\
         ask beam ../shared/data/beam /tmp/ask.db conversation > conv.json
     python benchmarks/bench_reask.py compare turn.json conv.json
+
+``ask`` also takes a variant of the policy (``--set NAME=VALUE``, any name ``--tune``
+sweeps), what is recalled (``--types message``) and, for a run, the keyword leg's weight
+of a memory's derived keys (``--keys-weight``, a store constant). ``payload-index``
+rewrites a copy's keyword index of payloads: their values only (``--values-only``, no
+JSON key names) or without some fields (``--leave-out session_date,session``), to see
+what words a payload lends a memory.
 """
 
 from __future__ import annotations
@@ -25,20 +32,33 @@ from typing import Any
 
 from episodic.bench.beam import load_beam
 from episodic.bench.cache import SqliteEmbeddingCache
-from episodic.bench.folds import fold_means, split_folds
+from episodic.bench.folds import fold_means, parse_tune, split_folds, variant
 from episodic.bench.harness import CACHE_FILE, BenchClock, precompute_vectors
 from episodic.bench.locomo import Prepared, load_locomo, run_policy, summarise
 from episodic.config import Settings
 from episodic.embed import make_embedder
+from episodic.recall.policies import get_policy
 from episodic.service import Episodic
 from episodic.store import open_store
+from episodic.store.sqlite import SqliteStore
+from episodic.store.sqlite import sparse as sqlite_sparse
 
 FOLDS = 5
 BOOTSTRAP = 2000
 
 
-def ask(which: str, data: str, db: str, ingest: str, policy: str) -> dict[str, Any]:
-    """Every question with evidence asked under ``policy`` over the database at ``db``."""
+def ask(
+    which: str,
+    data: str,
+    db: str,
+    ingest: str,
+    policy: str,
+    changes: Sequence[str] = (),
+    types: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Every question with evidence asked under ``policy`` (with ``changes``, NAME=VALUE
+    each) over the database at ``db``."""
+    chosen = variant(get_policy(policy), {k: v[0] for k, v in parse_tune(changes).items()})
     conversations = load_beam(data) if which == "beam" else load_locomo(data)
     asked = [(c, q) for c in conversations for q in c.questions if q.evidence and q.text]
     settings = Settings.from_env(embedder="local")
@@ -53,7 +73,7 @@ def ask(which: str, data: str, db: str, ingest: str, policy: str) -> dict[str, A
         store = open_store(f"sqlite:///{db}")
         with Episodic(store=store, embedder=embedder, settings=settings, clock=clock) as mem:
             run = Prepared(mem, clock, conversations, asked, inner.model_id)
-            runs = run_policy(run, policy, "turn", ingest=ingest)
+            runs = run_policy(run, policy, "turn", policy=chosen, ingest=ingest, types=types)
     folds = split_folds([c.sample_id for c in conversations], FOLDS)
     report = [
         {"test": f, "policies": {policy: summarise([r for r in runs if r.conversation in f])}}
@@ -97,6 +117,38 @@ def compare(before: dict[str, Any], after: dict[str, Any], key: str = "recall@10
         print(f"  {category}: {100 * _mean(some):+.1f} points ({len(some)} questions)")
 
 
+def payload_index(db: str, values_only: bool, leave_out: Sequence[str]) -> int:
+    """Rewrite the keyword index's payload column of the memories in ``db``: without the
+    top-level fields ``leave_out``, and as its scalar values alone (no JSON key names)
+    when ``values_only``. Returns how many memories were indexed again."""
+    store = open_store(f"sqlite:///{db}")  # registers the index's tokenizer
+    if not isinstance(store, SqliteStore):
+        raise SystemExit(f"{db}: not a SQLite database")
+    con = store._writer  # a bench rewrites a copy's index in place
+    rows = con.execute("SELECT seq, content, keys, payload FROM memories").fetchall()
+    indexed = []
+    for seq, content, keys, payload in rows:
+        fields = {k: v for k, v in json.loads(payload).items() if k not in leave_out}
+        text = " ".join(_scalars(fields)) if values_only else json.dumps(fields)
+        indexed.append((seq, content, keys, text))
+    con.execute("BEGIN")
+    con.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
+    con.executemany(
+        "INSERT INTO memories_fts (rowid, content, keys, payload) VALUES (?, ?, ?, ?)", indexed
+    )
+    con.execute("COMMIT")
+    store.close()
+    return len(indexed)
+
+
+def _scalars(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _scalars(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _scalars(v)]
+    return [] if value is None else [str(value)]
+
+
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
@@ -114,17 +166,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     a = sub.add_parser("ask")
-    a.add_argument("set", choices=("locomo", "beam"))
+    a.add_argument("which", choices=("locomo", "beam"))
     a.add_argument("data")
     a.add_argument("db", help="the SQLite file `episodic bench --bench-db` built")
     a.add_argument("ingest", choices=("turn", "conversation"), help="how it was built")
     a.add_argument("--policy", default="default")
+    a.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    a.add_argument("--types", help="comma-separated memory types to recall")
+    a.add_argument("--keys-weight", type=float, help="BM25 weight of derived keys")
+    p = sub.add_parser("payload-index")
+    p.add_argument("db", help="a copy of a kept bench database (rewritten in place)")
+    p.add_argument("--values-only", action="store_true")
+    p.add_argument("--leave-out", default="", help="comma-separated payload fields")
     c = sub.add_parser("compare")
     c.add_argument("before")
     c.add_argument("after")
     args = parser.parse_args()
-    if args.command == "ask":
-        report = ask(args.set, args.data, args.db, args.ingest, args.policy)
+    if args.command == "payload-index":
+        out = [f for f in args.leave_out.split(",") if f]
+        print(f"{payload_index(args.db, args.values_only, out)} memories indexed again")
+    elif args.command == "ask":
+        if args.keys_weight is not None:
+            weights = sqlite_sparse._MEMORY_WEIGHTS  # a store constant, for this run
+            sqlite_sparse._MEMORY_WEIGHTS = (weights[0], args.keys_weight, weights[2])
+        types = args.types.split(",") if args.types else None
+        report = ask(args.which, args.data, args.db, args.ingest, args.policy, args.set, types)
         print(json.dumps(report))
         print(f"mean of {FOLDS} folds: {report['folds_mean']}", file=sys.stderr)
     else:

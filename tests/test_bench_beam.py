@@ -14,10 +14,13 @@ from typer.testing import CliRunner
 
 from episodic.bench.beam import evidence_ids, load_beam, parse_anchor, strip_index_marker
 from episodic.bench.locomo import (
+    QuestionRun,
     Turn,
     category_counts,
     message_event,
+    prepare_locomo,
     run_locomo,
+    run_policy,
     stored_text,
     unscored_counts,
 )
@@ -169,6 +172,28 @@ def test_conversation_ingest_runs_on_beam(tmp_path: Path) -> None:
     report = run_locomo(FIXTURE, ["bm25"], "turn", settings, ingest="conversation", load=load_beam)
     assert report["ingest"] == "conversation"
     assert report["policies"]["bm25"]["overall"]["recall@20"] > 0.0
+
+
+def test_a_run_over_conversation_ingest_recalls_only_the_types_asked(tmp_path: Path) -> None:
+    settings = Settings(embedder="none", cache_dir=tmp_path)
+    with prepare_locomo(
+        FIXTURE, settings, say=lambda _: None, ingest="conversation", load=load_beam
+    ) as run:
+        kinds: set[str] = set()
+
+        def types_of(outcome: QuestionRun) -> None:
+            conv = next(c for c in run.conversations if c.sample_id == outcome.conversation)
+            rows = run.mem.store.get_memories(conv.workspace, list(outcome.hit_ids))
+            kinds.update(m.type for m in rows)
+
+        run_policy(run, "bm25", "turn", ingest="conversation", observe=types_of)
+        assert "entry" in kinds  # by default a chat's entries are recalled beside messages
+        kinds.clear()
+        runs = run_policy(
+            run, "bm25", "turn", ingest="conversation", types=("message",), observe=types_of
+        )
+    assert kinds == {"message"}
+    assert any(r.scores["recall@20"] > 0 for r in runs)
 
 
 def test_missing_folder_names_data(sparse_env: dict[str, str], tmp_path: Path) -> None:

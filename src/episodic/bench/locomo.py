@@ -505,9 +505,11 @@ def run_policy(
     policy: RecallPolicy | None = None,
     observe: Callable[[QuestionRun], None] | None = None,
     ingest: str = "turn",
+    types: Sequence[str] | None = None,
 ) -> list[QuestionRun]:
     """Ask every scored question under one policy: ``name``'s preset, or ``policy`` (a
-    variant of a preset, reported as ``name``) when given."""
+    variant of a preset, reported as ``name``) when given. ``types`` narrows what is
+    recalled (default: messages and entries after conversation ingest, else all)."""
     mem, clock, asked = run.mem, run.clock, run.asked
     chosen: str | RecallPolicy = name if policy is None else policy
     outcomes: list[QuestionRun] = []
@@ -516,7 +518,8 @@ def run_policy(
     # DEPTH sessions, or a policy that returns several turns of one session would be cut
     # short of sessions it found.
     depth = SESSION_TURN_DEPTH if granularity == "session" else DEPTH
-    types = CONVERSATION_RECALL_TYPES if ingest == "conversation" else None
+    if types is None and ingest == "conversation":
+        types = CONVERSATION_RECALL_TYPES
     for conv, question in asked:
         clock.now = conv.end
         if conv.workspace not in warmed:
