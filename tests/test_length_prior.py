@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from episodic import Episodic
+from episodic.bench.folds import parse_tune, variant
 from episodic.embed.fake import FakeEmbedder
-from episodic.recall.policies import DEFAULT, get_policy
+from episodic.recall.policies import DEFAULT, RecallPolicy, get_policy
 from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.scoring.prior import (
+    head_gap,
     length_prior,
     length_prior_floor,
     long_margin,
@@ -210,3 +213,105 @@ def test_a_question_its_long_answers_match_best_is_answered_without_the_prior(
     gated = dataclasses.replace(prior, length_gate=0.01)
     lifted = mem.recall(query, workspace="w", k=3, mark=False, policy=gated)
     assert lifted.hits[0].memory.content == ANSWER
+
+
+def test_the_head_gap_is_how_far_the_best_match_stands_above_the_rest() -> None:
+    cosines = {"a": 0.62, "b": 0.60, "c": 0.59, "d": 0.20}
+    assert head_gap(cosines, 3) == pytest.approx(0.03)
+    assert head_gap(cosines, 2) == pytest.approx(0.02)
+    assert head_gap(cosines, 4) == pytest.approx(0.42)
+    # too few matches to call the head level: never level
+    assert head_gap(cosines, 5) == math.inf
+    assert head_gap({"a": 0.9}, 1) == math.inf
+    assert head_gap({}, 3) == math.inf
+
+
+def test_a_level_head_takes_the_priors_ranking_alone_unless_the_gate_lifts_it() -> None:
+    chars = {"s1": 200, "long": 4 * PASSAGE_CHARS, "s2": 200, "s3": 200}
+    factor = length_prior(4 * PASSAGE_CHARS, 0.8)
+    # with the prior the short "s1" leads; without it the long answer does by far
+    ranked = [("s1", 0.5), ("s2", 0.45), ("s3", 0.4), ("long", 0.9 * factor)]
+    settle = dict(share=0.3, k=1, gate=0.0, top=3, level_depth=3)
+    level = {"s1": 0.61, "long": 0.60, "s2": 0.59, "s3": 0.3}
+    peaked = {"s1": 0.61, "long": 0.45, "s2": 0.40, "s3": 0.3}
+
+    def first(cosines: dict[str, float], **changes: float) -> str:
+        kw: dict[str, float] = {**settle, **changes}
+        return settle_length_prior(ranked, chars, cosines, 0.8, **kw)[0][0]  # type: ignore[arg-type]
+
+    # fused at share 0.3 (rank constant 1) the long answer climbs back to the first place
+    assert first(level) == "long"
+    # a level head (best over third 0.02 < 0.1): the prior's ranking alone
+    assert first(level, level=0.1) == "s1"
+    # a peaked head (0.21) or no level rule keeps the fusion
+    assert first(peaked, level=0.1) == "long"
+    assert first(level, level=0.0) == "long"
+    # a query whose long memories match it clearly better is lifted first: no prior at all
+    long_best = {"long": 0.85, "s2": 0.80, "s1": 0.78, "s3": 0.3}
+    assert first(long_best, level=0.1, gate=0.0) == "s1"
+    assert first(long_best, level=0.1, gate=0.04, top=1) == "long"
+
+
+def test_the_level_rule_is_a_policy_field_the_bench_can_sweep() -> None:
+    sweep = parse_tune(["length_level=0,0.04", "length_level_depth=3,5"])
+    assert sweep["length_level"] == (0.0, 0.04)
+    assert sweep["length_level_depth"] == (3, 5)
+    assert isinstance(sweep["length_level_depth"][0], int)
+    tuned = variant(DEFAULT, {"length_level": 0.04, "length_level_depth": 5})
+    assert (tuned.length_level, tuned.length_level_depth) == (0.04, 5)
+
+
+# Three long answers about API errors, each repeating the question's words about as well
+# as the user's one-line instruction says it (a level head), then walking through a
+# deployment; and the instruction itself.
+API_SENTENCES = (
+    "API error responses: wrap each API call, log the API error and its responses, retry "
+    "the request with backoff, and keep error handling in one place. ",
+    "Handling an API error: check the responses, map each API error to a message, and "
+    "test the error handling paths. ",
+    "API responses and error handling: validate the API input, return clear error "
+    "responses, and document how errors look. ",
+)
+LEVEL_ANSWERS = [s * 6 + FILLER * 5 for s in API_SENTENCES]
+
+
+@pytest.fixture
+def level_mem(db_url: str) -> Iterator[Episodic]:
+    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
+    for i, text in enumerate([*LEVEL_ANSWERS, INSTRUCTION, *OTHERS]):
+        event = {
+            "id": f"e{i}",
+            "workspace": "w",
+            "type": "chat.turn",
+            "summary": text,
+            "refs": {"episodic": True},
+            "ts": (NOW - timedelta(hours=30 - i)).isoformat(),
+        }
+        assert m.ingest([event]).admitted == 1
+    m.index_once()
+    yield m
+    m.close()
+
+
+def test_a_fact_query_with_a_level_head_gets_the_message_and_a_summary_keeps_the_answers(
+    level_mem: Episodic,
+) -> None:
+    fact = "how should API error handling responses look"
+    summary = "walk me through the deployment checklist, the build cache and the staging servers"
+    level = dataclasses.replace(DEFAULT, length_prior=2.0, length_level=0.1, length_level_depth=3)
+    fused = dataclasses.replace(level, length_level=0.0)
+    assert all(len(a) > PASSAGE_CHARS for a in LEVEL_ANSWERS)
+
+    def first(query: str, policy: RecallPolicy) -> str:
+        return (
+            level_mem.recall(query, workspace="w", k=3, mark=False, policy=policy)
+            .hits[0]
+            .memory.content
+        )
+
+    # the fused ranking keeps a long answer first for the fact question too
+    assert first(fact, fused) in LEVEL_ANSWERS
+    # with the level rule the question whose head is level gets the user's message first
+    assert first(fact, level) == INSTRUCTION
+    # a question its long answers match clearly best keeps them first
+    assert first(summary, level) in LEVEL_ANSWERS

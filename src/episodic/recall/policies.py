@@ -144,6 +144,12 @@ class RecallPolicy:
     length_gate: float = 0.0
     # How many of the best long and the best short memories that comparison averages.
     length_gate_top: int = 3
+    # A query the gate does not lift takes the prior's ranking alone (no fusion) when its
+    # dense head is level: its best match leads its length_level_depth-th best by less than
+    # this in cosine (scoring/prior.py: head_gap), so no memory stands out and long
+    # answers repeating its words crowd the message that says it. 0 never.
+    length_level: float = 0.0
+    length_level_depth: int = 3
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.
