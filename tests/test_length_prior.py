@@ -253,6 +253,9 @@ def test_a_level_head_takes_the_priors_ranking_alone_unless_the_gate_lifts_it() 
 
 
 def test_the_level_rule_is_a_policy_field_the_bench_can_sweep() -> None:
+    # `default` takes the prior's ranking alone under a head gap of 0.04 among its 3 best
+    assert (DEFAULT.length_level, DEFAULT.length_level_depth) == (0.04, 3)
+    assert get_policy("dense").length_level == 0.0
     sweep = parse_tune(["length_level=0,0.04", "length_level_depth=3,5"])
     assert sweep["length_level"] == (0.0, 0.04)
     assert sweep["length_level_depth"] == (3, 5)
@@ -261,16 +264,16 @@ def test_the_level_rule_is_a_policy_field_the_bench_can_sweep() -> None:
     assert (tuned.length_level, tuned.length_level_depth) == (0.04, 5)
 
 
-# Three long answers about API errors, each repeating the question's words about as well
-# as the user's one-line instruction says it (a level head), then walking through a
-# deployment; and the instruction itself.
+# Three long answers about API errors, each matching the question about as well as the
+# user's one-line instruction does (a level head: no memory stands out), then walking
+# through a deployment; and the instruction itself.
 API_SENTENCES = (
-    "API error responses: wrap each API call, log the API error and its responses, retry "
-    "the request with backoff, and keep error handling in one place. ",
-    "Handling an API error: check the responses, map each API error to a message, and "
-    "test the error handling paths. ",
     "API responses and error handling: validate the API input, return clear error "
     "responses, and document how errors look. ",
+    "API error handling and responses: check the API input, send clear error responses, "
+    "and describe how errors look. ",
+    "Error handling for API responses: test the API input, give clear error responses, and "
+    "show how errors look. ",
 )
 LEVEL_ANSWERS = [s * 6 + FILLER * 5 for s in API_SENTENCES]
 
@@ -298,8 +301,8 @@ def test_a_fact_query_with_a_level_head_gets_the_message_and_a_summary_keeps_the
 ) -> None:
     fact = "how should API error handling responses look"
     summary = "walk me through the deployment checklist, the build cache and the staging servers"
-    level = dataclasses.replace(DEFAULT, length_prior=2.0, length_level=0.1, length_level_depth=3)
-    fused = dataclasses.replace(level, length_level=0.0)
+    level = DEFAULT
+    fused = dataclasses.replace(DEFAULT, length_level=0.0)
     assert all(len(a) > PASSAGE_CHARS for a in LEVEL_ANSWERS)
 
     def first(query: str, policy: RecallPolicy) -> str:
@@ -311,7 +314,7 @@ def test_a_fact_query_with_a_level_head_gets_the_message_and_a_summary_keeps_the
 
     # the fused ranking keeps a long answer first for the fact question too
     assert first(fact, fused) in LEVEL_ANSWERS
-    # with the level rule the question whose head is level gets the user's message first
+    # `default` gives the question whose head is level the user's message first
     assert first(fact, level) == INSTRUCTION
     # a question its long answers match clearly best keeps them first
     assert first(summary, level) in LEVEL_ANSWERS
