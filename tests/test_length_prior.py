@@ -18,9 +18,9 @@ from episodic.scoring.prior import (
     head_gap,
     length_prior,
     length_prior_floor,
+    length_share_for,
     long_margin,
     mix_length_prior,
-    settle_length_prior,
 )
 from episodic.store import open_store
 
@@ -190,17 +190,15 @@ def test_the_gate_lifts_the_prior_only_when_the_long_matches_stand_out() -> None
     chars = {"s1": 200, "long": 4 * PASSAGE_CHARS}
     factor = length_prior(4 * PASSAGE_CHARS, 0.8)
     ranked = [("s1", 0.5), ("long", 0.9 * factor)]
-    settle = dict(share=1.0, k=60, top=3)
     # the long answer matches 0.3 better than the short message: a gate of 0.2 lifts the
-    # prior (its plain score 0.9 leads), one of 0.4 keeps it, 0 never lifts it
+    # prior (share 0: the ranking without it, where its plain score 0.9 leads), one of 0.4
+    # keeps the share given, 0 never lifts it
     cosines = {"s1": 0.4, "long": 0.7}
-    assert [i for i, _ in settle_length_prior(ranked, chars, cosines, 0.8, gate=0.2, **settle)] == [
-        "long",
-        "s1",
-    ]
+    assert length_share_for(chars, cosines, share=1.0, gate=0.2, top=3) == 0.0
+    lifted = mix_length_prior(ranked, chars, 0.8, 0.0)
+    assert [i for i, _ in lifted] == ["long", "s1"]
     for gate in (0.4, 0.0):
-        kept = settle_length_prior(ranked, chars, cosines, 0.8, gate=gate, **settle)
-        assert [i for i, _ in kept] == ["s1", "long"]
+        assert length_share_for(chars, cosines, share=1.0, gate=gate, top=3) == 1.0
 
 
 def test_a_question_its_long_answers_match_best_is_answered_without_the_prior(
@@ -228,28 +226,29 @@ def test_the_head_gap_is_how_far_the_best_match_stands_above_the_rest() -> None:
 
 def test_a_level_head_takes_the_priors_ranking_alone_unless_the_gate_lifts_it() -> None:
     chars = {"s1": 200, "long": 4 * PASSAGE_CHARS, "s2": 200, "s3": 200}
-    factor = length_prior(4 * PASSAGE_CHARS, 0.8)
-    # with the prior the short "s1" leads; without it the long answer does by far
-    ranked = [("s1", 0.5), ("s2", 0.45), ("s3", 0.4), ("long", 0.9 * factor)]
-    settle = dict(share=0.3, k=1, gate=0.0, top=3, level_depth=3)
     level = {"s1": 0.61, "long": 0.60, "s2": 0.59, "s3": 0.3}
     peaked = {"s1": 0.61, "long": 0.45, "s2": 0.40, "s3": 0.3}
 
-    def first(cosines: dict[str, float], **changes: float) -> str:
-        kw: dict[str, float] = {**settle, **changes}
-        return settle_length_prior(ranked, chars, cosines, 0.8, **kw)[0][0]  # type: ignore[arg-type]
+    def share(cosines: dict[str, float], *, level: float, gate: float = 0.0) -> float:
+        return length_share_for(
+            chars, cosines, share=0.3, gate=gate, top=1, level=level, level_depth=3
+        )
 
-    # fused at share 0.3 (rank constant 1) the long answer climbs back to the first place
-    assert first(level) == "long"
     # a level head (best over third 0.02 < 0.1): the prior's ranking alone
-    assert first(level, level=0.1) == "s1"
-    # a peaked head (0.21) or no level rule keeps the fusion
-    assert first(peaked, level=0.1) == "long"
-    assert first(level, level=0.0) == "long"
-    # a query whose long memories match it clearly better is lifted first: no prior at all
+    assert share(level, level=0.1) == 1.0
+    # a peaked head (0.21), or no level rule, keeps the share given
+    assert share(peaked, level=0.1) == 0.3
+    assert share(level, level=0.0) == 0.3
+    # a query whose long memory matches it clearly better is lifted first: no prior at all
     long_best = {"long": 0.85, "s2": 0.80, "s1": 0.78, "s3": 0.3}
-    assert first(long_best, level=0.1, gate=0.0) == "s1"
-    assert first(long_best, level=0.1, gate=0.04, top=1) == "long"
+    assert share(long_best, level=0.1) == 1.0
+    assert share(long_best, level=0.1, gate=0.04) == 0.0
+    # what the shares do: with the prior the short "s1" leads; without it the long answer
+    # does by far, and fused at 0.3 (rank constant 1) it climbs back to the first place
+    factor = length_prior(4 * PASSAGE_CHARS, 0.8)
+    ranked = [("s1", 0.5), ("s2", 0.45), ("s3", 0.4), ("long", 0.9 * factor)]
+    assert mix_length_prior(ranked, chars, 0.8, 1.0)[0][0] == "s1"
+    assert mix_length_prior(ranked, chars, 0.8, 0.3, k=1)[0][0] == "long"
 
 
 def test_the_level_rule_is_a_policy_field_the_bench_can_sweep() -> None:
@@ -318,3 +317,14 @@ def test_a_fact_query_with_a_level_head_gets_the_message_and_a_summary_keeps_the
     assert first(fact, level) == INSTRUCTION
     # a question its long answers match clearly best keeps them first
     assert first(summary, level) in LEVEL_ANSWERS
+    # `--explain` names the ranking each question took
+    for query, policy, stage in (
+        (fact, level, "length:prior"),
+        (fact, fused, "length:fused"),
+        (summary, level, "length:plain"),
+    ):
+        result = level_mem.recall(
+            query, workspace="w", k=3, mark=False, policy=policy, explain=True
+        )
+        assert result.trace is not None
+        assert [n for n in result.trace.stages if n.startswith("length:")] == [stage]

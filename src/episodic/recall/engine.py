@@ -289,7 +289,7 @@ def _rank(
         reranked = ranked + bounded_tail
         if windows:
             ranked = by_time(ranked, memories, windows, policy.time_floor)
-        ranked = settle_by_length(ranked, memories, cosines, policy)
+        ranked = settle_by_length(ranked, memories, cosines, policy, trace)
         ranked += bounded_tail
         if policy.newest_similar_first and ranked:
             earlier.clear()

@@ -117,29 +117,24 @@ def head_gap(cosines: Mapping[str, float], depth: int) -> float:
     return best[0] - best[depth - 1]
 
 
-def settle_length_prior(
-    ranked: Sequence[tuple[str, float]],
+def length_share_for(
     chars: Mapping[str, int],
     cosines: Mapping[str, float],
-    strength: float,
     *,
     share: float,
-    k: int,
     gate: float,
     top: int,
     level: float = 0.0,
     level_depth: int = 3,
-) -> list[tuple[str, float]]:
-    """``ranked`` (scored with the length prior) as the query should see it: without the
-    prior when its long memories match it by ``gate`` or more better than its short ones
-    (``long_margin``, a positive ``gate``; 0 never lifts the prior); else with the prior's
-    ranking alone when its dense head is level (``head_gap`` at ``level_depth`` under a
-    positive ``level``; 0 never); else the prior's ranking fused with the plain one at
-    ``share`` (``mix_length_prior``)."""
-    if all(chars.get(i, 0) <= PASSAGE_CHARS for i, _ in ranked):
-        return list(ranked)  # no memory pays the prior: both rankings are this one
+) -> float:
+    """The share of the prior's ranking the query takes in ``mix_length_prior``: 0 (the
+    ranking without the prior) when its long memories match it by ``gate`` or more better
+    than its short ones (``long_margin`` over the ``top`` best of each, a positive
+    ``gate``; 0 never lifts the prior); else 1 (the prior's ranking alone) when its dense
+    head is level (``head_gap`` at ``level_depth`` under a positive ``level``; 0 never);
+    else ``share``."""
     if gate > 0 and long_margin(cosines, chars, top) >= gate:
-        share = 0.0
-    elif level > 0 and head_gap(cosines, level_depth) < level:
-        share = 1.0
-    return mix_length_prior(ranked, chars, strength, share, k)
+        return 0.0
+    if level > 0 and head_gap(cosines, level_depth) < level:
+        return 1.0
+    return share
