@@ -298,12 +298,10 @@ DENSE = RecallPolicy(
 #   unchanged (no turn over one passage). The prior alone lifts BEAM to 0.567 but costs
 #   summarization 9 points, and either softer form alone still costs it 1.6-2.0 points held
 #   out (benchmarks/README.md); the combined form was found on BEAM's per-question data.
-#   A query the gate does not lift takes the prior's ranking alone when its dense head is
-#   level (length_level 0.04: its best match leads its third by less than that in cosine,
-#   so no memory stands out). Every held-out fold's guarded choice (four 0.04, one 0.035):
-#   BEAM R@10 0.5208 -> 0.5403, NDCG@10 0.454 -> 0.461, R@1 0.227 -> 0.224, no ability
-#   more than 0.3 points lower; LoCoMo unchanged. The free choice (0.045) costs
-#   information extraction and summarization 1.1-1.3 points held out: the edge is near.
+#   The prior's ranking alone for a query whose dense head is level (length_level) stays
+#   off: at 0.04 it lifts BEAM's turn ingest 0.5208 -> 0.5403 held out with no ability
+#   lower, but costs summaries 3.8 points on conversation ingest, and over both modes no
+#   held-out choice keeps every ability within a point (benchmarks/README.md).
 # - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points
@@ -327,7 +325,6 @@ DEFAULT = RecallPolicy(
     length_prior=1.5,
     length_share=0.3,
     length_gate=0.06,
-    length_level=0.04,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
         "importance prior, a soft price on long memories' many passages, scope levels, "
