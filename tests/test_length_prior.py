@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from episodic import Episodic
+from episodic.bench.folds import parse_tune, variant
 from episodic.embed.fake import FakeEmbedder
-from episodic.recall.policies import DEFAULT, get_policy
+from episodic.recall.policies import DEFAULT, RecallPolicy, get_policy
 from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.scoring.prior import (
+    head_gap,
     length_prior,
     length_prior_floor,
+    length_share_for,
     long_margin,
     mix_length_prior,
-    settle_length_prior,
 )
 from episodic.store import open_store
 
@@ -187,17 +190,15 @@ def test_the_gate_lifts_the_prior_only_when_the_long_matches_stand_out() -> None
     chars = {"s1": 200, "long": 4 * PASSAGE_CHARS}
     factor = length_prior(4 * PASSAGE_CHARS, 0.8)
     ranked = [("s1", 0.5), ("long", 0.9 * factor)]
-    settle = dict(share=1.0, k=60, top=3)
     # the long answer matches 0.3 better than the short message: a gate of 0.2 lifts the
-    # prior (its plain score 0.9 leads), one of 0.4 keeps it, 0 never lifts it
+    # prior (share 0: the ranking without it, where its plain score 0.9 leads), one of 0.4
+    # keeps the share given, 0 never lifts it
     cosines = {"s1": 0.4, "long": 0.7}
-    assert [i for i, _ in settle_length_prior(ranked, chars, cosines, 0.8, gate=0.2, **settle)] == [
-        "long",
-        "s1",
-    ]
+    assert length_share_for(chars, cosines, share=1.0, gate=0.2, top=3) == 0.0
+    lifted = mix_length_prior(ranked, chars, 0.8, 0.0)
+    assert [i for i, _ in lifted] == ["long", "s1"]
     for gate in (0.4, 0.0):
-        kept = settle_length_prior(ranked, chars, cosines, 0.8, gate=gate, **settle)
-        assert [i for i, _ in kept] == ["s1", "long"]
+        assert length_share_for(chars, cosines, share=1.0, gate=gate, top=3) == 1.0
 
 
 def test_a_question_its_long_answers_match_best_is_answered_without_the_prior(
@@ -210,3 +211,120 @@ def test_a_question_its_long_answers_match_best_is_answered_without_the_prior(
     gated = dataclasses.replace(prior, length_gate=0.01)
     lifted = mem.recall(query, workspace="w", k=3, mark=False, policy=gated)
     assert lifted.hits[0].memory.content == ANSWER
+
+
+def test_the_head_gap_is_how_far_the_best_match_stands_above_the_rest() -> None:
+    cosines = {"a": 0.62, "b": 0.60, "c": 0.59, "d": 0.20}
+    assert head_gap(cosines, 3) == pytest.approx(0.03)
+    assert head_gap(cosines, 2) == pytest.approx(0.02)
+    assert head_gap(cosines, 4) == pytest.approx(0.42)
+    # too few matches to call the head level: never level
+    assert head_gap(cosines, 5) == math.inf
+    assert head_gap({"a": 0.9}, 1) == math.inf
+    assert head_gap({}, 3) == math.inf
+
+
+def test_a_level_head_takes_the_priors_ranking_alone_unless_the_gate_lifts_it() -> None:
+    chars = {"s1": 200, "long": 4 * PASSAGE_CHARS, "s2": 200, "s3": 200}
+    level = {"s1": 0.61, "long": 0.60, "s2": 0.59, "s3": 0.3}
+    peaked = {"s1": 0.61, "long": 0.45, "s2": 0.40, "s3": 0.3}
+
+    def share(cosines: dict[str, float], *, level: float, gate: float = 0.0) -> float:
+        return length_share_for(
+            chars, cosines, share=0.3, gate=gate, top=1, level=level, level_depth=3
+        )
+
+    # a level head (best over third 0.02 < 0.1): the prior's ranking alone
+    assert share(level, level=0.1) == 1.0
+    # a peaked head (0.21), or no level rule, keeps the share given
+    assert share(peaked, level=0.1) == 0.3
+    assert share(level, level=0.0) == 0.3
+    # a query whose long memory matches it clearly better is lifted first: no prior at all
+    long_best = {"long": 0.85, "s2": 0.80, "s1": 0.78, "s3": 0.3}
+    assert share(long_best, level=0.1) == 1.0
+    assert share(long_best, level=0.1, gate=0.04) == 0.0
+    # what the shares do: with the prior the short "s1" leads; without it the long answer
+    # does by far, and fused at 0.3 (rank constant 1) it climbs back to the first place
+    factor = length_prior(4 * PASSAGE_CHARS, 0.8)
+    ranked = [("s1", 0.5), ("s2", 0.45), ("s3", 0.4), ("long", 0.9 * factor)]
+    assert mix_length_prior(ranked, chars, 0.8, 1.0)[0][0] == "s1"
+    assert mix_length_prior(ranked, chars, 0.8, 0.3, k=1)[0][0] == "long"
+
+
+def test_the_level_rule_is_a_policy_field_the_bench_can_sweep() -> None:
+    # off in `default` (it costs summaries on conversation ingest) and every preset
+    assert DEFAULT.length_level == 0.0
+    assert get_policy("dense").length_level == 0.0
+    sweep = parse_tune(["length_level=0,0.04", "length_level_depth=3,5"])
+    assert sweep["length_level"] == (0.0, 0.04)
+    assert sweep["length_level_depth"] == (3, 5)
+    assert isinstance(sweep["length_level_depth"][0], int)
+    tuned = variant(DEFAULT, {"length_level": 0.04, "length_level_depth": 5})
+    assert (tuned.length_level, tuned.length_level_depth) == (0.04, 5)
+
+
+# Three long answers about API errors, each matching the question about as well as the
+# user's one-line instruction does (a level head: no memory stands out), then walking
+# through a deployment; and the instruction itself.
+API_SENTENCES = (
+    "API responses and error handling: validate the API input, return clear error "
+    "responses, and document how errors look. ",
+    "API error handling and responses: check the API input, send clear error responses, "
+    "and describe how errors look. ",
+    "Error handling for API responses: test the API input, give clear error responses, and "
+    "show how errors look. ",
+)
+LEVEL_ANSWERS = [s * 6 + FILLER * 5 for s in API_SENTENCES]
+
+
+@pytest.fixture
+def level_mem(db_url: str) -> Iterator[Episodic]:
+    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
+    for i, text in enumerate([*LEVEL_ANSWERS, INSTRUCTION, *OTHERS]):
+        event = {
+            "id": f"e{i}",
+            "workspace": "w",
+            "type": "chat.turn",
+            "summary": text,
+            "refs": {"episodic": True},
+            "ts": (NOW - timedelta(hours=30 - i)).isoformat(),
+        }
+        assert m.ingest([event]).admitted == 1
+    m.index_once()
+    yield m
+    m.close()
+
+
+def test_a_fact_query_with_a_level_head_gets_the_message_and_a_summary_keeps_the_answers(
+    level_mem: Episodic,
+) -> None:
+    fact = "how should API error handling responses look"
+    summary = "walk me through the deployment checklist, the build cache and the staging servers"
+    level = dataclasses.replace(DEFAULT, length_level=0.04, length_level_depth=3)
+    fused = DEFAULT
+    assert all(len(a) > PASSAGE_CHARS for a in LEVEL_ANSWERS)
+
+    def first(query: str, policy: RecallPolicy) -> str:
+        return (
+            level_mem.recall(query, workspace="w", k=3, mark=False, policy=policy)
+            .hits[0]
+            .memory.content
+        )
+
+    # `default`'s fused ranking keeps a long answer first for the fact question too
+    assert first(fact, fused) in LEVEL_ANSWERS
+    # the level rule gives the question whose head is level the user's message first
+    assert first(fact, level) == INSTRUCTION
+    # a question its long answers match clearly best keeps them first
+    assert first(summary, level) in LEVEL_ANSWERS
+    # `--explain` names the ranking each question took
+    for query, policy, stage in (
+        (fact, level, "length:prior"),
+        (fact, fused, "length:fused"),
+        (summary, level, "length:plain"),
+    ):
+        result = level_mem.recall(
+            query, workspace="w", k=3, mark=False, policy=policy, explain=True
+        )
+        assert result.trace is not None
+        assert [n for n in result.trace.stages if n.startswith("length:")] == [stage]

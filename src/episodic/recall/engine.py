@@ -19,6 +19,7 @@ from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
 from episodic.recall.legs import LegQuery, Legs, QueryVectors, run_legs
+from episodic.recall.length import settle_by_length
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
 from episodic.recall.rerank import Rerank
 from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
@@ -44,11 +45,7 @@ from episodic.scoring.passages import (
     span_for_words,
     words,
 )
-from episodic.scoring.prior import (
-    importance_prior,
-    length_prior_floor,
-    settle_length_prior,
-)
+from episodic.scoring.prior import importance_prior, length_prior_floor
 from episodic.scoring.scope import possible_levels, scope_multiplier
 from episodic.scoring.temporal import TimeWindow
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
@@ -292,20 +289,7 @@ def _rank(
         reranked = ranked + bounded_tail
         if windows:
             ranked = by_time(ranked, memories, windows, policy.time_floor)
-        if policy.length_prior > 0 and (policy.length_share < 1 or policy.length_gate > 0):
-            # The head was cut with the prior in its scores (a lower cut): it holds the
-            # first places of the rankings with and without it.
-            chars = {i: min(len(memories[i].content), MAX_CONTENT_CHARS) for i, _ in ranked}
-            ranked = settle_length_prior(
-                ranked,
-                chars,
-                {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])},
-                policy.length_prior,
-                share=policy.length_share,
-                k=policy.length_rank_k,
-                gate=policy.length_gate,
-                top=policy.length_gate_top,
-            )
+        ranked = settle_by_length(ranked, memories, cosines, policy, trace)
         ranked += bounded_tail
         if policy.newest_similar_first and ranked:
             earlier.clear()

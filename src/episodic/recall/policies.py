@@ -144,6 +144,12 @@ class RecallPolicy:
     length_gate: float = 0.0
     # How many of the best long and the best short memories that comparison averages.
     length_gate_top: int = 3
+    # A query the gate does not lift takes the prior's ranking alone (no fusion) when its
+    # dense head is level: its best match leads its length_level_depth-th best by less than
+    # this in cosine (scoring/prior.py: head_gap), so no memory stands out and long
+    # answers repeating its words crowd the message that says it. 0 never.
+    length_level: float = 0.0
+    length_level_depth: int = 3
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.
@@ -304,6 +310,10 @@ DENSE = RecallPolicy(
 #   unchanged (no turn over one passage). The prior alone lifts BEAM to 0.567 but costs
 #   summarization 9 points, and either softer form alone still costs it 1.6-2.0 points held
 #   out (benchmarks/README.md); the combined form was found on BEAM's per-question data.
+#   The prior's ranking alone for a query whose dense head is level (length_level) stays
+#   off: at 0.04 it lifts BEAM's turn ingest 0.5208 -> 0.5403 held out with no ability
+#   lower, but costs summaries 3.8 points on conversation ingest, and over both modes no
+#   held-out choice keeps every ability within a point (benchmarks/README.md).
 # - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points

@@ -11,6 +11,7 @@ cannot bury a clearly better one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from episodic.scoring.decay import clamp01
@@ -102,23 +103,38 @@ def long_margin(cosines: Mapping[str, float], chars: Mapping[str, int], top: int
     return sum(long[:top]) / len(long[:top]) - sum(short[:top]) / len(short[:top])
 
 
-def settle_length_prior(
-    ranked: Sequence[tuple[str, float]],
+def head_gap(cosines: Mapping[str, float], depth: int) -> float:
+    """How far the query's best dense match stands above its ``depth``-th best: the
+    difference of their cosines, 0 or more. Infinite when fewer than ``depth`` (or under
+    2) memories matched: too few to call the head level.
+
+    A small gap is a level head: several memories match the query about equally and none
+    stands out, as when long answers that each repeat the query's words crowd the one
+    message that says what was asked."""
+    if depth < 2 or len(cosines) < depth:
+        return math.inf
+    best = sorted(cosines.values(), reverse=True)
+    return best[0] - best[depth - 1]
+
+
+def length_share_for(
     chars: Mapping[str, int],
     cosines: Mapping[str, float],
-    strength: float,
     *,
     share: float,
-    k: int,
     gate: float,
     top: int,
-) -> list[tuple[str, float]]:
-    """``ranked`` (scored with the length prior) as the query should see it: without the
-    prior when its long memories match it by ``gate`` or more better than its short ones
-    (``long_margin``, a positive ``gate``; 0 never lifts the prior), else the prior's
-    ranking fused with the plain one at ``share`` (``mix_length_prior``)."""
-    if all(chars.get(i, 0) <= PASSAGE_CHARS for i, _ in ranked):
-        return list(ranked)  # no memory pays the prior: both rankings are this one
+    level: float = 0.0,
+    level_depth: int = 3,
+) -> float:
+    """The share of the prior's ranking the query takes in ``mix_length_prior``: 0 (the
+    ranking without the prior) when its long memories match it by ``gate`` or more better
+    than its short ones (``long_margin`` over the ``top`` best of each, a positive
+    ``gate``; 0 never lifts the prior); else 1 (the prior's ranking alone) when its dense
+    head is level (``head_gap`` at ``level_depth`` under a positive ``level``; 0 never);
+    else ``share``."""
     if gate > 0 and long_margin(cosines, chars, top) >= gate:
-        share = 0.0
-    return mix_length_prior(ranked, chars, strength, share, k)
+        return 0.0
+    if level > 0 and head_gap(cosines, level_depth) < level:
+        return 1.0
+    return share
