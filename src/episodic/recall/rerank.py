@@ -9,7 +9,7 @@ for: an ordinary recall allocates none of it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from functools import lru_cache
 from operator import itemgetter
@@ -21,10 +21,13 @@ from episodic.scoring.decay import clamp01, prominence, recency_weight, reinforc
 from episodic.scoring.prior import importance_prior, length_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import scope_level, scope_multiplier
+from episodic.store.search import RankRow
 
 SECONDS_PER_DAY = 86_400.0
 # The name a trace shows the length prior under, beside the policy's factors.
 LENGTH = "length"
+# The factors a candidate's ``RankRow`` holds everything for (with the length prior).
+ROW_FACTORS = frozenset({Factor.IMPORTANCE, Factor.IMPORTANCE_PRIOR, Factor.SCOPE_LEVEL})
 
 
 class Rerank:
@@ -45,6 +48,33 @@ class Rerank:
         self.names = tuple(names)
         self._values = tuple(values)
         self._parts: dict[str, tuple[float, ...]] = {}
+
+    def from_rows(self) -> bool:
+        """Whether every factor can be worked out from a candidate's ``RankRow``."""
+        return all(f in ROW_FACTORS for f in self.policy.factors)
+
+    def prime(self, rows: Iterable[RankRow]) -> None:
+        """Keep each row's factor values, worked out from the row alone (the policy's
+        factors are ``ROW_FACTORS``, every row has its length): a candidate re-ranked
+        later needs no whole row. The values are the ones ``parts`` gives its memory."""
+        policy, query = self.policy, self.query
+        table = _multipliers(policy.scope_multipliers)
+        for r in rows:
+            values: list[float] = []
+            for factor in policy.factors:
+                if factor is Factor.IMPORTANCE:
+                    values.append(r.importance)
+                elif factor is Factor.IMPORTANCE_PRIOR:
+                    values.append(importance_prior(r.importance, policy.importance_weight))
+                elif factor is Factor.SCOPE_LEVEL:
+                    level = scope_level(r.agent, r.crew, query.agent_id, query.crew_id)
+                    values.append(scope_multiplier(level, table))
+                else:
+                    raise ValueError(f"{factor.value} needs a memory's whole row")
+            if policy.length_prior > 0:
+                assert r.chars is not None
+                values.append(length_prior(min(r.chars, MAX_CONTENT_CHARS), policy.length_prior))
+            self._parts[r.id] = tuple(values)
 
     def parts(self, m: Memory) -> tuple[float, ...]:
         """``m``'s factor values, in the policy's order."""
