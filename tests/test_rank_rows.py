@@ -245,3 +245,35 @@ def test_the_postgres_migration_measures_the_memories_already_stored(pg_url: str
         assert [r.chars for r in m.store.rank_rows("w", _ids(m)).values()] == [3000]
     finally:
         m.close()
+
+
+def test_a_workspace_of_short_memories_ranks_as_before_and_forgetting_the_long_one_follows(
+    mem: Episodic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small: list[int] = []
+    get = mem.store.rank_rows
+
+    def counted(workspace_id: str, ids: Sequence[str]) -> dict[str, Any]:
+        small.append(len(ids))
+        return get(workspace_id, ids)
+
+    monkeypatch.setattr(mem.store, "rank_rows", counted)
+    long_ids = [
+        r[0]
+        for r in raw_rows(mem.store.url, "SELECT memory_id FROM memory_lengths WHERE chars > 1000")
+    ]
+    assert mem.store.longest("w") > PASSAGE_CHARS
+    _hits(mem)
+    assert small  # a long memory in the workspace: small rows
+    for memory_id in long_ids:
+        mem.forget(workspace="w", memory=str(memory_id))
+    # The longest memory left fits in a passage: no candidate pays the prior, and the
+    # recall reads whole rows for the top only, as before small rows.
+    assert 0 < mem.store.longest("w") <= PASSAGE_CHARS
+    small.clear()
+    read = _counting(mem)
+    short = _hits(mem)
+    assert not small and sum(read) <= 45
+    monkeypatch.setattr(engine, "rank_rows", lambda *args, **kwargs: None)
+    assert _hits(mem) == short
+    assert mem.store.longest("nobody") == 0

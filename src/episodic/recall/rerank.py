@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from functools import lru_cache
 from operator import itemgetter
+from typing import Protocol
 
 from episodic.config import MAX_CONTENT_CHARS
 from episodic.model import Memory, MemoryStatus, Query
@@ -54,27 +55,18 @@ class Rerank:
         return all(f in ROW_FACTORS for f in self.policy.factors)
 
     def prime(self, rows: Iterable[RankRow]) -> None:
-        """Keep each row's factor values, worked out from the row alone (the policy's
-        factors are ``ROW_FACTORS``, every row has its length): a candidate re-ranked
-        later needs no whole row. The values are the ones ``parts`` gives its memory."""
-        policy, query = self.policy, self.query
-        table = _multipliers(policy.scope_multipliers)
+        """Keep each row's factor values, worked out from the row alone (``from_rows``;
+        every row has its length): a candidate re-ranked later needs no whole row. The
+        factors are the very functions ``parts`` applies to a memory."""
+        values = [_row_bound(f, self.query, self.policy) for f in self.policy.factors]
+        strength = self.policy.length_prior
+        known = self._parts
         for r in rows:
-            values: list[float] = []
-            for factor in policy.factors:
-                if factor is Factor.IMPORTANCE:
-                    values.append(r.importance)
-                elif factor is Factor.IMPORTANCE_PRIOR:
-                    values.append(importance_prior(r.importance, policy.importance_weight))
-                elif factor is Factor.SCOPE_LEVEL:
-                    level = scope_level(r.agent, r.crew, query.agent_id, query.crew_id)
-                    values.append(scope_multiplier(level, table))
-                else:
-                    raise ValueError(f"{factor.value} needs a memory's whole row")
-            if policy.length_prior > 0:
+            parts = [value(r) for value in values]
+            if strength > 0:
                 assert r.chars is not None
-                values.append(length_prior(min(r.chars, MAX_CONTENT_CHARS), policy.length_prior))
-            self._parts[r.id] = tuple(values)
+                parts.append(length_prior(min(r.chars, MAX_CONTENT_CHARS), strength))
+            known[r.id] = tuple(parts)
 
     def parts(self, m: Memory) -> tuple[float, ...]:
         """``m``'s factor values, in the policy's order."""
@@ -109,11 +101,32 @@ class Rerank:
         return scored, details
 
 
+class _Scored(Protocol):
+    """What the factors of ``ROW_FACTORS`` read: a ``Memory`` or a ``RankRow``."""
+
+    @property
+    def importance(self) -> float: ...
+
+    @property
+    def agent(self) -> str | None: ...
+
+    @property
+    def crew(self) -> str | None: ...
+
+
 def _bound(
     factor: Factor, query: Query, now: datetime, policy: RecallPolicy
 ) -> Callable[[Memory], float]:
     """``factor_value`` of ``factor`` for one recall, with what every memory shares
     worked out once (``default``'s two factors are computed for every candidate)."""
+    if factor in ROW_FACTORS:
+        return _row_bound(factor, query, policy)
+    return lambda m: factor_value(factor, m, query, now, policy)
+
+
+def _row_bound(factor: Factor, query: Query, policy: RecallPolicy) -> Callable[[_Scored], float]:
+    """A factor of ``ROW_FACTORS`` for one recall, as ``_bound`` gives it: the same
+    function scores a memory and its ``RankRow``."""
     if factor is Factor.IMPORTANCE_PRIOR:
         w = clamp01(policy.importance_weight)
         # importance_prior's formula, its weight clamped once.
@@ -125,7 +138,7 @@ def _bound(
         # is worked out once.
         known: dict[tuple[str | None, str | None], float] = {}
 
-        def level(m: Memory) -> float:
+        def level(m: _Scored) -> float:
             pair = (m.agent, m.crew)
             found = known.get(pair)
             if found is None:
@@ -133,7 +146,9 @@ def _bound(
             return found
 
         return level
-    return lambda m: factor_value(factor, m, query, now, policy)
+    if factor is Factor.IMPORTANCE:
+        return lambda m: m.importance
+    raise ValueError(f"{factor.value} needs a memory's whole row")
 
 
 def factor_value(

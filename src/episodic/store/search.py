@@ -111,6 +111,11 @@ class SearchStore(MemoryReader, Protocol):
         ``flt``, as (id, offset) with offset -1, -2 … before and +1, +2 … after."""
         ...
 
+    def longest(self, workspace_id: str) -> int:
+        """The length in characters of the workspace's longest memory (forgotten ones
+        leave it; retired ones still count), 0 when it holds none."""
+        ...
+
     def rank_rows(self, workspace_id: str, ids: Sequence[str]) -> dict[str, RankRow]:
         """The ``RankRow`` of each of ``ids`` that is a memory of the workspace; unknown
         ids are left out."""

@@ -334,6 +334,17 @@ class SearchMixin(PgvectorMixin):
                 found[anchor] += [(n[3], sign * k) for k, n in enumerate(ordered, start=1)]
         return found
 
+    def longest(self, workspace_id: str) -> int:
+        if _has_nul(workspace_id):
+            return 0
+        with self._read() as conn:
+            row = self._exec(
+                conn,
+                "SELECT max(chars) FROM memory_lengths WHERE workspace_id = %s",
+                (workspace_id,),
+            ).fetchone()
+        return int(row[0] or 0) if row else 0
+
     def rank_rows(self, workspace_id: str, ids: Sequence[str]) -> dict[str, RankRow]:
         wanted = [i for i in unique(ids) if not _has_nul(i)]
         if not wanted or _has_nul(workspace_id):

@@ -243,6 +243,13 @@ class SearchMixin(SqliteBase):
                     ]
         return found
 
+    def longest(self, workspace_id: str) -> int:
+        with self._read():
+            row = self._execute(
+                "SELECT max(chars) FROM memory_lengths WHERE workspace_id = ?", (workspace_id,)
+            ).fetchone()
+        return int(row[0] or 0)
+
     def rank_rows(self, workspace_id: str, ids: Sequence[str]) -> dict[str, RankRow]:
         wanted = unique(ids)
         found: dict[str, RankRow] = {}
