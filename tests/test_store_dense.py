@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from episodic.errors import ModelMismatch
 from episodic.model import Scope, ScopeFilter
 from episodic.store.dense import DenseIndex, DenseRows
 
@@ -128,3 +129,22 @@ def test_ann_follows_appends_and_in_place_updates(
     got = {c.memory_id: c.score for c in index.search(ACME, None, q, 5)}
     assert got["m7"] == pytest.approx(1.0, abs=1e-5)
     assert len(index) == ROWS + 1
+
+
+def test_a_query_normalised_once_searches_as_the_raw_one_and_its_size_is_still_checked() -> None:
+    # The dense leg searches the memories and their passages with one query: it makes the
+    # unit vector once and hands it to both searches.
+    vecs = _vectors(200, seed=4)
+    index = DenseIndex()
+    index.upsert(_rows(vecs))
+    raw = 3.0 * vecs[17]
+    unit = index.query_vector(raw)
+    assert float(np.linalg.norm(unit)) == pytest.approx(1.0)
+    assert index.search_pairs(ACME, None, unit, 5, unit=True) == index.search_pairs(
+        ACME, None, raw, 5
+    )
+    assert index.search_pairs(ACME, None, unit, 1, unit=True)[0][0] == "m17"
+    with pytest.raises(ModelMismatch):
+        index.search_pairs(ACME, None, np.ones(DIM + 1, dtype=np.float32), 5, unit=True)
+    with pytest.raises(ModelMismatch):
+        index.query_vector(np.ones(DIM + 1, dtype=np.float32))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
+from datetime import datetime
 
-from episodic.model import Memory
 from episodic.scoring.temporal import TimeWindow, time_boost
 
 
@@ -43,15 +43,16 @@ def split_head(
 
 def by_time(
     ranked: Sequence[tuple[str, float]],
-    memories: dict[str, Memory],
+    ts: Callable[[str], datetime],
     windows: Sequence[TimeWindow],
     floor: float,
 ) -> list[tuple[str, float]]:
-    """``ranked`` times each memory's time boost, best first (unchanged without windows)."""
+    """``ranked`` times each memory's time boost (its time ``ts(id)``), best first
+    (unchanged without windows)."""
     if not windows:
         return list(ranked)
     return sorted(
-        ((i, s * time_boost(memories[i].ts, windows, floor=floor)) for i, s in ranked),
+        ((i, s * time_boost(ts(i), windows, floor=floor)) for i, s in ranked),
         key=lambda pair: pair[1],
         reverse=True,
     )

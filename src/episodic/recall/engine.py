@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -19,16 +19,17 @@ from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
 from episodic.recall.legs import LegQuery, Legs, QueryVectors, run_legs
-from episodic.recall.length import settle_by_length
+from episodic.recall.length import settle, settles, stage_of
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
 from episodic.recall.rerank import Rerank
 from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
+from episodic.recall.rows import rank_rows
+from episodic.recall.sources import one_per_source
 from episodic.recall.supersede import newest_similar_first, order_within_hits
 from episodic.recall.timeparse import parse_time_expressions, strip_time_expressions
 from episodic.recall.trace import (
     DROP_MMR,
     DROP_RANK,
-    DROP_SAME_SOURCE,
     DROP_SCOPE,
     Trace,
 )
@@ -264,6 +265,16 @@ def _rank(
     )
     whole = policy.diversity is Diversity.MMR or lo <= 0 or hi == math.inf
     depth = 2 * k
+    rerank = Rerank(policy, query, now)
+    # Every candidate's final score from its small row, when the ranking needs them all.
+    rows = rank_rows(store, query.workspace_id, policy, rerank, [i for i, _ in fused])
+    whole = whole or rows is not None
+
+    def ts(i: str) -> datetime:
+        return rows[i].ts if rows is not None else memories[i].ts
+
+    def length(i: str) -> int:
+        return rows[i].chars or 0 if rows is not None else len(memories[i].content)
 
     def final(pairs: Sequence[tuple[str, float]]) -> list[float] | None:
         """The scores ``pairs`` end with; None when a row is missing."""
@@ -271,16 +282,17 @@ def _rank(
         if any(i not in memories for i, _ in pairs):
             return None
         scored, _ = rerank(list(pairs), memories)
-        return [s for _, s in by_time(scored, memories, windows, policy.time_floor)]
+        return [s for _, s in by_time(scored, ts, windows, policy.time_floor)]
 
-    rerank = Rerank(policy, query, now)
     # Ids with a newer near-duplicate ranked with them, and that newer id: marked earlier.
     earlier: dict[str, str] = {}
     for everything in (whole, True):
         head, tail = (
             (fused, []) if everything or not reorders else split_head(fused, depth, hi, final)
         )
-        if reorders:
+        if rows is not None:
+            head = [(i, s) for i, s in head if i in rows]
+        elif reorders:
             fetch([i for i, _ in head])
             head = [(i, s) for i, s in head if i in memories]
         ranked, detail = rerank(head, memories, detail=trace is not None)
@@ -288,14 +300,17 @@ def _rank(
         bounded_tail = [(i, s * lo) for i, s in tail]
         reranked = ranked + bounded_tail
         if windows:
-            ranked = by_time(ranked, memories, windows, policy.time_floor)
-        ranked = settle_by_length(ranked, memories, cosines, policy, trace)
+            ranked = by_time(ranked, ts, windows, policy.time_floor)
+        if settles(policy):
+            # The head was cut with the prior in its scores (a lower cut): it holds the
+            # first places of the rankings with and without it.
+            ranked = settle(ranked, length, legs.get(Leg.DENSE.value, []), policy, trace)
         ranked += bounded_tail
         if policy.newest_similar_first and ranked:
             earlier.clear()
             same = (policy.subject_cosine, policy.subject_cosine_turns)
             ranked = newest_similar_first(store, flt, ranked, memories, fetch, depth, same, earlier)
-        survivors = _one_per_source(ranked, memories, fetch, k, None)
+        survivors = one_per_source(ranked, memories, fetch, k, None)
         if everything or not tail or within(survivors[:k], ranked[:depth]):
             break
     if trace is not None:
@@ -303,7 +318,9 @@ def _rank(
             trace.add_stage("rerank:" + "x".join(rerank.names), reranked, detail)
         if windows:
             trace.add_stage("time", ranked)
-        survivors = _one_per_source(ranked, memories, fetch, k, trace)
+        if (settled := stage_of(trace)) is not None:  # after the stages it follows
+            trace.stages[settled] = trace.stages.pop(settled)
+        survivors = one_per_source(ranked, memories, fetch, k, trace)
     ranked = survivors
 
     if policy.diversity is Diversity.MMR:
@@ -366,114 +383,6 @@ def review_of(
         crew_id=query.crew_id,
         conversation_id=conversation or query.conversation_id,
     )
-
-
-def _source_key(m: Memory) -> str:
-    """What a memory is evidence of: the one event it was made from (a journal entry's
-    memory, a message, an entry quoting that message), else itself (an episode, a rule)."""
-    return m.source_event_ids[0] if len(m.source_event_ids) == 1 else m.id
-
-
-def derived_from(m: Memory) -> tuple[str, ...]:
-    """The memories ``m`` was derived from and restates (a consolidated rule lists its
-    evidence), by id; () for a memory that stands on its own."""
-    evidence = m.payload.get("evidence_ids", m.payload.get("evidence"))
-    if isinstance(evidence, list) and all(isinstance(e, str) for e in evidence):
-        return tuple(evidence)
-    return ()
-
-
-def _stands_for_source(m: Memory, first: Memory | None, placed: bool) -> bool:
-    """Whether entry ``m`` takes the slot ``first`` (same source, ranked above it) holds."""
-    return (
-        placed and first is not None and m.type == "entry" and first.type in ("message", "learning")
-    )
-
-
-def _one_per_source(
-    ranked: list[tuple[str, float]],
-    memories: dict[str, Memory],
-    fetch: Callable[[Sequence[str]], None],
-    k: int,
-    trace: Trace | None,
-) -> list[tuple[str, float]]:
-    """The final order, walking down the ranking until ``k`` are kept (fetching rows as
-    it goes):
-
-    - one memory per source: an entry extracted from a message says what the message says,
-      and two slots for one piece of evidence crowd out another. The best-ranked takes the
-      slot, but an entry stands for its source (seed 004: it carries the exact evidence):
-      it takes the slot of a message or learning made from that same source;
-    - a memory derived from others (a consolidated rule) comes right after the last of
-      its evidence that is ranked too: a summary never displaces what it summarises."""
-    out: list[tuple[str, float]] = []
-    seen: dict[str, str] = {}
-    ahead = {i for i, _ in ranked}
-    waiting: dict[str, list[tuple[str, float]]] = {}  # evidence id -> summaries after it
-    pending: dict[str, set[str]] = {}  # summary id -> its evidence not yet placed
-    kept = 0
-
-    at: dict[str, int] = {}  # placed id -> its index in out
-
-    def place(mid: str, score: float) -> None:
-        nonlocal kept
-        at[mid] = len(out)
-        out.append((mid, score))
-        kept += 1
-        release(mid, score)
-
-    def release(mid: str, score: float) -> None:
-        # A summary follows its evidence, and scores no higher than what it follows.
-        for summary, own in waiting.pop(mid, []):
-            left = pending[summary]
-            left.discard(mid)
-            if not left:
-                del pending[summary]
-                place(summary, min(own, score))
-
-    for start in range(0, len(ranked), 2 * k):
-        chunk = ranked[start : start + 2 * k]
-        if kept >= k and trace is None and not pending:
-            out += chunk  # past k only the order matters, and it is unchanged
-            continue
-        fetch([i for i, _ in chunk])
-        for mid, score in chunk:
-            ahead.discard(mid)
-            m = memories.get(mid)
-            if m is None:
-                release(mid, score)
-                continue
-            key = _source_key(m)
-            first = seen.get(key)
-            if first is not None and _stands_for_source(m, memories.get(first), first in at):
-                seen[key] = mid
-                out[at[first]] = (mid, out[at[first]][1])
-                at[mid] = at.pop(first)
-                if trace is not None:
-                    trace.drop(first, "sources", DROP_SAME_SOURCE, f"says what {mid} says")
-                release(mid, score)
-                continue
-            if first is not None:
-                if trace is not None:
-                    trace.drop(mid, "sources", DROP_SAME_SOURCE, f"says what {first} says")
-                release(mid, score)
-                continue
-            seen[key] = mid
-            below = {e for e in derived_from(m) if e in ahead}
-            if below:
-                pending[mid] = below
-                for e in below:
-                    waiting.setdefault(e, []).append((mid, score))
-                continue
-            place(mid, score)
-    # Evidence that never came (no row any more): its summaries follow in rank order.
-    for mid, score in sorted(
-        {(s, sc) for lst in waiting.values() for s, sc in lst if s in pending},
-        key=lambda pair: -pair[1],
-    ):
-        pending.pop(mid, None)
-        out.append((mid, score))
-    return out
 
 
 def _time_windows(

@@ -9,10 +9,11 @@ for: an ordinary recall allocates none of it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from functools import lru_cache
 from operator import itemgetter
+from typing import Protocol
 
 from episodic.config import MAX_CONTENT_CHARS
 from episodic.model import Memory, MemoryStatus, Query
@@ -21,10 +22,13 @@ from episodic.scoring.decay import clamp01, prominence, recency_weight, reinforc
 from episodic.scoring.prior import importance_prior, length_prior
 from episodic.scoring.retrievability import initial_stability, retrievability
 from episodic.scoring.scope import scope_level, scope_multiplier
+from episodic.store.search import RankRow
 
 SECONDS_PER_DAY = 86_400.0
 # The name a trace shows the length prior under, beside the policy's factors.
 LENGTH = "length"
+# The factors a candidate's ``RankRow`` holds everything for (with the length prior).
+ROW_FACTORS = frozenset({Factor.IMPORTANCE, Factor.IMPORTANCE_PRIOR, Factor.SCOPE_LEVEL})
 
 
 class Rerank:
@@ -45,6 +49,24 @@ class Rerank:
         self.names = tuple(names)
         self._values = tuple(values)
         self._parts: dict[str, tuple[float, ...]] = {}
+
+    def from_rows(self) -> bool:
+        """Whether every factor can be worked out from a candidate's ``RankRow``."""
+        return all(f in ROW_FACTORS for f in self.policy.factors)
+
+    def prime(self, rows: Iterable[RankRow]) -> None:
+        """Keep each row's factor values, worked out from the row alone (``from_rows``;
+        every row has its length): a candidate re-ranked later needs no whole row. The
+        factors are the very functions ``parts`` applies to a memory."""
+        values = [_row_bound(f, self.query, self.policy) for f in self.policy.factors]
+        strength = self.policy.length_prior
+        known = self._parts
+        for r in rows:
+            parts = [value(r) for value in values]
+            if strength > 0:
+                assert r.chars is not None
+                parts.append(length_prior(min(r.chars, MAX_CONTENT_CHARS), strength))
+            known[r.id] = tuple(parts)
 
     def parts(self, m: Memory) -> tuple[float, ...]:
         """``m``'s factor values, in the policy's order."""
@@ -79,11 +101,32 @@ class Rerank:
         return scored, details
 
 
+class _Scored(Protocol):
+    """What the factors of ``ROW_FACTORS`` read: a ``Memory`` or a ``RankRow``."""
+
+    @property
+    def importance(self) -> float: ...
+
+    @property
+    def agent(self) -> str | None: ...
+
+    @property
+    def crew(self) -> str | None: ...
+
+
 def _bound(
     factor: Factor, query: Query, now: datetime, policy: RecallPolicy
 ) -> Callable[[Memory], float]:
     """``factor_value`` of ``factor`` for one recall, with what every memory shares
     worked out once (``default``'s two factors are computed for every candidate)."""
+    if factor in ROW_FACTORS:
+        return _row_bound(factor, query, policy)
+    return lambda m: factor_value(factor, m, query, now, policy)
+
+
+def _row_bound(factor: Factor, query: Query, policy: RecallPolicy) -> Callable[[_Scored], float]:
+    """A factor of ``ROW_FACTORS`` for one recall, as ``_bound`` gives it: the same
+    function scores a memory and its ``RankRow``."""
     if factor is Factor.IMPORTANCE_PRIOR:
         w = clamp01(policy.importance_weight)
         # importance_prior's formula, its weight clamped once.
@@ -95,7 +138,7 @@ def _bound(
         # is worked out once.
         known: dict[tuple[str | None, str | None], float] = {}
 
-        def level(m: Memory) -> float:
+        def level(m: _Scored) -> float:
             pair = (m.agent, m.crew)
             found = known.get(pair)
             if found is None:
@@ -103,7 +146,9 @@ def _bound(
             return found
 
         return level
-    return lambda m: factor_value(factor, m, query, now, policy)
+    if factor is Factor.IMPORTANCE:
+        return lambda m: m.importance
+    raise ValueError(f"{factor.value} needs a memory's whole row")
 
 
 def factor_value(

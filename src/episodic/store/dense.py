@@ -368,19 +368,37 @@ class DenseIndex:
         return [Candidate(i, score, rank) for rank, (i, score) in enumerate(pairs, start=1)]
 
     def search_pairs(
-        self, flt: ScopeFilter, scope: Scope | None, query: Vector, limit: int
+        self,
+        flt: ScopeFilter,
+        scope: Scope | None,
+        query: Vector,
+        limit: int,
+        *,
+        unit: bool = False,
     ) -> list[tuple[str, float]]:
         """``search`` as (id, cosine) pairs: a caller that folds the rows into others
         (the passages' search) makes no ``Candidate`` it would throw away, each costing
-        more than the row's share of the search."""
+        more than the row's share of the search. ``unit``: ``query`` is already what
+        ``query_vector`` makes of it (a caller searching two indexes with one query
+        normalises it once: ~0.1 ms each time)."""
         if self._n == 0 or limit <= 0:
             return []
-        assert self.dim is not None and self.model is not None
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        if q.shape != (self.dim,):
-            raise ModelMismatch(self.model, self.dim, "the query's embedder", int(q.size))
-        q = unit_vector(q)
+        if not unit:
+            q = self.query_vector(query)
+        elif query.shape != (self.dim,):
+            model, dim = self.model or "?", self.dim or 0
+            raise ModelMismatch(model, dim, "the query's embedder", int(query.size))
+        else:
+            q = query
         return self._shared(lambda: self._search(flt, scope, q, limit))
+
+    def query_vector(self, query: Vector) -> Vector:
+        """``query`` as a search compares it: float32, unit length, of this index's
+        dimension (``ModelMismatch`` when it is of another)."""
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if self.dim is not None and q.shape != (self.dim,):
+            raise ModelMismatch(self.model or "?", self.dim, "the query's embedder", int(q.size))
+        return unit_vector(q)
 
     def _search(
         self, flt: ScopeFilter, scope: Scope | None, q: Vector, limit: int

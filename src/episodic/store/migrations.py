@@ -900,6 +900,42 @@ def m017_text_passages(conn: sqlite3.Connection) -> None:
     )
 
 
+_M018_SQL = """
+CREATE TABLE memory_lengths (
+  memory_id    TEXT PRIMARY KEY REFERENCES memories (id) ON DELETE CASCADE ON UPDATE CASCADE,
+  workspace_id TEXT NOT NULL,
+  chars        INTEGER NOT NULL
+);
+
+CREATE INDEX memory_lengths_workspace ON memory_lengths (workspace_id, chars);
+
+CREATE TRIGGER memory_lengths_ai AFTER INSERT ON memories BEGIN
+  INSERT OR REPLACE INTO memory_lengths (memory_id, workspace_id, chars)
+    VALUES (new.id, new.workspace_id, length(new.content));
+END;
+
+CREATE TRIGGER memory_lengths_au AFTER UPDATE OF id, workspace_id, content ON memories BEGIN
+  INSERT OR REPLACE INTO memory_lengths (memory_id, workspace_id, chars)
+    VALUES (new.id, new.workspace_id, length(new.content));
+END
+"""
+
+
+def m018_memory_lengths(conn: sqlite3.Connection) -> None:
+    """``memory_lengths``: each memory's length in characters, kept by triggers, so that
+    a recall ranks its candidates with the length prior from a small row each instead of
+    reading every candidate's whole text (a long memory's row spans overflow pages), and
+    knows from one index lookup whether its workspace holds any long memory at all.
+    Content never holds a NUL (refused at input, as PostgreSQL cannot store one), so
+    SQLite's ``length`` counts what Python's ``len`` does. Existing memories are
+    measured now."""
+    _run(conn, _M018_SQL)
+    conn.execute(
+        "INSERT INTO memory_lengths (memory_id, workspace_id, chars) "
+        "SELECT id, workspace_id, length(content) FROM memories"
+    )
+
+
 _STATUS_CHECK = "status IN ('active', 'retired', 'compacted')"
 _STATUS_CHECK_V10 = "status IN ('active', 'retired', 'compacted', 'superseded')"
 
@@ -922,6 +958,7 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (15, "learning_type_filter", m015_learning_type_filter),
     (16, "passages", m016_passages),
     (17, "text_passages", m017_text_passages),
+    (18, "memory_lengths", m018_memory_lengths),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -1135,6 +1172,20 @@ PG_TEXT_PASSAGES_BACKFILL = (
 )
 
 _PG_EXTRAS: dict[int, tuple[str, ...]] = {
+    18: (
+        """CREATE FUNCTION episodic_memory_length() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO memory_lengths (memory_id, workspace_id, chars)
+    VALUES (NEW.id, NEW.workspace_id, char_length(NEW.content))
+    ON CONFLICT (memory_id) DO UPDATE
+    SET workspace_id = EXCLUDED.workspace_id, chars = EXCLUDED.chars;
+  RETURN NEW;
+END $$""",
+        "CREATE TRIGGER memories_length AFTER INSERT OR UPDATE OF id, workspace_id, content "
+        "ON memories FOR EACH ROW EXECUTE FUNCTION episodic_memory_length()",
+        "INSERT INTO memory_lengths (memory_id, workspace_id, chars) "
+        "SELECT id, workspace_id, char_length(content) FROM memories",
+    ),
     17: (
         'CREATE TABLE memory_text_passages (memory_id TEXT COLLATE "C" NOT NULL'
         " REFERENCES memories (id) ON DELETE CASCADE, n BIGINT NOT NULL,"
@@ -1276,4 +1327,5 @@ _SQL_OF: dict[int, str] = {
     15: _M015_SQL,
     16: _M016_SQL,
     17: _M017_SQL,
+    18: _M018_SQL,
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -33,6 +34,21 @@ def search_reads(connections: int) -> int:
     """How many of ``connections`` read connections searches may hold at once: all but
     ``LOOKUP_READS``, and at least one."""
     return max(1, connections - LOOKUP_READS)
+
+
+@dataclass(frozen=True, slots=True)
+class RankRow:
+    """What ranking a candidate reads of its memory: the columns ``default``'s re-rank
+    factors and the time boost use, and its length in characters (kept by the store in
+    ``memory_lengths``; None when no length is kept for it). A memory's whole row (its
+    text, payload and sources) is read only for the candidates that reach the top."""
+
+    id: str
+    importance: float
+    agent: str | None
+    crew: str | None
+    ts: datetime
+    chars: int | None
 
 
 class SearchStore(MemoryReader, Protocol):
@@ -93,6 +109,16 @@ class SearchStore(MemoryReader, Protocol):
         """For each id that belongs to a conversation: up to ``radius`` active memories of
         its type just before and just after it in the same conversation, visible through
         ``flt``, as (id, offset) with offset -1, -2 … before and +1, +2 … after."""
+        ...
+
+    def longest(self, workspace_id: str) -> int:
+        """The length in characters of the workspace's longest memory (forgotten ones
+        leave it; retired ones still count), 0 when it holds none."""
+        ...
+
+    def rank_rows(self, workspace_id: str, ids: Sequence[str]) -> dict[str, RankRow]:
+        """The ``RankRow`` of each of ``ids`` that is a memory of the workspace; unknown
+        ids are left out."""
         ...
 
     def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:

@@ -44,6 +44,7 @@ from episodic.store.postgres.pgvector import (
     has_iterative_scan,
 )
 from episodic.store.rows import parse_ts, review_row, ts_text, unique
+from episodic.store.search import RankRow
 from episodic.store.sql import REVIEW_INSERT_COLUMNS, live_where, scope_where
 from episodic.store.upkeep import ReviewRequest
 from episodic.store.vectors import Vector
@@ -332,6 +333,35 @@ class SearchMixin(PgvectorMixin):
                 )
                 found[anchor] += [(n[3], sign * k) for k, n in enumerate(ordered, start=1)]
         return found
+
+    def longest(self, workspace_id: str) -> int:
+        if _has_nul(workspace_id):
+            return 0
+        with self._read() as conn:
+            row = self._exec(
+                conn,
+                "SELECT max(chars) FROM memory_lengths WHERE workspace_id = %s",
+                (workspace_id,),
+            ).fetchone()
+        return int(row[0] or 0) if row else 0
+
+    def rank_rows(self, workspace_id: str, ids: Sequence[str]) -> dict[str, RankRow]:
+        wanted = [i for i in unique(ids) if not _has_nul(i)]
+        if not wanted or _has_nul(workspace_id):
+            return {}
+        with self._read() as conn:
+            rows = self._exec(
+                conn,
+                # The text stays in its TOAST table: the length is a row of memory_lengths.
+                "SELECT m.id, m.importance, m.agent_id, m.crew_id, m.ts, l.chars "
+                "FROM memories m LEFT JOIN memory_lengths l ON l.memory_id = m.id "
+                "WHERE m.workspace_id = %s AND m.id = ANY(%s)",
+                (workspace_id, wanted),
+            ).fetchall()
+        return {
+            memory_id: RankRow(memory_id, importance, agent, crew, parse_ts(ts), chars)
+            for memory_id, importance, agent, crew, ts, chars in rows
+        }
 
     def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
         wanted = [i for i in unique(ids) if not _has_nul(i)]

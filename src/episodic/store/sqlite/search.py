@@ -29,6 +29,7 @@ from episodic.store.passages import (
     passage_key,
 )
 from episodic.store.rows import parse_ts, review_row, ts_text, unique
+from episodic.store.search import RankRow
 from episodic.store.sql import REVIEW_INSERT_COLUMNS, live_where, normalise_scope, scope_where
 from episodic.store.sqlite.connection import IN_CHUNK, SqliteBase, placeholders
 from episodic.store.upkeep import ReviewRequest
@@ -49,8 +50,11 @@ class SearchMixin(SqliteBase):
         passages = self._fresh_passages(flt.workspace_id)
         if not len(passages):
             return index.search(flt, scope, query, limit)
-        found = index.search_pairs(flt, scope, query, limit)
-        rows = passages.found(passages.search_pairs(flt, scope, query, limit * PASSAGE_DEPTH))
+        # One query, two indexes: normalised once.
+        q = index.query_vector(query) if index.dim is not None else passages.query_vector(query)
+        found = index.search_pairs(flt, scope, q, limit, unit=True)
+        pairs = passages.search_pairs(flt, scope, q, limit * PASSAGE_DEPTH, unit=True)
+        rows = passages.found(pairs)
         return merge_dense(found, rows, limit)
 
     def _fresh_passages(self, workspace_id: str) -> PassageIndex:
@@ -237,6 +241,32 @@ class SearchMixin(SqliteBase):
                     found[memory_id] += [
                         (n[2], sign * offset) for offset, n in enumerate(near, start=1)
                     ]
+        return found
+
+    def longest(self, workspace_id: str) -> int:
+        with self._read():
+            row = self._execute(
+                "SELECT max(chars) FROM memory_lengths WHERE workspace_id = ?", (workspace_id,)
+            ).fetchone()
+        return int(row[0] or 0)
+
+    def rank_rows(self, workspace_id: str, ids: Sequence[str]) -> dict[str, RankRow]:
+        wanted = unique(ids)
+        found: dict[str, RankRow] = {}
+        with self._read():
+            for start in range(0, len(wanted), IN_CHUNK):
+                chunk = wanted[start : start + IN_CHUNK]
+                for memory_id, importance, agent, crew, ts, chars in self._execute(
+                    # No column of the text's: a long memory's text lies in overflow
+                    # pages, and its length is a row of memory_lengths.
+                    "SELECT m.id, m.importance, m.agent_id, m.crew_id, m.ts, l.chars "
+                    "FROM memories m LEFT JOIN memory_lengths l ON l.memory_id = m.id "
+                    f"WHERE +m.workspace_id = ? AND m.id IN ({placeholders(len(chunk))})",
+                    (workspace_id, *chunk),
+                ):
+                    found[memory_id] = RankRow(
+                        memory_id, importance, agent, crew, parse_ts(ts), chars
+                    )
         return found
 
     def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:

@@ -1,0 +1,51 @@
+"""What ranking reads of each candidate: a small row (``RankRow``) for every candidate,
+the whole row only for those that reach the top.
+
+The soft length prior ranks with two orders at once, the prior's and the plain one, fused
+by rank (``scoring/prior.py``). A candidate far down the fused list can still take a
+first place in that fusion, so no bound on the fused score leaves a candidate out: every
+candidate's final score is needed. Read as whole rows, that was every candidate's text,
+payload and sources (a long memory's text spans overflow pages): ~120 rows a BEAM recall,
+where ~50 reach the steps that need a whole row. The final score needs only the columns
+``default``'s factors and the time boost read, and the memory's length, which the store
+keeps in ``memory_lengths``; ranking from those is the same arithmetic on the same
+values, so the hits are the ones whole rows give. A workspace whose longest memory fits in
+one passage (the store keeps that too) ranks as before: no candidate pays the prior, and
+the bound on the fused score already spares the rows below the top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from episodic.recall.length import settles
+from episodic.recall.policies import Diversity, RecallPolicy
+from episodic.recall.rerank import Rerank
+from episodic.scoring.passages import PASSAGE_CHARS
+from episodic.store.search import RankRow, SearchStore
+
+
+def rank_rows(
+    store: SearchStore,
+    workspace_id: str,
+    policy: RecallPolicy,
+    rerank: Rerank,
+    ids: Sequence[str],
+) -> dict[str, RankRow] | None:
+    """The ``RankRow`` of each of ``ids``, their factors kept in ``rerank``, when ranking
+    can work from them alone: the policy settles the length prior (where every
+    candidate's final score is needed) with factors a ``RankRow`` holds, and every row
+    has its length. None when it cannot: whole rows are read as before. (A memory the
+    store has no length for is one written past the store's triggers; it is ranked
+    from its whole row, never with a guessed length.)"""
+    if not settles(policy) or policy.diversity is Diversity.MMR or not rerank.from_rows():
+        return None
+    if store.longest(workspace_id) <= PASSAGE_CHARS:
+        # No memory pays the prior: the fused score bounds the final one as without it,
+        # and whole rows are read only for the candidates that can reach the top.
+        return None
+    rows = store.rank_rows(workspace_id, ids)
+    if any(r.chars is None for r in rows.values()):
+        return None
+    rerank.prime(rows.values())
+    return rows
