@@ -99,6 +99,23 @@ def test_ingest_says_why_an_info_event_was_not_admitted_and_how_to_keep_it(
     assert "1 event not kept as a memory (unlisted-type:" in said
 
 
+def test_an_event_sent_without_a_type_is_told_so_not_named_a_type_it_never_gave(
+    mem: Episodic, db_url: str
+) -> None:
+    untyped = {"workspace": "scratch", "summary": "the nightly backup now runs at 02:00"}
+    result = cli(db_url, "ingest", "-", "--json", stdin=json.dumps(untyped) + "\n")
+    assert result.exit_code == 0, result.output
+    [refused] = json.loads(result.stdout)["not_admitted"]
+    assert refused["type"] == "note" and refused["rule"] == "unlisted-type"
+    assert refused["reason"].startswith("an event sent without a type is a note")
+    assert "give it a type that is kept" in refused["fix"]
+    # A type the caller did give is named as before.
+    typed = json.loads(
+        cli(db_url, "ingest", "-", "--json", stdin=json.dumps(DEPLOY) + "\n").stdout
+    )
+    assert typed["not_admitted"][0]["reason"] == "deploy.finished is not a type kept as a memory"
+
+
 def test_http_ingest_names_each_event_not_admitted_by_its_position(mem: Episodic) -> None:
     _, secret = mem.create_key("scratch", role="admin")
     with serve(asgi(mem)) as base:

@@ -51,6 +51,8 @@ GATED_SEVERITIES: frozenset[str] = frozenset({"warn", "error"})
 ESCALATED_STATE = "escalated"
 
 MESSAGE_TYPE = "message"
+# The type of an event sent without one.
+DEFAULT_EVENT_TYPE = "note"
 # What segmentation derives from conversations (``episodic.write.episodes``); named here
 # so a reader of memories (recall) can tell them apart without loading the writer.
 EPISODE_TYPE = "episode"
@@ -159,6 +161,16 @@ def admission(
             f"{role} messages stay with their conversation; only user and assistant "
             "messages are kept as memories",
             KEEP_FIX,
+        )
+    if event_type == DEFAULT_EVENT_TYPE:
+        # Most often a caller who sent no type: say so rather than name a type they never
+        # gave.
+        return Admission(
+            False,
+            "unlisted-type",
+            f"an event sent without a type is a {DEFAULT_EVENT_TYPE}, and "
+            f"{DEFAULT_EVENT_TYPE} events are not kept as memories",
+            f"{KEEP_FIX}, or give it a type that is kept (e.g. summary.generated)",
         )
     return Admission(
         False,

@@ -18,7 +18,7 @@ from episodic.config import Settings
 from episodic.errors import InvalidInput
 from episodic.model import PRIORITIES, Event, severity_choices, severity_of
 from episodic.payloads import check_json
-from episodic.policy import MESSAGE_TYPE, admit
+from episodic.policy import DEFAULT_EVENT_TYPE, MESSAGE_TYPE, admit
 from episodic.write.messages import ROLES
 
 ID_FIELDS = ("workspace", "crew", "agent", "resource", "conversation")
@@ -36,7 +36,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 # Re-serialising parsed JSON can outgrow its source text (1e15 -> 1000000000000000.0).
 _MAX_REENCODE_GROWTH = 5
-DEFAULT_EVENT_TYPE = "note"
 
 
 @dataclass(frozen=True, slots=True)
