@@ -241,6 +241,13 @@ def test_every_table_is_copied_value_for_value(source: str, pg_url: str) -> None
     assert pg_value(pg_url, "SELECT count(*) FROM memories WHERE tsv IS NULL") == 0
     ancient = "SELECT id FROM memories WHERE tsv @@ to_tsquery('english', 'ancient')"
     assert pg_value(pg_url, ancient) == "old0"
+    # Each memory's kept length (what recall ranks candidates by) came with it: the
+    # target's triggers filled it, the same as the source's.
+    lengths = ("memory_lengths", "memory_id", "memory_id, chars")
+    assert pg_rows(pg_url, *lengths) == lite_rows(source, *lengths)
+    assert pg_value(pg_url, "SELECT count(*) FROM memory_lengths") == pg_value(
+        pg_url, "SELECT count(*) FROM memories"
+    )
 
     for name in NOT_COPIED:
         assert pg_value(pg_url, f"SELECT count(*) FROM {name}") == 0

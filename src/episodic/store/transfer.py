@@ -86,6 +86,7 @@ class Table:
 # - ui_sessions: the page's sign-ins, hours long: sign in again on the new database.
 # - schema_migrations: the target has its own, written by its migrations.
 # - memories_fts, passages_fts: SQLite-only (PostgreSQL's tsv and passages are derived).
+# - memory_lengths: derived; the target's triggers fill it as the memories arrive.
 TABLES: tuple[Table, ...] = (
     Table("events", ("id",)),
     Table("events_archive", ("id",)),
