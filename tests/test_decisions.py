@@ -110,9 +110,7 @@ def test_an_event_sent_without_a_type_is_told_so_not_named_a_type_it_never_gave(
     assert refused["reason"].startswith("an event sent without a type is a note")
     assert "give it a type that is kept" in refused["fix"]
     # A type the caller did give is named as before.
-    typed = json.loads(
-        cli(db_url, "ingest", "-", "--json", stdin=json.dumps(DEPLOY) + "\n").stdout
-    )
+    typed = json.loads(cli(db_url, "ingest", "-", "--json", stdin=json.dumps(DEPLOY) + "\n").stdout)
     assert typed["not_admitted"][0]["reason"] == "deploy.finished is not a type kept as a memory"
 
 
