@@ -209,6 +209,22 @@ def test_a_sparse_only_command_says_why_once(db: str, command: list[str]) -> Non
     assert "Run `episodic doctor` for how to fix it" in done.stderr
 
 
+def test_a_sparse_only_command_whose_log_goes_elsewhere_still_says_why(db: str) -> None:
+    # In-process (an application, or here a test runner that takes the logs), the mode
+    # line is written to a log handler, not to the command's stderr: the short warning
+    # must still be printed, by every command, not only the first of the process.
+    env = {
+        "COLUMNS": "200",
+        "EPISODIC_EMBEDDER": "ollama",
+        "EPISODIC_OLLAMA_URL": "http://127.0.0.1:9",
+        "EPISODIC_EMBED_TIMEOUT": "2",
+    }
+    for _ in range(2):
+        result = runner.invoke(app, ["--db", db, "recall", "checkout OOM", "-w", "acme"], env=env)
+        assert result.exit_code == 0, result.stderr
+        assert "sparse-only" in result.stderr, result.stderr
+
+
 def test_an_empty_render_says_so_at_a_terminal_and_prints_nothing_to_a_hook(db: str) -> None:
     import pty
 
