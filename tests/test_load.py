@@ -22,6 +22,7 @@ from stress.load import (
     Driver,
     LoadConfig,
     LoadReport,
+    Sample,
     Written,
     check,
     run_load,
@@ -44,6 +45,11 @@ def test_concurrent_writes_and_recalls_lose_nothing_and_never_fail(
         seed_events=40,  # a small backlog: the indexer then catches up within the run
         log_dir=tmp_path,
         api_readback=100,
+        # On a loaded CI machine 15 s can fall short of the traffic below: the run then goes
+        # on until it is reached (at most 60 s), so the floor judges starvation, not speed.
+        min_writes=101,
+        min_reads=201,
+        max_seconds=60,
     )
     report = run_load(config)
     print(report.figures())
@@ -104,6 +110,28 @@ def test_the_clock_starts_once_every_client_is_ready(monkeypatch: pytest.MonkeyP
     asyncio.run(driver.run())
     assert len(made) == len(clients)
     assert max(made) < driver.t0
+
+
+def test_a_short_run_goes_on_until_its_minimum_traffic_within_its_cap() -> None:
+    config = LoadConfig(db="sqlite:///unused.db", seconds=15, min_writes=2, min_reads=1)
+    driver = Driver(config, "http://127.0.0.1:9", [])
+    driver.t0 = time.perf_counter() - 20  # 20 s in, past ``seconds``
+    assert not driver.running()  # no cap: the run ends at ``seconds``, as before
+    driver.t0 = time.perf_counter() - 5
+    assert driver.running()
+    config.max_seconds = 60
+    driver.t0 = time.perf_counter() - 20
+    assert driver.running()  # no write or read yet
+    driver.samples += [
+        Sample("event", 1, 0.01, 200, None, 0),
+        Sample("recall", 1, 0.01, 200, None, 0),
+    ]
+    assert driver.running()  # one write short
+    driver.samples.append(Sample("message", 2, 0.01, 200, None, 0))
+    assert not driver.running()
+    driver.samples.clear()
+    driver.t0 = time.perf_counter() - 61
+    assert not driver.running()  # past the cap, short or not
 
 
 def test_rss_is_flat_within_the_tolerance_and_growth_past_it_is_reported() -> None:

@@ -163,6 +163,12 @@ class LoadConfig:
     db: str
     clients: int = 64
     seconds: float = 600.0
+    # Past ``seconds``, keep going until this many writes and reads were answered, for at
+    # most ``max_seconds`` in all: on a loaded machine a short run still does enough to
+    # judge (a run that reaches neither within the cap is reported, not stretched).
+    min_writes: int = 0
+    min_reads: int = 0
+    max_seconds: float | None = None
     workspaces: int = 4
     sweep_interval_s: float | None = None  # None: the server's default
     workers: int = 1  # serve --workers
@@ -508,23 +514,36 @@ class Driver:
                 for _ in self.clients
             ]
             self.t0 = time.perf_counter()
-            deadline = self.t0 + self.config.seconds
             await asyncio.gather(
-                *(
-                    self.client_loop(c, http, deadline)
-                    for c, http in zip(self.clients, pools, strict=True)
-                )
+                *(self.client_loop(c, http) for c, http in zip(self.clients, pools, strict=True))
             )
+
+    def counted(self, kinds: Sequence[str]) -> int:
+        return sum(1 for s in self.samples if s.kind in kinds)
+
+    def running(self) -> bool:
+        """Whether clients go on: until ``seconds``, then until the minimum traffic is
+        answered or ``max_seconds`` is up."""
+        elapsed = time.perf_counter() - self.t0
+        if elapsed < self.config.seconds:
+            return True
+        cap = self.config.max_seconds
+        if cap is None or elapsed >= cap:
+            return False
+        return (
+            self.counted(WRITE_KINDS) < self.config.min_writes
+            or self.counted(READ_KINDS) < self.config.min_reads
+        )
 
     def kept(self) -> list[Written]:
         """The acknowledged writes, less those a later forget removed."""
         gone = {i for f in self.forgotten for i in f.ids}
         return [w for w in self.written if w.id not in gone]
 
-    async def client_loop(self, me: Client, http: httpx.AsyncClient, deadline: float) -> None:
+    async def client_loop(self, me: Client, http: httpx.AsyncClient) -> None:
         rnd = random.Random(self.config.seed * 1000 + me.index)
         state = ClientState()
-        while time.perf_counter() < deadline:
+        while self.running():
             kind = rnd.choices(self.kinds, self.weights)[0]
             if kind == "forget" and not state.finished:
                 kind = "recall"
