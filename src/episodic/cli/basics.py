@@ -203,3 +203,22 @@ def warn_if_unknown(mem: Episodic, workspace: str) -> bool:
         "(`episodic workspaces`)"
     )
     return True
+
+
+def name_a_workspace(choice: DatabaseChoice, *, remote: bool = False) -> str:
+    """What a command that needs a workspace adds to "Missing option '--workspace'": the
+    workspaces the database holds, or why none can be listed. ``remote``: the command
+    would ask the server ``EPISODIC_URL`` names, whose workspaces are its own."""
+    if remote:
+        return "The command asks the server EPISODIC_URL names: name one of its workspaces."
+    missing = never_created(choice)
+    if missing is not None:
+        return f"The workspaces cannot be listed: {missing}."
+    with open_memory_at(choice) as mem:
+        found = mem.workspaces()
+    if not found:
+        return (
+            "This database holds no workspace yet: `episodic ingest` or "
+            "`episodic memory remember` makes one."
+        )
+    return f"The workspaces in this database: {'; '.join(counted(w) for w in found)}."
