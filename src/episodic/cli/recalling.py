@@ -149,10 +149,16 @@ def print_trace(trace: Trace, console: Console) -> None:
     )
     if trace.time_windows:
         console.print("time: " + "; ".join(trace.time_windows))
+    from episodic.recall.trace import WEIGHTLESS_NOTE, shown_score, weightless
+
     for name, rows in trace.stages.items():
-        shown = ", ".join(f"{r.rank}. {r.memory_id} ({r.score:.4f})" for r in rows[:10])
+        shown = ", ".join(
+            f"{r.rank}. {r.memory_id} ({shown_score(name, r.score)})" for r in rows[:10]
+        )
         more = f" … +{len(rows) - 10}" if len(rows) > 10 else ""
-        console.print(f"  {name}: {shown or '(none)'}{more}")
+        console.print(f"  {name}: {shown or '(none)'}{more}", markup=False)
+        if any(weightless(name, r.score) for r in rows[:10]):
+            console.print(f"    ({WEIGHTLESS_NOTE})", markup=False)
     for d in trace.dropped:
         extra = f" ({d.detail})" if d.detail else ""
         console.print(f"  dropped {d.memory_id} at {d.stage}: {d.reason}{extra}")

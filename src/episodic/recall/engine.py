@@ -31,6 +31,8 @@ from episodic.recall.trace import (
     DROP_MMR,
     DROP_RANK,
     DROP_SCOPE,
+    ORDER_NEWEST_FIRST,
+    ORDER_WITHIN_HITS,
     Trace,
 )
 from episodic.recall.validity import keep_valid, trace_superseded
@@ -286,6 +288,9 @@ def _rank(
 
     # Ids with a newer near-duplicate ranked with them, and that newer id: marked earlier.
     earlier: dict[str, str] = {}
+    # The trace's stages as each step left the ranking (a later step reorders the list).
+    timed: list[tuple[str, float]] = []
+    unordered: list[tuple[str, float]] = []
     for everything in (whole, True):
         head, tail = (
             (fused, []) if everything or not reorders else split_head(fused, depth, hi, final)
@@ -301,6 +306,8 @@ def _rank(
         reranked = ranked + bounded_tail
         if windows:
             ranked = by_time(ranked, ts, windows, policy.time_floor)
+            if trace is not None:
+                timed = ranked + bounded_tail
         if settles(policy):
             # The head was cut with the prior in its scores (a lower cut): it holds the
             # first places of the rankings with and without it.
@@ -309,6 +316,7 @@ def _rank(
         if policy.newest_similar_first and ranked:
             earlier.clear()
             same = (policy.subject_cosine, policy.subject_cosine_turns)
+            unordered = ranked
             ranked = newest_similar_first(store, flt, ranked, memories, fetch, depth, same, earlier)
         survivors = one_per_source(ranked, memories, fetch, k, None)
         if everything or not tail or within(survivors[:k], ranked[:depth]):
@@ -317,9 +325,11 @@ def _rank(
         if rerank.names:
             trace.add_stage("rerank:" + "x".join(rerank.names), reranked, detail)
         if windows:
-            trace.add_stage("time", ranked)
+            trace.add_stage("time", timed)
         if (settled := stage_of(trace)) is not None:  # after the stages it follows
             trace.stages[settled] = trace.stages.pop(settled)
+        if unordered and ranked != unordered:
+            trace.add_stage(ORDER_NEWEST_FIRST, ranked)
         survivors = one_per_source(ranked, memories, fetch, k, trace)
     ranked = survivors
 
@@ -338,7 +348,10 @@ def _rank(
     else:
         chosen = ranked[:k]
     if policy.newest_similar_first:
+        hits_before = chosen
         chosen = order_within_hits(store, flt, chosen, memories, policy, query.text, earlier)
+        if trace is not None and chosen != hits_before:
+            trace.add_stage(ORDER_WITHIN_HITS, chosen)
     if trace is not None:
         picked = {i for i, _ in chosen}
         merged_ids = {d.memory_id for d in trace.dropped if d.reason == DROP_MMR}
