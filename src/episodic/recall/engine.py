@@ -25,7 +25,7 @@ from episodic.recall.rerank import Rerank
 from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
 from episodic.recall.rows import rank_rows
 from episodic.recall.sources import one_per_source
-from episodic.recall.supersede import newest_similar_first, order_within_hits
+from episodic.recall.supersede import Hits, newest_similar_first, order_within_hits
 from episodic.recall.timeparse import parse_time_expressions, strip_time_expressions
 from episodic.recall.trace import (
     DROP_MMR,
@@ -349,7 +349,7 @@ def _rank(
         chosen = ranked[:k]
     if policy.newest_similar_first:
         hits_before = chosen
-        chosen = order_within_hits(store, flt, chosen, memories, policy, query.text, earlier)
+        chosen = order_within_hits(Hits(chosen, memories, query.text, store, flt, earlier), policy)
         if trace is not None and chosen != hits_before:
             trace.add_stage(ORDER_WITHIN_HITS, chosen)
     if trace is not None:
