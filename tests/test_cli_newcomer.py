@@ -1,0 +1,54 @@
+"""What a newcomer following the README meets at the command line, told rather than left
+to find: a note that replaced an older one on its own says so (and how to undo it), and an
+export of a workspace that holds nothing names the ones there are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from episodic.cli import app
+
+ENV = {"EPISODIC_EMBEDDER": "none", "COLUMNS": "250"}
+OLD = "Always pay my subscriptions with card A."
+NEW = "Card A expired. From now on pay my subscriptions with card B."
+
+
+def cli(db_url: str, *args: str) -> Any:
+    return CliRunner().invoke(app, ["--db", db_url, *args], env=ENV)
+
+
+@pytest.fixture(autouse=True)
+def _made(db_url: str) -> None:
+    """The database made as the README makes it (`episodic init`)."""
+    assert cli(db_url, "init").exit_code == 0
+
+
+def test_a_note_that_replaced_an_older_one_on_its_own_says_so(db_url: str) -> None:
+    first = cli(db_url, "memory", "remember", OLD, "-w", "acme", "--json")
+    assert first.exit_code == 0, first.output
+    old_id = first.stdout.split('"id": "')[1].split('"')[0]
+    second = cli(db_url, "memory", "remember", NEW, "-w", "acme")
+    assert second.exit_code == 0, second.output
+    said = " ".join(second.stdout.split())
+    assert f"replaces {old_id} (offline:" in said, said
+    assert f"`episodic memory restore {old_id} -w acme` undoes it" in said
+    # A note that replaces nothing says nothing more.
+    third = cli(db_url, "memory", "remember", "The VPN must be up before deploys.", "-w", "acme")
+    assert third.exit_code == 0 and "replaces" not in third.stdout
+
+
+def test_an_export_of_a_workspace_that_holds_nothing_names_the_ones_there_are(
+    db_url: str, tmp_path: Path
+) -> None:
+    assert cli(db_url, "memory", "remember", OLD, "-w", "acme").exit_code == 0
+    result = cli(db_url, "export", str(tmp_path / "out"), "-w", "acme-shop")
+    flat = " ".join(result.stderr.split())
+    assert result.exit_code == 0
+    assert "workspace 'acme-shop' holds no memories and no events" in flat, flat
+    assert "acme (1 memory, 1 event)" in flat
+    exported = cli(db_url, "export", str(tmp_path / "out"), "-w", "acme")
+    assert exported.exit_code == 0 and "holds no memories" not in exported.stderr
