@@ -52,3 +52,16 @@ def test_an_export_of_a_workspace_that_holds_nothing_names_the_ones_there_are(
     assert "acme (1 memory, 1 event)" in flat
     exported = cli(db_url, "export", str(tmp_path / "out"), "-w", "acme")
     assert exported.exit_code == 0 and "holds no memories" not in exported.stderr
+
+
+def test_a_recall_in_a_workspace_of_events_alone_says_where_they_are(db_url: str) -> None:
+    event = '{"workspace": "scratch", "type": "deploy.finished", "summary": "payments deployed"}'
+    ingested = CliRunner().invoke(app, ["--db", db_url, "ingest", "-"], env=ENV, input=event)
+    assert ingested.exit_code == 0 and "not kept as a memory" in ingested.stdout
+    result = cli(db_url, "recall", "payments", "-w", "scratch")
+    flat = " ".join(result.stderr.split())
+    assert result.exit_code == 0 and "no memories recalled" in result.stdout
+    assert "workspace 'scratch' holds no memories, only 1 journal event" in flat, flat
+    assert "`episodic journal WORDS -w scratch` searches them" in flat
+    journal = cli(db_url, "journal", "payments", "-w", "scratch")
+    assert "payments deployed" in journal.stdout
