@@ -1,6 +1,8 @@
-"""What a newcomer following the README meets at the command line, told rather than left
-to find: a note that replaced an older one on its own says so (and how to undo it), and an
-export of a workspace that holds nothing names the ones there are."""
+"""What a newcomer following the README meets, told rather than left to find: a note that
+replaced an older one on its own says so (and how to undo it); an export of a workspace
+that holds nothing names the ones there are; a recall in a workspace of journal events
+alone says none was kept as a memory; a first request to a path or with a method no route
+takes says where the routes are."""
 
 from __future__ import annotations
 
@@ -8,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
+from episodic import Episodic, Settings
 from episodic.cli import app
+from episodic.http import asgi
 
 ENV = {"EPISODIC_EMBEDDER": "none", "COLUMNS": "250"}
 OLD = "Always pay my subscriptions with card A."
@@ -65,3 +70,20 @@ def test_a_recall_in_a_workspace_of_events_alone_says_where_they_are(db_url: str
     assert "`episodic journal WORDS -w scratch` searches them" in flat
     journal = cli(db_url, "journal", "payments", "-w", "scratch")
     assert "payments deployed" in journal.stdout
+
+
+def test_a_request_no_route_takes_says_where_the_routes_are(db_url: str) -> None:
+    with Episodic.open(db_url, settings=Settings(embedder="none")) as mem:
+        client = TestClient(asgi(mem))
+        root = client.get("/")
+        assert root.status_code == 404
+        message = root.json()["error"]["message"]
+        assert message.startswith("no route answers GET /: the API is under /v1"), message
+        assert "/openapi.json" in message and "/ui" in message and "/healthz" in message
+        wrong = client.get("/v1/recall")  # a first curl without -d
+        assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
+        assert wrong.json()["error"]["message"] == "/v1/recall does not take GET: send POST"
+        # A memory that is not there is still the service's own answer.
+        key = mem.create_key("acme", role="admin")[1]
+        missing = client.get("/v1/memories/nope", headers={"Authorization": f"Bearer {key}"})
+        assert missing.status_code == 404 and "nope" in missing.json()["error"]["message"]
