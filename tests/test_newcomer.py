@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from episodic import Episodic, Settings
 from episodic.cli import app
 from episodic.http import asgi
+from servers import serve
 
 ENV = {"EPISODIC_EMBEDDER": "none", "COLUMNS": "250"}
 OLD = "Always pay my subscriptions with card A."
@@ -87,3 +88,26 @@ def test_a_request_no_route_takes_says_where_the_routes_are(db_url: str) -> None
         key = mem.create_key("acme", role="admin")[1]
         missing = client.get("/v1/memories/nope", headers={"Authorization": f"Bearer {key}"})
         assert missing.status_code == 404 and "nope" in missing.json()["error"]["message"]
+
+
+def test_a_command_sent_to_a_server_without_a_key_names_the_variable(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("EPISODIC_KEY", raising=False)
+    with Episodic.open(db_url, settings=Settings(embedder="none")) as mem:
+        secret = mem.create_key("acme", role="admin")[1]
+        with serve(asgi(mem)) as base:
+            sent = {**ENV, "EPISODIC_URL": base}
+            bare = CliRunner().invoke(app, ["recall", "checkout", "-w", "acme"], env=sent)
+            flat = " ".join(bare.stderr.split())
+            assert bare.exit_code == 2
+            assert "an API key is required" in flat
+            assert "set EPISODIC_KEY to the key: the command sends it" in flat, flat
+            keyed = CliRunner().invoke(
+                app, ["render", "checkout", "-w", "acme"], env={**sent, "EPISODIC_KEY": secret}
+            )
+            assert keyed.exit_code == 0, keyed.stderr
+            wrong = CliRunner().invoke(
+                app, ["recall", "checkout", "-w", "acme"], env={**sent, "EPISODIC_KEY": "nope"}
+            )
+            assert wrong.exit_code == 2 and "EPISODIC_KEY to the key" not in wrong.stderr

@@ -113,11 +113,19 @@ def server() -> Remote | None:
 
 @contextmanager
 def _reached(remote: Remote) -> Iterator[None]:
-    """A server that cannot be reached is an error naming the variable that chose it."""
+    """A server that cannot be reached is an error naming the variable that chose it, and
+    one that asks for a key the command did not send names the variable that sends it."""
     from episodic.client.answers import ServerError
+    from episodic.errors import Unauthenticated
 
     try:
         yield
+    except Unauthenticated as exc:
+        if remote.key:
+            raise
+        raise Unauthenticated(
+            f"{exc} (EPISODIC_URL); set EPISODIC_KEY to the key: the command sends it"
+        ) from None
     except ServerError as exc:
         if exc.status:
             raise
