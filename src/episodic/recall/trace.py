@@ -33,8 +33,9 @@ ORDER_WITHIN_HITS = "order:within hits"
 SPARSE_STAGE = "leg:sparse"
 WEIGHTLESS = 5e-5
 WEIGHTLESS_NOTE = (
-    "~0: these hold the query's words, but so do half or more of the memories the keyword "
-    "index counts, and BM25 gives such a word almost no weight (a match all the same)"
+    "weight ~0: these hold the query's words, but so do half or more of the memories the "
+    "keyword index counts, and BM25 weighs such words at almost nothing; each is a match "
+    "all the same"
 )
 
 
