@@ -111,3 +111,15 @@ def test_a_command_sent_to_a_server_without_a_key_names_the_variable(
                 app, ["recall", "checkout", "-w", "acme"], env={**sent, "EPISODIC_KEY": "nope"}
             )
             assert wrong.exit_code == 2 and "EPISODIC_KEY to the key" not in wrong.stderr
+
+
+def test_mcp_without_a_workspace_names_the_ones_there_are(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("EPISODIC_MCP_WORKSPACE", raising=False)
+    assert cli(db_url, "memory", "remember", OLD, "-w", "acme").exit_code == 0
+    result = cli(db_url, "mcp", "--agent", "deployer")
+    flat = " ".join(result.stderr.split())
+    assert result.exit_code == 2
+    assert "--workspace: name the workspace to serve" in flat
+    assert "The workspaces in this database: acme (1 memory, 1 event)." in flat, flat

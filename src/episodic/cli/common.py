@@ -56,6 +56,7 @@ __all__ = [
     "print_json",
     "reflow_help",
     "whole_sentences",
+    "workspaces_hint",
 ]
 
 
@@ -78,16 +79,19 @@ class GlobalOptionsGroup(TyperGroup):
             if type(exc).__name__ == "MissingParameter" and getattr(param, "name", None) == (
                 "workspace"
             ):
-                exc.message = _workspace_hint(ctx, exc)
+                command = getattr(getattr(exc, "ctx", None), "info_name", None)
+                remote = command in ("recall", "render") and bool(
+                    os.environ.get("EPISODIC_URL", "").strip()
+                )
+                exc.message = workspaces_hint(ctx, remote=remote)
             raise
 
 
-def _workspace_hint(root: Any, exc: typer.BadParameter) -> str:
-    """The workspaces there are (``name_a_workspace``), or why they cannot be listed."""
-    command = getattr(getattr(exc, "ctx", None), "info_name", None)
-    remote = command in ("recall", "render") and bool(os.environ.get("EPISODIC_URL", "").strip())
+def workspaces_hint(ctx: Any, *, remote: bool = False) -> str:
+    """For a command given no workspace: the workspaces the database holds
+    (``name_a_workspace``), or why they cannot be listed."""
     try:
-        return name_a_workspace(database(root), remote=remote)
+        return name_a_workspace(database(ctx), remote=remote)
     except EpisodicError as error:
         return f"The workspaces cannot be listed: {error}."
 
