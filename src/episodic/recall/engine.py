@@ -313,10 +313,10 @@ def _rank(
             # first places of the rankings with and without it.
             ranked = settle(ranked, length, legs.get(Leg.DENSE.value, []), policy, trace)
         ranked += bounded_tail
+        unordered = ranked
         if policy.newest_similar_first and ranked:
             earlier.clear()
             same = (policy.subject_cosine, policy.subject_cosine_turns)
-            unordered = ranked
             ranked = newest_similar_first(store, flt, ranked, memories, fetch, depth, same, earlier)
         survivors = one_per_source(ranked, memories, fetch, k, None)
         if everything or not tail or within(survivors[:k], ranked[:depth]):
@@ -328,7 +328,7 @@ def _rank(
             trace.add_stage("time", timed)
         if (settled := stage_of(trace)) is not None:  # after the stages it follows
             trace.stages[settled] = trace.stages.pop(settled)
-        if unordered and ranked != unordered:
+        if ranked != unordered:
             trace.add_stage(ORDER_NEWEST_FIRST, ranked)
         survivors = one_per_source(ranked, memories, fetch, k, trace)
     ranked = survivors
