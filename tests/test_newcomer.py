@@ -6,6 +6,7 @@ takes says where the routes are."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,23 @@ def test_mcp_without_a_workspace_names_the_ones_there_are(
     assert result.exit_code == 2
     assert "--workspace: name the workspace to serve" in flat
     assert "The workspaces in this database: acme (1 memory, 1 event)." in flat, flat
+
+
+def test_ingest_of_json_of_another_shape_says_how_to_send_it(db_url: str) -> None:
+    event = {"workspace": "acme", "type": "peer.escalation", "summary": "checkout OOM"}
+    array = CliRunner().invoke(
+        app, ["--db", db_url, "ingest", "-"], env=ENV, input=json.dumps([event])
+    )
+    said = " ".join(array.stderr.split())
+    assert array.exit_code == 1 and "expected a JSON object, got list" in said
+    assert "not an array: `jq -c '.[]' FILE | episodic ingest -`" in said, said
+    pretty = CliRunner().invoke(
+        app, ["--db", db_url, "ingest", "-"], env=ENV, input=json.dumps(event, indent=2)
+    )
+    said = " ".join(pretty.stderr.split())
+    assert pretty.exit_code == 1 and "`jq -c . FILE | episodic ingest -`" in said, said
+    # One bad line among good ones is only reported.
+    mixed = CliRunner().invoke(
+        app, ["--db", db_url, "ingest", "-"], env=ENV, input=json.dumps(event) + "\nnot json\n"
+    )
+    assert mixed.exit_code == 1 and "jq" not in mixed.stderr
