@@ -144,3 +144,12 @@ def test_ingest_of_json_of_another_shape_says_how_to_send_it(db_url: str) -> Non
         app, ["--db", db_url, "ingest", "-"], env=ENV, input=json.dumps(event) + "\nnot json\n"
     )
     assert mixed.exit_code == 1 and "jq" not in mixed.stderr
+
+
+def test_a_recall_that_finds_nothing_says_where_to_look(db_url: str) -> None:
+    assert cli(db_url, "memory", "remember", OLD, "-w", "acme").exit_code == 0
+    plain = cli(db_url, "recall", "zebra", "-w", "acme")
+    assert plain.exit_code == 0
+    assert "no memories recalled (--explain shows what each stage kept)" in plain.stdout
+    explained = cli(db_url, "recall", "zebra", "-w", "acme", "--explain")
+    assert "no memories recalled\n" in explained.stdout and "trace policy" in explained.stdout

@@ -186,7 +186,9 @@ def print_hits(result: RecallResult) -> None:
         for hit in result.institutional:
             say(f"  - {hit.id}  {hit.memory.content}", markup=False)
     if not result.hits:
-        say("no memories recalled")
+        # Asked without the trace, say where to look: nothing matched, or what was dropped.
+        why = "" if result.trace is not None else " (--explain shows what each stage kept)"
+        say("no memories recalled" + why)
         return
     found = plural(len(result.hits), "memory", "memories")
     say(f"[bold]{found}[/bold] ({result.mode}, policy {escape(result.policy)})")
