@@ -103,7 +103,7 @@ def test_a_command_sent_to_a_server_without_a_key_names_the_variable(
             flat = " ".join(bare.stderr.split())
             assert bare.exit_code == 2
             assert "an API key is required" in flat
-            assert "set EPISODIC_KEY to the key: the command sends it" in flat, flat
+            assert "set EPISODIC_KEY to it, and the command sends it to the server" in flat
             keyed = CliRunner().invoke(
                 app, ["render", "checkout", "-w", "acme"], env={**sent, "EPISODIC_KEY": secret}
             )
@@ -111,7 +111,7 @@ def test_a_command_sent_to_a_server_without_a_key_names_the_variable(
             wrong = CliRunner().invoke(
                 app, ["recall", "checkout", "-w", "acme"], env={**sent, "EPISODIC_KEY": "nope"}
             )
-            assert wrong.exit_code == 2 and "EPISODIC_KEY to the key" not in wrong.stderr
+            assert wrong.exit_code == 2 and "set EPISODIC_KEY" not in wrong.stderr
 
 
 def test_mcp_without_a_workspace_names_the_ones_there_are(

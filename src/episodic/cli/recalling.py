@@ -124,7 +124,8 @@ def _reached(remote: Remote) -> Iterator[None]:
         if remote.key:
             raise
         raise Unauthenticated(
-            f"{exc} (EPISODIC_URL); set EPISODIC_KEY to the key: the command sends it"
+            f"{exc}; set EPISODIC_KEY to it, and the command sends it to the server "
+            "EPISODIC_URL names"
         ) from None
     except ServerError as exc:
         if exc.status:
