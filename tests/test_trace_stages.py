@@ -14,8 +14,9 @@ from typer.testing import CliRunner
 from episodic import Episodic, Settings
 from episodic.cli import app
 from episodic.embed.local import MiniLMEmbedder
-from episodic.recall.trace import ORDER_NEWEST_FIRST, shown_score
+from episodic.recall.trace import ORDER_NEWEST_FIRST, ORDER_WITHIN_HITS, shown_score
 from episodic.store import open_store
+from test_supersession_soft import RAISED, WITHIN, remember_turns
 
 T = datetime(2026, 3, 2, tzinfo=UTC)
 
@@ -96,3 +97,23 @@ def test_a_reorder_is_a_stage_only_when_it_moved_something(standup: Episodic) ->
     still = standup.recall("when is lunch served", workspace="w", mark=False, explain=True)
     assert still.trace is not None and ORDER_NEWEST_FIRST not in still.trace.stages
     standup.close()
+
+
+@pytest.mark.model
+def test_the_hits_own_order_is_a_stage_when_it_moved_them(tmp_path: Path) -> None:
+    # The newer turn goes just above the older one among the hits: a stage of its own,
+    # after the ranking that chose the hits.
+    mem = remember_turns(tmp_path, RAISED)
+    query = "what is my monthly grocery budget"
+    moved = mem.recall(query, workspace="w", k=5, policy=WITHIN, mark=False, explain=True)
+    assert moved.trace is not None
+    stages = list(moved.trace.stages)
+    assert stages[-1] == ORDER_WITHIN_HITS
+    shown = [r.memory_id for r in moved.trace.stages[ORDER_WITHIN_HITS]]
+    assert shown == [h.id for h in moved.hits]
+    assert shown.index("new") + 1 == shown.index("old")
+    before = [r.memory_id for r in moved.trace.stages[stages[-2]] if r.memory_id in shown]
+    assert before.index("old") < before.index("new")  # as the ranking left them
+    plain = mem.recall(query, workspace="w", k=5, mark=False, explain=True)
+    assert plain.trace is not None and ORDER_WITHIN_HITS not in plain.trace.stages
+    mem.close()
