@@ -39,7 +39,7 @@ from episodic.bench.locomo import prepare_locomo
 from episodic.bench.metrics import score_ranking, update_order
 from episodic.config import Settings
 from episodic.model import Memory, ScopeFilter
-from episodic.recall.supersede import newer_turns_first_within
+from episodic.recall.supersede import Hits, newer_turns_first_within
 from episodic.scoring.supersede import older_below_newer
 from episodic.write.change_rules import asks_for_now
 
@@ -117,10 +117,8 @@ def run(which: str, data: str) -> list[dict[str, Any]]:
                 if value < 0:
                     ordered = close_scores_first(head, memories, -value, asked) + tail
                 else:
-                    ordered = (
-                        newer_turns_first_within(mem.store, flt, head, memories, value, asked)
-                        + tail
-                    )
+                    hits = Hits(head, memories, asked, mem.store, flt)
+                    ordered = newer_turns_first_within(hits, value) + tail
                 ranking = _ranking([memories[i] for i, _ in ordered], conv)
                 scores = score_ranking(ranking, question.evidence)
                 entry = {key: scores[key] for key in KEYS}
@@ -273,7 +271,7 @@ def restated_order(row: dict[str, Any], shared: int) -> list[str]:
     with ``restated_words`` = ``shared``."""
     from datetime import datetime
 
-    from episodic.recall.supersede import restated_first_within
+    from episodic.recall.supersede import Hits, restated_first_within
 
     hits = row["hits"]
     n = len(hits["slots"])
@@ -291,7 +289,7 @@ def restated_order(row: dict[str, Any], shared: int) -> list[str]:
     }
     chosen = [(str(i), hits["scores"][i]) for i in range(n)]
     head, tail = chosen[:10], chosen[10:]
-    ordered = restated_first_within(head, memories, shared, row["question"]) + tail
+    ordered = restated_first_within(Hits(head, memories, row["question"]), shared) + tail
     return [hits["slots"][int(i)] for i, _ in ordered]
 
 

@@ -15,10 +15,10 @@ the mean difference of recall@10 with a paired bootstrap interval, per category.
 
 ``ask`` also takes a variant of the policy (``--set NAME=VALUE``, any name ``--tune``
 sweeps), what is recalled (``--types message``) and, for a run, the keyword leg's weight
-of a memory's derived keys (``--keys-weight``, a store constant). ``payload-index``
-rewrites a copy's keyword index of payloads: their values only (``--values-only``, no
-JSON key names) or without some fields (``--leave-out session_date,session``), to see
-what words a payload lends a memory.
+of a memory's derived keys (``--keys-weight``, the SQLite store's ``keys_weight``).
+``payload-index`` rewrites a copy's keyword index of payloads: their values only
+(``--values-only``, no JSON key names) or without some fields (``--leave-out
+session_date,session``), to see what words a payload lends a memory.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sqlite3
 import sys
 from collections.abc import Sequence
+from contextlib import closing
 from typing import Any
 
 from episodic.bench.beam import load_beam
@@ -39,9 +41,8 @@ from episodic.config import Settings
 from episodic.embed import make_embedder
 from episodic.recall.policies import get_policy
 from episodic.service import Episodic
-from episodic.store import open_store
+from episodic.store import open_store, store_exists
 from episodic.store.sqlite import SqliteStore
-from episodic.store.sqlite import sparse as sqlite_sparse
 
 FOLDS = 5
 BOOTSTRAP = 2000
@@ -55,9 +56,11 @@ def ask(
     policy: str,
     changes: Sequence[str] = (),
     types: Sequence[str] | None = None,
+    keys_weight: float | None = None,
 ) -> dict[str, Any]:
     """Every question with evidence asked under ``policy`` (with ``changes``, NAME=VALUE
-    each) over the database at ``db``."""
+    each) over the database at ``db`` (with its keyword index weighing derived keys at
+    ``keys_weight``, when given)."""
     chosen = variant(get_policy(policy), {k: v[0] for k, v in parse_tune(changes).items()})
     conversations = load_beam(data) if which == "beam" else load_locomo(data)
     asked = [(c, q) for c in conversations for q in c.questions if q.evidence and q.text]
@@ -71,6 +74,8 @@ def ask(
         )
         clock = BenchClock()
         store = open_store(f"sqlite:///{db}")
+        if keys_weight is not None and isinstance(store, SqliteStore):
+            store.keys_weight = keys_weight
         with Episodic(store=store, embedder=embedder, settings=settings, clock=clock) as mem:
             run = Prepared(mem, clock, conversations, asked, inner.model_id)
             runs = run_policy(run, policy, "turn", policy=chosen, ingest=ingest, types=types)
@@ -121,23 +126,23 @@ def payload_index(db: str, values_only: bool, leave_out: Sequence[str]) -> int:
     """Rewrite the keyword index's payload column of the memories in ``db``: without the
     top-level fields ``leave_out``, and as its scalar values alone (no JSON key names)
     when ``values_only``. Returns how many memories were indexed again."""
-    store = open_store(f"sqlite:///{db}")  # registers the index's tokenizer
-    if not isinstance(store, SqliteStore):
-        raise SystemExit(f"{db}: not a SQLite database")
-    con = store._writer  # a bench rewrites a copy's index in place
-    rows = con.execute("SELECT seq, content, keys, payload FROM memories").fetchall()
-    indexed = []
-    for seq, content, keys, payload in rows:
-        fields = {k: v for k, v in json.loads(payload).items() if k not in leave_out}
-        text = " ".join(_scalars(fields)) if values_only else json.dumps(fields)
-        indexed.append((seq, content, keys, text))
-    con.execute("BEGIN")
-    con.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
-    con.executemany(
-        "INSERT INTO memories_fts (rowid, content, keys, payload) VALUES (?, ?, ?, ?)", indexed
-    )
-    con.execute("COMMIT")
-    store.close()
+    if not store_exists(f"sqlite:///{db}"):
+        raise SystemExit(f"{db}: not an episodic SQLite database")
+    # The index's tokenizer is one SQLite has built in: a plain connection rewrites it.
+    with closing(sqlite3.connect(db, isolation_level=None)) as con:
+        rows = con.execute("SELECT seq, content, keys, payload FROM memories").fetchall()
+        indexed = []
+        for seq, content, keys, payload in rows:
+            fields = {k: v for k, v in json.loads(payload).items() if k not in leave_out}
+            text = " ".join(_scalars(fields)) if values_only else json.dumps(fields)
+            indexed.append((seq, content, keys, text))
+        con.execute("BEGIN")
+        con.execute("INSERT INTO memories_fts (memories_fts) VALUES ('delete-all')")
+        con.executemany(
+            "INSERT INTO memories_fts (rowid, content, keys, payload) VALUES (?, ?, ?, ?)",
+            indexed,
+        )
+        con.execute("COMMIT")
     return len(indexed)
 
 
@@ -186,11 +191,17 @@ def main() -> None:
         out = [f for f in args.leave_out.split(",") if f]
         print(f"{payload_index(args.db, args.values_only, out)} memories indexed again")
     elif args.command == "ask":
-        if args.keys_weight is not None:
-            weights = sqlite_sparse._MEMORY_WEIGHTS  # a store constant, for this run
-            sqlite_sparse._MEMORY_WEIGHTS = (weights[0], args.keys_weight, weights[2])
         types = args.types.split(",") if args.types else None
-        report = ask(args.which, args.data, args.db, args.ingest, args.policy, args.set, types)
+        report = ask(
+            args.which,
+            args.data,
+            args.db,
+            args.ingest,
+            args.policy,
+            args.set,
+            types,
+            args.keys_weight,
+        )
         print(json.dumps(report))
         print(f"mean of {FOLDS} folds: {report['folds_mean']}", file=sys.stderr)
     else:

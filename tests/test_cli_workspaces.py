@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -79,8 +80,10 @@ def test_a_misspelt_workspace_warns_and_names_the_ones_there_are(
 def test_a_workspace_that_exists_but_recalls_nothing_gives_no_warning(db: str) -> None:
     code, out, err = run("--db", db, "recall", "zebra", "-w", "northwind")
     assert code == 0 and "no memories recalled" in out and "holds no memories" not in err
-    # An events-only workspace exists too.
-    assert "holds no memories" not in run("--db", db, "recall", "zebra", "-w", "acme")[2]
+    # An events-only workspace exists too: not a typo, but none of its events is a memory.
+    said = " ".join(run("--db", db, "recall", "zebra", "-w", "acme")[2].split())
+    assert "holds no memories and no events" not in said
+    assert "holds no memories, only 1 journal event" in said
 
 
 def test_a_forget_that_matches_nothing_exits_1_and_says_so(db: str) -> None:
@@ -150,3 +153,70 @@ def test_the_demo_writes_to_a_file_of_its_own_not_the_users_memory(
     # --db on the command line is obeyed.
     code, _, err = run("--db", f"sqlite:///{tmp_path}/named.db", "demo")
     assert code == 0 and (tmp_path / "named.db").is_file(), err
+
+
+def _needing_a_workspace() -> list[list[str]]:
+    """Every command whose ``--workspace`` is required, as a command line giving every
+    other required parameter (``x``) and no workspace."""
+    import typer.main
+
+    lines: list[list[str]] = []
+
+    def walk(command: Any, path: list[str]) -> None:
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            walk(sub, [*path, name])
+        params = getattr(command, "params", [])
+        if not any(p.name == "workspace" and p.required for p in params):
+            return
+        line = list(path)
+        for p in params:
+            if p.required and p.name != "workspace":
+                line += ["x"] if p.param_type_name == "argument" else [p.opts[0], "x"]
+        lines.append(line)
+
+    walk(typer.main.get_command(app), [])
+    return lines
+
+
+NEEDING = _needing_a_workspace()
+
+
+def test_the_commands_needing_a_workspace_are_found() -> None:
+    found = {" ".join(c for c in line if c != "x" and not c.startswith("-")) for line in NEEDING}
+    assert {"recall", "render", "journal", "forget", "memory why", "memory restore"} <= found
+
+
+@pytest.mark.parametrize("command", NEEDING, ids=lambda c: " ".join(c))
+def test_a_missing_workspace_names_the_ones_there_are(db: str, command: list[str]) -> None:
+    code, _, err = run("--db", db, *command)
+    flat = " ".join(err.replace("│", " ").split())
+    assert code == 2
+    assert "Missing option '--workspace' / '-w'" in flat, flat
+    assert "The workspaces in this database: acme (0 memories, 1 event); northwind" in flat, flat
+
+
+def test_a_missing_workspace_in_an_empty_database_says_how_to_make_one(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/empty.db"
+    Episodic.open(url, settings=Settings(embedder="none")).close()
+    code, _, err = run("--db", url, "recall", "checkout")
+    flat = " ".join(err.replace("│", " ").split())
+    assert code == 2
+    assert "holds no workspace yet: `episodic ingest` or `episodic memory remember`" in flat
+
+
+def test_a_missing_workspace_without_a_database_says_how_to_create_it(tmp_path: Path) -> None:
+    code, _, err = run("--db", f"sqlite:///{tmp_path}/none.db", "render", "checkout")
+    flat = " ".join(err.replace("│", " ").split())
+    assert code == 2
+    assert "The workspaces cannot be listed: no episodic database at" in flat, flat
+    assert "episodic init --db" in flat
+
+
+def test_a_missing_workspace_for_a_server_does_not_list_the_local_ones(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EPISODIC_URL", "http://127.0.0.1:9")
+    code, _, err = run("--db", db, "recall", "checkout")
+    flat = " ".join(err.replace("│", " ").split())
+    assert code == 2
+    assert "asks the server EPISODIC_URL names" in flat and "northwind" not in flat, flat

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from episodic import Episodic, Settings
+from episodic import Episodic
 from episodic.client import Client
 from episodic.embed.fake import FakeEmbedder
 from episodic.http import asgi
@@ -26,8 +26,8 @@ from episodic.scoring.passages import (
     span_for_words,
     words,
 )
-from episodic.store import open_store
 from episodic.store.passages import PassageIndex, merge_dense, passage_key
+from long_memories import long_workspace, note
 from servers import serve
 
 TS = datetime(2025, 3, 1, tzinfo=UTC).isoformat()
@@ -59,28 +59,8 @@ def test_span_for_words_picks_the_passage_with_the_words() -> None:
 
 @pytest.fixture
 def mem(db_url: str) -> Iterator[Episodic]:
-    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=256), settings=Settings())
-    m.ingest(
-        [
-            {
-                "id": "long",
-                "workspace": "w",
-                "type": "note",
-                "refs": {"episodic": True},
-                "summary": LONG,
-                "ts": TS,
-            },
-            {
-                "id": "other",
-                "workspace": "w",
-                "type": "note",
-                "refs": {"episodic": True},
-                "summary": "The checklist review is done for the sprint.",
-                "ts": TS,
-            },
-        ]
-    )
-    assert m.index_once().embedded == 2
+    other = note("other", "The checklist review is done for the sprint.", TS)
+    m = long_workspace(db_url, [note("long", LONG, TS), other], embedder=FakeEmbedder(dim=256))
     yield m
     m.close()
 
@@ -109,19 +89,7 @@ def test_default_recall_render_and_mcp_show_the_passage(mem: Episodic) -> None:
 
 
 def test_a_sparse_only_hit_shows_the_passage_with_the_words(db_url: str) -> None:
-    m = Episodic(store=open_store(db_url), embedder=None, settings=Settings(embedder="none"))
-    m.ingest(
-        [
-            {
-                "id": "long",
-                "workspace": "w",
-                "type": "note",
-                "refs": {"episodic": True},
-                "summary": LONG,
-                "ts": TS,
-            }
-        ]
-    )
+    m = long_workspace(db_url, [note("long", LONG, TS)])
     (hit,) = m.recall(QUESTION, workspace="w", mark=False).hits
     assert hit.passage is not None and _needle_span(*hit.passage)
     m.close()

@@ -26,6 +26,7 @@ from episodic.recall.length import stage_of
 from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.store import open_store
 from episodic.store.migrations import migrate
+from long_memories import long_workspace, note
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 WORDS = ["harbour", "ferry", "timetable", "ticket", "pier", "weather", "crossing", "island"]
@@ -44,22 +45,12 @@ def _text(rng: random.Random, i: int) -> str:
 
 @pytest.fixture
 def mem(db_url: str) -> Iterator[Episodic]:
-    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=256), clock=lambda: NOW)
     rng = random.Random(5)
-    m.ingest(
-        [
-            {
-                "id": f"e{i}",
-                "workspace": "w",
-                "type": "chat.turn",
-                "summary": _text(rng, i),
-                "refs": {"episodic": True},
-                "ts": (NOW - timedelta(minutes=300 - i)).isoformat(),
-            }
-            for i in range(160)
-        ]
-    )
-    m.index_once()
+    notes = [
+        note(f"e{i}", _text(rng, i), NOW - timedelta(minutes=300 - i), type="chat.turn")
+        for i in range(160)
+    ]
+    m = long_workspace(db_url, notes, embedder=FakeEmbedder(dim=256), clock=lambda: NOW)
     yield m
     m.close()
 

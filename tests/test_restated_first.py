@@ -15,7 +15,7 @@ from episodic import Episodic
 from episodic.embed.local import MiniLMEmbedder
 from episodic.model import Memory
 from episodic.recall.policies import DEFAULT
-from episodic.recall.supersede import restated_first_within
+from episodic.recall.supersede import Hits, restated_first_within
 from episodic.store import open_store
 from episodic.write.change_rules import asks_for_current_value
 
@@ -45,7 +45,8 @@ def order(
     and which ids it marks earlier."""
     chosen = [(m.id, 1.0 - n / 10) for n, m in enumerate(memories)]
     earlier: dict[str, str] = {}
-    out = restated_first_within(chosen, {m.id: m for m in memories}, shared, question, earlier)
+    hits = Hits(chosen, {m.id: m for m in memories}, question, earlier=earlier)
+    out = restated_first_within(hits, shared)
     return [i for i, _ in out], earlier
 
 

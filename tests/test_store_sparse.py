@@ -274,3 +274,22 @@ def test_a_window_scores_only_this_workspaces_rows(store: SqliteStore) -> None:
         below, lowest = params[7], params[8]  # the scoring's rowid bounds
         assert lowest >= first and below <= last + 1
     assert got == ["a2", "a3", "a4", "a5"]  # acme's newest, as the window reads them
+
+
+def test_the_weight_of_derived_keys_is_the_stores_to_set(store: SqliteStore) -> None:
+    # benchmarks/bench_reask.py --keys-weight sweeps it on one database through this seam.
+    remember(store, event("keyed", summary="a timetable note"), keys="ferry harbour")
+    remember(store, event("said", summary="the ferry leaves the harbour at noon"))
+    # Most memories hold neither word, so both weigh something (bm25's idf).
+    fill(store, "other", 6, "the garden kettle number {i}")
+
+    def keyed_score() -> float:
+        found = {c.memory_id: c.score for c in store.search_sparse(ACME, "ferry harbour", 5)}
+        return found["keyed"]
+
+    assert store.keys_weight == 0.1  # BM25_KEYS_WEIGHT
+    default = keyed_score()
+    store.keys_weight = 1.0
+    heavier = keyed_score()
+    store.keys_weight = 0.0
+    assert abs(keyed_score()) < 1e-6 < default < heavier

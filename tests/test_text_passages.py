@@ -27,6 +27,7 @@ from episodic.store import open_store
 from episodic.store.migrations import TEXT_PASSAGE_SHIFT, migrate, text_passage_rows
 from episodic.store.passages import merge_sparse
 from episodic.store.upkeep import Merge
+from long_memories import long_workspace, note
 from servers import serve
 
 TS = datetime(2025, 3, 1, tzinfo=UTC).isoformat()
@@ -61,26 +62,13 @@ SHORT = (
 )
 
 
-def _note(memory_id: str, text: str) -> dict[str, object]:
-    return {
-        "id": memory_id,
-        "workspace": "w",
-        "type": "note",
-        "refs": {"episodic": True},
-        "summary": text,
-        "ts": TS,
-    }
-
-
-def _ingest(m: Episodic) -> None:
-    m.ingest([_note("long", LONG), *(_note(f"s{i}", t) for i, t in enumerate(SHORT))])
+NOTES = [note("long", LONG, TS), *(note(f"s{i}", t, TS) for i, t in enumerate(SHORT))]
 
 
 @pytest.fixture
 def keywords(db_url: str) -> Iterator[Episodic]:
     """A store without an embedder: recall is the keyword leg alone."""
-    m = Episodic(store=open_store(db_url), embedder=None, settings=Settings(embedder="none"))
-    _ingest(m)
+    m = long_workspace(db_url, NOTES)
     yield m
     m.close()
 
@@ -177,8 +165,9 @@ def test_an_edit_rewrites_the_passages_and_a_forget_removes_them(
 
 def test_compaction_indexes_the_survivors_new_text(db_url: str) -> None:
     store = open_store(db_url)
-    m = Episodic(store=store, embedder=None, settings=Settings(embedder="none"))
-    m.ingest([_note("a", "The zeppelin note, short."), _note("b", "The zeppelin note.")])
+    m = long_workspace(
+        store, [note("a", "The zeppelin note, short.", TS), note("b", "The zeppelin note.", TS)]
+    )
     merged = Merge(
         survivor_id="a",
         losers=(("b", 0.9),),
@@ -207,8 +196,7 @@ def _drop_passages(url: str) -> None:
 
 def test_reindex_rebuilds_lost_passages_and_doctor_sees_them_missing(db_url: str) -> None:
     store = open_store(db_url)
-    m = Episodic(store=store, embedder=FakeEmbedder(dim=64), settings=Settings())
-    _ingest(m)
+    m = long_workspace(store, NOTES, embedder=FakeEmbedder(dim=64))
     checks = {c.name: c for c in store.deep_check()}
     assert checks["passages.text"].status == "ok"
     _drop_passages(db_url)
@@ -223,8 +211,7 @@ def test_reindex_rebuilds_lost_passages_and_doctor_sees_them_missing(db_url: str
 
 def test_doctor_counts_a_passage_row_of_no_memory(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path}/m.db")
-    m = Episodic(store=store, embedder=None, settings=Settings(embedder="none"))
-    _ingest(m)
+    m = long_workspace(store, NOTES)
     conn = sqlite3.connect(str(tmp_path / "m.db"), isolation_level=None)
     conn.execute(
         "INSERT INTO passages_fts (rowid, content, start_char, stop_char) VALUES (?, ?, 0, 5)",
@@ -241,11 +228,7 @@ def test_the_migration_indexes_the_long_memories_already_stored(tmp_path: Path) 
     conn = sqlite3.connect(str(path), isolation_level=None)
     migrate(conn)
     conn.close()
-    m = Episodic(
-        store=open_store(f"sqlite:///{path}"), embedder=None, settings=Settings(embedder="none")
-    )
-    _ingest(m)
-    m.close()
+    long_workspace(f"sqlite:///{path}", NOTES).close()
     # As a database written before the migration: no passage index, version 17 not applied.
     conn = sqlite3.connect(str(path), isolation_level=None)
     for statement in (
@@ -265,9 +248,7 @@ def test_the_migration_indexes_the_long_memories_already_stored(tmp_path: Path) 
 
 
 def test_the_postgres_migration_indexes_the_long_memories_already_stored(pg_url: str) -> None:
-    m = Episodic(store=open_store(pg_url), embedder=None, settings=Settings(embedder="none"))
-    _ingest(m)
-    m.close()
+    long_workspace(pg_url, NOTES).close()
     with psycopg.connect(pg_url) as pg:
         for statement in (
             "DROP TRIGGER memories_text_passages ON memories",
@@ -308,11 +289,7 @@ def test_migrate_to_postgres_carries_the_passages(tmp_path: Path, pg_url: str) -
     from episodic.store.transfer import migrate as transfer
 
     source = tmp_path / "src.db"
-    m = Episodic(
-        store=open_store(f"sqlite:///{source}"), embedder=None, settings=Settings(embedder="none")
-    )
-    _ingest(m)
-    m.close()
+    long_workspace(f"sqlite:///{source}", NOTES).close()
     assert transfer(f"sqlite:///{source}", pg_url).ok
     assert _passage_rows(pg_url, "long") == _expected(LONG)
     m = Episodic(store=open_store(pg_url), embedder=None, settings=Settings(embedder="none"))
@@ -352,9 +329,7 @@ def test_the_keyword_leg_reads_passages_only_when_no_dense_leg_does(
         return search(flt, text, limit)  # type: ignore[arg-type]
 
     monkeypatch.setattr(store, "search_sparse_passages", counted)
-    m = Episodic(store=store, embedder=FakeEmbedder(dim=64), settings=Settings())
-    _ingest(m)
-    m.index_once()
+    m = long_workspace(store, NOTES, embedder=FakeEmbedder(dim=64))
     m.recall(QUESTION, workspace="w", mark=False)
     assert asked == []  # the dense leg reads the long memory by its passages
     m.recall(QUESTION, workspace="w", policy="bm25", mark=False)

@@ -191,10 +191,22 @@ def counted(w: WorkspaceCounts) -> str:
 
 def warn_if_unknown(mem: Episodic, workspace: str) -> bool:
     """Warn on stderr, naming the workspaces there are, when ``workspace`` holds no memory
-    and no event (a typo answers "nothing" otherwise, and looks like an empty memory);
+    and no event (a typo answers "nothing" otherwise, and looks like an empty memory), or
+    how to search its events when it holds events alone (none was kept as a memory);
     whether it warned."""
     found = mem.workspaces()
-    if any(w.workspace == workspace for w in found):
+    mine = next((w for w in found if w.workspace == workspace), None)
+    if mine is not None and mine.memories == 0:
+        # Journal events alone: what was sent is there, but none of it was kept to recall.
+        events = plural(mine.events, "journal event")
+        say_on_stderr(
+            f"[yellow]warning:[/yellow] workspace {escape(repr(workspace))} holds no memories, "
+            f"only {events} (`episodic journal WORDS -w {escape(workspace)}` searches them); "
+            "an event is kept as a memory when its type is one remembered or it sets "
+            "refs.episodic (`episodic ingest` said which it did not keep)"
+        )
+        return True
+    if mine is not None:
         return False
     there = "; ".join(counted(w) for w in found) if found else "none yet"
     say_on_stderr(
@@ -203,3 +215,22 @@ def warn_if_unknown(mem: Episodic, workspace: str) -> bool:
         "(`episodic workspaces`)"
     )
     return True
+
+
+def name_a_workspace(choice: DatabaseChoice, *, remote: bool = False) -> str:
+    """What a command that needs a workspace adds to "Missing option '--workspace'": the
+    workspaces the database holds, or why none can be listed. ``remote``: the command
+    would ask the server ``EPISODIC_URL`` names, whose workspaces are its own."""
+    if remote:
+        return "The command asks the server EPISODIC_URL names: name one of its workspaces."
+    missing = never_created(choice)
+    if missing is not None:
+        return f"The workspaces cannot be listed: {missing}."
+    with open_memory_at(choice) as mem:
+        found = mem.workspaces()
+    if not found:
+        return (
+            "This database holds no workspace yet: `episodic ingest` or "
+            "`episodic memory remember` makes one."
+        )
+    return f"The workspaces in this database: {'; '.join(counted(w) for w in found)}."

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -23,6 +24,7 @@ from episodic.cli.basics import (
     chosen_database,
     errors,
     hoist_global_options,
+    name_a_workspace,
     open_memory_at,
     plural,
     print_json,
@@ -32,6 +34,7 @@ from episodic.cli.basics import (
 from episodic.cli.mode_notice import watch_mode_line
 from episodic.cli.version import version_text
 from episodic.config import DatabaseChoice
+from episodic.errors import EpisodicError
 from episodic.logs import configure_logging
 
 if TYPE_CHECKING:
@@ -53,15 +56,44 @@ __all__ = [
     "print_json",
     "reflow_help",
     "whole_sentences",
+    "workspaces_hint",
 ]
 
 
 class GlobalOptionsGroup(TyperGroup):
-    """The root command: lets the global options follow the command too."""
+    """The root command: lets the global options follow the command too, and answers a
+    missing ``--workspace`` (on any command, in any group) with the workspaces the
+    database holds rather than typer's bare "Missing option"."""
 
     # ctx is typer's vendored click Context, which typer does not export under a public name.
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_global_options(args))
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as exc:
+            # typer raises its MissingParameter (a BadParameter it does not export) before
+            # the command runs; its message is what follows "Missing option ...".
+            param = getattr(exc, "param", None)
+            if type(exc).__name__ == "MissingParameter" and getattr(param, "name", None) == (
+                "workspace"
+            ):
+                command = getattr(getattr(exc, "ctx", None), "info_name", None)
+                remote = command in ("recall", "render") and bool(
+                    os.environ.get("EPISODIC_URL", "").strip()
+                )
+                exc.message = workspaces_hint(ctx, remote=remote)
+            raise
+
+
+def workspaces_hint(ctx: Any, *, remote: bool = False) -> str:
+    """For a command given no workspace: the workspaces the database holds
+    (``name_a_workspace``), or why they cannot be listed."""
+    try:
+        return name_a_workspace(database(ctx), remote=remote)
+    except EpisodicError as error:
+        return f"The workspaces cannot be listed: {error}."
 
 
 app = typer.Typer(

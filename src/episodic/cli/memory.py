@@ -8,7 +8,7 @@ matters for a query, and ``forget`` for good.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
@@ -37,6 +37,7 @@ from episodic.recall.policies import POLICIES
 # `episodic --help` and the other commands do not load the recall engine or the service.
 if TYPE_CHECKING:
     from episodic.service import Episodic
+    from episodic.write.events import LineError
 
 # Progress is shown for inputs larger than this (bytes); small files finish before it helps.
 PROGRESS_MIN_BYTES = 1_000_000
@@ -148,8 +149,27 @@ def ingest(
         if report.errors:
             rest = "; the others were stored" if report.received > len(report.errors) else ""
             err.print(f"{plural(len(report.errors), 'line')} rejected{rest}")
+            shape = _shape_hint(report.errors)
+            if shape:
+                err.print(escape(shape))
     if report.errors:
         raise typer.Exit(1)
+
+
+def _shape_hint(rejected: Sequence[LineError]) -> str | None:
+    """How to send events when the rejections look like JSON of another shape than one
+    object per line: an array of events, or objects spread over several lines."""
+    if any(e.field == "event" and e.message.endswith("got list") for e in rejected):
+        return (
+            "ingest reads one JSON object per line (JSON Lines), not an array: "
+            "`jq -c '.[]' FILE | episodic ingest -` turns an array into lines"
+        )
+    if sum(e.field == "json" for e in rejected) >= 2:
+        return (
+            "each line must hold one whole JSON object (JSON Lines); if the file holds "
+            "pretty-printed JSON, `jq -c . FILE | episodic ingest -` puts each on one line"
+        )
+    return None
 
 
 def _ingest_with_progress(mem: Episodic, fh: BinaryIO, size: int) -> Any:

@@ -78,11 +78,27 @@ def remember(
             evidence=evidence,
             replaces=replaces,
         )
+        # What the supersession rule replaced on its own: hidden from recall, so said.
+        on_its_own = (
+            []
+            if as_json or replaces
+            else [
+                d
+                for d in mem.decisions(memory.id, workspace=workspace)
+                if d.kind == "supersedes" and not d.reverted
+            ]
+        )
     if as_json:
         print_json(memory_json(memory))
         return
     replaced = f" (replaces {escape(replaces)})" if replaces else ""
     out.print(f"{memory.id}: {escape(memory.content)}{replaced}")
+    for d in on_its_own:
+        out.print(
+            f"  replaces {escape(d.other or '?')} ({escape(d.decided_by)}: {escape(d.reason)}); "
+            "it stays stored, out of recall: "
+            f"`episodic memory restore {escape(d.other or '?')} -w {escape(workspace)}` undoes it"
+        )
 
 
 def list_memories(

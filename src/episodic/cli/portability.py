@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from episodic.cli.basics import warn_if_unknown
 from episodic.cli.common import JsonOpt, err, errors, open_memory, out, plural, print_json
 from episodic.errors import InvalidInput
 
@@ -69,6 +70,8 @@ def export(
             _print_tree(mem.export_teaparty(directory, workspace=workspace or ""), as_json)
             return
         report = mem.export_markdown(directory, workspace=workspace)
+        if workspace is not None and report.written + report.unchanged == 0:
+            warn_if_unknown(mem, workspace)  # a typo exports nothing, and says so
     if as_json:
         print_json(report.to_json())
         return

@@ -113,11 +113,20 @@ def server() -> Remote | None:
 
 @contextmanager
 def _reached(remote: Remote) -> Iterator[None]:
-    """A server that cannot be reached is an error naming the variable that chose it."""
+    """A server that cannot be reached is an error naming the variable that chose it, and
+    one that asks for a key the command did not send names the variable that sends it."""
     from episodic.client.answers import ServerError
+    from episodic.errors import Unauthenticated
 
     try:
         yield
+    except Unauthenticated as exc:
+        if remote.key:
+            raise
+        raise Unauthenticated(
+            f"{exc}; set EPISODIC_KEY to it, and the command sends it to the server "
+            "EPISODIC_URL names"
+        ) from None
     except ServerError as exc:
         if exc.status:
             raise
@@ -149,10 +158,16 @@ def print_trace(trace: Trace, console: Console) -> None:
     )
     if trace.time_windows:
         console.print("time: " + "; ".join(trace.time_windows))
+    from episodic.recall.trace import WEIGHTLESS_NOTE, shown_score, weightless
+
     for name, rows in trace.stages.items():
-        shown = ", ".join(f"{r.rank}. {r.memory_id} ({r.score:.4f})" for r in rows[:10])
+        shown = ", ".join(
+            f"{r.rank}. {r.memory_id} ({shown_score(name, r.score)})" for r in rows[:10]
+        )
         more = f" … +{len(rows) - 10}" if len(rows) > 10 else ""
-        console.print(f"  {name}: {shown or '(none)'}{more}")
+        console.print(f"  {name}: {shown or '(none)'}{more}", markup=False)
+        if any(weightless(name, r.score) for r in rows[:10]):
+            console.print(f"    ({WEIGHTLESS_NOTE})", markup=False)
     for d in trace.dropped:
         extra = f" ({d.detail})" if d.detail else ""
         console.print(f"  dropped {d.memory_id} at {d.stage}: {d.reason}{extra}")
@@ -172,7 +187,9 @@ def print_hits(result: RecallResult) -> None:
         for hit in result.institutional:
             say(f"  - {hit.id}  {hit.memory.content}", markup=False)
     if not result.hits:
-        say("no memories recalled")
+        # Asked without the trace, say where to look: nothing matched, or what was dropped.
+        why = "" if result.trace is not None else " (--explain shows what each stage kept)"
+        say("no memories recalled" + why)
         return
     found = plural(len(result.hits), "memory", "memories")
     say(f"[bold]{found}[/bold] ({result.mode}, policy {escape(result.policy)})")

@@ -14,7 +14,15 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from episodic.cli.common import JsonOpt, err, errors, open_memory, out, print_json
+from episodic.cli.common import (
+    JsonOpt,
+    err,
+    errors,
+    open_memory,
+    out,
+    print_json,
+    workspaces_hint,
+)
 from episodic.errors import InvalidInput
 from episodic.extras import require
 from episodic.store.urls import display_url
@@ -329,7 +337,7 @@ def mcp_command(
         err.print(
             "[red]error:[/red] --workspace: name the workspace to serve "
             "(or set EPISODIC_MCP_WORKSPACE), e.g. `episodic mcp --workspace shop --agent "
-            "deployer`",
+            f"deployer`. {escape(workspaces_hint(ctx))}",
             markup=True,
         )
         raise typer.Exit(2)

@@ -138,7 +138,7 @@ def install_error_handlers(app: FastAPI) -> None:
         }.get(exc.status_code, "error")
         field = "body" if exc.status_code in (400, 413) else None
         return JSONResponse(
-            error_body(code, str(exc.detail), field),
+            error_body(code, _routing_message(request, exc), field),
             status_code=exc.status_code,
             headers=getattr(exc, "headers", None),
         )
@@ -151,3 +151,25 @@ def install_error_handlers(app: FastAPI) -> None:
         request_id = body["error"]["request_id"]
         headers = {"X-Request-ID": request_id} if request_id else None
         return JSONResponse(body, status_code=500, headers=headers)
+
+
+# Starlette's own details when no route matched the path, or none took the method.
+_NO_ROUTE = "Not Found"
+_NO_METHOD = "Method Not Allowed"
+
+
+def _routing_message(request: Request, exc: StarletteHTTPException) -> str:
+    """``exc``'s detail, and for a request no route answers (a first try in a browser or
+    curl), where the routes are."""
+    detail = str(exc.detail)
+    where = f"{request.method} {request.url.path}"
+    if exc.status_code == 404 and detail == _NO_ROUTE:
+        return (
+            f"no route answers {where}: the API is under /v1 (every route in /openapi.json), "
+            "the operator's page at /ui, health at /healthz"
+        )
+    headers = getattr(exc, "headers", None) or {}
+    allowed = next((v for k, v in headers.items() if k.lower() == "allow"), None)
+    if exc.status_code == 405 and detail == _NO_METHOD and allowed:
+        return f"{request.url.path} does not take {request.method}: send {allowed}"
+    return detail

@@ -25,12 +25,14 @@ from episodic.recall.rerank import Rerank
 from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
 from episodic.recall.rows import rank_rows
 from episodic.recall.sources import one_per_source
-from episodic.recall.supersede import newest_similar_first, order_within_hits
+from episodic.recall.supersede import Hits, newest_similar_first, order_within_hits
 from episodic.recall.timeparse import parse_time_expressions, strip_time_expressions
 from episodic.recall.trace import (
     DROP_MMR,
     DROP_RANK,
     DROP_SCOPE,
+    ORDER_NEWEST_FIRST,
+    ORDER_WITHIN_HITS,
     Trace,
 )
 from episodic.recall.validity import keep_valid, trace_superseded
@@ -286,6 +288,9 @@ def _rank(
 
     # Ids with a newer near-duplicate ranked with them, and that newer id: marked earlier.
     earlier: dict[str, str] = {}
+    # The trace's stages as each step left the ranking (a later step reorders the list).
+    timed: list[tuple[str, float]] = []
+    unordered: list[tuple[str, float]] = []
     for everything in (whole, True):
         head, tail = (
             (fused, []) if everything or not reorders else split_head(fused, depth, hi, final)
@@ -301,11 +306,14 @@ def _rank(
         reranked = ranked + bounded_tail
         if windows:
             ranked = by_time(ranked, ts, windows, policy.time_floor)
+            if trace is not None:
+                timed = ranked + bounded_tail
         if settles(policy):
             # The head was cut with the prior in its scores (a lower cut): it holds the
             # first places of the rankings with and without it.
             ranked = settle(ranked, length, legs.get(Leg.DENSE.value, []), policy, trace)
         ranked += bounded_tail
+        unordered = ranked
         if policy.newest_similar_first and ranked:
             earlier.clear()
             same = (policy.subject_cosine, policy.subject_cosine_turns)
@@ -317,9 +325,11 @@ def _rank(
         if rerank.names:
             trace.add_stage("rerank:" + "x".join(rerank.names), reranked, detail)
         if windows:
-            trace.add_stage("time", ranked)
+            trace.add_stage("time", timed)
         if (settled := stage_of(trace)) is not None:  # after the stages it follows
             trace.stages[settled] = trace.stages.pop(settled)
+        if ranked != unordered:
+            trace.add_stage(ORDER_NEWEST_FIRST, ranked)
         survivors = one_per_source(ranked, memories, fetch, k, trace)
     ranked = survivors
 
@@ -338,7 +348,10 @@ def _rank(
     else:
         chosen = ranked[:k]
     if policy.newest_similar_first:
-        chosen = order_within_hits(store, flt, chosen, memories, policy, query.text, earlier)
+        hits_before = chosen
+        chosen = order_within_hits(Hits(chosen, memories, query.text, store, flt, earlier), policy)
+        if trace is not None and chosen != hits_before:
+            trace.add_stage(ORDER_WITHIN_HITS, chosen)
     if trace is not None:
         picked = {i for i, _ in chosen}
         merged_ids = {d.memory_id for d in trace.dropped if d.reason == DROP_MMR}

@@ -21,6 +21,7 @@ no vectors needed).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from episodic.blas import one_thread
@@ -56,68 +57,66 @@ def newest_similar_first(
     return _reordered(newest_first, head, similar, memories, earlier) + tail
 
 
-def order_within_hits(
-    store: SearchStore,
-    flt: ScopeFilter,
-    chosen: list[tuple[str, float]],
-    memories: dict[str, Memory],
-    policy: RecallPolicy,
-    question: str,
-    earlier: dict[str, str] | None = None,
-) -> list[tuple[str, float]]:
+@dataclass(frozen=True, slots=True)
+class Hits:
+    """The hits recall chose (``chosen``, best first, every one in ``memories``) and what
+    to read them with: the ``question`` they answer, the ``store`` and scope (``flt``)
+    their vectors come from (None: no vectors to read, and a reorder that needs them moves
+    nothing), and ``earlier``, which receives each older id a reorder moved with the newer
+    one."""
+
+    chosen: list[tuple[str, float]]
+    memories: dict[str, Memory]
+    question: str
+    store: SearchStore | None = None
+    flt: ScopeFilter | None = None
+    earlier: dict[str, str] | None = None
+
+
+def order_within_hits(hits: Hits, policy: RecallPolicy) -> list[tuple[str, float]]:
     """The hits recall chose in the order ``policy``'s soft signals among them give:
     newer turns about one subject first (``subject_cosine_hits``), then a newer one that
     restates a value the question asks about (``restated_words``). No hit enters or
     leaves."""
-    chosen = newer_turns_first_within(
-        store, flt, chosen, memories, policy.subject_cosine_hits, question, earlier
-    )
-    return restated_first_within(chosen, memories, policy.restated_words, question, earlier)
+    chosen = newer_turns_first_within(hits, policy.subject_cosine_hits)
+    return restated_first_within(replace(hits, chosen=chosen), policy.restated_words)
 
 
-def newer_turns_first_within(
-    store: SearchStore,
-    flt: ScopeFilter,
-    chosen: list[tuple[str, float]],
-    memories: dict[str, Memory],
-    turns: float,
-    question: str,
-    earlier: dict[str, str] | None = None,
-) -> list[tuple[str, float]]:
-    """The hits recall chose (``chosen``, every one in ``memories``) with the older of a
-    pair about one subject, a turn in it, moved to just below the newer one, at cosine
-    ``turns`` (0 moves nothing), when ``question`` asks for the current state (one in
-    the past tense, or about a first or earlier state, wants the older: nothing moves).
-    No hit enters or leaves: a newer turn deep in the candidates is never lifted into
-    the hits over other evidence, it only orders the hits already chosen. ``earlier``
-    receives each moved id with its newer one."""
-    if turns <= 0 or len(chosen) < 2 or not _asks_for_now(question):
+def newer_turns_first_within(hits: Hits, turns: float) -> list[tuple[str, float]]:
+    """The hits with the older of a pair about one subject, a turn in it, moved to just
+    below the newer one, at cosine ``turns`` (0 moves nothing), when the question asks
+    for the current state (one in the past tense, or about a first or earlier state,
+    wants the older: nothing moves). No hit enters or leaves: a newer turn deep in the
+    candidates is never lifted into the hits over other evidence, it only orders the hits
+    already chosen."""
+    chosen = hits.chosen
+    if (
+        turns <= 0
+        or len(chosen) < 2
+        or hits.store is None
+        or hits.flt is None
+        or not _asks_for_now(hits.question)
+    ):
         return chosen
-    similar = _similar(store, flt, chosen, memories, (0.0, turns))
+    similar = _similar(hits.store, hits.flt, chosen, hits.memories, (0.0, turns))
     if not similar:
         return chosen
-    return _reordered(older_below_newer, chosen, similar, memories, earlier)
+    return _reordered(older_below_newer, chosen, similar, hits.memories, hits.earlier)
 
 
-def restated_first_within(
-    chosen: list[tuple[str, float]],
-    memories: dict[str, Memory],
-    shared: int,
-    question: str,
-    earlier: dict[str, str] | None = None,
-) -> list[tuple[str, float]]:
-    """The hits recall chose (``chosen``, every one in ``memories``) with a newer one that
-    restates a value the question asks about lifted to just above an older one by the
-    same owner, when ``question`` asks what something is now (a what / how / when / where
-    question in the present). The newer one must state a changed value ("the quota is now
-    1,200", "has improved to 250ms": ``stated_change.stated_changes``), and the question,
-    the words around that change and the older text must share ``shared`` content words
-    or more (0 moves nothing): the same subject, named by all three. Never two turns of
-    one conversation. No hit enters or leaves; ``earlier`` receives each older id with
-    the newer one."""
-    if shared <= 0 or len(chosen) < 2 or not _asks_for_current_value(question):
+def restated_first_within(hits: Hits, shared: int) -> list[tuple[str, float]]:
+    """The hits with a newer one that restates a value the question asks about lifted to
+    just above an older one by the same owner, when the question asks what something is
+    now (a what / how / when / where question in the present). The newer one must state
+    a changed value ("the quota is now 1,200", "has improved to 250ms":
+    ``stated_change.stated_changes``), and the question, the words around that change and
+    the older text must share ``shared`` content words or more (0 moves nothing): the
+    same subject, named by all three. Never two turns of one conversation. No hit enters
+    or leaves. Needs no vectors."""
+    chosen, memories = hits.chosen, hits.memories
+    if shared <= 0 or len(chosen) < 2 or not _asks_for_current_value(hits.question):
         return chosen
-    asked = _content_words(question)
+    asked = _content_words(hits.question)
     if len(asked) < shared:
         return chosen
     said = {i: _head(memories[i].content) for i, _ in chosen}
@@ -138,7 +137,7 @@ def restated_first_within(
         ]
     if not any(similar.values()):
         return chosen
-    return _reordered(newest_first, chosen, similar, memories, earlier)
+    return _reordered(newest_first, chosen, similar, memories, hits.earlier)
 
 
 def _owner(memory: Memory) -> tuple[str | None, str | None, str | None]:

@@ -1,6 +1,10 @@
 """The recall trace: every stage's candidates with rank and score, and what was dropped why.
 
 Built only when asked for (``explain=True``), so an ordinary recall allocates none of it.
+Each stage holds the ranking as that step left it, in the order the steps ran: the legs,
+fusion, context, the re-rank factors, ``time`` (the time boost), ``length:*`` (the length
+step), then the reorders that only move memories about one subject (``order:*``, present
+when they moved something), diversity, and the hits' own order.
 """
 
 from __future__ import annotations
@@ -17,6 +21,35 @@ DROP_RANK = "beyond k"  # ranked below the k asked for
 DROP_BUDGET = "over budget"  # recalled, but did not fit the render budget
 DROP_SUPERSEDED = "superseded"  # a newer memory replaced it (shown with who decided)
 DROP_VALIDITY = "not valid then"  # not true at the time a recall ``as_of`` asked about
+
+# The stages of the reorders that only move memories about one subject: newest first among
+# the ranked head, then the hits' own order (newer turns, restated values first).
+ORDER_NEWEST_FIRST = "order:newest similar first"
+ORDER_WITHIN_HITS = "order:within hits"
+
+# The keyword leg's stage. Its scores are BM25's, where a word held by half or more of the
+# memories the index counts weighs almost nothing (its idf is floored at 1e-6): a memory
+# that holds every word of the query can score below what four decimals show.
+SPARSE_STAGE = "leg:sparse"
+WEIGHTLESS = 5e-5
+WEIGHTLESS_NOTE = (
+    "weight ~0: these hold the query's words, but so do half or more of the memories the "
+    "keyword index counts, and BM25 weighs such words at almost nothing; each is a match "
+    "all the same"
+)
+
+
+def shown_score(stage: str, score: float) -> str:
+    """A trace row's score as a person reads it: four decimals, or, for a keyword match
+    that would show as 0.0000, that it matched with almost no weight (not a miss)."""
+    if weightless(stage, score):
+        return "matched, weight ~0"
+    return f"{score:.4f}"
+
+
+def weightless(stage: str, score: float) -> bool:
+    """Whether a row of ``stage`` is a keyword match too common to weigh anything."""
+    return stage == SPARSE_STAGE and abs(score) < WEIGHTLESS
 
 
 @dataclass(frozen=True, slots=True)

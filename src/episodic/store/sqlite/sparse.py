@@ -134,7 +134,6 @@ _PASSAGES = _Source(
 # The passages' index holds the text alone (start_char and stop_char are unindexed):
 # weighed as a memory's content is.
 _PASSAGE_WEIGHTS = (BM25_CONTENT_WEIGHT, 0.0, 0.0)
-_MEMORY_WEIGHTS = (BM25_CONTENT_WEIGHT, BM25_KEYS_WEIGHT, BM25_PAYLOAD_WEIGHT)
 
 # The first and last seq of a workspace's memories, from the scope index's ends.
 _WORKSPACE_SEQS_SQL = (
@@ -189,6 +188,10 @@ class SparseMixin(SqliteBase):
     sparse_rare_budget: int = SPARSE_RARE_BUDGET
     sparse_window: int = SPARSE_WINDOW
     sparse_scan: int = SPARSE_SCAN
+    # The keyword index's BM25 weight of a memory's derived keys (its content weighs
+    # BM25_CONTENT_WEIGHT): an attribute so a benchmark can sweep it on one database
+    # (benchmarks/bench_reask.py --keys-weight). PostgreSQL's is BM25_KEYS_WEIGHT alone.
+    keys_weight: float = BM25_KEYS_WEIGHT
     _sparse_counts: DocCounts | None = None
 
     def search_sparse(self, flt: ScopeFilter, text: str, limit: int) -> list[Candidate]:
@@ -333,12 +336,18 @@ class SparseMixin(SqliteBase):
     ) -> list[tuple[str, int, float]]:
         """The best ``limit`` in-scope matches of ``match``, every match scored."""
         where, params, (first, last) = scope
-        weights = _PASSAGE_WEIGHTS if source is _PASSAGES else _MEMORY_WEIGHTS
+        weights = self._weights(source)
         rows = self._execute(
             source.sql(_SPARSE_ALL_SQL).format(where=where),
             (*weights, match, first, last, *params, limit),
         ).fetchall()
         return [(memory_id, seq, -score) for memory_id, seq, score in rows]
+
+    def _weights(self, source: _Source) -> tuple[float, float, float]:
+        """bm25's column weights for ``source``: content, keys, payload."""
+        if source is _PASSAGES:
+            return _PASSAGE_WEIGHTS
+        return (BM25_CONTENT_WEIGHT, self.keys_weight, BM25_PAYLOAD_WEIGHT)
 
     def _sparse_window(self, source: _Source, match: str, scope: _Scope, hits: _SparseHits) -> bool:
         """Score the newest in-scope matches of ``match`` (at most ``sparse_window`` of
@@ -369,7 +378,7 @@ class SparseMixin(SqliteBase):
                     match,
                     below,
                     scan - 1,
-                    *(_PASSAGE_WEIGHTS if source is _PASSAGES else _MEMORY_WEIGHTS),
+                    *self._weights(source),
                     match,
                     min(below, last + 1),
                     first,
