@@ -51,8 +51,8 @@ def recall_command(choose: Choose, query: str, options: dict[str, Any], as_json:
     else:
         with errors(), open_memory_at(choose()) as mem:
             result = mem.recall(query, **args)
-            if not result.hits:
-                warn_if_unknown(mem, args["workspace"])
+            if not result.hits and warn_if_unknown(mem, args["workspace"]):
+                result = _said(result, args["workspace"])
     _print_warnings(result)
     if as_json:
         hits = [h.to_json() for h in result.hits]
@@ -77,8 +77,8 @@ def render_command(choose: Choose, query: str, options: dict[str, Any]) -> None:
     else:
         with errors(), open_memory_at(choose()) as mem:
             block, result = mem.render_explained(query, **args)
-            if not block:
-                warn_if_unknown(mem, args["workspace"])
+            if not block and warn_if_unknown(mem, args["workspace"]):
+                result = _said(result, args["workspace"])
     _print_warnings(result)
     if block:
         sys.stdout.write(block + "\n")
@@ -144,6 +144,15 @@ def _given(options: dict[str, Any]) -> dict[str, Any]:
     given = dict(options)
     given.update(split_types(given.pop("types", None)))
     return {name: value for name, value in given.items() if value is not None}
+
+
+def _said(result: RecallResult, workspace: str) -> RecallResult:
+    """``result`` less the service's note that ``workspace`` is empty: the command said
+    it already, with the workspaces there are."""
+    from dataclasses import replace
+
+    mine = f"workspace {workspace!r} holds "
+    return replace(result, warnings=[w for w in result.warnings if not w.startswith(mine)])
 
 
 def _print_warnings(result: RecallResult) -> None:

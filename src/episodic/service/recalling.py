@@ -307,6 +307,10 @@ class Recalling:
                     f"type, learning types ({', '.join(LEARNING_TYPES)}) go in learning_type",
                 ],
             )
+        if not hits and kinds is None and query.strip():
+            empty = self.empty_workspace(workspace)
+            if empty is not None:
+                result = replace(result, warnings=[*result.warnings, empty])
         if standing:
             institutional, over = self._standing(q, now)
             warnings = list(result.warnings)
@@ -318,6 +322,25 @@ class Recalling:
                 )
             result = replace(result, institutional=institutional, warnings=warnings)
         return result
+
+    def empty_workspace(self, workspace: str) -> str | None:
+        """Why a recall in ``workspace`` found nothing, when the workspace itself is empty
+        (a misspelt name, or events none of which was kept): an empty answer says why.
+        Asked only when a recall came back empty; it names no other workspace (a caller
+        may see one only)."""
+        stats = self.ctx.store.stats(workspace)
+        if stats.memories:
+            return None
+        if stats.events:
+            return (
+                f"workspace {workspace!r} holds {stats.events} journal events but no memories: "
+                "none of its events was kept as a memory (ingest reports why for each; an "
+                "event that sets refs.episodic is kept)"
+            )
+        return (
+            f"workspace {workspace!r} holds no memories and no events: nothing was written "
+            "there yet (check the workspace's name)"
+        )
 
     def _record(
         self, q: Query, hits: Sequence[Hit], now: datetime, review_conversation: str | None
