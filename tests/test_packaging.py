@@ -196,3 +196,10 @@ def test_the_core_runs_without_the_extras_and_names_the_one_a_command_needs(
     sdk = venv.run("python", "-c", "import episodic.integrations.openai_agents")
     assert "MissingExtra" in sdk.stderr, sdk.stderr
     assert "episodic-agent-memory[agents]" in sdk.stderr, sdk.stderr
+
+
+def test_a_missing_extra_names_the_package_pip_installs() -> None:
+    from episodic.extras import MissingExtra
+
+    message = str(MissingExtra("agents", "the Agents SDK integration", ["agents"]))
+    assert "(openai-agents not installed): pip install 'episodic-agent-memory[agents]'" in message

@@ -31,6 +31,10 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "agents": ("agents",),
 }
 
+# The distribution a module comes from, where the two names differ: the message names
+# what pip installs.
+_FROM = {"agents": "openai-agents", "psycopg_pool": "psycopg-pool"}
+
 
 class MissingExtra(EpisodicError):
     """A feature needs an optional part of the install that is not there."""
@@ -38,7 +42,8 @@ class MissingExtra(EpisodicError):
     def __init__(self, extra: str, what: str, missing: list[str]) -> None:
         self.extra = extra
         super().__init__(
-            f"{what} needs the [{extra}] extra ({', '.join(missing)} not installed): "
+            f"{what} needs the [{extra}] extra "
+            f"({', '.join(_FROM.get(m, m) for m in missing)} not installed): "
             f"pip install '{DISTRIBUTION}[{extra}]'"
         )
 
