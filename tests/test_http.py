@@ -140,7 +140,10 @@ def test_a_revoked_key_stops_working(base: str, mem: Episodic) -> None:
         assert c.get("/v1/whoami").json()["key_id"] == key.id
         mem.revoke_key(key.id)
         r = c.get("/v1/whoami")
-    assert r.status_code == 401 and error_of(r)["message"] == "unknown or revoked API key"
+    assert r.status_code == 401 and error_of(r)["message"].startswith(
+        "unknown or revoked API key: "
+    )
+    assert "`episodic keys create --workspace W`" in error_of(r)["message"]
 
 
 def test_another_workspace_is_403_with_no_existence_hint(base: str, keys: dict[str, str]) -> None:

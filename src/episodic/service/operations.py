@@ -78,6 +78,14 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         ) from None
 
 
+# One message for an unknown and a revoked key (which it was is not the caller's to learn),
+# with the next step: keys are shown once, when made.
+UNKNOWN_KEY = (
+    "unknown or revoked API key: whoever runs the server lists the keys with "
+    "`episodic keys list` and makes a new one with `episodic keys create --workspace W`"
+)
+
+
 class Operations:
     def __init__(self, ctx: Context, writing: Writing) -> None:
         self.ctx = ctx
@@ -154,10 +162,10 @@ class Operations:
                 "server creates one with `episodic keys create --workspace W --role admin`)"
             )
         if not secret.startswith(KEY_PREFIX) or len(secret) > MAX_SECRET_CHARS:
-            raise Unauthenticated("unknown or revoked API key")
+            raise Unauthenticated(UNKNOWN_KEY)
         key = self.ctx.store.api_key_by_hash(hash_secret(secret))
         if key is None or not key.active:
-            raise Unauthenticated("unknown or revoked API key")
+            raise Unauthenticated(UNKNOWN_KEY)
         return Principal(key)
 
     def sign_in(self, secret: str, lasts: timedelta = SESSION_LASTS) -> str:
