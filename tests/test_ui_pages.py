@@ -357,6 +357,18 @@ def test_the_trace_view_folds_drops_by_where_and_why() -> None:
     assert view.dropped_groups == [("final", "beyond k", 2), ("dense", "below threshold", 1)]
 
 
+def test_a_keyword_match_too_common_to_weigh_shows_as_a_match_on_the_page() -> None:
+    from episodic.recall.trace import SPARSE_STAGE, WEIGHTLESS_NOTE
+    from episodic.ui_views import trace_view
+
+    rows = [("m1", 1, 0.0), ("m2", 2, 0.0)]
+    view = trace_view({SPARSE_STAGE: rows, "fusion": rows}, [], ["m1"], {})
+    sparse, fused = view.stages
+    assert [r.shown for r in sparse.rows] == ["matched, weight ~0"] * 2
+    assert sparse.note == WEIGHTLESS_NOTE
+    assert [r.shown for r in fused.rows] == ["0.000", "0.000"] and fused.note is None
+
+
 def test_over_https_the_session_cookie_is_secure(mem: Episodic) -> None:
     from fastapi.testclient import TestClient
 

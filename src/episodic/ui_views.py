@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from episodic.model import Memory, ScopeFilter
+from episodic.recall.trace import WEIGHTLESS_NOTE, weightless
 from episodic.scoring.health import RED_BELOW, WEIGHTS
 from episodic.service import Episodic
 from episodic.service.decisions import Decision
@@ -121,6 +122,12 @@ class Ranked:
     score: float
     label: str
     kept: int | None  # the hit's place in the result, None when not kept
+    # A keyword match too common to weigh anything: shown as a match, not as 0.000.
+    weightless: bool = False
+
+    @property
+    def shown(self) -> str:
+        return "matched, weight ~0" if self.weightless else f"{self.score:.3f}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +139,11 @@ class StageView:
     @property
     def more(self) -> int:
         return self.count - len(self.rows)
+
+    @property
+    def note(self) -> str | None:
+        """Why some of its rows weigh ~0 though they matched, when some do."""
+        return WEIGHTLESS_NOTE if any(r.weightless for r in self.rows) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +190,14 @@ def trace_view(
         for memory_id, rank, _ in rows:
             ranks.setdefault(memory_id, []).append((name, rank))
         shown = [
-            Ranked(memory_id, rank, score, labels.get(memory_id, memory_id), kept.get(memory_id))
+            Ranked(
+                memory_id,
+                rank,
+                score,
+                labels.get(memory_id, memory_id),
+                kept.get(memory_id),
+                weightless(name, score),
+            )
             for memory_id, rank, score in rows[:STAGE_ROWS]
         ]
         views.append(StageView(name, len(rows), shown))
