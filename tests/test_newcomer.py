@@ -153,3 +153,10 @@ def test_a_recall_that_finds_nothing_says_where_to_look(db_url: str) -> None:
     assert "no memories recalled (--explain shows what each stage kept)" in plain.stdout
     explained = cli(db_url, "recall", "zebra", "-w", "acme", "--explain")
     assert "no memories recalled\n" in explained.stdout and "trace policy" in explained.stdout
+
+
+def test_an_episodic_printed_shows_its_database_and_embedder(db_url: str) -> None:
+    with Episodic.open(db_url, settings=Settings(embedder="none")) as mem:
+        shown = repr(mem)
+    assert shown.startswith("Episodic(") and shown.endswith(", embedder=None)"), shown
+    assert ("postgresql://" if "postgres" in db_url else "sqlite:///") in shown, shown

@@ -196,6 +196,15 @@ class Episodic:
     def store(self) -> Store:
         return self._ctx.store
 
+    def __repr__(self) -> str:
+        # What a person printing it wants: which database (never its password), and
+        # which embedder answers (None: keyword-only).
+        from episodic.store.urls import display_url
+
+        embedder = self._models.embedder
+        model = None if embedder is None else embedder.model_id
+        return f"Episodic({display_url(self._ctx.store.url)!r}, embedder={model!r})"
+
     @property
     def settings(self) -> Settings:
         return self._ctx.settings
