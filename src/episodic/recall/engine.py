@@ -38,6 +38,7 @@ from episodic.recall.walk import walk_similar
 from episodic.scoring.blend import blend, confident_weight
 from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
 from episodic.scoring.fusion import rrf
+from episodic.scoring.leg_heads import keep_leg_heads, leg_heads
 from episodic.scoring.mmr import TokenSets, mmr
 from episodic.scoring.passages import (
     PASSAGE_CHARS,
@@ -56,6 +57,10 @@ from episodic.store.upkeep import ReviewRequest
 MODE_VECTOR = "vector"
 MODE_SPARSE_ONLY = "sparse-only"
 TIME_LEG = "time"
+# The legs whose best few keep a place near the top (policy.leg_keep), and the trace's
+# stage for that step: each moved candidate's detail is the place it came from.
+HEAD_LEGS = (Leg.DENSE.value, Leg.SPARSE.value)
+KEEP_STAGE = "keep:legs"
 # The token sets MMR compares memories by, kept across recalls (seed 001's diversity).
 TOKEN_SETS = TokenSets()
 # Long memories' passages and their words, to show the one a query's words are in.
@@ -284,6 +289,7 @@ def _rank(
         scored, _ = rerank(list(pairs), memories)
         return [s for _, s in by_time(scored, ts, windows, policy.time_floor)]
 
+    kept_stage: tuple[list[tuple[str, float]], dict[str, int]] = ([], {})
     # Ids with a newer near-duplicate ranked with them, and that newer id: marked earlier.
     earlier: dict[str, str] = {}
     for everything in (whole, True):
@@ -306,6 +312,16 @@ def _rank(
             # first places of the rankings with and without it.
             ranked = settle(ranked, length, legs.get(Leg.DENSE.value, []), policy, trace)
         ranked += bounded_tail
+        if policy.leg_keep > 0:
+            # After fusion, context, factors, time and the length step, so none of them
+            # can undo it; before one memory per source, which may still drop a kept
+            # candidate as a duplicate of its source, and the same-subject order, which
+            # moves a newer record just above an older one.
+            heads = leg_heads(
+                [[c.memory_id for c in legs.get(g, [])] for g in HEAD_LEGS], policy.leg_keep
+            )
+            ranked, lifted = keep_leg_heads(ranked, heads, policy.leg_keep_rank)
+            kept_stage = (list(ranked), lifted)
         if policy.newest_similar_first and ranked:
             earlier.clear()
             same = (policy.subject_cosine, policy.subject_cosine_turns)
@@ -320,6 +336,9 @@ def _rank(
             trace.add_stage("time", ranked)
         if (settled := stage_of(trace)) is not None:  # after the stages it follows
             trace.stages[settled] = trace.stages.pop(settled)
+        if policy.leg_keep > 0:
+            after, lifted = kept_stage
+            trace.add_stage(KEEP_STAGE, after, {i: {"from": float(p)} for i, p in lifted.items()})
         survivors = one_per_source(ranked, memories, fetch, k, trace)
     ranked = survivors
 

@@ -150,6 +150,13 @@ class RecallPolicy:
     # answers repeating its words crowd the message that says it. 0 never.
     length_level: float = 0.0
     length_level_depth: int = 3
+    # Each of the dense and the keyword leg's first leg_keep candidates (by the leg's own
+    # score) ranks no lower than place leg_keep_rank of the final ranking, whatever fusion,
+    # context and the length step did to it (scoring/leg_heads.py). A place, not a share
+    # of k: the same recall keeps the same candidates whatever k is asked for. 0 turns it
+    # off.
+    leg_keep: int = 0
+    leg_keep_rank: int = 5
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.

@@ -1,0 +1,129 @@
+"""Each leg's best few keep a place near the top of the final ranking (policy.leg_keep)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from episodic import Episodic
+from episodic.bench.folds import parse_tune, variant
+from episodic.embed.fake import FakeEmbedder
+from episodic.recall.engine import KEEP_STAGE
+from episodic.recall.policies import DEFAULT, POLICIES
+from episodic.scoring.leg_heads import keep_leg_heads, leg_heads
+from episodic.store import open_store
+
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+RANKED = [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6), ("e", 0.5), ("f", 0.4)]
+
+
+def ids(pairs: list[tuple[str, float]]) -> list[str]:
+    return [i for i, _ in pairs]
+
+
+def test_each_legs_first_few_are_taken_in_turn_and_once() -> None:
+    dense, sparse = ["d1", "both", "d3"], ["both", "s2"]
+    assert leg_heads([dense, sparse], 1) == ["d1", "both"]
+    assert leg_heads([dense, sparse], 2) == ["d1", "both", "s2"]
+    assert leg_heads([dense, sparse], 3) == ["d1", "both", "s2", "d3"]
+    assert leg_heads([dense, []], 2) == ["d1", "both"]
+    assert leg_heads([dense, sparse], 0) == []
+
+
+def test_a_leg_head_below_the_place_moves_up_to_it_and_scores_stay_ordered() -> None:
+    kept, moved = keep_leg_heads(RANKED, ["e"], 3)
+    assert ids(kept) == ["a", "b", "e", "c", "d", "f"]
+    assert moved == {"e": 5}
+    scores = [s for _, s in kept]
+    assert scores == sorted(scores, reverse=True)
+    assert 0.7 < dict(kept)["e"] < 0.8  # between the two it now sits between
+    # everyone else keeps its score
+    assert {i: s for i, s in kept if i != "e"} == {i: s for i, s in RANKED if i != "e"}
+
+
+def test_several_moved_keep_their_order_and_one_already_there_stays() -> None:
+    kept, moved = keep_leg_heads(RANKED, ["f", "c", "e"], 3)
+    assert ids(kept) == ["a", "b", "c", "e", "f", "d"]
+    assert moved == {"e": 5, "f": 6}  # c held place 3 already
+    scores = [s for _, s in kept]
+    assert scores == sorted(scores, reverse=True)
+    # at place 1 the moved one goes above the first
+    top, moved = keep_leg_heads(RANKED, ["d"], 1)
+    assert ids(top)[:2] == ["d", "a"] and moved == {"d": 4}
+    assert top[0][1] > top[1][1]
+
+
+def test_heads_at_or_above_the_place_and_heads_not_ranked_move_nothing() -> None:
+    for heads, rank in ((["a", "c"], 3), (["b"], 2), (["x"], 2), (["c", "d"], 3)):
+        kept, moved = keep_leg_heads(RANKED, heads, rank)
+        assert kept == RANKED and moved == {}, (heads, rank)
+    # off: no heads, or no place
+    assert keep_leg_heads(RANKED, [], 2) == (RANKED, {})
+    assert keep_leg_heads(RANKED, ["f"], 0) == (RANKED, {})
+
+
+# A short note the dense leg finds best, and notes that repeat the query's rare word many
+# times: BM25 and the blend put all of them above the short note.
+DENSE_BEST = "my weekly plan"
+WORDY = [
+    f"{'zephyr ' * (2 + n)}plan {w} meeting notes and the {w} agenda"
+    for n, w in enumerate(["red", "blue", "green", "amber", "violet", "teal"])
+]
+OTHERS = [
+    f"weekly plan {w}: call the bank, pay rent, book the {w} dentist"
+    for w in ["one", "two", "three", "four", "five", "six", "seven", "eight"]
+]
+QUERY = "my weekly plan zephyr"
+
+
+@pytest.fixture
+def mem(db_url: str) -> Iterator[Episodic]:
+    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
+    for i, text in enumerate([DENSE_BEST, *WORDY, *OTHERS]):
+        event = {
+            "id": f"e{i}",
+            "workspace": "w",
+            "type": "note",
+            "summary": text,
+            "refs": {"episodic": True},
+            "ts": (NOW - timedelta(hours=30 - i)).isoformat(),
+        }
+        assert m.ingest([event]).admitted == 1
+    m.index_once()
+    yield m
+    m.close()
+
+
+def test_the_dense_legs_best_keeps_a_place_near_the_top_whatever_k(mem: Episodic) -> None:
+    dense = mem.recall(QUERY, workspace="w", k=8, mark=False, policy="dense")
+    assert dense.hits[0].memory.content == DENSE_BEST
+    off = mem.recall(QUERY, workspace="w", k=8, mark=False, policy=DEFAULT, explain=True)
+    contents = [h.memory.content for h in off.hits]
+    assert contents.index(DENSE_BEST) == 6  # below every wordy note
+    assert off.trace is not None and KEEP_STAGE not in off.trace.stages
+    keep = dataclasses.replace(DEFAULT, leg_keep=1, leg_keep_rank=3)
+    for k in (3, 8, 20):
+        on = mem.recall(QUERY, workspace="w", k=k, mark=False, policy=keep, explain=True)
+        assert on.hits[2].memory.content == DENSE_BEST, k
+        assert [h.score for h in on.hits] == sorted((h.score for h in on.hits), reverse=True)
+        # --explain names the step and where the candidate came from
+        assert on.trace is not None
+        stage = on.trace.stages[KEEP_STAGE]
+        assert stage[2].memory_id == on.hits[2].id
+        assert stage[2].detail == {"from": 7.0}
+        assert all(row.detail == {} for row in stage if row.rank != 3)
+        assert list(on.trace.stages).index(KEEP_STAGE) > list(on.trace.stages).index(
+            "rerank:importance_priorxscope_levelxlength"
+        )
+
+
+def test_the_keep_is_a_policy_field_the_bench_can_sweep_and_off_everywhere() -> None:
+    assert all(p.leg_keep == 0 for p in POLICIES.values())
+    sweep = parse_tune(["leg_keep=0,1,2", "leg_keep_rank=3,5"])
+    assert sweep["leg_keep"] == (0, 1, 2) and sweep["leg_keep_rank"] == (3, 5)
+    assert isinstance(sweep["leg_keep_rank"][0], int)
+    tuned = variant(DEFAULT, {"leg_keep": 2, "leg_keep_rank": 5})
+    assert (tuned.leg_keep, tuned.leg_keep_rank) == (2, 5)
