@@ -11,12 +11,12 @@ import pytest
 from episodic import Episodic
 from episodic.bench.folds import parse_tune, variant
 from episodic.embed.fake import FakeEmbedder
-from episodic.recall.engine import KEEP_STAGE
 from episodic.recall.policies import DEFAULT, POLICIES
 from episodic.scoring.leg_heads import keep_leg_heads, leg_heads
 from episodic.store import open_store
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+KEEP_STAGE = "keep:legs"
 RANKED = [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6), ("e", 0.5), ("f", 0.4)]
 
 

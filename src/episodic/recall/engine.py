@@ -18,6 +18,8 @@ from episodic.config import MAX_CONTENT_CHARS
 from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
+from episodic.recall.leg_keep import HEAD_LEGS, keep_heads
+from episodic.recall.leg_keep import stage_of as keep_stage_of
 from episodic.recall.legs import LegQuery, Legs, QueryVectors, run_legs
 from episodic.recall.length import settle, settles, stage_of
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
@@ -38,7 +40,6 @@ from episodic.recall.walk import walk_similar
 from episodic.scoring.blend import blend, confident_weight
 from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
 from episodic.scoring.fusion import rrf
-from episodic.scoring.leg_heads import keep_leg_heads, leg_heads
 from episodic.scoring.mmr import TokenSets, mmr
 from episodic.scoring.passages import (
     PASSAGE_CHARS,
@@ -57,10 +58,6 @@ from episodic.store.upkeep import ReviewRequest
 MODE_VECTOR = "vector"
 MODE_SPARSE_ONLY = "sparse-only"
 TIME_LEG = "time"
-# The legs whose best few keep a place near the top (policy.leg_keep), and the trace's
-# stage for that step: each moved candidate's detail is the place it came from.
-HEAD_LEGS = (Leg.DENSE.value, Leg.SPARSE.value)
-KEEP_STAGE = "keep:legs"
 # The token sets MMR compares memories by, kept across recalls (seed 001's diversity).
 TOKEN_SETS = TokenSets()
 # Long memories' passages and their words, to show the one a query's words are in.
@@ -281,6 +278,12 @@ def _rank(
     def length(i: str) -> int:
         return rows[i].chars or 0 if rows is not None else len(memories[i].content)
 
+    def chars(i: str) -> int | None:
+        """A memory's length, None when its row was not read."""
+        if rows is not None:
+            return rows[i].chars or 0 if i in rows else None
+        return len(memories[i].content) if i in memories else None
+
     def final(pairs: Sequence[tuple[str, float]]) -> list[float] | None:
         """The scores ``pairs`` end with; None when a row is missing."""
         fetch([i for i, _ in pairs])
@@ -289,7 +292,6 @@ def _rank(
         scored, _ = rerank(list(pairs), memories)
         return [s for _, s in by_time(scored, ts, windows, policy.time_floor)]
 
-    kept_stage: tuple[list[tuple[str, float]], dict[str, int]] = ([], {})
     # Ids with a newer near-duplicate ranked with them, and that newer id: marked earlier.
     earlier: dict[str, str] = {}
     for everything in (whole, True):
@@ -317,11 +319,9 @@ def _rank(
             # can undo it; before one memory per source, which may still drop a kept
             # candidate as a duplicate of its source, and the same-subject order, which
             # moves a newer record just above an older one.
-            heads = leg_heads(
-                [[c.memory_id for c in legs.get(g, [])] for g in HEAD_LEGS], policy.leg_keep
-            )
-            ranked, lifted = keep_leg_heads(ranked, heads, policy.leg_keep_rank)
-            kept_stage = (list(ranked), lifted)
+            if rows is None:
+                fetch([c.memory_id for g in HEAD_LEGS for c in legs.get(g, [])])
+            ranked = keep_heads(ranked, legs, policy, chars, trace)
         if policy.newest_similar_first and ranked:
             earlier.clear()
             same = (policy.subject_cosine, policy.subject_cosine_turns)
@@ -336,9 +336,8 @@ def _rank(
             trace.add_stage("time", ranked)
         if (settled := stage_of(trace)) is not None:  # after the stages it follows
             trace.stages[settled] = trace.stages.pop(settled)
-        if policy.leg_keep > 0:
-            after, lifted = kept_stage
-            trace.add_stage(KEEP_STAGE, after, {i: {"from": float(p)} for i, p in lifted.items()})
+        if (kept := keep_stage_of(trace)) is not None:  # after the length step's
+            trace.stages[kept] = trace.stages.pop(kept)
         survivors = one_per_source(ranked, memories, fetch, k, trace)
     ranked = survivors
 

@@ -157,6 +157,10 @@ class RecallPolicy:
     # off.
     leg_keep: int = 0
     leg_keep_rank: int = 5
+    # Only memories of at most this many characters count among a leg's best (0: any):
+    # a long memory already has its many chances to match, and the length step has priced
+    # them; the short message a long answer pushed out is what the keep is for.
+    leg_keep_chars: int = 0
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.
