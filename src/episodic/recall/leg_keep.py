@@ -60,7 +60,10 @@ def keep_heads(
         list(islice((c.memory_id for c in legs.get(g, []) if counts(c.memory_id)), policy.leg_keep))
         for g in HEAD_LEGS
     ]
-    kept, moved = keep_leg_heads(ranked, leg_heads(firsts, policy.leg_keep), policy.leg_keep_rank)
+    # Short ones pass long memories only: what pushed them down was length.
+    longer = {i for i, n in lengths.items() if n > limit} if limit > 0 else None
+    heads = leg_heads(firsts, policy.leg_keep)
+    kept, moved = keep_leg_heads(ranked, heads, policy.leg_keep_rank, longer)
     if trace is not None:
         _replace_stage(
             trace, STAGE + "legs", kept, {i: {"from": float(p)} for i, p in moved.items()}

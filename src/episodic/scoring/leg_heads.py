@@ -7,9 +7,11 @@ candidates (by the leg's own score) no lower than place ``rank`` of the final ra
 whatever the steps before did to them:
 
 - a kept candidate already at or above place ``rank`` stays where it is;
-- the others move up to place ``rank``, in their current order, just ahead of the
-  candidate that held it; their score becomes one between the two they now sit between,
-  so the ranking stays ordered by score.
+- the others move up to place ``rank``, in their current order; their score becomes one
+  between the two they now sit between, so the ranking stays ordered by score;
+- with ``passable``, a kept candidate passes only those (recall passes long memories
+  only: the short message that long answers pushed down rises above them, never above
+  another short one the ranking put first).
 
 ``rank`` is a place in the ranking, not a share of the hits asked for: the same recall
 keeps the same candidates whatever ``k`` a caller asks for.
@@ -17,7 +19,7 @@ keeps the same candidates whatever ``k`` a caller asks for.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 
 def leg_heads(legs: Sequence[Sequence[str]], keep: int) -> list[str]:
@@ -32,29 +34,39 @@ def leg_heads(legs: Sequence[Sequence[str]], keep: int) -> list[str]:
 
 
 def keep_leg_heads(
-    ranked: Sequence[tuple[str, float]], heads: Sequence[str], rank: int
+    ranked: Sequence[tuple[str, float]],
+    heads: Sequence[str],
+    rank: int,
+    passable: Container[str] | None = None,
 ) -> tuple[list[tuple[str, float]], dict[str, int]]:
     """``ranked`` (id, score; best first) with every id of ``heads`` that ranks below
-    place ``rank`` (1-based) moved up to it, and {moved id: the place it came from}.
+    place ``rank`` (1-based) moved up towards it, and {moved id: the place it came from}.
 
-    Ids of ``heads`` that are not in ``ranked`` (filtered out before this step) are left
-    out. ``rank`` < 1 or no heads leave ``ranked`` as it is."""
-    if rank < 1 or not heads or len(ranked) <= rank:
-        return list(ranked), {}
+    A moved id passes the ids above it one by one, up to place ``rank``; it stops below
+    another id of ``heads`` (their order stays) and, with ``passable``, below any id not
+    in it. Its score becomes the mean of the two it ends between, so the ranking stays
+    ordered by score. Ids of ``heads`` that are not in ``ranked`` (filtered out before
+    this step) are left out; ``rank`` < 1 or no heads leave ``ranked`` as it is."""
+    out = list(ranked)
+    if rank < 1 or not heads:
+        return out, {}
     wanted = set(heads)
-    above = list(ranked[: rank - 1])
-    rest = list(ranked[rank - 1 :])
-    pulled = [pair for pair in rest if pair[0] in wanted]
-    if pulled == rest[: len(pulled)]:
-        return list(ranked), {}  # each is at or above the place it is kept at
-    stay = [pair for pair in rest if pair[0] not in wanted]
-    # The pulled ones go just ahead of the first that stays: scored between its score and
-    # the score of the place above (or as far above it when nothing is above).
-    lower = stay[0][1]
-    upper = above[-1][1] if above else lower + max(abs(lower), 1.0)
-    upper = max(upper, lower)  # an unordered input: the pulled ones tie with lower
-    step = (upper - lower) / (len(pulled) + 1)
-    placed = [(i, upper - step * (j + 1)) for j, (i, _) in enumerate(pulled)]
-    was = {i: place for place, (i, _) in enumerate(rest, start=rank)}
-    moved = {i: was[i] for j, (i, _) in enumerate(placed) if was[i] > rank + j}
-    return above + placed + stay, moved
+    was = {i: place for place, (i, _) in enumerate(ranked, start=1)}
+    moved: dict[str, int] = {}
+    for i in [i for i, _ in ranked if i in wanted]:  # the best placed first
+        at = next(n for n, (j, _) in enumerate(out) if j == i)
+        to = at
+        while (
+            to > rank - 1
+            and out[to - 1][0] not in wanted
+            and (passable is None or out[to - 1][0] in passable)
+        ):
+            to -= 1
+        if to == at:
+            continue
+        del out[at]
+        lower = out[to][1]
+        upper = out[to - 1][1] if to > 0 else lower + max(abs(lower), 1.0)
+        out.insert(to, (i, (upper + lower) / 2))
+        moved[i] = was[i]
+    return out, moved
