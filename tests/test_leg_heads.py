@@ -122,8 +122,83 @@ def test_the_dense_legs_best_keeps_a_place_near_the_top_whatever_k(mem: Episodic
 
 def test_the_keep_is_a_policy_field_the_bench_can_sweep_and_off_everywhere() -> None:
     assert all(p.leg_keep == 0 for p in POLICIES.values())
-    sweep = parse_tune(["leg_keep=0,1,2", "leg_keep_rank=3,5"])
+    sweep = parse_tune(["leg_keep=0,1,2", "leg_keep_rank=3,5", "leg_keep_chars=0,1000"])
+    assert sweep["leg_keep_chars"] == (0, 1000)
     assert sweep["leg_keep"] == (0, 1, 2) and sweep["leg_keep_rank"] == (3, 5)
     assert isinstance(sweep["leg_keep_rank"][0], int)
     tuned = variant(DEFAULT, {"leg_keep": 2, "leg_keep_rank": 5})
     assert (tuned.leg_keep, tuned.leg_keep_rank) == (2, 5)
+
+
+def test_with_passable_a_head_passes_only_those_and_stops_below_the_rest() -> None:
+    # "e" may pass "d" only: it stops below "c"
+    kept, moved = keep_leg_heads(RANKED, ["e"], 1, passable={"d", "b"})
+    assert ids(kept) == ["a", "b", "c", "e", "d", "f"] and moved == {"e": 5}
+    # nothing it may pass directly above it: it stays
+    assert keep_leg_heads(RANKED, ["e"], 1, passable={"a", "b"}) == (RANKED, {})
+
+
+# Long notes that repeat the query's rare word, a short one that repeats it more, and the
+# short note the dense leg finds best.
+SHORT_WORDY = "zephyr zephyr zephyr zephyr plan"
+SHORT_WORDY_2 = "zephyr zephyr zephyr plan"
+LONG = [
+    (
+        f"zephyr plan {w} meeting notes and the {w} agenda, " * 4
+        + f"then the {w} budget review, the {w} hiring round and the {w} office move. "
+    )
+    * 10
+    for w in ["red", "blue", "green", "amber"]
+]
+LONG_QUERY = "zephyr plan meeting notes agenda budget review hiring round office move"
+# The length prior off, so that the long notes outrank the short one the dense leg prefers.
+NO_PRIOR = dataclasses.replace(DEFAULT, length_prior=0.0)
+SHORT_ONLY = dataclasses.replace(NO_PRIOR, leg_keep=1, leg_keep_rank=1, leg_keep_chars=1000)
+
+
+@pytest.fixture
+def long_mem(db_url: str) -> Iterator[Episodic]:
+    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
+    for i, text in enumerate([DENSE_BEST, SHORT_WORDY, SHORT_WORDY_2, *LONG, *OTHERS]):
+        event = {
+            "id": f"e{i}",
+            "workspace": "w",
+            "type": "note",
+            "summary": text,
+            "refs": {"episodic": True},
+            "ts": (NOW - timedelta(hours=30 - i)).isoformat(),
+        }
+        assert m.ingest([event]).admitted == 1
+    m.index_once()
+    yield m
+    m.close()
+
+
+def test_a_legs_best_short_memory_passes_the_long_ones_and_no_short_one(
+    long_mem: Episodic,
+) -> None:
+    assert all(len(t) > 1000 for t in LONG)
+    off = long_mem.recall(QUERY, workspace="w", k=8, mark=False, policy=NO_PRIOR)
+    contents = [h.memory.content for h in off.hits]
+    assert set(contents[:2]) == {SHORT_WORDY, SHORT_WORDY_2}
+    assert contents.index(DENSE_BEST) == 6  # below four long notes
+    on = long_mem.recall(QUERY, workspace="w", k=8, mark=False, policy=SHORT_ONLY, explain=True)
+    # place 1 is asked for, but it passes only the long notes: the short ones the ranking
+    # put first stay above it
+    assert [h.memory.content for h in on.hits][:3] == [*contents[:2], DENSE_BEST]
+    assert on.trace is not None
+    assert on.trace.stages[KEEP_STAGE][2].detail == {"from": 7.0}
+
+
+def test_a_query_its_long_memories_match_best_keeps_no_short_one(long_mem: Episodic) -> None:
+    on = long_mem.recall(
+        LONG_QUERY, workspace="w", k=8, mark=False, policy=SHORT_ONLY, explain=True
+    )
+    off = long_mem.recall(LONG_QUERY, workspace="w", k=8, mark=False, policy=NO_PRIOR)
+    assert [h.id for h in on.hits] == [h.id for h in off.hits]
+    assert {h.memory.content for h in on.hits[4:6]} == {SHORT_WORDY, SHORT_WORDY_2}
+    assert on.trace is not None and "keep:long" in on.trace.stages
+    # without the length gate the same query lifts its leg's best short memory
+    ungated = dataclasses.replace(SHORT_ONLY, length_gate=0.0)
+    lifted = long_mem.recall(LONG_QUERY, workspace="w", k=8, mark=False, policy=ungated)
+    assert lifted.hits[0].memory.content in (SHORT_WORDY, SHORT_WORDY_2)
