@@ -1,12 +1,13 @@
 """Each leg's best few keep a place near the top of a recall's ranking (policy.leg_keep),
 shown in the trace.
 
-The pure rule lives in ``scoring/leg_heads.py``; this step picks each leg's best that
-count (``leg_keep_chars``: short memories only), leaves alone a query whose long memories
-match it clearly better than its short ones (the length gate's ``long_margin``: it asks
-for long answers whole, as a summary does, and lifting short messages would push them
-out), and says in the trace what it moved. It is the one place the engine calls the rule
-from.
+The pure rule lives in ``scoring/leg_heads.py``. This step picks each leg's best that
+count and what they may pass: with ``leg_keep_chars``, short memories only, passing long
+ones only (what pushed a short message down was the long answers' many chances to
+match). It leaves alone a query whose long memories match it clearly better than its
+short ones (the length gate's ``long_margin``: it asks for long answers whole, as a
+summary does, and lifting short messages would push them out), and says in the trace
+what it did. It is the one place the engine calls the rule from.
 """
 
 from __future__ import annotations

@@ -152,14 +152,16 @@ class RecallPolicy:
     length_level_depth: int = 3
     # Each of the dense and the keyword leg's first leg_keep candidates (by the leg's own
     # score) ranks no lower than place leg_keep_rank of the final ranking, whatever fusion,
-    # context and the length step did to it (scoring/leg_heads.py). A place, not a share
-    # of k: the same recall keeps the same candidates whatever k is asked for. 0 turns it
-    # off.
+    # context and the length step did to it (recall/leg_keep.py, scoring/leg_heads.py). A
+    # place, not a share of k: the same recall keeps the same candidates whatever k is
+    # asked for. 0 turns it off.
     leg_keep: int = 0
     leg_keep_rank: int = 5
-    # Only memories of at most this many characters count among a leg's best (0: any):
-    # a long memory already has its many chances to match, and the length step has priced
-    # them; the short message a long answer pushed out is what the keep is for.
+    # With leg_keep_chars above 0, only memories of at most that many characters count
+    # among a leg's best, and they pass only longer memories on the way up: the short
+    # message that long answers pushed down rises above those answers, never above a short
+    # one the ranking put first. A query the length gate lifts (length_gate: it asks for
+    # long answers whole) keeps none.
     leg_keep_chars: int = 0
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
