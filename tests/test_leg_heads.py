@@ -100,11 +100,12 @@ def mem(db_url: str) -> Iterator[Episodic]:
 def test_the_dense_legs_best_keeps_a_place_near_the_top_whatever_k(mem: Episodic) -> None:
     dense = mem.recall(QUERY, workspace="w", k=8, mark=False, policy="dense")
     assert dense.hits[0].memory.content == DENSE_BEST
-    off = mem.recall(QUERY, workspace="w", k=8, mark=False, policy=DEFAULT, explain=True)
+    plain = dataclasses.replace(DEFAULT, leg_keep=0)
+    off = mem.recall(QUERY, workspace="w", k=8, mark=False, policy=plain, explain=True)
     contents = [h.memory.content for h in off.hits]
     assert contents.index(DENSE_BEST) == 6  # below every wordy note
     assert off.trace is not None and KEEP_STAGE not in off.trace.stages
-    keep = dataclasses.replace(DEFAULT, leg_keep=1, leg_keep_rank=3)
+    keep = dataclasses.replace(DEFAULT, leg_keep=1, leg_keep_rank=3, leg_keep_chars=0)
     for k in (3, 8, 20):
         on = mem.recall(QUERY, workspace="w", k=k, mark=False, policy=keep, explain=True)
         assert on.hits[2].memory.content == DENSE_BEST, k
@@ -120,8 +121,10 @@ def test_the_dense_legs_best_keeps_a_place_near_the_top_whatever_k(mem: Episodic
         )
 
 
-def test_the_keep_is_a_policy_field_the_bench_can_sweep_and_off_everywhere() -> None:
-    assert all(p.leg_keep == 0 for p in POLICIES.values())
+def test_the_keep_is_a_policy_field_the_bench_can_sweep_and_on_in_default_only() -> None:
+    # on in `default` (its 3 best short memories to place 3), off in every other preset
+    assert (DEFAULT.leg_keep, DEFAULT.leg_keep_rank, DEFAULT.leg_keep_chars) == (3, 3, 1000)
+    assert all(p.leg_keep == 0 for p in POLICIES.values() if p is not DEFAULT)
     sweep = parse_tune(["leg_keep=0,1,2", "leg_keep_rank=3,5", "leg_keep_chars=0,1000"])
     assert sweep["leg_keep_chars"] == (0, 1000)
     assert sweep["leg_keep"] == (0, 1, 2) and sweep["leg_keep_rank"] == (3, 5)
@@ -152,7 +155,7 @@ LONG = [
 ]
 LONG_QUERY = "zephyr plan meeting notes agenda budget review hiring round office move"
 # The length prior off, so that the long notes outrank the short one the dense leg prefers.
-NO_PRIOR = dataclasses.replace(DEFAULT, length_prior=0.0)
+NO_PRIOR = dataclasses.replace(DEFAULT, length_prior=0.0, leg_keep=0)
 SHORT_ONLY = dataclasses.replace(NO_PRIOR, leg_keep=1, leg_keep_rank=1, leg_keep_chars=1000)
 
 
@@ -202,3 +205,18 @@ def test_a_query_its_long_memories_match_best_keeps_no_short_one(long_mem: Episo
     ungated = dataclasses.replace(SHORT_ONLY, length_gate=0.0)
     lifted = long_mem.recall(LONG_QUERY, workspace="w", k=8, mark=False, policy=ungated)
     assert lifted.hits[0].memory.content in (SHORT_WORDY, SHORT_WORDY_2)
+
+
+def test_default_lifts_the_dense_legs_best_short_memory_over_long_ones(long_mem: Episodic) -> None:
+    plain = dataclasses.replace(DEFAULT, leg_keep=0)
+    before = [
+        h.memory.content
+        for h in long_mem.recall(QUERY, workspace="w", k=8, mark=False, policy=plain).hits
+    ]
+    result = long_mem.recall(QUERY, workspace="w", k=8, mark=False, explain=True)
+    after = [h.memory.content for h in result.hits]
+    assert result.trace is not None and KEEP_STAGE in result.trace.stages
+    # the length prior alone leaves it below two long notes; kept, it rises to place 3
+    assert before.index(DENSE_BEST) == 4
+    assert after.index(DENSE_BEST) == 2
+    assert after[:2] == before[:2]
