@@ -47,8 +47,9 @@ def keep_heads(
     limit = policy.leg_keep_chars
     lengths = {i: min(n, MAX_CONTENT_CHARS) for i, _ in ranked if (n := chars(i)) is not None}
     dense = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
-    margin = long_margin(dense, lengths, policy.length_gate_top)
-    if limit > 0 and 0 < policy.length_gate <= margin:
+    # The length step's gate, on the same cosines and lengths: the query it lifts asks
+    # for long answers.
+    if limit > 0 and 0 < policy.length_gate <= long_margin(dense, lengths, policy.length_gate_top):
         if trace is not None:
             _replace_stage(trace, STAGE + "long", list(ranked), {})
         return list(ranked)
