@@ -122,8 +122,8 @@ def test_the_dense_legs_best_keeps_a_place_near_the_top_whatever_k(mem: Episodic
 
 
 def test_the_keep_is_a_policy_field_the_bench_can_sweep_and_on_in_default_only() -> None:
-    # on in `default` (its 3 best short memories to place 3), off in every other preset
-    assert (DEFAULT.leg_keep, DEFAULT.leg_keep_rank, DEFAULT.leg_keep_chars) == (3, 3, 1000)
+    # on in `default` (its 6 best short memories to place 3), off in every other preset
+    assert (DEFAULT.leg_keep, DEFAULT.leg_keep_rank, DEFAULT.leg_keep_chars) == (6, 3, 1000)
     assert all(p.leg_keep == 0 for p in POLICIES.values() if p is not DEFAULT)
     sweep = parse_tune(["leg_keep=0,1,2", "leg_keep_rank=3,5", "leg_keep_chars=0,1000"])
     assert sweep["leg_keep_chars"] == (0, 1000)
