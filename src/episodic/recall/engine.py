@@ -18,7 +18,7 @@ from episodic.config import MAX_CONTENT_CHARS
 from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
-from episodic.recall.leg_keep import HEAD_LEGS, keep_heads
+from episodic.recall.leg_keep import keep_heads
 from episodic.recall.leg_keep import stage_of as keep_stage_of
 from episodic.recall.legs import LegQuery, Legs, QueryVectors, run_legs
 from episodic.recall.length import settle, settles, stage_of
@@ -319,8 +319,6 @@ def _rank(
             # can undo it; before one memory per source, which may still drop a kept
             # candidate as a duplicate of its source, and the same-subject order, which
             # moves a newer record just above an older one.
-            if rows is None:
-                fetch([c.memory_id for g in HEAD_LEGS for c in legs.get(g, [])])
             ranked = keep_heads(ranked, legs, policy, chars, trace)
         if policy.newest_similar_first and ranked:
             earlier.clear()

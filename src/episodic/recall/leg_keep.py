@@ -42,8 +42,10 @@ def keep_heads(
     trace: Trace | None = None,
 ) -> list[tuple[str, float]]:
     """``ranked`` with each leg's first ``policy.leg_keep`` ids no lower than place
-    ``policy.leg_keep_rank``; ``chars(id)`` is a memory's length (None: not read, and
-    then not counted)."""
+    ``policy.leg_keep_rank``; ``chars(id)`` is a memory's length, None when its row was
+    not read. The step reads no row: with ``leg_keep_chars``, a memory whose row was not
+    read counts neither as short nor as long (the ranking reads every row when some
+    memory in the workspace is long; when none is, nothing could pass one)."""
     limit = policy.leg_keep_chars
     lengths = {i: min(n, MAX_CONTENT_CHARS) for i, _ in ranked if (n := chars(i)) is not None}
     dense = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
@@ -55,8 +57,10 @@ def keep_heads(
         return list(ranked)
 
     def counts(i: str) -> bool:
+        if limit <= 0:
+            return True
         n = chars(i)
-        return n is not None and (limit <= 0 or n <= limit)
+        return n is not None and n <= limit
 
     firsts = [
         list(islice((c.memory_id for c in legs.get(g, []) if counts(c.memory_id)), policy.leg_keep))
