@@ -18,6 +18,8 @@ from episodic.config import MAX_CONTENT_CHARS
 from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
+from episodic.recall.leg_keep import keep_heads
+from episodic.recall.leg_keep import stage_of as keep_stage_of
 from episodic.recall.legs import LegQuery, Legs, QueryVectors, run_legs
 from episodic.recall.length import settle, settles, stage_of
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
@@ -278,6 +280,12 @@ def _rank(
     def length(i: str) -> int:
         return rows[i].chars or 0 if rows is not None else len(memories[i].content)
 
+    def chars(i: str) -> int | None:
+        """A memory's length, None when its row was not read."""
+        if rows is not None:
+            return rows[i].chars or 0 if i in rows else None
+        return len(memories[i].content) if i in memories else None
+
     def final(pairs: Sequence[tuple[str, float]]) -> list[float] | None:
         """The scores ``pairs`` end with; None when a row is missing."""
         fetch([i for i, _ in pairs])
@@ -313,6 +321,12 @@ def _rank(
             # first places of the rankings with and without it.
             ranked = settle(ranked, length, legs.get(Leg.DENSE.value, []), policy, trace)
         ranked += bounded_tail
+        if policy.leg_keep > 0:
+            # After fusion, context, factors, time and the length step, so none of them
+            # can undo it; before one memory per source, which may still drop a kept
+            # candidate as a duplicate of its source, and the same-subject order, which
+            # moves a newer record just above an older one.
+            ranked = keep_heads(ranked, legs, policy, chars, trace)
         unordered = ranked
         if policy.newest_similar_first and ranked:
             earlier.clear()
@@ -328,6 +342,8 @@ def _rank(
             trace.add_stage("time", timed)
         if (settled := stage_of(trace)) is not None:  # after the stages it follows
             trace.stages[settled] = trace.stages.pop(settled)
+        if (kept := keep_stage_of(trace)) is not None:  # after the length step's
+            trace.stages[kept] = trace.stages.pop(kept)
         if ranked != unordered:
             trace.add_stage(ORDER_NEWEST_FIRST, ranked)
         survivors = one_per_source(ranked, memories, fetch, k, trace)

@@ -150,6 +150,19 @@ class RecallPolicy:
     # answers repeating its words crowd the message that says it. 0 never.
     length_level: float = 0.0
     length_level_depth: int = 3
+    # Each of the dense and the keyword leg's first leg_keep candidates (by the leg's own
+    # score) ranks no lower than place leg_keep_rank of the final ranking, whatever fusion,
+    # context and the length step did to it (recall/leg_keep.py, scoring/leg_heads.py). A
+    # place, not a share of k: the same recall keeps the same candidates whatever k is
+    # asked for. 0 turns it off.
+    leg_keep: int = 0
+    leg_keep_rank: int = 5
+    # With leg_keep_chars above 0, only memories of at most that many characters count
+    # among a leg's best, and they pass only longer memories on the way up: the short
+    # message that long answers pushed down rises above those answers, never above a short
+    # one the ranking put first. A query the length gate lifts (length_gate: it asks for
+    # long answers whole) keeps none.
+    leg_keep_chars: int = 0
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.
@@ -314,6 +327,17 @@ DENSE = RecallPolicy(
 #   off: at 0.04 it lifts BEAM's turn ingest 0.5208 -> 0.5403 held out with no ability
 #   lower, but costs summaries 3.8 points on conversation ingest, and over both modes no
 #   held-out choice keeps every ability within a point (benchmarks/README.md).
+# - each leg's 6 best short memories (at most 1,000 characters, leg_keep / leg_keep_chars)
+#   rise to place 3 (leg_keep_rank) past the long memories above them, never past a short
+#   one; a query the length gate lifts keeps none. Over 0-3 best at places 3 / 5 / 8
+#   every held-out fold of LoCoMo and BEAM together chose 3 at place 3 (the places tie on
+#   recall@10; 3 has the best NDCG@10); over 0, 3, 4, 6, 8 at place 3 four folds chose 6,
+#   one 4 (8 lifts BEAM most but costs summarization more than a point): BEAM R@10
+#   0.5208 -> 0.5323, NDCG@10 0.4541 -> 0.4596, R@1 unchanged, no ability down more than
+#   0.4 points (instruction and preference following +2.5 each; conversation ingest
+#   0.5354 -> 0.5436); LoCoMo unchanged (no turn over 1,000 characters). Kept without the
+#   length rule (any memory, passing any) it cost LoCoMo at every value (1 best: 0.7777
+#   -> 0.7769; 3: 0.7605) and BEAM gained at most 0.1 point (benchmarks/README.md).
 # - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points
@@ -337,10 +361,14 @@ DEFAULT = RecallPolicy(
     length_prior=1.5,
     length_share=0.3,
     length_gate=0.06,
+    leg_keep=6,
+    leg_keep_rank=3,
+    leg_keep_chars=1000,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
-        "importance prior, a soft price on long memories' many passages, scope levels, "
-        "newest first among memories about one subject"
+        "importance prior, a soft price on long memories' many passages, each leg's best "
+        "short memories above the long ones, scope levels, newest first among memories "
+        "about one subject"
     ),
 )
 

@@ -1,0 +1,222 @@
+"""Each leg's best few keep a place near the top of the final ranking (policy.leg_keep)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from episodic import Episodic
+from episodic.bench.folds import parse_tune, variant
+from episodic.embed.fake import FakeEmbedder
+from episodic.recall.policies import DEFAULT, POLICIES
+from episodic.scoring.leg_heads import keep_leg_heads, leg_heads
+from episodic.store import open_store
+
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+KEEP_STAGE = "keep:legs"
+RANKED = [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6), ("e", 0.5), ("f", 0.4)]
+
+
+def ids(pairs: list[tuple[str, float]]) -> list[str]:
+    return [i for i, _ in pairs]
+
+
+def test_each_legs_first_few_are_taken_in_turn_and_once() -> None:
+    dense, sparse = ["d1", "both", "d3"], ["both", "s2"]
+    assert leg_heads([dense, sparse], 1) == ["d1", "both"]
+    assert leg_heads([dense, sparse], 2) == ["d1", "both", "s2"]
+    assert leg_heads([dense, sparse], 3) == ["d1", "both", "s2", "d3"]
+    assert leg_heads([dense, []], 2) == ["d1", "both"]
+    assert leg_heads([dense, sparse], 0) == []
+
+
+def test_a_leg_head_below_the_place_moves_up_to_it_and_scores_stay_ordered() -> None:
+    kept, moved = keep_leg_heads(RANKED, ["e"], 3)
+    assert ids(kept) == ["a", "b", "e", "c", "d", "f"]
+    assert moved == {"e": 5}
+    scores = [s for _, s in kept]
+    assert scores == sorted(scores, reverse=True)
+    assert 0.7 < dict(kept)["e"] < 0.8  # between the two it now sits between
+    # everyone else keeps its score
+    assert {i: s for i, s in kept if i != "e"} == {i: s for i, s in RANKED if i != "e"}
+
+
+def test_several_moved_keep_their_order_and_one_already_there_stays() -> None:
+    kept, moved = keep_leg_heads(RANKED, ["f", "c", "e"], 3)
+    assert ids(kept) == ["a", "b", "c", "e", "f", "d"]
+    assert moved == {"e": 5, "f": 6}  # c held place 3 already
+    scores = [s for _, s in kept]
+    assert scores == sorted(scores, reverse=True)
+    # at place 1 the moved one goes above the first
+    top, moved = keep_leg_heads(RANKED, ["d"], 1)
+    assert ids(top)[:2] == ["d", "a"] and moved == {"d": 4}
+    assert top[0][1] > top[1][1]
+
+
+def test_heads_at_or_above_the_place_and_heads_not_ranked_move_nothing() -> None:
+    for heads, rank in ((["a", "c"], 3), (["b"], 2), (["x"], 2), (["c", "d"], 3)):
+        kept, moved = keep_leg_heads(RANKED, heads, rank)
+        assert kept == RANKED and moved == {}, (heads, rank)
+    # off: no heads, or no place
+    assert keep_leg_heads(RANKED, [], 2) == (RANKED, {})
+    assert keep_leg_heads(RANKED, ["f"], 0) == (RANKED, {})
+
+
+# A short note the dense leg finds best, and notes that repeat the query's rare word many
+# times: BM25 and the blend put all of them above the short note.
+DENSE_BEST = "my weekly plan"
+WORDY = [
+    f"{'zephyr ' * (2 + n)}plan {w} meeting notes and the {w} agenda"
+    for n, w in enumerate(["red", "blue", "green", "amber", "violet", "teal"])
+]
+OTHERS = [
+    f"weekly plan {w}: call the bank, pay rent, book the {w} dentist"
+    for w in ["one", "two", "three", "four", "five", "six", "seven", "eight"]
+]
+QUERY = "my weekly plan zephyr"
+
+
+@pytest.fixture
+def mem(db_url: str) -> Iterator[Episodic]:
+    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
+    for i, text in enumerate([DENSE_BEST, *WORDY, *OTHERS]):
+        event = {
+            "id": f"e{i}",
+            "workspace": "w",
+            "type": "note",
+            "summary": text,
+            "refs": {"episodic": True},
+            "ts": (NOW - timedelta(hours=30 - i)).isoformat(),
+        }
+        assert m.ingest([event]).admitted == 1
+    m.index_once()
+    yield m
+    m.close()
+
+
+def test_the_dense_legs_best_keeps_a_place_near_the_top_whatever_k(mem: Episodic) -> None:
+    dense = mem.recall(QUERY, workspace="w", k=8, mark=False, policy="dense")
+    assert dense.hits[0].memory.content == DENSE_BEST
+    plain = dataclasses.replace(DEFAULT, leg_keep=0)
+    off = mem.recall(QUERY, workspace="w", k=8, mark=False, policy=plain, explain=True)
+    contents = [h.memory.content for h in off.hits]
+    assert contents.index(DENSE_BEST) == 6  # below every wordy note
+    assert off.trace is not None and KEEP_STAGE not in off.trace.stages
+    keep = dataclasses.replace(DEFAULT, leg_keep=1, leg_keep_rank=3, leg_keep_chars=0)
+    for k in (3, 8, 20):
+        on = mem.recall(QUERY, workspace="w", k=k, mark=False, policy=keep, explain=True)
+        assert on.hits[2].memory.content == DENSE_BEST, k
+        assert [h.score for h in on.hits] == sorted((h.score for h in on.hits), reverse=True)
+        # --explain names the step and where the candidate came from
+        assert on.trace is not None
+        stage = on.trace.stages[KEEP_STAGE]
+        assert stage[2].memory_id == on.hits[2].id
+        assert stage[2].detail == {"from": 7.0}
+        assert all(row.detail == {} for row in stage if row.rank != 3)
+        assert list(on.trace.stages).index(KEEP_STAGE) > list(on.trace.stages).index(
+            "rerank:importance_priorxscope_levelxlength"
+        )
+
+
+def test_the_keep_is_a_policy_field_the_bench_can_sweep_and_on_in_default_only() -> None:
+    # on in `default` (its 6 best short memories to place 3), off in every other preset
+    assert (DEFAULT.leg_keep, DEFAULT.leg_keep_rank, DEFAULT.leg_keep_chars) == (6, 3, 1000)
+    assert all(p.leg_keep == 0 for p in POLICIES.values() if p is not DEFAULT)
+    sweep = parse_tune(["leg_keep=0,1,2", "leg_keep_rank=3,5", "leg_keep_chars=0,1000"])
+    assert sweep["leg_keep_chars"] == (0, 1000)
+    assert sweep["leg_keep"] == (0, 1, 2) and sweep["leg_keep_rank"] == (3, 5)
+    assert isinstance(sweep["leg_keep_rank"][0], int)
+    tuned = variant(DEFAULT, {"leg_keep": 2, "leg_keep_rank": 5})
+    assert (tuned.leg_keep, tuned.leg_keep_rank) == (2, 5)
+
+
+def test_with_passable_a_head_passes_only_those_and_stops_below_the_rest() -> None:
+    # "e" may pass "d" only: it stops below "c"
+    kept, moved = keep_leg_heads(RANKED, ["e"], 1, passable={"d", "b"})
+    assert ids(kept) == ["a", "b", "c", "e", "d", "f"] and moved == {"e": 5}
+    # nothing it may pass directly above it: it stays
+    assert keep_leg_heads(RANKED, ["e"], 1, passable={"a", "b"}) == (RANKED, {})
+
+
+# Long notes that repeat the query's rare word, a short one that repeats it more, and the
+# short note the dense leg finds best.
+SHORT_WORDY = "zephyr zephyr zephyr zephyr plan"
+SHORT_WORDY_2 = "zephyr zephyr zephyr plan"
+LONG = [
+    (
+        f"zephyr plan {w} meeting notes and the {w} agenda, " * 4
+        + f"then the {w} budget review, the {w} hiring round and the {w} office move. "
+    )
+    * 10
+    for w in ["red", "blue", "green", "amber"]
+]
+LONG_QUERY = "zephyr plan meeting notes agenda budget review hiring round office move"
+# The length prior off, so that the long notes outrank the short one the dense leg prefers.
+NO_PRIOR = dataclasses.replace(DEFAULT, length_prior=0.0, leg_keep=0)
+SHORT_ONLY = dataclasses.replace(NO_PRIOR, leg_keep=1, leg_keep_rank=1, leg_keep_chars=1000)
+
+
+@pytest.fixture
+def long_mem(db_url: str) -> Iterator[Episodic]:
+    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
+    for i, text in enumerate([DENSE_BEST, SHORT_WORDY, SHORT_WORDY_2, *LONG, *OTHERS]):
+        event = {
+            "id": f"e{i}",
+            "workspace": "w",
+            "type": "note",
+            "summary": text,
+            "refs": {"episodic": True},
+            "ts": (NOW - timedelta(hours=30 - i)).isoformat(),
+        }
+        assert m.ingest([event]).admitted == 1
+    m.index_once()
+    yield m
+    m.close()
+
+
+def test_a_legs_best_short_memory_passes_the_long_ones_and_no_short_one(
+    long_mem: Episodic,
+) -> None:
+    assert all(len(t) > 1000 for t in LONG)
+    off = long_mem.recall(QUERY, workspace="w", k=8, mark=False, policy=NO_PRIOR)
+    contents = [h.memory.content for h in off.hits]
+    assert set(contents[:2]) == {SHORT_WORDY, SHORT_WORDY_2}
+    assert contents.index(DENSE_BEST) == 6  # below four long notes
+    on = long_mem.recall(QUERY, workspace="w", k=8, mark=False, policy=SHORT_ONLY, explain=True)
+    # place 1 is asked for, but it passes only the long notes: the short ones the ranking
+    # put first stay above it
+    assert [h.memory.content for h in on.hits][:3] == [*contents[:2], DENSE_BEST]
+    assert on.trace is not None
+    assert on.trace.stages[KEEP_STAGE][2].detail == {"from": 7.0}
+
+
+def test_a_query_its_long_memories_match_best_keeps_no_short_one(long_mem: Episodic) -> None:
+    on = long_mem.recall(
+        LONG_QUERY, workspace="w", k=8, mark=False, policy=SHORT_ONLY, explain=True
+    )
+    off = long_mem.recall(LONG_QUERY, workspace="w", k=8, mark=False, policy=NO_PRIOR)
+    assert [h.id for h in on.hits] == [h.id for h in off.hits]
+    assert {h.memory.content for h in on.hits[4:6]} == {SHORT_WORDY, SHORT_WORDY_2}
+    assert on.trace is not None and "keep:long" in on.trace.stages
+    # without the length gate the same query lifts its leg's best short memory
+    ungated = dataclasses.replace(SHORT_ONLY, length_gate=0.0)
+    lifted = long_mem.recall(LONG_QUERY, workspace="w", k=8, mark=False, policy=ungated)
+    assert lifted.hits[0].memory.content in (SHORT_WORDY, SHORT_WORDY_2)
+
+
+def test_default_lifts_the_dense_legs_best_short_memory_over_long_ones(long_mem: Episodic) -> None:
+    plain = dataclasses.replace(DEFAULT, leg_keep=0)
+    before = [
+        h.memory.content
+        for h in long_mem.recall(QUERY, workspace="w", k=8, mark=False, policy=plain).hits
+    ]
+    result = long_mem.recall(QUERY, workspace="w", k=8, mark=False, explain=True)
+    after = [h.memory.content for h in result.hits]
+    assert result.trace is not None and KEEP_STAGE in result.trace.stages
+    # the length prior alone leaves it below two long notes; kept, it rises to place 3
+    assert before.index(DENSE_BEST) == 4
+    assert after.index(DENSE_BEST) == 2
+    assert after[:2] == before[:2]
