@@ -266,8 +266,9 @@ def _rank(
     whole = policy.diversity is Diversity.MMR or lo <= 0 or hi == math.inf
     depth = 2 * k
     rerank = Rerank(policy, query, now)
-    # Every candidate's final score from its small row, when the ranking needs them all.
-    rows = rank_rows(store, query.workspace_id, policy, rerank, [i for i, _ in fused])
+    # Every candidate's final score from its small row, when the ranking needs them all;
+    # the leaders' whole rows are read on the way.
+    rows = rank_rows(store, query.workspace_id, policy, rerank, fused, memories, depth)
     whole = whole or rows is not None
 
     def ts(i: str) -> datetime:

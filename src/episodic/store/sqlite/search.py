@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 
-from episodic.model import Candidate, ScopeFilter, utcnow
+from episodic.model import Candidate, Memory, ScopeFilter, utcnow
 from episodic.store.dense import DenseIndex, DenseRows
 from episodic.store.passages import (
     PASSAGE_DEPTH,
@@ -249,6 +249,14 @@ class SearchMixin(SqliteBase):
                 "SELECT max(chars) FROM memory_lengths WHERE workspace_id = ?", (workspace_id,)
             ).fetchone()
         return int(row[0] or 0)
+
+    def memories_and_longest(
+        self, workspace_id: str, ids: Sequence[str]
+    ) -> tuple[list[Memory], int]:
+        # Two statements in one snapshot: in process, the longest is one index lookup
+        # (~10 us), and the rows' statement stays ``get_memories``' own.
+        with self._read():
+            return self.get_memories(workspace_id, ids), self.longest(workspace_id)
 
     def rank_rows(self, workspace_id: str, ids: Sequence[str]) -> dict[str, RankRow]:
         wanted = unique(ids)
