@@ -54,6 +54,11 @@ class CountingStore:
         found: list[Memory] = self.inner.get_memories(workspace_id, ids)
         return found
 
+    def rank_rows(self, workspace_id: str, ids: Sequence[str]) -> dict[str, Any]:
+        self.rows += len(ids)
+        found: dict[str, Any] = self.inner.rank_rows(workspace_id, ids)
+        return found
+
     def memories_and_longest(self, workspace_id: str, ids: Sequence[str]) -> tuple[Any, int]:
         self.rows += len(ids)
         found: tuple[Any, int] = self.inner.memories_and_longest(workspace_id, ids)

@@ -23,7 +23,7 @@ from episodic.recall.length import settle, settles, stage_of
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
 from episodic.recall.rerank import Rerank
 from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
-from episodic.recall.rows import rank_rows
+from episodic.recall.rows import rank_rows, read_head
 from episodic.recall.sources import one_per_source
 from episodic.recall.supersede import newest_similar_first, order_within_hits
 from episodic.recall.timeparse import parse_time_expressions, strip_time_expressions
@@ -50,7 +50,7 @@ from episodic.scoring.prior import importance_prior, length_prior_floor
 from episodic.scoring.scope import possible_levels, scope_multiplier
 from episodic.scoring.temporal import TimeWindow
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
-from episodic.store.search import SearchStore
+from episodic.store.search import RankRow, SearchStore
 from episodic.store.upkeep import ReviewRequest
 
 MODE_VECTOR = "vector"
@@ -270,12 +270,16 @@ def _rank(
     # the leaders' whole rows are read on the way.
     rows = rank_rows(store, query.workspace_id, policy, rerank, fused, memories, depth)
     whole = whole or rows is not None
+    # The head's small rows: every candidate's with ``rows``, else those below the leaders.
+    small: dict[str, RankRow] = {} if rows is None else rows
 
     def ts(i: str) -> datetime:
-        return rows[i].ts if rows is not None else memories[i].ts
+        row = small.get(i)
+        return row.ts if row is not None else memories[i].ts
 
     def length(i: str) -> int:
-        return rows[i].chars or 0 if rows is not None else len(memories[i].content)
+        row = small.get(i)
+        return row.chars or 0 if row is not None else len(memories[i].content)
 
     def final(pairs: Sequence[tuple[str, float]]) -> list[float] | None:
         """The scores ``pairs`` end with; None when a row is missing."""
@@ -294,8 +298,9 @@ def _rank(
         if rows is not None:
             head = [(i, s) for i, s in head if i in rows]
         elif reorders:
-            fetch([i for i, _ in head])
-            head = [(i, s) for i, s in head if i in memories]
+            ids = [i for i, _ in head]
+            read_head(store, flt.workspace_id, policy, rerank, ids, memories, small)
+            head = [(i, s) for i, s in head if i in memories or i in small]
         ranked, detail = rerank(head, memories, detail=trace is not None)
         # Below the head, lo x the fused score bounds what re-ranking could give.
         bounded_tail = [(i, s * lo) for i, s in tail]

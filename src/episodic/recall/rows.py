@@ -73,3 +73,32 @@ def rank_rows(
     )
     rerank.prime(rows.values())
     return rows
+
+
+def read_head(
+    store: SearchStore,
+    workspace_id: str,
+    policy: RecallPolicy,
+    rerank: Rerank,
+    ids: Sequence[str],
+    memories: dict[str, Memory],
+    small: dict[str, RankRow],
+) -> None:
+    """Make each of ``ids`` (a head to re-rank) rankable: its small row into ``small``,
+    its factors kept in ``rerank``, when the policy's factors read no more (its length
+    too, when the policy prices length); else its whole row into ``memories``. Below the
+    leaders a head holds candidates that rarely reach the places whose whole rows the
+    later steps read (one per source, the hits): a small row costs about half a whole
+    one, the text, payload and sources left unread."""
+    missing = [i for i in ids if i not in memories and i not in small]
+    if not missing:
+        return
+    if policy.diversity is not Diversity.MMR and rerank.from_rows():
+        found = store.rank_rows(workspace_id, missing)
+        usable = {i: r for i, r in found.items() if r.chars is not None or policy.length_prior <= 0}
+        rerank.prime(usable.values())
+        small.update(usable)
+        # A row without a kept length is read whole: its length is never guessed.
+        missing = [i for i in found if i not in usable]
+    if missing:
+        memories.update((m.id, m) for m in store.get_memories(workspace_id, missing))
