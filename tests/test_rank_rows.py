@@ -58,19 +58,46 @@ def mem(db_url: str) -> Iterator[Episodic]:
 def _counting(m: Episodic) -> list[int]:
     """How many whole rows the store reads from now on (one count per call)."""
     read: list[int] = []
-    get: Callable[[str, Sequence[str]], list[Memory]] = m.store.get_memories
+    store = m.store
+    get: Callable[[str, Sequence[str]], list[Memory]] = store.get_memories
+    both = store.memories_and_longest
 
     def counted(workspace_id: str, ids: Sequence[str]) -> list[Memory]:
         read.append(len(set(ids)))
         return get(workspace_id, ids)
 
-    m.store.get_memories = counted  # type: ignore[method-assign]
+    def counted_both(workspace_id: str, ids: Sequence[str]) -> tuple[list[Memory], int]:
+        # The leaders' rows with the workspace's longest memory (on SQLite through
+        # get_memories, already counted there).
+        before = len(read)
+        found = both(workspace_id, ids)
+        if len(read) == before:
+            read.append(len(set(ids)))
+        return found
+
+    store.get_memories = counted  # type: ignore[method-assign]
+    store.memories_and_longest = counted_both  # type: ignore[method-assign]
     return read
 
 
 def _whole_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rank as before small rows: every candidate from its whole row."""
     monkeypatch.setattr(engine, "rank_rows", lambda *args, **kwargs: None)
+    monkeypatch.setattr(engine, "read_head", _read_whole_head)
+
+
+def _read_whole_head(
+    store: Any,
+    workspace_id: str,
+    policy: Any,
+    rerank: Any,
+    ids: Sequence[str],
+    memories: dict[str, Memory],
+    small: dict[str, Any],
+) -> None:
+    """``read_head`` as before small rows: the head's whole rows."""
+    missing = [i for i in ids if i not in memories]
+    memories.update((m.id, m) for m in store.get_memories(workspace_id, missing))
 
 
 def _hits(m: Episodic, **kwargs: Any) -> list[tuple[str, float]]:
@@ -256,17 +283,90 @@ def test_a_workspace_of_short_memories_ranks_as_before_and_forgetting_the_long_o
         for r in raw_rows(mem.store.url, "SELECT memory_id FROM memory_lengths WHERE chars > 1000")
     ]
     assert mem.store.longest("w") > PASSAGE_CHARS
+    read = _counting(mem)
     _hits(mem)
-    assert small  # a long memory in the workspace: small rows
+    # A long memory in the workspace: a small row for every candidate below the leaders.
+    assert sum(small) >= 70
     for memory_id in long_ids:
         mem.forget(workspace="w", memory=str(memory_id))
     # The longest memory left fits in a passage: no candidate pays the prior, and the
-    # recall reads whole rows for the top only, as before small rows.
+    # recall reads rows only for the candidates that can reach the top, whole for the
+    # leaders, small below them.
     assert 0 < mem.store.longest("w") <= PASSAGE_CHARS
     small.clear()
-    read = _counting(mem)
+    read.clear()
     short = _hits(mem)
-    assert not small and sum(read) <= 45
-    monkeypatch.setattr(engine, "rank_rows", lambda *args, **kwargs: None)
+    # Whole rows for the leaders alone (the first 2k places, k = 10): the rest of the
+    # head is ranked from small rows.
+    assert sum(read) <= 20 < sum(read) + sum(small) <= 45
+    _whole_rows(monkeypatch)
     assert _hits(mem) == short
     assert mem.store.longest("nobody") == 0
+
+
+def _note(memory_id: str, text: str, minutes: int) -> dict[str, Any]:
+    return {
+        "id": memory_id,
+        "workspace": "s",
+        "type": "note",
+        "refs": {"episodic": True},
+        "summary": text,
+        "ts": (NOW - timedelta(minutes=minutes)).isoformat(),
+    }
+
+
+def test_a_long_memory_written_after_a_recall_is_ranked_as_long_by_the_next(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=64), clock=lambda: NOW)
+    try:
+        m.ingest([_note(f"n{i}", f"the harbour ferry timetable note {i}", i) for i in range(30)])
+        m.index_once()
+        every: list[bool] = []
+        rank_rows = engine.rank_rows
+
+        def spied(*args: Any) -> Any:
+            rows = rank_rows(*args)
+            every.append(rows is not None)
+            return rows
+
+        monkeypatch.setattr(engine, "rank_rows", spied)
+        m.recall(QUESTION, workspace="s", mark=False, k=5)
+        assert every == [False]  # every memory short: rows for the top only
+        m.ingest([_note("long", "harbour ferry crossing " * 200, 0)])
+        m.index_once()
+        after = m.recall(QUESTION, workspace="s", mark=False, k=5, explain=True)
+        # The next recall knows the workspace now holds a long memory: every candidate is
+        # scored from its small row, and the long one pays the prior.
+        assert every == [False, True]
+        assert after.trace is not None
+        stage = stage_of(after.trace)
+        assert stage is not None
+        assert after.trace.stages[stage]
+        assert {r.memory_id: r.detail for r in after.trace.stages[stage]}["long"]["chars"] > (
+            PASSAGE_CHARS
+        )
+        _whole_rows(monkeypatch)
+        whole = m.recall(QUESTION, workspace="s", mark=False, k=5)
+        assert [(h.id, h.score) for h in after.hits] == [(h.id, h.score) for h in whole.hits]
+    finally:
+        m.close()
+
+
+def test_a_recall_asks_for_the_longest_memory_with_the_leaders_rows(pg_url: str) -> None:
+    # On PostgreSQL every statement is a round trip: whether the workspace holds a long
+    # memory comes in the statement that reads the leaders' whole rows, not one of its own.
+    m = Episodic(store=open_store(pg_url), embedder=FakeEmbedder(dim=64), clock=lambda: NOW)
+    try:
+        m.ingest([_note(f"n{i}", f"the harbour ferry timetable note {i}", i) for i in range(30)])
+        m.index_once()
+        m.recall(QUESTION, workspace="s", mark=False, k=5)
+        seen: list[str] = []
+        m.store._tracer = lambda sql, params: seen.append(sql)  # type: ignore[attr-defined]
+        hits = m.recall(QUESTION, workspace="s", mark=False, k=5).hits
+        assert hits
+        longest = [sql for sql in seen if "max(chars)" in sql]
+        assert len(longest) == 1
+        assert "JOIN memories" in longest[0]
+    finally:
+        m.close()

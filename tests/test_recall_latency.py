@@ -54,6 +54,16 @@ class CountingStore:
         found: list[Memory] = self.inner.get_memories(workspace_id, ids)
         return found
 
+    def rank_rows(self, workspace_id: str, ids: Sequence[str]) -> dict[str, Any]:
+        self.rows += len(ids)
+        found: dict[str, Any] = self.inner.rank_rows(workspace_id, ids)
+        return found
+
+    def memories_and_longest(self, workspace_id: str, ids: Sequence[str]) -> tuple[Any, int]:
+        self.rows += len(ids)
+        found: tuple[Any, int] = self.inner.memories_and_longest(workspace_id, ids)
+        return found
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
@@ -145,3 +155,33 @@ def test_a_long_hit_found_by_its_own_vector_shows_its_whole_first_passage() -> N
         first = passage_spans(content)[0]
         # It ends on a word's end, short of PASSAGE_CHARS.
         assert shown.passage == (0, first.stop) and first.stop < PASSAGE_CHARS
+
+
+def test_mmr_reads_the_words_of_only_the_candidates_it_compares(
+    mem: Episodic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # teaparty diversifies with MMR: a candidate's words are compared only when it is
+    # about to be picked, so most of the pool is never tokenised.
+    strong = [
+        event(f"s{i}", f"database entry {i} on the {w} shelf", i)
+        for i, w in enumerate(["kettle", "harbour", "violin", "meadow"])
+    ]
+    weak = [
+        event(f"w{i}", f"entry {i} about lantern pebble saddle orbit {i * 7}", i) for i in range(60)
+    ]
+    notes = [*strong, *weak]
+    mem.ingest(notes)
+    mem.index_once()
+    read: list[str] = []
+    get = engine.TOKEN_SETS.get
+
+    def counted(memory_id: str, text: str) -> frozenset[str]:
+        read.append(memory_id)
+        return get(memory_id, text)
+
+    monkeypatch.setattr(engine.TOKEN_SETS, "get", counted)
+    result = mem.recall("database entry", workspace="w", policy="teaparty", k=3)
+    ranked = {c.memory_id for leg in result.legs.values() for c in leg}
+    assert len(result.hits) == 3
+    assert len(ranked) >= 12
+    assert len(set(read)) <= len(ranked) / 2

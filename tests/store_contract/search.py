@@ -277,6 +277,22 @@ class SearchContract:
         assert store.search_recent(ScopeFilter("acme"), 10, types=["institutional"]) == []
         assert store.search_recent(ScopeFilter("acme"), 10, types=[]) == []
 
+    def test_memories_and_longest_are_the_rows_and_the_workspace_longest(
+        self, store: Store
+    ) -> None:
+        remember(
+            store,
+            event("a", summary="short"),
+            event("b", summary="x" * 3000),
+            event("c", "orbit", summary="y" * 5000),
+        )
+        found, longest = store.memories_and_longest("acme", ["a", "c", "ghost", "a"])
+        # Another workspace's memory is neither read nor measured.
+        assert [m.id for m in found] == ["a"] and found[0].content == "short"
+        assert longest == 3000 == store.longest("acme")
+        assert store.memories_and_longest("acme", []) == ([], 3000)
+        assert store.memories_and_longest("nobody", ["a"]) == ([], 0)
+
     def test_neighbours_are_adjacent_turns_of_the_same_conversation(self, store: Store) -> None:
         remember(
             store,

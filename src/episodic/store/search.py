@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from episodic.model import Candidate, ScopeFilter
+from episodic.model import Candidate, Memory, ScopeFilter
 from episodic.store.supersession import Supersession
 from episodic.store.upkeep import ReviewRequest
 from episodic.store.vectors import Vector
@@ -114,6 +114,15 @@ class SearchStore(MemoryReader, Protocol):
     def longest(self, workspace_id: str) -> int:
         """The length in characters of the workspace's longest memory (forgotten ones
         leave it; retired ones still count), 0 when it holds none."""
+        ...
+
+    def memories_and_longest(
+        self, workspace_id: str, ids: Sequence[str]
+    ) -> tuple[list[Memory], int]:
+        """``get_memories(workspace_id, ids)`` and ``longest(workspace_id)`` from one
+        snapshot: a recall's first whole rows (its leaders') say whether the workspace
+        holds a long memory without a read of their own (on PostgreSQL one statement, so
+        no round trip of its own)."""
         ...
 
     def rank_rows(self, workspace_id: str, ids: Sequence[str]) -> dict[str, RankRow]:

@@ -31,7 +31,7 @@ import numpy as np
 import psycopg
 
 from episodic.errors import ModelMismatch, StoreError
-from episodic.model import Candidate, ScopeFilter, utcnow
+from episodic.model import Candidate, Memory, ScopeFilter, utcnow
 from episodic.store.dense import unit_vector
 from episodic.store.passages import PASSAGE_DEPTH, PassageRow, merge_dense
 from episodic.store.postgres.connection import Conn, _has_nul
@@ -43,7 +43,8 @@ from episodic.store.postgres.pgvector import (
     distance_sql,
     has_iterative_scan,
 )
-from episodic.store.rows import parse_ts, review_row, ts_text, unique
+from episodic.store.postgres.writes import _MEMORY_WITH_SOURCES
+from episodic.store.rows import memory_from_row, parse_ts, review_row, ts_text, unique
 from episodic.store.search import RankRow
 from episodic.store.sql import REVIEW_INSERT_COLUMNS, live_where, scope_where
 from episodic.store.upkeep import ReviewRequest
@@ -344,6 +345,26 @@ class SearchMixin(PgvectorMixin):
                 (workspace_id,),
             ).fetchone()
         return int(row[0] or 0) if row else 0
+
+    def memories_and_longest(
+        self, workspace_id: str, ids: Sequence[str]
+    ) -> tuple[list[Memory], int]:
+        if _has_nul(workspace_id):
+            return [], 0
+        wanted = [i for i in unique(ids) if not _has_nul(i)]
+        with self._read() as conn:
+            # One statement, one round trip: the longest is a one-row table every row of
+            # the memories asked for joins (none asked or found: that row alone).
+            rows = self._exec(
+                conn,
+                f"SELECT l.longest, {_MEMORY_WITH_SOURCES} FROM (SELECT max(chars) AS longest "
+                "FROM memory_lengths WHERE workspace_id = %s) AS l LEFT JOIN memories m "
+                "ON m.workspace_id = %s AND m.id = ANY(%s)",
+                (workspace_id, workspace_id, wanted),
+            ).fetchall()
+        longest = int(rows[0][0] or 0) if rows else 0
+        found = {row[1]: memory_from_row(row[1:-1], row[-1]) for row in rows if row[1] is not None}
+        return [found[i] for i in wanted if i in found], longest
 
     def rank_rows(self, workspace_id: str, ids: Sequence[str]) -> dict[str, RankRow]:
         wanted = [i for i in unique(ids) if not _has_nul(i)]
