@@ -13,7 +13,7 @@ from episodic.bench.folds import parse_tune, variant
 from episodic.embed.fake import FakeEmbedder
 from episodic.recall.policies import DEFAULT, POLICIES
 from episodic.scoring.leg_heads import keep_leg_heads, leg_heads
-from episodic.store import open_store
+from long_memories import long_workspace, note
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 KEEP_STAGE = "keep:legs"
@@ -81,18 +81,9 @@ QUERY = "my weekly plan zephyr"
 
 @pytest.fixture
 def mem(db_url: str) -> Iterator[Episodic]:
-    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
-    for i, text in enumerate([DENSE_BEST, *WORDY, *OTHERS]):
-        event = {
-            "id": f"e{i}",
-            "workspace": "w",
-            "type": "note",
-            "summary": text,
-            "refs": {"episodic": True},
-            "ts": (NOW - timedelta(hours=30 - i)).isoformat(),
-        }
-        assert m.ingest([event]).admitted == 1
-    m.index_once()
+    texts = [DENSE_BEST, *WORDY, *OTHERS]
+    notes = [note(f"e{i}", t, NOW - timedelta(hours=30 - i)) for i, t in enumerate(texts)]
+    m = long_workspace(db_url, notes, embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
     yield m
     m.close()
 
@@ -161,18 +152,9 @@ SHORT_ONLY = dataclasses.replace(NO_PRIOR, leg_keep=1, leg_keep_rank=1, leg_keep
 
 @pytest.fixture
 def long_mem(db_url: str) -> Iterator[Episodic]:
-    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
-    for i, text in enumerate([DENSE_BEST, SHORT_WORDY, SHORT_WORDY_2, *LONG, *OTHERS]):
-        event = {
-            "id": f"e{i}",
-            "workspace": "w",
-            "type": "note",
-            "summary": text,
-            "refs": {"episodic": True},
-            "ts": (NOW - timedelta(hours=30 - i)).isoformat(),
-        }
-        assert m.ingest([event]).admitted == 1
-    m.index_once()
+    texts = [DENSE_BEST, SHORT_WORDY, SHORT_WORDY_2, *LONG, *OTHERS]
+    notes = [note(f"e{i}", t, NOW - timedelta(hours=30 - i)) for i, t in enumerate(texts)]
+    m = long_workspace(db_url, notes, embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
     yield m
     m.close()
 
