@@ -11,6 +11,7 @@ import pytest
 from episodic import Episodic
 from episodic.bench.folds import parse_tune, variant
 from episodic.embed.fake import FakeEmbedder
+from episodic.recall import leg_keep
 from episodic.recall.policies import DEFAULT, POLICIES
 from episodic.scoring.leg_heads import keep_leg_heads, leg_heads
 from long_memories import long_workspace, note
@@ -110,6 +111,32 @@ def test_the_dense_legs_best_keeps_a_place_near_the_top_whatever_k(mem: Episodic
         assert list(on.trace.stages).index(KEEP_STAGE) > list(on.trace.stages).index(
             "rerank:importance_priorxscope_levelxlength"
         )
+
+
+def test_short_memories_alone_move_nothing_read_no_heads_and_still_show_the_stage(
+    mem: Episodic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every note is short: under `default` (short memories pass long ones only) nothing
+    # can pass anything, and the step ends before it gathers the legs' heads or weighs
+    # the length gate; --explain still shows it, with nothing moved.
+    assert DEFAULT.leg_keep_chars == 1000
+    plain = dataclasses.replace(DEFAULT, leg_keep=0)
+    before = mem.recall(QUERY, workspace="w", k=8, mark=False, policy=plain)
+
+    def not_reached(*args: object, **kwargs: object) -> None:
+        raise AssertionError("no memory is long: the step has nothing to weigh")
+
+    monkeypatch.setattr(leg_keep, "keep_leg_heads", not_reached)
+    monkeypatch.setattr(leg_keep, "long_margin", not_reached)
+    result = mem.recall(QUERY, workspace="w", k=8, mark=False, explain=True)
+    assert [h.id for h in result.hits] == [h.id for h in before.hits]
+    assert result.trace is not None
+    stage = result.trace.stages[KEEP_STAGE]
+    names = list(result.trace.stages)
+    before_keep = result.trace.stages[names[names.index(KEEP_STAGE) - 1]]
+    assert [row.memory_id for row in stage] == [row.memory_id for row in before_keep]
+    assert all(row.detail == {} for row in stage)
+    assert "keep:long" not in result.trace.stages
 
 
 def test_the_keep_is_a_policy_field_the_bench_can_sweep_and_on_in_default_only() -> None:

@@ -20,6 +20,7 @@ from episodic.model import Candidate
 from episodic.recall.policies import Leg, RecallPolicy
 from episodic.recall.trace import Trace
 from episodic.scoring.leg_heads import keep_leg_heads, leg_heads
+from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.scoring.prior import long_margin
 
 # The legs whose best few are kept: the dense and the keyword leg alike.
@@ -48,6 +49,14 @@ def keep_heads(
     memory in the workspace is long; when none is, nothing could pass one)."""
     limit = policy.leg_keep_chars
     lengths = {i: min(n, MAX_CONTENT_CHARS) for i, _ in ranked if (n := chars(i)) is not None}
+    longest = max(lengths.values(), default=0)
+    if 0 < limit and longest <= min(limit, PASSAGE_CHARS):
+        # Nothing a short memory may pass, and no long memory for the gate to weigh (its
+        # margin is 0): nothing moves. A workspace of short memories (all of LoCoMo)
+        # ends here; the stage is shown as when the step runs.
+        if trace is not None:
+            _replace_stage(trace, STAGE + "legs", list(ranked), {})
+        return list(ranked)
     dense = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
     # The length step's gate, on the same cosines and lengths: the query it lifts asks
     # for long answers.
