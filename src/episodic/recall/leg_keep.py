@@ -50,7 +50,7 @@ def keep_heads(
     limit = policy.leg_keep_chars
     lengths = {i: min(n, MAX_CONTENT_CHARS) for i, _ in ranked if (n := chars(i)) is not None}
     longest = max(lengths.values(), default=0)
-    if 0 < limit and longest <= min(limit, PASSAGE_CHARS):
+    if limit > 0 and longest <= min(limit, PASSAGE_CHARS):
         # Nothing a short memory may pass, and no long memory for the gate to weigh (its
         # margin is 0): nothing moves. A workspace of short memories (all of LoCoMo)
         # ends here; the stage is shown as when the step runs.
