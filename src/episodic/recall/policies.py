@@ -163,6 +163,15 @@ class RecallPolicy:
     # one the ranking put first. A query the length gate lifts (length_gate: it asks for
     # long answers whole) keeps none.
     leg_keep_chars: int = 0
+    # The mirror for long memories: each of the dense and the keyword leg's first
+    # long_keep memories longer than leg_keep_chars (one passage when that is 0) ranks no
+    # lower than place long_keep_rank, passing short memories only, after the short keep.
+    # A summary names several long answers as its evidence, and a strong length prior
+    # pushes all of them below short messages; the few each leg finds best keep a place.
+    # A query the length gate lifts keeps none (its plain ranking holds them already).
+    # 0 turns it off.
+    long_keep: int = 0
+    long_keep_rank: int = 6
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.

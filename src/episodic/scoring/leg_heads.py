@@ -15,11 +15,18 @@ whatever the steps before did to them:
 
 ``rank`` is a place in the ranking, not a share of the hits asked for: the same recall
 keeps the same candidates whatever ``k`` a caller asks for.
+
+``keep_long_heads`` is the mirror for long memories: a price on length (the length
+prior) pushes every long answer below the short messages, also the few a question names
+whole (a summary's evidence). Each leg's first few long ones rise to their place passing
+short memories only, so the prior can be taken more strongly and still leave each leg's
+best long answers near the top.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Container, Mapping, Sequence
+from itertools import islice
 
 
 def leg_heads(legs: Sequence[Sequence[str]], keep: int) -> list[str]:
@@ -70,3 +77,28 @@ def keep_leg_heads(
         out.insert(to, (i, (upper + lower) / 2))
         moved[i] = was[i]
     return out, moved
+
+
+def keep_long_heads(
+    ranked: Sequence[tuple[str, float]],
+    legs: Sequence[Sequence[str]],
+    lengths: Mapping[str, int],
+    limit: int,
+    keep: int,
+    rank: int,
+) -> tuple[list[tuple[str, float]], dict[str, int]]:
+    """``keep_leg_heads`` for long memories: each leg's (``legs``: ids, best first) first
+    ``keep`` ids longer than ``limit`` characters (by ``lengths``) moved up towards place
+    ``rank``, passing only ids of at most ``limit`` characters. An id missing from
+    ``lengths`` (its length unknown) counts as neither: it is no head and none passes it.
+    ``keep`` < 1 leaves ``ranked`` as it is."""
+    if keep < 1:
+        return list(ranked), {}
+
+    def long(i: str) -> bool:
+        n = lengths.get(i)
+        return n is not None and n > limit
+
+    firsts = [list(islice((i for i in leg if long(i)), keep)) for leg in legs]
+    short = {i for i, n in lengths.items() if n <= limit}
+    return keep_leg_heads(ranked, leg_heads(firsts, keep), rank, short)
