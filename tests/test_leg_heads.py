@@ -14,7 +14,7 @@ from episodic.bench.folds import parse_tune, variant
 from episodic.embed.fake import FakeEmbedder
 from episodic.recall.leg_keep import keeps
 from episodic.recall.policies import DEFAULT, POLICIES
-from episodic.scoring.leg_heads import keep_leg_heads, keep_long_heads, leg_heads
+from episodic.scoring.leg_heads import keep_leg_heads, keep_long_heads, leads_long, leg_heads
 from long_memories import long_workspace, note
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -252,6 +252,27 @@ def test_a_legs_best_long_memory_keeps_a_place_under_the_whole_prior(long_mem: E
         assert stage[2].detail == {"from": 4.0, "chars": float(len(LONG[0]))}
 
 
+def test_a_leg_leads_long_when_one_of_its_first_few_is_long() -> None:
+    assert leads_long(["a", "b", "c"], LENGTHS, 1000, 3)
+    assert not leads_long(["a", "b", "c"], LENGTHS, 1000, 2)
+    assert leads_long(["a", "b"], LENGTHS, 1000, 0)  # 0: always
+    assert not leads_long(["x", "c"], LENGTHS, 2000, 2)  # unknown, and not over the limit
+    assert not leads_long([], LENGTHS, 1000, 1)
+
+
+def test_with_a_lead_only_a_query_the_dense_leg_finds_long_answers_for_keeps_them(
+    long_mem: Episodic,
+) -> None:
+    # the dense leg's first three for this query are short, its fourth long
+    dense = long_mem.recall("zephyr plan", workspace="w", k=4, mark=False, policy="dense")
+    assert [len(h.memory.content) > 1000 for h in dense.hits] == [False, False, False, True]
+    for lead, kept in ((0, True), (3, False), (4, True)):
+        policy = dataclasses.replace(LONG_KEPT, long_keep_lead=lead)
+        on = long_mem.recall("zephyr plan", workspace="w", k=10, mark=False, policy=policy)
+        assert (on.hits[2].memory.content == LONG[0]) is kept, lead
+        assert any(len(h.memory.content) > 1000 for h in on.hits) is kept, lead
+
+
 def test_a_query_the_gate_lifts_keeps_no_long_memory_either(long_mem: Episodic) -> None:
     only_long = dataclasses.replace(LONG_KEPT, leg_keep=0, leg_keep_chars=0)
     assert keeps(only_long) and not keeps(dataclasses.replace(only_long, long_keep=0))
@@ -265,8 +286,9 @@ def test_a_query_the_gate_lifts_keeps_no_long_memory_either(long_mem: Episodic) 
 
 def test_the_long_keep_is_a_policy_field_the_bench_can_sweep_and_off_in_every_preset() -> None:
     assert all(p.long_keep == 0 for p in POLICIES.values())
-    sweep = parse_tune(["long_keep=0,2,3", "long_keep_rank=3,6"])
+    sweep = parse_tune(["long_keep=0,2,3", "long_keep_rank=3,6", "long_keep_lead=0,1"])
     assert sweep["long_keep"] == (0, 2, 3) and sweep["long_keep_rank"] == (3, 6)
+    assert sweep["long_keep_lead"] == (0, 1)
     assert isinstance(sweep["long_keep"][0], int)
     tuned = variant(DEFAULT, {"long_keep": 2, "long_keep_rank": 6})
     assert (tuned.long_keep, tuned.long_keep_rank) == (2, 6)

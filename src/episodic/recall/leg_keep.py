@@ -21,7 +21,7 @@ from episodic.config import MAX_CONTENT_CHARS
 from episodic.model import Candidate
 from episodic.recall.policies import Leg, RecallPolicy
 from episodic.recall.trace import Trace
-from episodic.scoring.leg_heads import keep_leg_heads, keep_long_heads, leg_heads
+from episodic.scoring.leg_heads import keep_leg_heads, keep_long_heads, leads_long, leg_heads
 from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.scoring.prior import long_margin
 
@@ -80,7 +80,9 @@ def keep_heads(
     heads = leg_heads(firsts, policy.leg_keep)
     kept, moved = keep_leg_heads(ranked, heads, policy.leg_keep_rank, longer)
     detail = {i: {"from": float(p)} for i, p in moved.items()}
-    if policy.long_keep > 0:
+    long = limit if limit > 0 else PASSAGE_CHARS
+    dense_ids = [c.memory_id for c in legs.get(Leg.DENSE.value, [])]
+    if policy.long_keep > 0 and leads_long(dense_ids, lengths, long, policy.long_keep_lead):
         # After the short keep, so each leg's best long answers hold their place: they
         # pass short memories only, the short keep's too when those sit below place
         # long_keep_rank. Long is over leg_keep_chars, or one passage when that is 0.
@@ -89,7 +91,7 @@ def keep_heads(
             kept,
             [[c.memory_id for c in legs.get(g, [])] for g in HEAD_LEGS],
             lengths,
-            limit if limit > 0 else PASSAGE_CHARS,
+            long,
             policy.long_keep,
             policy.long_keep_rank,
         )

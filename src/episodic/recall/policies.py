@@ -172,6 +172,10 @@ class RecallPolicy:
     # 0 turns it off.
     long_keep: int = 0
     long_keep_rank: int = 6
+    # With long_keep_lead above 0, only a query one of whose dense leg's first that-many
+    # memories is long keeps its legs' long ones (scoring/leg_heads.py: leads_long): it
+    # is about what the long answers hold. 0: every query the gate does not lift.
+    long_keep_lead: int = 0
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.

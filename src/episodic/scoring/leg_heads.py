@@ -102,3 +102,14 @@ def keep_long_heads(
     firsts = [list(islice((i for i in leg if long(i)), keep)) for leg in legs]
     short = {i for i, n in lengths.items() if n <= limit}
     return keep_leg_heads(ranked, leg_heads(firsts, keep), rank, short)
+
+
+def leads_long(leg: Sequence[str], lengths: Mapping[str, int], limit: int, depth: int) -> bool:
+    """Whether one of the first ``depth`` ids of ``leg`` (best first) is longer than
+    ``limit`` characters (by ``lengths``; an unknown length is not); ``depth`` < 1: always.
+
+    A query whose dense leg finds a long answer best is about what such answers hold; one
+    whose best matches are all short messages asks about something said in one."""
+    if depth < 1:
+        return True
+    return any(lengths.get(i, 0) > limit for i in leg[:depth])
