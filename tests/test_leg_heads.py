@@ -211,24 +211,31 @@ LENGTHS = {"a": 500, "b": 500, "c": 2000, "d": 500, "e": 3000, "f": 4000}
 LONG_LEGS = [["a", "e", "c"], ["f"]]  # the dense leg's best first, the keyword leg's
 
 
-def test_a_legs_best_long_memory_passes_short_ones_only_and_stops_below_a_long_one() -> None:
+def test_a_legs_best_long_memory_passes_short_ones_only_with_a_limit() -> None:
     # each leg's first long one: "e" (the dense leg's "a" is short) and "f"
-    kept, moved = keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 1000, 1, 2)
+    kept, moved = keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 1000, 1, 2, 1000)
     # "e" passes the short "d", stops below the long "c"; "f" stops below "e"
     assert ids(kept) == ["a", "b", "c", "e", "f", "d"] and moved == {"e": 5, "f": 6}
     scores = [s for _, s in kept]
     assert scores == sorted(scores, reverse=True)
     # two each: "c" counts too, rises to place 2 past "b", and the others follow it
-    kept, moved = keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 1000, 2, 2)
+    kept, moved = keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 1000, 2, 2, 1000)
     assert ids(kept) == ["a", "c", "e", "f", "b", "d"] and moved == {"c": 3, "e": 5, "f": 6}
     # a memory of unknown length is passed by none
     unknown = {i: n for i, n in LENGTHS.items() if i != "d"}
-    assert keep_long_heads(RANKED, LONG_LEGS, unknown, 1000, 1, 2) == (RANKED, {})
+    assert keep_long_heads(RANKED, LONG_LEGS, unknown, 1000, 1, 2, 1000) == (RANKED, {})
     # off
     assert keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 1000, 0, 2) == (RANKED, {})
     # long is over the limit: at 2,500 only "e" and "f" are long, and "c" may be passed
-    kept, moved = keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 2500, 1, 1)
+    kept, moved = keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 2500, 1, 1, 2500)
     assert ids(kept)[:2] == ["e", "f"] and moved == {"e": 5, "f": 6}
+
+
+def test_by_default_a_legs_best_long_memory_passes_any_memory_but_another_kept_one() -> None:
+    # passing short ones only, the long "c" held "e" back; passing any, it does not
+    kept, moved = keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 1000, 1, 2)
+    assert ids(kept) == ["a", "e", "f", "b", "c", "d"] and moved == {"e": 5, "f": 6}
+    assert keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 1000, 1, 2, 1000)[0] != kept
 
 
 # The length prior taken whole: every long note sinks below the short ones.

@@ -4,8 +4,9 @@ policy.long_keep), shown in the trace.
 The pure rule lives in ``scoring/leg_heads.py``. This step picks each leg's best that
 count and what they may pass: with ``leg_keep_chars``, short memories only, passing long
 ones only (what pushed a short message down was the long answers' many chances to
-match); with ``long_keep``, the mirror: each leg's best few long memories, passing short
-ones only (what pushed a long answer a summary needs down was the length prior). It
+match); with ``long_keep``, the mirror: each leg's best few long memories, passing any
+memory or short ones only (what pushed a long answer a summary needs down was the length
+prior). It
 leaves alone a query whose long memories match it clearly better than its short ones
 (the length gate's ``long_margin``: it asks for long answers whole, as a summary does,
 and lifting short messages would push them out), and says in the trace what it did. It
@@ -84,8 +85,9 @@ def keep_heads(
     dense_ids = [c.memory_id for c in legs.get(Leg.DENSE.value, [])]
     if policy.long_keep > 0 and leads_long(dense_ids, lengths, long, policy.long_keep_lead):
         # After the short keep, so each leg's best long answers hold their place: they
-        # pass short memories only, the short keep's too when those sit below place
-        # long_keep_rank. Long is over leg_keep_chars, or one passage when that is 0.
+        # pass any memory (with long_keep_chars, short ones only), the short keep's too
+        # when those sit below place long_keep_rank. Long is over leg_keep_chars, or one
+        # passage when that is 0.
         was = {i: place for place, (i, _) in enumerate(ranked, start=1)}
         kept, lifted = keep_long_heads(
             kept,
@@ -94,6 +96,7 @@ def keep_heads(
             long,
             policy.long_keep,
             policy.long_keep_rank,
+            policy.long_keep_chars,
         )
         detail |= {i: {"from": float(was[i]), "chars": float(lengths[i])} for i in lifted}
     if trace is not None:

@@ -18,9 +18,9 @@ keeps the same candidates whatever ``k`` a caller asks for.
 
 ``keep_long_heads`` is the mirror for long memories: a price on length (the length
 prior) pushes every long answer below the short messages, also the few a question names
-whole (a summary's evidence). Each leg's first few long ones rise to their place passing
-short memories only, so the prior can be taken more strongly and still leave each leg's
-best long answers near the top.
+whole (a summary's evidence). Each leg's first few long ones rise to their place (passing
+any memory, or short ones only), so the prior can be taken more strongly and still leave
+each leg's best long answers near the top.
 """
 
 from __future__ import annotations
@@ -86,12 +86,17 @@ def keep_long_heads(
     limit: int,
     keep: int,
     rank: int,
+    pass_limit: int = 0,
 ) -> tuple[list[tuple[str, float]], dict[str, int]]:
     """``keep_leg_heads`` for long memories: each leg's (``legs``: ids, best first) first
-    ``keep`` ids longer than ``limit`` characters (by ``lengths``) moved up towards place
-    ``rank``, passing only ids of at most ``limit`` characters. An id missing from
-    ``lengths`` (its length unknown) counts as neither: it is no head and none passes it.
-    ``keep`` < 1 leaves ``ranked`` as it is."""
+    ``keep`` ids longer than ``limit`` characters (by ``lengths``; an id of unknown length
+    is none) moved up towards place ``rank``. With ``pass_limit`` above 0 they pass only
+    ids of at most that many characters (an unknown length is not), else any id. ``keep``
+    < 1 leaves ``ranked`` as it is.
+
+    Passing short memories only mirrors the short keep, but a memory just over ``limit``
+    pays almost no length prior and stays high: it then holds back the long answers a leg
+    ranks first below it."""
     if keep < 1:
         return list(ranked), {}
 
@@ -100,8 +105,8 @@ def keep_long_heads(
         return n is not None and n > limit
 
     firsts = [list(islice((i for i in leg if long(i)), keep)) for leg in legs]
-    short = {i for i, n in lengths.items() if n <= limit}
-    return keep_leg_heads(ranked, leg_heads(firsts, keep), rank, short)
+    passable = {i for i, n in lengths.items() if n <= pass_limit} if pass_limit > 0 else None
+    return keep_leg_heads(ranked, leg_heads(firsts, keep), rank, passable)
 
 
 def leads_long(leg: Sequence[str], lengths: Mapping[str, int], limit: int, depth: int) -> bool:
