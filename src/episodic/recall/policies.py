@@ -355,13 +355,13 @@ DENSE = RecallPolicy(
 #   0.5354 -> 0.5436); LoCoMo unchanged (no turn over 1,000 characters). Kept without the
 #   length rule (any memory, passing any) it cost LoCoMo at every value (1 best: 0.7777
 #   -> 0.7769; 3: 0.7605) and BEAM gained at most 0.1 point (benchmarks/README.md).
-#   The mirror for long memories (long_keep: each leg's best long ones rise to a place,
-#   passing short ones only) stays off: over length_share 0.3 / 0.6 / 1 x 0, 2, 3 kept at
-#   place 3 / 6, and with the keep only for queries whose dense leg's first one or three
-#   hold a long memory (long_keep_lead), every held-out fold of LoCoMo and BEAM together
-#   kept today's values under the keep rule. No value gives summarization back what the
-#   whole prior costs it (-2.1 points; -1.8 at best with the keep), and each costs BEAM
-#   recall against the same share without it (benchmarks/README.md).
+#   The mirror for long memories (long_keep: each leg's best long ones rise to a place)
+#   stays off: over length_share 0.3 / 0.6 / 1 x 0, 2, 3 kept, passing short memories
+#   only or any, with and without the keep only for queries whose dense leg finds a long
+#   memory first (long_keep_lead), every held-out fold of LoCoMo and BEAM together kept
+#   today's values under the keep rule. No form gives summarization back what the whole
+#   prior costs it (-2.1 points; -1.8 at best with the keep), and each costs BEAM recall
+#   against the same share without it (benchmarks/README.md).
 # - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points
