@@ -1,4 +1,5 @@
-"""Each leg's best few keep a place near the top of the final ranking (policy.leg_keep)."""
+"""Each leg's best few keep a place near the top of the final ranking (policy.leg_keep), and
+each leg's best few long ones (policy.long_keep)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from episodic import Episodic
 from episodic.bench.folds import parse_tune, variant
 from episodic.embed.fake import FakeEmbedder
 from episodic.recall import leg_keep
+from episodic.recall.leg_keep import keeps
 from episodic.recall.policies import DEFAULT, POLICIES
-from episodic.scoring.leg_heads import keep_leg_heads, leg_heads
+from episodic.scoring.leg_heads import keep_leg_heads, keep_long_heads, leads_long, leg_heads
 from long_memories import long_workspace, note
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -229,3 +231,98 @@ def test_default_lifts_the_dense_legs_best_short_memory_over_long_ones(long_mem:
     assert before.index(DENSE_BEST) == 4
     assert after.index(DENSE_BEST) == 2
     assert after[:2] == before[:2]
+
+
+# "c", "e" and "f" are long (over 1,000 characters), the rest short.
+LENGTHS = {"a": 500, "b": 500, "c": 2000, "d": 500, "e": 3000, "f": 4000}
+LONG_LEGS = [["a", "e", "c"], ["f"]]  # the dense leg's best first, the keyword leg's
+
+
+def test_a_legs_best_long_memory_passes_short_ones_only_with_a_limit() -> None:
+    # each leg's first long one: "e" (the dense leg's "a" is short) and "f"
+    kept, moved = keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 1000, 1, 2, 1000)
+    # "e" passes the short "d", stops below the long "c"; "f" stops below "e"
+    assert ids(kept) == ["a", "b", "c", "e", "f", "d"] and moved == {"e": 5, "f": 6}
+    scores = [s for _, s in kept]
+    assert scores == sorted(scores, reverse=True)
+    # two each: "c" counts too, rises to place 2 past "b", and the others follow it
+    kept, moved = keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 1000, 2, 2, 1000)
+    assert ids(kept) == ["a", "c", "e", "f", "b", "d"] and moved == {"c": 3, "e": 5, "f": 6}
+    # a memory of unknown length is passed by none
+    unknown = {i: n for i, n in LENGTHS.items() if i != "d"}
+    assert keep_long_heads(RANKED, LONG_LEGS, unknown, 1000, 1, 2, 1000) == (RANKED, {})
+    # off
+    assert keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 1000, 0, 2) == (RANKED, {})
+    # long is over the limit: at 2,500 only "e" and "f" are long, and "c" may be passed
+    kept, moved = keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 2500, 1, 1, 2500)
+    assert ids(kept)[:2] == ["e", "f"] and moved == {"e": 5, "f": 6}
+
+
+def test_by_default_a_legs_best_long_memory_passes_any_memory_but_another_kept_one() -> None:
+    # passing short ones only, the long "c" held "e" back; passing any, it does not
+    kept, moved = keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 1000, 1, 2)
+    assert ids(kept) == ["a", "e", "f", "b", "c", "d"] and moved == {"e": 5, "f": 6}
+    assert keep_long_heads(RANKED, LONG_LEGS, LENGTHS, 1000, 1, 2, 1000)[0] != kept
+
+
+# The length prior taken whole: every long note sinks below the short ones.
+WHOLE_PRIOR = dataclasses.replace(DEFAULT, length_share=1.0)
+LONG_KEPT = dataclasses.replace(WHOLE_PRIOR, long_keep=1, long_keep_rank=3)
+
+
+def test_a_legs_best_long_memory_keeps_a_place_under_the_whole_prior(long_mem: Episodic) -> None:
+    off = long_mem.recall(QUERY, workspace="w", k=10, mark=False, policy=WHOLE_PRIOR)
+    assert not any(len(h.memory.content) > 1000 for h in off.hits)
+    for k in (3, 10):
+        on = long_mem.recall(QUERY, workspace="w", k=k, mark=False, policy=LONG_KEPT, explain=True)
+        contents = [h.memory.content for h in on.hits]
+        # it passes the short note below place 3, not the two above it
+        assert contents[:3] == [*[h.memory.content for h in off.hits][:2], LONG[0]], k
+        assert [h.score for h in on.hits] == sorted((h.score for h in on.hits), reverse=True)
+        # --explain names where it came from and its length
+        assert on.trace is not None
+        stage = on.trace.stages[KEEP_STAGE]
+        assert stage[2].memory_id == on.hits[2].id
+        assert stage[2].detail == {"from": 4.0, "chars": float(len(LONG[0]))}
+
+
+def test_a_leg_leads_long_when_one_of_its_first_few_is_long() -> None:
+    assert leads_long(["a", "b", "c"], LENGTHS, 1000, 3)
+    assert not leads_long(["a", "b", "c"], LENGTHS, 1000, 2)
+    assert leads_long(["a", "b"], LENGTHS, 1000, 0)  # 0: always
+    assert not leads_long(["x", "c"], LENGTHS, 2000, 2)  # unknown, and not over the limit
+    assert not leads_long([], LENGTHS, 1000, 1)
+
+
+def test_with_a_lead_only_a_query_the_dense_leg_finds_long_answers_for_keeps_them(
+    long_mem: Episodic,
+) -> None:
+    # the dense leg's first three for this query are short, its fourth long
+    dense = long_mem.recall("zephyr plan", workspace="w", k=4, mark=False, policy="dense")
+    assert [len(h.memory.content) > 1000 for h in dense.hits] == [False, False, False, True]
+    for lead, kept in ((0, True), (3, False), (4, True)):
+        policy = dataclasses.replace(LONG_KEPT, long_keep_lead=lead)
+        on = long_mem.recall("zephyr plan", workspace="w", k=10, mark=False, policy=policy)
+        assert (on.hits[2].memory.content == LONG[0]) is kept, lead
+        assert any(len(h.memory.content) > 1000 for h in on.hits) is kept, lead
+
+
+def test_a_query_the_gate_lifts_keeps_no_long_memory_either(long_mem: Episodic) -> None:
+    only_long = dataclasses.replace(LONG_KEPT, leg_keep=0, leg_keep_chars=0)
+    assert keeps(only_long) and not keeps(dataclasses.replace(only_long, long_keep=0))
+    on = long_mem.recall(LONG_QUERY, workspace="w", k=8, mark=False, policy=only_long, explain=True)
+    assert on.trace is not None and "keep:long" in on.trace.stages
+    # the query the gate does not lift runs the step
+    other = long_mem.recall(QUERY, workspace="w", k=8, mark=False, policy=only_long, explain=True)
+    assert other.trace is not None and KEEP_STAGE in other.trace.stages
+    assert other.hits[2].memory.content == LONG[0]
+
+
+def test_the_long_keep_is_a_policy_field_the_bench_can_sweep_and_off_in_every_preset() -> None:
+    assert all(p.long_keep == 0 for p in POLICIES.values())
+    sweep = parse_tune(["long_keep=0,2,3", "long_keep_rank=3,6", "long_keep_lead=0,1"])
+    assert sweep["long_keep"] == (0, 2, 3) and sweep["long_keep_rank"] == (3, 6)
+    assert sweep["long_keep_lead"] == (0, 1)
+    assert isinstance(sweep["long_keep"][0], int)
+    tuned = variant(DEFAULT, {"long_keep": 2, "long_keep_rank": 6})
+    assert (tuned.long_keep, tuned.long_keep_rank) == (2, 6)

@@ -18,7 +18,7 @@ from episodic.config import MAX_CONTENT_CHARS
 from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
-from episodic.recall.leg_keep import keep_heads
+from episodic.recall.leg_keep import keep_heads, keeps
 from episodic.recall.leg_keep import stage_of as keep_stage_of
 from episodic.recall.legs import LegQuery, Legs, QueryVectors, run_legs
 from episodic.recall.length import settle, settles, stage_of
@@ -328,7 +328,7 @@ def _rank(
             # first places of the rankings with and without it.
             ranked = settle(ranked, length, legs.get(Leg.DENSE.value, []), policy, trace)
         ranked += bounded_tail
-        if policy.leg_keep > 0:
+        if keeps(policy):
             # After fusion, context, factors, time and the length step, so none of them
             # can undo it; before one memory per source, which may still drop a kept
             # candidate as a duplicate of its source, and the same-subject order, which

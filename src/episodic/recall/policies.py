@@ -163,6 +163,23 @@ class RecallPolicy:
     # one the ranking put first. A query the length gate lifts (length_gate: it asks for
     # long answers whole) keeps none.
     leg_keep_chars: int = 0
+    # The mirror for long memories: each of the dense and the keyword leg's first
+    # long_keep memories longer than leg_keep_chars (one passage when that is 0) ranks no
+    # lower than place long_keep_rank, after the short keep. A summary names several long
+    # answers as its evidence, and a strong length prior pushes all of them below short
+    # messages; the few each leg finds best keep a place. A query the length gate lifts
+    # keeps none (its plain ranking holds them already). 0 turns it off.
+    long_keep: int = 0
+    long_keep_rank: int = 6
+    # With long_keep_chars above 0 a kept long memory passes only memories of at most that
+    # many characters (the short keep's mirror); 0: any memory. Passing short ones only,
+    # a memory just over one passage, which pays almost no prior, holds back the long
+    # answers below it.
+    long_keep_chars: int = 0
+    # With long_keep_lead above 0, only a query one of whose dense leg's first that-many
+    # memories is long keeps its legs' long ones (scoring/leg_heads.py: leads_long): it
+    # is about what the long answers hold. 0: every query the gate does not lift.
+    long_keep_lead: int = 0
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.
@@ -338,6 +355,13 @@ DENSE = RecallPolicy(
 #   0.5354 -> 0.5436); LoCoMo unchanged (no turn over 1,000 characters). Kept without the
 #   length rule (any memory, passing any) it cost LoCoMo at every value (1 best: 0.7777
 #   -> 0.7769; 3: 0.7605) and BEAM gained at most 0.1 point (benchmarks/README.md).
+#   The mirror for long memories (long_keep: each leg's best long ones rise to a place)
+#   stays off: over length_share 0.3 / 0.6 / 1 x 0, 2, 3 kept, passing short memories
+#   only or any, with and without the keep only for queries whose dense leg finds a long
+#   memory first (long_keep_lead), every held-out fold of LoCoMo and BEAM together kept
+#   today's values under the keep rule. No form gives summarization back what the whole
+#   prior costs it (-2.1 points; -1.8 at best with the keep), and each costs BEAM recall
+#   against the same share without it (benchmarks/README.md).
 # - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points

@@ -15,11 +15,18 @@ whatever the steps before did to them:
 
 ``rank`` is a place in the ranking, not a share of the hits asked for: the same recall
 keeps the same candidates whatever ``k`` a caller asks for.
+
+``keep_long_heads`` is the mirror for long memories: a price on length (the length
+prior) pushes every long answer below the short messages, also the few a question names
+whole (a summary's evidence). Each leg's first few long ones rise to their place (passing
+any memory, or short ones only), so the prior can be taken more strongly and still leave
+each leg's best long answers near the top.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Container, Mapping, Sequence
+from itertools import islice
 
 
 def leg_heads(legs: Sequence[Sequence[str]], keep: int) -> list[str]:
@@ -70,3 +77,44 @@ def keep_leg_heads(
         out.insert(to, (i, (upper + lower) / 2))
         moved[i] = was[i]
     return out, moved
+
+
+def keep_long_heads(
+    ranked: Sequence[tuple[str, float]],
+    legs: Sequence[Sequence[str]],
+    lengths: Mapping[str, int],
+    limit: int,
+    keep: int,
+    rank: int,
+    pass_limit: int = 0,
+) -> tuple[list[tuple[str, float]], dict[str, int]]:
+    """``keep_leg_heads`` for long memories: each leg's (``legs``: ids, best first) first
+    ``keep`` ids longer than ``limit`` characters (by ``lengths``; an id of unknown length
+    is none) moved up towards place ``rank``. With ``pass_limit`` above 0 they pass only
+    ids of at most that many characters (an unknown length is not), else any id. ``keep``
+    < 1 leaves ``ranked`` as it is.
+
+    Passing short memories only mirrors the short keep, but a memory just over ``limit``
+    pays almost no length prior and stays high: it then holds back the long answers a leg
+    ranks first below it."""
+    if keep < 1:
+        return list(ranked), {}
+
+    def long(i: str) -> bool:
+        n = lengths.get(i)
+        return n is not None and n > limit
+
+    firsts = [list(islice((i for i in leg if long(i)), keep)) for leg in legs]
+    passable = {i for i, n in lengths.items() if n <= pass_limit} if pass_limit > 0 else None
+    return keep_leg_heads(ranked, leg_heads(firsts, keep), rank, passable)
+
+
+def leads_long(leg: Sequence[str], lengths: Mapping[str, int], limit: int, depth: int) -> bool:
+    """Whether one of the first ``depth`` ids of ``leg`` (best first) is longer than
+    ``limit`` characters (by ``lengths``; an unknown length is not); ``depth`` < 1: always.
+
+    A query whose dense leg finds a long answer best is about what such answers hold; one
+    whose best matches are all short messages asks about something said in one."""
+    if depth < 1:
+        return True
+    return any(lengths.get(i, 0) > limit for i in leg[:depth])
