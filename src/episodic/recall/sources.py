@@ -1,5 +1,6 @@
-"""One memory per source, and a summary after its evidence: the last order recall gives
-its ranking before the hits are cut (``one_per_source``), fetching rows as it walks."""
+"""One memory per statement of a source, and a summary after its evidence: the last order
+recall gives its ranking before the hits are cut (``one_per_source``), fetching rows as it
+walks."""
 
 from __future__ import annotations
 
@@ -7,6 +8,14 @@ from collections.abc import Callable, Sequence
 
 from episodic.model import Memory
 from episodic.recall.trace import DROP_SAME_SOURCE, Trace
+from episodic.scoring.mmr import tokens
+
+# One memory says what another says when it holds this share of the other's words. A
+# message often says several things, and each may become a memory of its own (an entry
+# from one sentence, a learning from the next): those share a source but not a
+# statement, and dropping one for the other would hide it from every recall. Below 1 so
+# that a speaker's name or a greeting around a quoted sentence does not count.
+SAYS_SAME_SHARE = 0.8
 
 
 def _source_key(m: Memory) -> str:
@@ -24,11 +33,41 @@ def derived_from(m: Memory) -> tuple[str, ...]:
     return ()
 
 
+def statement(m: Memory) -> str:
+    """What a memory states: the sentences its evidence quotes (an entry, a learning),
+    else its content."""
+    evidence = m.payload.get("evidence")
+    return evidence if isinstance(evidence, str) and evidence.strip() else m.content
+
+
+def says_all_of(a: str, b: str) -> bool:
+    """Whether text ``a`` holds (nearly) every word of text ``b``."""
+    words = tokens(b)
+    if not words:
+        return True
+    return len(words & tokens(a)) >= SAYS_SAME_SHARE * len(words)
+
+
 def _stands_for_source(m: Memory, first: Memory | None, placed: bool) -> bool:
-    """Whether entry ``m`` takes the slot ``first`` (same source, ranked above it) holds."""
+    """Whether entry ``m`` takes the slot ``first`` (same source, ranked above it) holds:
+    it carries the exact evidence (seed 004), but only in place of what it says whole."""
     return (
-        placed and first is not None and m.type == "entry" and first.type in ("message", "learning")
+        placed
+        and first is not None
+        and m.type == "entry"
+        and first.type in ("message", "learning")
+        and says_all_of(statement(m), statement(first))
     )
+
+
+def _said_by(m: Memory, shown: list[str], memories: dict[str, Memory]) -> str | None:
+    """The first of ``shown`` (memories of ``m``'s source) that says all ``m`` says."""
+    said = statement(m)
+    for i in shown:
+        other = memories.get(i)
+        if other is not None and says_all_of(statement(other), said):
+            return i
+    return None
 
 
 def one_per_source(
@@ -41,14 +80,17 @@ def one_per_source(
     """The final order, walking down the ranking until ``k`` are kept (fetching rows as
     it goes):
 
-    - one memory per source: an entry extracted from a message says what the message says,
-      and two slots for one piece of evidence crowd out another. The best-ranked takes the
-      slot, but an entry stands for its source (seed 004: it carries the exact evidence):
-      it takes the slot of a message or learning made from that same source;
+    - one memory per statement of a source: an entry extracted from a message says what
+      the message says, and two slots for one piece of evidence crowd out another. The
+      best-ranked takes the slot, and a lower memory of the same source that it says
+      whole is dropped; but an entry stands for what it quotes (seed 004: it carries the
+      exact evidence): it takes the slot of a message or learning made from that same
+      source when it says all of it. Memories of one message that say different things
+      (an entry of one sentence, a learning of the next) each keep a slot;
     - a memory derived from others (a consolidated rule) comes right after the last of
       its evidence that is ranked too: a summary never displaces what it summarises."""
     out: list[tuple[str, float]] = []
-    seen: dict[str, str] = {}
+    seen: dict[str, list[str]] = {}  # source -> the memories of it kept, in rank order
     ahead = {i for i, _ in ranked}
     waiting: dict[str, list[tuple[str, float]]] = {}  # evidence id -> summaries after it
     pending: dict[str, set[str]] = {}  # summary id -> its evidence not yet placed
@@ -85,21 +127,24 @@ def one_per_source(
                 release(mid, score)
                 continue
             key = _source_key(m)
-            first = seen.get(key)
-            if first is not None and _stands_for_source(m, memories.get(first), first in at):
-                seen[key] = mid
+            shown = seen.setdefault(key, [])
+            first = next(
+                (i for i in shown if _stands_for_source(m, memories.get(i), i in at)), None
+            )
+            if first is not None:
+                shown[shown.index(first)] = mid
                 out[at[first]] = (mid, out[at[first]][1])
                 at[mid] = at.pop(first)
                 if trace is not None:
                     trace.drop(first, "sources", DROP_SAME_SOURCE, f"says what {mid} says")
                 release(mid, score)
                 continue
-            if first is not None:
+            if (said := _said_by(m, shown, memories)) is not None:
                 if trace is not None:
-                    trace.drop(mid, "sources", DROP_SAME_SOURCE, f"says what {first} says")
+                    trace.drop(mid, "sources", DROP_SAME_SOURCE, f"says what {said} says")
                 release(mid, score)
                 continue
-            seen[key] = mid
+            shown.append(mid)
             below = {e for e in derived_from(m) if e in ahead}
             if below:
                 pending[mid] = below
