@@ -61,7 +61,11 @@ def _stands_for_source(m: Memory, first: Memory | None, placed: bool) -> bool:
 
 
 def _said_by(m: Memory, shown: list[str], memories: dict[str, Memory]) -> str | None:
-    """The first of ``shown`` (memories of ``m``'s source) that says all ``m`` says."""
+    """The first of ``shown`` (memories of ``m``'s source) that says all ``m`` says; for
+    a message, the first memory made of it: what ranked the message is most often what
+    that memory quotes, and the message again would take a slot from another source."""
+    if m.type == "message" and shown:
+        return shown[0]
     said = statement(m)
     for i in shown:
         other = memories.get(i)
@@ -83,10 +87,11 @@ def one_per_source(
     - one memory per statement of a source: an entry extracted from a message says what
       the message says, and two slots for one piece of evidence crowd out another. The
       best-ranked takes the slot, and a lower memory of the same source that it says
-      whole is dropped; but an entry stands for what it quotes (seed 004: it carries the
-      exact evidence): it takes the slot of a message or learning made from that same
-      source when it says all of it. Memories of one message that say different things
-      (an entry of one sentence, a learning of the next) each keep a slot;
+      whole is dropped (a message, below any memory made of it); but an entry stands for
+      what it quotes (seed 004: it carries the exact evidence): it takes the slot of a
+      message or learning made from that same source when it says all of it. Memories
+      of one message that say different things (an entry of one sentence, a learning of
+      the next) each keep a slot;
     - a memory derived from others (a consolidated rule) comes right after the last of
       its evidence that is ranked too: a summary never displaces what it summarises."""
     out: list[tuple[str, float]] = []
