@@ -100,3 +100,13 @@ def test_a_users_instruction_stays_beside_what_else_the_message_said(svc: Episod
     said = [h.memory.content for h in hits if h.memory.type != "episode"]
     assert any(HINTS in text for text in said), said
     assert any(PROJECT in text for text in said), said
+
+
+def test_a_message_gives_way_to_a_memory_made_of_it_that_ranks_above_it() -> None:
+    learning = memory("lrn", "learning", HINTS, HINTS)
+    message = memory("msg", "message", f"Sam: {PROJECT} {HINTS}")
+    entry = memory("ent", "entry", PROJECT, PROJECT)
+    kept, trace = order([learning, message, entry])
+    # The message's other statement comes back by its own entry, not by the message again.
+    assert kept == ["lrn", "ent"]
+    assert [(d.memory_id, d.detail) for d in trace.dropped] == [("msg", "says what lrn says")]
