@@ -264,5 +264,6 @@ def test_a_long_memory_is_listed_and_recalled_by_a_part_and_shown_whole_on_askin
     # The hit shows the passage that matched, not the answer's first characters.
     assert "keep one compute warm" in out, out
     assert f"{len(answer):,} characters" in out and len(out) < 2500, out
+    assert "keep one compute warm for the checkout service. (" in out, out
     code, out, _ = run("--db", url, "memory", "show", "long-answer", "-w", "acme")
     assert code == 0 and answer in out.replace("\n", "")

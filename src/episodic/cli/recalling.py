@@ -210,7 +210,9 @@ def print_hits(result: RecallResult) -> None:
             f"agent {escape(hit.memory.agent or '-')}"
         )
         m = hit.memory
-        say(f"   {listed(hit.shown, m.id, m.workspace, len(m.content))}", markup=False)
+        # A long memory: the passage that matched (a few hundred words), and how to read
+        # all of it.
+        say(f"   {listed(hit.shown, m.id, m.workspace, len(m.content), None)}", markup=False)
         if hit.details:
             say(f"   {hit.moment or hit.memory.type}, as it happened:", markup=False)
             for event in hit.details:
