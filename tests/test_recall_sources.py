@@ -1,19 +1,15 @@
-"""One memory per statement of a source: a message that says two things keeps both the
-memories made of it, and only a memory another shown one says whole gives way."""
+"""One memory per source, and the right one: an entry stands for its message, but a
+learning that says something else than the entry keeps its slot."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
-
-from episodic import Episodic, Settings
 from episodic.model import Memory
 from episodic.recall.sources import one_per_source
 from episodic.recall.trace import DROP_SAME_SOURCE, Trace
-from episodic.store import open_store
 
 T0 = datetime(2026, 5, 8, 13, 0, tzinfo=UTC)
 PROJECT = "I'm building a small Flask app for my bakery's online orders."
@@ -46,67 +42,39 @@ def order(ranked: list[Memory], k: int = 5) -> tuple[list[str], Trace]:
     return [i for i, _ in one_per_source(scored, memories, fetch, k, trace)], trace
 
 
-def test_a_learning_and_an_entry_of_one_message_that_say_different_things_both_stay() -> None:
+def test_a_learning_above_an_entry_that_says_something_else_keeps_its_slot() -> None:
     learning = memory("lrn", "learning", HINTS, HINTS)
     entry = memory("ent", "entry", PROJECT, PROJECT)
     kept, trace = order([learning, entry])
-    assert kept == ["lrn", "ent"]
-    assert not trace.dropped
-    # The other way round too: the entry above does not hide the learning.
-    kept, _ = order([entry, learning])
-    assert kept == ["ent", "lrn"]
+    # The user's instruction ranked first is not replaced by the message's other sentence.
+    assert kept == ["lrn"]
+    [dropped] = trace.dropped
+    assert (dropped.memory_id, dropped.reason) == ("ent", DROP_SAME_SOURCE)
+    # The trace does not claim the two say the same.
+    assert dropped.detail == "made from the message lrn was made from, and ranked below it"
 
 
 def test_an_entry_that_says_what_a_learning_says_takes_its_slot() -> None:
     learning = memory("lrn", "learning", HINTS, HINTS)
     entry = memory("ent", "entry", HINTS, HINTS)
-    kept, trace = order([learning, memory("other", "message", "unrelated", source="msg-2"), entry])
-    assert kept[:2] == ["ent", "other"]
-    assert [(d.memory_id, d.reason) for d in trace.dropped] == [("lrn", DROP_SAME_SOURCE)]
+    other = memory("other", "message", "unrelated", source="msg-2")
+    kept, trace = order([learning, other, entry])
+    assert kept == ["ent", "other"]
+    assert [(d.memory_id, d.detail) for d in trace.dropped] == [("lrn", "ent stands for it")]
 
 
-def test_an_entry_takes_the_slot_of_a_message_it_quotes_whole() -> None:
-    message = memory("msg", "message", "Dana: " + HINTS)
-    entry = memory("ent", "entry", HINTS, HINTS)
+def test_an_entry_stands_for_its_message() -> None:
+    message = memory("msg", "message", f"Sam: {PROJECT} {HINTS}")
+    entry = memory("ent", "entry", PROJECT, PROJECT)
     kept, trace = order([message, entry])
     assert kept == ["ent"]
-    assert trace.dropped[0].memory_id == "msg"
+    assert [(d.memory_id, d.detail) for d in trace.dropped] == [("msg", "ent stands for it")]
 
 
-def test_a_message_saying_more_than_its_entry_keeps_its_slot_and_the_entry_gives_way() -> None:
-    message = memory("msg", "message", f"Sam: {PROJECT} {HINTS}")
-    entry = memory("ent", "entry", PROJECT, PROJECT)
-    kept, trace = order([message, entry])
-    # The message says all the entry says; the entry would hide the type-hints request.
-    assert kept == ["msg"]
-    assert [(d.memory_id, d.detail) for d in trace.dropped] == [("ent", "says what msg says")]
-
-
-@pytest.fixture
-def svc(db_url: str) -> Iterator[Episodic]:
-    mem = Episodic(store=open_store(db_url), embedder=None, settings=Settings(), llm=None)
-    yield mem
-    mem.close()
-
-
-def test_a_users_instruction_stays_beside_what_else_the_message_said(svc: Episodic) -> None:
-    chat = dict(workspace="me", conversation="c1", agent="coder", resource="user:sam")
-    svc.add_message(f"{PROJECT} {HINTS}", role="user", name="Sam", **chat)
-    svc.add_message("Great, here is a first route for the orders.", role="assistant", **chat)
-    svc.segment(flush=True)
-    hits = svc.recall("Python code for the online orders app", workspace="me", k=5).hits
-    # Both statements of the message are found, by whichever memory carries each (the
-    # episode's summary, which quotes the whole session, aside).
-    said = [h.memory.content for h in hits if h.memory.type != "episode"]
-    assert any(HINTS in text for text in said), said
-    assert any(PROJECT in text for text in said), said
-
-
-def test_a_message_gives_way_to_a_memory_made_of_it_that_ranks_above_it() -> None:
+def test_a_memory_below_one_that_says_it_whole_says_so() -> None:
+    entry = memory("ent", "entry", HINTS, HINTS)
     learning = memory("lrn", "learning", HINTS, HINTS)
     message = memory("msg", "message", f"Sam: {PROJECT} {HINTS}")
-    entry = memory("ent", "entry", PROJECT, PROJECT)
-    kept, trace = order([learning, message, entry])
-    # The message's other statement comes back by its own entry, not by the message again.
-    assert kept == ["lrn", "ent"]
-    assert [(d.memory_id, d.detail) for d in trace.dropped] == [("msg", "says what lrn says")]
+    kept, trace = order([entry, learning, message])
+    assert kept == ["ent"]
+    assert [d.detail for d in trace.dropped] == ["says what ent says", "ent was made from it"]

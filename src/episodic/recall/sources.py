@@ -1,6 +1,5 @@
-"""One memory per statement of a source, and a summary after its evidence: the last order
-recall gives its ranking before the hits are cut (``one_per_source``), fetching rows as it
-walks."""
+"""One memory per source, and a summary after its evidence: the last order recall gives
+its ranking before the hits are cut (``one_per_source``), fetching rows as it walks."""
 
 from __future__ import annotations
 
@@ -10,11 +9,8 @@ from episodic.model import Memory
 from episodic.recall.trace import DROP_SAME_SOURCE, Trace
 from episodic.scoring.mmr import tokens
 
-# One memory says what another says when it holds this share of the other's words. A
-# message often says several things, and each may become a memory of its own (an entry
-# from one sentence, a learning from the next): those share a source but not a
-# statement, and dropping one for the other would hide it from every recall. Below 1 so
-# that a speaker's name or a greeting around a quoted sentence does not count.
+# One memory says what another says when it holds this share of the other's words
+# (below 1, so that a speaker's name around a quoted sentence does not count).
 SAYS_SAME_SHARE = 0.8
 
 
@@ -50,28 +46,23 @@ def says_all_of(a: str, b: str) -> bool:
 
 def _stands_for_source(m: Memory, first: Memory | None, placed: bool) -> bool:
     """Whether entry ``m`` takes the slot ``first`` (same source, ranked above it) holds:
-    it carries the exact evidence (seed 004), but only in place of what it says whole."""
-    return (
-        placed
-        and first is not None
-        and m.type == "entry"
-        and first.type in ("message", "learning")
-        and says_all_of(statement(m), statement(first))
-    )
+    a message's (seed 004: the entry carries its exact evidence), a learning's only when
+    it says all the learning says. A message often says several things, an entry from
+    one sentence and a learning from the next: the better-ranked keeps the slot then."""
+    if not placed or first is None or m.type != "entry":
+        return False
+    if first.type == "message":
+        return True
+    return first.type == "learning" and says_all_of(statement(m), statement(first))
 
 
-def _said_by(m: Memory, shown: list[str], memories: dict[str, Memory]) -> str | None:
-    """The first of ``shown`` (memories of ``m``'s source) that says all ``m`` says; for
-    a message, the first memory made of it: what ranked the message is most often what
-    that memory quotes, and the message again would take a slot from another source."""
-    if m.type == "message" and shown:
-        return shown[0]
-    said = statement(m)
-    for i in shown:
-        other = memories.get(i)
-        if other is not None and says_all_of(statement(other), said):
-            return i
-    return None
+def _why_dropped(m: Memory, first: Memory | None, first_id: str) -> str:
+    """The trace's detail for ``m`` dropped below ``first``, a memory of its source."""
+    if m.type == "message":
+        return f"{first_id} was made from it"
+    if first is None or first.type == "message" or says_all_of(statement(first), statement(m)):
+        return f"says what {first_id} says"
+    return f"made from the message {first_id} was made from, and ranked below it"
 
 
 def one_per_source(
@@ -84,18 +75,15 @@ def one_per_source(
     """The final order, walking down the ranking until ``k`` are kept (fetching rows as
     it goes):
 
-    - one memory per statement of a source: an entry extracted from a message says what
-      the message says, and two slots for one piece of evidence crowd out another. The
-      best-ranked takes the slot, and a lower memory of the same source that it says
-      whole is dropped (a message, below any memory made of it); but an entry stands for
-      what it quotes (seed 004: it carries the exact evidence): it takes the slot of a
-      message or learning made from that same source when it says all of it. Memories
-      of one message that say different things (an entry of one sentence, a learning of
-      the next) each keep a slot;
+    - one memory per source: an entry extracted from a message says what the message says,
+      and two slots for one piece of evidence crowd out another. The best-ranked takes the
+      slot, but an entry stands for its source (seed 004: it carries the exact evidence):
+      it takes the slot of the message it was made from, and of a learning made from it
+      that says no more than the entry (one that says something else keeps its slot);
     - a memory derived from others (a consolidated rule) comes right after the last of
       its evidence that is ranked too: a summary never displaces what it summarises."""
     out: list[tuple[str, float]] = []
-    seen: dict[str, list[str]] = {}  # source -> the memories of it kept, in rank order
+    seen: dict[str, str] = {}
     ahead = {i for i, _ in ranked}
     waiting: dict[str, list[tuple[str, float]]] = {}  # evidence id -> summaries after it
     pending: dict[str, set[str]] = {}  # summary id -> its evidence not yet placed
@@ -132,24 +120,22 @@ def one_per_source(
                 release(mid, score)
                 continue
             key = _source_key(m)
-            shown = seen.setdefault(key, [])
-            first = next(
-                (i for i in shown if _stands_for_source(m, memories.get(i), i in at)), None
-            )
-            if first is not None:
-                shown[shown.index(first)] = mid
+            first = seen.get(key)
+            if first is not None and _stands_for_source(m, memories.get(first), first in at):
+                seen[key] = mid
                 out[at[first]] = (mid, out[at[first]][1])
                 at[mid] = at.pop(first)
                 if trace is not None:
-                    trace.drop(first, "sources", DROP_SAME_SOURCE, f"says what {mid} says")
+                    trace.drop(first, "sources", DROP_SAME_SOURCE, f"{mid} stands for it")
                 release(mid, score)
                 continue
-            if (said := _said_by(m, shown, memories)) is not None:
+            if first is not None:
                 if trace is not None:
-                    trace.drop(mid, "sources", DROP_SAME_SOURCE, f"says what {said} says")
+                    why = _why_dropped(m, memories.get(first), first)
+                    trace.drop(mid, "sources", DROP_SAME_SOURCE, why)
                 release(mid, score)
                 continue
-            shown.append(mid)
+            seen[key] = mid
             below = {e for e in derived_from(m) if e in ahead}
             if below:
                 pending[mid] = below
