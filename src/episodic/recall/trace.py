@@ -16,7 +16,7 @@ from typing import Any
 DROP_SCOPE = "scope"  # visible in the workspace, but outside the query's scope
 DROP_THRESHOLD = "below threshold"  # dense cosine under the policy's floor
 DROP_MMR = "merged by MMR"  # a near-duplicate of a memory already picked
-DROP_SAME_SOURCE = "same source"  # a lower memory of a source another shown memory says whole
+DROP_SAME_SOURCE = "same source"  # an entry and the message it quotes: one is shown
 DROP_RANK = "beyond k"  # ranked below the k asked for
 DROP_BUDGET = "over budget"  # recalled, but did not fit the render budget
 DROP_SUPERSEDED = "superseded"  # a newer memory replaced it (shown with who decided)
