@@ -244,3 +244,26 @@ def test_an_empty_render_says_so_at_a_terminal_and_prints_nothing_to_a_hook(db: 
         os.close(leader)
     assert person.returncode == 0 and person.stdout == b""
     assert "nothing recalled" in said and "--explain" in said
+
+
+def test_a_long_memory_is_listed_and_recalled_by_a_part_and_shown_whole_on_asking(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path}/long.db"
+    filler = "Tuning notes on pooling, autovacuum and indexes for the orders database. " * 80
+    answer = filler + "Neon cold starts: keep one compute warm for the checkout service."
+    with Episodic.open(url, settings=Settings(embedder="none")) as mem:
+        mem.remember(answer, workspace="acme", id="long-answer")
+    code, out, _ = run("--db", url, "memory", "list", "-w", "acme")
+    assert code == 0
+    # A page of listings stays readable: the text is cut, and says how to get it whole.
+    assert len(out) < 1000, out
+    assert f"({len(answer):,} characters; whole: episodic memory show long-answer -w acme)" in out
+    code, out, _ = run("--db", url, "recall", "neon cold starts", "-w", "acme")
+    assert code == 0
+    # The hit shows the passage that matched, not the answer's first characters.
+    assert "keep one compute warm" in out, out
+    assert f"{len(answer):,} characters" in out and len(out) < 2500, out
+    assert "keep one compute warm for the checkout service. (" in out, out
+    code, out, _ = run("--db", url, "memory", "show", "long-answer", "-w", "acme")
+    assert code == 0 and answer in out.replace("\n", "")

@@ -107,7 +107,7 @@ def test_an_event_sent_without_a_type_is_told_so_not_named_a_type_it_never_gave(
     assert result.exit_code == 0, result.output
     [refused] = json.loads(result.stdout)["not_admitted"]
     assert refused["type"] == "note" and refused["rule"] == "unlisted-type"
-    assert refused["reason"].startswith("an event sent without a type is a note")
+    assert refused["reason"].startswith("note events (an event sent without a type is one)")
     assert "give it a type that is kept" in refused["fix"]
     # A type the caller did give is named as before.
     typed = json.loads(cli(db_url, "ingest", "-", "--json", stdin=json.dumps(DEPLOY) + "\n").stdout)

@@ -22,7 +22,7 @@ from episodic.scoring.prior import (
     long_margin,
     mix_length_prior,
 )
-from episodic.store import open_store
+from long_memories import long_workspace, note
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 # The prior alone: no fusion with the plain ranking, never lifted per query.
@@ -78,22 +78,12 @@ def test_short_memories_are_untouched_and_long_ones_pay_with_their_length() -> N
 
 @pytest.fixture
 def mem(db_url: str) -> Iterator[Episodic]:
-    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
-    for i, text in enumerate([ANSWER, INSTRUCTION, *OTHERS]):
-        report = m.ingest(
-            [
-                {
-                    "id": f"e{i}",
-                    "workspace": "w",
-                    "type": "chat.turn",
-                    "summary": text,
-                    "refs": {"episodic": True},
-                    "ts": (NOW - timedelta(hours=30 - i)).isoformat(),
-                }
-            ]
-        )
-        assert report.admitted == 1
-    m.index_once()
+    texts = [ANSWER, INSTRUCTION, *OTHERS]
+    notes = [
+        note(f"e{i}", t, NOW - timedelta(hours=30 - i), type="chat.turn")
+        for i, t in enumerate(texts)
+    ]
+    m = long_workspace(db_url, notes, embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
     yield m
     m.close()
 
@@ -279,18 +269,12 @@ LEVEL_ANSWERS = [s * 6 + FILLER * 5 for s in API_SENTENCES]
 
 @pytest.fixture
 def level_mem(db_url: str) -> Iterator[Episodic]:
-    m = Episodic(store=open_store(db_url), embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
-    for i, text in enumerate([*LEVEL_ANSWERS, INSTRUCTION, *OTHERS]):
-        event = {
-            "id": f"e{i}",
-            "workspace": "w",
-            "type": "chat.turn",
-            "summary": text,
-            "refs": {"episodic": True},
-            "ts": (NOW - timedelta(hours=30 - i)).isoformat(),
-        }
-        assert m.ingest([event]).admitted == 1
-    m.index_once()
+    texts = [*LEVEL_ANSWERS, INSTRUCTION, *OTHERS]
+    notes = [
+        note(f"e{i}", t, NOW - timedelta(hours=30 - i), type="chat.turn")
+        for i, t in enumerate(texts)
+    ]
+    m = long_workspace(db_url, notes, embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
     yield m
     m.close()
 

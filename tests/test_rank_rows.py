@@ -198,22 +198,8 @@ def test_the_migration_measures_the_memories_already_stored(tmp_path: Path) -> N
     )
     m.ingest(
         [
-            {
-                "id": "a",
-                "workspace": "w",
-                "type": "note",
-                "refs": {"episodic": True},
-                "summary": "short",
-                "ts": NOW.isoformat(),
-            },
-            {
-                "id": "b",
-                "workspace": "w",
-                "type": "note",
-                "refs": {"episodic": True},
-                "summary": "é" * 3000,
-                "ts": NOW.isoformat(),
-            },
+            note("a", "short", NOW),
+            note("b", "é" * 3000, NOW),
         ]
     )
     m.close()
@@ -239,18 +225,7 @@ def test_the_migration_measures_the_memories_already_stored(tmp_path: Path) -> N
 
 def test_the_postgres_migration_measures_the_memories_already_stored(pg_url: str) -> None:
     m = Episodic(store=open_store(pg_url), embedder=None, settings=Settings(embedder="none"))
-    m.ingest(
-        [
-            {
-                "id": "b",
-                "workspace": "w",
-                "type": "note",
-                "refs": {"episodic": True},
-                "summary": "é" * 3000,
-                "ts": NOW.isoformat(),
-            }
-        ]
-    )
+    m.ingest([note("b", "é" * 3000, NOW)])
     m.close()
     with psycopg.connect(pg_url) as pg:
         for statement in (

@@ -168,8 +168,8 @@ def admission(
         return Admission(
             False,
             "unlisted-type",
-            f"an event sent without a type is a {DEFAULT_EVENT_TYPE}, and "
-            f"{DEFAULT_EVENT_TYPE} events are not kept as memories",
+            f"{DEFAULT_EVENT_TYPE} events (an event sent without a type is one) are not "
+            "kept as memories",
             f"{KEEP_FIX}, or give it a type that is kept (e.g. summary.generated)",
         )
     return Admission(

@@ -88,6 +88,30 @@ _RICH_WOULD_READ_TEXT = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]|:\S*?:")
 _TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
 
 
+# A memory's text in a listing: an assistant's answer or a log runs to thousands of
+# characters, and a page of them is unreadable; `memory show` prints one whole, and
+# --json keeps every character. (A recall's hit shows the passage that matched.)
+LISTED_CHARS = 400
+
+
+def listed(
+    text: str,
+    memory_id: str,
+    workspace: str,
+    whole: int | None = None,
+    limit: int | None = LISTED_CHARS,
+) -> str:
+    """``text`` as a listing shows it: up to ``limit`` characters (None: all of it), and
+    when the memory (``whole`` characters long, else ``text``'s length) is longer than
+    what is shown, how long it is and the command that prints it whole."""
+    length = len(text) if whole is None else whole
+    if limit is not None and len(text) > limit:
+        text = text[:limit].rstrip() + " …"
+    elif length <= len(text):
+        return text
+    return f"{text} ({length:,} characters; whole: episodic memory show {memory_id} -w {workspace})"
+
+
 def say_on_stderr(markup: str) -> None:
     """Print ``markup`` on stderr as ``stderr_console`` would. To a pipe or a file (an
     agent's hook), a message whose only markup is colour and bold is the text without

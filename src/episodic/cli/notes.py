@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from episodic.cli import ids
-from episodic.cli.basics import warn_if_unknown
+from episodic.cli.basics import listed, warn_if_unknown
 from episodic.cli.common import (
     ConversationOpt,
     JsonOpt,
@@ -156,7 +156,7 @@ def list_memories(
             f"\n[bold]{escape(m.id)}[/bold]  {m.ts:%Y-%m-%d %H:%M} · {escape(m.type)} · "
             f"{_status(m)} · agent {escape(m.agent or '-')}"
         )
-        out.print(f"   {m.content}", markup=False)
+        out.print(f"   {listed(m.content, m.id, m.workspace)}", markup=False)
     if page.next_cursor:
         out.print(f"more: --cursor {page.next_cursor}", markup=False)
 

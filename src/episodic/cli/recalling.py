@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from episodic.cli.basics import (
     errors,
     escape,
+    listed,
     open_memory_at,
     plural,
     print_json,
@@ -208,7 +209,10 @@ def print_hits(result: RecallResult) -> None:
             f"{relative_age(hit.age_seconds)} · {escape(_kind(hit))} · "
             f"agent {escape(hit.memory.agent or '-')}"
         )
-        say(f"   {hit.memory.content}", markup=False)
+        m = hit.memory
+        # A long memory: the passage that matched (a few hundred words), and how to read
+        # all of it.
+        say(f"   {listed(hit.shown, m.id, m.workspace, len(m.content), None)}", markup=False)
         if hit.details:
             say(f"   {hit.moment or hit.memory.type}, as it happened:", markup=False)
             for event in hit.details:

@@ -7,6 +7,11 @@ from collections.abc import Callable, Sequence
 
 from episodic.model import Memory
 from episodic.recall.trace import DROP_SAME_SOURCE, Trace
+from episodic.scoring.mmr import tokens
+
+# One memory says what another says when it holds this share of the other's words
+# (below 1, so that a speaker's name around a quoted sentence does not count).
+SAYS_SAME_SHARE = 0.8
 
 
 def _source_key(m: Memory) -> str:
@@ -24,11 +29,40 @@ def derived_from(m: Memory) -> tuple[str, ...]:
     return ()
 
 
+def statement(m: Memory) -> str:
+    """What a memory states: the sentences its evidence quotes (an entry, a learning),
+    else its content."""
+    evidence = m.payload.get("evidence")
+    return evidence if isinstance(evidence, str) and evidence.strip() else m.content
+
+
+def says_all_of(a: str, b: str) -> bool:
+    """Whether text ``a`` holds (nearly) every word of text ``b``."""
+    words = tokens(b)
+    if not words:
+        return True
+    return len(words & tokens(a)) >= SAYS_SAME_SHARE * len(words)
+
+
 def _stands_for_source(m: Memory, first: Memory | None, placed: bool) -> bool:
-    """Whether entry ``m`` takes the slot ``first`` (same source, ranked above it) holds."""
-    return (
-        placed and first is not None and m.type == "entry" and first.type in ("message", "learning")
-    )
+    """Whether entry ``m`` takes the slot ``first`` (same source, ranked above it) holds:
+    a message's (seed 004: the entry carries its exact evidence), a learning's only when
+    it says all the learning says. A message often says several things, an entry from
+    one sentence and a learning from the next: the better-ranked keeps the slot then."""
+    if not placed or first is None or m.type != "entry":
+        return False
+    if first.type == "message":
+        return True
+    return first.type == "learning" and says_all_of(statement(m), statement(first))
+
+
+def _why_dropped(m: Memory, first: Memory | None, first_id: str) -> str:
+    """The trace's detail for ``m`` dropped below ``first``, a memory of its source."""
+    if m.type == "message":
+        return f"{first_id} was made from it"
+    if first is None or first.type == "message" or says_all_of(statement(first), statement(m)):
+        return f"says what {first_id} says"
+    return f"made from the message {first_id} was made from, and ranked below it"
 
 
 def one_per_source(
@@ -44,7 +78,8 @@ def one_per_source(
     - one memory per source: an entry extracted from a message says what the message says,
       and two slots for one piece of evidence crowd out another. The best-ranked takes the
       slot, but an entry stands for its source (seed 004: it carries the exact evidence):
-      it takes the slot of a message or learning made from that same source;
+      it takes the slot of the message it was made from, and of a learning made from it
+      that says no more than the entry (one that says something else keeps its slot);
     - a memory derived from others (a consolidated rule) comes right after the last of
       its evidence that is ranked too: a summary never displaces what it summarises."""
     out: list[tuple[str, float]] = []
@@ -91,12 +126,13 @@ def one_per_source(
                 out[at[first]] = (mid, out[at[first]][1])
                 at[mid] = at.pop(first)
                 if trace is not None:
-                    trace.drop(first, "sources", DROP_SAME_SOURCE, f"says what {mid} says")
+                    trace.drop(first, "sources", DROP_SAME_SOURCE, f"{mid} stands for it")
                 release(mid, score)
                 continue
             if first is not None:
                 if trace is not None:
-                    trace.drop(mid, "sources", DROP_SAME_SOURCE, f"says what {first} says")
+                    why = _why_dropped(m, memories.get(first), first)
+                    trace.drop(mid, "sources", DROP_SAME_SOURCE, why)
                 release(mid, score)
                 continue
             seen[key] = mid
