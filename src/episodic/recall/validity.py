@@ -45,7 +45,7 @@ def keep_valid(
         for c in cands:
             m = memories.get(c.memory_id)
             if m is not None and valid_at(m, at):
-                valid.append(replace(c, rank=len(valid) + 1))
+                valid.append(c._replace(rank=len(valid) + 1))
             elif m is not None and trace is not None:
                 trace.drop(c.memory_id, f"leg:{name}", DROP_VALIDITY, f"{validity_text(m)}")
         kept[name] = valid
