@@ -78,3 +78,15 @@ def test_a_memory_below_one_that_says_it_whole_says_so() -> None:
     kept, trace = order([entry, learning, message])
     assert kept == ["ent"]
     assert [d.detail for d in trace.dropped] == ["says what ent says", "ent was made from it"]
+
+
+def test_an_entry_takes_a_learnings_slot_by_most_of_its_words_not_by_a_part() -> None:
+    learning = memory("lrn", "learning", HINTS, HINTS)
+    # The same request quoted without its "Please": it says what the learning says.
+    nearly = "Always use type hints in any Python code you show me."
+    kept, _ = order([learning, memory("ent", "entry", nearly, nearly)])
+    assert kept == ["ent"]
+    # Half of it is not the same statement: the learning keeps its slot.
+    half = "use type hints"
+    kept, _ = order([learning, memory("ent", "entry", half, half)])
+    assert kept == ["lrn"]
