@@ -6,11 +6,10 @@ count and what they may pass: with ``leg_keep_chars``, short memories only, pass
 ones only (what pushed a short message down was the long answers' many chances to
 match); with ``long_keep``, the mirror: each leg's best few long memories, passing any
 memory or short ones only (what pushed a long answer a summary needs down was the length
-prior). It
-leaves alone a query whose long memories match it clearly better than its short ones
-(the length gate's ``long_margin``: it asks for long answers whole, as a summary does,
-and lifting short messages would push them out), and says in the trace what it did. It
-is the one place the engine calls the rule from.
+prior). It leaves alone a query whose long memories match it clearly better than its
+short ones (the length gate's ``long_margin``: it asks for long answers whole, as a
+summary does, and lifting short messages would push them out), and says in the trace
+what it did. It is the one place the engine calls the rule from.
 """
 
 from __future__ import annotations
