@@ -173,6 +173,32 @@ CHANGES: list[tuple[str, str, str]] = [
         "Ewa's rent is paid from the Monzo ending 7781.",
         "from-now-on",
     ),
+    # The new value named as a phrase takes in the subject's words ("Book flights with
+    # KLM", "leaves from Gatwick"): what is left of the old sentence is all in the new one.
+    ("Book flights with KLM rather than Ryanair.", "Book flights with Ryanair.", "replacement"),
+    (
+        "The flight leaves from Gatwick, not Heathrow.",
+        "The flight leaves from Heathrow.",
+        "replacement",
+    ),
+    ("The team lead is Chen, not Mark.", "The team lead is Mark.", "replacement"),
+    (
+        "Correction: the cache-warmer lives on cache2.lab.example.com, not cache1.lab.example.com.",
+        "The cache-warmer lives on cache1.lab.example.com.",
+        "replacement",
+    ),
+    (
+        "Quick update: our flight changed, we now land in Tokyo on April 5 instead of April 3.",
+        "We land in Tokyo on April 3.",
+        "replacement",
+    ),
+    # An opening "also" adds a remark; the sentence still names the old value as replaced.
+    ("Also, the standup is at 10:15, not 9:30.", "The standup is at 9:30.", "replacement"),
+    (
+        "Also I was wrong earlier, the gym costs 45 euros, not 39.",
+        "The gym costs 39 euros.",
+        "replacement",
+    ),
 ]
 
 # The same statement again.
@@ -224,7 +250,6 @@ LEFT_TO_RECALL: list[tuple[str, str]] = [
         "New services are built with Flask.",
     ),
     ("I upgraded from the Basic plan to the Pro plan.", "I am on the Basic plan."),
-    ("Book flights with KLM rather than Ryanair.", "Book flights with Ryanair."),
     (
         "Card A expired; from now on pay subscriptions with card B.",
         "Pay subscriptions with card A.",
@@ -247,7 +272,6 @@ LEFT_TO_RECALL: list[tuple[str, str]] = [
     ("Actually, Nadia's birthday is on June 14.", "Nadia's birthday is on June 4."),
     ("Correction: the launch date is March 3.", "The launch date is March 10."),
     ("I meant the meeting room is B204.", "The meeting room is B201."),
-    ("The flight leaves from Gatwick, not Heathrow.", "The flight leaves from Heathrow."),
     ("That was wrong, the deadline is Friday.", "The deadline is Thursday."),
     ("Sorry, I meant my shoe size is 43.", "My shoe size is 42."),
     ("Greta moved to Vienna in the spring.", "Greta lives in Graz."),
@@ -295,7 +319,6 @@ LEFT_TO_RECALL: list[tuple[str, str]] = [
         "Starting next month, the cleaning lady comes twice a week.",
         "The cleaning lady comes once a week.",
     ),
-    ("The team lead is Chen, not Mark.", "The team lead is Mark."),
     ("I stopped taking the vitamin D supplement.", "I take a vitamin D supplement every morning."),
     ("Karim's new address is 4 Canal Street.", "Karim's address is 19 Mill Lane."),
     ("The kids now go to Oakwood Primary.", "The kids go to Elm Park Primary."),
@@ -341,10 +364,6 @@ LEFT_TO_RECALL: list[tuple[str, str]] = [
     (
         "The note about 7:15 is outdated; the choir-practice reminder fires at 6:45.",
         "The choir-practice reminder fires at 7:15.",
-    ),
-    (
-        "Correction: the cache-warmer lives on cache2.lab.example.com, not cache1.lab.example.com.",
-        "The cache-warmer lives on cache1.lab.example.com.",
     ),
     (
         "It's not Wednesdays anymore: the book-club meets on Thursdays.",
@@ -839,6 +858,51 @@ def test_only_the_new_texts_signal_counts(new: str, old: str, family: str) -> No
 )
 def test_texts_of_several_sentences(new: str, old: str, expected: str) -> None:
     assert offline(new, old).kind == expected
+
+
+# An old text that says more than what changed: one of its sentences is out of date, the
+# rest stays true, and replacing the memory would hide it. One pair per way a change is
+# signalled (a named old value, "from now on", "no longer"); the third column is the same
+# old text without its other sentence, which the change does replace.
+SAYS_MORE: list[tuple[str, str, str]] = [
+    (
+        "Quick update: our flight changed, we now land in Tokyo on April 5 instead of April 3.",
+        "I'm planning a two-week trip to Japan with my partner Tomas. We land in Tokyo on April 3.",
+        "We land in Tokyo on April 3.",
+    ),
+    (
+        "From now on ship my parcels with Heron Logistics.",
+        "Ship my parcels with Falcon Express. My address is 12 Elm Street.",
+        "Ship my parcels with Falcon Express.",
+    ),
+    (
+        "I no longer work at Shopify.",
+        "I work at Shopify. My manager there is Dana Lee.",
+        "I work at Shopify.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("new", "old", "alone"), SAYS_MORE)
+def test_an_old_text_that_says_more_than_the_change_stays(new: str, old: str, alone: str) -> None:
+    decision = offline(new, old)
+
+    assert decision.kind == "unrelated", decision
+    assert rule_of(decision) == "says-more"
+    assert "says more" in decision.reason
+    assert offline(new, alone).kind == "supersedes"
+
+
+@pytest.mark.parametrize(
+    "greeting", ["Hi!", "Thanks for sorting the receipts.", "Sure.", "Okay, thanks."]
+)
+def test_a_sentence_that_says_nothing_of_its_own_does_not_keep_an_old_text(greeting: str) -> None:
+    decision = offline(
+        "Quick update: our flight changed, we now land in Tokyo on April 5 instead of April 3.",
+        f"{greeting} We land in Tokyo on April 3.",
+    )
+
+    assert decision.kind == "supersedes", decision
 
 
 def test_every_decision_has_a_readable_one_line_reason() -> None:

@@ -63,6 +63,7 @@ RULE_FAMILY: dict[str, str] = {
     "same-statement": "duplicate",
     "no-change-signal": "unrelated",
     "reason-or-outcome": "unrelated",
+    "says-more": "unrelated",
     "different-subject": "unrelated",
 }
 
@@ -106,6 +107,9 @@ _NEGATION = re.compile(
 )
 
 
+ADDITION = "an addition, not a replacement"
+
+
 def sentence_guard(sentence: str) -> str | None:
     """Why a sentence of the new text cannot signal a change, or None."""
     if sentence.rstrip().endswith("?") or _QUESTION_START.match(sentence):
@@ -117,7 +121,7 @@ def sentence_guard(sentence: str) -> str | None:
     if _USED_TO.search(sentence):
         return "about being or getting used to something"
     if _ADDITION.search(sentence):
-        return "an addition, not a replacement"
+        return ADDITION
     return None
 
 
@@ -350,9 +354,11 @@ def _check_named(signal: _Signal, old: str, new_text: str) -> Verdict | None:
         if reason_over_instruction(signal.sentence, sentence):
             return _reason_verdict()
         if signal.rule != "renamed" and not _same_subject(
-            context, set(read_sentence(sentence).words) - b_keys
+            context, set(read_sentence(sentence).words) - b_keys, a_keys
         ):
             continue
+        if _says_more(old, sentence, new_text):
+            return _says_more_verdict()
         return Verdict(
             "supersedes",
             signal.rule,
@@ -372,6 +378,8 @@ def _check_over(signal: _Signal, old: str) -> Verdict | None:
             continue
         if not said.values <= sentence.values:
             continue
+        if _says_more(old, sentence.text, signal.over):
+            return _says_more_verdict()
         return Verdict(
             "supersedes", signal.rule, "the new text says what the old text states is no longer so"
         )
@@ -413,16 +421,55 @@ def _check_forward(signal: _Signal, old: str, new_text: str) -> Verdict | None:
             continue
         if reason_over_instruction(signal.sentence, sentence):
             return _reason_verdict()
+        if _says_more(old, sentence, new_text):
+            return _says_more_verdict()
         return verdict
     return None
 
 
-def _same_subject(change: set[str], old: set[str]) -> bool:
+def _same_subject(change: set[str], old: set[str], new_value: set[str] | None = None) -> bool:
     """Whether a change's words (its values and change verbs aside) and an old sentence's
     are about one subject: they share a word, and one says nothing the other does not
     ("ship my parcels with Heron" and "Falcon Express for all your parcels" do; "Postgres
-    for the analytics service" and "the billing service runs on MySQL" do not)."""
-    return bool(change & old) and (change <= old or old <= change)
+    for the analytics service" and "the billing service runs on MySQL" do not). The words
+    of the new value, when one is named, count on the new side: a value read as a phrase
+    can take in a subject word the old sentence also has ("we now land in Tokyo on April
+    5 instead of April 3" reads "Tokyo on April 5" as the new value, and "We land in Tokyo
+    on April 3" says nothing else; "the standup is at 10:15, not 9:30" takes all its
+    words into the new value, and "The standup is at 9:30" says nothing else either)."""
+    said = change | new_value if new_value else change
+    return (bool(change & old) and change <= old) or (bool(old) and old <= said)
+
+
+# A sentence says something of its own when it names a value or has this many content
+# words: "Hi!", "Thanks a lot." and "Sure." do not, "They handle fragile items well" does.
+SAYS_SOMETHING_WORDS = 3
+
+
+def _says_more(old: str, changed: str, new_text: str) -> bool:
+    """Whether ``old`` says something besides its sentence ``changed`` that ``new_text``
+    does not say again: then the change makes one sentence of it out of date, not the
+    memory, and replacing it would hide the rest ("I'm planning a two-week trip with my
+    partner Tomas. We land on April 3." is still half true after "we now land on April 5
+    instead of April 3")."""
+    said = {w for s in split_sentences(new_text) for w in read_sentence(s).words}
+    changed_text = read_sentence(changed).text
+    for sentence in split_sentences(old):
+        other = read_sentence(sentence)
+        if other.text == changed_text:
+            continue
+        words = set(other.words) - _CHANGE_STEMS
+        if (other.values or len(words) >= SAYS_SOMETHING_WORDS) and not words <= said:
+            return True
+    return False
+
+
+def _says_more_verdict() -> Verdict:
+    return Verdict(
+        "unrelated",
+        "says-more",
+        "the change replaces one sentence of the old text, which says more that stays true",
+    )
 
 
 def _reason_verdict() -> Verdict:
@@ -472,6 +519,13 @@ def _read_sentences(sentences: Sequence[str]) -> _NewText:
     signals: list[_Signal] = []
     for sentence in sentences:
         reason = sentence_guard(sentence)
+        if reason == ADDITION:
+            # "Also, the ryokan is 210 euros, not 240": an opening "also" adds a remark,
+            # and a sentence that names the old value as replaced still replaces it.
+            named = [s for s in _signals(sentence) if s.old_value]
+            if named:
+                signals += named
+                continue
         if reason is not None:
             skipped = reason
             continue
