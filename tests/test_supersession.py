@@ -268,3 +268,36 @@ def test_an_episode_is_replaced_by_name_as_by_its_message_never_by_its_own_sourc
     replaced = mem.store.get_memory(WS, episode.id)
     assert replaced.status is MemoryStatus.SUPERSEDED and replaced.superseded_by == newer.id
     assert episode.id not in {h.id for h in mem.recall(QUESTION, workspace=WS, mark=False).hits}
+
+
+PLANS = "I'm planning a two-week trip to Japan with my partner Tomas. We land in Tokyo on April 3."
+FLIGHT_MOVED = "Quick update: our flight changed, we now land in Tokyo on April 5 instead of April 3."
+
+
+def test_a_changed_date_replaces_the_entry_and_leaves_the_message_that_says_more(
+    mem: Episodic, clock: Clock
+) -> None:
+    trip = {"workspace": WS, "agent": "planner", "resource": "user:ines"}
+    mem.add_messages([{"id": "m1", "role": "user", "content": PLANS}], conversation="day-1", **trip)
+    mem.segment(flush=True, workspace=WS)
+    clock.now = T0 + timedelta(days=7)
+    mem.add_messages(
+        [{"id": "m2", "role": "user", "content": FLIGHT_MOVED}], conversation="day-2", **trip
+    )
+    mem.segment(flush=True, workspace=WS)
+
+    landing = [
+        m
+        for m in mem.store.list_memories(ScopeFilter(workspace_id=WS), 50, statuses=None)
+        if m.content == "We land in Tokyo on April 3."
+    ]
+    assert [m.status for m in landing] == [MemoryStatus.SUPERSEDED], landing
+    [link] = mem.store.supersessions(WS, [landing[0].id])
+    assert link.decided_by == "offline:instead-of"
+    # The message also says who travels and for how long: it stays, and recall finds it.
+    assert mem.store.get_memory(WS, "m1").status is MemoryStatus.ACTIVE
+    hits = mem.recall("who comes on the two-week trip to Japan", workspace=WS, mark=False).hits
+    assert any("partner Tomas" in h.memory.content for h in hits), hits
+    landed = mem.recall("when do we land in Tokyo", workspace=WS, mark=False).hits
+    assert landing[0].id not in [h.id for h in landed]
+    assert any("April 5" in h.memory.content for h in landed)
