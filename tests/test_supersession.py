@@ -271,7 +271,9 @@ def test_an_episode_is_replaced_by_name_as_by_its_message_never_by_its_own_sourc
 
 
 PLANS = "I'm planning a two-week trip to Japan with my partner Tomas. We land in Tokyo on April 3."
-FLIGHT_MOVED = "Quick update: our flight changed, we now land in Tokyo on April 5 instead of April 3."
+FLIGHT_MOVED = (
+    "Quick update: our flight changed, we now land in Tokyo on April 5 instead of April 3."
+)
 
 
 def test_a_changed_date_replaces_the_entry_and_leaves_the_message_that_says_more(
