@@ -618,6 +618,12 @@ def test_offline_keeps_situations_and_drops_what_seed_004_excludes(
         ("We couldn't reach the mirror from the runners all morning.", True),
         ("Checking the logs showed a 502 from the upstream proxy.", True),
         ("Update: the export works again after the restart.", True),
+        ("I'm not sure why the export fails since Tuesday.", True),
+        # A hedge the speaker then doubts: a guess, not a case.
+        ("I think the JR Pass is worth it for us, but I'm not sure.", False),
+        ("I believe the lease ends in May, though I'm not entirely certain.", False),
+        # Doubt about something else: the case stands.
+        ("I think the demo won second place, but I'm not sure how to use the prize.", True),
         # Greetings that name someone, compliments and wishes of luck.
         ("Hey Nate, long time no see, how have you been?", False),
         ("Wow Dave, those new headlights look great!", False),

@@ -116,10 +116,25 @@ _KINDS: tuple[tuple[str, str], ...] = (
 _PATTERNS = tuple((kind, re.compile(_LEAD_IN + f"(?:{body})")) for kind, body in _KINDS)
 
 
+# A hedged opening the speaker then says they are unsure of, as the sentence ends: "I think
+# the pass is worth it, but I'm not sure." The hedge alone ("I think the export broke after the upgrade")
+# states a case, and so does doubt alone ("I'm not sure why the export fails").
+_HEDGED_DOUBT = re.compile(
+    r"(?:(?:and|but|so|also|honestly|well|actually|personally)\b[\s,]*)*"
+    r"(?:i think|i believe|i feel like|i reckon|i suppose)\b"
+    r".*\b(?:not|n't) (?:(?:really|entirely|completely|totally|quite|100%) )?"
+    r"(?:sure|certain|positive|convinced)"
+    # ...of the claim itself: "but I'm not sure how to use it" doubts something else.
+    r"(?: (?:yet|though|tbh|about (?:it|that|this)|of (?:it|that|this)))?\W*$"
+)
+
+
 def exclusion(sentence: str) -> str | None:
     """The kind of non-entry ``sentence`` opens as ("wish", "objective", "preference",
     "profile", "agent rule", "advice", "pleasantry", "speculation"), or None."""
     text = sentence.casefold().replace("’", "'").lstrip(" \t\"'“‘(")
+    if _HEDGED_DOUBT.match(text):
+        return "speculation"
     for kind, pattern in _PATTERNS:
         if pattern.match(text):
             return kind
