@@ -117,8 +117,9 @@ _PATTERNS = tuple((kind, re.compile(_LEAD_IN + f"(?:{body})")) for kind, body in
 
 
 # A hedged opening the speaker then says they are unsure of, as the sentence ends: "I think
-# the pass is worth it, but I'm not sure." The hedge alone ("I think the export broke after the upgrade")
-# states a case, and so does doubt alone ("I'm not sure why the export fails").
+# the pass is worth it, but I'm not sure." The hedge alone ("I think the export broke
+# after the upgrade") states a case, and so does doubt alone ("I'm not sure why the
+# export fails").
 _HEDGED_DOUBT = re.compile(
     r"(?:(?:and|but|so|also|honestly|well|actually|personally)\b[\s,]*)*"
     r"(?:i think|i believe|i feel like|i reckon|i suppose)\b"
