@@ -337,7 +337,11 @@ def _rank(
         unordered = ranked
         if policy.newest_similar_first and ranked:
             earlier.clear()
-            same = (policy.subject_cosine, policy.subject_cosine_turns)
+            same = (
+                policy.subject_cosine,
+                policy.subject_cosine_turns,
+                policy.subject_cosine_changes,
+            )
             ranked = newest_similar_first(store, flt, ranked, memories, fetch, depth, same, earlier)
         survivors = one_per_source(ranked, memories, fetch, k, None)
         if everything or not tail or within(survivors[:k], ranked[:depth]):

@@ -193,6 +193,11 @@ class RecallPolicy:
     newest_similar_first: bool = False
     subject_cosine: float = 0.0
     subject_cosine_turns: float = 0.0
+    # A pair with a turn in it whose newer text states a change in plain change language
+    # ("instead of", "from now on", "no longer", "A, not B": change_rules.change_kind) at
+    # cosine >= subject_cosine_changes: a chat's later correction ranks above what it
+    # corrects. 0 (or above subject_cosine_turns when that is on) adds none.
+    subject_cosine_changes: float = 0.0
     # The same among the k hits recall returns only, for pairs with a turn in it: the
     # older just below the newer at cosine >= subject_cosine_hits. It never changes which
     # k are returned, only their order. 0 moves none.

@@ -38,15 +38,16 @@ def newest_similar_first(
     memories: dict[str, Memory],
     fetch: Callable[[Sequence[str]], None],
     depth: int,
-    cosines: tuple[float, float],
+    cosines: tuple[float, float] | tuple[float, float, float],
     earlier: dict[str, str] | None = None,
 ) -> list[tuple[str, float]]:
     """The head of ``ranked`` (its first ``depth``) with memories about the same subject
-    newest first, at ``cosines`` (between records, with a turn); ``earlier``, when given,
+    newest first, at ``cosines`` (between records, with a turn, and optionally with a
+    turn when the newer text states a change in plain change language:
+    ``subject_cosine_changes``); ``earlier``, when given,
     receives each id that has a newer one about its subject in the head, with that newer
     id. Without stored vectors (no embedder) nothing moves."""
-    records, turns = cosines
-    if records <= 0 and turns <= 0:
+    if all(c <= 0 for c in cosines):
         return ranked
     head, tail = ranked[:depth], ranked[depth:]
     fetch([i for i, _ in head])
@@ -166,12 +167,14 @@ def _similar(
     flt: ScopeFilter,
     head: list[tuple[str, float]],
     memories: dict[str, Memory],
-    cosines: tuple[float, float],
+    cosines: tuple[float, float] | tuple[float, float, float],
 ) -> dict[str, list[tuple[str, float]]]:
     """Each id of ``head`` with its newer memories about the same subject at ``cosines``
-    (between records, with a turn) that the guards let pair; {} when none pair."""
-    records, turns = cosines
-    taking = [i for i, _ in head if turns > 0 or memories[i].conversation is None]
+    (between records, with a turn, with a turn when the newer states a change) that the
+    guards let pair; {} when none pair."""
+    records, turns, changes = (*cosines, 0.0)[:3]
+    with_turns = turns > 0 or changes > 0
+    taking = [i for i, _ in head if with_turns or memories[i].conversation is None]
     if len(taking) < 2:
         return {}
     vectors = store.get_vectors(flt.workspace_id, taking)
@@ -179,10 +182,11 @@ def _similar(
         return {}
     read = {i: _read(memories[i].content) for i in vectors}
     said = {i: head for i, (head, _) in read.items()}
-    # What a newer text says of change decides whether it pairs at all.
-    stating = {i: states for i, (_, states) in read.items()}
-    on_records = {i: records if stating[i] else 0.0 for i in vectors}
-    on_turns = {i: turns if stating[i] else 0.0 for i in vectors}
+    # What a newer text says of change decides whether it pairs at all, and at what
+    # cosine with a turn.
+    kind = {i: k for i, (_, k) in read.items()}
+    on_records = {i: records if kind[i] != "guarded" else 0.0 for i in vectors}
+    on_turns = {i: _turn_cosine(kind[i], turns, changes) for i in vectors}
     conversation = {i: memories[i].conversation for i in vectors}
     owner = {i: (memories[i].agent, memories[i].crew, memories[i].resource) for i in vectors}
     ts = {i: memories[i].ts for i, _ in head}
@@ -206,17 +210,29 @@ def _similar(
 _READ_CACHE = 8192
 
 
+def _turn_cosine(kind: str, turns: float, changes: float) -> float:
+    """The cosine a newer text of ``kind`` (``change_rules.change_kind``) pairs at when a
+    turn is in the pair: ``turns`` unless it is guarded, and ``changes`` (when lower, or
+    ``turns`` is off) when it states a change in plain change language; 0 pairs none."""
+    if kind == "guarded":
+        return 0.0
+    if kind == "change" and changes > 0:
+        return changes if turns <= 0 else min(turns, changes)
+    return turns
+
+
 @lru_cache(maxsize=_READ_CACHE)
-def _read(content: str) -> tuple[str, bool]:
-    """A text's head, as the supersession rule reads it, and whether it may state a new
-    state (it only asks, plans, stays for a while or adds when it is ``guarded``)."""
+def _read(content: str) -> tuple[str, str]:
+    """A text's head, as the supersession rule reads it, and what it says of change
+    (``change_kind``: it only asks, plans, stays for a while or adds when it is
+    ``guarded``; ``change`` when it says so in plain change language)."""
     # The rules load with the first recall that needs them (a keyword recall never does).
     from episodic.write.change_rules import change_kind
     from episodic.write.supersession import OFFLINE_MAX_CHARS
     from episodic.write.text import cut_words
 
     head = cut_words(content, OFFLINE_MAX_CHARS, ellipsis="")
-    return head, change_kind(head) != "guarded"
+    return head, change_kind(head)
 
 
 @lru_cache(maxsize=_READ_CACHE)
