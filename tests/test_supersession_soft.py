@@ -326,3 +326,32 @@ def test_among_the_hits_the_guards_hold(tmp_path: Path, newer: str, speaker: str
     assert order.index("old") == [h.id for h in default].index("old")
     assert next(h for h in within if h.id == "old").newer is None
     mem.close()
+
+
+CORRECTED = "Also I was wrong earlier, my monthly grocery budget is $450, not $400."
+STATES_CHANGES = dataclasses.replace(DEFAULT, subject_cosine_changes=0.6)
+
+
+@pytest.mark.model
+def test_a_later_turn_that_states_a_change_goes_above_what_it_changes(tmp_path: Path) -> None:
+    """A chat's later correction ("..., not $400") pairs with the earlier turn of another
+    conversation under ``subject_cosine_changes``; a later turn that states the new value
+    in other words does not, and under ``default`` (0) neither does."""
+    query = "what is my monthly grocery budget"
+    mem = remember_turns(tmp_path, CORRECTED)
+
+    def order(policy: object) -> list[str]:
+        hits = mem.recall(query, workspace="w", k=5, policy=policy, mark=False).hits  # type: ignore[arg-type]
+        return [h.id for h in hits]
+
+    assert order(DEFAULT).index("old") < order(DEFAULT).index("new")
+    changed = mem.recall(query, workspace="w", k=5, policy=STATES_CHANGES, mark=False).hits
+    ids = [h.id for h in changed]
+    assert ids.index("new") < ids.index("old")
+    assert changed[ids.index("old")].newer == "new"
+    mem.close()
+
+    plain = remember_turns(tmp_path / "plain", "My monthly grocery budget is $450 these days.")
+    hits = plain.recall(query, workspace="w", k=5, policy=STATES_CHANGES, mark=False).hits
+    assert all(h.newer is None for h in hits)
+    plain.close()
