@@ -39,7 +39,7 @@ from episodic.store.vectors import Vector
 # workspace's dense index holds at least this many vectors, passages included. Both legs
 # run in this process: handing one over costs a thread's wake-up, and the two legs then
 # take turns at the GIL for their Python parts. On LoCoMo's and BEAM's workspaces (dense
-# legs of 0.2-0.8 ms) one leg after the other spent 0.3-0.4 ms less CPU a recall, and
+# legs of 0.2-0.8 ms) one leg after the other spent 0.3-0.45 ms less CPU a recall, and
 # 0.4-0.6 ms less wall time on average when recalls follow one another (2 cores, load
 # 3-4; benchmarks/README.md). One thread's scan of 10,000 vectors of 384 dimensions takes
 # ~0.4 ms, about what the hand-over costs: from there on the other leg runs beside it.
