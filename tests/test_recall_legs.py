@@ -1,5 +1,6 @@
 """A recall runs its sparse leg beside the query embedding and the dense leg when the
-store serves parallel reads, with the same answer as one after the other; with every
+store says it is worth it (it serves parallel reads and, on SQLite, the workspace's dense
+index is large), with the same answer as one after the other; with every
 helper busy, or a store that cannot read twice at once, the caller runs it itself; a
 failing leg fails the recall. Every test runs on SQLite and PostgreSQL."""
 
@@ -22,6 +23,7 @@ from episodic.recall import engine, legs
 from episodic.recall.policies import POLICIES, RecallPolicy
 from episodic.store import open_store
 from episodic.store.sqlite import SqliteStore
+from episodic.store.sqlite import search as sqlite_search
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 QUERIES = [
@@ -71,6 +73,10 @@ class Watched:
     def parallel_reads(self) -> bool:
         return self.inner.parallel_reads if self.parallel is None else self.parallel
 
+    def legs_apart(self, workspace_id: str) -> bool:
+        apart: bool = self.inner.legs_apart(workspace_id)
+        return apart if self.parallel is None else self.parallel
+
     def search_dense(self, flt: ScopeFilter, query: Any, limit: int) -> list[Candidate]:
         if self.before_dense is not None:
             self.before_dense()
@@ -106,7 +112,7 @@ def answer(result: Any) -> tuple[list[tuple[str, float]], dict[str, list[tuple[s
 def test_the_sparse_leg_runs_while_the_dense_leg_does(mem: Episodic) -> None:
     # Each search waits for the other to start: one after the other, the first would
     # wait out the barrier and break it.
-    store = Watched(mem.store)
+    store = Watched(mem.store, parallel=True)
     meet = threading.Barrier(2, timeout=10)
     store.before_dense = meet.wait
     store.before_sparse = lambda: meet.wait() if len(store.sparse_threads) == 1 else None
@@ -126,7 +132,7 @@ def test_side_by_side_legs_give_the_answer_one_after_the_other_gives(
     # (Whether the helper or the caller ran the sparse leg depends on which was first.)
     policy = POLICIES[name]
     for text in QUERIES:
-        side_by_side = Watched(mem.store)
+        side_by_side = Watched(mem.store, parallel=True)
         in_turn = Watched(mem.store, parallel=False)
         assert answer(recall(side_by_side, text, policy)) == answer(recall(in_turn, text, policy))
         assert set(in_turn.sparse_threads) <= {threading.get_ident()}
@@ -140,7 +146,7 @@ def test_with_every_helper_busy_the_caller_runs_the_sparse_leg_itself(
     busy.submit(release.wait, 30)
     monkeypatch.setattr(legs, "_helpers", busy)
     try:
-        store = Watched(mem.store)
+        store = Watched(mem.store, parallel=True)
         result = recall(store, QUERIES[1])
         assert store.sparse_threads == [threading.get_ident()]
         assert answer(result) == answer(recall(Watched(mem.store, parallel=False), QUERIES[1]))
@@ -150,7 +156,7 @@ def test_with_every_helper_busy_the_caller_runs_the_sparse_leg_itself(
 
 
 def test_a_failing_sparse_leg_fails_the_recall_with_its_error(mem: Episodic) -> None:
-    store = Watched(mem.store)
+    store = Watched(mem.store, parallel=True)
     store.sparse_error = StoreError("the sparse index is gone")
     # The dense leg waits for the helper to start the sparse one: a fresh pool's thread
     # may start after a fast dense leg, and then the caller would run the leg itself.
@@ -164,7 +170,7 @@ def test_a_failing_sparse_leg_fails_the_recall_with_its_error(mem: Episodic) -> 
 
 def test_a_failing_dense_leg_waits_for_the_sparse_leg_before_it_fails(mem: Episodic) -> None:
     # The caller may close the store as soon as the recall fails: the helper must be done.
-    store = Watched(mem.store)
+    store = Watched(mem.store, parallel=True)
     started, done = threading.Event(), threading.Event()
 
     def slow_sparse() -> None:
@@ -198,3 +204,41 @@ def test_stores_say_whether_they_read_in_parallel(db_url: str, tmp_path: Path) -
         assert watched.sparse_threads == [threading.get_ident()]
     with open_store("sqlite:///:memory:") as in_memory:
         assert not in_memory.parallel_reads
+
+
+def test_a_small_sqlite_workspace_runs_its_legs_in_turn_a_large_one_side_by_side(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In process, handing the keyword leg over costs more than a small dense leg takes.
+    path = tmp_path / "legs.db"
+    with SqliteStore(path) as writer:
+        m = Episodic(store=writer, embedder=FakeEmbedder(dim=64), clock=lambda: NOW, llm=None)
+        for i in range(3):
+            m.remember(f"the payment gateway timed out on node {i}", workspace="w")
+        m.index_once()
+    with SqliteStore(path) as store:
+        assert store.parallel_reads
+        # Before its first dense leg a workspace's size is unknown: that leg loads every
+        # vector, and the keyword leg runs beside it.
+        assert store.legs_apart("w")
+        recall(Watched(store), "payment gateway")
+        assert not store.legs_apart("w")
+        small = Watched(store)
+        in_turn = recall(small, "payment gateway")
+        assert small.sparse_threads == [threading.get_ident()]
+        monkeypatch.setattr(sqlite_search, "LEGS_APART_VECTORS", 3)
+        assert store.legs_apart("w")
+        large = Watched(store)
+        meet = threading.Barrier(2, timeout=10)
+        large.before_dense = meet.wait
+        large.before_sparse = meet.wait
+        side_by_side = recall(large, "payment gateway")
+        assert large.sparse_threads and large.sparse_threads[0] != threading.get_ident()
+        assert answer(side_by_side) == answer(in_turn)
+
+
+def test_postgres_runs_its_legs_side_by_side_whatever_the_workspace_size(pg_url: str) -> None:
+    # Its legs wait on the server, not on this process.
+    with open_store(pg_url) as store:
+        assert store.parallel_reads
+        assert store.legs_apart("w")

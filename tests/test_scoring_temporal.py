@@ -20,6 +20,7 @@ from episodic.scoring.temporal import (
     TimeWindow,
     clamped_add,
     time_boost,
+    time_booster,
     window_fit,
 )
 
@@ -174,3 +175,22 @@ def test_scoring_stays_pure() -> None:
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module)
     assert not any(name.startswith("episodic") for name in imported), imported
+
+
+def test_a_booster_gives_what_each_window_fit_gives_to_the_last_bit() -> None:
+    # Ranking boosts a few hundred candidates against one query's windows with the
+    # function ``time_booster`` makes once; its values must be the formula's, exactly,
+    # or a recall's order could change with how it was computed.
+    windows = [
+        TimeWindow(d("2023-05-01"), d("2023-06-01"), "May 2023", "absolute"),
+        TimeWindow(d("2023-07-10"), d("2023-07-11"), "July 10", "absolute"),
+        TimeWindow(d("1990-01-01"), d("2090-01-01"), "before the move", "anchored"),
+    ]
+    booster = time_booster(windows[:2], floor=0.5, inside=2.0)
+    for day in range(-400, 400, 7):
+        for hour in (0, 5, 23):
+            ts = d("2023-06-15") + timedelta(days=day, hours=hour)
+            best = max(window_fit(ts, w, decay_days=1.0) for w in windows[:2])
+            assert booster(ts) == 2.0 * (0.5 + (1.0 - 0.5) * best)
+            assert time_boost(ts, windows, floor=0.5, inside=2.0) == booster(ts)
+    assert time_booster([windows[2]])(d("2023-06-15")) == 1.0

@@ -13,7 +13,7 @@ import heapq
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from episodic.scoring.temporal import TimeWindow, time_boost
+from episodic.scoring.temporal import TimeWindow, time_booster
 
 
 def split_head(
@@ -51,8 +51,9 @@ def by_time(
     (unchanged without windows)."""
     if not windows:
         return list(ranked)
+    boost = time_booster(windows, floor=floor)
     return sorted(
-        ((i, s * time_boost(ts(i), windows, floor=floor)) for i, s in ranked),
+        ((i, s * boost(ts(i))) for i, s in ranked),
         key=lambda pair: pair[1],
         reverse=True,
     )

@@ -3,13 +3,16 @@ vectors), sparse (BM25, with pseudo-relevance feedback when the policy asks), re
 the time windows' own.
 
 The sparse leg needs neither the query's embedding nor the dense leg's answer, so when the
-store can serve two reads at once (``parallel_reads``) it runs on a helper thread while
-this one embeds the query and searches the vectors. Both are mostly work outside Python
-(the database, ONNX, numpy), so on two cores a recall takes about the longer of the two
-instead of their sum: on PostgreSQL at a million memories the sparse leg alone is ~100 ms
-and the scoped dense leg as much again. The answer is the same either way; only the wall
-time differs. When every helper is busy, the caller runs the sparse leg itself after the
-dense one, as it would without helpers, so a busy server never waits on a helper."""
+store says it is worth it (``legs_apart``: it serves two reads at once, and the dense leg
+is slow enough) it runs on a helper thread while this one embeds the query and searches
+the vectors. Both are mostly work outside Python (the database, ONNX, numpy), so on two
+cores a recall takes about the longer of the two instead of their sum: on PostgreSQL at a
+million memories the sparse leg alone is ~100 ms and the scoped dense leg as much again.
+In a SQLite workspace of a few thousand memories the dense leg takes well under a
+millisecond, and handing the other leg over cost more than it saved: there the caller
+runs both. The answer is the same either way; only the wall time differs. When every
+helper is busy, the caller runs the sparse leg itself after the dense one, as it would
+without helpers, so a busy server never waits on a helper."""
 
 from __future__ import annotations
 
@@ -139,7 +142,12 @@ def run_legs(
     # The keyword leg reads long memories by their passages when no dense leg does: with
     # one, passages found nothing more on BEAM and cost a BEAM recall half its CPU again
     # (benchmarks/README.md); without one, words are all that finds a fact deep inside.
-    if Leg.SPARSE in policy.legs and dense and vectors is not None and store.parallel_reads:
+    if (
+        Leg.SPARSE in policy.legs
+        and dense
+        and vectors is not None
+        and store.legs_apart(q.workspace_id)
+    ):
         early = _helper_pool().submit(tracing.in_context(sparse_leg), store, q, policy, False)
     legs = Legs()
     clock = time.perf_counter

@@ -63,6 +63,12 @@ class SearchStore(MemoryReader, Protocol):
         a recall may run its legs side by side (``episodic.recall.legs``)."""
         ...
 
+    def legs_apart(self, workspace_id: str) -> bool:
+        """Whether a recall in ``workspace_id`` runs its keyword leg on a helper thread
+        beside its dense leg (``episodic.recall.legs``): the store reads in parallel, and
+        the dense leg is slow enough to be worth handing the other leg over."""
+        ...
+
     def reading(self) -> AbstractContextManager[None]:
         """A block whose reads on this thread share one snapshot and one connection (a
         search's), instead of a transaction each: a recall's ranking reads rows, the

@@ -374,6 +374,11 @@ class PgBase:
         # for the first.
         return search_reads(self._read_pool.max_size) >= 2
 
+    def legs_apart(self, workspace_id: str) -> bool:
+        # Both legs wait on the server, not on this process: side by side whenever the
+        # pool allows.
+        return self.parallel_reads
+
     @contextmanager
     def _write(self) -> Iterator[Conn]:
         """One read-write transaction on a pooled connection."""

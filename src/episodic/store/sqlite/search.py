@@ -35,8 +35,30 @@ from episodic.store.sqlite.connection import IN_CHUNK, SqliteBase, placeholders
 from episodic.store.upkeep import ReviewRequest
 from episodic.store.vectors import Vector
 
+# A recall runs its keyword leg beside its dense leg (on a helper thread) only where the
+# workspace's dense index holds at least this many vectors, passages included. Both legs
+# run in this process: handing one over costs a thread's wake-up, and the two legs then
+# take turns at the GIL for their Python parts. On LoCoMo's and BEAM's workspaces (dense
+# legs of 0.2-0.8 ms) one leg after the other spent 0.3-0.45 ms less CPU a recall, and
+# 0.4-0.6 ms less wall time on average when recalls follow one another (2 cores, load
+# 3-4; benchmarks/README.md). One thread's scan of 10,000 vectors of 384 dimensions takes
+# ~0.4 ms, about what the hand-over costs: from there on the other leg runs beside it.
+LEGS_APART_VECTORS = 10_000
+
 
 class SearchMixin(SqliteBase):
+    def legs_apart(self, workspace_id: str) -> bool:
+        if not self.parallel_reads:
+            return False
+        with self._dense_lock:
+            index = self._dense.get(workspace_id)
+            passages = self._dense.get(f"{workspace_id}{PASSAGE_SEP}passages")
+        if index is None:
+            # Not searched yet in this process: its first dense leg loads every vector,
+            # the slowest there is.
+            return True
+        return len(index) + (len(passages) if passages is not None else 0) >= LEGS_APART_VECTORS
+
     def reading(self) -> AbstractContextManager[None]:
         # Reads inside a transaction of this thread run in it (``_read``).
         return self._read(search=True)
