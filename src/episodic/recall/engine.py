@@ -50,7 +50,7 @@ from episodic.scoring.passages import (
     span_for_words,
     words,
 )
-from episodic.scoring.prior import importance_prior, length_prior_floor
+from episodic.scoring.prior import importance_prior, length_prices, length_prior_floor
 from episodic.scoring.scope import possible_levels, scope_multiplier
 from episodic.scoring.temporal import TimeWindow
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
@@ -232,15 +232,20 @@ def _rank(
         fused = [(i, cosines[i]) for i, _ in fused]
     if trace is not None:
         trace.add_stage(f"fusion:{policy.fusion.value}", fused)
+    # What the context steps read of a long source: its score after the length price.
+    lengths: dict[str, int] = {}
+    price = _context_prices(store, flt.workspace_id, policy, fused, memories, lengths)
     if policy.neighbours > 0 and fused:
         seeds = [i for i, _ in fused[: policy.neighbour_seeds]]
         adjacency = store.neighbours(flt, seeds, policy.neighbours)
         fused = spread_to_neighbours(
-            fused, adjacency, policy.neighbour_weight, policy.neighbour_backward
+            fused, adjacency, policy.neighbour_weight, policy.neighbour_backward, price
         )
         if trace is not None:
             trace.add_stage("context:neighbours", fused)
     if policy.conversation_weight > 0 and fused:
+        if price is not None:  # the neighbours reached are sources here too
+            price = _context_prices(store, flt.workspace_id, policy, fused, memories, lengths)
         conversations = store.conversations_of(query.workspace_id, [i for i, _ in fused])
         fused = lift_by_conversation(
             fused,
@@ -248,6 +253,7 @@ def _rank(
             policy.conversation_weight,
             policy.conversation_depth,
             policy.conversation_top,
+            price,
         )
         if trace is not None:
             trace.add_stage("context:conversation", fused)
@@ -542,6 +548,33 @@ def _fuse(
     leg_weight = {TIME_LEG: policy.time_leg_weight, Leg.DENSE.value: policy.dense_weight}
     weights = [leg_weight.get(name, 1.0) for name in legs]
     return rrf([[c.memory_id for c in leg] for leg in legs.values()], policy.rrf_k, weights)
+
+
+def _context_prices(
+    store: SearchStore,
+    workspace_id: str,
+    policy: RecallPolicy,
+    ranked: Sequence[tuple[str, float]],
+    memories: dict[str, Memory],
+    lengths: dict[str, int],
+) -> dict[str, float] | None:
+    """The length price each of ``ranked`` over one passage spreads its score at in the
+    context steps (``policy.context_length_prior``); None when the policy prices none.
+    Lengths come from ``lengths`` (filled on the way), the rows already read, or the
+    small rows (a whole row when the store kept no length)."""
+    strength = policy.context_length_prior
+    if strength <= 0 or not ranked:
+        return None
+    ids = [i for i, _ in ranked]
+    lengths.update((i, len(memories[i].content)) for i in ids if i in memories)
+    rows = store.rank_rows(workspace_id, [i for i in ids if i not in lengths])
+    lengths.update((i, r.chars) for i, r in rows.items() if r.chars is not None)
+    unknown = [i for i in ids if i not in lengths]
+    if unknown:
+        memories.update((m.id, m) for m in store.get_memories(workspace_id, unknown))
+        lengths.update((i, len(memories[i].content)) for i in unknown if i in memories)
+    capped = {i: min(lengths[i], MAX_CONTENT_CHARS) for i in ids if i in lengths}
+    return length_prices(capped, strength)
 
 
 def _factor_bounds(policy: RecallPolicy, query: Query) -> tuple[float, float]:

@@ -10,6 +10,12 @@ turn's score to its neighbours lets them compete:
 ``max`` rather than a sum, so a turn surrounded by many weak matches does not outrank one
 strong match.
 
+Both spreads can read each source's score times a price of its own (``price``, 1 when
+missing): a long memory's score is many passages' chances to match, and re-ranking later
+charges the memory itself for them (``prior.length_prior``), but not a short turn that
+inherited that score beside it. Priced, a neighbour or a conversation inherits what the
+source is worth after the charge.
+
 ``lift_by_conversation`` is the wider view: every candidate gains a share of the best score
 in its own conversation,
 
@@ -35,14 +41,17 @@ def spread_to_neighbours(
     adjacency: Mapping[str, Sequence[tuple[str, int]]],
     weight: float = NEIGHBOUR_WEIGHT,
     backward: float = 1.0,
+    price: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float]]:
     """``ranked`` (id, score) best first and, for some of them, their (neighbour, offset)
     pairs; returns every id (old and newly reached) with its spread score, best first.
-    A neighbour before its source (negative offset) gains ``backward`` times as much."""
+    A neighbour before its source (negative offset) gains ``backward`` times as much.
+    With ``price``, a source spreads its score times its price (1 when missing); its own
+    score is left as it is."""
     base = dict(ranked)
     lift: dict[str, float] = {}
     for source, neighbours in adjacency.items():
-        score = base.get(source, 0.0)
+        score = base.get(source, 0.0) * (price.get(source, 1.0) if price else 1.0)
         if score <= 0:
             continue
         for neighbour, offset in neighbours:
@@ -61,24 +70,37 @@ def lift_by_conversation(
     weight: float = CONVERSATION_WEIGHT,
     depth: int = 0,
     top: int = 1,
+    price: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float]]:
     """``ranked`` (id, score) with each candidate's conversation (missing or None: none);
     returns the same ids with their lifted scores, best first (ties keep their order).
-    With ``depth`` > 0 only each conversation's best ``depth`` candidates are lifted."""
+    With ``depth`` > 0 only each conversation's best ``depth`` candidates are lifted.
+    With ``price``, a conversation's strength is read from its candidates' scores times
+    their prices (1 when missing)."""
     ordered = sorted(ranked, key=itemgetter(1), reverse=True)  # stable: ties keep order
-    # Each candidate's group: its conversation, or itself when it has none (a 1-tuple,
-    # never equal to a conversation's id).
-    groups: list[str | tuple[str]] = []
+    if price:
+        # The strength's scores, best first: the priced order can differ from the plain.
+        by_worth = sorted(
+            ((i, s * price.get(i, 1.0)) for i, s in ordered), key=itemgetter(1), reverse=True
+        )
+    else:
+        by_worth = ordered
     # A conversation's strength: the mean of its ``top`` best scores (1: its best), a
     # missing one counting 0, so one lucky match weighs less than several good ones.
     strength: dict[str | tuple[str], float] = {}
     counted: dict[str | tuple[str], int] = {}
     share = max(1, top)
     of = conversation_of.get
-    for memory_id, score in ordered:
+
+    def group(memory_id: str) -> str | tuple[str]:
+        """A candidate's group: its conversation, or itself when it has none (a 1-tuple,
+        never equal to a conversation's id)."""
         c = of(memory_id)
-        key: str | tuple[str] = (memory_id,) if c is None else c
-        groups.append(key)
+        return (memory_id,) if c is None else c
+
+    groups = [group(memory_id) for memory_id, _ in ordered]
+    for memory_id, score in by_worth:
+        key = group(memory_id)
         n = counted.get(key, 0)
         if n < top:
             strength[key] = strength.get(key, 0.0) + score / share

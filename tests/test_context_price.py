@@ -1,0 +1,73 @@
+"""The context steps read a long source's score after the length price
+(policy.context_length_prior): a short turn beside a long answer, or in its conversation,
+inherits what the answer is worth once charged for its many passages."""
+
+from __future__ import annotations
+
+from episodic.bench.folds import parse_tune, variant
+from episodic.recall.policies import DEFAULT, POLICIES
+from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
+from episodic.scoring.passages import PASSAGE_CHARS
+from episodic.scoring.prior import length_prices, length_prior
+
+
+def order(pairs: list[tuple[str, float]]) -> list[str]:
+    return [i for i, _ in pairs]
+
+
+# A long answer both legs rank first, its short neighbour, and a short message that
+# matched on its own.
+RANKED = [("answer", 1.0), ("message", 0.3)]
+ADJACENT = {"answer": [("beside", 1)]}
+
+
+def test_a_priced_long_source_lifts_its_neighbour_less() -> None:
+    plain = spread_to_neighbours(RANKED, ADJACENT, 0.5)
+    assert order(plain) == ["answer", "beside", "message"]  # 0.5 inherited, free
+    priced = spread_to_neighbours(RANKED, ADJACENT, 0.5, price={"answer": 0.2})
+    assert order(priced) == ["answer", "message", "beside"]
+    assert dict(priced)["beside"] == 0.5 * 0.2
+    # the source keeps its own score: the re-rank charges it once, later
+    assert dict(priced)["answer"] == 1.0 and dict(priced)["message"] == 0.3
+
+
+def test_a_source_without_a_price_spreads_its_whole_score() -> None:
+    assert spread_to_neighbours(RANKED, ADJACENT, 0.5, price={"other": 0.1}) == (
+        spread_to_neighbours(RANKED, ADJACENT, 0.5)
+    )
+    assert spread_to_neighbours(RANKED, ADJACENT, 0.5, price={}) == (
+        spread_to_neighbours(RANKED, ADJACENT, 0.5)
+    )
+
+
+def test_a_conversations_strength_is_read_from_its_priced_scores() -> None:
+    ranked = [("answer", 1.0), ("there", 0.3), ("elsewhere", 0.4)]
+    conversation = {"answer": "c1", "there": "c1", "elsewhere": "c2"}
+    plain = dict(lift_by_conversation(ranked, conversation, 0.5))
+    assert plain["there"] > plain["elsewhere"]  # 0.3 + 0.5 x 1.0 against 0.4 + 0.2
+    priced = dict(lift_by_conversation(ranked, conversation, 0.5, price={"answer": 0.1}))
+    # c1's best priced score is now its short turn's 0.3, not the answer's 0.1
+    assert priced["there"] == 0.3 + 0.5 * 0.3
+    assert priced["elsewhere"] == 0.4 + 0.5 * 0.4
+    assert priced["elsewhere"] > priced["there"]
+    assert priced["answer"] == 1.0 + 0.5 * 0.3  # its own score is not priced here
+
+
+def test_the_priced_strength_takes_the_best_priced_scores_of_several() -> None:
+    ranked = [("answer", 1.0), ("a", 0.5), ("b", 0.4), ("other", 0.45)]
+    conversation = {"answer": "c1", "a": "c1", "b": "c1", "other": "c2"}
+    got = dict(lift_by_conversation(ranked, conversation, 1.0, top=2, price={"answer": 0.1}))
+    assert got["b"] == 0.4 + (0.5 + 0.4) / 2  # the two best priced: a and b, not the answer
+
+
+def test_only_memories_over_one_passage_are_priced() -> None:
+    chars = {"short": PASSAGE_CHARS, "long": 4 * PASSAGE_CHARS}
+    assert length_prices(chars, 1.5) == {"long": length_prior(4 * PASSAGE_CHARS, 1.5)}
+    assert length_prices(chars, 1.5)["long"] == 0.125
+    assert length_prices(chars, 0.0) == {}
+
+
+def test_the_price_is_a_policy_field_the_bench_can_sweep_and_off_in_every_preset() -> None:
+    assert all(p.context_length_prior == 0 for p in POLICIES.values())
+    swept = variant(DEFAULT, {k: v[0] for k, v in parse_tune(["context_length_prior=1.5"]).items()})
+    assert swept.context_length_prior == 1.5
