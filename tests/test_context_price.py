@@ -4,11 +4,20 @@ inherits what the answer is worth once charged for its many passages."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from episodic import Episodic
 from episodic.bench.folds import parse_tune, variant
+from episodic.embed.fake import FakeEmbedder
 from episodic.recall.policies import DEFAULT, POLICIES
 from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
 from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.scoring.prior import length_prices, length_prior
+from long_memories import long_workspace, note
 
 
 def order(pairs: list[tuple[str, float]]) -> list[str]:
@@ -71,3 +80,46 @@ def test_the_price_is_a_policy_field_the_bench_can_sweep_and_off_in_every_preset
     assert all(p.context_length_prior == 0 for p in POLICIES.values())
     swept = variant(DEFAULT, {k: v[0] for k, v in parse_tune(["context_length_prior=1.5"]).items()})
     assert swept.context_length_prior == 1.5
+
+
+# A chat: a long answer that repeats the query's words, the short turns around it, and in
+# another sitting a short message that says what was asked.
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+ANSWER = (
+    "zephyr plan meeting notes and the agenda, then the budget review and the office move. "
+    * 20
+)
+CHAT = [
+    ("s1", "could you help me with something"),
+    ("s1", ANSWER),
+    ("s1", "thanks, that helps a lot"),
+    ("s2", "my zephyr plan is the weekly one"),
+    ("s2", "sure, noted"),
+]
+
+
+@pytest.fixture
+def chat(db_url: str) -> Iterator[Episodic]:
+    notes = [
+        note(f"t{i}", text, NOW - timedelta(hours=10 - i)) | {"conversation": sitting}
+        for i, (sitting, text) in enumerate(CHAT)
+    ]
+    m = long_workspace(db_url, notes, embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
+    yield m
+    m.close()
+
+
+def test_a_long_answers_neighbour_inherits_its_priced_score_in_a_recall(chat: Episodic) -> None:
+    assert len(ANSWER) > 1000
+    query = "zephyr plan meeting"
+    scores = {}
+    for strength in (0.0, 1.5):
+        policy = dataclasses.replace(DEFAULT, context_length_prior=strength)
+        got = chat.recall(query, workspace="w", k=5, mark=False, policy=policy, explain=True)
+        assert got.trace is not None
+        fused = {r.memory_id: r.score for r in got.trace.stages["fusion:blend"]}
+        spread = {r.memory_id: r.score for r in got.trace.stages["context:neighbours"]}
+        inherited = spread["t2"] - fused.get("t2", 0.0)
+        scores[strength] = inherited / (DEFAULT.neighbour_weight * fused["t1"])
+    assert scores[0.0] == pytest.approx(1.0)
+    assert scores[1.5] == pytest.approx(length_prior(len(ANSWER), 1.5))
