@@ -86,8 +86,7 @@ def test_the_price_is_a_policy_field_the_bench_can_sweep_and_off_in_every_preset
 # another sitting a short message that says what was asked.
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 ANSWER = (
-    "zephyr plan meeting notes and the agenda, then the budget review and the office move. "
-    * 20
+    "zephyr plan meeting notes and the agenda, then the budget review and the office move. " * 20
 )
 CHAT = [
     ("s1", "could you help me with something"),
