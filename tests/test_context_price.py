@@ -1,6 +1,7 @@
-"""The context steps read a long source's score after the length price
-(policy.context_length_prior): a short turn beside a long answer, or in its conversation,
-inherits what the answer is worth once charged for its many passages."""
+"""The context steps can read a long source's score after the length price
+(policy.neighbour_length_prior, policy.conversation_length_prior): a short turn beside a
+long answer, or in its conversation, inherits what the answer is worth once charged for
+its many passages."""
 
 from __future__ import annotations
 
@@ -77,9 +78,11 @@ def test_only_memories_over_one_passage_are_priced() -> None:
 
 
 def test_the_price_is_a_policy_field_the_bench_can_sweep_and_off_in_every_preset() -> None:
-    assert all(p.context_length_prior == 0 for p in POLICIES.values())
-    swept = variant(DEFAULT, {k: v[0] for k, v in parse_tune(["context_length_prior=1.5"]).items()})
-    assert swept.context_length_prior == 1.5
+    assert all(p.neighbour_length_prior == 0 for p in POLICIES.values())
+    assert all(p.conversation_length_prior == 0 for p in POLICIES.values())
+    tune = parse_tune(["neighbour_length_prior=1.5", "conversation_length_prior=0.75"])
+    swept = variant(DEFAULT, {k: v[0] for k, v in tune.items()})
+    assert swept.neighbour_length_prior == 1.5 and swept.conversation_length_prior == 0.75
 
 
 # A chat: a long answer that repeats the query's words, the short turns around it, and in
@@ -113,7 +116,7 @@ def test_a_long_answers_neighbour_inherits_its_priced_score_in_a_recall(chat: Ep
     query = "zephyr plan meeting"
     scores = {}
     for strength in (0.0, 1.5):
-        policy = dataclasses.replace(DEFAULT, context_length_prior=strength)
+        policy = dataclasses.replace(DEFAULT, neighbour_length_prior=strength)
         got = chat.recall(query, workspace="w", k=5, mark=False, policy=policy, explain=True)
         assert got.trace is not None
         fused = {r.memory_id: r.score for r in got.trace.stages["fusion:blend"]}
@@ -122,3 +125,18 @@ def test_a_long_answers_neighbour_inherits_its_priced_score_in_a_recall(chat: Ep
         scores[strength] = inherited / (DEFAULT.neighbour_weight * fused["t1"])
     assert scores[0.0] == pytest.approx(1.0)
     assert scores[1.5] == pytest.approx(length_prior(len(ANSWER), 1.5))
+
+
+def test_a_sittings_lift_is_read_from_its_priced_scores_in_a_recall(chat: Episodic) -> None:
+    query = "zephyr plan meeting"
+    for strength in (0.0, 1.5):
+        policy = dataclasses.replace(DEFAULT, conversation_length_prior=strength)
+        got = chat.recall(query, workspace="w", k=5, mark=False, policy=policy, explain=True)
+        assert got.trace is not None
+        spread = {r.memory_id: r.score for r in got.trace.stages["context:neighbours"]}
+        lifted = {r.memory_id: r.score for r in got.trace.stages["context:conversation"]}
+        price = {"t1": length_prior(len(ANSWER), strength)}
+        worth = max(spread[i] * price.get(i, 1.0) for i in ("t0", "t1", "t2") if i in spread)
+        assert lifted["t0"] - spread["t0"] == pytest.approx(DEFAULT.conversation_weight * worth)
+        if strength:  # priced, the sitting's best is no longer the long answer's score
+            assert worth < spread["t1"]

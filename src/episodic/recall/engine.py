@@ -234,8 +234,10 @@ def _rank(
         trace.add_stage(f"fusion:{policy.fusion.value}", fused)
     # What the context steps read of a long source: its score after the length price.
     lengths: dict[str, int] = {}
-    price = _context_prices(store, flt.workspace_id, policy, fused, memories, lengths)
     if policy.neighbours > 0 and fused:
+        price = _context_prices(
+            store, flt.workspace_id, policy.neighbour_length_prior, fused, memories, lengths
+        )
         seeds = [i for i, _ in fused[: policy.neighbour_seeds]]
         adjacency = store.neighbours(flt, seeds, policy.neighbours)
         fused = spread_to_neighbours(
@@ -244,8 +246,9 @@ def _rank(
         if trace is not None:
             trace.add_stage("context:neighbours", fused)
     if policy.conversation_weight > 0 and fused:
-        if price is not None:  # the neighbours reached are sources here too
-            price = _context_prices(store, flt.workspace_id, policy, fused, memories, lengths)
+        price = _context_prices(
+            store, flt.workspace_id, policy.conversation_length_prior, fused, memories, lengths
+        )
         conversations = store.conversations_of(query.workspace_id, [i for i, _ in fused])
         fused = lift_by_conversation(
             fused,
@@ -553,16 +556,16 @@ def _fuse(
 def _context_prices(
     store: SearchStore,
     workspace_id: str,
-    policy: RecallPolicy,
+    strength: float,
     ranked: Sequence[tuple[str, float]],
     memories: dict[str, Memory],
     lengths: dict[str, int],
 ) -> dict[str, float] | None:
-    """The length price each of ``ranked`` over one passage spreads its score at in the
-    context steps (``policy.context_length_prior``); None when the policy prices none.
-    Lengths come from ``lengths`` (filled on the way), the rows already read, or the
-    small rows (a whole row when the store kept no length)."""
-    strength = policy.context_length_prior
+    """The length price at ``strength`` of each of ``ranked`` over one passage: what a
+    context step reads of its score (``policy.neighbour_length_prior``,
+    ``conversation_length_prior``); None when it prices none. Lengths come from
+    ``lengths`` (filled on the way), the rows already read, or the small rows (a whole
+    row when the store kept no length)."""
     if strength <= 0 or not ranked:
         return None
     ids = [i for i, _ in ranked]

@@ -118,13 +118,15 @@ class RecallPolicy:
     # Each candidate gains this share of the best score in its conversation (see
     # scoring/context.py: lift_by_conversation). 0 turns it off.
     conversation_weight: float = 0.0
-    # What the two context steps (the neighbour spread, the conversation lift) read of a
-    # source memory over one passage: its score times (passage / its length) ^ this, the
-    # length prior's price (scoring/context.py, scoring/prior.py: length_prior). A long
-    # answer's score is many passages' chances to match: re-ranking charges the answer
-    # for them, and unpriced the short turns beside it inherit them free. 0 spreads the
-    # whole score.
-    context_length_prior: float = 0.0
+    # What the neighbour spread reads of a source memory over one passage: its score
+    # times (passage / its length) ^ this, the length prior's price (scoring/context.py,
+    # scoring/prior.py: length_prior). A long answer's score is many passages' chances to
+    # match: re-ranking charges the answer for them, and unpriced the short turns beside
+    # it inherit them free. 0 spreads the whole score.
+    neighbour_length_prior: float = 0.0
+    # The same for the conversation lift: a conversation's strength read from its
+    # candidates' priced scores. 0 reads the whole scores.
+    conversation_length_prior: float = 0.0
     # Only a conversation's best this-many candidates share in its lift (0: all of them):
     # past them its turns are rarely what was asked for, and lifted they crowd out every
     # other conversation's best.
