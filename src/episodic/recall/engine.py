@@ -50,7 +50,12 @@ from episodic.scoring.passages import (
     span_for_words,
     words,
 )
-from episodic.scoring.prior import importance_prior, length_prices, length_prior_floor
+from episodic.scoring.prior import (
+    importance_prior,
+    length_prices,
+    length_prior_floor,
+    long_margin,
+)
 from episodic.scoring.scope import possible_levels, scope_multiplier
 from episodic.scoring.temporal import TimeWindow
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
@@ -238,6 +243,7 @@ def _rank(
         price = _context_prices(
             store, flt.workspace_id, policy.neighbour_length_prior, fused, memories, lengths
         )
+        price = _ungated(price, policy, cosines, lengths)
         seeds = [i for i, _ in fused[: policy.neighbour_seeds]]
         adjacency = store.neighbours(flt, seeds, policy.neighbours)
         fused = spread_to_neighbours(
@@ -249,6 +255,7 @@ def _rank(
         price = _context_prices(
             store, flt.workspace_id, policy.conversation_length_prior, fused, memories, lengths
         )
+        price = _ungated(price, policy, cosines, lengths)
         conversations = store.conversations_of(query.workspace_id, [i for i, _ in fused])
         fused = lift_by_conversation(
             fused,
@@ -578,6 +585,24 @@ def _context_prices(
         lengths.update((i, len(memories[i].content)) for i in unknown if i in memories)
     capped = {i: min(lengths[i], MAX_CONTENT_CHARS) for i in ids if i in lengths}
     return length_prices(capped, strength)
+
+
+def _ungated(
+    price: dict[str, float] | None,
+    policy: RecallPolicy,
+    cosines: Mapping[str, float],
+    lengths: Mapping[str, int],
+) -> dict[str, float] | None:
+    """``price``, or None for a query the length gate lifts: its long memories match it
+    clearly better than its short ones (``long_margin``), so it asks for long answers
+    whole, the length step gives it the plain ranking and the keep step moves nothing;
+    its context steps read the whole scores too."""
+    if price is None or policy.length_gate <= 0:
+        return price
+    capped = {i: min(n, MAX_CONTENT_CHARS) for i, n in lengths.items()}
+    if long_margin(cosines, capped, policy.length_gate_top) >= policy.length_gate:
+        return None
+    return price
 
 
 def _factor_bounds(policy: RecallPolicy, query: Query) -> tuple[float, float]:
