@@ -14,7 +14,7 @@ import pytest
 from episodic import Episodic
 from episodic.bench.folds import parse_tune, variant
 from episodic.embed.fake import FakeEmbedder
-from episodic.recall.policies import DEFAULT, POLICIES
+from episodic.recall.policies import DEFAULT, POLICIES, RecallPolicy
 from episodic.scoring.context import lift_by_conversation, spread_to_neighbours
 from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.scoring.prior import length_prices, length_prior
@@ -140,3 +140,21 @@ def test_a_sittings_lift_is_read_from_its_priced_scores_in_a_recall(chat: Episod
         assert lifted["t0"] - spread["t0"] == pytest.approx(DEFAULT.conversation_weight * worth)
         if strength:  # priced, the sitting's best is no longer the long answer's score
             assert worth < spread["t1"]
+
+
+def test_a_query_the_length_gate_lifts_reads_whole_scores(chat: Episodic) -> None:
+    # Its long answer matches it far better than any short turn: it asks for the answer
+    # whole, and the context steps leave the prices out, as the length step does.
+    query = "zephyr plan meeting notes agenda budget review office move"
+
+    def stage(policy: RecallPolicy) -> list[tuple[str, float]]:
+        got = chat.recall(query, workspace="w", k=5, mark=False, policy=policy, explain=True)
+        assert got.trace is not None
+        return [(r.memory_id, r.score) for r in got.trace.stages["context:conversation"]]
+
+    priced = dataclasses.replace(DEFAULT, conversation_length_prior=3.0)
+    assert DEFAULT.length_gate > 0
+    assert stage(priced) == stage(DEFAULT)
+    # without the gate the same query is priced
+    ungated = dataclasses.replace(DEFAULT, length_gate=0.0)
+    assert stage(dataclasses.replace(ungated, conversation_length_prior=3.0)) != stage(ungated)
