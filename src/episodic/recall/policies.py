@@ -371,6 +371,14 @@ DENSE = RecallPolicy(
 #   today's values under the keep rule. No form gives summarization back what the whole
 #   prior costs it (-2.1 points; -1.8 at best with the keep), and each costs BEAM recall
 #   against the same share without it (benchmarks/README.md).
+# - the context steps read each source's whole score: priced by its length
+#   (neighbour_length_prior, conversation_length_prior) they stay off. Pricing the
+#   neighbour spread lowered BEAM at every value (0.5337 -> 0.5233 at 0.75, in-sample);
+#   pricing the conversation lift (a query the length gate lifts unpriced) lifts BEAM to
+#   0.5424 in-sample, but over 0 / 0.3 / 0.75 / 1.5 / 3 the guarded folds of LoCoMo and
+#   BEAM together chose 1.5 on four folds and 0 on one, and held out that leaves
+#   multi-session reasoning 1.1 points lower (0.5352 overall); ungated, summarization
+#   fell 1.8 points held out (benchmarks/README.md). LoCoMo has no source to price.
 # - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points
