@@ -29,7 +29,7 @@ with a document's best passage. A memory outside any conversation forms its own 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 
 NEIGHBOUR_WEIGHT = 0.5
@@ -78,29 +78,33 @@ def lift_by_conversation(
     With ``price``, a conversation's strength is read from its candidates' scores times
     their prices (1 when missing)."""
     ordered = sorted(ranked, key=itemgetter(1), reverse=True)  # stable: ties keep order
+    # Each candidate's group: its conversation, or itself when it has none (a 1-tuple,
+    # never equal to a conversation's id).
+    of = conversation_of.get
+    groups: list[str | tuple[str]] = []
+    for memory_id, _ in ordered:
+        c = of(memory_id)
+        groups.append((memory_id,) if c is None else c)
+    # The scores a conversation's strength is read from, best first, with their groups:
+    # with ``price`` the priced scores, whose order can differ from the plain one.
+    worth: Iterable[tuple[str | tuple[str], float]]
     if price:
-        # The strength's scores, best first: the priced order can differ from the plain.
-        by_worth = sorted(
-            ((i, s * price.get(i, 1.0)) for i, s in ordered), key=itemgetter(1), reverse=True
+        worth = sorted(
+            (
+                (key, score * price.get(memory_id, 1.0))
+                for key, (memory_id, score) in zip(groups, ordered, strict=True)
+            ),
+            key=itemgetter(1),
+            reverse=True,
         )
     else:
-        by_worth = ordered
+        worth = ((key, score) for key, (_, score) in zip(groups, ordered, strict=True))
     # A conversation's strength: the mean of its ``top`` best scores (1: its best), a
     # missing one counting 0, so one lucky match weighs less than several good ones.
     strength: dict[str | tuple[str], float] = {}
     counted: dict[str | tuple[str], int] = {}
     share = max(1, top)
-    of = conversation_of.get
-
-    def group(memory_id: str) -> str | tuple[str]:
-        """A candidate's group: its conversation, or itself when it has none (a 1-tuple,
-        never equal to a conversation's id)."""
-        c = of(memory_id)
-        return (memory_id,) if c is None else c
-
-    groups = [group(memory_id) for memory_id, _ in ordered]
-    for memory_id, score in by_worth:
-        key = group(memory_id)
+    for key, score in worth:
         n = counted.get(key, 0)
         if n < top:
             strength[key] = strength.get(key, 0.0) + score / share
