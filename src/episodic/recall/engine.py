@@ -230,7 +230,10 @@ def _rank(
             trace.add_stage(
                 "leg:dense x importance", [(c.memory_id, c.score) for c in legs[Leg.DENSE.value]]
             )
-    fused = _fuse(legs, policy, every_match)
+    lengths: dict[str, int] = {}
+    fused = _fuse(
+        legs, _blend_for(store, flt.workspace_id, policy, legs, memories, lengths), every_match
+    )
     if policy.dense_by_importance and policy.fusion is Fusion.SCORE and Leg.DENSE.value in legs:
         # Seed 000's Recall: ordered by cosine x importance, but each hit's score is its
         # cosine, a similarity a caller can compare across queries.
@@ -238,7 +241,6 @@ def _rank(
     if trace is not None:
         trace.add_stage(f"fusion:{policy.fusion.value}", fused)
     # What the context steps read of a long source: its score after the length price.
-    lengths: dict[str, int] = {}
     if policy.neighbours > 0 and fused:
         price = _context_prices(
             store, flt.workspace_id, policy.neighbour_length_prior, fused, memories, lengths
@@ -570,12 +572,24 @@ def _context_prices(
 ) -> dict[str, float] | None:
     """The length price at ``strength`` of each of ``ranked`` over one passage: what a
     context step reads of its score (``policy.neighbour_length_prior``,
-    ``conversation_length_prior``); None when it prices none. Lengths come from
-    ``lengths`` (filled on the way), the rows already read, or the small rows (a whole
-    row when the store kept no length)."""
+    ``conversation_length_prior``); None when it prices none."""
     if strength <= 0 or not ranked:
         return None
     ids = [i for i, _ in ranked]
+    _read_lengths(store, workspace_id, ids, memories, lengths)
+    capped = {i: min(lengths[i], MAX_CONTENT_CHARS) for i in ids if i in lengths}
+    return length_prices(capped, strength)
+
+
+def _read_lengths(
+    store: SearchStore,
+    workspace_id: str,
+    ids: Sequence[str],
+    memories: dict[str, Memory],
+    lengths: dict[str, int],
+) -> None:
+    """Each of ``ids``'s length into ``lengths``: from the rows already read, else the
+    small rows (a whole row when the store kept no length)."""
     lengths.update((i, len(memories[i].content)) for i in ids if i in memories)
     rows = store.rank_rows(workspace_id, [i for i in ids if i not in lengths])
     lengths.update((i, r.chars) for i, r in rows.items() if r.chars is not None)
@@ -583,8 +597,33 @@ def _context_prices(
     if unknown:
         memories.update((m.id, m) for m in store.get_memories(workspace_id, unknown))
         lengths.update((i, len(memories[i].content)) for i in unknown if i in memories)
-    capped = {i: min(lengths[i], MAX_CONTENT_CHARS) for i in ids if i in lengths}
-    return length_prices(capped, strength)
+
+
+def _blend_for(
+    store: SearchStore,
+    workspace_id: str,
+    policy: RecallPolicy,
+    legs: Mapping[str, Sequence[Candidate]],
+    memories: dict[str, Memory],
+    lengths: dict[str, int],
+) -> RecallPolicy:
+    """``policy``, or with the blend's dense share ``policy.long_blend_dense`` when the
+    legs found a memory over one passage and the length gate does not lift the query:
+    long answers repeat the query's words, which the keyword leg counts as matches."""
+    share = policy.long_blend_dense
+    if share <= 0 or policy.fusion is not Fusion.BLEND:
+        return policy
+    found = list(dict.fromkeys(c.memory_id for leg in legs.values() for c in leg))
+    _read_lengths(store, workspace_id, found, memories, lengths)
+    capped = {i: min(lengths[i], MAX_CONTENT_CHARS) for i in found if i in lengths}
+    if all(n <= PASSAGE_CHARS for n in capped.values()):
+        return policy
+    cosines = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
+    gate = policy.length_gate
+    if gate > 0 and long_margin(cosines, capped, policy.length_gate_top) >= gate:
+        return policy
+    total = policy.blend_dense + policy.blend_sparse
+    return replace(policy, blend_dense=share * total, blend_sparse=(1.0 - share) * total)
 
 
 def _ungated(

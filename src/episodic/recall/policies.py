@@ -118,6 +118,11 @@ class RecallPolicy:
     # Each candidate gains this share of the best score in its conversation (see
     # scoring/context.py: lift_by_conversation). 0 turns it off.
     conversation_weight: float = 0.0
+    # The blend's dense share (of blend_dense + blend_sparse) for a query whose legs found
+    # a memory over one passage and that the length gate does not lift (recall/engine.py:
+    # _blend_for): long answers repeat the query's words, and the keyword leg counts each
+    # repetition. 0 keeps blend_dense / blend_sparse for every query.
+    long_blend_dense: float = 0.0
     # What the neighbour spread reads of a source memory over one passage: its score
     # times (passage / its length) ^ this, the length prior's price (scoring/context.py,
     # scoring/prior.py: length_prior). A long answer's score is many passages' chances to
