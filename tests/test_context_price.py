@@ -158,3 +158,39 @@ def test_a_query_the_length_gate_lifts_reads_whole_scores(chat: Episodic) -> Non
     # without the gate the same query is priced
     ungated = dataclasses.replace(DEFAULT, length_gate=0.0)
     assert stage(dataclasses.replace(ungated, conversation_length_prior=3.0)) != stage(ungated)
+
+
+def fusion(mem: Episodic, query: str, policy: RecallPolicy) -> list[tuple[str, float]]:
+    got = mem.recall(query, workspace="w", k=5, mark=False, policy=policy, explain=True)
+    assert got.trace is not None
+    return [(r.memory_id, r.score) for r in got.trace.stages["fusion:blend"]]
+
+
+def test_with_a_long_memory_found_the_blend_leans_to_the_share_asked_for(chat: Episodic) -> None:
+    lean = dataclasses.replace(DEFAULT, long_blend_dense=0.9)
+    query = "zephyr plan meeting"
+    as_set = dataclasses.replace(DEFAULT, blend_dense=0.9, blend_sparse=0.1)
+    assert fusion(chat, query, lean) == fusion(chat, query, as_set)
+    assert fusion(chat, query, lean) != fusion(chat, query, DEFAULT)
+    # a query the length gate lifts (it asks for the long answer whole) keeps the blend
+    gated = "zephyr plan meeting notes agenda budget review office move"
+    assert fusion(chat, gated, lean) == fusion(chat, gated, DEFAULT)
+
+
+def test_without_a_long_memory_found_the_blend_is_kept(db_url: str) -> None:
+    notes = [
+        note(f"t{i}", text, NOW - timedelta(hours=10 - i)) | {"conversation": sitting}
+        for i, (sitting, text) in enumerate(c for c in CHAT if c[1] != ANSWER)
+    ]
+    m = long_workspace(db_url, notes, embedder=FakeEmbedder(dim=1024), clock=lambda: NOW)
+    try:
+        lean = dataclasses.replace(DEFAULT, long_blend_dense=0.9)
+        assert fusion(m, "zephyr plan weekly", lean) == fusion(m, "zephyr plan weekly", DEFAULT)
+    finally:
+        m.close()
+
+
+def test_the_long_blend_is_a_policy_field_the_bench_can_sweep_and_off_in_every_preset() -> None:
+    assert all(p.long_blend_dense == 0 for p in POLICIES.values())
+    swept = variant(DEFAULT, {k: v[0] for k, v in parse_tune(["long_blend_dense=0.6"]).items()})
+    assert swept.long_blend_dense == 0.6
