@@ -384,6 +384,11 @@ DENSE = RecallPolicy(
 #   BEAM together chose 1.5 on four folds and 0 on one, and held out that leaves
 #   multi-session reasoning 1.1 points lower (0.5352 overall); ungated, summarization
 #   fell 1.8 points held out (benchmarks/README.md). LoCoMo has no source to price.
+# - the blend leans no further to the dense leg where long memories are
+#   (long_blend_dense): over 0 / 0.5 / 0.6 / 0.7 every guarded fold of LoCoMo and BEAM
+#   together kept 0; the free choice, 0.7, lifts BEAM to 0.5571 held out (LoCoMo
+#   unchanged) but costs summarization 2.8 points. Moving the share for every query
+#   (blend_dense 0.5) costs LoCoMo too (0.7777 -> 0.7751; benchmarks/README.md).
 # - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points
