@@ -23,6 +23,7 @@ from episodic.recall.leg_keep import stage_of as keep_stage_of
 from episodic.recall.legs import LegQuery, Legs, QueryVectors, run_legs
 from episodic.recall.length import settle, settles, stage_of
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
+from episodic.recall.prices import blend_for, context_prices, ungated
 from episodic.recall.rerank import Rerank
 from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
 from episodic.recall.rows import rank_rows, read_head
@@ -52,9 +53,7 @@ from episodic.scoring.passages import (
 )
 from episodic.scoring.prior import (
     importance_prior,
-    length_prices,
     length_prior_floor,
-    long_margin,
 )
 from episodic.scoring.scope import possible_levels, scope_multiplier
 from episodic.scoring.temporal import TimeWindow
@@ -232,7 +231,7 @@ def _rank(
             )
     lengths: dict[str, int] = {}
     fused = _fuse(
-        legs, _blend_for(store, flt.workspace_id, policy, legs, memories, lengths), every_match
+        legs, blend_for(store, flt.workspace_id, policy, legs, memories, lengths), every_match
     )
     if policy.dense_by_importance and policy.fusion is Fusion.SCORE and Leg.DENSE.value in legs:
         # Seed 000's Recall: ordered by cosine x importance, but each hit's score is its
@@ -242,10 +241,10 @@ def _rank(
         trace.add_stage(f"fusion:{policy.fusion.value}", fused)
     # What the context steps read of a long source: its score after the length price.
     if policy.neighbours > 0 and fused:
-        price = _context_prices(
+        price = context_prices(
             store, flt.workspace_id, policy.neighbour_length_prior, fused, memories, lengths
         )
-        price = _ungated(price, policy, cosines, lengths)
+        price = ungated(price, policy, cosines, lengths)
         seeds = [i for i, _ in fused[: policy.neighbour_seeds]]
         adjacency = store.neighbours(flt, seeds, policy.neighbours)
         fused = spread_to_neighbours(
@@ -254,10 +253,10 @@ def _rank(
         if trace is not None:
             trace.add_stage("context:neighbours", fused)
     if policy.conversation_weight > 0 and fused:
-        price = _context_prices(
+        price = context_prices(
             store, flt.workspace_id, policy.conversation_length_prior, fused, memories, lengths
         )
-        price = _ungated(price, policy, cosines, lengths)
+        price = ungated(price, policy, cosines, lengths)
         conversations = store.conversations_of(query.workspace_id, [i for i, _ in fused])
         fused = lift_by_conversation(
             fused,
@@ -560,88 +559,6 @@ def _fuse(
     leg_weight = {TIME_LEG: policy.time_leg_weight, Leg.DENSE.value: policy.dense_weight}
     weights = [leg_weight.get(name, 1.0) for name in legs]
     return rrf([[c.memory_id for c in leg] for leg in legs.values()], policy.rrf_k, weights)
-
-
-def _context_prices(
-    store: SearchStore,
-    workspace_id: str,
-    strength: float,
-    ranked: Sequence[tuple[str, float]],
-    memories: dict[str, Memory],
-    lengths: dict[str, int],
-) -> dict[str, float] | None:
-    """The length price at ``strength`` of each of ``ranked`` over one passage: what a
-    context step reads of its score (``policy.neighbour_length_prior``,
-    ``conversation_length_prior``); None when it prices none."""
-    if strength <= 0 or not ranked:
-        return None
-    ids = [i for i, _ in ranked]
-    _read_lengths(store, workspace_id, ids, memories, lengths)
-    capped = {i: min(lengths[i], MAX_CONTENT_CHARS) for i in ids if i in lengths}
-    return length_prices(capped, strength)
-
-
-def _read_lengths(
-    store: SearchStore,
-    workspace_id: str,
-    ids: Sequence[str],
-    memories: dict[str, Memory],
-    lengths: dict[str, int],
-) -> None:
-    """Each of ``ids``'s length into ``lengths``: from the rows already read, else the
-    small rows (a whole row when the store kept no length)."""
-    lengths.update((i, len(memories[i].content)) for i in ids if i in memories)
-    rows = store.rank_rows(workspace_id, [i for i in ids if i not in lengths])
-    lengths.update((i, r.chars) for i, r in rows.items() if r.chars is not None)
-    unknown = [i for i in ids if i not in lengths]
-    if unknown:
-        memories.update((m.id, m) for m in store.get_memories(workspace_id, unknown))
-        lengths.update((i, len(memories[i].content)) for i in unknown if i in memories)
-
-
-def _blend_for(
-    store: SearchStore,
-    workspace_id: str,
-    policy: RecallPolicy,
-    legs: Mapping[str, Sequence[Candidate]],
-    memories: dict[str, Memory],
-    lengths: dict[str, int],
-) -> RecallPolicy:
-    """``policy``, or with the blend's dense share ``policy.long_blend_dense`` when the
-    legs found a memory over one passage and the length gate does not lift the query:
-    long answers repeat the query's words, which the keyword leg counts as matches."""
-    share = policy.long_blend_dense
-    if share <= 0 or policy.fusion is not Fusion.BLEND:
-        return policy
-    found = list(dict.fromkeys(c.memory_id for leg in legs.values() for c in leg))
-    _read_lengths(store, workspace_id, found, memories, lengths)
-    capped = {i: min(lengths[i], MAX_CONTENT_CHARS) for i in found if i in lengths}
-    if all(n <= PASSAGE_CHARS for n in capped.values()):
-        return policy
-    cosines = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
-    gate = policy.length_gate
-    if gate > 0 and long_margin(cosines, capped, policy.length_gate_top) >= gate:
-        return policy
-    total = policy.blend_dense + policy.blend_sparse
-    return replace(policy, blend_dense=share * total, blend_sparse=(1.0 - share) * total)
-
-
-def _ungated(
-    price: dict[str, float] | None,
-    policy: RecallPolicy,
-    cosines: Mapping[str, float],
-    lengths: Mapping[str, int],
-) -> dict[str, float] | None:
-    """``price``, or None for a query the length gate lifts: its long memories match it
-    clearly better than its short ones (``long_margin``), so it asks for long answers
-    whole, the length step gives it the plain ranking and the keep step moves nothing;
-    its context steps read the whole scores too."""
-    if price is None or policy.length_gate <= 0:
-        return price
-    capped = {i: min(n, MAX_CONTENT_CHARS) for i, n in lengths.items()}
-    if long_margin(cosines, capped, policy.length_gate_top) >= policy.length_gate:
-        return None
-    return price
 
 
 def _factor_bounds(policy: RecallPolicy, query: Query) -> tuple[float, float]:
