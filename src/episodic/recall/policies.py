@@ -118,9 +118,15 @@ class RecallPolicy:
     # Each candidate gains this share of the best score in its conversation (see
     # scoring/context.py: lift_by_conversation). 0 turns it off.
     conversation_weight: float = 0.0
+    # Only a conversation's best this-many candidates share in its lift (0: all of them):
+    # past them its turns are rarely what was asked for, and lifted they crowd out every
+    # other conversation's best.
+    conversation_depth: int = 0
+    # A conversation's strength is the mean of its best this-many scores (1: its best).
+    conversation_top: int = 1
     # The blend's dense share (of blend_dense + blend_sparse) for a query whose legs found
-    # a memory over one passage and that the length gate does not lift (recall/engine.py:
-    # _blend_for): long answers repeat the query's words, and the keyword leg counts each
+    # a memory over one passage and that the length gate does not lift (recall/prices.py:
+    # blend_for): long answers repeat the query's words, and the keyword leg counts each
     # repetition. 0 keeps blend_dense / blend_sparse for every query.
     long_blend_dense: float = 0.0
     # What the neighbour spread reads of a source memory over one passage: its score
@@ -132,12 +138,6 @@ class RecallPolicy:
     # The same for the conversation lift: a conversation's strength read from its
     # candidates' priced scores. 0 reads the whole scores.
     conversation_length_prior: float = 0.0
-    # Only a conversation's best this-many candidates share in its lift (0: all of them):
-    # past them its turns are rarely what was asked for, and lifted they crowd out every
-    # other conversation's best.
-    conversation_depth: int = 0
-    # A conversation's strength is the mean of its best this-many scores (1: its best).
-    conversation_top: int = 1
     # Query-dependent fusion (scoring/blend.py: confident_weight): how far the blend leans
     # towards the leg whose best match stands out of its own pool. 0 turns it off.
     confidence_fusion: float = 0.0
