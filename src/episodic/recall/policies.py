@@ -136,7 +136,8 @@ class RecallPolicy:
     # it inherit them free. 0 spreads the whole score.
     neighbour_length_prior: float = 0.0
     # The same for the conversation lift: a conversation's strength read from its
-    # candidates' priced scores. 0 reads the whole scores.
+    # candidates' priced scores. 0 reads the whole scores. With either price, a query the
+    # length gate lifts (length_gate: it asks for long answers whole) reads whole scores.
     conversation_length_prior: float = 0.0
     # Query-dependent fusion (scoring/blend.py: confident_weight): how far the blend leans
     # towards the leg whose best match stands out of its own pool. 0 turns it off.
