@@ -23,6 +23,7 @@ from episodic.recall.leg_keep import stage_of as keep_stage_of
 from episodic.recall.legs import LegQuery, Legs, QueryVectors, run_legs
 from episodic.recall.length import settle, settles, stage_of
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
+from episodic.recall.prices import blend_for, context_prices, ungated
 from episodic.recall.rerank import Rerank
 from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
 from episodic.recall.rows import rank_rows, read_head
@@ -50,7 +51,10 @@ from episodic.scoring.passages import (
     span_for_words,
     words,
 )
-from episodic.scoring.prior import importance_prior, length_prior_floor
+from episodic.scoring.prior import (
+    importance_prior,
+    length_prior_floor,
+)
 from episodic.scoring.scope import possible_levels, scope_multiplier
 from episodic.scoring.temporal import TimeWindow
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance
@@ -225,22 +229,34 @@ def _rank(
             trace.add_stage(
                 "leg:dense x importance", [(c.memory_id, c.score) for c in legs[Leg.DENSE.value]]
             )
-    fused = _fuse(legs, policy, every_match)
+    lengths: dict[str, int] = {}
+    fused = _fuse(
+        legs, blend_for(store, flt.workspace_id, policy, legs, memories, lengths), every_match
+    )
     if policy.dense_by_importance and policy.fusion is Fusion.SCORE and Leg.DENSE.value in legs:
         # Seed 000's Recall: ordered by cosine x importance, but each hit's score is its
         # cosine, a similarity a caller can compare across queries.
         fused = [(i, cosines[i]) for i, _ in fused]
     if trace is not None:
         trace.add_stage(f"fusion:{policy.fusion.value}", fused)
+    # What the context steps read of a long source: its score after the length price.
     if policy.neighbours > 0 and fused:
+        price = context_prices(
+            store, flt.workspace_id, policy.neighbour_length_prior, fused, memories, lengths
+        )
+        price = ungated(price, policy, cosines, lengths)
         seeds = [i for i, _ in fused[: policy.neighbour_seeds]]
         adjacency = store.neighbours(flt, seeds, policy.neighbours)
         fused = spread_to_neighbours(
-            fused, adjacency, policy.neighbour_weight, policy.neighbour_backward
+            fused, adjacency, policy.neighbour_weight, policy.neighbour_backward, price
         )
         if trace is not None:
             trace.add_stage("context:neighbours", fused)
     if policy.conversation_weight > 0 and fused:
+        price = context_prices(
+            store, flt.workspace_id, policy.conversation_length_prior, fused, memories, lengths
+        )
+        price = ungated(price, policy, cosines, lengths)
         conversations = store.conversations_of(query.workspace_id, [i for i, _ in fused])
         fused = lift_by_conversation(
             fused,
@@ -248,6 +264,7 @@ def _rank(
             policy.conversation_weight,
             policy.conversation_depth,
             policy.conversation_top,
+            price,
         )
         if trace is not None:
             trace.add_stage("context:conversation", fused)

@@ -124,6 +124,21 @@ class RecallPolicy:
     conversation_depth: int = 0
     # A conversation's strength is the mean of its best this-many scores (1: its best).
     conversation_top: int = 1
+    # The blend's dense share (of blend_dense + blend_sparse) for a query whose legs found
+    # a memory over one passage and that the length gate does not lift (recall/prices.py:
+    # blend_for): long answers repeat the query's words, and the keyword leg counts each
+    # repetition. 0 keeps blend_dense / blend_sparse for every query.
+    long_blend_dense: float = 0.0
+    # What the neighbour spread reads of a source memory over one passage: its score
+    # times (passage / its length) ^ this, the length prior's price (scoring/context.py,
+    # scoring/prior.py: length_prior). A long answer's score is many passages' chances to
+    # match: re-ranking charges the answer for them, and unpriced the short turns beside
+    # it inherit them free. 0 spreads the whole score.
+    neighbour_length_prior: float = 0.0
+    # The same for the conversation lift: a conversation's strength read from its
+    # candidates' priced scores. 0 reads the whole scores. With either price, a query the
+    # length gate lifts (length_gate: it asks for long answers whole) reads whole scores.
+    conversation_length_prior: float = 0.0
     # Query-dependent fusion (scoring/blend.py: confident_weight): how far the blend leans
     # towards the leg whose best match stands out of its own pool. 0 turns it off.
     confidence_fusion: float = 0.0
@@ -370,6 +385,19 @@ DENSE = RecallPolicy(
 #   today's values under the keep rule. No form gives summarization back what the whole
 #   prior costs it (-2.1 points; -1.8 at best with the keep), and each costs BEAM recall
 #   against the same share without it (benchmarks/README.md).
+# - the context steps read each source's whole score: priced by its length
+#   (neighbour_length_prior, conversation_length_prior) they stay off. Pricing the
+#   neighbour spread lowered BEAM at every value (0.5337 -> 0.5233 at 0.75, in-sample);
+#   pricing the conversation lift (a query the length gate lifts unpriced) lifts BEAM to
+#   0.5424 in-sample, but over 0 / 0.3 / 0.75 / 1.5 / 3 the guarded folds of LoCoMo and
+#   BEAM together chose 1.5 on four folds and 0 on one, and held out that leaves
+#   multi-session reasoning 1.1 points lower (0.5352 overall); ungated, summarization
+#   fell 1.8 points held out (benchmarks/README.md). LoCoMo has no source to price.
+# - the blend leans no further to the dense leg where long memories are
+#   (long_blend_dense): over 0 / 0.5 / 0.6 / 0.7 every guarded fold of LoCoMo and BEAM
+#   together kept 0; the free choice, 0.7, lifts BEAM to 0.5571 held out (LoCoMo
+#   unchanged) but costs summarization 2.8 points. Moving the share for every query
+#   (blend_dense 0.5) costs LoCoMo too (0.7777 -> 0.7751; benchmarks/README.md).
 # - with no dense leg (no embedder) the keyword leg reads a long memory by its passages,
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points

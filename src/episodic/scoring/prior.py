@@ -45,6 +45,14 @@ def length_prior(chars: int, strength: float) -> float:
     return float((PASSAGE_CHARS / chars) ** strength)
 
 
+def length_prices(chars: Mapping[str, int], strength: float) -> dict[str, float]:
+    """Each memory's ``length_prior`` at ``strength`` from its length in ``chars``, for the
+    memories that pay it (the others' price is 1 and left out)."""
+    if strength <= 0:
+        return {}
+    return {i: length_prior(n, strength) for i, n in chars.items() if n > PASSAGE_CHARS}
+
+
 def length_prior_floor(strength: float, longest: int) -> float:
     """The least ``length_prior`` gives: a memory as long as a memory may be
     (``longest`` characters)."""
