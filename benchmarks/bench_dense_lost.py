@@ -16,22 +16,12 @@ What it counts is in-sample: the questions it reads are the ones a fix is then m
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 
-from episodic.bench.beam import load_beam
-from episodic.bench.cache import SqliteEmbeddingCache
-from episodic.bench.folds import parse_tune, variant
-from episodic.bench.harness import CACHE_FILE, BenchClock, precompute_vectors
-from episodic.config import Settings
-from episodic.embed import make_embedder
-from episodic.recall.policies import DEFAULT
+from beam_asking import DEPTH, SCORED, arguments, asking
 from episodic.recall.trace import TraceRow
-from episodic.service import Episodic
-from episodic.store import open_store
 
 LONG = 1000
-DEPTH, SCORED = 20, 10
 ABILITIES = "information_extraction,instruction_following,preference_following"
 
 
@@ -40,84 +30,64 @@ def place(rows: list[TraceRow], memory_id: str) -> int | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("db", help="a BEAM database `episodic bench beam --bench-db` built")
-    parser.add_argument("--data", default="../shared/data/beam")
-    parser.add_argument("--abilities", default=ABILITIES)
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
+    parser = arguments(__doc__.split("\n\n")[0], ABILITIES)
     parser.add_argument("--quiet", action="store_true", help="the counts only")
     args = parser.parse_args()
-    changed = variant(DEFAULT, {k: v[0] for k, v in parse_tune(args.set).items()})
-    wanted = set(args.abilities.split(","))
-    conversations = load_beam(args.data)
-    asked = [
-        (c, q)
-        for c in conversations
-        for q in c.questions
-        if q.evidence and q.text and str(q.category) in wanted
-    ]
-    settings = Settings.from_env(embedder="local")
-    inner = make_embedder(settings)
-    if inner is None:
-        raise SystemExit("no embedder: the questions are asked with the local model")
     causes: Counter[str] = Counter()
     tally: Counter[str] = Counter()
-    with SqliteEmbeddingCache(settings.cache_dir / CACHE_FILE) as cache:
-        embedder = precompute_vectors(inner, cache, [q.text for _, q in asked], lambda _: None)
-        clock = BenchClock()
-        store = open_store(f"sqlite:///{args.db}")
-        with Episodic(store=store, embedder=embedder, settings=settings, clock=clock) as mem:
-            for conv, question in asked:
-                clock.now = conv.end
-                chars = {f"{conv.sample_id}/{t.dia_id}": len(t.text) for t in conv.turns}
-                evidence = {f"{conv.sample_id}/{e}" for e in question.evidence}
-                ws = conv.workspace
-                dense = mem.recall(question.text, workspace=ws, k=DEPTH, mark=False, policy="dense")
-                ours = mem.recall(
-                    question.text, workspace=ws, k=DEPTH, mark=False, policy=changed, explain=True
-                )
-                assert ours.trace is not None
-                stages = ours.trace.stages
-                top_dense = [h.id for h in dense.hits[:SCORED]]
-                top = [h.id for h in ours.hits[:SCORED]]
-                tally["evidence in dense top 10"] += sum(1 for i in top_dense if i in evidence)
-                tally["evidence in default top 10"] += sum(1 for i in top if i in evidence)
-                steps = [name for name in stages if not name.startswith("leg:")]
-                fused = stages.get("fusion:blend", [])
-                spread = stages.get("context:neighbours", [])
-                for i in (i for i in top_dense if i in evidence and i not in top):
-                    places = {name: place(stages[name], i) for name in steps}
-                    trail = [(name, places[name]) for name in steps] + [("hits", None)]
-                    cause = "never in the first ten after fusion"
-                    inside = False
-                    for name, p in trail:
-                        now_in = p is not None and p <= SCORED
-                        if inside and not now_in:
-                            cause = name
-                        inside = now_in
-                    causes[f"{question.category}: {cause}"] += 1
-                    causes[f"all: {cause}"] += 1
-                    # What holds the first ten at the end.
-                    final = [h.id for h in ours.hits[:SCORED]]
-                    long_above = sum(1 for j in final if chars.get(j, 0) > LONG)
-                    lifted = 0
-                    for j in final:
-                        if chars.get(j, 0) > LONG:
-                            continue
-                        before, after = place(fused, j), place(spread, j)
-                        if after is not None and (before is None or before > after + 5):
-                            lifted += 1
-                    tally["lost"] += 1
-                    tally["lost, long" if chars.get(i, 0) > LONG else "lost, short"] += 1
-                    tally["long memories in the final ten (sum)"] += long_above
-                    tally["short memories the neighbour step lifted 5+ places (sum)"] += lifted
-                    if not args.quiet:
-                        shown = ", ".join(f"{n} {p}" for n, p in trail[:-1])
-                        print(
-                            f"{question.category} {i} ({chars.get(i)} chars) dense place "
-                            f"{top_dense.index(i) + 1}; {shown}; final ten: {long_above} long, "
-                            f"{lifted} lifted by neighbours -> {cause}"
-                        )
+    with asking(args) as run:
+        mem, clock, changed = run.mem, run.clock, run.changed
+        for conv, question in run.asked:
+            clock.now = conv.end
+            chars = {f"{conv.sample_id}/{t.dia_id}": len(t.text) for t in conv.turns}
+            evidence = {f"{conv.sample_id}/{e}" for e in question.evidence}
+            ws = conv.workspace
+            dense = mem.recall(question.text, workspace=ws, k=DEPTH, mark=False, policy="dense")
+            ours = mem.recall(
+                question.text, workspace=ws, k=DEPTH, mark=False, policy=changed, explain=True
+            )
+            assert ours.trace is not None
+            stages = ours.trace.stages
+            top_dense = [h.id for h in dense.hits[:SCORED]]
+            top = [h.id for h in ours.hits[:SCORED]]
+            tally["evidence in dense top 10"] += sum(1 for i in top_dense if i in evidence)
+            tally["evidence in default top 10"] += sum(1 for i in top if i in evidence)
+            steps = [name for name in stages if not name.startswith("leg:")]
+            fused = stages.get("fusion:blend", [])
+            spread = stages.get("context:neighbours", [])
+            for i in (i for i in top_dense if i in evidence and i not in top):
+                places = {name: place(stages[name], i) for name in steps}
+                trail = [(name, places[name]) for name in steps] + [("hits", None)]
+                cause = "never in the first ten after fusion"
+                inside = False
+                for name, p in trail:
+                    now_in = p is not None and p <= SCORED
+                    if inside and not now_in:
+                        cause = name
+                    inside = now_in
+                causes[f"{question.category}: {cause}"] += 1
+                causes[f"all: {cause}"] += 1
+                # What holds the first ten at the end.
+                final = [h.id for h in ours.hits[:SCORED]]
+                long_above = sum(1 for j in final if chars.get(j, 0) > LONG)
+                lifted = 0
+                for j in final:
+                    if chars.get(j, 0) > LONG:
+                        continue
+                    before, after = place(fused, j), place(spread, j)
+                    if after is not None and (before is None or before > after + 5):
+                        lifted += 1
+                tally["lost"] += 1
+                tally["lost, long" if chars.get(i, 0) > LONG else "lost, short"] += 1
+                tally["long memories in the final ten (sum)"] += long_above
+                tally["short memories the neighbour step lifted 5+ places (sum)"] += lifted
+                if not args.quiet:
+                    shown = ", ".join(f"{n} {p}" for n, p in trail[:-1])
+                    print(
+                        f"{question.category} {i} ({chars.get(i)} chars) dense place "
+                        f"{top_dense.index(i) + 1}; {shown}; final ten: {long_above} long, "
+                        f"{lifted} lifted by neighbours -> {cause}"
+                    )
     for name, count in sorted(tally.items()):
         print(f"{name}: {count}")
     for name, count in sorted(causes.items()):

@@ -144,10 +144,9 @@ def main() -> None:
         )
         mine, theirs = {tuple(f) for f in found}, {tuple(f) for f in other}
         print(f"\nagainst {args.against}: {len(theirs)} there, {len(mine)} here")
-        for f in sorted(theirs - mine):
-            print(f"  only there: {f[0]} {f[1]} {f[2]} -> {f[3]} ({f[4]}): {f[5]!r} -> {f[6]!r}")
-        for f in sorted(mine - theirs):
-            print(f"  only here: {f[0]} {f[1]} {f[2]} -> {f[3]} ({f[4]}): {f[5]!r} -> {f[6]!r}")
+        for where, pairs in (("only there", theirs - mine), ("only here", mine - theirs)):
+            for p in sorted(pairs):
+                print(f"  {where}: {p[0]} {p[1]} {p[2]} -> {p[3]} ({p[4]}): {p[5]!r} -> {p[6]!r}")
 
 
 if __name__ == "__main__":
