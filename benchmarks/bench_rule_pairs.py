@@ -144,8 +144,8 @@ def main() -> None:
         )
         mine, theirs = {tuple(f) for f in found}, {tuple(f) for f in other}
         print(f"\nagainst {args.against}: {len(theirs)} there, {len(mine)} here")
-        for where, pairs in (("only there", theirs - mine), ("only here", mine - theirs)):
-            for p in sorted(pairs):
+        for where, only in (("only there", theirs - mine), ("only here", mine - theirs)):
+            for p in sorted(only):
                 print(f"  {where}: {p[0]} {p[1]} {p[2]} -> {p[3]} ({p[4]}): {p[5]!r} -> {p[6]!r}")
 
 
