@@ -223,6 +223,12 @@ class RecallPolicy:
     # older text share at least this many content words (recall/supersede.py:
     # restated_first_within). Only the order of the k changes. 0 moves none.
     restated_words: int = 0
+    # Among the k hits recall returns, for a question asking for the current state: an
+    # older hit goes just below a newer one by the same owner that the supersession rule
+    # reads as changing it (a named old value, "from now on", "no longer"), also where the
+    # older says more than the change and so stays (recall/supersede.py:
+    # changed_first_within). Only the order of the k changes; the older is marked earlier.
+    changed_first: bool = False
     # Seed 000's read-time walk: add the memories one `similar` edge away from each hit
     # (off by default; enabled per agent with memory_walk_depth = 1).
     walk_depth: int = 0

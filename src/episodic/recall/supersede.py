@@ -77,10 +77,12 @@ class Hits:
 def order_within_hits(hits: Hits, policy: RecallPolicy) -> list[tuple[str, float]]:
     """The hits recall chose in the order ``policy``'s soft signals among them give:
     newer turns about one subject first (``subject_cosine_hits``), then a newer one that
-    restates a value the question asks about (``restated_words``). No hit enters or
+    restates a value the question asks about (``restated_words``), then a newer one the
+    supersession rule reads as changing an older (``changed_first``). No hit enters or
     leaves."""
     chosen = newer_turns_first_within(hits, policy.subject_cosine_hits)
-    return restated_first_within(replace(hits, chosen=chosen), policy.restated_words)
+    chosen = restated_first_within(replace(hits, chosen=chosen), policy.restated_words)
+    return changed_first_within(replace(hits, chosen=chosen), policy.changed_first)
 
 
 def newer_turns_first_within(hits: Hits, turns: float) -> list[tuple[str, float]]:
@@ -139,6 +141,52 @@ def restated_first_within(hits: Hits, shared: int) -> list[tuple[str, float]]:
     if not any(similar.values()):
         return chosen
     return _reordered(newest_first, chosen, similar, memories, hits.earlier)
+
+
+def changed_first_within(hits: Hits, on: bool) -> list[tuple[str, float]]:
+    """The hits with each older one moved to just below a newer one that the supersession
+    rule reads as changing it, when the question asks for the current state: the rule
+    decides ``supersedes`` (detection on write did not get to the pair), or declines only
+    because the older says more than the change (``says-more``: the older stays true in
+    part, so it stays, below and marked earlier). The write-time guards hold: the same
+    owner, never one made from the other or from the same source, never a reason under a
+    new instruction, never two turns of one conversation. No hit enters or leaves. Needs
+    no vectors."""
+    chosen, memories = hits.chosen, hits.memories
+    if not on or len(chosen) < 2 or not _asks_for_now(hits.question):
+        return chosen
+    said = {i: _read(memories[i].content) for i, _ in chosen}
+    changing = [i for i, _ in chosen if said[i][1] == "change"]
+    if not changing:
+        return chosen
+    similar: dict[str, list[tuple[str, float]]] = {i: [] for i, _ in chosen}
+    for newer in changing:
+        for older, _ in chosen:
+            if _changes(memories[newer], memories[older], said[newer][0], said[older][0]):
+                similar[older].append((newer, 1.0))
+    if not any(similar.values()):
+        return chosen
+    return _reordered(older_below_newer, chosen, similar, memories, hits.earlier)
+
+
+def _changes(new: Memory, old: Memory, new_head: str, old_head: str) -> bool:
+    """Whether the rule reads ``new`` as changing (a sentence of) ``old``, the guards
+    allowing."""
+    from episodic.write.change_rules import decide
+    from episodic.write.supersession import Claim, blocked
+
+    if new.id == old.id or new.ts <= old.ts or _owner(new) != _owner(old):
+        return False
+    if old.conversation is not None and new.conversation == old.conversation:
+        return False
+    claims = [
+        Claim(m.id, head, m.ts, _owner(m), m.source_event_ids)
+        for m, head in ((new, new_head), (old, old_head))
+    ]
+    if blocked(*claims) is not None:
+        return False
+    verdict = decide(new_head, old_head)
+    return verdict.kind == "supersedes" or verdict.rule == "says-more"
 
 
 def _owner(memory: Memory) -> tuple[str | None, str | None, str | None]:
