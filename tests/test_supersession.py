@@ -6,13 +6,15 @@ newer memory gives the older one back."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from episodic import Episodic, InvalidInput, Settings
-from episodic.model import Memory, MemoryStatus, ScopeFilter
+from episodic.model import Hit, Memory, MemoryStatus, ScopeFilter
+from episodic.recall.policies import DEFAULT, RecallPolicy
 
 WS = "acme"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -303,3 +305,32 @@ def test_a_changed_date_replaces_the_entry_and_leaves_the_message_that_says_more
     landed = mem.recall("when do we land in Tokyo", workspace=WS, mark=False).hits
     assert landing[0].id not in [h.id for h in landed]
     assert any("April 5" in h.memory.content for h in landed)
+
+
+def test_the_message_that_says_more_is_ordered_below_the_change_and_marked_earlier(
+    mem: Episodic, clock: Clock
+) -> None:
+    trip = {"workspace": WS, "agent": "planner", "resource": "user:ines"}
+    mem.add_messages([{"id": "m1", "role": "user", "content": PLANS}], conversation="day-1", **trip)
+    mem.segment(flush=True, workspace=WS)
+    clock.now = T0 + timedelta(days=7)
+    mem.add_messages(
+        [{"id": "m2", "role": "user", "content": FLIGHT_MOVED}], conversation="day-2", **trip
+    )
+    mem.segment(flush=True, workspace=WS)
+    ordered = dataclasses.replace(DEFAULT, changed_first=True)
+
+    def hits(question: str, policy: RecallPolicy) -> list[Hit]:
+        return mem.recall(question, workspace=WS, mark=False, policy=policy).hits
+
+    now = hits("where and when do we land in Tokyo", ordered)
+    ids = [h.id for h in now]
+    newer = now[ids.index("m1")].newer
+    assert newer is not None and ids.index(newer) < ids.index("m1")
+    assert "April 5" in mem.store.get_memory(WS, newer).content
+    assert "earlier than" in mem.render(
+        "where and when do we land in Tokyo", workspace=WS, policy=ordered
+    )
+    # The same hits under `default`, and under a question about what was said then.
+    assert sorted(ids) == sorted(h.id for h in hits("where and when do we land in Tokyo", DEFAULT))
+    assert all(h.newer is None for h in hits("where did we first plan to land", ordered))

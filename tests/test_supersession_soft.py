@@ -15,6 +15,7 @@ from episodic.embed.local import MiniLMEmbedder
 from episodic.model import Hit, Memory
 from episodic.recall.policies import DEFAULT
 from episodic.recall.render import hit_line, memory_line
+from episodic.recall.supersede import Hits, changed_first_within
 from episodic.scoring.supersede import newer_of, older_below_newer, same_subject
 from episodic.store import open_store
 from episodic.write.change_rules import asks_for_now, change_kind
@@ -355,3 +356,73 @@ def test_a_later_turn_that_states_a_change_goes_above_what_it_changes(tmp_path: 
     hits = plain.recall(query, workspace="w", k=5, policy=STATES_CHANGES, mark=False).hits
     assert all(h.newer is None for h in hits)
     plain.close()
+
+
+# -- a newer hit the supersession rule reads as changing an older one ----------------------------
+OLD_TRIP = "I'm planning a two-week trip with my partner Tomas. We land in Tokyo on April 3."
+MOVED = "Quick update: we now land in Tokyo on April 5 instead of April 3."
+
+
+def trip_hits(**changes: object) -> Hits:
+    """Two hits, the older one first: a message that says more than the change, and a
+    later one that changes a sentence of it (``changes`` alter the newer memory)."""
+    old = Memory(
+        id="old",
+        workspace="w",
+        ts=T,
+        type="message",
+        content=OLD_TRIP,
+        conversation="day-1",
+        agent="planner",
+        source_event_ids=("old",),
+    )
+    new = dataclasses.replace(
+        Memory(
+            id="new",
+            workspace="w",
+            ts=T + 7 * DAY,
+            type="message",
+            content=MOVED,
+            conversation="day-2",
+            agent="planner",
+            source_event_ids=("new",),
+        ),
+        **changes,
+    )
+    return Hits(
+        [("old", 0.9), ("new", 0.8)],
+        {"old": old, "new": new},
+        "when do we land in Tokyo",
+        earlier={},
+    )
+
+
+def test_a_newer_hit_that_changes_a_sentence_of_an_older_goes_above_it() -> None:
+    hits = trip_hits()
+
+    assert [i for i, _ in changed_first_within(hits, True)] == ["new", "old"]
+    assert hits.earlier == {"old": "new"}
+    assert changed_first_within(trip_hits(), False) == [("old", 0.9), ("new", 0.8)]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"conversation": "day-1"},  # two turns of one conversation
+        {"agent": "someone-else"},  # another owner
+        {"source_event_ids": ("old",)},  # made from the older one
+        {"ts": T - DAY},  # not newer
+        {"content": "The flight was cancelled because the airline failed, so book April 5."},
+    ],
+)
+def test_the_guards_keep_a_pair_in_its_order(changes: dict[str, object]) -> None:
+    hits = trip_hits(**changes)
+
+    assert changed_first_within(hits, True) == hits.chosen
+    assert hits.earlier == {}
+
+
+def test_a_question_about_then_keeps_the_order() -> None:
+    hits = dataclasses.replace(trip_hits(), question="when did we first plan to land")
+
+    assert changed_first_within(hits, True) == hits.chosen

@@ -175,7 +175,7 @@ def _changes(new: Memory, old: Memory, new_head: str, old_head: str) -> bool:
     from episodic.write.change_rules import decide
     from episodic.write.supersession import Claim, blocked
 
-    if new.id == old.id or new.ts <= old.ts or _owner(new) != _owner(old):
+    if new.id == old.id:
         return False
     if old.conversation is not None and new.conversation == old.conversation:
         return False
