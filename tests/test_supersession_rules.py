@@ -20,7 +20,7 @@ from episodic.errors import InvalidInput, LLMError
 from episodic.llm.base import ScriptedLLM, check_schema
 from episodic.llm.prompts import DEFAULT_PROMPTS, Prompts
 from episodic.write import change_rules
-from episodic.write.change_rules import RULE_FAMILY
+from episodic.write.change_rules import RULE_FAMILY, change_kind, may_signal_change
 from episodic.write.supersession import (
     CONTENT_MAX_CHARS,
     DECISION_SCHEMA,
@@ -1132,3 +1132,18 @@ def test_the_reply_schema_is_valid_and_titled() -> None:
     assert DECISION_SCHEMA["title"] == "supersession_decisions"
     decision = DECISION_SCHEMA["properties"]["decisions"]["items"]["properties"]["decision"]
     assert set(decision["enum"]) == {"supersedes", "duplicate", "unrelated"}
+
+
+def test_a_text_that_signals_a_change_always_passes_the_cheap_test() -> None:
+    texts = {
+        t
+        for table in (CHANGES, LEFT_TO_RECALL, CONTROLS, SAYS_MORE)
+        for row in table
+        for t in row
+        if isinstance(t, str)
+    }
+    changing = [t for t in texts if change_kind(t) == "change"]
+
+    assert len(changing) > 50
+    assert all(may_signal_change(t) for t in changing)
+    assert not may_signal_change("I went to the lake with my kids last weekend.")

@@ -338,6 +338,9 @@ DENSE = RecallPolicy(
 #   states a change in plain change language (subject_cosine_changes 0.5-0.7) leaves
 #   LoCoMo as it is and lifts the updates set's chats, but four folds of five chose 0
 #   (held out BEAM 0.5337 -> 0.5318, multi-session reasoning -1.25 points): it stays 0;
+#   ordering among the hits an older one below a newer one the supersession rule reads as
+#   changing it (changed_first) leaves both sets' every fold as it was and costs BEAM's
+#   recall p95 9.7 -> 29 ms (reading what each hit's text says of change): it stays off;
 #   ordering only the k hits returned (subject_cosine_hits, on questions asking for the
 #   current state) keeps recall@k and chose 0.7 on every fold by NDCG@10 with ten hits
 #   (BEAM R@1 +1.4 points, LoCoMo -0.4), but `episodic bench`, which asks for twenty and

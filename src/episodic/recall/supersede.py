@@ -155,14 +155,19 @@ def changed_first_within(hits: Hits, on: bool) -> list[tuple[str, float]]:
     chosen, memories = hits.chosen, hits.memories
     if not on or len(chosen) < 2 or not _asks_for_now(hits.question):
         return chosen
-    said = {i: _read(memories[i].content) for i, _ in chosen}
-    changing = [i for i, _ in chosen if said[i][1] == "change"]
+    from episodic.write.change_rules import may_signal_change
+
+    said = {i: _head(memories[i].content) for i, _ in chosen}
+    # Reading a text's sentences costs ~0.5 ms; most texts hold no word a signal needs.
+    changing = [
+        i for i, _ in chosen if may_signal_change(said[i]) and _read(said[i])[1] == "change"
+    ]
     if not changing:
         return chosen
     similar: dict[str, list[tuple[str, float]]] = {i: [] for i, _ in chosen}
     for newer in changing:
         for older, _ in chosen:
-            if _changes(memories[newer], memories[older], said[newer][0], said[older][0]):
+            if _changes(memories[newer], memories[older], said[newer], said[older]):
                 similar[older].append((newer, 1.0))
     if not any(similar.values()):
         return chosen

@@ -563,6 +563,23 @@ def _read_stated(text: str) -> _NewText:
     return _read_sentences([stated_before_request(s) for s in split_sentences(text)])
 
 
+# Every signal above holds one of these words ("switched from", "renamed", "replace",
+# "not ... but", ", not", "instead", "rather than", "no longer", "any more", "from now on",
+# "henceforth", "going / moving forward", "effective", "starting"): a text without any
+# signals no change, found without reading its sentences (a recall asks of each hit).
+_MAY_SIGNAL = re.compile(
+    r"\b(?:from|renamed|replac\w*|not|instead|rather\s+than|no\s+longer|any\s*more|"
+    r"henceforth|going\s+forward|moving\s+forward|effective|starting)\b",
+    re.IGNORECASE,
+)
+
+
+def may_signal_change(text: str) -> bool:
+    """False when no sentence of ``text`` can signal a change (``change_kind`` is then not
+    ``change``); True says only that one might."""
+    return _MAY_SIGNAL.search(text) is not None
+
+
 def change_kind(text: str) -> ChangeKind:
     """What ``text`` says of change on its own, with no older text to hold it against:
     ``change`` (a sentence signals one: "from now on", "instead of B", "no longer", ...),
