@@ -278,17 +278,24 @@ FLIGHT_MOVED = (
 )
 
 
+def tell_the_trip(mem: Episodic, clock: Clock) -> None:
+    """Two sessions of a chat a week apart: the plans (m1), then the flight moved (m2),
+    each segmented when it ends."""
+    trip = {"workspace": WS, "agent": "planner", "resource": "user:ines"}
+    for day, (message_id, content) in enumerate([("m1", PLANS), ("m2", FLIGHT_MOVED)]):
+        clock.now = T0 + timedelta(days=7 * day)
+        mem.add_messages(
+            [{"id": message_id, "role": "user", "content": content}],
+            conversation=f"day-{day + 1}",
+            **trip,
+        )
+        mem.segment(flush=True, workspace=WS)
+
+
 def test_a_changed_date_replaces_the_entry_and_leaves_the_message_that_says_more(
     mem: Episodic, clock: Clock
 ) -> None:
-    trip = {"workspace": WS, "agent": "planner", "resource": "user:ines"}
-    mem.add_messages([{"id": "m1", "role": "user", "content": PLANS}], conversation="day-1", **trip)
-    mem.segment(flush=True, workspace=WS)
-    clock.now = T0 + timedelta(days=7)
-    mem.add_messages(
-        [{"id": "m2", "role": "user", "content": FLIGHT_MOVED}], conversation="day-2", **trip
-    )
-    mem.segment(flush=True, workspace=WS)
+    tell_the_trip(mem, clock)
 
     landing = [
         m
@@ -310,14 +317,7 @@ def test_a_changed_date_replaces_the_entry_and_leaves_the_message_that_says_more
 def test_the_message_that_says_more_is_ordered_below_the_change_and_marked_earlier(
     mem: Episodic, clock: Clock
 ) -> None:
-    trip = {"workspace": WS, "agent": "planner", "resource": "user:ines"}
-    mem.add_messages([{"id": "m1", "role": "user", "content": PLANS}], conversation="day-1", **trip)
-    mem.segment(flush=True, workspace=WS)
-    clock.now = T0 + timedelta(days=7)
-    mem.add_messages(
-        [{"id": "m2", "role": "user", "content": FLIGHT_MOVED}], conversation="day-2", **trip
-    )
-    mem.segment(flush=True, workspace=WS)
+    tell_the_trip(mem, clock)
     ordered = dataclasses.replace(DEFAULT, changed_first=True)
 
     def hits(question: str, policy: RecallPolicy) -> list[Hit]:

@@ -51,10 +51,7 @@ from episodic.scoring.passages import (
     span_for_words,
     words,
 )
-from episodic.scoring.prior import (
-    importance_prior,
-    length_prior_floor,
-)
+from episodic.scoring.prior import importance_prior, length_prior_floor
 from episodic.scoring.scope import possible_levels, scope_multiplier
 from episodic.scoring.temporal import TimeWindow
 from episodic.scoring.topk import MAX_K, MIN_K, clamp_k, cosine_times_importance

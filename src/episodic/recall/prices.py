@@ -8,7 +8,7 @@ this step reads the lengths they need (small rows, filled once per recall).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from episodic.config import MAX_CONTENT_CHARS
@@ -34,8 +34,7 @@ def context_prices(
         return None
     ids = [i for i, _ in ranked]
     read_lengths(store, workspace_id, ids, memories, lengths)
-    capped = {i: min(lengths[i], MAX_CONTENT_CHARS) for i in ids if i in lengths}
-    return length_prices(capped, strength)
+    return length_prices(_capped(lengths, ids), strength)
 
 
 def read_lengths(
@@ -72,12 +71,11 @@ def blend_for(
         return policy
     found = list(dict.fromkeys(c.memory_id for leg in legs.values() for c in leg))
     read_lengths(store, workspace_id, found, memories, lengths)
-    capped = {i: min(lengths[i], MAX_CONTENT_CHARS) for i in found if i in lengths}
+    capped = _capped(lengths, found)
     if all(n <= PASSAGE_CHARS for n in capped.values()):
         return policy
     cosines = {c.memory_id: c.score for c in legs.get(Leg.DENSE.value, [])}
-    gate = policy.length_gate
-    if gate > 0 and long_margin(cosines, capped, policy.length_gate_top) >= gate:
+    if _gate_lifts(policy, cosines, capped):
         return policy
     total = policy.blend_dense + policy.blend_sparse
     return replace(policy, blend_dense=share * total, blend_sparse=(1.0 - share) * total)
@@ -93,9 +91,20 @@ def ungated(
     clearly better than its short ones (``long_margin``), so it asks for long answers
     whole, the length step gives it the plain ranking and the keep step moves nothing;
     its context steps read the whole scores too."""
-    if price is None or policy.length_gate <= 0:
-        return price
-    capped = {i: min(n, MAX_CONTENT_CHARS) for i, n in lengths.items()}
-    if long_margin(cosines, capped, policy.length_gate_top) >= policy.length_gate:
+    if price is None or _gate_lifts(policy, cosines, _capped(lengths, lengths)):
         return None
     return price
+
+
+def _capped(lengths: Mapping[str, int], ids: Iterable[str]) -> dict[str, int]:
+    """The lengths of ``ids`` that are known, capped where the re-rank's prior caps them."""
+    return {i: min(lengths[i], MAX_CONTENT_CHARS) for i in ids if i in lengths}
+
+
+def _gate_lifts(
+    policy: RecallPolicy, cosines: Mapping[str, float], capped: Mapping[str, int]
+) -> bool:
+    """Whether the length gate lifts the query: its long memories match it clearly better
+    than its short ones (``long_margin``)."""
+    gate = policy.length_gate
+    return gate > 0 and long_margin(cosines, capped, policy.length_gate_top) >= gate

@@ -38,13 +38,13 @@ def newest_similar_first(
     memories: dict[str, Memory],
     fetch: Callable[[Sequence[str]], None],
     depth: int,
-    cosines: tuple[float, float] | tuple[float, float, float],
+    cosines: tuple[float, float, float],
     earlier: dict[str, str] | None = None,
 ) -> list[tuple[str, float]]:
     """The head of ``ranked`` (its first ``depth``) with memories about the same subject
-    newest first, at ``cosines`` (between records, with a turn, and optionally with a
-    turn when the newer text states a change in plain change language:
-    ``subject_cosine_changes``); ``earlier``, when given,
+    newest first, at ``cosines`` (between records, with a turn, with a turn when the
+    newer text states a change in plain change language: ``subject_cosine_changes``);
+    ``earlier``, when given,
     receives each id that has a newer one about its subject in the head, with that newer
     id. Without stored vectors (no embedder) nothing moves."""
     if all(c <= 0 for c in cosines):
@@ -101,7 +101,7 @@ def newer_turns_first_within(hits: Hits, turns: float) -> list[tuple[str, float]
         or not _asks_for_now(hits.question)
     ):
         return chosen
-    similar = _similar(hits.store, hits.flt, chosen, hits.memories, (0.0, turns))
+    similar = _similar(hits.store, hits.flt, chosen, hits.memories, (0.0, turns, 0.0))
     if not similar:
         return chosen
     return _reordered(older_below_newer, chosen, similar, hits.memories, hits.earlier)
@@ -220,12 +220,12 @@ def _similar(
     flt: ScopeFilter,
     head: list[tuple[str, float]],
     memories: dict[str, Memory],
-    cosines: tuple[float, float] | tuple[float, float, float],
+    cosines: tuple[float, float, float],
 ) -> dict[str, list[tuple[str, float]]]:
     """Each id of ``head`` with its newer memories about the same subject at ``cosines``
     (between records, with a turn, with a turn when the newer states a change) that the
     guards let pair; {} when none pair."""
-    records, turns, changes = (*cosines, 0.0)[:3]
+    records, turns, changes = cosines
     with_turns = turns > 0 or changes > 0
     taking = [i for i, _ in head if with_turns or memories[i].conversation is None]
     if len(taking) < 2:
