@@ -34,11 +34,33 @@ def arguments(description: str, abilities: str) -> argparse.ArgumentParser:
 
 
 @dataclass(frozen=True, slots=True)
+class Asked:
+    """One question, asked at the end of its conversation: the memory ids of its evidence
+    and each message's length, by memory id."""
+
+    conversation: Conversation
+    question: Question
+    evidence: set[str]
+    chars: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class Asking:
     mem: Episodic
     clock: BenchClock
     asked: list[tuple[Conversation, Question]]
     changed: RecallPolicy  # `default` with the --set values
+
+    def each(self) -> Iterator[Asked]:
+        """Each question, the clock set to the end of its conversation."""
+        for conv, question in self.asked:
+            self.clock.now = conv.end
+            yield Asked(
+                conv,
+                question,
+                {f"{conv.sample_id}/{e}" for e in question.evidence},
+                {f"{conv.sample_id}/{t.dia_id}": len(t.text) for t in conv.turns},
+            )
 
 
 @contextmanager

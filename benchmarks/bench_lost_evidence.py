@@ -27,12 +27,10 @@ def main() -> None:
     args = parser.parse_args()
     tally: Counter[str] = Counter()
     with asking(args) as run:
-        mem, clock, changed = run.mem, run.clock, run.changed
-        for conv, question in run.asked:
-            clock.now = conv.end
-            chars = {f"{conv.sample_id}/{t.dia_id}": len(t.text) for t in conv.turns}
-            evidence = {f"{conv.sample_id}/{e}" for e in question.evidence}
-            ws = conv.workspace
+        mem, changed = run.mem, run.changed
+        for one in run.each():
+            question, evidence, chars = one.question, one.evidence, one.chars
+            ws = one.conversation.workspace
             before = mem.recall(question.text, workspace=ws, k=DEPTH, mark=False)
             after = mem.recall(
                 question.text, workspace=ws, k=DEPTH, mark=False, policy=changed, explain=True
