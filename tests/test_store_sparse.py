@@ -293,3 +293,46 @@ def test_the_weight_of_derived_keys_is_the_stores_to_set(store: SqliteStore) -> 
     heavier = keyed_score()
     store.keys_weight = 0.0
     assert abs(keyed_score()) < 1e-6 < default < heavier
+
+
+# -- the rare terms in one statement ----------------------------------------------------------
+def rare_and_common(store: SqliteStore) -> None:
+    """Memories of the rare word alone, with common words of the query, of common words
+    alone, and others: the budget makes "zebrafish" rare and "deploy", "canary" common."""
+    remember(store, event("rare", summary="zebrafish zebrafish"))
+    remember(store, event("both", summary="zebrafish deploy canary"))
+    remember(store, event("one", summary="zebrafish deploy and a long tail of other words"))
+    fill(store, "c", 12, "deploy canary note {i} with a longer tail of other words")
+    fill(store, "x", 80, "unrelated filler {i}")
+    small_budgets(store, rare=3, window=50, scan=100)
+
+
+def test_rare_terms_scored_in_one_statement_answer_as_two(store: SqliteStore) -> None:
+    # One statement scores the rare word's memories with every kept word; the two it
+    # replaces (the rare word alone, then with the common words) give the same memories,
+    # each at its better score: the same answer, score for score.
+    rare_and_common(store)
+    traced = Traced()
+    store._tracer = traced
+    one = [(c.memory_id, c.score) for c in store.search_sparse(ACME, "zebrafish deploy canary", 6)]
+    assert '"zebrafish" OR "deploy" OR "canary"' in traced.matches
+    assert not any(") AND (" in m for m in traced.matches)
+    store.sparse_one_pass_rows = 0
+    traced.matches.clear()
+    two = [(c.memory_id, c.score) for c in store.search_sparse(ACME, "zebrafish deploy canary", 6)]
+    assert '("zebrafish") AND ("deploy" OR "canary")' in traced.matches
+    assert one == two
+    assert {"both", "one", "rare"} <= set(dict(one))
+
+
+def test_a_wide_workspace_scores_its_rare_terms_in_two_statements(store: SqliteStore) -> None:
+    # Past the bound, walking every match of the common words in the workspace's rows
+    # would cost more than FTS5's AND skipping through them: the two statements run.
+    rare_and_common(store)
+    store.sparse_one_pass_rows = 10
+    traced = Traced()
+    store._tracer = traced
+    got = store.search_sparse(ACME, "zebrafish deploy canary", 6)
+    assert '("zebrafish") AND ("deploy" OR "canary")' in traced.matches
+    ids = [c.memory_id for c in got]
+    assert {"both", "one", "rare"} <= set(ids)

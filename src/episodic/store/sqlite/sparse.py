@@ -76,6 +76,33 @@ _SPARSE_ALL_SQL = (
     " ORDER BY w.score, w.seq"
 )
 
+# The rare terms' matches scored with every kept term in one statement: the memories of
+# ``rare`` (the subquery, the doclists of the rare terms alone) scored by bm25 over
+# ``rare OR common``. A row's bm25 is a sum over the query's phrases in their order, and
+# a phrase absent from the row adds exactly 0, so each memory gets the score the two
+# statements it replaces gave at best: the rare terms alone for a memory without a common
+# term, all of them for one with (``(rare) AND (common)``). bm25 then counts each
+# phrase's documents once instead of twice. FTS5 walks the matches of ``rare OR common``
+# in the workspace's rows, where the AND walked only the rare terms' (hence the bound
+# ``SPARSE_ONE_PASS_ROWS``). "+rowid": the IN is a filter on the walk, not rowid lookups
+# (each of which would start the MATCH, and bm25's document counts, again).
+_SPARSE_RARE_SQL = (
+    "SELECT mm.id, w.seq, w.score FROM ("
+    " SELECT @ROW@ AS seq, bm25(@FTS@, ?, ?, ?) AS score"
+    + _SPARSE_SCOPED
+    + " WHERE @FTS@ MATCH ? AND @FTS@.rowid BETWEEN ? AND ?"
+    " AND +@FTS@.rowid IN (SELECT rowid FROM @FTS@ WHERE @FTS@ MATCH ? AND rowid BETWEEN ? AND ?)"
+    " AND {where}"
+    " ORDER BY score, @ROW@ LIMIT ?"
+    ") AS w CROSS JOIN memories AS mm ON mm.seq = @MSEQ@"
+    " ORDER BY w.score, w.seq"
+)
+# The widest workspace (in rowids: its last seq less its first) whose rare and common
+# terms are scored by ``_SPARSE_RARE_SQL``: there the walk over the common terms' matches
+# is short (BEAM's and LoCoMo's workspaces hold 190 to 700 memories). Wider, FTS5's AND
+# skipping through the common terms' doclists costs less than walking them.
+SPARSE_ONE_PASS_ROWS = 2000
+
 # The newest in-scope matches below a rowid. `bound` is the rowid of the scan-th newest
 # match in the whole table (0 when there are fewer); FTS5 stays the outer loop, so it
 # hands rows over newest first without a sort, and bm25 runs only for rows that pass the
@@ -188,6 +215,7 @@ class SparseMixin(SqliteBase):
     sparse_rare_budget: int = SPARSE_RARE_BUDGET
     sparse_window: int = SPARSE_WINDOW
     sparse_scan: int = SPARSE_SCAN
+    sparse_one_pass_rows: int = SPARSE_ONE_PASS_ROWS
     # The keyword index's BM25 weight of a memory's derived keys (its content weighs
     # BM25_CONTENT_WEIGHT): an attribute so a benchmark can sweep it on one database
     # (benchmarks/bench_reask.py --keys-weight). PostgreSQL's is BM25_KEYS_WEIGHT alone.
@@ -303,7 +331,12 @@ class SparseMixin(SqliteBase):
         )
         rare = " OR ".join(terms[i] for i in plan.rare)
         common = [terms[i] for i in plan.common]
-        if rare:
+        first, last = scope[2]
+        # Passages keep the two statements: several passages of one memory can fill the
+        # rows either returns, and the two together may hand over more memories.
+        if rare and common and not passages and last - first < self.sparse_one_pass_rows:
+            hits.add(self._sparse_rare(source, rare, " OR ".join(common), scope, hits.limit))
+        elif rare:
             hits.add(self._sparse_all(source, rare, scope, hits.limit))
             if common:
                 # Memories of a rare term that also hold common ones: scored with all of
@@ -340,6 +373,20 @@ class SparseMixin(SqliteBase):
         rows = self._execute(
             source.sql(_SPARSE_ALL_SQL).format(where=where),
             (*weights, match, first, last, *params, limit),
+        ).fetchall()
+        return [(memory_id, seq, -score) for memory_id, seq, score in rows]
+
+    def _sparse_rare(
+        self, source: _Source, rare: str, common: str, scope: _Scope, limit: int
+    ) -> list[tuple[str, int, float]]:
+        """The best ``limit`` in-scope matches of ``rare``, each scored with ``rare`` and
+        ``common`` (``_SPARSE_RARE_SQL``): the answer of ``_sparse_all`` over ``rare`` and
+        over ``(rare) AND (common)``, each memory at its better score, in one statement."""
+        where, params, (first, last) = scope
+        walked = (f"{rare} OR {common}", first, last)
+        rows = self._execute(
+            source.sql(_SPARSE_RARE_SQL).format(where=where),
+            (*self._weights(source), *walked, rare, first, last, *params, limit),
         ).fetchall()
         return [(memory_id, seq, -score) for memory_id, seq, score in rows]
 
