@@ -154,3 +154,49 @@ def test_a_passage_search_hands_over_each_memorys_best_passage_once() -> None:
         [("m1", 0.9, 1800, 2800), ("m2", 0.8, 900, 1900), ("m1", 0.7, 900, 1900)],
         10,
     )
+
+
+def test_a_passage_search_picks_each_memorys_best_as_naming_every_passage_would() -> None:
+    # ``best`` picks each memory's first passage among its arrays; naming every passage
+    # found and folding them (``found``) gives the same rows, scores and spans, under a
+    # scope, at any depth, with passages loaded in two batches and one re-embedded.
+    import numpy as np
+
+    from episodic.model import Scope
+    from episodic.store.dense import DenseRows
+
+    rng = np.random.default_rng(7)
+
+    def batch(keys: list[tuple[str, int]]) -> DenseRows:
+        vecs = rng.normal(size=(len(keys), 8)).astype("<f4")
+        return DenseRows(
+            memory_ids=tuple(passage_key(m, n) for m, n in keys),
+            vectors=tuple(v.tobytes() for v in vecs),
+            models=("test/model",) * len(keys),
+            agent_ids=tuple(f"agent{n % 2}" for _, n in keys),
+            crew_ids=(None,) * len(keys),
+            resource_ids=(None,) * len(keys),
+            conversation_ids=(None,) * len(keys),
+            base_importances=(0.5,) * len(keys),
+            statuses=("active",) * len(keys),
+        )
+
+    index = PassageIndex()
+    first = [(f"m{i}", n) for i in range(12) for n in range(1, 6)]
+    later = [(f"m{i}", n) for i in range(8, 16) for n in range(6, 9)] + [("m3", 2)]
+    for keys in (first, later):
+        index.spans.update((passage_key(m, n), (m, 900 * n, 900 * n + 1000)) for m, n in keys)
+        index.upsert(batch(keys))
+    for _ in range(5):
+        q = index.query_vector(rng.normal(size=8).astype("<f4"))
+        for flt in (ScopeFilter("ws"), ScopeFilter("ws", agent_id="agent1")):
+            for limit in (1, 7, 30, 500):
+                want = index.found(index.search_pairs(flt, None, q, limit, unit=True))
+                got = index.best(flt, None, q, limit)
+                assert got == want
+                assert len({m for m, *_ in got}) == len(got)
+    own = ScopeFilter("ws", Scope.OWN, agent_id="agent0")
+    q = index.query_vector(rng.normal(size=8).astype("<f4"))
+    assert index.best(own, Scope.OWN, q, 9) == index.found(
+        index.search_pairs(own, Scope.OWN, q, 9, unit=True)
+    )

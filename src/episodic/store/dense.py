@@ -410,13 +410,29 @@ class DenseIndex:
         visible = int(rows.size)
         if visible == 0:
             return []
-        n = self._n
-        if n >= self.ann_min_rows and visible >= n * _GATHER_FRACTION:
+        if self._approximate(visible):
             if not self._ann_ready():
                 return None
             found = self._search_ann(mask, visible, q, min(limit, visible))
             if found is not None:
                 return found
+        at, scores = self._exact(rows, q, limit)
+        ids = self.ids
+        # Python numbers in one pass each: indexing numpy arrays one scalar at a time
+        # costs more than the search did.
+        return [(ids[i], score) for i, score in zip(at.tolist(), scores.tolist(), strict=True)]
+
+    def _approximate(self, visible: int) -> bool:
+        """Whether a search that sees ``visible`` rows probes the inverted file."""
+        n = self._n
+        return n >= self.ann_min_rows and visible >= n * _GATHER_FRACTION
+
+    def _exact(
+        self, rows: npt.NDArray[np.intp], q: Vector, limit: int
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]:
+        """The positions of the best ``limit`` of ``rows`` (visible, at least one) by
+        cosine to ``q``, best first (equal scores in load order), and their scores."""
+        visible, n = int(rows.size), self._n
         if visible < n * _GATHER_FRACTION:
             block = self._matrix[rows]
             with one_thread():
@@ -432,13 +448,7 @@ class DenseIndex:
         if top is None:
             top = np.arange(visible)
         order = top[np.lexsort((top, -scores[top]))]
-        ids = self.ids
-        # Python numbers in one pass each: indexing numpy arrays one scalar at a time
-        # costs more than the search did.
-        return [
-            (ids[at], score)
-            for at, score in zip(rows[order].tolist(), scores[order].tolist(), strict=True)
-        ]
+        return rows[order], scores[order]
 
     def search_many(
         self,

@@ -10,9 +10,18 @@ gave it (None when its own vector, which reads its start, did best).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from episodic.model import Candidate
-from episodic.store.dense import DenseIndex
+from episodic.errors import ModelMismatch
+from episodic.model import Candidate, Scope, ScopeFilter
+from episodic.store.base import Vector
+from episodic.store.dense import DenseIndex, DenseRows
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+else:
+    from episodic.lazy import np
 
 # Joins a memory id and a passage number into one row name of the passage index.
 PASSAGE_SEP = "\x1f"
@@ -73,6 +82,61 @@ class PassageIndex(DenseIndex):
     def __init__(self) -> None:
         super().__init__()
         self.spans: dict[str, tuple[str, int, int]] = {}
+        # Each row's memory as a number (-1: a row without a span), by row position, for
+        # ``best``; and each number's memory id.
+        self._owners: npt.NDArray[np.int64] = np.empty(0, np.int64)
+        self._owner_codes: dict[str, int] = {}
+
+    def _upsert(self, rows: DenseRows) -> None:
+        super()._upsert(rows)
+        if self._owners.size < self._n:
+            grown = np.full(max(self._n, int(self._owners.size * 1.5)), -1, np.int64)
+            grown[: self._owners.size] = self._owners
+            self._owners = grown
+        codes, spans, pos = self._owner_codes, self.spans, self._pos
+        for key in rows.memory_ids:
+            held = spans.get(key)
+            if held is None:
+                self._owners[pos[key]] = -1
+            else:
+                self._owners[pos[key]] = codes.setdefault(held[0], len(codes))
+
+    def best(
+        self, flt: ScopeFilter, scope: Scope | None, query: Vector, limit: int
+    ) -> list[PassageRow]:
+        """``found`` of ``search_pairs(flt, scope, query, limit, unit=True)``: each
+        memory's best passage among the ``limit`` best, best first. An exact search picks
+        them among its arrays (the first row of each memory in the best-first order)
+        instead of naming every passage it found: a BEAM recall reads 300 passages of
+        a few dozen memories."""
+        if self._n == 0 or limit <= 0:
+            return []
+        if query.shape != (self.dim,):
+            model, dim = self.model or "?", self.dim or 0
+            raise ModelMismatch(model, dim, "the query's embedder", int(query.size))
+        return self._shared(lambda: self._best(flt, scope, query, limit))
+
+    def _best(
+        self, flt: ScopeFilter, scope: Scope | None, q: Vector, limit: int
+    ) -> list[PassageRow] | None:
+        rows = np.flatnonzero(self._visible(flt, scope))
+        if rows.size == 0:
+            return []
+        if self._approximate(int(rows.size)):
+            pairs = self._search(flt, scope, q, limit)
+            return None if pairs is None else self.found(pairs)
+        at, scores = self._exact(rows, q, limit)
+        owners = self._owners[at]
+        held = np.flatnonzero(owners >= 0)
+        # np.unique's first index of each memory, in the best-first order again.
+        _, first = np.unique(owners[held], return_index=True)
+        picked = held[np.sort(first)]
+        ids, spans = self.ids, self.spans
+        found: list[PassageRow] = []
+        for i, score in zip(at[picked].tolist(), scores[picked].tolist(), strict=True):
+            memory_id, start, stop = spans[ids[i]]
+            found.append((memory_id, score, start, stop))
+        return found
 
     def found(self, pairs: Iterable[tuple[str, float]]) -> list[PassageRow]:
         """The passages a search of this index found (``search_pairs``, best first), as

@@ -75,8 +75,7 @@ class SearchMixin(SqliteBase):
         # One query, two indexes: normalised once.
         q = index.query_vector(query) if index.dim is not None else passages.query_vector(query)
         found = index.search_pairs(flt, scope, q, limit, unit=True)
-        pairs = passages.search_pairs(flt, scope, q, limit * PASSAGE_DEPTH, unit=True)
-        rows = passages.found(pairs)
+        rows = passages.best(flt, scope, q, limit * PASSAGE_DEPTH)
         return merge_dense(found, rows, limit)
 
     def _fresh_passages(self, workspace_id: str) -> PassageIndex:
