@@ -9,13 +9,14 @@ import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
 from episodic import Episodic
 from episodic.client import Client
 from episodic.embed.fake import FakeEmbedder
 from episodic.http import asgi
-from episodic.model import ScopeFilter
+from episodic.model import Scope, ScopeFilter
 from episodic.recall.answer import recall_answer
 from episodic.recall.policies import DEFAULT
 from episodic.scoring.passages import (
@@ -26,6 +27,7 @@ from episodic.scoring.passages import (
     span_for_words,
     words,
 )
+from episodic.store.dense import DenseRows
 from episodic.store.passages import PassageIndex, merge_dense, passage_key
 from long_memories import long_workspace, note
 from servers import serve
@@ -160,11 +162,6 @@ def test_a_passage_search_picks_each_memorys_best_as_naming_every_passage_would(
     # ``best`` picks each memory's first passage among its arrays; naming every passage
     # found and folding them (``found``) gives the same rows, scores and spans, under a
     # scope, at any depth, with passages loaded in two batches and one re-embedded.
-    import numpy as np
-
-    from episodic.model import Scope
-    from episodic.store.dense import DenseRows
-
     rng = np.random.default_rng(7)
 
     def batch(keys: list[tuple[str, int]]) -> DenseRows:
