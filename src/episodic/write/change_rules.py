@@ -73,6 +73,9 @@ class Verdict:
     kind: Kind
     rule: str
     reason: str
+    # The change rule that read a change a ``says-more`` verdict declined to apply ("" for
+    # every other verdict): the newer text changes one sentence of the older.
+    change: str = ""
 
 
 # -- what keeps a sentence of the new text from signalling a change -------------------------
@@ -358,7 +361,7 @@ def _check_named(signal: _Signal, old: str, new_text: str) -> Verdict | None:
         ):
             continue
         if _says_more(old, sentence, new_text):
-            return _says_more_verdict()
+            return _says_more_verdict(signal.rule)
         return Verdict(
             "supersedes",
             signal.rule,
@@ -379,7 +382,7 @@ def _check_over(signal: _Signal, old: str) -> Verdict | None:
         if not said.values <= sentence.values:
             continue
         if _says_more(old, sentence.text, signal.over):
-            return _says_more_verdict()
+            return _says_more_verdict(signal.rule)
         return Verdict(
             "supersedes", signal.rule, "the new text says what the old text states is no longer so"
         )
@@ -422,7 +425,7 @@ def _check_forward(signal: _Signal, old: str, new_text: str) -> Verdict | None:
         if reason_over_instruction(signal.sentence, sentence):
             return _reason_verdict()
         if _says_more(old, sentence, new_text):
-            return _says_more_verdict()
+            return _says_more_verdict(verdict.rule)
         return verdict
     return None
 
@@ -464,11 +467,12 @@ def _says_more(old: str, changed: str, new_text: str) -> bool:
     return False
 
 
-def _says_more_verdict() -> Verdict:
+def _says_more_verdict(change: str) -> Verdict:
     return Verdict(
         "unrelated",
         "says-more",
         "the change replaces one sentence of the old text, which says more that stays true",
+        change,
     )
 
 
