@@ -232,11 +232,10 @@ class RecallPolicy:
     # Among the k hits, for a question asking for the current state: a newer memory that
     # detection on write found changing one sentence of an older hit which says more
     # that stays true (``partial_changes``, decided once when the newer was written) goes
-    # just above it, the older marked earlier (recall/supersede.py: partly_changed_first).
-    # One read of the hits' links. With partly_changed_in, a newer one recall did not
-    # choose is brought in just above the older, the last hit giving its place up.
-    partly_changed_first: bool = False
-    partly_changed_in: bool = False
+    # just above it, the older marked earlier (recall/supersede.py: partly_changed_first;
+    # one read of the hits' links). 0 off; 1 orders the hits; 2 also brings a newer one
+    # recall did not choose in, just above the older, the last hit giving its place up.
+    partly_changed: int = 0
     # Seed 000's read-time walk: add the memories one `similar` edge away from each hit
     # (off by default; enabled per agent with memory_walk_depth = 1).
     walk_depth: int = 0

@@ -84,22 +84,28 @@ def order_within_hits(hits: Hits, policy: RecallPolicy) -> list[tuple[str, float
     chosen = newer_turns_first_within(hits, policy.subject_cosine_hits)
     chosen = restated_first_within(replace(hits, chosen=chosen), policy.restated_words)
     chosen = changed_first_within(replace(hits, chosen=chosen), policy.changed_first)
-    return partly_changed_first(
-        replace(hits, chosen=chosen), policy.partly_changed_first, policy.partly_changed_in
-    )
+    return partly_changed_first(replace(hits, chosen=chosen), policy.partly_changed)
 
 
-def partly_changed_first(hits: Hits, on: bool, bring_in: bool) -> list[tuple[str, float]]:
+# ``partly_changed``'s levels: order the hits; also bring the newer in.
+PARTLY_ORDER = 1
+PARTLY_BRING_IN = 2
+
+
+def partly_changed_first(hits: Hits, level: int) -> list[tuple[str, float]]:
     """The hits with a newer memory that detection on write found changing part of an
     older hit (``partial_changes``: the older says more that stays true, so it was not
     replaced) ranked just above it, the older marked earlier, when the question asks for
     the current state. A hit made from other memories (an episode) takes the links of
-    what it was made from, never to a newer one made from the same. With ``bring_in``, a
-    newer memory recall did not choose takes a place just above the older one (the last
-    hit gives its place up) when ``flt`` can see it and it is active. One read of the
+    what it was made from, never to a newer one made from the same. At level 2
+    (``PARTLY_BRING_IN``; 1 only orders, 0 does nothing) a newer memory recall did not
+    choose takes a place just above the older one (the last hit gives its place up) when
+    ``flt`` can see it and it is active. One read of the
     hits' links; one more, of the newer memories, only when one is brought in."""
     chosen, memories, flt = hits.chosen, hits.memories, hits.flt
-    if not on or not chosen or flt is None or flt.superseded or not _asks_for_now(hits.question):
+    if level < PARTLY_ORDER or not chosen or flt is None or flt.superseded:
+        return chosen
+    if not _asks_for_now(hits.question):
         return chosen
     # A store of the full protocol reads links (``SupersessionStore``); a search-only one
     # has none to read.
@@ -124,7 +130,7 @@ def partly_changed_first(hits: Hits, on: bool, bring_in: bool) -> list[tuple[str
     # A newer memory is among the hits as itself or as a hit made from it (the episode
     # of the session that said it), never one made from the older's sources too.
     similar = {older: _standing_for(older, ns, chosen, keys) for older, ns in newer.items()}
-    if bring_in:
+    if level >= PARTLY_BRING_IN:
         wanted = {older: ns[0] for older, ns in newer.items() if not similar[older]}
         if wanted:
             chosen = _brought_in(hits, chosen, wanted)
