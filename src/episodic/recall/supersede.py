@@ -73,6 +73,9 @@ class Hits:
     store: SearchStore | None = None
     flt: ScopeFilter | None = None
     earlier: dict[str, str] | None = None
+    # How many hits recall returns (None: as many as ``chosen`` holds); a memory brought
+    # in takes a free place, or the last hit's.
+    k: int | None = None
 
 
 def order_within_hits(hits: Hits, policy: RecallPolicy) -> list[tuple[str, float]]:
@@ -138,13 +141,15 @@ def partly_changed_first(hits: Hits, level: int) -> list[tuple[str, float]]:
             similar = {o: _standing_for(o, ns, chosen, keys) for o, ns in newer.items()}
     ts = {i: memories[i].ts for i, _ in chosen}
     similar = {o: [(n, w) for n, w in pairs if ts[n] > ts[o]] for o, pairs in similar.items()}
+    room = max(len(hits.chosen), hits.k or 0)
     if not any(similar.values()):
-        return chosen
-    if hits.earlier is not None:
-        hits.earlier.update(newer_of(chosen, similar, ts))
+        return chosen[:room]
     # No base-importance guard: the rule read the change, an entry may stand above the
     # message it changes.
-    return newest_first(chosen, similar, ts)
+    ordered = newest_first(chosen, similar, ts)[:room]
+    if hits.earlier is not None:
+        hits.earlier.update(newer_of(ordered, similar, ts))
+    return ordered
 
 
 def _standing_for(
@@ -167,8 +172,8 @@ def _brought_in(
     hits: Hits, chosen: list[tuple[str, float]], wanted: dict[str, str]
 ) -> list[tuple[str, float]]:
     """``chosen`` with, for each older hit in ``wanted``, its newer memory put in just
-    below it with its score (the order step lifts it above) when ``hits.flt`` can see it
-    and it is active, the last hits giving their places up."""
+    below it with its score (the order step lifts it above, and cuts the hits back to
+    ``k``) when ``hits.flt`` can see it and it is active."""
     from episodic.store.sql import scope_allows
 
     assert hits.store is not None and hits.flt is not None
@@ -186,7 +191,7 @@ def _brought_in(
         if newer in found and newer not in {j for j, _ in out}:
             hits.memories[newer] = found[newer]
             out.append((newer, score))
-    return out[: len(chosen)]
+    return out
 
 
 def newer_turns_first_within(hits: Hits, turns: float) -> list[tuple[str, float]]:
