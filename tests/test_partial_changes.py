@@ -17,13 +17,14 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import raw_execute
-from episodic import Episodic, Settings
+from episodic import Episodic, NotFound, Settings
 from episodic.cli import app
 from episodic.embed.fake import FakeEmbedder
 from episodic.http import asgi
 from episodic.llm.base import ScriptedLLM
-from episodic.model import Hit, MemoryStatus
+from episodic.model import Hit, Memory, MemoryStatus, ScopeFilter
 from episodic.recall.policies import DEFAULT, RecallPolicy
+from episodic.recall.supersede import PARTLY_BRING_IN, PARTLY_ORDER, Hits, partly_changed_first
 from episodic.service.decisions import CHANGES_PART_OF, PARTLY_CHANGED_BY
 from episodic.store import open_store
 from episodic.write.supersession import Claim, partial_change
@@ -110,6 +111,75 @@ def test_no_link_across_owners_from_an_older_memory_or_over_its_own_source() -> 
 def test_a_change_that_replaces_the_whole_older_memory_is_no_partial_change() -> None:
     whole = dataclasses.replace(claim("old", 0), content="The Hakone ryokan is 240 euros a night.")
     assert partial_change(claim("new", 7), whole) is None
+
+
+# -- the recall step over given links (a store that holds only them) ---------------------
+class Links:
+    """The two reads the step makes: the hits' links, and a newer memory brought in."""
+
+    def __init__(self, links: dict[str, list[str]], stored: list[Memory]) -> None:
+        self.links, self.stored = links, {m.id: m for m in stored}
+
+    def partly_changed_by(self, workspace_id: str, old_ids: Any) -> dict[str, list[str]]:
+        return {k: v for k, v in self.links.items() if k in old_ids}
+
+    def get_memories(self, workspace_id: str, ids: Any) -> list[Memory]:
+        return [self.stored[i] for i in ids if i in self.stored]
+
+
+def memory(memory_id: str, day: int, *sources: str, **fields: Any) -> Memory:
+    return Memory(
+        **{"type": "message", **fields},
+        id=memory_id,
+        workspace=WS,
+        ts=T0 + timedelta(days=day),
+        content=memory_id,
+        source_event_ids=sources or (memory_id,),
+    )
+
+
+def step(
+    chosen: list[str], stored: list[Memory], links: dict[str, list[str]], level: int, **flt: Any
+) -> tuple[list[str], dict[str, str]]:
+    by_id = {m.id: m for m in stored}
+    earlier: dict[str, str] = {}
+    hits = Hits(
+        [(i, 1.0 - n / 10) for n, i in enumerate(chosen)],
+        {i: by_id[i] for i in chosen},
+        "what does the ryokan cost",
+        Links(links, stored),  # type: ignore[arg-type]
+        ScopeFilter(workspace_id=WS, **flt),
+        earlier,
+        k=len(chosen),
+    )
+    return [i for i, _ in partly_changed_first(hits, level)], earlier
+
+
+def test_a_hit_made_from_the_older_too_is_never_its_newer_partner() -> None:
+    # "ep" recounts a session that held both the booking and its correction.
+    stored = [memory("h1", 0), memory("h2", 7), memory("ep", 7, "h1", "h2", type="episode")]
+    order, earlier = step(["h1", "ep", "h2"], stored, {"h1": ["h2"]}, PARTLY_ORDER)
+    assert order == ["h2", "h1", "ep"] and earlier == {"h1": "h2"}
+    # Its own hit made from both stands for neither end.
+    order, earlier = step(["ep", "h2"], stored, {"h1": ["h2"]}, PARTLY_ORDER)
+    assert order == ["ep", "h2"] and earlier == {}
+
+
+def test_only_an_active_newer_memory_the_recall_may_see_is_brought_in() -> None:
+    stored = [memory("h1", 0, conversation="c1"), memory("x", 1, conversation="c1")]
+    newer = memory("h2", 7, conversation="c2")
+    order, _ = step(["h1", "x"], [*stored, newer], {"h1": ["h2"]}, PARTLY_BRING_IN)
+    assert order == ["h2", "h1"]  # the last hit gives its place up
+    assert step(["h1", "x"], [*stored, newer], {"h1": ["h2"]}, PARTLY_ORDER)[0] == ["h1", "x"]
+    seen_in_c1 = step(
+        ["h1", "x"], [*stored, newer], {"h1": ["h2"]}, PARTLY_BRING_IN, conversation_id="c1"
+    )
+    assert seen_in_c1[0] == ["h1", "x"]
+    retired = dataclasses.replace(newer, status=MemoryStatus.RETIRED)
+    assert step(["h1", "x"], [*stored, retired], {"h1": ["h2"]}, PARTLY_BRING_IN)[0] == [
+        "h1",
+        "x",
+    ]
 
 
 # -- on write, through recall and render, on both backends ---------------------------------
@@ -238,6 +308,28 @@ def test_a_model_that_declines_to_replace_leaves_the_link_to_the_rule(
         assert m.store.get_memory(WS, "h1").status is MemoryStatus.ACTIVE
     finally:
         m.close()
+
+
+def test_the_store_links_only_an_active_older_memory_of_the_workspace(
+    mem: Episodic, clock: Clock
+) -> None:
+    tell_the_prices(mem, clock)
+    link = {"decided_by": "offline:says-more:not-but", "reason": "r", "at": clock.now}
+    assert not mem.store.link_partial_change(WS, "h1", "h2", **link)  # linked on write
+    with pytest.raises(NotFound):
+        mem.store.link_partial_change(WS, "h1", "nope", **link)
+    with pytest.raises(NotFound):
+        mem.store.link_partial_change("elsewhere", "h1", "h2", **link)
+    mem.store.set_status(WS, "h1", MemoryStatus.RETIRED)
+    mem.store.revert_partial_changes(WS, "h1", by="t", at=clock.now)
+    raw_links = mem.store.partial_changes(WS, ["h1"])
+    assert raw_links and all(s.reverted_at is not None for s in raw_links)
+    clock.now += timedelta(days=1)
+    mem.add_messages(
+        [{"id": "h4", "role": "user", "content": CORRECTED}], conversation="day-5", **TRIP
+    )
+    assert not mem.store.link_partial_change(WS, "h1", "h4", **link)  # h1 is retired
+    assert mem.store.partly_changed_by(WS, ["h1"]) == {}
 
 
 # -- the interfaces ------------------------------------------------------------------------

@@ -103,8 +103,8 @@ def partly_changed_first(hits: Hits, level: int) -> list[tuple[str, float]]:
     what it was made from, never to a newer one made from the same. At level 2
     (``PARTLY_BRING_IN``; 1 only orders, 0 does nothing) a newer memory recall did not
     choose takes a place just above the older one (the last hit gives its place up) when
-    ``flt`` can see it and it is active. One read of the
-    hits' links; one more, of the newer memories, only when one is brought in."""
+    ``flt`` can see it and it is active. One read of the hits' links; one more, of the
+    newer memories, only when one is brought in."""
     chosen, memories, flt = hits.chosen, hits.memories, hits.flt
     if level < PARTLY_ORDER or not chosen or flt is None or flt.superseded:
         return chosen
@@ -139,8 +139,8 @@ def partly_changed_first(hits: Hits, level: int) -> list[tuple[str, float]]:
             chosen = _brought_in(hits, chosen, wanted)
             keys.update({i: [i] for i, _ in chosen if i not in keys})
             similar = {o: _standing_for(o, ns, chosen, keys) for o, ns in newer.items()}
+    # Only a newer partner moves (newest_first and newer_of compare the times).
     ts = {i: memories[i].ts for i, _ in chosen}
-    similar = {o: [(n, w) for n, w in pairs if ts[n] > ts[o]] for o, pairs in similar.items()}
     room = max(len(hits.chosen), hits.k or 0)
     if not any(similar.values()):
         return chosen[:room]
