@@ -165,6 +165,17 @@ def test_a_hit_made_from_the_older_too_is_never_its_newer_partner() -> None:
     assert order == ["ep", "h2"] and earlier == {}
 
 
+def test_an_episode_takes_its_messages_links_and_an_entry_drawn_from_one_does_not() -> None:
+    # The entry kept a sentence of the booking that stays true (the inn, the onsen).
+    stored = [
+        memory("ent", 0, "h1", type="entry"),
+        memory("ep", 0, "h1", type="episode"),
+        memory("h2", 7),
+    ]
+    order, earlier = step(["ent", "ep", "h2"], stored, {"h1": ["h2"]}, PARTLY_ORDER)
+    assert order == ["ent", "h2", "ep"] and earlier == {"ep": "h2"}
+
+
 def test_only_an_active_newer_memory_the_recall_may_see_is_brought_in() -> None:
     stored = [memory("h1", 0, conversation="c1"), memory("x", 1, conversation="c1")]
     newer = memory("h2", 7, conversation="c2")

@@ -27,6 +27,7 @@ from typing import cast
 
 from episodic.blas import one_thread
 from episodic.model import Memory, MemoryStatus, ScopeFilter
+from episodic.policy import EPISODE_TYPE
 from episodic.recall.policies import RecallPolicy
 from episodic.scoring.supersede import newer_of, newest_first, older_below_newer, same_subject
 from episodic.store.search import SearchStore
@@ -99,8 +100,8 @@ def partly_changed_first(hits: Hits, level: int) -> list[tuple[str, float]]:
     """The hits with a newer memory that detection on write found changing part of an
     older hit (``partial_changes``: the older says more that stays true, so it was not
     replaced) ranked just above it, the older marked earlier, when the question asks for
-    the current state. A hit made from other memories (an episode) takes the links of
-    what it was made from, never to a newer one made from the same. At level 2
+    the current state. An episode takes the links of the messages it recounts, never to
+    a newer one made from the same. At level 2
     (``PARTLY_BRING_IN``; 1 only orders, 0 does nothing) a newer memory recall did not
     choose takes a place just above the older one (the last hit gives its place up) when
     ``flt`` can see it and it is active. One read of the hits' links; one more, of the
@@ -117,15 +118,19 @@ def partly_changed_first(hits: Hits, level: int) -> list[tuple[str, float]]:
         return chosen
     # A hit's own id, and for one made from others the memories it was made from.
     keys = {i: [i, *(s for s in memories[i].source_event_ids if s != i)] for i, _ in chosen}
+    # An episode recounts its whole session, the changed sentence with it, and is never a
+    # candidate on write: it takes its messages' links. An entry drawn from a message was
+    # a candidate itself; still active and unlinked, it holds none of what changed.
+    asked = {i: keys[i] if memories[i].type == EPISODE_TYPE else [i] for i, _ in chosen}
     links = cast(
         "dict[str, list[str]]",
-        links_of(flt.workspace_id, [k for ks in keys.values() for k in ks]),
+        links_of(flt.workspace_id, [k for ks in asked.values() for k in ks]),
     )
     if not links:
         return chosen
     newer: dict[str, list[str]] = {}
     for i, _ in chosen:
-        found = [n for k in keys[i] for n in links.get(k, ())]
+        found = [n for k in asked[i] for n in links.get(k, ())]
         if found:
             newer[i] = list(dict.fromkeys(found))
     if not newer:
