@@ -73,9 +73,7 @@ class Verdict:
     kind: Kind
     rule: str
     reason: str
-    # The change rule that read a change a ``says-more`` verdict declined to apply ("" for
-    # every other verdict): the newer text changes one sentence of the older.
-    change: str = ""
+    change: str = ""  # the change rule a ``says-more`` verdict declined to apply
 
 
 # -- what keeps a sentence of the new text from signalling a change -------------------------
@@ -468,12 +466,8 @@ def _says_more(old: str, changed: str, new_text: str) -> bool:
 
 
 def _says_more_verdict(change: str) -> Verdict:
-    return Verdict(
-        "unrelated",
-        "says-more",
-        "the change replaces one sentence of the old text, which says more that stays true",
-        change,
-    )
+    said = "the change replaces one sentence of the old text, which says more that stays true"
+    return Verdict("unrelated", "says-more", said, change)
 
 
 def _reason_verdict() -> Verdict:
