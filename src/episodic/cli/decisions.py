@@ -63,6 +63,9 @@ def restore(
 ) -> None:
     """Undo a supersession or a retirement: the memory is active again, in every recall.
 
+    Of an active memory a newer one changed part of, it undoes those partial changes:
+    recall no longer ranks the newer above it nor marks it earlier.
+
     The decision is kept, marked reverted, so detection never replaces it with the same
     memory again (an explicit 'memory supersede' still can) and the end of its phase does
     not retire it again (an explicit 'memory retire' still can). A memory that is neither

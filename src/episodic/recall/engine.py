@@ -389,7 +389,9 @@ def _rank(
         chosen = ranked[:k]
     if policy.newest_similar_first:
         hits_before = chosen
-        chosen = order_within_hits(Hits(chosen, memories, query.text, store, flt, earlier), policy)
+        chosen = order_within_hits(
+            Hits(chosen, memories, query.text, store, flt, earlier, k), policy
+        )
         if trace is not None and chosen != hits_before:
             trace.add_stage(ORDER_WITHIN_HITS, chosen)
     if trace is not None:

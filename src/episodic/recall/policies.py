@@ -229,6 +229,13 @@ class RecallPolicy:
     # older says more than the change and so stays (recall/supersede.py:
     # changed_first_within). Only the order of the k changes; the older is marked earlier.
     changed_first: bool = False
+    # Among the k hits, for a question asking for the current state: a newer memory that
+    # detection on write found changing one sentence of an older hit which says more
+    # that stays true (``partial_changes``, decided once when the newer was written) goes
+    # just above it, the older marked earlier (recall/supersede.py: partly_changed_first;
+    # one read of the hits' links). 0 off; 1 orders the hits; 2 also brings a newer one
+    # recall did not choose in, just above the older, the last hit giving its place up.
+    partly_changed: int = 0
     # Seed 000's read-time walk: add the memories one `similar` edge away from each hit
     # (off by default; enabled per agent with memory_walk_depth = 1).
     walk_depth: int = 0
@@ -351,6 +358,13 @@ DENSE = RecallPolicy(
 #   lifts BEAM's updates 0.33 -> 0.51 held out, but the folds chose 2, 3 or 4 words and
 #   held out BEAM's R@1 fell 0.227 -> 0.224 (information extraction -2.5 points): it
 #   stays 0;
+# - among the hits, a newer memory that detection on write found changing one sentence
+#   of an older hit which says more (partial_changes) goes just above it, the older
+#   marked earlier (partly_changed 1): one read of the hits' links per recall asking
+#   about now. LoCoMo and BEAM hold no such pair (the rule links none on either), so
+#   both are unchanged on every fold; bringing a newer one in when only the older was
+#   found (2) stays off: in a trip chat it brought a flight change into a question
+#   about a ryokan's price, over a hit of the subject (benchmarks/README.md);
 # - seed 001's scope levels when the query names who is asking (an agent or a crew): the
 #   asker's team x1.5, the rest of the project x1.2, workspace-wide memories x1.0;
 # - a long memory found by a later passage keeps 0.85 of that passage's cosine: chosen on
@@ -433,11 +447,12 @@ DEFAULT = RecallPolicy(
     leg_keep=6,
     leg_keep_rank=3,
     leg_keep_chars=1000,
+    partly_changed=1,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
         "importance prior, a soft price on long memories' many passages, each leg's best "
         "short memories above the long ones, scope levels, newest first among memories "
-        "about one subject"
+        "about one subject, a newer memory just above an older hit it changes part of"
     ),
 )
 

@@ -23,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import cast
 
 from episodic.blas import one_thread
-from episodic.model import Memory, ScopeFilter
+from episodic.model import Memory, MemoryStatus, ScopeFilter
+from episodic.policy import EPISODE_TYPE
 from episodic.recall.policies import RecallPolicy
 from episodic.scoring.supersede import newer_of, newest_first, older_below_newer, same_subject
 from episodic.store.search import SearchStore
@@ -72,6 +74,9 @@ class Hits:
     store: SearchStore | None = None
     flt: ScopeFilter | None = None
     earlier: dict[str, str] | None = None
+    # How many hits recall returns (None: as many as ``chosen`` holds); a memory brought
+    # in takes a free place, or the last hit's.
+    k: int | None = None
 
 
 def order_within_hits(hits: Hits, policy: RecallPolicy) -> list[tuple[str, float]]:
@@ -82,7 +87,116 @@ def order_within_hits(hits: Hits, policy: RecallPolicy) -> list[tuple[str, float
     leaves."""
     chosen = newer_turns_first_within(hits, policy.subject_cosine_hits)
     chosen = restated_first_within(replace(hits, chosen=chosen), policy.restated_words)
-    return changed_first_within(replace(hits, chosen=chosen), policy.changed_first)
+    chosen = changed_first_within(replace(hits, chosen=chosen), policy.changed_first)
+    return partly_changed_first(replace(hits, chosen=chosen), policy.partly_changed)
+
+
+# ``partly_changed``'s levels: order the hits; also bring the newer in.
+PARTLY_ORDER = 1
+PARTLY_BRING_IN = 2
+
+
+def partly_changed_first(hits: Hits, level: int) -> list[tuple[str, float]]:
+    """The hits with a newer memory that detection on write found changing part of an
+    older hit (``partial_changes``: the older says more that stays true, so it was not
+    replaced) ranked just above it, the older marked earlier, when the question asks for
+    the current state. An episode takes the links of the messages it recounts, never to
+    a newer one made from the same. At level 2
+    (``PARTLY_BRING_IN``; 1 only orders, 0 does nothing) a newer memory recall did not
+    choose takes a place just above the older one (the last hit gives its place up) when
+    ``flt`` can see it and it is active. One read of the hits' links; one more, of the
+    newer memories, only when one is brought in."""
+    chosen, memories, flt = hits.chosen, hits.memories, hits.flt
+    if level < PARTLY_ORDER or not chosen or flt is None or flt.superseded:
+        return chosen
+    if not _asks_for_now(hits.question):
+        return chosen
+    # A store of the full protocol reads links (``SupersessionStore``); a search-only one
+    # has none to read.
+    links_of = getattr(hits.store, "partly_changed_by", None)
+    if links_of is None:
+        return chosen
+    # A hit's own id, and for one made from others the memories it was made from.
+    keys = {i: [i, *(s for s in memories[i].source_event_ids if s != i)] for i, _ in chosen}
+    # An episode recounts its whole session, the changed sentence with it, and is never a
+    # candidate on write: it takes its messages' links. An entry drawn from a message was
+    # a candidate itself; still active and unlinked, it holds none of what changed.
+    asked = {i: keys[i] if memories[i].type == EPISODE_TYPE else [i] for i, _ in chosen}
+    links = cast(
+        "dict[str, list[str]]",
+        links_of(flt.workspace_id, [k for ks in asked.values() for k in ks]),
+    )
+    if not links:
+        return chosen
+    newer: dict[str, list[str]] = {}
+    for i, _ in chosen:
+        found = [n for k in asked[i] for n in links.get(k, ())]
+        if found:
+            newer[i] = list(dict.fromkeys(found))
+    if not newer:
+        return chosen
+    # A newer memory is among the hits as itself or as a hit made from it (the episode
+    # of the session that said it), never one made from the older's sources too.
+    similar = {older: _standing_for(older, ns, chosen, keys) for older, ns in newer.items()}
+    if level >= PARTLY_BRING_IN:
+        wanted = {older: ns[0] for older, ns in newer.items() if not similar[older]}
+        if wanted:
+            chosen = _brought_in(hits, chosen, wanted)
+            keys.update({i: [i] for i, _ in chosen if i not in keys})
+            similar = {o: _standing_for(o, ns, chosen, keys) for o, ns in newer.items()}
+    # Only a newer partner moves (newest_first and newer_of compare the times).
+    ts = {i: memories[i].ts for i, _ in chosen}
+    room = max(len(hits.chosen), hits.k or 0)
+    if not any(similar.values()):
+        return chosen[:room]
+    # No base-importance guard: the rule read the change, an entry may stand above the
+    # message it changes.
+    ordered = newest_first(chosen, similar, ts)[:room]
+    if hits.earlier is not None:
+        hits.earlier.update(newer_of(ordered, similar, ts))
+    return ordered
+
+
+def _standing_for(
+    older: str,
+    newer: Sequence[str],
+    chosen: Sequence[tuple[str, float]],
+    keys: dict[str, list[str]],
+) -> list[tuple[str, float]]:
+    """The hits that are one of ``newer`` or were made from one, none made from what
+    ``older`` was made from."""
+    wanted, own = set(newer), set(keys[older])
+    return [
+        (i, 1.0)
+        for i, _ in chosen
+        if i != older and wanted & set(keys[i]) and not own & set(keys[i])
+    ]
+
+
+def _brought_in(
+    hits: Hits, chosen: list[tuple[str, float]], wanted: dict[str, str]
+) -> list[tuple[str, float]]:
+    """``chosen`` with, for each older hit in ``wanted``, its newer memory put in just
+    below it with its score (the order step lifts it above, and cuts the hits back to
+    ``k``) when ``hits.flt`` can see it and it is active."""
+    from episodic.store.sql import scope_allows
+
+    assert hits.store is not None and hits.flt is not None
+    found = {
+        m.id: m
+        for m in hits.store.get_memories(hits.flt.workspace_id, list(set(wanted.values())))
+        if m.status is MemoryStatus.ACTIVE and scope_allows(hits.flt, m)
+    }
+    if not found:
+        return chosen
+    out: list[tuple[str, float]] = []
+    for i, score in chosen:
+        out.append((i, score))
+        newer = wanted.get(i)
+        if newer in found and newer not in {j for j, _ in out}:
+            hits.memories[newer] = found[newer]
+            out.append((newer, score))
+    return out
 
 
 def newer_turns_first_within(hits: Hits, turns: float) -> list[tuple[str, float]]:

@@ -12,12 +12,15 @@ Every automatic decision that changes what recall can see is kept where it is ma
 - dedupe: the entries an episode's extraction did not keep, each with its reason (a known
   hash, a near-duplicate of a stored memory, an exclusion), in the episode's payload.
 - supersession: the ``supersessions`` links, at either end, with who decided (the offline
-  rule's name, ``llm:<model>``, ``explicit``) and why, and whether it was reverted.
+  rule's name, ``llm:<model>``, ``explicit``) and why, and whether it was reverted; the
+  ``partial_changes`` links alike (a newer memory that changes part of an older one).
 - merge: the memory a compacted one was merged into (``memory_compactions``).
 - retirement: the phase whose end retired a memory (its payload), or an explicit retire.
 
 ``restore`` undoes a supersession: the memory is active again and the link is kept,
-marked reverted, so detection never makes the same replacement again. It undoes a
+marked reverted, so detection never makes the same replacement again. Of an active
+memory a newer one changed part of (``partial_changes``), it undoes those links the same
+way: recall no longer ranks the newer above it nor marks it earlier. It undoes a
 retirement too: the memory's payload records when and by whom, the retirement is listed
 as reverted, and the end of its phase does not retire it again. And it undoes a merge by
 compaction: the compacted memory is active again as it was (the memory it was merged into
@@ -48,12 +51,26 @@ IMPORTANCE = "importance"
 NOT_KEPT = "not_kept"
 SUPERSEDES = "supersedes"
 SUPERSEDED = "superseded"
+# A partial change (``partial_changes``): the newer memory changes one sentence of the
+# older, which says more that stays true and so stays active.
+CHANGES_PART_OF = "changes_part_of"
+PARTLY_CHANGED_BY = "partly_changed_by"
 MERGED = "merged"
 RETIRED = "retired"
 # What a restored retired memory's payload records: when and by whom it was restored.
 RESTORED_AT = "restored_at"
 RESTORED_BY = "restored_by"
-KINDS = (ADMITTED, IMPORTANCE, NOT_KEPT, SUPERSEDES, SUPERSEDED, MERGED, RETIRED)
+KINDS = (
+    ADMITTED,
+    IMPORTANCE,
+    NOT_KEPT,
+    SUPERSEDES,
+    SUPERSEDED,
+    CHANGES_PART_OF,
+    PARTLY_CHANGED_BY,
+    MERGED,
+    RETIRED,
+)
 
 # Who restored a memory from Python (the CLI says ``cli``, an API key its id).
 PYTHON_RESTORER = "python"
@@ -161,14 +178,18 @@ def dropped_decisions(memory: Memory) -> list[Decision]:
     return out
 
 
-def link_decisions(memory_id: str, links: Sequence[Supersession]) -> list[Decision]:
-    """The supersessions naming ``memory_id``: what it replaced, what replaced it."""
+def link_decisions(
+    memory_id: str, links: Sequence[Supersession], *, partial: bool = False
+) -> list[Decision]:
+    """The supersessions naming ``memory_id``: what it replaced, what replaced it; with
+    ``partial``, the partial changes: what it changed part of, what changed part of it."""
+    newer, older = (CHANGES_PART_OF, PARTLY_CHANGED_BY) if partial else (SUPERSEDES, SUPERSEDED)
     out: list[Decision] = []
     for link in links:
         if link.new_id == memory_id:
-            kind, other = SUPERSEDES, link.old_id
+            kind, other = newer, link.old_id
         elif link.old_id == memory_id:
-            kind, other = SUPERSEDED, link.new_id
+            kind, other = older, link.new_id
         else:
             continue
         out.append(
@@ -284,6 +305,7 @@ class Decisions:
             *admission_decisions(memory, events[0] if events else None),
             *dropped_decisions(memory),
             *link_decisions(memory.id, store.supersessions(ws, [memory.id])),
+            *link_decisions(memory.id, store.partial_changes(ws, [memory.id]), partial=True),
             *status_decisions(memory, merged),
         ]
         return sorted(decisions, key=_when)
@@ -312,10 +334,17 @@ class Decisions:
             found.workspace, found.id, by=by, at=self.ctx.clock()
         )
         if restored is None:
+            # An active memory a newer one changed part of: the link is undone, recall
+            # no longer marks it earlier, and detection never links the pair again.
+            if found.status is MemoryStatus.ACTIVE and self.ctx.store.revert_partial_changes(
+                found.workspace, found.id, by=by, at=self.ctx.clock()
+            ):
+                return found
             raise InvalidInput(
                 "memory_id",
                 f"memory {memory_id} is {found.status.value}, not superseded, retired or "
-                "compacted: only a superseded, retired or compacted memory can be restored",
+                "compacted: only a superseded, retired or compacted memory, or one a newer "
+                "memory changed part of, can be restored",
             )
         return self.ctx.store.get_memory(found.workspace, found.id)
 

@@ -180,7 +180,12 @@ class Superseding:
         if not candidates:
             return replaced
         # The rules load with the first check, not with the service: a recall never needs them.
-        from episodic.write.supersession import blocked, decide_offline, decide_with_llm
+        from episodic.write.supersession import (
+            blocked,
+            decide_offline,
+            decide_with_llm,
+            partial_change,
+        )
 
         new = _claim(memory)
         claims = [_claim(c) for c in candidates]
@@ -198,6 +203,8 @@ class Superseding:
             decisions = {c.id: decide_offline(new, c) for c in claims}
         for claim in claims:
             decision = decisions[claim.id]
+            if decision.kind == "unrelated":
+                self._link_partial(memory, claim, partial_change(new, claim, decision))
             if decision.kind != "supersedes":
                 continue
             why_not = blocked(new, claim)  # a model's answer is held to the guards too
@@ -217,6 +224,25 @@ class Superseding:
                 continue
             replaced += done is not None
         return replaced
+
+    def _link_partial(self, memory: Memory, old: Claim, change: Decision | None) -> None:
+        """Record that ``memory`` changes part of ``old``, which says more and stays (a
+        soft link recall orders by); nothing when the rule read no such change."""
+        if change is None:
+            return
+        try:
+            linked = self.ctx.store.link_partial_change(
+                memory.workspace,
+                old.id,
+                memory.id,
+                decided_by=change.decided_by,
+                reason=change.reason,
+                at=self.ctx.clock(),
+            )
+        except NotFound:  # forgotten meanwhile
+            return
+        if linked:
+            log.info("%s changes part of %s (%s)", memory.id, old.id, change.decided_by)
 
     def _reverted(self, memory: Memory) -> set[str]:
         """The memories whose replacement by ``memory`` was undone (``restore``)."""

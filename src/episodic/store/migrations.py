@@ -936,6 +936,33 @@ def m018_memory_lengths(conn: sqlite3.Connection) -> None:
     )
 
 
+_M019_SQL = """
+CREATE TABLE partial_changes (
+  old_id       TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+  new_id       TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+  workspace_id TEXT NOT NULL,
+  decided_by   TEXT NOT NULL,
+  reason       TEXT NOT NULL,
+  decided_at   TEXT NOT NULL,
+  reverted_at  TEXT,
+  reverted_by  TEXT,
+  PRIMARY KEY (old_id, new_id)
+);
+
+CREATE INDEX partial_changes_new ON partial_changes (new_id)
+"""
+
+
+def m019_partial_changes(conn: sqlite3.Connection) -> None:
+    """``partial_changes``: a newer memory that changes one sentence of an older one
+    which says more that stays true (the supersession rule's ``says-more``), one row per
+    pair with who decided it and why. The older stays active; recall ranks the newer just
+    above it and marks it earlier. Undone (``memory restore`` of the older), the row stays
+    with ``reverted_at``/``reverted_by`` so detection never links the pair again. A row
+    cascades with either memory, so forgetting one forgets the link."""
+    _run(conn, _M019_SQL)
+
+
 _STATUS_CHECK = "status IN ('active', 'retired', 'compacted')"
 _STATUS_CHECK_V10 = "status IN ('active', 'retired', 'compacted', 'superseded')"
 
@@ -959,6 +986,7 @@ MIGRATIONS: tuple[tuple[int, str, Migration], ...] = (
     (16, "passages", m016_passages),
     (17, "text_passages", m017_text_passages),
     (18, "memory_lengths", m018_memory_lengths),
+    (19, "partial_changes", m019_partial_changes),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -1328,4 +1356,5 @@ _SQL_OF: dict[int, str] = {
     16: _M016_SQL,
     17: _M017_SQL,
     18: _M018_SQL,
+    19: _M019_SQL,
 }

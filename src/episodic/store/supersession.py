@@ -10,7 +10,14 @@ one back its validity (``REVIVE_SQL``): a link whose newer end is gone replaces 
 A replacement can be undone (``revert_supersession``): the old memory is active again
 and its link stays, marked ``reverted_at``/``reverted_by``. A reverted pair is never
 superseded again by detection (``supersede`` refuses it); only an explicit request
-(``overrule``) replaces the same memory with the same one again."""
+(``overrule``) replaces the same memory with the same one again.
+
+A partial change is softer: a newer memory changes one sentence of an older one that
+says more that stays true (the rule's ``says-more``), so the older is not replaced. The
+pair is kept in ``partial_changes``, a sibling of ``supersessions`` with the same
+columns (``Supersession`` reads either): the older stays active, recall ranks the newer
+just above it and marks it earlier. Undone (``revert_partial_changes``), the row stays
+marked reverted and the pair is never linked again; it cascades with either memory."""
 
 from __future__ import annotations
 
@@ -88,6 +95,40 @@ class SupersessionStore(Protocol):
         (status, validity) are restored with them. ``InvalidInput`` on field
         ``supersedes`` when an end is not a memory of the workspace. Returns the links
         written."""
+        ...
+
+    def link_partial_change(
+        self,
+        workspace_id: str,
+        old_id: str,
+        new_id: str,
+        *,
+        decided_by: str,
+        reason: str,
+        at: datetime,
+    ) -> bool:
+        """Record that ``new_id`` changes part of ``old_id``, which stays. False, with
+        nothing written, when the pair is linked already or was linked and undone, or
+        when ``old_id`` is not active. ``NotFound`` when either id is not a memory of the
+        workspace."""
+        ...
+
+    def partial_changes(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
+        """The partial-change links (reverted ones too) that name any of ``memory_ids`` at
+        either end, oldest decided first."""
+        ...
+
+    def partly_changed_by(self, workspace_id: str, old_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Each of ``old_ids`` with a live partial-change link, and the newer memories
+        that changed it, newest decided first: one small read (recall asks it for its
+        hits)."""
+        ...
+
+    def revert_partial_changes(
+        self, workspace_id: str, old_id: str, *, by: str, at: datetime
+    ) -> list[str]:
+        """Undo every live partial change of ``old_id``: the links stay, marked reverted,
+        and are never made again. Returns the newer ends undone ([] when none)."""
         ...
 
     def pending_supersession(self, limit: int, *, vectored_only: bool) -> list[Memory]:
@@ -179,6 +220,44 @@ def derived_sql(mark: str) -> str:
         f"AND (n.event_id = {mark} OR n.event_id IN "
         f"(SELECT event_id FROM memory_sources WHERE memory_id = {mark})))"
     )
+
+
+def insert_partial_sql(mark: str) -> str:
+    """Link a partial change unless the pair was linked before (undone or not):
+    parameters ``(workspace, old_id, new_id, decided_by, reason, decided_at)``."""
+    values = ", ".join([mark] * 6)
+    return (
+        f"INSERT INTO partial_changes ({LINK_INSERT_COLUMNS}) VALUES ({values}) "
+        "ON CONFLICT (old_id, new_id) DO NOTHING"
+    )
+
+
+def revert_partial_sql(mark: str) -> str:
+    """Mark one memory's live partial changes reverted, returning their newer ends:
+    parameters ``(reverted_at, reverted_by, workspace, old_id)``."""
+    return (
+        f"UPDATE partial_changes SET reverted_at = {mark}, reverted_by = {mark} "
+        f"WHERE workspace_id = {mark} AND old_id = {mark} AND reverted_at IS NULL "
+        "RETURNING new_id"
+    )
+
+
+def partly_by_sql(mark: str, count: int) -> str:
+    """The live partial changes of ``count`` older memories: parameters ``(workspace,
+    *old_ids)``; rows ``(old_id, new_id)``, newest decided first."""
+    marks = ", ".join([mark] * count)
+    return (
+        "SELECT old_id, new_id FROM partial_changes WHERE workspace_id = "
+        f"{mark} AND old_id IN ({marks}) AND reverted_at IS NULL "
+        "ORDER BY decided_at DESC, new_id"
+    )
+
+
+def partly_by(rows: Sequence[Sequence[Any]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for old_id, new_id in rows:
+        out.setdefault(old_id, []).append(new_id)
+    return out
 
 
 def derived_reason(old_id: str, reason: str) -> str:

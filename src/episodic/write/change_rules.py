@@ -73,6 +73,7 @@ class Verdict:
     kind: Kind
     rule: str
     reason: str
+    change: str = ""  # the change rule a ``says-more`` verdict declined to apply
 
 
 # -- what keeps a sentence of the new text from signalling a change -------------------------
@@ -358,7 +359,7 @@ def _check_named(signal: _Signal, old: str, new_text: str) -> Verdict | None:
         ):
             continue
         if _says_more(old, sentence, new_text):
-            return _says_more_verdict()
+            return _says_more_verdict(signal.rule)
         return Verdict(
             "supersedes",
             signal.rule,
@@ -379,7 +380,7 @@ def _check_over(signal: _Signal, old: str) -> Verdict | None:
         if not said.values <= sentence.values:
             continue
         if _says_more(old, sentence.text, signal.over):
-            return _says_more_verdict()
+            return _says_more_verdict(signal.rule)
         return Verdict(
             "supersedes", signal.rule, "the new text says what the old text states is no longer so"
         )
@@ -422,7 +423,7 @@ def _check_forward(signal: _Signal, old: str, new_text: str) -> Verdict | None:
         if reason_over_instruction(signal.sentence, sentence):
             return _reason_verdict()
         if _says_more(old, sentence, new_text):
-            return _says_more_verdict()
+            return _says_more_verdict(verdict.rule)
         return verdict
     return None
 
@@ -464,12 +465,9 @@ def _says_more(old: str, changed: str, new_text: str) -> bool:
     return False
 
 
-def _says_more_verdict() -> Verdict:
-    return Verdict(
-        "unrelated",
-        "says-more",
-        "the change replaces one sentence of the old text, which says more that stays true",
-    )
+def _says_more_verdict(change: str) -> Verdict:
+    said = "the change replaces one sentence of the old text, which says more that stays true"
+    return Verdict("unrelated", "says-more", said, change)
 
 
 def _reason_verdict() -> Verdict:

@@ -41,12 +41,14 @@ __all__ = [
     "CONTENT_MAX_CHARS",
     "DATA_TAG",
     "DECISION_SCHEMA",
+    "PARTLY_BY",
     "Claim",
     "Decision",
     "Kind",
     "blocked",
     "decide_offline",
     "decide_with_llm",
+    "partial_change",
     "user_message",
 ]
 
@@ -100,6 +102,9 @@ class Decision:
     kind: Kind
     decided_by: str  # "offline:<rule name>" or "llm:<model id>"
     reason: str  # one short sentence a person can read in a trace
+    # The offline rule's change rule ("not-but", "instead", ...) when it read the new
+    # memory as changing one sentence of the old that says more (``says-more``); "" else.
+    change: str = ""
 
 
 def decide_offline(new: Claim, old: Claim) -> Decision:
@@ -108,7 +113,34 @@ def decide_offline(new: Claim, old: Claim) -> Decision:
     each: a statement of a changed fact is short, and the rule's patterns cost more than
     linear time on long runs of text a caller may send."""
     verdict = decide(_head(new.content), _head(old.content))
-    return Decision(verdict.kind, f"offline:{verdict.rule}", verdict.reason)
+    return Decision(verdict.kind, f"offline:{verdict.rule}", verdict.reason, verdict.change)
+
+
+# What a partial change is recorded as decided by: the verdict and the change rule.
+PARTLY_BY = "offline:says-more"
+
+
+def partial_change(new: Claim, old: Claim, decision: Decision | None = None) -> Decision | None:
+    """The soft link ``old -> new`` when the offline rule reads ``new`` as changing one
+    sentence of ``old`` while ``old`` says more that stays true (``says-more``): ``old``
+    is not replaced, but ``new`` holds the current state of what it changed. None when
+    the guards block the pair (``blocked``) or the rule reads no such change.
+    ``decision`` is the offline rule's for this pair when it was made already (the
+    offline path); otherwise (a model decided, and declined to replace) the rule decides
+    here, so both paths link the same pairs."""
+    if blocked(new, old) is not None:
+        return None
+    if decision is None or not decision.decided_by.startswith("offline:"):
+        decision = decide_offline(new, old)
+    if decision.kind != "unrelated" or not decision.change:
+        return None
+    return Decision(
+        "unrelated",
+        f"{PARTLY_BY}:{decision.change}",
+        f"it changes one sentence of the older memory ({decision.change}), which says more "
+        "that stays true",
+        decision.change,
+    )
 
 
 def _head(text: str) -> str:

@@ -17,13 +17,17 @@ from episodic.store.supersession import (
     derived_reason,
     derived_sql,
     insert_link_sql,
+    insert_partial_sql,
     link_from_row,
     link_row,
     mark_reverted_sql,
     missing_end,
+    partly_by,
+    partly_by_sql,
     reactivate_sql,
     restore_link_sql,
     restored_with_sql,
+    revert_partial_sql,
     reverted_sql,
 )
 
@@ -163,6 +167,77 @@ class SupersessionMixin(PgBase):
                 [link_row(workspace_id, link) for link in links],
             )
         return len(links)
+
+    def link_partial_change(
+        self,
+        workspace_id: str,
+        old_id: str,
+        new_id: str,
+        *,
+        decided_by: str,
+        reason: str,
+        at: datetime,
+    ) -> bool:
+        for memory_id in (old_id, new_id):
+            if _has_nul(workspace_id, memory_id):
+                raise NotFound(memory_id)
+        with self._write() as conn:
+            # Locked (in id order, as every writer of two memories does) so a forget or
+            # a supersession of either cannot land between the check and the insert.
+            found = dict(
+                self._exec(
+                    conn,
+                    "SELECT id, status FROM memories WHERE workspace_id = %s AND id IN (%s, %s) "
+                    "ORDER BY id FOR UPDATE",
+                    (workspace_id, old_id, new_id),
+                ).fetchall()
+            )
+            for memory_id in (old_id, new_id):
+                if memory_id not in found:
+                    raise NotFound(memory_id)
+            if found[old_id] != "active":
+                return False
+            cursor = self._exec(
+                conn,
+                insert_partial_sql("%s"),
+                (workspace_id, old_id, new_id, decided_by, reason, ts_text(at)),
+            )
+            return bool(cursor.rowcount == 1)
+
+    def partial_changes(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
+        wanted = [i for i in unique(memory_ids) if not _has_nul(i)]
+        if not wanted or _has_nul(workspace_id):
+            return []
+        with self._read() as conn:
+            rows = self._exec(
+                conn,
+                f"SELECT {SUPERSESSION_COLUMNS} FROM partial_changes WHERE workspace_id = %s "
+                "AND (old_id = ANY(%s) OR new_id = ANY(%s)) "
+                "ORDER BY decided_at, old_id, new_id",
+                (workspace_id, wanted, wanted),
+            ).fetchall()
+        return [link_from_row(r) for r in rows]
+
+    def partly_changed_by(self, workspace_id: str, old_ids: Sequence[str]) -> dict[str, list[str]]:
+        wanted = [i for i in unique(old_ids) if not _has_nul(i)]
+        if not wanted or _has_nul(workspace_id):
+            return {}
+        with self._read() as conn:
+            rows = self._exec(
+                conn, partly_by_sql("%s", len(wanted)), (workspace_id, *wanted)
+            ).fetchall()
+        return partly_by(rows)
+
+    def revert_partial_changes(
+        self, workspace_id: str, old_id: str, *, by: str, at: datetime
+    ) -> list[str]:
+        if _has_nul(workspace_id, old_id, by):
+            return []
+        with self._write() as conn:
+            rows = self._exec(
+                conn, revert_partial_sql("%s"), (ts_text(at), by, workspace_id, old_id)
+            ).fetchall()
+        return sorted(r[0] for r in rows)
 
     def pending_supersession(self, limit: int, *, vectored_only: bool) -> list[Memory]:
         vectored = " AND m.has_vector = 1" if vectored_only else ""

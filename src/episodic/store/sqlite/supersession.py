@@ -16,13 +16,17 @@ from episodic.store.supersession import (
     derived_reason,
     derived_sql,
     insert_link_sql,
+    insert_partial_sql,
     link_from_row,
     link_row,
     mark_reverted_sql,
     missing_end,
+    partly_by,
+    partly_by_sql,
     reactivate_sql,
     restore_link_sql,
     restored_with_sql,
+    revert_partial_sql,
     reverted_sql,
 )
 
@@ -138,6 +142,69 @@ class SupersessionMixin(SqliteBase):
                 [link_row(workspace_id, link) for link in links],
             )
         return len(links)
+
+    def link_partial_change(
+        self,
+        workspace_id: str,
+        old_id: str,
+        new_id: str,
+        *,
+        decided_by: str,
+        reason: str,
+        at: datetime,
+    ) -> bool:
+        with self._write():
+            found = dict(
+                self._execute(
+                    "SELECT id, status FROM memories WHERE +workspace_id = ? AND id IN (?, ?)",
+                    (workspace_id, old_id, new_id),
+                ).fetchall()
+            )
+            for memory_id in (old_id, new_id):
+                if memory_id not in found:
+                    raise NotFound(memory_id)
+            if found[old_id] != "active":
+                return False
+            cursor = self._execute(
+                insert_partial_sql("?"),
+                (workspace_id, old_id, new_id, decided_by, reason, ts_text(at)),
+            )
+            return bool(cursor.rowcount == 1)
+
+    def partial_changes(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
+        found: dict[tuple[str, str], Supersession] = {}
+        with self._read():
+            for chunk in chunks(unique(memory_ids)):
+                marks = placeholders(len(chunk))
+                for row in self._execute(
+                    f"SELECT {SUPERSESSION_COLUMNS} FROM partial_changes WHERE workspace_id = ? "
+                    f"AND (old_id IN ({marks}) OR new_id IN ({marks}))",
+                    (workspace_id, *chunk, *chunk),
+                ):
+                    link = link_from_row(row)
+                    found[(link.old_id, link.new_id)] = link
+        return sorted(found.values(), key=lambda s: (s.decided_at, s.old_id, s.new_id))
+
+    def partly_changed_by(self, workspace_id: str, old_ids: Sequence[str]) -> dict[str, list[str]]:
+        wanted = unique(old_ids)
+        if not wanted:
+            return {}
+        rows: list[Sequence[str]] = []
+        with self._read():
+            for chunk in chunks(wanted):
+                rows += self._execute(
+                    partly_by_sql("?", len(chunk)), (workspace_id, *chunk)
+                ).fetchall()
+        return partly_by(rows)
+
+    def revert_partial_changes(
+        self, workspace_id: str, old_id: str, *, by: str, at: datetime
+    ) -> list[str]:
+        with self._write():
+            rows = self._execute(
+                revert_partial_sql("?"), (ts_text(at), by, workspace_id, old_id)
+            ).fetchall()
+        return sorted(r[0] for r in rows)
 
     def pending_supersession(self, limit: int, *, vectored_only: bool) -> list[Memory]:
         vectored = " AND has_vector = 1" if vectored_only else ""
