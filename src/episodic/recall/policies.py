@@ -425,6 +425,7 @@ DEFAULT = RecallPolicy(
     factors=(Factor.IMPORTANCE_PRIOR, Factor.SCOPE_LEVEL),
     newest_similar_first=True,
     subject_cosine=0.60,
+    restated_words=3,
     passage_weight=0.85,
     confidence_fusion=0.25,
     length_prior=1.5,
