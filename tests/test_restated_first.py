@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,7 @@ from episodic import Episodic
 from episodic.embed.local import MiniLMEmbedder
 from episodic.model import Memory
 from episodic.recall.policies import DEFAULT
-from episodic.recall.supersede import Hits, restated_first_within
-from episodic.store import open_store
+from episodic.recall.supersede import Hits, _may_share, restated_first_within
 from episodic.write.change_rules import asks_for_current_value
 
 T = datetime(2026, 3, 2, tzinfo=UTC)
@@ -117,18 +115,14 @@ def test_which_questions_ask_what_something_is_now(question: str, asks: bool) ->
     assert asks_for_current_value(question) is asks
 
 
-RESTATED = dataclasses.replace(DEFAULT, restated_words=3)
+PLAIN = dataclasses.replace(DEFAULT, restated_words=0)
 
 
-def remember_turns(tmp_path: Path, newer: str) -> Episodic:
+def remember_turns(db_url: str, newer: str) -> Episodic:
     """A budget, a reply, an aside, then in a later conversation ``newer`` and an aside,
     a week apart each, recalled with the real model."""
     clock = [T]
-    mem = Episodic(
-        store=open_store(f"sqlite:///{tmp_path}/m.db"),
-        embedder=MiniLMEmbedder(),
-        clock=lambda: clock[0],
-    )
+    mem = Episodic.open(db_url, embedder=MiniLMEmbedder(), clock=lambda: clock[0])
     turns = [
         ("old", "s1", "user", OLD),
         ("reply", "s1", "assistant", "A $400 grocery budget works well with seasonal produce."),
@@ -144,27 +138,37 @@ def remember_turns(tmp_path: Path, newer: str) -> Episodic:
 
 
 @pytest.mark.model
-def test_recall_puts_a_restated_value_above_the_older(tmp_path: Path) -> None:
-    mem = remember_turns(tmp_path, RAISED)
-    plain = [h.id for h in mem.recall(QUESTION, workspace="w", k=5, mark=False).hits]
-    result = mem.recall(QUESTION, workspace="w", k=5, policy=RESTATED, mark=False)
+def test_default_recall_puts_a_restated_value_above_the_older(db_url: str) -> None:
+    mem = remember_turns(db_url, RAISED)
+    plain = [h.id for h in mem.recall(QUESTION, workspace="w", k=5, policy=PLAIN, mark=False).hits]
+    result = mem.recall(QUESTION, workspace="w", k=5, mark=False)
     order = [h.id for h in result.hits]
 
-    assert plain.index("old") < plain.index("new")  # as recall ranks them
+    assert plain.index("old") < plain.index("new")  # as recall ranks them without the step
     assert sorted(order) == sorted(plain)  # the same five
     assert order.index("new") == order.index("old") - 1  # just above the older
     assert next(h for h in result.hits if h.id == "old").newer == "new"
-    block = mem.render(QUESTION, workspace="w", k=5, policy=RESTATED)
+    block = mem.render(QUESTION, workspace="w", k=5)
     assert "earlier than new" in block
     mem.close()
 
 
 @pytest.mark.model
-def test_a_newer_similar_turn_that_states_no_change_stays(tmp_path: Path) -> None:
-    mem = remember_turns(tmp_path, "My monthly grocery budget covers fruit for the whole family.")
-    plain = mem.recall(QUESTION, workspace="w", k=5, mark=False).hits
-    restated = mem.recall(QUESTION, workspace="w", k=5, policy=RESTATED, mark=False).hits
+def test_a_newer_similar_turn_that_states_no_change_stays(db_url: str) -> None:
+    mem = remember_turns(db_url, "My monthly grocery budget covers fruit for the whole family.")
+    plain = mem.recall(QUESTION, workspace="w", k=5, policy=PLAIN, mark=False).hits
+    restated = mem.recall(QUESTION, workspace="w", k=5, mark=False).hits
 
     assert [h.id for h in restated] == [h.id for h in plain]
     assert all(h.newer is None for h in restated)
     mem.close()
+
+
+def test_the_older_is_read_only_where_its_text_holds_the_words() -> None:
+    """A stem is a prefix of its word, so a text that holds too few of the question's
+    stems anywhere cannot share them once read; one written with a typographic
+    apostrophe is looked at as its words read it."""
+    asked = frozenset({"monthly", "grocery", "budget"})
+    assert _may_share(OLD, asked, 3)
+    assert not _may_share("My monthly gym fee is $40.", asked, 3)
+    assert _may_share("I love rock\u2019n\u2019roll gigs", frozenset({"rock'n'roll"}), 1)

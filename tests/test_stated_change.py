@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from episodic.write.stated_change import changed_values, states_change
+from episodic.write.stated_change import _CHANGE_CUE, _may_state_change, changed_values, states_change
 
 
 @pytest.mark.parametrize(
@@ -77,3 +77,44 @@ def test_each_sentence_is_read_on_its_own() -> None:
     hypothetical in one clause does not reach a value stated in another sentence."""
     text = "Do you remember my commute? It has dropped to 25 minutes. If it rose to 40 I'd quit."
     assert changed_values(text) == frozenset({"25"})
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        # each cue that is not a verb of change, and the two-word ones: the look at a
+        # text's words before its sentences are read must let every one of them through
+        ("The quota is now 1,200.", "1,200"),
+        ("We picked a new deadline of May 20.", "20"),
+        ("The limit is no longer 5 but 8.", "5"),
+        ("From now on the standup is at 9:15.", "9:15"),
+        ("The rent went down to $900.", "$900"),
+        ("My score has gone up to 88.", "88"),
+        ("The launch was pushed back to June 3.", "3"),
+        ("The review was brought forward to 2pm.", "2pm"),
+        ("THE PRICE DROPPED TO $15.", "$15"),
+    ],
+)
+def test_every_cue_passes_the_first_look(text: str, value: str) -> None:
+    assert value in changed_values(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I don't work there any more.",
+        "I don't work there anymore.",
+        "We went by train instead.",
+        "The rent went  down last month.",
+        "Nothing changed.",
+    ],
+)
+def test_the_first_look_lets_through_whatever_the_pattern_finds(text: str) -> None:
+    assert _CHANGE_CUE.search(text) is not None
+    assert _may_state_change(text)
+
+
+def test_the_first_look_stops_a_text_without_a_word_of_change() -> None:
+    text = "I bought 3 apples at the market and walked home."
+    assert _CHANGE_CUE.search(text) is None
+    assert not _may_state_change(text)

@@ -237,20 +237,34 @@ def restated_first_within(hits: Hits, shared: int) -> list[tuple[str, float]]:
     if len(asked) < shared:
         return chosen
     said = {i: _head(memories[i].content) for i, _ in chosen}
-    changes = {i: _stated(said[i]) for i in said}
+    # A change pairs only when its own words hold ``shared`` of the question's.
+    changes = {
+        i: tuple(about for about in _stated(said[i]) if len(about & asked) >= shared)
+        for i in said
+    }
     if not any(changes.values()):
         return chosen
     similar: dict[str, list[tuple[str, float]]] = {}
     for older, _ in chosen:
         old = memories[older]
-        words = _content_words(said[older]) & asked
+        # Which of the two is newer, newest_first decides (and lifts only the newer).
+        newers = [
+            newer
+            for newer, _ in chosen
+            if changes[newer]
+            and _owner(memories[newer]) == _owner(old)
+            and (old.conversation is None or memories[newer].conversation != old.conversation)
+        ]
+        # Reading the older's words costs more than the rest: only where a newer may pair
+        # and the older's text holds enough of the question's stems (a stem is a prefix
+        # of its word, so a word read later is found in the text now).
+        words: frozenset[str] = frozenset()
+        if newers and _may_share(said[older], asked, shared):
+            words = _content_words(said[older]) & asked
         similar[older] = [
             (newer, 1.0)
-            for newer, _ in chosen
-            # Which of the two is newer, newest_first decides (and lifts only the newer).
-            if _owner(memories[newer]) == _owner(old)
-            and (old.conversation is None or memories[newer].conversation != old.conversation)
-            and any(len(words & change) >= shared for change in changes[newer])
+            for newer in newers
+            if any(len(words & change) >= shared for change in changes[newer])
         ]
     if not any(similar.values()):
         return chosen
@@ -415,6 +429,15 @@ def _stated(head: str) -> tuple[frozenset[str], ...]:
     from episodic.write.stated_change import stated_changes
 
     return tuple(change.about for change in stated_changes(head))
+
+
+def _may_share(text: str, stems: frozenset[str], shared: int) -> bool:
+    """False when fewer than ``shared`` of ``stems`` occur in ``text`` at all: the content
+    words read from it then share fewer too."""
+    folded = text.casefold()
+    # Stems read "’" as "'"; a code keeps it as written.
+    texts = (folded, folded.replace("\u2019", "'")) if "\u2019" in folded else (folded,)
+    return sum(any(s in t for t in texts) for s in stems) >= shared
 
 
 def _content_words(text: str) -> frozenset[str]:
