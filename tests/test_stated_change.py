@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from episodic.write.stated_change import _CHANGE_CUE, _may_state_change, changed_values, states_change
+from episodic.write.stated_change import (
+    _CHANGE_CUE,
+    _may_state_change,
+    changed_values,
+    states_change,
+)
 
 
 @pytest.mark.parametrize(

@@ -239,8 +239,7 @@ def restated_first_within(hits: Hits, shared: int) -> list[tuple[str, float]]:
     said = {i: _head(memories[i].content) for i, _ in chosen}
     # A change pairs only when its own words hold ``shared`` of the question's.
     changes = {
-        i: tuple(about for about in _stated(said[i]) if len(about & asked) >= shared)
-        for i in said
+        i: tuple(about for about in _stated(said[i]) if len(about & asked) >= shared) for i in said
     }
     if not any(changes.values()):
         return chosen

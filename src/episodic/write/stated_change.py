@@ -16,15 +16,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 from episodic.write.change_rules import read_sentence, sentence_guard, stated_before_request
 from episodic.write.text import split_sentences
 
 # Words of change: a verb in the past or perfect, two-word ones, and the adverbs.
-_CHANGED_WORDS = """increased decreased rose risen grew grown dropped fell fallen declined
+_CHANGED_TEXT = """increased decreased rose risen grew grown dropped fell fallen declined
 improved worsened reduced raised lowered boosted bumped extended shortened expanded doubled
 tripled halved reached climbed jumped moved changed switched shifted updated upgraded
-downgraded adjusted revised rescheduled postponed delayed cut became become""".split()
+downgraded adjusted revised rescheduled postponed delayed cut became become"""
+_CHANGED_WORDS = _CHANGED_TEXT.split()
 _CHANGED_PHRASES = (
     ("went", "up"),
     ("went", "down"),
@@ -55,7 +57,7 @@ def _may_state_change(text: str) -> bool:
     words = _LETTERS.findall(text.casefold())
     if not _CUE_WORDS.isdisjoint(words):
         return True
-    return any(pair in _CUE_PAIRS for pair in zip(words, words[1:], strict=False))
+    return any(pair in _CUE_PAIRS for pair in pairwise(words))
 
 
 # What makes the rest of a sentence unreal or not so: asked about, supposed, planned,
