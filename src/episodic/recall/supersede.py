@@ -237,9 +237,13 @@ def restated_first_within(hits: Hits, shared: int) -> list[tuple[str, float]]:
     if len(asked) < shared:
         return chosen
     said = {i: _head(memories[i].content) for i, _ in chosen}
-    # A change pairs only when its own words hold ``shared`` of the question's.
+    # A change pairs only when its own words hold ``shared`` of the question's, so a text
+    # that holds too few of them anywhere is not read for changes.
     changes = {
-        i: tuple(about for about in _stated(said[i]) if len(about & asked) >= shared) for i in said
+        i: tuple(about for about in _stated(said[i]) if len(about & asked) >= shared)
+        if _may_share(said[i], asked, shared)
+        else ()
+        for i in said
     }
     if not any(changes.values()):
         return chosen
