@@ -227,6 +227,29 @@ def test_the_corrected_price_is_linked_and_ranked_above_what_it_corrects(
     )
 
 
+def test_a_one_sentence_booking_that_names_the_inn_is_linked_not_replaced(
+    mem: Episodic, clock: Clock
+) -> None:
+    """The inn's name and the price in one sentence: the correction of the price leaves
+    the name true, so the booking stays and is linked, as when they were two sentences."""
+    booked = "The Hakone ryokan is the Fuji-ya Inn, it has a private onsen and costs 240 euros."
+    for week, (message_id, content) in ((0, ("h1", booked)), (1, ("h2", CORRECTED))):
+        clock.now = T0 + timedelta(days=7 * week)
+        mem.add_messages(
+            [{"id": message_id, "role": "user", "content": content}],
+            conversation=f"day-{week + 1}",
+            **TRIP,
+        )
+        mem.segment(flush=True, workspace=WS)
+
+    assert mem.store.get_memory(WS, "h1").status is MemoryStatus.ACTIVE
+    links = mem.store.partial_changes(WS, ["h1"])
+    assert ("h1", "h2") in {(s.old_id, s.new_id) for s in links}
+    found = hits(mem, COST, ORDERED)
+    assert place_of(found, "h2") < place_of(found, "h1")
+    assert "Fuji-ya" in mem.render("which inn did we book in Hakone", workspace=WS)
+
+
 def test_the_correction_is_brought_in_when_only_the_booking_is_found(
     mem: Episodic, clock: Clock
 ) -> None:

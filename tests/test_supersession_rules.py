@@ -880,7 +880,46 @@ SAYS_MORE: list[tuple[str, str, str]] = [
         "I work at Shopify. My manager there is Dana Lee.",
         "I work at Shopify.",
     ),
+    # The changed sentence itself names something else the change does not touch: the
+    # inn, the office, the car.
+    (
+        "Correction: the Hakone ryokan is 210 euros, not 240.",
+        "The Hakone ryokan is the Fuji-ya Inn, it has a private onsen and costs 240 euros.",
+        "The Hakone ryokan costs 240 euros.",
+    ),
+    (
+        "Lena's desk phone is 4480, not 4471.",
+        "Lena works at the Berlin office and her desk phone is 4471.",
+        "Lena's desk phone is 4471.",
+    ),
+    (
+        "We no longer park in bay 12.",
+        "We park the Volvo in bay 12.",
+        "We park in bay 12.",
+    ),
 ]
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        # What the old sentence names as its own earlier value is history, not a fact
+        # that stays true.
+        (
+            "Tobias's editor of choice is IntelliJ IDEA. It's not VS Code anymore.",
+            "Tobias's preferred editor has changed from Neovim to VS Code.",
+        ),
+        # A name the new text says in another sentence than the change's.
+        (
+            "The search team's CI runs on GitLab CI. It's not Woodpecker anymore.",
+            "The search team's CI runs on Woodpecker.",
+        ),
+        # A name the new text says as a plain word (a sentence's first word).
+        ("Mark now leads the design guild, not the team.", "The team lead is Mark."),
+    ],
+)
+def test_a_name_the_change_accounts_for_does_not_keep_the_old_sentence(new: str, old: str) -> None:
+    assert offline(new, old).kind == "supersedes", offline(new, old)
 
 
 @pytest.mark.parametrize(("new", "old", "alone"), SAYS_MORE)

@@ -38,7 +38,7 @@ still true).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
@@ -358,7 +358,9 @@ def _check_named(signal: _Signal, old: str, new_text: str) -> Verdict | None:
             context, set(read_sentence(sentence).words) - b_keys, a_keys
         ):
             continue
-        if _says_more(old, sentence, new_text):
+        # The old sentence's values the change names as replaced ("card ending 4242").
+        replaced = {v for v in read_sentence(sentence).values if _value_stems({v}) & b_keys}
+        if _says_more(old, sentence, new_text, replaced):
             return _says_more_verdict(signal.rule)
         return Verdict(
             "supersedes",
@@ -369,7 +371,7 @@ def _check_named(signal: _Signal, old: str, new_text: str) -> Verdict | None:
     return None
 
 
-def _check_over(signal: _Signal, old: str) -> Verdict | None:
+def _check_over(signal: _Signal, old: str, new_text: str) -> Verdict | None:
     said = read_sentence(signal.over)
     if not said.values:
         return None  # "I no longer feel scared": nothing named that a later fact replaces
@@ -379,7 +381,7 @@ def _check_over(signal: _Signal, old: str) -> Verdict | None:
             continue
         if not said.values <= sentence.values:
             continue
-        if _says_more(old, sentence.text, signal.over):
+        if _says_more(old, sentence.text, signal.over, said.values, new_text):
             return _says_more_verdict(signal.rule)
         return Verdict(
             "supersedes", signal.rule, "the new text says what the old text states is no longer so"
@@ -447,14 +449,38 @@ def _same_subject(change: set[str], old: set[str], new_value: set[str] | None = 
 SAYS_SOMETHING_WORDS = 3
 
 
-def _says_more(old: str, changed: str, new_text: str) -> bool:
-    """Whether ``old`` says something besides its sentence ``changed`` that ``new_text``
-    does not say again: then the change makes one sentence of it out of date, not the
-    memory, and replacing it would hide the rest ("I'm planning a two-week trip with my
-    partner Tomas. We land on April 3." is still half true after "we now land on April 5
-    instead of April 3")."""
-    said = {w for s in split_sentences(new_text) for w in read_sentence(s).words}
-    changed_text = read_sentence(changed).text
+def _says_more(
+    old: str,
+    changed: str,
+    new_text: str,
+    replaced: Iterable[str] | None = None,
+    named_in: str | None = None,
+) -> bool:
+    """Whether ``old`` says something besides what the change replaces that ``new_text``
+    does not say again: then the change makes part of it out of date, not the memory,
+    and replacing it would hide the rest. Another sentence with a value or a few content
+    words ("I'm planning a two-week trip with my partner Tomas. We land on April 3." is
+    still half true after "we now land on April 5 instead of April 3"), or, where the
+    change names what it replaces (``replaced``, values of ``changed``), another value in
+    ``changed`` itself ("The ryokan is the Fuji-ya Inn and costs 240 euros" after "the
+    ryokan is 210 euros, not 240": the inn's name stays true)."""
+    new_sentences = [read_sentence(s) for s in split_sentences(new_text)]
+    said = {w for s in new_sentences for w in s.words}
+    changed_read = read_sentence(changed)
+    if replaced is not None:
+        # The whole new text, where the change is one clause of it (``named_in``).
+        whole = [read_sentence(s) for s in split_sentences(named_in)] if named_in else []
+        named = {v for s in new_sentences + whole for v in s.values}
+        said_anywhere = said | {w for s in whole for w in s.words}
+        # What the changed sentence itself names as replaced before it ("switched from
+        # Neovim to VS Code") is its history, not a fact that stays true.
+        history = _named_before(changed)
+        extra = changed_read.values - named - set(replaced)
+        # A name the new text says again in part or as a plain word ("Mark now leads
+        # ...": a sentence's first word is not read as a name) is said again too.
+        if any(not _value_stems({v}) & (said_anywhere | history) for v in extra):
+            return True
+    changed_text = changed_read.text
     for sentence in split_sentences(old):
         other = read_sentence(sentence)
         if other.text == changed_text:
@@ -463,6 +489,17 @@ def _says_more(old: str, changed: str, new_text: str) -> bool:
         if (other.values or len(words) >= SAYS_SOMETHING_WORDS) and not words <= said:
             return True
     return False
+
+
+@lru_cache(maxsize=4096)
+def _named_before(sentence: str) -> frozenset[str]:
+    """The stems of what ``sentence`` itself names as replaced ("has changed from Neovim
+    to VS Code": "neovim"); read once per old sentence, as its other readings are."""
+    return frozenset(
+        _value_stems(
+            frozenset(m.group("b") for _, p in _REPLACEMENTS for m in p.finditer(sentence))
+        )
+    )
 
 
 def _says_more_verdict(change: str) -> Verdict:
@@ -606,7 +643,7 @@ def decide(new: str, old: str) -> Verdict:
         if signal.old_value:
             verdict = _check_named(signal, old, new)
         elif signal.over:
-            verdict = _check_over(signal, old)
+            verdict = _check_over(signal, old, new)
         else:
             verdict = _check_forward(signal, old, new)
         if verdict is not None:
