@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from episodic.cli import app
 from episodic.errors import InvalidInput, StoreError
-from episodic.model import Memory, Role, ScopeFilter
+from episodic.model import Memory, MemoryStatus, Role, ScopeFilter
 from episodic.store.base import HealthSnapshot, ImportedFile, Merge, Relation, ReviewRequest
 from episodic.store.migrations import LATEST_VERSION
 from episodic.store.postgres import PostgresStore
@@ -120,6 +120,13 @@ def build_source(path: Path, n: int = 24) -> str:
         files = [ImportedFile("a/x.md", 10**18, 42, "ab" * 32, "acme", "e02")]
         store.save_import_state("/notes", [*files, ImportedFile("y.md", 5, 6, "cd" * 32)])
         assert store.acquire_lease("decay", "", "host:1", NOW, 600)
+        # A replacement, one undone (the pair is never replaced again), a partial change.
+        for old_id, new_id in (("e05", "e07"), ("e10", "e11")):
+            store.supersede("acme", old_id, new_id, decided_by="offline:instead", reason="r", at=T0)
+        assert store.revert_supersession("acme", "e10", by="k1", at=NOW)
+        assert store.link_partial_change(
+            "acme", "e14", "e16", decided_by="offline:says-more:not-but", reason="r", at=NOW
+        )
         edited = store.get_memory("acme", "e13")  # one with no vector
         assert store.revise_memory(
             replace(edited, content="déploiement 13, corrigé ✓", importance=0.9), by="k1", at=NOW
@@ -177,6 +184,42 @@ def lite_columns(url: str, table: str) -> str:
 
 
 # -- the copy -----------------------------------------------------------------------------
+# Derived on both sides, or SQLite's own: nothing to copy.
+DERIVED = ("memories_fts", "passages_fts", "journal_fts", "memory_lengths", "schema_migrations")
+
+
+def test_every_table_of_the_schema_is_copied_or_named_as_left(source: str) -> None:
+    """A table a migration adds is copied by ``migrate``, or left by a decision written
+    down here: a new table is never dropped on the way to PostgreSQL by oversight."""
+    with lite(source) as conn:
+        tables = {
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if not r[0].startswith("sqlite_")
+            and not any(
+                r[0].startswith(f"{fts}_")
+                for fts in ("memories_fts", "passages_fts", "journal_fts")
+            )
+        }
+    assert tables == {t.name for t in TABLES} | set(NOT_COPIED) | set(DERIVED)
+
+
+def test_replacements_and_their_undoing_come_along(source: str, pg_url: str) -> None:
+    assert migrate(source, pg_url).ok
+    store = PostgresStore(pg_url)
+    try:
+        links = {(s.old_id, s.new_id): s for s in store.supersessions("acme", ["e05", "e10"])}
+        assert links[("e05", "e07")].reverted_at is None
+        assert links[("e10", "e11")].reverted_at is not None
+        assert store.get_memory("acme", "e10").status is MemoryStatus.ACTIVE
+        # Undone before the move, still never made again after it.
+        assert store.supersede("acme", "e10", "e11", decided_by="x", reason="r", at=NOW) is None
+        [partial] = store.partial_changes("acme", ["e14"])
+        assert (partial.old_id, partial.new_id) == ("e14", "e16")
+    finally:
+        store.close()
+
+
 def test_every_table_is_copied_value_for_value(source: str, pg_url: str) -> None:
     report = migrate(source, pg_url, batch=5)
     assert report.ok, report.to_json()

@@ -87,6 +87,7 @@ class Table:
 # - schema_migrations: the target has its own, written by its migrations.
 # - memories_fts, passages_fts: SQLite-only (PostgreSQL's tsv and passages are derived).
 # - memory_lengths: derived; the target's triggers fill it as the memories arrive.
+# - journal_fts: SQLite-only, derived from the events as memories_fts is.
 TABLES: tuple[Table, ...] = (
     Table("events", ("id",)),
     Table("events_archive", ("id",)),
@@ -101,6 +102,10 @@ TABLES: tuple[Table, ...] = (
     Table("memory_relations", ("src", "dst", "relation")),
     Table("memory_history", ("seq",), identities=("seq",)),
     Table("memory_compactions", ("memory_id",)),
+    # Who replaced whom and why, undone ones included (an undone pair is never replaced
+    # again), and the partial changes recall orders by.
+    Table("supersessions", ("old_id", "new_id")),
+    Table("partial_changes", ("old_id", "new_id")),
     Table("embedding_cache", ("content_hash", "model")),
     Table("memory_health_snapshots", ("workspace_id", "crew_id", "snapshot_date")),
     Table("memory_reviews", ("id",), identities=("id",)),
