@@ -41,7 +41,7 @@ from episodic.config import Settings
 from episodic.model import Memory, ScopeFilter
 from episodic.recall.supersede import Hits, newer_turns_first_within
 from episodic.scoring.supersede import older_below_newer
-from episodic.write.change_rules import asks_for_now
+from episodic.write.questions import asks_for_now
 
 VALUES = (0.8, 0.7, 0.6, 0.5)
 DEPTHS = (10, 20)

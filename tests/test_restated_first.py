@@ -15,7 +15,7 @@ from episodic.embed.local import MiniLMEmbedder
 from episodic.model import Memory
 from episodic.recall.policies import DEFAULT
 from episodic.recall.supersede import Hits, _may_share, restated_first_within
-from episodic.write.change_rules import asks_for_current_value
+from episodic.write.questions import asks_for_current_value
 
 T = datetime(2026, 3, 2, tzinfo=UTC)
 WEEK = timedelta(days=7)

@@ -18,7 +18,8 @@ from episodic.recall.render import hit_line, memory_line
 from episodic.recall.supersede import Hits, changed_first_within
 from episodic.scoring.supersede import newer_of, older_below_newer, same_subject
 from episodic.store import open_store
-from episodic.write.change_rules import asks_for_now, change_kind
+from episodic.write.change_rules import change_kind
+from episodic.write.questions import asks_for_now
 
 T = datetime(2026, 3, 2, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ from episodic.cli import app
 from episodic.embed.local import MiniLMEmbedder
 from episodic.recall.trace import ORDER_NEWEST_FIRST, ORDER_WITHIN_HITS, shown_score
 from episodic.store import open_store
-from test_supersession_soft import RAISED, WITHIN, remember_turns
+from test_supersession_soft import PLAIN, RAISED, WITHIN, remember_turns
 
 T = datetime(2026, 3, 2, tzinfo=UTC)
 
@@ -114,6 +114,6 @@ def test_the_hits_own_order_is_a_stage_when_it_moved_them(tmp_path: Path) -> Non
     assert shown.index("new") + 1 == shown.index("old")
     before = [r.memory_id for r in moved.trace.stages[stages[-2]] if r.memory_id in shown]
     assert before.index("old") < before.index("new")  # as the ranking left them
-    plain = mem.recall(query, workspace="w", k=5, mark=False, explain=True)
+    plain = mem.recall(query, workspace="w", k=5, policy=PLAIN, mark=False, explain=True)
     assert plain.trace is not None and ORDER_WITHIN_HITS not in plain.trace.stages
     mem.close()

@@ -450,13 +450,13 @@ def _content_words(text: str) -> frozenset[str]:
 
 
 def _asks_for_current_value(question: str) -> bool:
-    from episodic.write.change_rules import asks_for_current_value
+    from episodic.write.questions import asks_for_current_value
 
     return asks_for_current_value(question)
 
 
 def _asks_for_now(question: str) -> bool:
-    from episodic.write.change_rules import asks_for_now
+    from episodic.write.questions import asks_for_now
 
     return asks_for_now(question)
 

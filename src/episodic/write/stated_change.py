@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 
-from episodic.write.change_rules import read_sentence, sentence_guard, stated_before_request
+from episodic.write.change_rules import read_sentence, sentence_guard
+from episodic.write.questions import stated_before_request
 from episodic.write.text import split_sentences
 
 # Words of change: a verb in the past or perfect, two-word ones, and the adverbs.

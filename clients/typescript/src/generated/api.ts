@@ -734,10 +734,10 @@ export interface components {
             decided_by: string;
             /**
              * Kind
-             * @description admitted, importance, not_kept (an entry an episode did not keep), supersedes, superseded, merged or retired
+             * @description admitted, importance, not_kept (an entry an episode did not keep), supersedes, superseded, changes_part_of, partly_changed_by (a newer memory changes part of an older one, which stays), merged or retired
              * @enum {string}
              */
-            kind: "admitted" | "importance" | "not_kept" | "supersedes" | "superseded" | "merged" | "retired";
+            kind: "admitted" | "importance" | "not_kept" | "supersedes" | "superseded" | "changes_part_of" | "partly_changed_by" | "merged" | "retired";
             /**
              * Other
              * @description the other memory or event involved

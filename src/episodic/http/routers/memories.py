@@ -134,7 +134,8 @@ class VersionOut(BaseModel):
 class DecisionOut(BaseModel):
     kind: Literal[KINDS] = Field(  # type: ignore[valid-type]
         description="admitted, importance, not_kept (an entry an episode did not keep), "
-        "supersedes, superseded, merged or retired"
+        "supersedes, superseded, changes_part_of, partly_changed_by (a newer memory changes "
+        "part of an older one, which stays), merged or retired"
     )
     decided_by: str = Field(
         description="the rule or model: policy:<rule>, offline:<rule>, llm:<model>, "
