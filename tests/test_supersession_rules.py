@@ -906,13 +906,13 @@ SAYS_MORE: list[tuple[str, str, str]] = [
         # What the old sentence names as its own earlier value is history, not a fact
         # that stays true.
         (
-            "Tobias's editor of choice is IntelliJ IDEA. It's not VS Code anymore.",
-            "Tobias's preferred editor has changed from Neovim to VS Code.",
+            "The club newsletter now goes out through Buttondown. It's not Mailchimp anymore.",
+            "Our club's newsletter tool changed from Substack to Mailchimp.",
         ),
         # A name the new text says in another sentence than the change's.
         (
-            "The search team's CI runs on GitLab CI. It's not Woodpecker anymore.",
-            "The search team's CI runs on Woodpecker.",
+            "The Rotary newsletter now goes out through Buttondown. It's not Mailchimp anymore.",
+            "The Rotary newsletter goes out through Mailchimp.",
         ),
         # A name the new text says as a plain word (a sentence's first word).
         ("Mark now leads the design guild, not the team.", "The team lead is Mark."),

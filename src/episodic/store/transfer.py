@@ -85,9 +85,8 @@ class Table:
 # - vector_generations: SQLite's signal to reload its vector matrix (PostgreSQL uses HNSW).
 # - ui_sessions: the page's sign-ins, hours long: sign in again on the new database.
 # - schema_migrations: the target has its own, written by its migrations.
-# - memories_fts, passages_fts: SQLite-only (PostgreSQL's tsv and passages are derived).
+# - memories_fts, passages_fts, journal_fts: SQLite-only (PostgreSQL's are derived).
 # - memory_lengths: derived; the target's triggers fill it as the memories arrive.
-# - journal_fts: SQLite-only, derived from the events as memories_fts is.
 TABLES: tuple[Table, ...] = (
     Table("events", ("id",)),
     Table("events_archive", ("id",)),
@@ -102,8 +101,7 @@ TABLES: tuple[Table, ...] = (
     Table("memory_relations", ("src", "dst", "relation")),
     Table("memory_history", ("seq",), identities=("seq",)),
     Table("memory_compactions", ("memory_id",)),
-    # Who replaced whom and why, undone ones included (an undone pair is never replaced
-    # again), and the partial changes recall orders by.
+    # Decisions between memories, undone ones too (an undone pair is never made again).
     Table("supersessions", ("old_id", "new_id")),
     Table("partial_changes", ("old_id", "new_id")),
     Table("embedding_cache", ("content_hash", "model")),
@@ -149,15 +147,8 @@ class TableReport:
         return self.source_rows == self.target_rows and self.source_sha256 == self.target_sha256
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "table": self.name,
-            "source_rows": self.source_rows,
-            "target_rows": self.target_rows,
-            "copied": self.copied,
-            "source_sha256": self.source_sha256,
-            "target_sha256": self.target_sha256,
-            "ok": self.ok,
-        }
+        fields = ("source_rows", "target_rows", "copied", "source_sha256", "target_sha256")
+        return {"table": self.name, **{f: getattr(self, f) for f in fields}, "ok": self.ok}
 
 
 @dataclass(frozen=True, slots=True)

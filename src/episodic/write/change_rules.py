@@ -212,7 +212,7 @@ def read_sentence(sentence: str) -> _Sentence:
     return _Sentence(text, tuple(words), frozenset(values))
 
 
-def _value_stems(values: frozenset[str]) -> set[str]:
+def _value_stems(values: Iterable[str]) -> set[str]:
     return {stem(w) for v in values for w in v.split()}
 
 
@@ -459,7 +459,8 @@ def _says_more(
     still half true after "we now land on April 5 instead of April 3"), or, where the
     change names what it replaces (``replaced``, values of ``changed``), another value in
     ``changed`` itself ("The ryokan is the Fuji-ya Inn and costs 240 euros" after "the
-    ryokan is 210 euros, not 240": the inn's name stays true)."""
+    ryokan is 210 euros, not 240": the inn's name stays true). An earlier value ``changed``
+    itself names as replaced is its history and does not count."""
     new_sentences = [read_sentence(s) for s in split_sentences(new_text)]
     said = {w for s in new_sentences for w in s.words}
     changed_read = read_sentence(changed)
@@ -469,7 +470,7 @@ def _says_more(
         named = {v for s in new_sentences + whole for v in s.values}
         said_anywhere = said | {w for s in whole for w in s.words}
         # What the changed sentence itself names as replaced before it ("switched from
-        # Neovim to VS Code") is its history, not a fact that stays true.
+        # Substack to Mailchimp") is its history, not a fact that stays true.
         history = _named_before(changed)
         extra = changed_read.values - named - set(replaced)
         # A name the new text says again in part or as a plain word ("Mark now leads
@@ -489,8 +490,8 @@ def _says_more(
 
 @lru_cache(maxsize=4096)
 def _named_before(sentence: str) -> frozenset[str]:
-    """The stems of what ``sentence`` itself names as replaced ("has changed from Neovim
-    to VS Code": "neovim"); read once per old sentence, as its other readings are."""
+    """The stems of what ``sentence`` itself names as replaced ("changed from Substack to
+    Mailchimp": "substack"); read once per old sentence, as its other readings are."""
     return frozenset(
         _value_stems(
             frozenset(m.group("b") for _, p in _REPLACEMENTS for m in p.finditer(sentence))
