@@ -130,13 +130,20 @@ class SupersessionMixin(PgBase):
         return ids
 
     def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
+        return self._decision_links("supersessions", workspace_id, memory_ids)
+
+    def _decision_links(
+        self, table: str, workspace_id: str, memory_ids: Sequence[str]
+    ) -> list[Supersession]:
+        """The links of ``table`` (supersessions, partial_changes) with either end among
+        ``memory_ids``, oldest decision first."""
         wanted = [i for i in unique(memory_ids) if not _has_nul(i)]
         if not wanted or _has_nul(workspace_id):
             return []
         with self._read() as conn:
             rows = self._exec(
                 conn,
-                f"SELECT {SUPERSESSION_COLUMNS} FROM supersessions WHERE workspace_id = %s "
+                f"SELECT {SUPERSESSION_COLUMNS} FROM {table} WHERE workspace_id = %s "
                 "AND (old_id = ANY(%s) OR new_id = ANY(%s)) "
                 "ORDER BY decided_at, old_id, new_id",
                 (workspace_id, wanted, wanted),
@@ -205,18 +212,7 @@ class SupersessionMixin(PgBase):
             return bool(cursor.rowcount == 1)
 
     def partial_changes(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
-        wanted = [i for i in unique(memory_ids) if not _has_nul(i)]
-        if not wanted or _has_nul(workspace_id):
-            return []
-        with self._read() as conn:
-            rows = self._exec(
-                conn,
-                f"SELECT {SUPERSESSION_COLUMNS} FROM partial_changes WHERE workspace_id = %s "
-                "AND (old_id = ANY(%s) OR new_id = ANY(%s)) "
-                "ORDER BY decided_at, old_id, new_id",
-                (workspace_id, wanted, wanted),
-            ).fetchall()
-        return [link_from_row(r) for r in rows]
+        return self._decision_links("partial_changes", workspace_id, memory_ids)
 
     def partly_changed_by(self, workspace_id: str, old_ids: Sequence[str]) -> dict[str, list[str]]:
         wanted = [i for i in unique(old_ids) if not _has_nul(i)]

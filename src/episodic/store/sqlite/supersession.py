@@ -108,12 +108,19 @@ class SupersessionMixin(SqliteBase):
         return ids
 
     def supersessions(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
+        return self._decision_links("supersessions", workspace_id, memory_ids)
+
+    def _decision_links(
+        self, table: str, workspace_id: str, memory_ids: Sequence[str]
+    ) -> list[Supersession]:
+        """The links of ``table`` (supersessions, partial_changes) with either end among
+        ``memory_ids``, oldest decision first."""
         found: dict[tuple[str, str], Supersession] = {}
         with self._read():
             for chunk in chunks(unique(memory_ids)):
                 marks = placeholders(len(chunk))
                 for row in self._execute(
-                    f"SELECT {SUPERSESSION_COLUMNS} FROM supersessions WHERE workspace_id = ? "
+                    f"SELECT {SUPERSESSION_COLUMNS} FROM {table} WHERE workspace_id = ? "
                     f"AND (old_id IN ({marks}) OR new_id IN ({marks}))",
                     (workspace_id, *chunk, *chunk),
                 ):
@@ -172,18 +179,7 @@ class SupersessionMixin(SqliteBase):
             return bool(cursor.rowcount == 1)
 
     def partial_changes(self, workspace_id: str, memory_ids: Sequence[str]) -> list[Supersession]:
-        found: dict[tuple[str, str], Supersession] = {}
-        with self._read():
-            for chunk in chunks(unique(memory_ids)):
-                marks = placeholders(len(chunk))
-                for row in self._execute(
-                    f"SELECT {SUPERSESSION_COLUMNS} FROM partial_changes WHERE workspace_id = ? "
-                    f"AND (old_id IN ({marks}) OR new_id IN ({marks}))",
-                    (workspace_id, *chunk, *chunk),
-                ):
-                    link = link_from_row(row)
-                    found[(link.old_id, link.new_id)] = link
-        return sorted(found.values(), key=lambda s: (s.decided_at, s.old_id, s.new_id))
+        return self._decision_links("partial_changes", workspace_id, memory_ids)
 
     def partly_changed_by(self, workspace_id: str, old_ids: Sequence[str]) -> dict[str, list[str]]:
         wanted = unique(old_ids)
