@@ -256,3 +256,34 @@ def test_what_is_embedded_ahead_is_what_the_message_path_stores(tmp_path: Path) 
                 assert stored_text(turn, "turn") == turn.summary
     named = Turn("D1:1", "Caroline", "Hi Mel", "session_1", "", datetime(2023, 5, 8, tzinfo=UTC))
     assert stored_text(named, "conversation") == "Caroline: Hi Mel"
+
+
+def test_only_a_chat_that_states_no_change_calls_its_supersessions_false(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A task chat holds real corrections (the user sets the assistant right); two friends
+    chatting state none, so there every supersession on ingest is a false one."""
+    from episodic.cli.bench import _print_bench
+
+    report = {
+        "granularity": "turn",
+        "questions": 0,
+        "embedder": "none",
+        "unscored": {},
+        "policies": {
+            "bm25": {
+                "overall": dict.fromkeys(METRIC_KEYS, 0.0),
+                "by_category": {},
+                "latency_ms": {"p50": 1.0, "p95": 2.0},
+            }
+        },
+        "superseded_by": {"explicit:corrective": 3},
+    }
+    _print_bench("BEAM", report, {})
+    beam = capsys.readouterr().out
+    _print_bench("LoCoMo", report, {})
+    locomo = capsys.readouterr().out
+
+    assert "3 memories superseded on ingest (3 explicit:corrective)" in beam
+    assert "false" not in beam
+    assert "each is a false supersession" in locomo

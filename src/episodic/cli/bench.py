@@ -299,9 +299,14 @@ def _print_bench(label: str, report: dict[str, Any], counts: dict[str, int]) -> 
                 f"{row['recall@10_updated']:.2f}, original {row['recall@10_original']:.2f}"
             )
     by = ", ".join(f"{n} {who}" for who, n in report["superseded_by"].items())
+    # Two friends chatting state no change to replace: there, every one is false. A task
+    # chat (BEAM) holds real corrections.
+    false = (
+        "; LoCoMo states no change, so each is a false supersession" if label == "LoCoMo" else ""
+    )
     out.print(
         f"{sum(report['superseded_by'].values())} memories superseded on ingest"
-        + (f" ({by}); LoCoMo states no change, so each is a false supersession" if by else "")
+        + (f" ({by}){false}" if by else "")
     )
 
 
