@@ -237,11 +237,12 @@ def restated_first_within(hits: Hits, shared: int) -> list[tuple[str, float]]:
     if len(asked) < shared:
         return chosen
     said = {i: _head(memories[i].content) for i, _ in chosen}
-    # A change pairs only when its own words hold ``shared`` of the question's, so a text
-    # that holds too few of them anywhere is not read for changes.
+    # Only a text that holds ``shared`` of the question's stems anywhere can pair, as the
+    # newer (its change's own words) or as the older (its words): the rest is not read.
+    may = {i for i in said if _may_share(said[i], asked, shared)}
     changes = {
         i: tuple(about for about in _stated(said[i]) if len(about & asked) >= shared)
-        if _may_share(said[i], asked, shared)
+        if i in may
         else ()
         for i in said
     }
@@ -258,11 +259,9 @@ def restated_first_within(hits: Hits, shared: int) -> list[tuple[str, float]]:
             and _owner(memories[newer]) == _owner(old)
             and (old.conversation is None or memories[newer].conversation != old.conversation)
         ]
-        # Reading the older's words costs more than the rest: only where a newer may pair
-        # and the older's text holds enough of the question's stems (a stem is a prefix
-        # of its word, so a word read later is found in the text now).
+        # Reading the older's words costs more than the rest: only where a newer may pair.
         words: frozenset[str] = frozenset()
-        if newers and _may_share(said[older], asked, shared):
+        if newers and older in may:
             words = _content_words(said[older]) & asked
         similar[older] = [
             (newer, 1.0)

@@ -356,7 +356,7 @@ def _check_named(signal: _Signal, old: str, new_text: str) -> Verdict | None:
             continue
         # The old sentence's values the change names as replaced ("card ending 4242").
         replaced = {v for v in read_sentence(sentence).values if _value_stems({v}) & b_keys}
-        if _says_more(old, sentence, new_text, replaced):
+        if _names_more(sentence, replaced, new_text) or _says_more(old, sentence, new_text):
             return _says_more_verdict(signal.rule)
         return Verdict(
             "supersedes",
@@ -377,7 +377,9 @@ def _check_over(signal: _Signal, old: str, new_text: str) -> Verdict | None:
             continue
         if not said.values <= sentence.values:
             continue
-        if _says_more(old, sentence.text, signal.over, said.values, new_text):
+        if _names_more(sentence.text, said.values, signal.over, new_text) or _says_more(
+            old, sentence.text, signal.over
+        ):
             return _says_more_verdict(signal.rule)
         return Verdict(
             "supersedes", signal.rule, "the new text says what the old text states is no longer so"
@@ -445,39 +447,14 @@ def _same_subject(change: set[str], old: set[str], new_value: set[str] | None = 
 SAYS_SOMETHING_WORDS = 3
 
 
-def _says_more(
-    old: str,
-    changed: str,
-    new_text: str,
-    replaced: Iterable[str] | None = None,
-    named_in: str | None = None,
-) -> bool:
-    """Whether ``old`` says something besides what the change replaces that ``new_text``
-    does not say again: then the change makes part of it out of date, not the memory,
-    and replacing it would hide the rest. Another sentence with a value or a few content
-    words ("I'm planning a two-week trip with my partner Tomas. We land on April 3." is
-    still half true after "we now land on April 5 instead of April 3"), or, where the
-    change names what it replaces (``replaced``, values of ``changed``), another value in
-    ``changed`` itself ("The ryokan is the Fuji-ya Inn and costs 240 euros" after "the
-    ryokan is 210 euros, not 240": the inn's name stays true). An earlier value ``changed``
-    itself names as replaced is its history and does not count."""
-    new_sentences = [read_sentence(s) for s in split_sentences(new_text)]
-    said = {w for s in new_sentences for w in s.words}
-    changed_read = read_sentence(changed)
-    if replaced is not None:
-        # The whole new text, where the change is one clause of it (``named_in``).
-        whole = [read_sentence(s) for s in split_sentences(named_in)] if named_in else []
-        named = {v for s in new_sentences + whole for v in s.values}
-        said_anywhere = said | {w for s in whole for w in s.words}
-        # What the changed sentence itself names as replaced before it ("switched from
-        # Substack to Mailchimp") is its history, not a fact that stays true.
-        history = _named_before(changed)
-        extra = changed_read.values - named - set(replaced)
-        # A name the new text says again in part or as a plain word ("Mark now leads
-        # ...": a sentence's first word is not read as a name) is said again too.
-        if any(not _value_stems({v}) & (said_anywhere | history) for v in extra):
-            return True
-    changed_text = changed_read.text
+def _says_more(old: str, changed: str, new_text: str) -> bool:
+    """Whether ``old`` says something besides its sentence ``changed`` that ``new_text``
+    does not say again: then the change makes one sentence of it out of date, not the
+    memory, and replacing it would hide the rest ("I'm planning a two-week trip with my
+    partner Tomas. We land on April 3." is still half true after "we now land on April 5
+    instead of April 3")."""
+    said = {w for s in split_sentences(new_text) for w in read_sentence(s).words}
+    changed_text = read_sentence(changed).text
     for sentence in split_sentences(old):
         other = read_sentence(sentence)
         if other.text == changed_text:
@@ -486,6 +463,21 @@ def _says_more(
         if (other.values or len(words) >= SAYS_SOMETHING_WORDS) and not words <= said:
             return True
     return False
+
+
+def _names_more(changed: str, replaced: Iterable[str], *new_texts: str) -> bool:
+    """Whether the old sentence ``changed`` names something besides the values the change
+    replaces (``replaced``) that the new text (``new_texts``: the change's clause and the
+    whole text) does not say again: "The ryokan is the Fuji-ya Inn and costs 240 euros"
+    after "the ryokan is 210 euros, not 240" still names the inn, which stays true. A name
+    the new text says again in part or as a plain word ("Mark now leads ...": a
+    sentence's first word is not read as a name) does not count, nor does an earlier
+    value ``changed`` itself names as replaced (its history)."""
+    new = [read_sentence(s) for text in new_texts for s in split_sentences(text)]
+    named = {v for s in new for v in s.values}
+    said = {w for s in new for w in s.words} | _named_before(changed)
+    extra = read_sentence(changed).values - named - set(replaced)
+    return any(not _value_stems({v}) & said for v in extra)
 
 
 @lru_cache(maxsize=4096)
