@@ -27,6 +27,8 @@ from episodic.recall.prices import blend_for, context_prices, ungated
 from episodic.recall.rerank import Rerank
 from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
 from episodic.recall.rows import rank_rows, read_head
+from episodic.recall.rule_keep import STAGE as RULE_STAGE
+from episodic.recall.rule_keep import keep_rule, keeps_rule, rule_to_keep
 from episodic.recall.sources import one_per_source
 from episodic.recall.supersede import Hits, newest_similar_first, order_within_hits
 from episodic.recall.timeparse import parse_time_expressions, strip_time_expressions
@@ -306,6 +308,10 @@ def _rank(
             return row.chars
         return len(memories[i].content) if i in memories else None
 
+    def contents(ids: Sequence[str]) -> dict[str, str]:
+        fetch(ids)
+        return {i: memories[i].content for i in ids if i in memories}
+
     def final(pairs: Sequence[tuple[str, float]]) -> list[float] | None:
         """The scores ``pairs`` end with; None when a row is missing."""
         fetch([i for i, _ in pairs])
@@ -348,6 +354,10 @@ def _rank(
             # candidate as a duplicate of its source, and the same-subject order, which
             # moves a newer record just above an older one.
             ranked = keep_heads(ranked, legs, policy, chars, trace)
+        if keeps_rule(policy):
+            # After the legs' keep, so the rule holds its place whatever that moved.
+            rule = rule_to_keep(legs.get(Leg.DENSE.value, []), policy, chars, contents)
+            ranked = keep_rule(ranked, rule, policy, trace)
         unordered = ranked
         if policy.newest_similar_first and ranked:
             earlier.clear()
@@ -369,6 +379,8 @@ def _rank(
             trace.stages[settled] = trace.stages.pop(settled)
         if (kept := keep_stage_of(trace)) is not None:  # after the length step's
             trace.stages[kept] = trace.stages.pop(kept)
+        if RULE_STAGE in trace.stages:  # after the legs' keep
+            trace.stages[RULE_STAGE] = trace.stages.pop(RULE_STAGE)
         if ranked != unordered:
             trace.add_stage(ORDER_NEWEST_FIRST, ranked)
         survivors = one_per_source(ranked, memories, fetch, k, trace)

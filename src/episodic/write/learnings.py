@@ -44,6 +44,7 @@ from episodic.llm.prompts import (
     data_block,
     fill,
 )
+from episodic.write.directives import DIRECTIVE, FENCED, MIN_WORDS, QUESTION_END
 from episodic.write.extract import (
     OFFLINE_EXTRACTOR,
     Evidence,
@@ -80,7 +81,7 @@ IMPORTANCE_BY_TYPE: dict[str, float] = {
 LEARNINGS_INPUT_MAX_CHARS = 24_000
 LEARNINGS_MAX_TOKENS = 2048
 # A rule can be short ("Never push to main."), but not shorter than this.
-OFFLINE_MIN_WORDS = 3
+OFFLINE_MIN_WORDS = MIN_WORDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,12 +208,6 @@ _CORRECTIVE = re.compile(
     r"|\byou (?:forgot|missed|should have|shouldn't have)\b",
     _I,
 )
-_DIRECTIVE = re.compile(
-    r"\b(?:always|never|must|mustn't|must not|should|shouldn't|should not|don't|do not|"
-    r"make sure|be sure to|ensure|remember to|avoid|from now on|going forward|"
-    r"in (?:the )?future|no more)\b",
-    _I,
-)
 _PROCEDURAL = re.compile(
     r"\bfirst\b.{0,200}?\bthen\b"
     r"|\bsteps?\b"
@@ -228,8 +223,6 @@ _TEAM = re.compile(
     r"communicat\w*|coordinat\w*|owners?|ownership|roles?|responsib\w*)\b",
     _I,
 )
-_QUESTION_END = re.compile(r"\?[\"'”’)\]]*$")
-_FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 
 
 def _domain(text: str) -> str:
@@ -261,7 +254,7 @@ def _learn_offline(messages: Sequence[Message]) -> Iterator[Learning]:
 
 def _learn_from(message: Message, assistant_spoke: bool) -> Iterator[tuple[int, Learning]]:
     """The learnings of one user message with their offsets in it."""
-    text = _FENCED.sub(lambda fence: "\n" * len(fence.group()), message.text)
+    text = FENCED.sub(lambda fence: "\n" * len(fence.group()), message.text)
     # A numbered list is one procedure: kept whole, in the words of the message.
     for start, end in _numbered_lists(text):
         yield start, _learning(text[start:end], "procedural", message)
@@ -270,13 +263,13 @@ def _learn_from(message: Message, assistant_spoke: bool) -> Iterator[tuple[int, 
     for sentence in split_sentences(text):
         at = text.find(sentence, cursor)
         cursor = at + len(sentence)
-        if _QUESTION_END.search(sentence) or len(sentence.split()) < OFFLINE_MIN_WORDS:
+        if QUESTION_END.search(sentence) or len(sentence.split()) < OFFLINE_MIN_WORDS:
             continue
         if not content_words(sentence):
             continue
         if assistant_spoke and _CORRECTIVE.search(sentence):
             yield at, _learning(sentence, "corrective", message)
-        elif _DIRECTIVE.search(sentence):
+        elif DIRECTIVE.search(sentence):
             yield at, _learning(sentence, "directive", message)
         elif _PROCEDURAL.search(sentence):
             yield at, _learning(sentence, "procedural", message)

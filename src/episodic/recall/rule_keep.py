@@ -1,0 +1,82 @@
+"""A standing rule the question touches keeps a place near the top (policy.rule_keep_margin).
+
+A user lays a rule down once ("Always include the status codes when I ask about API
+errors") and then asks about the topic in other words. The answers and questions on that
+topic share more of the question's words than the rule does, and fusion ranks them
+above it; the dense leg often finds the rule among its best. This step takes, of the
+dense leg's first ``rule_keep_depth`` candidates, the best short one (one passage at
+most) that lays a rule down (``write/directives.py``: "Always ...", "Never ...", "from
+now on ...", "I want you to ...") and matches
+the query within ``rule_keep_margin`` in cosine of the leg's best, and ranks it no lower
+than place ``rule_keep_rank``. One rule at most: the step never fills the head with
+rules.
+
+Two things keep it safe on chats between people, where "always" and "never" are
+everyday words: only a sentence that lays a rule down counts ("I never liked it" does
+not), and a rule far below the best match is not what the question is about.
+It reads the text of the few short candidates within the margin only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from episodic.model import Candidate
+from episodic.recall.policies import RecallPolicy
+from episodic.recall.trace import Trace
+from episodic.scoring.leg_heads import keep_leg_heads
+from episodic.scoring.passages import PASSAGE_CHARS
+from episodic.write.directives import states_standing_rule
+
+STAGE = "keep:rule"
+
+
+def rule_to_keep(
+    dense: Sequence[Candidate],
+    policy: RecallPolicy,
+    chars: Callable[[str], int | None],
+    read: Callable[[Sequence[str]], Mapping[str, str]],
+) -> str | None:
+    """The id of the rule ``policy`` keeps near the top, if any: the dense leg's best
+    short candidate stating a rule within the margin of the leg's best score.
+    ``chars(id)`` is a memory's length (None when unknown: its text tells); ``read(ids)``
+    their contents, in one read (an id it cannot read is left out)."""
+    if policy.rule_keep_margin <= 0 or not dense:
+        return None
+    floor = dense[0].score - policy.rule_keep_margin
+    near = [
+        c.memory_id
+        for c in dense[: policy.rule_keep_depth]
+        if c.score >= floor and ((n := chars(c.memory_id)) is None or n <= PASSAGE_CHARS)
+    ]
+    if not near:
+        return None
+    contents = read(near)
+    for i in near:  # best first
+        content = contents.get(i)
+        if content is not None and len(content) <= PASSAGE_CHARS and states_standing_rule(content):
+            return i
+    return None
+
+
+def keep_rule(
+    ranked: Sequence[tuple[str, float]],
+    rule: str | None,
+    policy: RecallPolicy,
+    trace: Trace | None = None,
+) -> list[tuple[str, float]]:
+    """``ranked`` with ``rule`` no lower than place ``policy.rule_keep_rank`` (it passes
+    any memory on the way up); the trace shows where it came from."""
+    if rule is None:
+        return list(ranked)
+    kept, moved = keep_leg_heads(ranked, [rule], policy.rule_keep_rank)
+    if trace is not None:
+        # A second pass over a deeper head replaces the first one's stage.
+        trace.stages.pop(STAGE, None)
+        trace.add_stage(STAGE, kept, {i: {"from": float(p)} for i, p in moved.items()})
+    return kept
+
+
+def keeps_rule(policy: RecallPolicy) -> bool:
+    """Whether ``policy`` runs this step."""
+    return policy.rule_keep_margin > 0

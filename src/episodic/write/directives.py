@@ -1,0 +1,84 @@
+"""What a rule sounds like: "always", "never", "make sure", "from now on" ...
+
+Two readings, one strict inside the other:
+
+- ``DIRECTIVE``: a sentence that uses a word of obligation anywhere. The offline
+  learnings pass reads a finished session's user sentences with it (one becomes a
+  ``directive`` learning); a misreading there costs one learning of middling importance.
+- ``states_standing_rule``: a sentence that *lays a rule down*: it opens with an
+  imperative of always or never ("Always ...", "Never ...", "Don't ...", "Make sure ..."),
+  makes something last ("from now on", "going forward"), or tells the listener to always
+  or never do something ("I want you to always ..."). Recall moves such a memory over
+  others (``policy.rule_keep_margin``), so it takes only this form: "you should totally
+  go" and "I never liked it" in a chat between people lay down nothing.
+
+Pure and fast: the patterns are compiled once, and a text is read only as far as its
+first rule.
+"""
+
+from __future__ import annotations
+
+import re
+
+from episodic.write.text import has_content_word, split_sentences
+
+# Seed 001's directive: a rule to follow. The words English uses to lay one down, not
+# any data set's: a modal of obligation, an adverb of always or never, or a phrase that
+# makes the rule last.
+DIRECTIVE = re.compile(
+    r"\b(?:always|never|must|mustn't|must not|should|shouldn't|should not|don't|do not|"
+    r"make sure|be sure to|ensure|remember to|avoid|from now on|going forward|"
+    r"in (?:the )?future|no more)\b",
+    re.IGNORECASE,
+)
+# A speaker's label as a transcript writes it ("user: ...", "Dana: ..."): not the
+# speaker's words, so it is read past.
+LABEL = re.compile(r"^[^\s:]{1,40}:\s+")
+# An imperative that opens a sentence (after a bullet or "please"), a phrase that makes a
+# rule last wherever it stands, or the listener told to always or never do something.
+STANDING = re.compile(
+    r"^(?:[-*•]\s*)?(?:please[,\s]+)?"
+    r"(?:always|never|don't|do not|make sure|be sure to|remember to|avoid|from now on|"
+    r"going forward|in (?:the )?future|no more)\b"
+    r"|\b(?:from now on|going forward)\b"
+    r"|\byou (?:must|should|to) (?:always|never)\b",
+    re.IGNORECASE,
+)
+# Speech drops its "I" as readily as a rule has none: "Never been there", "Always loved
+# it", "Don't know why" tell of the speaker and lay nothing down. An opening word followed
+# by a past participle or a verb of mind is such a statement.
+ELIDED_I = re.compile(
+    r"^(?:always|never)\s+(?:been|had|seen|heard|done|gone|thought|felt|known|got|gotten|"
+    r"tried|used|liked|loved|wanted|imagined|expected)\b"
+    r"|^(?:don't|do not)\s+(?:know|think|feel|care|mind|remember|get|believe|understand)\b",
+    re.IGNORECASE,
+)
+# A sentence ending in a question mark asks; it lays down no rule ("Should I always ...?").
+QUESTION_END = re.compile(r"\?[\"'”’)\]]*$")
+# A rule can be short ("Never push to main."), but not shorter than this many words.
+MIN_WORDS = 3
+# Code is not a rule, whatever words its comments hold.
+FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+
+
+def is_standing_rule(sentence: str) -> bool:
+    """Whether one sentence lays a rule down (``STANDING``, not a statement with its "I"
+    dropped), is not a question, and has at least ``MIN_WORDS`` words, one of them a
+    content word; a speaker's label opening it is read past."""
+    words = LABEL.sub("", sentence, count=1)
+    return (
+        STANDING.search(words) is not None
+        and ELIDED_I.search(words) is None
+        and QUESTION_END.search(words) is None
+        and len(words.split()) >= MIN_WORDS
+        and has_content_word(words)
+    )
+
+
+def states_standing_rule(text: str) -> bool:
+    """Whether some sentence of ``text`` (outside fenced code) lays a rule down."""
+    if DIRECTIVE.search(text) is None:  # every standing rule holds one of its words
+        return False
+    if "```" in text:
+        text = FENCED.sub("\n", text)
+    return any(is_standing_rule(sentence) for sentence in split_sentences(text))
