@@ -3,8 +3,9 @@
 Built only when asked for (``explain=True``), so an ordinary recall allocates none of it.
 Each stage holds the ranking as that step left it, in the order the steps ran: the legs,
 fusion, context, the re-rank factors, ``time`` (the time boost), ``length:*`` (the length
-step), then the reorders that only move memories about one subject (``order:*``, present
-when they moved something), diversity, and the hits' own order.
+step), ``keep:*`` (each leg's best and a standing rule kept near the top), then the
+reorders that only move memories about one subject (``order:*``, present when they moved
+something), diversity, and the hits' own order.
 """
 
 from __future__ import annotations
