@@ -33,6 +33,10 @@ T = datetime(2026, 3, 2, tzinfo=UTC)
         "The deploys go through the staging cluster going forward.",
         "I want you to always show the units next to a number.",
         "Thanks for the help. Never log full card numbers, mask all but the last four.",
+        # a preference, also stated inside a request
+        "I prefer plain SQL over an ORM for the reporting queries.",
+        "user: I'd rather keep the bundle small, can you suggest a date library?",
+        "I really prefer answers with a short example first.",
     ],
 )
 def test_a_sentence_that_lays_a_rule_down(text: str) -> None:
@@ -52,6 +56,8 @@ def test_a_sentence_that_lays_a_rule_down(text: str) -> None:
         "Sam: Never heard of that band before, are they any good",  # the "I" dropped
         "Always loved the smell of rain on the porch.",
         "Don't think the printer likes the new toner much.",
+        "Do you prefer the window seat or the aisle?",  # asks for the listener's
+        "I prefer.",  # too short
     ],
 )
 def test_a_sentence_that_lays_no_rule_down(text: str) -> None:

@@ -1,6 +1,6 @@
 """What a rule sounds like: "always", "never", "make sure", "from now on" ...
 
-Two readings, one strict inside the other:
+Two readings, for two uses:
 
 - ``DIRECTIVE``: a sentence that uses a word of obligation anywhere. The offline
   learnings pass reads a finished session's user sentences with it (one becomes a
@@ -8,9 +8,10 @@ Two readings, one strict inside the other:
 - ``states_standing_rule``: a sentence that *lays a rule down*: it opens with an
   imperative of always or never ("Always ...", "Never ...", "Don't ...", "Make sure ..."),
   makes something last ("from now on", "going forward"), or tells the listener to always
-  or never do something ("I want you to always ..."). Recall moves such a memory over
-  others (``policy.rule_keep_margin``), so it takes only this form: "you should totally
-  go" and "I never liked it" in a chat between people lay down nothing.
+  or never do something ("I want you to always ..."); or it states a preference ("I
+  prefer ...", "I'd rather ..."), also inside a request. Recall moves such a memory over
+  others (``policy.rule_keep_margin``), so it takes only these forms: "you should
+  totally go" and "I never liked it" in a chat between people lay down nothing.
 
 Pure and fast: the patterns are compiled once, and a text is read only as far as its
 first rule.
@@ -53,6 +54,12 @@ ELIDED_I = re.compile(
     r"|^(?:don't|do not)\s+(?:know|think|feel|care|mind|remember|get|believe|understand)\b",
     re.IGNORECASE,
 )
+# A stated preference is a standing rule too, and people state one inside a request ("I
+# prefer plain SQL, can you show me the query?"): it counts in a question as well.
+PREFERS = re.compile(
+    r"\bi(?: (?:really |strongly |much |always )?(?:prefer|would rather)|'d (?:much )?rather)\b",
+    re.IGNORECASE,
+)
 # A sentence ending in a question mark asks; it lays down no rule ("Should I always ...?").
 QUESTION_END = re.compile(r"\?[\"'”’)\]]*$")
 # A rule can be short ("Never push to main."), but not shorter than this many words.
@@ -62,22 +69,26 @@ FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 
 
 def is_standing_rule(sentence: str) -> bool:
-    """Whether one sentence lays a rule down (``STANDING``, not a statement with its "I"
-    dropped), is not a question, and has at least ``MIN_WORDS`` words, one of them a
-    content word; a speaker's label opening it is read past."""
+    """Whether one sentence of at least ``MIN_WORDS`` words states a preference
+    (``PREFERS``) or lays a rule down (``STANDING``, not a statement with its "I"
+    dropped, not a question, with a content word); a speaker's label opening it is read
+    past."""
     words = LABEL.sub("", sentence, count=1)
+    if len(words.split()) < MIN_WORDS:
+        return False
+    if PREFERS.search(words) is not None:
+        return True
     return (
         STANDING.search(words) is not None
         and ELIDED_I.search(words) is None
         and QUESTION_END.search(words) is None
-        and len(words.split()) >= MIN_WORDS
         and has_content_word(words)
     )
 
 
 def states_standing_rule(text: str) -> bool:
     """Whether some sentence of ``text`` (outside fenced code) lays a rule down."""
-    if DIRECTIVE.search(text) is None:  # every standing rule holds one of its words
+    if DIRECTIVE.search(text) is None and PREFERS.search(text) is None:  # most texts
         return False
     if "```" in text:
         text = FENCED.sub("\n", text)
