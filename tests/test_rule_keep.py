@@ -4,7 +4,7 @@ recall/rule_keep.py), and what counts as laying a rule down (write/directives.py
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -181,14 +181,22 @@ TURNS = [
 QUESTION = "How do I make my app cope when the API fails?"
 
 
-@pytest.mark.model
-def test_default_keeps_the_rule_a_user_laid_down_near_the_top(db_url: str) -> None:
+@pytest.fixture
+def chat(db_url: str) -> Iterator[Episodic]:
+    """The chat above on each backend, with the real model, forty days later."""
     mem = Episodic(
         store=open_store(db_url), embedder=MiniLMEmbedder(), clock=lambda: T + timedelta(days=40)
     )
     for n, (who, text) in enumerate(TURNS):
         mem.remember(text, workspace="w", id=f"t{n}", conversation=f"s{n // 3}", agent=who)
     mem.index_once()
+    yield mem
+    mem.close()
+
+
+@pytest.mark.model
+def test_default_keeps_the_rule_a_user_laid_down_near_the_top(chat: Episodic) -> None:
+    mem = chat
     off = dataclasses.replace(DEFAULT, rule_keep_margin=0)
     plain = [h.id for h in mem.recall(QUESTION, workspace="w", k=8, policy=off, mark=False).hits]
     assert "t5" not in plain[:3]  # answers and questions on the topic crowd it out
@@ -203,20 +211,13 @@ def test_default_keeps_the_rule_a_user_laid_down_near_the_top(db_url: str) -> No
     assert [i for i in ids if i != "t5"] == [i for i in plain if i != "t5"][: len(ids) - 1]
     block = mem.render(QUESTION, workspace="w", k=5)
     assert "HTTP status code" in block
-    mem.close()
 
 
 @pytest.mark.model
-def test_a_rule_the_question_does_not_touch_stays_where_it_was(db_url: str) -> None:
-    mem = Episodic(
-        store=open_store(db_url), embedder=MiniLMEmbedder(), clock=lambda: T + timedelta(days=40)
-    )
-    for n, (who, text) in enumerate(TURNS):
-        mem.remember(text, workspace="w", id=f"t{n}", conversation=f"s{n // 3}", agent=who)
-    mem.index_once()
+def test_a_rule_the_question_does_not_touch_stays_where_it_was(chat: Episodic) -> None:
+    mem = chat
     question = "Where am I going hiking in June?"
     off = dataclasses.replace(DEFAULT, rule_keep_margin=0)
     plain = [h.id for h in mem.recall(question, workspace="w", k=8, policy=off, mark=False).hits]
     result = [h.id for h in mem.recall(question, workspace="w", k=8, mark=False).hits]
     assert result == plain and result[0] == "t10"
-    mem.close()

@@ -199,9 +199,10 @@ class RecallPolicy:
     # first rule_keep_depth candidates, the best short one (one passage at most) that lays
     # a rule down ("Always ...", "Never ...", "from now on ...") or states a preference
     # ("I prefer ...": write/directives.py) and matches the query within rule_keep_margin
-    # in cosine of the leg's best ranks no lower than place rule_keep_rank. The instruction a user gave once is what the agent
-    # must follow when the question touches it, and answers on the topic, with more of
-    # the question's words, crowd it out. 0 keeps none.
+    # in cosine of the leg's best ranks no lower than place rule_keep_rank. The
+    # instruction a user gave once is what the agent must follow when the question
+    # touches it, and answers on the topic, with more of the question's words, crowd it
+    # out. 0 keeps none.
     rule_keep_margin: float = 0.0
     rule_keep_rank: int = 3
     rule_keep_depth: int = 10

@@ -59,6 +59,7 @@ from episodic.llm.prompts import (
 )
 from episodic.write.cases import new_identifiers
 from episodic.write.corrections import corrected_by
+from episodic.write.directives import FENCED, QUESTION_END
 from episodic.write.exclusions import exclusion, note_exclusion
 from episodic.write.messages import Message, transcript_json
 from episodic.write.text import (
@@ -342,7 +343,6 @@ def memory_block(known: Sequence[str]) -> str:
 
 
 # -- the offline path ----------------------------------------------------------------------
-_FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 _QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
 # Pleasantries and acknowledgements in front of a statement ("Thanks, the build ...",
 # "Ok so - ...") are cut off; the rest of the sentence is still quoted verbatim.
@@ -355,7 +355,6 @@ _LEADING_FILLER = re.compile(
     r"good|got it|gotcha|noted|understood)\s*[,!.:;—–-]+\s*)+",
     re.IGNORECASE,
 )
-_QUESTION_END = re.compile(r"\?[\"'”’)\]]*$")
 # Openings of questions without a question mark and of requests to the assistant:
 # neither states anything.
 _NOT_A_STATEMENT = re.compile(
@@ -373,12 +372,12 @@ def _statements(text: str) -> Iterator[tuple[str, str | None]]:
     """The sentences of a user message that state something, verbatim, in order, each
     with the kind of exclusion it is (seed 004: a wish, a preference, a rule, advice ...
     is no entry), None for a possible entry."""
-    prose = _QUOTED_LINE.sub("\n", _FENCED.sub("\n", text))
+    prose = _QUOTED_LINE.sub("\n", FENCED.sub("\n", text))
     for sentence in split_sentences(prose):
         filler = _LEADING_FILLER.match(sentence)
         if filler:
             sentence = sentence[filler.end() :]
-        if not sentence or _QUESTION_END.search(sentence) or _NOT_A_STATEMENT.match(sentence):
+        if not sentence or QUESTION_END.search(sentence) or _NOT_A_STATEMENT.match(sentence):
             continue
         if word_count(sentence) < OFFLINE_MIN_WORDS:
             continue
