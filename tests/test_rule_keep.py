@@ -8,9 +8,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from typer.testing import CliRunner
 
 from episodic import Episodic
 from episodic.bench.folds import parse_tune, variant
+from episodic.cli import app
 from episodic.embed.local import MiniLMEmbedder
 from episodic.model import Candidate
 from episodic.recall.policies import DEFAULT, POLICIES
@@ -221,3 +223,13 @@ def test_a_rule_the_question_does_not_touch_stays_where_it_was(chat: Episodic) -
     plain = [h.id for h in mem.recall(question, workspace="w", k=8, policy=off, mark=False).hits]
     result = [h.id for h in mem.recall(question, workspace="w", k=8, mark=False).hits]
     assert result == plain and result[0] == "t10"
+
+
+@pytest.mark.model
+def test_the_command_line_shows_the_kept_rule_and_the_step(chat: Episodic, db_url: str) -> None:
+    args = ["--db", db_url, "recall", QUESTION, "-w", "w", "-k", "5", "--no-mark", "--explain"]
+    result = CliRunner().invoke(app, args, env={"EPISODIC_EMBEDDER": "local"})
+    assert result.exit_code == 0, result.output
+    stage = next(line for line in result.stdout.splitlines() if "keep:rule:" in line)
+    assert any(f"{n}. t5 " in stage for n in (1, 2, 3))
+    assert "HTTP status code" in result.stdout
