@@ -28,6 +28,8 @@ T = datetime(2026, 3, 2, tzinfo=UTC)
     [
         "Always mention the HTTP status code in examples of API error handling.",
         "Never push to main on a Friday afternoon.",
+        "Always bring a spare charger to the client site.",
+        "Always be explicit about the time zone in dates.",
         "user: Don't use tabs in the Python files.",
         "- Make sure every migration has a down step.",
         "Please always answer in British English.",
@@ -57,6 +59,9 @@ def test_a_sentence_that_lays_a_rule_down(text: str) -> None:
         "I need you to check the invoice from March.",  # a one-off request
         "Sam: Never heard of that band before, are they any good",  # the "I" dropped
         "Always loved the smell of rain on the porch.",
+        "Always a pleasure to catch up with you two.",
+        "Always happy to lend a hand with the garden.",
+        "Always cheering for the home team, rain or shine.",
         "Don't think the printer likes the new toner much.",
         "Do you prefer the window seat or the aisle?",  # asks for the listener's
         "I prefer.",  # too short

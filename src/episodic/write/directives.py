@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 
+from episodic.scoring.stopwords import ENGLISH_STOPWORDS
 from episodic.write.text import has_content_word, split_sentences
 
 # Seed 001's directive: a rule to follow. The words English uses to lay one down, not
@@ -45,15 +46,41 @@ STANDING = re.compile(
     r"|\byou (?:must|should|to) (?:always|never)\b",
     re.IGNORECASE,
 )
-# Speech drops its "I" as readily as a rule has none: "Never been there", "Always loved
-# it", "Don't know why" tell of the speaker and lay nothing down. An opening word followed
-# by a past participle or a verb of mind is such a statement.
+# Speech drops its "I" as readily as a rule has none: "Never been there", "Always happy
+# to help", "Don't know why" tell of the speaker and lay nothing down. An imperative's
+# "always" or "never" is followed by a verb in its plain form; followed by a past form, a
+# word of feeling, an "-ing" form ("Always rooting for you") or a small word other than
+# "be", "do" or "have" ("Always a joy", "Always up for it"), it opens such a statement, as
+# "don't" does before a verb of mind.
 ELIDED_I = re.compile(
-    r"^(?:always|never)\s+(?:been|had|seen|heard|done|gone|thought|felt|known|got|gotten|"
-    r"tried|used|liked|loved|wanted|imagined|expected)\b"
+    r"^(?:always|never)\s+(?:been|had|seen|saw|heard|done|did|gone|went|came|made|found|"
+    r"took|said|thought|felt|knew|known|got|gotten|tried|used|liked|loved|wanted|imagined|"
+    r"expected|happy|glad|ready|proud|grateful|thankful|good|great|fun|nice|welcome)\b"
     r"|^(?:don't|do not)\s+(?:know|think|feel|care|mind|remember|get|believe|understand)\b",
     re.IGNORECASE,
 )
+_OPENER = re.compile(r"^(?:always|never)\s+([\w']+)", re.IGNORECASE)
+_PLAIN_VERBS = frozenset({"be", "do", "have"})
+# The verbs whose plain form ends in "-ing" ("Always bring a charger").
+_ING_VERBS = frozenset(
+    {"bring", "sing", "ring", "sting", "swing", "string", "spring", "cling", "fling", "wring"}
+)
+
+
+def _elided_i(words: str) -> bool:
+    """Whether ``words`` (a sentence, its label read past) opens a statement with its
+    "I" dropped rather than an imperative."""
+    if ELIDED_I.search(words) is not None:
+        return True
+    opener = _OPENER.match(words)
+    if opener is None:
+        return False
+    after = opener.group(1).casefold()
+    if after.endswith("ing") and after not in _ING_VERBS:
+        return True
+    return after in ENGLISH_STOPWORDS and after not in _PLAIN_VERBS
+
+
 # A stated preference is a standing rule too, and people state one inside a request ("I
 # prefer plain SQL, can you show me the query?"): it counts in a question as well.
 PREFERS = re.compile(
@@ -80,7 +107,7 @@ def is_standing_rule(sentence: str) -> bool:
         return True
     return (
         STANDING.search(words) is not None
-        and ELIDED_I.search(words) is None
+        and not _elided_i(words)
         and QUESTION_END.search(words) is None
         and has_content_word(words)
     )
