@@ -406,6 +406,10 @@ def prepare_locomo(
                 f"segmented into {episodes} episodes in {time.perf_counter() - started:.1f}s "
                 f"(key expansion {'on' if settings.key_expansion else 'off'})"
             )
+        # The keyword search plans its terms on document counts cached for a few seconds:
+        # counted while the conversations were written, they would make the first
+        # questions' answers depend on how long the writing took.
+        mem.store.forget_term_counts()
         yield Prepared(mem, clock, conversations, asked, model or "none")
 
 

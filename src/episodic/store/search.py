@@ -69,6 +69,14 @@ class SearchStore(MemoryReader, Protocol):
         the dense leg is slow enough to be worth handing the other leg over."""
         ...
 
+    def forget_term_counts(self) -> None:
+        """Drop the document counts the keyword search caches for a few seconds
+        (``DOC_COUNT_TTL_S``), so the next recall plans its terms on the counts as they
+        are now. Recall relies on counts that old; a benchmark, which asks its questions
+        right after writing everything, calls this between the two so that its answers
+        do not depend on how many seconds the writing took."""
+        ...
+
     def reading(self) -> AbstractContextManager[None]:
         """A block whose reads on this thread share one snapshot and one connection (a
         search's), instead of a transaction each: a recall's ranking reads rows, the

@@ -153,6 +153,11 @@ class SparseMixin(PgBase):
     sparse_count_sample: int = SPARSE_COUNT_SAMPLE
     _sparse_counts: _SparseCache | None = None
 
+    def forget_term_counts(self) -> None:
+        """Drop the keyword search's cached document counts and workspace sizes
+        (``_SparseCache``): the next recall counts afresh."""
+        self._sparse_counts = None
+
     def search_sparse(self, flt: ScopeFilter, text: str, limit: int) -> list[Candidate]:
         where, params = live_where(flt, alias="m", mark="%s")
         if _has_nul(*params):  # PostgreSQL text holds no NUL: nothing matches

@@ -222,6 +222,12 @@ class SparseMixin(SqliteBase):
     keys_weight: float = BM25_KEYS_WEIGHT
     _sparse_counts: DocCounts | None = None
 
+    def forget_term_counts(self) -> None:
+        """Drop the keyword search's cached document counts (``DocCounts``): the next
+        recall counts its terms afresh."""
+        with self._counts_lock:
+            self._sparse_counts = None
+
     def search_sparse(self, flt: ScopeFilter, text: str, limit: int) -> list[Candidate]:
         """BM25 over ``memories_fts``, best first.
 
