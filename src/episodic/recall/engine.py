@@ -357,7 +357,8 @@ def _rank(
         if keeps_rule(policy):
             # After the legs' keep, so the rule holds its place whatever that moved.
             rule = rule_to_keep(legs.get(Leg.DENSE.value, []), policy, chars, contents)
-            ranked = keep_rule(ranked, rule, policy, trace)
+            if rule is not None:
+                ranked = keep_rule(ranked, rule, policy, trace)
         unordered = ranked
         if policy.newest_similar_first and ranked:
             earlier.clear()

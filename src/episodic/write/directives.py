@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from episodic.scoring.stopwords import ENGLISH_STOPWORDS
-from episodic.write.text import has_content_word, split_sentences
+from episodic.write.text import FENCED, QUESTION_END, has_content_word, split_sentences
 
 # Seed 001's directive: a rule to follow. The words English uses to lay one down, not
 # any data set's: a modal of obligation, an adverb of always or never, or a phrase that
@@ -52,14 +52,16 @@ STANDING = re.compile(
 # word of feeling, an "-ing" form ("Always rooting for you") or a small word other than
 # "be", "do" or "have" ("Always a joy", "Always up for it"), it opens such a statement, as
 # "don't" does before a verb of mind.
-ELIDED_I = re.compile(
-    r"^(?:always|never)\s+(?:been|had|seen|saw|heard|done|did|gone|went|came|made|found|"
-    r"took|said|thought|felt|knew|known|got|gotten|tried|used|liked|loved|wanted|imagined|"
-    r"expected|happy|glad|ready|proud|grateful|thankful|good|great|fun|nice|welcome)\b"
-    r"|^(?:don't|do not)\s+(?:know|think|feel|care|mind|remember|get|believe|understand)\b",
+_OPENER = re.compile(r"^(?:always|never)\s+([\w']+)", re.IGNORECASE)
+# What follows "always" / "never" in a statement: a past form or a word of feeling.
+_STATEMENT_TEXT = """been had seen saw heard done did gone went came made found took said
+thought felt knew known got gotten tried used liked loved wanted imagined expected happy
+glad ready proud grateful thankful good great fun nice welcome"""
+_STATEMENT_WORDS = frozenset(_STATEMENT_TEXT.split())
+_DONT_OF_MIND = re.compile(
+    r"^(?:don't|do not)\s+(?:know|think|feel|care|mind|remember|get|believe|understand)\b",
     re.IGNORECASE,
 )
-_OPENER = re.compile(r"^(?:always|never)\s+([\w']+)", re.IGNORECASE)
 _PLAIN_VERBS = frozenset({"be", "do", "have"})
 # The verbs whose plain form ends in "-ing" ("Always bring a charger").
 _ING_VERBS = frozenset(
@@ -70,13 +72,11 @@ _ING_VERBS = frozenset(
 def _elided_i(words: str) -> bool:
     """Whether ``words`` (a sentence, its label read past) opens a statement with its
     "I" dropped rather than an imperative."""
-    if ELIDED_I.search(words) is not None:
-        return True
     opener = _OPENER.match(words)
     if opener is None:
-        return False
+        return _DONT_OF_MIND.match(words) is not None
     after = opener.group(1).casefold()
-    if after.endswith("ing") and after not in _ING_VERBS:
+    if after in _STATEMENT_WORDS or (after.endswith("ing") and after not in _ING_VERBS):
         return True
     return after in ENGLISH_STOPWORDS and after not in _PLAIN_VERBS
 
@@ -87,12 +87,8 @@ PREFERS = re.compile(
     r"\bi(?: (?:really |strongly |much |always )?(?:prefer|would rather)|'d (?:much )?rather)\b",
     re.IGNORECASE,
 )
-# A sentence ending in a question mark asks; it lays down no rule ("Should I always ...?").
-QUESTION_END = re.compile(r"\?[\"'”’)\]]*$")
 # A rule can be short ("Never push to main."), but not shorter than this many words.
 MIN_WORDS = 3
-# Code is not a rule, whatever words its comments hold.
-FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 
 
 def is_standing_rule(sentence: str) -> bool:
@@ -108,7 +104,7 @@ def is_standing_rule(sentence: str) -> bool:
     return (
         STANDING.search(words) is not None
         and not _elided_i(words)
-        and QUESTION_END.search(words) is None
+        and QUESTION_END.search(words) is None  # a question lays down no rule
         and has_content_word(words)
     )
 

@@ -59,10 +59,11 @@ from episodic.llm.prompts import (
 )
 from episodic.write.cases import new_identifiers
 from episodic.write.corrections import corrected_by
-from episodic.write.directives import FENCED, QUESTION_END
 from episodic.write.exclusions import exclusion, note_exclusion
 from episodic.write.messages import Message, transcript_json
 from episodic.write.text import (
+    FENCED,
+    QUESTION_END,
     clip_messages,
     collapse,
     content_words,

@@ -44,7 +44,7 @@ from episodic.llm.prompts import (
     data_block,
     fill,
 )
-from episodic.write.directives import DIRECTIVE, FENCED, MIN_WORDS, QUESTION_END
+from episodic.write.directives import DIRECTIVE, MIN_WORDS
 from episodic.write.extract import (
     OFFLINE_EXTRACTOR,
     Evidence,
@@ -54,7 +54,14 @@ from episodic.write.extract import (
     quotable,
 )
 from episodic.write.messages import Message, transcript_json
-from episodic.write.text import clip_messages, content_words, cut_words, split_sentences
+from episodic.write.text import (
+    FENCED,
+    QUESTION_END,
+    clip_messages,
+    content_words,
+    cut_words,
+    split_sentences,
+)
 
 __all__ = [
     "DOMAINS",

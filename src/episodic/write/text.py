@@ -17,6 +17,11 @@ from functools import lru_cache
 from episodic.scoring.stopwords import ENGLISH_STOPWORDS
 from episodic.write.messages import Message
 
+# A sentence ending in a question mark (closing quotes and brackets after it allowed).
+QUESTION_END = re.compile(r"\?[\"'”’)\]]*$")
+# A fenced code block, or one left open to the end of the text.
+FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+
 # A word: letters/digits/underscore, with inner apostrophes, dots, hyphens and slashes kept
 # ("don't", "v2.1", "config.yaml", "follow-up", "CI/CD").
 TOKEN = re.compile(r"\w+(?:['’.\-/]\w+)*")
