@@ -206,6 +206,12 @@ class RecallPolicy:
     rule_keep_margin: float = 0.0
     rule_keep_rank: int = 3
     rule_keep_depth: int = 10
+    # A rule that names its speaker ("Always show the status codes when I ask about
+    # errors": write/directives.py, states_own_rule) is how they want every answer given,
+    # whatever words the question uses: the best such one anywhere in the dense leg is
+    # kept the same way when it matches the query within rule_keep_own_margin of the
+    # leg's best. 0: only rule_keep_margin's rule.
+    rule_keep_own_margin: float = 0.0
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.
@@ -473,6 +479,7 @@ DEFAULT = RecallPolicy(
     leg_keep_rank=3,
     leg_keep_chars=1000,
     rule_keep_margin=0.07,
+    rule_keep_own_margin=0.15,
     partly_changed=1,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "

@@ -26,7 +26,7 @@ from episodic.recall.policies import RecallPolicy
 from episodic.recall.trace import Trace
 from episodic.scoring.leg_heads import keep_leg_heads
 from episodic.scoring.passages import PASSAGE_CHARS
-from episodic.write.directives import states_standing_rule
+from episodic.write.directives import states_own_rule, states_standing_rule
 
 STAGE = "keep:rule"
 
@@ -41,20 +41,29 @@ def rule_to_keep(
     short candidate stating a rule within the margin of the leg's best score.
     ``chars(id)`` is a memory's length (None when unknown: its text tells); ``read(ids)``
     their contents, in one read (an id it cannot read is left out)."""
-    if policy.rule_keep_margin <= 0 or not dense:
+    if not keeps_rule(policy) or not dense:
         return None
-    floor = dense[0].score - policy.rule_keep_margin
+    best = dense[0].score
+    head, margin, own = policy.rule_keep_depth, policy.rule_keep_margin, policy.rule_keep_own_margin
+    # Each short candidate either reading may take, best first, with whether any rule
+    # counts there (the margin's head) or only one naming its speaker.
     near = [
-        c.memory_id
-        for c in dense[: policy.rule_keep_depth]
-        if c.score >= floor and ((n := chars(c.memory_id)) is None or n <= PASSAGE_CHARS)
+        (c.memory_id, any_rule)
+        for n, c in enumerate(dense)
+        if (
+            (any_rule := margin > 0 and n < head and c.score >= best - margin)
+            or (own > 0 and c.score >= best - own)
+        )
+        and ((size := chars(c.memory_id)) is None or size <= PASSAGE_CHARS)
     ]
     if not near:
         return None
-    contents = read(near)
-    for i in near:  # best first
+    contents = read([i for i, _ in near])
+    for i, any_rule in near:  # best first
         content = contents.get(i)
-        if content is not None and len(content) <= PASSAGE_CHARS and states_standing_rule(content):
+        if content is None or len(content) > PASSAGE_CHARS:
+            continue
+        if states_standing_rule(content) if any_rule else states_own_rule(content):
             return i
     return None
 
@@ -79,4 +88,4 @@ def keep_rule(
 
 def keeps_rule(policy: RecallPolicy) -> bool:
     """Whether ``policy`` runs this step."""
-    return policy.rule_keep_margin > 0
+    return policy.rule_keep_margin > 0 or policy.rule_keep_own_margin > 0

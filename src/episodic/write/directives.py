@@ -20,6 +20,7 @@ first rule.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from episodic.scoring.stopwords import ENGLISH_STOPWORDS
 from episodic.write.text import FENCED, QUESTION_END, has_content_word, split_sentences
@@ -59,7 +60,8 @@ thought felt knew known got gotten tried used liked loved wanted imagined expect
 glad ready proud grateful thankful good great fun nice welcome"""
 _STATEMENT_WORDS = frozenset(_STATEMENT_TEXT.split())
 _DONT_OF_MIND = re.compile(
-    r"^(?:don't|do not)\s+(?:know|think|feel|care|mind|remember|get|believe|understand)\b",
+    r"^(?:don't|do not)\s+"
+    r"(?:know|think|feel|care|mind|remember|get|believe|understand|worry|hesitate)\b",
     re.IGNORECASE,
 )
 _PLAIN_VERBS = frozenset({"be", "do", "have"})
@@ -109,6 +111,11 @@ def is_standing_rule(sentence: str) -> bool:
     )
 
 
+# Recall reads the same few memories' texts query after query: each reading once.
+_READS = 4096
+
+
+@lru_cache(maxsize=_READS)
 def states_standing_rule(text: str) -> bool:
     """Whether some sentence of ``text`` (outside fenced code) lays a rule down."""
     if DIRECTIVE.search(text) is None and PREFERS.search(text) is None:  # most texts
@@ -116,3 +123,30 @@ def states_standing_rule(text: str) -> bool:
     if "```" in text:
         text = FENCED.sub("\n", text)
     return any(is_standing_rule(sentence) for sentence in split_sentences(text))
+
+
+# The speaker in their own words. A rule that names them says how they want to be
+# answered ("... when I ask about errors", "Always remind me ..."); advice between people
+# ("Don't give up!", "Make sure to rest") is about the listener and names no speaker.
+_SPEAKER = re.compile(r"\b(?:i|me|my|mine|myself)\b|\bi'(?:m|ve|d|ll)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=_READS)
+def states_own_rule(text: str) -> bool:
+    """Whether some sentence of ``text`` (outside fenced code) lays a rule down in the
+    imperative ("Always ...", "Never ...", "From now on ...") and names its speaker. A
+    preference ("I prefer ...") is not read here: stated inside a request about one task,
+    it is less often a rule for every answer."""
+    if DIRECTIVE.search(text) is None:  # most texts
+        return False
+    if "```" in text:
+        text = FENCED.sub("\n", text)
+    for sentence in split_sentences(text):
+        words = LABEL.sub("", sentence, count=1)
+        if (
+            PREFERS.search(words) is None
+            and _SPEAKER.search(words) is not None
+            and is_standing_rule(sentence)
+        ):
+            return True
+    return False
