@@ -18,7 +18,7 @@ from episodic.model import Candidate
 from episodic.recall.policies import DEFAULT, POLICIES
 from episodic.recall.rule_keep import STAGE, keep_rule, rule_to_keep
 from episodic.store import open_store
-from episodic.write.directives import states_standing_rule
+from episodic.write.directives import states_own_rule, states_standing_rule
 
 T = datetime(2026, 3, 2, tzinfo=UTC)
 
@@ -65,10 +65,42 @@ def test_a_sentence_that_lays_a_rule_down(text: str) -> None:
         "Don't think the printer likes the new toner much.",
         "Do you prefer the window seat or the aisle?",  # asks for the listener's
         "I prefer.",  # too short
+        "Don't worry, it happens to everyone.",  # comfort, not a rule
+        "Don't hesitate to reach out if the build breaks again.",
     ],
 )
 def test_a_sentence_that_lays_no_rule_down(text: str) -> None:
     assert not states_standing_rule(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Always include the status codes when I ask about API error handling.",
+        "user: Never book me on a flight that leaves before 7am.",
+        "From now on, remind me to attach the invoice number.",
+        "Please always answer in British English when I'm writing to clients.",
+        "Thanks! Make sure my name is spelled Zoë in every letter.",
+    ],
+)
+def test_a_rule_that_names_its_speaker(text: str) -> None:
+    assert states_own_rule(text) and states_standing_rule(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Always mention the HTTP status code in examples of API error handling.",
+        "Never give up on your dreams!",  # advice about the listener
+        "Make sure to take some time for yourself this weekend.",
+        "Don't worry, I won't let anything get me down.",
+        "I prefer plain SQL over an ORM for the reporting queries.",  # a preference
+        "Should I always answer when my manager calls?",  # a question
+        "I always take the train to work.",  # no rule laid down
+    ],
+)
+def test_a_rule_that_names_no_speaker_or_no_rule(text: str) -> None:
+    assert not states_own_rule(text)
 
 
 def dense(*pairs: tuple[str, float]) -> list[Candidate]:
@@ -81,11 +113,12 @@ TEXTS = {
     "far_rule": "Never schedule a deploy during the Friday demo.",
     "question": "Should I always retry a failed API call?",
     "long_rule": "Always log the request id. " + "The handler then writes the body. " * 40,
+    "own_rule": "Always mention the HTTP status code when I ask about API errors.",
 }
 
 
 def pick(
-    candidates: list[Candidate], margin: float = 0.1, depth: int = 10
+    candidates: list[Candidate], margin: float = 0.1, depth: int = 10, own: float = 0.0
 ) -> tuple[str | None, list[list[str]]]:
     """What rule_to_keep picks, and the ids it asked to read (one list per read)."""
     reads: list[list[str]] = []
@@ -94,7 +127,9 @@ def pick(
         reads.append(list(ids))
         return {i: TEXTS[i] for i in ids if i in TEXTS}
 
-    policy = dataclasses.replace(DEFAULT, rule_keep_margin=margin, rule_keep_depth=depth)
+    policy = dataclasses.replace(
+        DEFAULT, rule_keep_margin=margin, rule_keep_depth=depth, rule_keep_own_margin=own
+    )
     return rule_to_keep(candidates, policy, lambda i: None, read), reads
 
 
@@ -121,6 +156,24 @@ def test_off_reads_nothing() -> None:
     assert chosen is None and reads == []
 
 
+def test_a_rule_naming_its_speaker_is_kept_from_deeper_and_further_below_the_best() -> None:
+    filler = [(f"x{n}", 0.69 - n * 0.001) for n in range(12)]
+    candidates = dense(("answer", 0.70), *filler, ("rule", 0.60), ("own_rule", 0.59))
+    # Past the margin's depth and further than its margin: only the speaker's own rule.
+    assert pick(candidates, own=0.15)[0] == "own_rule"
+    assert pick(candidates, own=0.0)[0] is None
+    assert pick(candidates, own=0.1)[0] is None  # 0.11 below the best
+    # Within the margin's head any rule still counts, and the better one wins.
+    near = dense(("answer", 0.70), ("rule", 0.66), ("own_rule", 0.65))
+    assert pick(near, own=0.15)[0] == "rule"
+
+
+def test_off_the_speakers_own_rule_reads_no_further_than_the_margin() -> None:
+    candidates = dense(("answer", 0.70), ("own_rule", 0.50))
+    assert pick(candidates, margin=0.0, own=0.0) == (None, [])
+    assert pick(candidates, margin=0.0, own=0.25) == ("own_rule", [["answer", "own_rule"]])
+
+
 def test_the_rule_moves_up_to_its_place_passing_anything_and_the_trace_says_from_where() -> None:
     ranked = [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6), ("rule", 0.5)]
     kept = keep_rule(ranked, "rule", DEFAULT)
@@ -131,11 +184,14 @@ def test_the_rule_moves_up_to_its_place_passing_anything_and_the_trace_says_from
 
 def test_the_keep_is_a_policy_field_the_bench_can_sweep_and_on_in_default_only() -> None:
     assert DEFAULT.rule_keep_margin > 0 and DEFAULT.rule_keep_rank == 3
-    assert all(p.rule_keep_margin == 0 for p in POLICIES.values() if p is not DEFAULT)
+    assert DEFAULT.rule_keep_own_margin > DEFAULT.rule_keep_margin
+    others = [p for p in POLICIES.values() if p is not DEFAULT]
+    assert all(p.rule_keep_margin == 0 and p.rule_keep_own_margin == 0 for p in others)
     sweep = parse_tune(["rule_keep_margin=0,0.1", "rule_keep_rank=3,5"])
     assert sweep["rule_keep_margin"] == (0.0, 0.1)
     tuned = variant(DEFAULT, {"rule_keep_margin": 0.2, "rule_keep_rank": 5})
     assert (tuned.rule_keep_margin, tuned.rule_keep_rank) == (0.2, 5)
+    assert variant(DEFAULT, {"rule_keep_own_margin": 0.0}).rule_keep_own_margin == 0.0
 
 
 # A user's chat about an app calling an API: many messages and answers share the
@@ -238,3 +294,48 @@ def test_the_command_line_shows_the_kept_rule_and_the_step(chat: Episodic, db_ur
     stage = next(line for line in result.stdout.splitlines() if "keep:rule:" in line)
     assert any(f"{n}. t5 " in stage for n in (1, 2, 3))
     assert "HTTP status code" in result.stdout
+
+
+# The same chat with the rule in the user's own words, asked about in others: it matches
+# the question 0.1 below the best message, beyond the margin any rule is kept within; an
+# impersonal rule about as close stays where fusion put it.
+OWN_RULE = "Always mention the HTTP status code when I ask about API errors."
+IMPERSONAL = "Always mention the HTTP status code in examples of API errors."
+OWN_TURNS = [
+    *TURNS[:5],
+    ("user", OWN_RULE),
+    *TURNS[6:],
+    ("user", "My app freezes when the weather API fails, how do I make it recover?"),
+    ("user", IMPERSONAL),
+]
+
+
+@pytest.fixture
+def own_chat(db_url: str) -> Iterator[Episodic]:
+    mem = Episodic(
+        store=open_store(db_url), embedder=MiniLMEmbedder(), clock=lambda: T + timedelta(days=40)
+    )
+    for n, (who, text) in enumerate(OWN_TURNS):
+        mem.remember(text, workspace="w", id=f"t{n}", conversation=f"s{n // 3}", agent=who)
+    mem.index_once()
+    yield mem
+    mem.close()
+
+
+@pytest.mark.model
+def test_default_keeps_a_rule_in_the_users_own_words_from_further_down(
+    own_chat: Episodic,
+) -> None:
+    mem = own_chat
+    own, impersonal = "t5", f"t{len(OWN_TURNS) - 1}"
+    off = dataclasses.replace(DEFAULT, rule_keep_own_margin=0)
+    plain = [h.id for h in mem.recall(QUESTION, workspace="w", k=8, policy=off, mark=False).hits]
+    assert own not in plain[:3] and impersonal not in plain[:3]
+
+    result = mem.recall(QUESTION, workspace="w", k=8, mark=False, explain=True)
+    ids = [h.id for h in result.hits]
+    assert ids.index(own) < 3
+    assert impersonal not in ids[:3]
+    assert result.trace is not None
+    assert [row.memory_id for row in result.trace.stages[STAGE] if row.detail] == [own]
+    assert "when I ask about API errors" in mem.render(QUESTION, workspace="w", k=5)

@@ -437,7 +437,15 @@ DENSE = RecallPolicy(
 #   preference following 0.438 -> 0.479, no ability down more than 0.8 points; LoCoMo
 #   unchanged. Reading "always" or "never" anywhere in a sentence (the learnings pass's
 #   reading) cost LoCoMo at every value; a statement with its "I" dropped ("Never been
-#   there before") is not a rule (benchmarks/README.md).
+#   there before") is not a rule (benchmarks/README.md). A rule that names its speaker
+#   ("... when I ask about ...": write/directives.py, states_own_rule) is kept the same
+#   way from the whole dense leg within 0.15 of its best (rule_keep_own_margin): over
+#   0 / 0.1 / 0.15 / 0.2 / 0.25 / 0.3 the guarded folds chose 0 on four folds (one
+#   event-ordering question on their training folds weighs more than a point) and 0.15
+#   on one: BEAM R@10 0.5453 -> 0.5479 held out; at 0.15 on every fold 0.5590 with
+#   instruction following 0.325 -> 0.450 and no ability down more than 0.83 points
+#   (0.2 and above cost multi-session reasoning 1.25); LoCoMo unchanged. Preferences kept
+#   from that far cost multi-session reasoning 1.9 points: they keep the 0.07 margin.
 # - the context steps read each source's whole score: priced by its length
 #   (neighbour_length_prior, conversation_length_prior) they stay off. Pricing the
 #   neighbour spread lowered BEAM at every value (0.5337 -> 0.5233 at 0.75, in-sample);

@@ -8,8 +8,11 @@ dense leg's first ``rule_keep_depth`` candidates, the best short one (one passag
 most) that lays a rule down (``write/directives.py``: "Always ...", "Never ...", "from
 now on ...", "I want you to ...") and matches
 the query within ``rule_keep_margin`` in cosine of the leg's best, and ranks it no lower
-than place ``rule_keep_rank``. One rule at most: the step never fills the head with
-rules.
+than place ``rule_keep_rank``. A rule that names its speaker ("... when I ask about
+errors": ``states_own_rule``) says how they want every answer on the topic given, and a
+question asked in other words may match it well below the best: such a rule is kept the
+same way from anywhere in the dense leg within ``rule_keep_own_margin`` of its best. One
+rule at most: the step never fills the head with rules.
 
 Two things keep it safe on chats between people, where "always" and "never" are
 everyday words: only a sentence that lays a rule down counts ("I never liked it" does
@@ -38,7 +41,8 @@ def rule_to_keep(
     read: Callable[[Sequence[str]], Mapping[str, str]],
 ) -> str | None:
     """The id of the rule ``policy`` keeps near the top, if any: the dense leg's best
-    short candidate stating a rule within the margin of the leg's best score.
+    short candidate stating a rule within the margin of the leg's best score (among its
+    first ``rule_keep_depth``), or one naming its speaker within the own rule's margin.
     ``chars(id)`` is a memory's length (None when unknown: its text tells); ``read(ids)``
     their contents, in one read (an id it cannot read is left out)."""
     if not keeps_rule(policy) or not dense:
