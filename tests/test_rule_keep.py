@@ -244,17 +244,23 @@ TURNS = [
 QUESTION = "How do I make my app cope when the API fails?"
 
 
-@pytest.fixture
-def chat(db_url: str) -> Iterator[Episodic]:
-    """The chat above on each backend, with the real model, forty days later."""
+def written(db_url: str, turns: Sequence[tuple[str, str]]) -> Iterator[Episodic]:
+    """``turns`` as a chat (three to a session) on the backend, with the real model, read
+    forty days later."""
     mem = Episodic(
         store=open_store(db_url), embedder=MiniLMEmbedder(), clock=lambda: T + timedelta(days=40)
     )
-    for n, (who, text) in enumerate(TURNS):
+    for n, (who, text) in enumerate(turns):
         mem.remember(text, workspace="w", id=f"t{n}", conversation=f"s{n // 3}", agent=who)
     mem.index_once()
     yield mem
     mem.close()
+
+
+@pytest.fixture
+def chat(db_url: str) -> Iterator[Episodic]:
+    """The chat above on each backend."""
+    yield from written(db_url, TURNS)
 
 
 @pytest.mark.model
@@ -312,14 +318,7 @@ OWN_TURNS = [
 
 @pytest.fixture
 def own_chat(db_url: str) -> Iterator[Episodic]:
-    mem = Episodic(
-        store=open_store(db_url), embedder=MiniLMEmbedder(), clock=lambda: T + timedelta(days=40)
-    )
-    for n, (who, text) in enumerate(OWN_TURNS):
-        mem.remember(text, workspace="w", id=f"t{n}", conversation=f"s{n // 3}", agent=who)
-    mem.index_once()
-    yield mem
-    mem.close()
+    yield from written(db_url, OWN_TURNS)
 
 
 @pytest.mark.model
