@@ -338,3 +338,18 @@ def test_default_keeps_a_rule_in_the_users_own_words_from_further_down(
     assert result.trace is not None
     assert [row.memory_id for row in result.trace.stages[STAGE] if row.detail] == [own]
     assert "when I ask about API errors" in mem.render(QUESTION, workspace="w", k=5)
+
+
+def test_the_texts_of_short_candidates_are_read_alone_on_each_backend(db_url: str) -> None:
+    """What the step reads far down the dense leg: each memory's text and nothing else
+    (``tests/test_rank_rows.py`` counts that no whole row is read for it)."""
+    mem = Episodic(store=open_store(db_url), clock=lambda: T)
+    try:
+        mem.remember(OWN_RULE, workspace="w", id="rule")
+        mem.remember("My app freezes when the API fails.", workspace="w", id="note")
+        mem.remember(IMPERSONAL, workspace="x", id="elsewhere")
+        found = mem.store.texts_of("w", ["rule", "note", "elsewhere", "unknown", "rule"])
+        assert found == {"rule": OWN_RULE, "note": "My app freezes when the API fails."}
+        assert mem.store.texts_of("w", []) == {}
+    finally:
+        mem.close()

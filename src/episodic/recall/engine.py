@@ -308,9 +308,14 @@ def _rank(
             return row.chars
         return len(memories[i].content) if i in memories else None
 
-    def contents(ids: Sequence[str]) -> dict[str, str]:
-        fetch(ids)
-        return {i: memories[i].content for i in ids if i in memories}
+    def texts(ids: Sequence[str]) -> dict[str, str]:
+        """The texts of ``ids``: from the rows already read, the rest in one narrow read
+        (the text alone, no whole row)."""
+        found = {i: memories[i].content for i in ids if i in memories}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            found.update(store.texts_of(query.workspace_id, missing))
+        return found
 
     def final(pairs: Sequence[tuple[str, float]]) -> list[float] | None:
         """The scores ``pairs`` end with; None when a row is missing."""
@@ -356,7 +361,7 @@ def _rank(
             ranked = keep_heads(ranked, legs, policy, chars, trace)
         if keeps_rule(policy):
             # After the legs' keep, so the rule holds its place whatever that moved.
-            rule = rule_to_keep(legs.get(Leg.DENSE.value, []), policy, chars, contents)
+            rule = rule_to_keep(legs.get(Leg.DENSE.value, []), policy, chars, texts)
             if rule is not None:
                 ranked = keep_rule(ranked, rule, policy, trace)
         unordered = ranked

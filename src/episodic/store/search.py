@@ -151,6 +151,12 @@ class SearchStore(MemoryReader, Protocol):
         a memory outside any conversation); unknown ids are left out."""
         ...
 
+    def texts_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str]:
+        """The text of each of ``ids`` that is a memory of the workspace, and nothing else
+        of its row (no payload, no sources): what a step that reads a few dozen short
+        candidates' words needs (``recall/rule_keep.py``). Unknown ids are left out."""
+        ...
+
     def related(
         self, flt: ScopeFilter, ids: Sequence[str], relation: str = "similar"
     ) -> dict[str, list[tuple[str, float]]]:

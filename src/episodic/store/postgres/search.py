@@ -384,6 +384,18 @@ class SearchMixin(PgvectorMixin):
             for memory_id, importance, agent, crew, ts, chars in rows
         }
 
+    def texts_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str]:
+        wanted = [i for i in unique(ids) if not _has_nul(i)]
+        if not wanted or _has_nul(workspace_id):
+            return {}
+        with self._read() as conn:
+            rows = self._exec(
+                conn,
+                "SELECT id, content FROM memories WHERE workspace_id = %s AND id = ANY(%s)",
+                (workspace_id, wanted),
+            ).fetchall()
+        return {memory_id: content for memory_id, content in rows}
+
     def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
         wanted = [i for i in unique(ids) if not _has_nul(i)]
         if not wanted or _has_nul(workspace_id):

@@ -298,6 +298,20 @@ class SearchMixin(SqliteBase):
                     )
         return found
 
+    def texts_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str]:
+        wanted = unique(ids)
+        found: dict[str, str] = {}
+        with self._read():
+            for start in range(0, len(wanted), IN_CHUNK):
+                chunk = wanted[start : start + IN_CHUNK]
+                for memory_id, content in self._execute(
+                    "SELECT id, content FROM memories "
+                    f"WHERE +workspace_id = ? AND id IN ({placeholders(len(chunk))})",
+                    (workspace_id, *chunk),
+                ):
+                    found[memory_id] = content
+        return found
+
     def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
         wanted = unique(ids)
         found: dict[str, str | None] = {}
