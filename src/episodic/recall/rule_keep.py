@@ -17,7 +17,7 @@ rule at most: the step never fills the head with rules.
 Two things keep it safe on chats between people, where "always" and "never" are
 everyday words: only a sentence that lays a rule down counts ("I never liked it" does
 not), and a rule far below the best match is not what the question is about.
-It reads the text of the few short candidates within the margin only.
+It reads the text alone of the short candidates within the margins only.
 """
 
 from __future__ import annotations
@@ -48,18 +48,21 @@ def rule_to_keep(
     if not keeps_rule(policy) or not dense:
         return None
     best = dense[0].score
-    head, margin, own = policy.rule_keep_depth, policy.rule_keep_margin, policy.rule_keep_own_margin
-    # Each short candidate either reading may take, best first, with whether any rule
-    # counts there (the margin's head) or only one naming its speaker.
-    near = [
-        (c.memory_id, any_rule)
-        for n, c in enumerate(dense)
-        if (
-            (any_rule := margin > 0 and n < head and c.score >= best - margin)
-            or (own > 0 and c.score >= best - own)
-        )
-        and ((size := chars(c.memory_id)) is None or size <= PASSAGE_CHARS)
-    ]
+    margin, own = policy.rule_keep_margin, policy.rule_keep_own_margin
+    # The short candidates either reading may take, best first, each with whether any
+    # rule counts there (the margin's head) or only one naming its speaker. The leg is
+    # sorted: past the margin's head and below both floors, nothing further is taken.
+    floor = best - max(margin, own)
+    near: list[tuple[str, bool]] = []
+    for n, c in enumerate(dense):
+        if c.score < floor and n >= policy.rule_keep_depth:
+            break
+        any_rule = margin > 0 and n < policy.rule_keep_depth and c.score >= best - margin
+        if not any_rule and not (own > 0 and c.score >= best - own):
+            continue
+        size = chars(c.memory_id)
+        if size is None or size <= PASSAGE_CHARS:
+            near.append((c.memory_id, any_rule))
     if not near:
         return None
     contents = read([i for i, _ in near])

@@ -115,14 +115,19 @@ def is_standing_rule(sentence: str) -> bool:
 _READS = 4096
 
 
+def _prose(text: str) -> list[str]:
+    """The sentences of ``text`` outside fenced code."""
+    if "```" in text:
+        text = FENCED.sub("\n", text)
+    return split_sentences(text)
+
+
 @lru_cache(maxsize=_READS)
 def states_standing_rule(text: str) -> bool:
     """Whether some sentence of ``text`` (outside fenced code) lays a rule down."""
     if DIRECTIVE.search(text) is None and PREFERS.search(text) is None:  # most texts
         return False
-    if "```" in text:
-        text = FENCED.sub("\n", text)
-    return any(is_standing_rule(sentence) for sentence in split_sentences(text))
+    return any(is_standing_rule(sentence) for sentence in _prose(text))
 
 
 # The speaker in their own words. A rule that names them says how they want to be
@@ -139,14 +144,9 @@ def states_own_rule(text: str) -> bool:
     it is less often a rule for every answer."""
     if DIRECTIVE.search(text) is None:  # most texts
         return False
-    if "```" in text:
-        text = FENCED.sub("\n", text)
-    for sentence in split_sentences(text):
-        words = LABEL.sub("", sentence, count=1)
-        if (
-            PREFERS.search(words) is None
-            and _SPEAKER.search(words) is not None
-            and is_standing_rule(sentence)
-        ):
-            return True
-    return False
+    return any(
+        PREFERS.search(sentence) is None
+        and _SPEAKER.search(LABEL.sub("", sentence, count=1)) is not None
+        and is_standing_rule(sentence)
+        for sentence in _prose(text)
+    )

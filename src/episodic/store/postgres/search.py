@@ -385,28 +385,24 @@ class SearchMixin(PgvectorMixin):
         }
 
     def texts_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str]:
-        wanted = [i for i in unique(ids) if not _has_nul(i)]
-        if not wanted or _has_nul(workspace_id):
-            return {}
-        with self._read() as conn:
-            rows = self._exec(
-                conn,
-                "SELECT id, content FROM memories WHERE workspace_id = %s AND id = ANY(%s)",
-                (workspace_id, wanted),
-            ).fetchall()
-        return {memory_id: content for memory_id, content in rows}
+        return self._column_of(workspace_id, ids, "content")
 
     def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
+        return self._column_of(workspace_id, ids, "conversation_id")
+
+    def _column_of(self, workspace_id: str, ids: Sequence[str], column: str) -> dict[str, Any]:
+        """One column of the memories of ``ids`` in the workspace, by id (``column`` is
+        one of this class's own names, never a caller's)."""
         wanted = [i for i in unique(ids) if not _has_nul(i)]
         if not wanted or _has_nul(workspace_id):
             return {}
         with self._read() as conn:
             rows = self._exec(
                 conn,
-                "SELECT id, conversation_id FROM memories WHERE workspace_id = %s AND id = ANY(%s)",
+                f"SELECT id, {column} FROM memories WHERE workspace_id = %s AND id = ANY(%s)",
                 (workspace_id, wanted),
             ).fetchall()
-        return {memory_id: conversation for memory_id, conversation in rows}
+        return dict(rows)
 
     # -- the memory graph --------------------------------------------------------------
     def related(

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
+from typing import Any
 
 from episodic.model import Candidate, Memory, ScopeFilter, utcnow
 from episodic.store.dense import DenseIndex, DenseRows
@@ -299,18 +300,7 @@ class SearchMixin(SqliteBase):
         return found
 
     def texts_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str]:
-        wanted = unique(ids)
-        found: dict[str, str] = {}
-        with self._read():
-            for start in range(0, len(wanted), IN_CHUNK):
-                chunk = wanted[start : start + IN_CHUNK]
-                for memory_id, content in self._execute(
-                    "SELECT id, content FROM memories "
-                    f"WHERE +workspace_id = ? AND id IN ({placeholders(len(chunk))})",
-                    (workspace_id, *chunk),
-                ):
-                    found[memory_id] = content
-        return found
+        return self._column_of(workspace_id, unique(ids), "content")
 
     def conversations_of(self, workspace_id: str, ids: Sequence[str]) -> dict[str, str | None]:
         wanted = unique(ids)
@@ -323,14 +313,20 @@ class SearchMixin(SqliteBase):
             # reloads it. Only memories without a vector are read here.
             found = index.conversations(wanted)
             wanted = [i for i in wanted if i not in found]
-        if not wanted:
-            return found
+        if wanted:
+            found.update(self._column_of(workspace_id, wanted, "conversation_id"))
+        return found
+
+    def _column_of(self, workspace_id: str, wanted: Sequence[str], column: str) -> dict[str, Any]:
+        """One column of the memories of ``wanted`` (ids, each once) in the workspace, by
+        id (``column`` is one of this class's own names, never a caller's)."""
+        found: dict[str, Any] = {}
         with self._read():
             for start in range(0, len(wanted), IN_CHUNK):
                 chunk = wanted[start : start + IN_CHUNK]
                 found.update(
                     self._execute(
-                        "SELECT id, conversation_id FROM memories WHERE +workspace_id = ? "
+                        f"SELECT id, {column} FROM memories WHERE +workspace_id = ? "
                         f"AND id IN ({placeholders(len(chunk))})",
                         (workspace_id, *chunk),
                     ).fetchall()
