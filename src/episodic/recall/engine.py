@@ -18,12 +18,14 @@ from episodic.config import MAX_CONTENT_CHARS
 from episodic.embed.base import Vector
 from episodic.model import Candidate, Hit, Memory, Query, ScopeFilter
 from episodic.recall.bounds import by_time, split_head, within
+from episodic.recall.learned_rank import STAGE as LEARNED_STAGE
+from episodic.recall.learned_rank import learned_head, learns
 from episodic.recall.leg_keep import keep_heads, keeps
 from episodic.recall.leg_keep import stage_of as keep_stage_of
 from episodic.recall.legs import LegQuery, Legs, QueryVectors, run_legs
 from episodic.recall.length import settle, settles, stage_of
 from episodic.recall.policies import Diversity, Factor, Fusion, Leg, RecallPolicy
-from episodic.recall.prices import blend_for, context_prices, ungated
+from episodic.recall.prices import blend_for, context_prices, read_lengths, ungated
 from episodic.recall.rerank import Rerank
 from episodic.recall.result import RecallResult as RecallResult  # its home; named here too
 from episodic.recall.rows import rank_rows, read_head
@@ -317,6 +319,15 @@ def _rank(
             found.update(store.texts_of(query.workspace_id, missing))
         return found
 
+    def head_lengths(ids: Sequence[str]) -> dict[str, int]:
+        """The lengths of ``ids``: from the rows already read, the rest from small rows."""
+        known = {i: n for i in ids if (n := chars(i)) is not None}
+        missing = [i for i in ids if i not in known]
+        if missing:
+            read_lengths(store, flt.workspace_id, missing, memories, lengths)
+            known.update((i, lengths[i]) for i in missing if i in lengths)
+        return known
+
     def final(pairs: Sequence[tuple[str, float]]) -> list[float] | None:
         """The scores ``pairs`` end with; None when a row is missing."""
         fetch([i for i, _ in pairs])
@@ -364,6 +375,9 @@ def _rank(
             rule = rule_to_keep(legs.get(Leg.DENSE.value, []), policy, chars, texts)
             if rule is not None:
                 ranked = keep_rule(ranked, rule, policy, trace)
+        if learns(policy):
+            # After every keep, reading what they left; before the same-subject order.
+            ranked = learned_head(ranked, legs, policy, query.text, k, head_lengths, trace)
         unordered = ranked
         if policy.newest_similar_first and ranked:
             earlier.clear()
@@ -387,6 +401,8 @@ def _rank(
             trace.stages[kept] = trace.stages.pop(kept)
         if RULE_STAGE in trace.stages:  # after the legs' keep
             trace.stages[RULE_STAGE] = trace.stages.pop(RULE_STAGE)
+        if LEARNED_STAGE in trace.stages:  # after every keep
+            trace.stages[LEARNED_STAGE] = trace.stages.pop(LEARNED_STAGE)
         if ranked != unordered:
             trace.add_stage(ORDER_NEWEST_FIRST, ranked)
         survivors = one_per_source(ranked, memories, fetch, k, trace)

@@ -212,6 +212,13 @@ class RecallPolicy:
     # kept the same way when it matches the query within rule_keep_own_margin of the
     # leg's best. 0: only rule_keep_margin's rule.
     rule_keep_own_margin: float = 0.0
+    # After the keep steps, the ranking's first learned_head memories ordered again by a
+    # linear model over what the legs and the ranking know of each (scoring/learned.py),
+    # its first learned_protect left in place; a long memory the ranking put among its
+    # first min(learned_long_keep, k) stays among the k hits. 0 turns it off.
+    learned_head: int = 0
+    learned_protect: int = 0
+    learned_long_keep: int = 0
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.
@@ -488,6 +495,8 @@ DEFAULT = RecallPolicy(
     leg_keep_chars=1000,
     rule_keep_margin=0.07,
     rule_keep_own_margin=0.15,
+    learned_head=30,
+    learned_long_keep=8,
     partly_changed=1,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "

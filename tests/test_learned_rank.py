@@ -1,0 +1,130 @@
+"""The ranking's head ordered again by the fitted model (policy.learned_head,
+recall/learned_rank.py; the model and its features in scoring/learned.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from episodic.bench.folds import parse_tune, variant
+from episodic.model import Candidate
+from episodic.recall.learned_rank import STAGE, learned_head
+from episodic.recall.policies import DEFAULT, POLICIES, Leg
+from episodic.recall.trace import Trace
+from episodic.scoring.learned import (
+    CANDIDATE_FEATURES,
+    MODEL,
+    QUERY_FEATURES,
+    Legs,
+    Model,
+    candidate_features,
+    feature_rows,
+    learned_order,
+    model_scores,
+    query_features,
+)
+
+WIDTH = len(CANDIDATE_FEATURES) * (1 + len(QUERY_FEATURES)) + len(QUERY_FEATURES)
+LEGS = Legs(
+    cosine={"a": 0.6, "b": 0.5},
+    dense_rank={"a": 1, "b": 2},
+    bm25={"b": 8.0, "c": 4.0},
+    bm25_rank={"b": 1, "c": 2},
+)
+
+
+def only(name: str, weight: float) -> Model:
+    """A model that weighs one candidate feature alone, unscaled."""
+    weights = [0.0] * WIDTH
+    weights[CANDIDATE_FEATURES.index(name)] = weight
+    return Model((0.0,) * WIDTH, (1.0,) * WIDTH, tuple(weights), 0.0)
+
+
+def test_what_each_candidate_says_to_the_model() -> None:
+    # in both legs, second in each, third in the ranking, short
+    b = candidate_features("b", 3, 200, LEGS, best_cosine=0.6, best_bm25=8.0)
+    assert b == pytest.approx(
+        [0.5, -0.1, 0.5, 1.0, 1.0, 1.0, 1.0, 1 / 3, math.log(3), math.log(201), 0.0, 1.0]
+    )
+    # found by BM25 alone, long: the dense features say it is missing
+    c = candidate_features("c", 1, 5000, LEGS, best_cosine=0.6, best_bm25=8.0)
+    assert c[:4] == [0.0, -1.0, 0.0, 0.0]
+    assert c[4:7] == [0.5, 0.5, 1.0]
+    assert c[10:] == [1.0, 0.0]
+
+
+def test_the_query_features_and_every_row_the_model_reads() -> None:
+    chars = {"a": 5000, "b": 200, "c": 300, "d": 1200}
+    long_share, words, best = query_features(["a", "b", "c", "d"], chars, LEGS, "what is it")
+    assert (long_share, best) == (0.5, 0.6)
+    assert words == pytest.approx(math.log(4))
+    rows = feature_rows(["a", "b"], chars, LEGS, "what is it")
+    assert len(rows) == 2 and all(len(row) == WIDTH == len(MODEL.weights) for row in rows)
+    # each candidate feature again times each query feature, then the query features
+    first = rows[0][: len(CANDIDATE_FEATURES)]
+    assert rows[0][len(CANDIDATE_FEATURES) : 2 * len(CANDIDATE_FEATURES)] == pytest.approx(
+        [f * long_share for f in first]
+    )
+    assert rows[0][-3:] == pytest.approx([long_share, words, best])
+
+
+def test_the_model_orders_the_head_by_its_scores() -> None:
+    head = ["long", "short", "mid"]
+    chars = {"long": 4000, "short": 120, "mid": 900}
+    rows = feature_rows(head, chars, LEGS, "q")
+    scores = model_scores(only("log length", -1.0), rows)
+    assert learned_order(head, scores, chars, protect=0, long_keep=0, k=2) == [
+        "short",
+        "mid",
+        "long",
+    ]
+
+
+def test_the_first_places_it_is_told_to_protect_keep_their_places() -> None:
+    head = ["a", "b", "c", "d"]
+    scores = [0.0, 1.0, 2.0, 3.0]
+    assert learned_order(head, scores, {}, protect=0, long_keep=0, k=4) == ["d", "c", "b", "a"]
+    assert learned_order(head, scores, {}, protect=2, long_keep=0, k=4) == ["a", "b", "d", "c"]
+
+
+def test_a_long_memory_the_ranking_put_first_stays_among_the_hits() -> None:
+    head = ["answer", "q1", "q2", "q3", "q4"]
+    chars = {"answer": 3000, "q1": 100, "q2": 100, "q3": 100, "q4": 100}
+    scores = [-5.0, 1.0, 2.0, 3.0, 4.0]
+    # the model alone would push the long answer out of the three hits
+    assert learned_order(head, scores, chars, protect=0, long_keep=0, k=3)[:3] == [
+        "q4",
+        "q3",
+        "q2",
+    ]
+    kept = learned_order(head, scores, chars, protect=0, long_keep=8, k=3)
+    assert kept[:3] == ["q4", "q3", "answer"] and sorted(kept) == sorted(head)
+    # only one the ranking put among its first min(long_keep, k)
+    late = ["q1", "q2", "q3", "answer", "q4"]
+    late_scores = [1.0, 2.0, 3.0, -5.0, 4.0]
+    assert "answer" not in learned_order(late, late_scores, chars, protect=0, long_keep=8, k=3)[:3]
+
+
+def test_the_step_reorders_only_the_head_and_scores_still_fall() -> None:
+    policy = variant(DEFAULT, {"learned_head": 3, "learned_protect": 0, "learned_long_keep": 0})
+    ranked = [("a", 0.9), ("b", 0.8), ("c", 0.7), ("d", 0.6)]
+    legs = {
+        Leg.DENSE.value: [Candidate("a", 0.6, 1), Candidate("b", 0.5, 2), Candidate("c", 0.4, 3)],
+        Leg.SPARSE.value: [Candidate("c", 9.0, 1)],
+    }
+    trace = Trace("default", "q", "q")
+    out = learned_head(ranked, legs, policy, "q", 3, lambda ids: {i: 100 for i in ids}, trace)
+    assert [s for _, s in out] == [0.9, 0.8, 0.7, 0.6]
+    assert out[3] == ("d", 0.6) and sorted(i for i, _ in out[:3]) == ["a", "b", "c"]
+    assert [row.memory_id for row in trace.stages[STAGE]] == [i for i, _ in out]
+    assert all("model" in row.detail for row in trace.stages[STAGE][:3])
+    off = variant(DEFAULT, {"learned_head": 0})
+    assert learned_head(ranked, legs, off, "q", 3, lambda ids: {}, None) == ranked
+
+
+def test_the_step_is_a_policy_field_the_bench_can_sweep_and_on_in_default_only() -> None:
+    assert DEFAULT.learned_head > 0
+    others = [p for p in POLICIES.values() if p is not DEFAULT]
+    assert all(p.learned_head == 0 for p in others)
+    assert parse_tune(["learned_head=0,30"])["learned_head"] == (0, 30)
