@@ -8,8 +8,9 @@ held-out folds of LoCoMo and BEAM together (``scoring/learned.py`` holds the mod
 
 ``run`` asks every question once under `default` with the learned step off and keeps what
 the step reads: the ranking as the keep steps leave it (its first 50), each memory's
-length, and what each leg said (cosine, BM25, ranks). ``fit`` deals each set's
-conversations into five folds as ``episodic bench --folds 5`` does. For each fold it
+length, and what each leg said (cosine, BM25, ranks). ``fit`` first prints what a perfect
+order could reach picking ten from the legs' first 10, 30 or 50 (recall@10), then deals
+each set's conversations into five folds as ``episodic bench --folds 5`` does. For each fold it
 chooses the step's settings (how deep the model reorders, how many first places it
 leaves, whether long memories the ranking put first stay in the first ten) on the other
 four folds: each setting is fitted on three of them and judged on the fourth, in turn, and
@@ -44,6 +45,9 @@ from episodic.scoring.learned import Legs, Model, feature_rows, learned_order
 Matrix = npt.NDArray[np.float64]
 
 HEAD_KEPT = 50  # what ``run`` keeps of each ranking
+# How deep into each leg the ceiling looks (the best order picking from their first N).
+CEILING_DEPTH = 50
+CEILING_DEPTHS = (10, 30, 50)
 HEADS = (20, 30)
 PROTECTS = (0, 3)
 LONG_KEEPS = (0, 8)
@@ -97,9 +101,10 @@ def run(which: str, data: str) -> list[dict[str, Any]]:
             head = [row.memory_id for row in stages[name][:HEAD_KEPT]]
             dense = stages.get("leg:dense", [])
             sparse = stages.get("leg:sparse", [])
-            found = {*head, *(r.memory_id for r in dense[:1]), *(r.memory_id for r in sparse[:1])}
+            legs_first = [r.memory_id for r in [*dense[:CEILING_DEPTH], *sparse[:CEILING_DEPTH]]]
+            found = {*head, *legs_first}
             memories = {m.id: m for m in mem.store.get_memories(conv.workspace, list(found))}
-            slot = {i: memories[i].payload.get("dia_id") for i in head if i in memories}
+            slot = {i: memories[i].payload.get("dia_id") for i in found if i in memories}
             rows.append(
                 {
                     "conversation": conv.sample_id,
@@ -186,7 +191,7 @@ def judge(
         ids, x, _ = _prepared(row, head)
         scores = model_scores(model, x.tolist())
         order = (
-            learned_order(ids, scores, row["chars"], protect=protect, long_keep=long_keep, k=K)
+            learned_order(ids, scores, row["chars"], protect=protect, long_keep=long_keep)
             + row["head"][head:]
         )
         after = [row["slot"].get(i) for i in order]
@@ -255,8 +260,36 @@ def choose(
     return best[1]
 
 
+def ceiling(rows: Sequence[dict[str, Any]]) -> None:
+    """What recall@10 a perfect order could reach picking from the legs' first N."""
+    by: dict[str, list[list[float]]] = defaultdict(list)
+    for row in rows:
+        wanted = set(row["evidence"])
+        before = [row["slot"].get(i) for i in row["head"]]
+        values = [_recall(before, row["evidence"])]
+        for depth in CEILING_DEPTHS:
+            pool = {
+                row["slot"].get(i)
+                for ranks in (row["dense_rank"], row["bm25_rank"])
+                for i, rank in ranks.items()
+                if rank <= depth
+            }
+            values.append(min(K, len(wanted & pool)) / len(wanted))
+        by[row["category"]].append(values)
+        by["all"].append(values)
+    names = ["ranking", *(f"legs' first {d}" for d in CEILING_DEPTHS)]
+    print(f"  {'':28s} " + " ".join(f"{n:>16s}" for n in names))
+    for group, rows_of in sorted(by.items()):
+        means = np.mean(np.asarray(rows_of), axis=0)
+        print(f"  {group:28s} " + " ".join(f"{m:16.4f}" for m in means))
+
+
 def fit_report(reports: dict[str, str], fixed: Setting | None = None) -> None:
     sets = {name: json.loads(Path(path).read_text()) for name, path in reports.items()}
+    print("the best order picking 10 from the legs' first N could reach, recall@10:")
+    for name, rows in sets.items():
+        print(name)
+        ceiling(rows)
     folds = {
         name: split_folds(sorted({r["conversation"] for r in rows}), 5)
         for name, rows in sets.items()

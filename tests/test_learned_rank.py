@@ -4,6 +4,7 @@ recall/learned_rank.py; the model and its features in scoring/learned.py)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pytest
 
@@ -14,6 +15,7 @@ from episodic.recall.policies import DEFAULT, POLICIES, Leg
 from episodic.recall.trace import Trace
 from episodic.scoring.learned import (
     CANDIDATE_FEATURES,
+    LONG_PLACES,
     MODEL,
     QUERY_FEATURES,
     Legs,
@@ -74,7 +76,7 @@ def test_the_model_orders_the_head_by_its_scores() -> None:
     chars = {"long": 4000, "short": 120, "mid": 900}
     rows = feature_rows(head, chars, LEGS, "q")
     scores = model_scores(only("log length", -1.0), rows)
-    assert learned_order(head, scores, chars, protect=0, long_keep=0, k=2) == [
+    assert learned_order(head, scores, chars, protect=0, long_keep=0) == [
         "short",
         "mid",
         "long",
@@ -84,26 +86,24 @@ def test_the_model_orders_the_head_by_its_scores() -> None:
 def test_the_first_places_it_is_told_to_protect_keep_their_places() -> None:
     head = ["a", "b", "c", "d"]
     scores = [0.0, 1.0, 2.0, 3.0]
-    assert learned_order(head, scores, {}, protect=0, long_keep=0, k=4) == ["d", "c", "b", "a"]
-    assert learned_order(head, scores, {}, protect=2, long_keep=0, k=4) == ["a", "b", "d", "c"]
+    assert learned_order(head, scores, {}, protect=0, long_keep=0) == ["d", "c", "b", "a"]
+    assert learned_order(head, scores, {}, protect=2, long_keep=0) == ["a", "b", "d", "c"]
 
 
-def test_a_long_memory_the_ranking_put_first_stays_among_the_hits() -> None:
-    head = ["answer", "q1", "q2", "q3", "q4"]
-    chars = {"answer": 3000, "q1": 100, "q2": 100, "q3": 100, "q4": 100}
-    scores = [-5.0, 1.0, 2.0, 3.0, 4.0]
-    # the model alone would push the long answer out of the three hits
-    assert learned_order(head, scores, chars, protect=0, long_keep=0, k=3)[:3] == [
-        "q4",
-        "q3",
-        "q2",
-    ]
-    kept = learned_order(head, scores, chars, protect=0, long_keep=8, k=3)
-    assert kept[:3] == ["q4", "q3", "answer"] and sorted(kept) == sorted(head)
-    # only one the ranking put among its first min(long_keep, k)
-    late = ["q1", "q2", "q3", "answer", "q4"]
-    late_scores = [1.0, 2.0, 3.0, -5.0, 4.0]
-    assert "answer" not in learned_order(late, late_scores, chars, protect=0, long_keep=8, k=3)[:3]
+def test_a_long_memory_the_ranking_put_first_stays_among_the_first_ten() -> None:
+    head = ["answer", *(f"q{n}" for n in range(1, 12))]
+    chars = {i: 100 for i in head} | {"answer": 3000}
+    scores = [-5.0, *(float(n) for n in range(1, 12))]
+    # the model alone would push the long answer out of the first ten
+    alone = learned_order(head, scores, chars, protect=0, long_keep=0)
+    assert alone.index("answer") == 11
+    kept = learned_order(head, scores, chars, protect=0, long_keep=8)
+    assert kept.index("answer") == LONG_PLACES - 1 and sorted(kept) == sorted(head)
+    assert kept[: LONG_PLACES - 1] == alone[: LONG_PLACES - 1]
+    # only one the ranking put among its first long_keep
+    late = [*head[1:9], "answer", *head[9:]]
+    late_scores = [scores[head.index(i)] for i in late]
+    assert learned_order(late, late_scores, chars, protect=0, long_keep=8).index("answer") == 11
 
 
 def test_the_step_reorders_only_the_head_and_scores_still_fall() -> None:
@@ -114,13 +114,13 @@ def test_the_step_reorders_only_the_head_and_scores_still_fall() -> None:
         Leg.SPARSE.value: [Candidate("c", 9.0, 1)],
     }
     trace = Trace("default", "q", "q")
-    out = learned_head(ranked, legs, policy, "q", 3, lambda ids: {i: 100 for i in ids}, trace)
+    out = learned_head(ranked, legs, policy, "q", lambda ids: {i: 100 for i in ids}, trace)
     assert [s for _, s in out] == [0.9, 0.8, 0.7, 0.6]
     assert out[3] == ("d", 0.6) and sorted(i for i, _ in out[:3]) == ["a", "b", "c"]
     assert [row.memory_id for row in trace.stages[STAGE]] == [i for i, _ in out]
     assert all("model" in row.detail for row in trace.stages[STAGE][:3])
     off = variant(DEFAULT, {"learned_head": 0})
-    assert learned_head(ranked, legs, off, "q", 3, lambda ids: {}, None) == ranked
+    assert learned_head(ranked, legs, off, "q", lambda ids: {}, None) == ranked
 
 
 def test_the_step_is_a_policy_field_the_bench_can_sweep_and_on_in_default_only() -> None:
@@ -128,3 +128,21 @@ def test_the_step_is_a_policy_field_the_bench_can_sweep_and_on_in_default_only()
     others = [p for p in POLICIES.values() if p is not DEFAULT]
     assert all(p.learned_head == 0 for p in others)
     assert parse_tune(["learned_head=0,30"])["learned_head"] == (0, 30)
+
+
+def test_without_a_dense_leg_the_step_reads_nothing_and_moves_nothing() -> None:
+    """The model was fitted with both legs; keyword-only recall keeps its own order."""
+    policy = variant(DEFAULT, {"learned_head": 30})
+    ranked = [("a", 0.9), ("b", 0.8), ("c", 0.7)]
+    asked: list[list[str]] = []
+
+    def lengths(ids: Sequence[str]) -> dict[str, int]:
+        asked.append(list(ids))
+        return {i: 5000 if i == "a" else 100 for i in ids}
+
+    sparse_only = {Leg.SPARSE.value: [Candidate("c", 9.0, 1), Candidate("b", 3.0, 2)]}
+    assert learned_head(ranked, sparse_only, policy, "q", lengths) == ranked
+    assert asked == []
+    both = {**sparse_only, Leg.DENSE.value: [Candidate("b", 0.5, 1)]}
+    learned_head(ranked, both, policy, "q", lengths)
+    assert asked == [["a", "b", "c"]]

@@ -377,7 +377,7 @@ def _rank(
                 ranked = keep_rule(ranked, rule, policy, trace)
         if learns(policy):
             # After every keep, reading what they left; before the same-subject order.
-            ranked = learned_head(ranked, legs, policy, query.text, k, head_lengths, trace)
+            ranked = learned_head(ranked, legs, policy, query.text, head_lengths, trace)
         unordered = ranked
         if policy.newest_similar_first and ranked:
             earlier.clear()

@@ -31,17 +31,18 @@ def learned_head(
     legs: Mapping[str, Sequence[Candidate]],
     policy: RecallPolicy,
     question: str,
-    k: int,
     lengths: Callable[[Sequence[str]], Mapping[str, int]],
     trace: Trace | None = None,
 ) -> list[tuple[str, float]]:
     """``ranked`` with its first ``policy.learned_head`` in the model's order; each place
     keeps its score, so scores still fall. ``lengths(ids)`` reads the memories'
-    lengths."""
-    if not learns(policy) or len(ranked) < 2:
+    lengths. Without a dense leg nothing moves."""
+    dense = legs.get(Leg.DENSE.value, [])
+    # The model was fitted with both legs: without a dense leg (no embedder) its cosine
+    # features would all read "not found", which it never saw.
+    if not learns(policy) or len(ranked) < 2 or not dense:
         return list(ranked)
     head = [i for i, _ in ranked[: policy.learned_head]]
-    dense = legs.get(Leg.DENSE.value, [])
     sparse = legs.get(Leg.SPARSE.value, [])
     seen = Legs(
         {c.memory_id: c.score for c in dense},
@@ -57,7 +58,6 @@ def learned_head(
         chars,
         protect=policy.learned_protect,
         long_keep=policy.learned_long_keep,
-        k=k,
     )
     out = [(i, s) for i, (_, s) in zip(order, ranked, strict=False)] + list(ranked[len(head) :])
     if trace is not None:

@@ -215,7 +215,7 @@ class RecallPolicy:
     # After the keep steps, the ranking's first learned_head memories ordered again by a
     # linear model over what the legs and the ranking know of each (scoring/learned.py),
     # its first learned_protect left in place; a long memory the ranking put among its
-    # first min(learned_long_keep, k) stays among the k hits. 0 turns it off.
+    # first learned_long_keep stays among the first ten. 0 turns it off.
     learned_head: int = 0
     learned_protect: int = 0
     learned_long_keep: int = 0
@@ -470,6 +470,16 @@ DENSE = RecallPolicy(
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points
 #   (benchmarks/README.md); beside a dense leg passages changed nothing and cost CPU.
+# - the first 30 candidates after the keeps are ordered again by a linear model over the
+#   legs' scores and ranks, the place, the length and three query features
+#   (learned_head 30, learned_long_keep 8: scoring/learned.py, fitted by
+#   benchmarks/bench_learned_rank.py on LoCoMo and BEAM together). Its weights fitted on
+#   four folds and judged on the fifth: BEAM R@10 0.5590 -> 0.5900, LoCoMo 0.7777 ->
+#   0.7843, every fold of both higher, summarization -0.3 and LoCoMo's category 3 -0.8
+#   points, every other ability and category up. The settings (30, no protected place,
+#   long memories of the first 8 kept in the first 10, L2 100) are what the guard chose
+#   over all five folds; chosen per fold with the guard on the other four, three folds
+#   kept the step off (held out BEAM 0.5630, LoCoMo 0.7774: benchmarks/README.md).
 DEFAULT = RecallPolicy(
     name="default",
     legs=(Leg.DENSE, Leg.SPARSE),
@@ -502,9 +512,9 @@ DEFAULT = RecallPolicy(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
         "importance prior, a soft price on long memories' many passages, each leg's best "
         "short memories above the long ones, a standing rule the question touches near the "
-        "top, scope levels, newest first among memories "
-        "about one subject, a newer hit that states a changed value or changes part of an "
-        "older one just above it"
+        "top, the first 30 ordered again by a model fitted on both kinds of chat, scope "
+        "levels, newest first among memories about one subject, a newer hit that states a "
+        "changed value or changes part of an older one just above it"
     ),
 )
 

@@ -16,11 +16,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 # A memory longer than this is "long" (one passage: scoring/passages.py).
 LONG_CHARS = 1000
 # How many of the ranking's first memories tell whether long ones fill the head.
 CONTEXT_DEPTH = 20
+# A long memory the ranking put among its first ``long_keep`` stays among this many first
+# places, whatever the number of hits asked for: the places the model was judged on.
+LONG_PLACES = 10
 
 CANDIDATE_FEATURES = (
     "cosine",
@@ -127,13 +131,17 @@ def feature_rows(
 
 def model_scores(model: Model, rows: Sequence[Sequence[float]]) -> list[float]:
     """The model's score (a logit) for each row."""
-    out = []
-    for row in rows:
-        total = model.bias
-        for x, m, s, w in zip(row, model.mean, model.scale, model.weights, strict=True):
-            total += w * (x - m) / s
-        out.append(total)
-    return out
+    coefficients, offset = _unscaled(model)
+    return [offset + sum(c * x for c, x in zip(coefficients, row, strict=True)) for row in rows]
+
+
+@lru_cache(maxsize=4)
+def _unscaled(model: Model) -> tuple[tuple[float, ...], float]:
+    """The model's weights on the raw features and its bias with the means taken out:
+    one product per feature on every recall."""
+    coefficients = tuple(w / s for w, s in zip(model.weights, model.scale, strict=True))
+    offset = model.bias - sum(c * m for c, m in zip(coefficients, model.mean, strict=True))
+    return coefficients, offset
 
 
 def learned_order(
@@ -143,18 +151,17 @@ def learned_order(
     *,
     protect: int,
     long_keep: int,
-    k: int,
 ) -> list[str]:
     """``head`` (best first) in the order of the model's ``scores``, but for its first
     ``protect``, which keep their places, and a long memory the ranking put among its
-    first ``min(long_keep, k)``, which stays among the first ``k`` (the lowest of the
+    first ``long_keep``, which stays among the first ``LONG_PLACES`` (the lowest of the
     others there gives its place up): a long answer the legs agreed on is not pushed out
     by the model's lean towards short ones."""
     fixed = list(head[:protect])
     by_model = sorted(range(protect, len(head)), key=lambda n: -scores[n])
     order = fixed + [head[n] for n in by_model]
-    keepers = [i for i in head[: min(long_keep, k)] if chars.get(i, 0) > LONG_CHARS]
-    top = order[:k]
+    keepers = [i for i in head[:long_keep] if chars.get(i, 0) > LONG_CHARS]
+    top = order[:LONG_PLACES]
     for i in keepers:
         if i in top:
             continue
