@@ -3,12 +3,18 @@ recall/learned_rank.py; the model and its features in scoring/learned.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from typer.testing import CliRunner
 
+from episodic import Episodic
 from episodic.bench.folds import parse_tune, variant
+from episodic.cli import app
+from episodic.embed.local import MiniLMEmbedder
 from episodic.model import Candidate
 from episodic.recall.learned_rank import STAGE, learned_head
 from episodic.recall.policies import DEFAULT, POLICIES, Leg
@@ -26,6 +32,9 @@ from episodic.scoring.learned import (
     model_scores,
     query_features,
 )
+from episodic.store import open_store
+
+T = datetime(2026, 3, 2, tzinfo=UTC)
 
 WIDTH = len(CANDIDATE_FEATURES) * (1 + len(QUERY_FEATURES)) + len(QUERY_FEATURES)
 LEGS = Legs(
@@ -146,3 +155,75 @@ def test_without_a_dense_leg_the_step_reads_nothing_and_moves_nothing() -> None:
     both = {**sparse_only, Leg.DENSE.value: [Candidate("b", 0.5, 1)]}
     learned_head(ranked, both, policy, "q", lengths)
     assert asked == [["a", "b", "c"]]
+
+
+# A trip planned with an assistant: the user's short messages hold the facts, the
+# assistant's long answers repeat the question's words.
+PLAN = (
+    "Here is a fuller plan for the trip budget. Flights from Lisbon to Tokyo in October run "
+    "from 700 to 1,100 euros return if you book eight weeks ahead; hotels near Shinjuku cost "
+    "120-180 euros a night, business hotels less; a 7-day rail pass is about 330 euros and "
+    "pays off if you go to Kyoto and Hiroshima. Food can be cheap: convenience stores and "
+    "ramen shops keep lunch under 10 euros. Keep a buffer of ten percent for surprises. "
+)
+TRIP = [
+    ("user", "I'm planning a trip to Japan in October and want to keep the budget under 3,000."),
+    ("assistant", PLAN * 3),
+    ("user", "My sister Ana is coming with me, she is vegetarian."),
+    (
+        "assistant",
+        "For a vegetarian traveller in Japan, look for shojin ryori temple food, ask for no "
+        "dashi (fish stock), and use apps that list vegetarian places. " * 8,
+    ),
+    ("user", "We land at Haneda on October 12 at 6 in the morning."),
+    (
+        "assistant",
+        "From Haneda to Shinjuku the Keikyu line and a change at Shinagawa takes about forty "
+        "minutes; the limousine bus is simpler with luggage. " * 8,
+    ),
+    ("user", "I booked the hotel in Shinjuku for five nights."),
+    ("assistant", PLAN * 2),
+    ("user", "Can you suggest a day trip from Tokyo?"),
+    (
+        "assistant",
+        "Nikko, Kamakura and Hakone are easy day trips from Tokyo; Hakone has the views of "
+        "Mount Fuji and the hot springs. " * 8,
+    ),
+]
+ARRIVAL = "What time does our flight arrive?"
+
+
+@pytest.fixture
+def trip(db_url: str) -> Iterator[Episodic]:
+    """The chat above on each backend with the real model, read forty days later."""
+    mem = Episodic(
+        store=open_store(db_url), embedder=MiniLMEmbedder(), clock=lambda: T + timedelta(days=40)
+    )
+    for n, (who, text) in enumerate(TRIP):
+        mem.remember(
+            f"{who}: {text}", workspace="w", id=f"t{n}", conversation=f"s{n // 4}", agent=who
+        )
+    mem.index_once()
+    yield mem
+    mem.close()
+
+
+@pytest.mark.model
+def test_default_finds_the_short_message_long_answers_crowded_out(trip: Episodic) -> None:
+    off = dataclasses.replace(DEFAULT, learned_head=0)
+    plain = [h.id for h in trip.recall(ARRIVAL, workspace="w", k=5, policy=off, mark=False).hits]
+    assert "t4" not in plain[:3]  # the answers about flights and the plan rank first
+
+    result = trip.recall(ARRIVAL, workspace="w", k=5, mark=False, explain=True)
+    assert result.hits[0].id == "t4"
+    assert result.trace is not None and STAGE in result.trace.stages
+    assert "6 in the morning" in trip.render(ARRIVAL, workspace="w", k=3)
+
+
+@pytest.mark.model
+def test_the_command_line_shows_the_learned_stage(trip: Episodic, db_url: str) -> None:
+    args = ["--db", db_url, "recall", ARRIVAL, "-w", "w", "-k", "3", "--no-mark", "--explain"]
+    result = CliRunner().invoke(app, args, env={"EPISODIC_EMBEDDER": "local"})
+    assert result.exit_code == 0, result.output
+    stage = next(line for line in result.stdout.splitlines() if "learned:head:" in line)
+    assert "1. t4 " in stage
