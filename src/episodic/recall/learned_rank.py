@@ -36,11 +36,13 @@ def learned_head(
 ) -> list[tuple[str, float]]:
     """``ranked`` with its first ``policy.learned_head`` in the model's order; each place
     keeps its score, so scores still fall. ``lengths(ids)`` reads the memories'
-    lengths. Without a dense leg nothing moves."""
+    lengths. Without a dense leg, or with fewer candidates than the head, nothing moves."""
     dense = legs.get(Leg.DENSE.value, [])
     # The model was fitted with both legs: without a dense leg (no embedder) its cosine
     # features would all read "not found", which it never saw.
-    if not learns(policy) or len(ranked) < 2 or not dense:
+    # It was fitted on heads of learned_head candidates, each place and the head's long
+    # share read against a full one: a shorter ranking (a small workspace) keeps its order.
+    if not learns(policy) or len(ranked) < policy.learned_head or not dense:
         return list(ranked)
     head = [i for i, _ in ranked[: policy.learned_head]]
     sparse = legs.get(Leg.SPARSE.value, [])
