@@ -323,8 +323,8 @@ def fit_report(reports: dict[str, str], fixed: Setting | None = None) -> None:
         for group, (a, b) in sorted(groups.items()):
             print(f"  {group:28s} {a:.4f} -> {b:.4f} ({b - a:+.4f})")
     print("\nevery question (IN-SAMPLE):")
-    setting = choose(sets, folds, list(range(5)))
-    print(f"chose {setting}")
+    setting = fixed or choose(sets, folds, list(range(5)))
+    print(f"with {setting}")
     if setting is None:
         return
     everyone = {n: {r["conversation"] for r in rows} for n, rows in sets.items()}
