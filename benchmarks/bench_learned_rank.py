@@ -6,7 +6,8 @@ held-out folds of LoCoMo and BEAM together (``scoring/learned.py`` holds the mod
     ... run beam ../shared/data/beam > beam.json
     python benchmarks/bench_learned_rank.py fit locomo=loc.json beam=beam.json
 
-``run`` asks every question once under `default` with the learned step off and keeps what
+``run`` (``--ingest turn|conversation``, as the bench ingests) asks every question once
+under `default` with the learned step off and keeps what
 the step reads: the ranking as the keep steps leave it (its first 50), each memory's
 length, and what each leg said (cosine, BM25, ranks). ``fit`` first prints what a perfect
 order could reach picking ten from the legs' first 10, 30 or 50 (recall@10), then deals
@@ -66,11 +67,11 @@ class Setting(NamedTuple):
 PIPELINE_STAGES = ("keep:rule", "keep:legs", "keep:long")
 
 
-def run(which: str, data: str) -> list[dict[str, Any]]:
+def run(which: str, data: str, ingest: str = "turn") -> list[dict[str, Any]]:
     import dataclasses
 
     from episodic.bench.beam import load_beam
-    from episodic.bench.locomo import prepare_locomo
+    from episodic.bench.locomo import CONVERSATION_RECALL_TYPES, prepare_locomo, turn_of
     from episodic.config import Settings
     from episodic.recall.policies import DEFAULT
 
@@ -81,6 +82,7 @@ def run(which: str, data: str) -> list[dict[str, Any]]:
         Settings.from_env(),
         say=lambda line: print(line, file=sys.stderr),
         load=load_beam if which == "beam" else None,
+        ingest=ingest,
     ) as prepared:
         mem = prepared.mem
         for conv, question in prepared.asked:
@@ -94,6 +96,7 @@ def run(which: str, data: str) -> list[dict[str, Any]]:
                 mark=False,
                 explain=True,
                 policy=unlearned,
+                types=CONVERSATION_RECALL_TYPES if ingest == "conversation" else None,
             )
             assert result.trace is not None
             stages = result.trace.stages
@@ -104,7 +107,8 @@ def run(which: str, data: str) -> list[dict[str, Any]]:
             legs_first = [r.memory_id for r in [*dense[:CEILING_DEPTH], *sparse[:CEILING_DEPTH]]]
             found = {*head, *legs_first}
             memories = {m.id: m for m in mem.store.get_memories(conv.workspace, list(found))}
-            slot = {i: memories[i].payload.get("dia_id") for i in found if i in memories}
+            # What the bench scores: the turn a memory stands for (an entry its message's).
+            slot = {i: turn_of(memories[i], conv) for i in found if i in memories}
             rows.append(
                 {
                     "conversation": conv.sample_id,
@@ -346,6 +350,7 @@ def main() -> None:
     r = sub.add_parser("run")
     r.add_argument("set", choices=("locomo", "beam"))
     r.add_argument("data")
+    r.add_argument("--ingest", choices=("turn", "conversation"), default="turn")
     f = sub.add_parser("fit")
     f.add_argument("reports", nargs="+", help="NAME=rows.json")
     f.add_argument(
@@ -353,7 +358,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.command == "run":
-        json.dump(run(args.set, args.data), sys.stdout)
+        json.dump(run(args.set, args.data, args.ingest), sys.stdout)
     else:
         fixed = None
         if args.fixed:

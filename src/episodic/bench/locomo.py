@@ -31,7 +31,7 @@ from episodic.bench.metrics import (
 from episodic.bench.superseded import count_superseded
 from episodic.config import Settings
 from episodic.errors import EmbedderError, InvalidInput, UnknownPolicy
-from episodic.model import Hit
+from episodic.model import Hit, Memory
 from episodic.recall.policies import POLICIES, RecallPolicy
 from episodic.scoring.passages import extra_spans
 from episodic.service import Episodic
@@ -489,13 +489,17 @@ def _ingest_messages(
 
 
 def _turn_of(hit: Hit, conv: Conversation) -> str | None:
-    """The turn a hit stands for: a turn's own dia_id, or for an entry the turn its
+    return turn_of(hit.memory, conv)
+
+
+def turn_of(memory: Memory, conv: Conversation) -> str | None:
+    """The turn a memory stands for: a turn's own dia_id, or for an entry the turn its
     evidence was quoted from (its source message's id is "<sample>/<dia_id>")."""
-    dia_id = hit.memory.payload.get("dia_id")
+    dia_id = memory.payload.get("dia_id")
     if isinstance(dia_id, str):
         return dia_id
     prefix = f"{conv.sample_id}/"
-    for source in hit.memory.source_event_ids:
+    for source in memory.source_event_ids:
         if source.startswith(prefix):
             return source[len(prefix) :]
     return None
