@@ -7,6 +7,7 @@ edit, a forget and the migration that adds them; the trace shows the prior's ste
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +24,7 @@ from episodic.embed.fake import FakeEmbedder
 from episodic.model import Memory
 from episodic.recall import engine
 from episodic.recall.length import stage_of
+from episodic.recall.policies import DEFAULT
 from episodic.scoring.passages import PASSAGE_CHARS
 from episodic.store import open_store
 from episodic.store.migrations import migrate
@@ -32,6 +34,10 @@ NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 WORDS = ["harbour", "ferry", "timetable", "ticket", "pier", "weather", "crossing", "island"]
 OTHER = ["garden", "kettle", "piano", "lantern", "meadow", "violin", "pebble", "saddle"]
 QUESTION = "when does the harbour ferry leave for the island crossing"
+# The fitted model's order of the head (off in `default`) may lift a hit from below the
+# leaders: its whole row is read too, at most k more.
+LEARNED = dataclasses.replace(DEFAULT, learned_head=30)
+K = 10
 
 
 def _text(rng: random.Random, i: int) -> str:
@@ -112,15 +118,20 @@ def test_whole_rows_are_read_only_for_the_top_and_the_hits_are_the_same(
     small = _hits(mem)
     rows_small = sum(read)
     read.clear()
+    learned = _hits(mem, policy=LEARNED)
+    rows_learned = sum(read)
+    read.clear()
     _whole_rows(monkeypatch)
     whole = _hits(mem)
     rows_whole = sum(read)
     # The same hits, in the same order, with the same scores.
     assert small == whole
     assert any(i for i, _ in small)
-    # Whole rows every candidate before; now only for the top.
+    assert _hits(mem, policy=LEARNED) == learned
+    # Whole rows every candidate before; now only for the top, and the hits.
     assert rows_whole >= 90
     assert rows_small <= 30
+    assert rows_learned <= 30 + K
 
 
 def test_a_long_memory_is_ranked_exactly_as_from_its_whole_row(
@@ -274,8 +285,12 @@ def test_a_workspace_of_short_memories_ranks_as_before_and_forgetting_the_long_o
     # Whole rows for the leaders alone (the first 2k places, k = 10): the rest of the
     # head is ranked from small rows.
     assert sum(read) <= 20 < sum(read) + sum(small) <= 45
+    read.clear()
+    learned = _hits(mem, policy=LEARNED)
+    assert sum(read) <= 20 + K
     _whole_rows(monkeypatch)
     assert _hits(mem) == short
+    assert _hits(mem, policy=LEARNED) == learned
     assert mem.store.longest("nobody") == 0
 
 

@@ -31,7 +31,7 @@ from episodic.bench.metrics import (
 from episodic.bench.superseded import count_superseded
 from episodic.config import Settings
 from episodic.errors import EmbedderError, InvalidInput, UnknownPolicy
-from episodic.model import Hit, Memory
+from episodic.model import Memory
 from episodic.recall.policies import POLICIES, RecallPolicy
 from episodic.scoring.passages import extra_spans
 from episodic.service import Episodic
@@ -488,10 +488,6 @@ def _ingest_messages(
             raise InvalidInput("data", f"{conv.sample_id}: message rejected: {result.errors[0]}")
 
 
-def _turn_of(hit: Hit, conv: Conversation) -> str | None:
-    return turn_of(hit.memory, conv)
-
-
 def turn_of(memory: Memory, conv: Conversation) -> str | None:
     """The turn a memory stands for: a turn's own dia_id, or for an entry the turn its
     evidence was quoted from (its source message's id is "<sample>/<dia_id>")."""
@@ -554,7 +550,7 @@ def run_policy(
         turns: list[str] = []
         named: set[str] = set()
         for i, hit in enumerate(result.hits):
-            dia_id = _turn_of(hit, conv) if hit.memory.workspace == conv.workspace else None
+            dia_id = turn_of(hit.memory, conv) if hit.memory.workspace == conv.workspace else None
             if dia_id is None or dia_id in named:
                 turns.append(f"-{i}")  # never evidence: dia_ids start with "D"
             else:

@@ -321,12 +321,10 @@ def _rank(
 
     def head_lengths(ids: Sequence[str]) -> dict[str, int]:
         """The lengths of ``ids``: from the rows already read, the rest from small rows."""
-        known = {i: n for i in ids if (n := chars(i)) is not None}
-        missing = [i for i in ids if i not in known]
-        if missing:
-            read_lengths(store, flt.workspace_id, missing, memories, lengths)
-            known.update((i, lengths[i]) for i in missing if i in lengths)
-        return known
+        read_lengths(
+            store, flt.workspace_id, [i for i in ids if chars(i) is None], memories, lengths
+        )
+        return {i: n for i in ids if (n := chars(i) or lengths.get(i)) is not None}
 
     def final(pairs: Sequence[tuple[str, float]]) -> list[float] | None:
         """The scores ``pairs`` end with; None when a row is missing."""

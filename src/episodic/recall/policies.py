@@ -218,7 +218,7 @@ class RecallPolicy:
     # first learned_long_keep stays among the first ten. 0 turns it off.
     learned_head: int = 0
     learned_protect: int = 0
-    learned_long_keep: int = 0
+    learned_long_keep: int = 8
     # Pseudo-relevance feedback for the BM25 leg (scoring/feedback.py): the words the best
     # ``prf_docs`` matches share search again, adding ``prf_weight`` x their BM25. 0 terms
     # turns it off.
@@ -470,16 +470,15 @@ DENSE = RecallPolicy(
 #   the best one's BM25 at 0.5 (sparse_passage_weight, as every policy): 0 and 0.5 score
 #   the same on every held-out fold of both sets, a full share cost BEAM 1.1 points
 #   (benchmarks/README.md); beside a dense leg passages changed nothing and cost CPU.
-# - the first 30 candidates after the keeps are ordered again by a linear model over the
-#   legs' scores and ranks, the place, the length and three query features
-#   (learned_head 30, learned_long_keep 8: scoring/learned.py, fitted by
-#   benchmarks/bench_learned_rank.py on LoCoMo and BEAM together). Its weights fitted on
-#   four folds and judged on the fifth: BEAM R@10 0.5590 -> 0.5900, LoCoMo 0.7777 ->
-#   0.7843, every fold of both higher, summarization -0.3 and LoCoMo's category 3 -0.8
-#   points, every other ability and category up. The settings (30, no protected place,
-#   long memories of the first 8 kept in the first 10, L2 100) are what the guard chose
-#   over all five folds; chosen per fold with the guard on the other four, three folds
-#   kept the step off (held out BEAM 0.5630, LoCoMo 0.7774: benchmarks/README.md).
+# - the first 30 candidates after the keeps are not ordered again by the fitted model
+#   (learned_head 0; scoring/learned.py, fitted by benchmarks/bench_learned_rank.py on
+#   LoCoMo and BEAM together). Its weights fitted on four folds and judged on the fifth,
+#   with head 30 and long memories of the first 8 kept in the first 10 on every fold: BEAM
+#   R@10 0.5590 -> 0.5900, LoCoMo 0.7777 -> 0.7843, every fold of both higher. Not kept:
+#   chosen per fold with the guard on the other four, three folds keep it off (held out
+#   BEAM 0.5630, LoCoMo 0.7774), and after conversation ingest BEAM's information
+#   extraction falls 3.3 points, instruction following 3.1, summarization 1.9
+#   (benchmarks/README.md). `--tune learned_head=0,30` measures it.
 DEFAULT = RecallPolicy(
     name="default",
     legs=(Leg.DENSE, Leg.SPARSE),
@@ -505,16 +504,14 @@ DEFAULT = RecallPolicy(
     leg_keep_chars=1000,
     rule_keep_margin=0.07,
     rule_keep_own_margin=0.15,
-    learned_head=30,
-    learned_long_keep=8,
     partly_changed=1,
     description=(
         "blend 0.4 cosine + 0.6 BM25 over deep pools, time-aware, conversational context, "
         "importance prior, a soft price on long memories' many passages, each leg's best "
         "short memories above the long ones, a standing rule the question touches near the "
-        "top, the first 30 ordered again by a model fitted on both kinds of chat, scope "
-        "levels, newest first among memories about one subject, a newer hit that states a "
-        "changed value or changes part of an older one just above it"
+        "top, scope levels, newest first among memories "
+        "about one subject, a newer hit that states a changed value or changes part of an "
+        "older one just above it"
     ),
 )
 
