@@ -174,7 +174,14 @@ def fit(xs: Sequence[Matrix], ys: Sequence[Matrix], weights: Sequence[float], l2
 
 
 def _recall(slots: Sequence[str | None], evidence: Sequence[str]) -> float:
-    top = set(slots[:K])
+    """recall@10 of ``slots`` as the hits would show them: one memory per turn (a later
+    one standing for a turn already shown gives its place up, as recall keeps one memory
+    per source), memories of no turn keeping theirs."""
+    shown: list[str | None] = []
+    for slot in slots:
+        if slot is None or slot not in shown:
+            shown.append(slot)
+    top = set(shown[:K])
     wanted = set(evidence)
     return sum(1 for e in wanted if e in top) / len(wanted)
 
