@@ -118,6 +118,7 @@ def run(which: str, data: str, ingest: str = "turn") -> list[dict[str, Any]]:
                     "head": head,
                     "slot": slot,
                     "chars": {i: len(memories[i].content) for i in head if i in memories},
+                    "kind": {i: memories[i].type for i in head if i in memories},
                     "cosine": {r.memory_id: r.score for r in dense},
                     "dense_rank": {r.memory_id: r.rank for r in dense},
                     "bm25": {r.memory_id: r.score for r in sparse},
@@ -131,9 +132,32 @@ def _legs(row: dict[str, Any]) -> Legs:
     return Legs(row["cosine"], row["dense_rank"], row["bm25"], row["bm25_rank"])
 
 
+# With ``fit --kinds``: three more features the step in recall does not read (its rows
+# hold no memory's kind), measured to see whether they would let one model serve both
+# ingest modes: an entry, an episode, and a memory standing for a turn an earlier one in
+# the head stands for too (one memory per source drops it later).
+KINDS = False
+
+
+def _kind_features(row: dict[str, Any], ids: Sequence[str]) -> list[list[float]]:
+    kinds = row.get("kind", {})
+    seen: set[str] = set()
+    out = []
+    for i in ids:
+        slot = row["slot"].get(i)
+        again = slot is not None and slot in seen
+        if slot is not None:
+            seen.add(slot)
+        kind = kinds.get(i)
+        out.append([float(kind == "entry"), float(kind == "episode"), float(again)])
+    return out
+
+
 def _prepared(row: dict[str, Any], head: int) -> tuple[list[str], Matrix, Matrix]:
     ids = row["head"][:head]
     x = np.asarray(feature_rows(ids, row["chars"], _legs(row), row["question"]), np.float64)
+    if KINDS:
+        x = np.hstack([x, np.asarray(_kind_features(row, ids), np.float64)])
     evidence = set(row["evidence"])
     y = np.asarray([1.0 if row["slot"].get(i) in evidence else 0.0 for i in ids])
     return ids, x, y
@@ -360,6 +384,7 @@ def main() -> None:
     r.add_argument("--ingest", choices=("turn", "conversation"), default="turn")
     f = sub.add_parser("fit")
     f.add_argument("reports", nargs="+", help="NAME=rows.json")
+    f.add_argument("--kinds", action="store_true", help="add each memory's kind to the features")
     f.add_argument(
         "--fixed", help="HEAD,PROTECT,LONG_KEEP,L2 on every fold instead of each fold's choice"
     )
@@ -367,6 +392,8 @@ def main() -> None:
     if args.command == "run":
         json.dump(run(args.set, args.data, args.ingest), sys.stdout)
     else:
+        global KINDS
+        KINDS = args.kinds
         fixed = None
         if args.fixed:
             head, protect, long_keep, l2 = args.fixed.split(",")
