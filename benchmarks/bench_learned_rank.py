@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from episodic.bench.folds import split_folds
+from episodic.bench.metrics import recall_at_k
 from episodic.scoring.learned import Legs, Model, feature_rows, learned_order
 
 Matrix = npt.NDArray[np.float64]
@@ -201,13 +202,8 @@ def _recall(slots: Sequence[str | None], evidence: Sequence[str]) -> float:
     """recall@10 of ``slots`` as the hits would show them: one memory per turn (a later
     one standing for a turn already shown gives its place up, as recall keeps one memory
     per source), memories of no turn keeping theirs."""
-    shown: list[str | None] = []
-    for slot in slots:
-        if slot is None or slot not in shown:
-            shown.append(slot)
-    top = set(shown[:K])
-    wanted = set(evidence)
-    return sum(1 for e in wanted if e in top) / len(wanted)
+    shown = [slot or "" for n, slot in enumerate(slots) if slot is None or slot not in slots[:n]]
+    return recall_at_k(shown, evidence, K)
 
 
 def judge(

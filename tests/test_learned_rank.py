@@ -67,7 +67,7 @@ def test_what_each_candidate_says_to_the_model() -> None:
 
 def test_the_query_features_and_every_row_the_model_reads() -> None:
     chars = {"a": 5000, "b": 200, "c": 300, "d": 1200}
-    long_share, words, best = query_features(["a", "b", "c", "d"], chars, LEGS, "what is it")
+    long_share, words, best = query_features(["a", "b", "c", "d"], chars, "what is it", 0.6)
     assert (long_share, best) == (0.5, 0.6)
     assert words == pytest.approx(math.log(4))
     rows = feature_rows(["a", "b"], chars, LEGS, "what is it")

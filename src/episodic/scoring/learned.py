@@ -66,7 +66,7 @@ class Legs:
 
 
 def query_features(
-    head: Sequence[str], chars: Mapping[str, int], legs: Legs, question: str
+    head: Sequence[str], chars: Mapping[str, int], question: str, best_cosine: float
 ) -> tuple[float, float, float]:
     """The three query features: the share of long memories among the ranking's first
     ``CONTEXT_DEPTH`` (``head`` best first), the log of the question's word count, and
@@ -75,9 +75,7 @@ def query_features(
     long_share = (
         sum(1 for i in first if chars.get(i, 0) > LONG_CHARS) / len(first) if first else 0.0
     )
-    words = math.log(1 + len(question.split()))
-    best = max(legs.cosine.values(), default=0.0)
-    return long_share, words, best
+    return long_share, math.log(1 + len(question.split())), best_cosine
 
 
 def candidate_features(
@@ -118,8 +116,8 @@ def feature_rows(
     head: Sequence[str], chars: Mapping[str, int], legs: Legs, question: str
 ) -> list[list[float]]:
     """``feature_row`` for each of ``head`` (the ranking's first memories, best first)."""
-    query = query_features(head, chars, legs, question)
     best_cosine = max(legs.cosine.values(), default=0.0)
+    query = query_features(head, chars, question, best_cosine)
     best_bm25 = max(legs.bm25.values(), default=0.0)
     return [
         feature_row(
@@ -173,8 +171,9 @@ def learned_order(
     return [i for i in order if i in chosen] + [i for i in order if i not in chosen]
 
 
-# Fitted on every question of LoCoMo and BEAM with the settings `default` uses (head 30,
-# no protected places, long memories of the first 8 kept, L2 100): `python
+# Fitted on every question of LoCoMo and BEAM (turn ingest) with the settings the fit chose
+# (head 30, no protected places, long memories of the first 8 kept, L2 100), as
+# `--tune learned_head=30` runs it; `default` leaves the step off. `python
 # benchmarks/bench_learned_rank.py fit locomo=... beam=...` prints it. Features in
 # ``feature_row``'s order.
 MODEL = Model(
