@@ -267,3 +267,24 @@ def test_a_long_memory_is_listed_and_recalled_by_a_part_and_shown_whole_on_askin
     assert "keep one compute warm for the checkout service. (" in out, out
     code, out, _ = run("--db", url, "memory", "show", "long-answer", "-w", "acme")
     assert code == 0 and answer in out.replace("\n", "")
+
+
+def test_recall_prints_a_tiny_score_in_two_digits_not_as_zero(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from datetime import UTC, datetime
+
+    from episodic.cli.recalling import print_hits
+    from episodic.model import Hit, Memory
+    from episodic.recall.result import RecallResult
+
+    m = Memory(
+        id="evt_long",
+        workspace="w",
+        ts=datetime(2026, 11, 1, tzinfo=UTC),
+        type="note",
+        content="the deploy failed on a stale Redis password",
+    )
+    print_hits(RecallResult([Hit(memory=m, score=0.0003, age_seconds=60)], "vector", "default"))
+    out = capsys.readouterr().out
+    assert "score 3.0e-04 ·" in out and "score 0.000" not in out

@@ -19,6 +19,7 @@ from episodic.recall.render import (
     memory_line,
     relative_age,
     render_block,
+    score_text,
 )
 
 TS = datetime(2026, 11, 1, tzinfo=UTC)
@@ -42,6 +43,19 @@ def test_block_frame_preamble_and_one_line_per_hit() -> None:
     assert lines[1] == PREAMBLE and "UNTRUSTED HINTS" in PREAMBLE
     assert lines[2] == "- [peer.escalation · 3 days ago · score 0.900] OOM in checkout"
     assert lines[3] == "- [peer.escalation · 2 minutes ago · score 0.250] cache fix"
+
+
+def test_a_score_too_small_for_three_decimals_is_not_shown_as_zero() -> None:
+    # A long memory's many passages can price the only hit down to 0.0003.
+    block = render_block([hit("the deploy failed on a stale Redis password", 0.0003, 120)])
+    assert "· score 3.0e-04]" in block
+    assert [score_text(s) for s in (0.9, 0.0005, 0.0004, 0.0, -0.0002)] == [
+        "0.900",
+        "0.001",
+        "4.0e-04",
+        "0.000",
+        "-2.0e-04",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -162,3 +176,10 @@ def test_a_superseded_hit_says_when_and_by_what(
     h = replace(h, memory=replace(h.memory, valid_to=valid_to, superseded_by=superseded_by))
     assert hit_line(h) == line
     assert memory_line(h) == newest_first
+
+
+def test_a_tiny_score_survives_json_with_its_order() -> None:
+    # Six decimals would make both 0 and tie them for an HTTP or MCP caller.
+    small, smaller = hit("a long log", 2.7e-06), hit("a longer log", 4e-07)
+    assert [small.to_json()["score"], smaller.to_json()["score"]] == [2.7e-06, 4e-07]
+    assert hit("plain", 0.12345678).to_json()["score"] == 0.123457

@@ -41,7 +41,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from episodic.errors import InvalidInput
-from episodic.model import Memory, Scope, ScopeFilter
+from episodic.model import Memory, Scope, ScopeFilter, score_json
 from episodic.policy import ENTRY_TYPE, EPISODE_TYPE, LEARNING_TYPE, PROFILE_TYPE
 from episodic.recall.policies import Factor, RecallPolicy, get_policy
 from episodic.recall.render import MEMORY_OPEN, escape_text, fit_memory_block, relative_age
@@ -396,7 +396,7 @@ class MemoryLayer:
                 "age_seconds": round(h.age_seconds, 3),
                 "source": _escaped(h.to_json()["source"]),
                 "evidence": _escaped(h.to_json()["evidence"]),
-                "score": round(h.score, 6),
+                "score": score_json(h.score),
             }
             for h in found.hits
         ]

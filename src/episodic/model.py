@@ -69,6 +69,13 @@ class MemoryStatus(StrEnum):
     SUPERSEDED = "superseded"
 
 
+def score_json(score: float) -> float:
+    """A score as JSON carries it: six decimals, but six significant digits below 0.001
+    (the length prior can price a long memory's score down to 1e-6 and below, and six
+    decimals would make such scores 0 and tie them)."""
+    return round(score, 6) if abs(score) >= 1e-3 else float(f"{score:.6g}")
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -222,7 +229,7 @@ class Hit:
         m = self.memory
         return {
             "id": m.id,
-            "score": round(self.score, 6),
+            "score": score_json(self.score),
             "cosine": None if self.cosine is None else round(self.cosine, 6),
             "content": m.content,
             "passage": None

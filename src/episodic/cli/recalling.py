@@ -188,7 +188,7 @@ def print_hits(result: RecallResult) -> None:
     `forget --memory` take it; score, age, type, agent) over its text at the terminal's
     full width: a table's columns would cut the id or squeeze the text at 80 columns.
     Institutional memories come first, apart: they are always loaded."""
-    from episodic.recall.render import detail_line, relative_age
+    from episodic.recall.render import detail_line, relative_age, score_text
 
     # To a pipe (an agent's hook) these are written as rich would, without loading it.
     say = say_on_stdout
@@ -205,7 +205,7 @@ def print_hits(result: RecallResult) -> None:
     say(f"[bold]{found}[/bold] ({result.mode}, policy {escape(result.policy)})")
     for i, hit in enumerate(result.hits, start=1):
         say(
-            f"\n[bold]{i}. {escape(hit.memory.id)}[/bold]  score {hit.score:.3f} · "
+            f"\n[bold]{i}. {escape(hit.memory.id)}[/bold]  score {score_text(hit.score)} · "
             f"{relative_age(hit.age_seconds)} · {escape(_kind(hit))} · "
             f"agent {escape(hit.memory.agent or '-')}"
         )

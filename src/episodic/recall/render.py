@@ -77,6 +77,15 @@ def escape_text(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
+def score_text(score: float) -> str:
+    """A hit's score for people and prompts: three decimals, but a positive score too
+    small for them in two significant digits (a long memory's many passages can price
+    the only hit down to 0.0003, and "score 0.000" reads as "nothing matched")."""
+    if 0 < abs(score) < 0.0005:
+        return f"{score:.1e}"
+    return f"{score:.3f}"
+
+
 def relative_age(seconds: float) -> str:
     """'just now', '5 minutes ago', '2 days ago', … (whole units, rounded down)."""
     s = max(0, int(seconds))
@@ -105,7 +114,9 @@ def hit_line(hit: Hit) -> str:
     stale = f" · {outdated}" if outdated else ""
     # A long memory shows the passage that matched, and names the memory it is from.
     source = f" · passage of {escape_text(m.id)}" if hit.passage is not None else ""
-    head = f"- [{escape_text(m.type)}{label} · {age} · score {hit.score:.3f}{stale}{source}]"
+    head = (
+        f"- [{escape_text(m.type)}{label} · {age} · score {score_text(hit.score)}{stale}{source}]"
+    )
     lines = [f"{head} {escape_text(hit.shown)}"]
     lines += [f"  > {detail_line(e)}" for e in hit.details]
     return "\n".join(lines)

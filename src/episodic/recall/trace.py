@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from episodic.model import score_json
+
 # Why a candidate did not make it into the result.
 DROP_SCOPE = "scope"  # visible in the workspace, but outside the query's scope
 DROP_THRESHOLD = "below threshold"  # dense cosine under the policy's floor
@@ -103,7 +105,7 @@ class Trace:
                     {
                         "id": r.memory_id,
                         "rank": r.rank,
-                        "score": round(r.score, 6),
+                        "score": score_json(r.score),
                         **(
                             {"detail": {k: round(v, 6) for k, v in r.detail.items()}}
                             if r.detail
