@@ -133,13 +133,6 @@ def _legs(row: dict[str, Any]) -> Legs:
     return Legs(row["cosine"], row["dense_rank"], row["bm25"], row["bm25_rank"])
 
 
-# With ``fit --kinds``: three more features the step in recall does not read (its rows
-# hold no memory's kind), measured to see whether they would let one model serve both
-# ingest modes: an entry, an episode, and a memory standing for a turn an earlier one in
-# the head stands for too (one memory per source drops it later).
-KINDS = False
-
-
 def _kind_features(row: dict[str, Any], ids: Sequence[str]) -> list[list[float]]:
     kinds = row.get("kind", {})
     seen: set[str] = set()
@@ -154,10 +147,16 @@ def _kind_features(row: dict[str, Any], ids: Sequence[str]) -> list[list[float]]
     return out
 
 
-def _prepared(row: dict[str, Any], head: int) -> tuple[list[str], Matrix, Matrix]:
+def _prepared(
+    row: dict[str, Any], head: int, kinds: bool = False
+) -> tuple[list[str], Matrix, Matrix]:
+    """The first ``head`` memories, their features and whether each is evidence. With
+    ``kinds`` (``fit --kinds``), three more features the step in recall does not read (its
+    rows hold no memory's kind): an entry, an episode, and a memory standing for a turn an
+    earlier one in the head stands for too (one memory per source drops it later)."""
     ids = row["head"][:head]
     x = np.asarray(feature_rows(ids, row["chars"], _legs(row), row["question"]), np.float64)
-    if KINDS:
+    if kinds:
         x = np.hstack([x, np.asarray(_kind_features(row, ids), np.float64)])
     evidence = set(row["evidence"])
     y = np.asarray([1.0 if row["slot"].get(i) in evidence else 0.0 for i in ids])
@@ -207,7 +206,7 @@ def _recall(slots: Sequence[str | None], evidence: Sequence[str]) -> float:
 
 
 def judge(
-    model: Model | None, rows: Sequence[dict[str, Any]], setting: Setting
+    model: Model | None, rows: Sequence[dict[str, Any]], setting: Setting, kinds: bool = False
 ) -> list[tuple[float, float]]:
     """Each row's recall@10 as the ranking has it and as the step orders it."""
     from episodic.scoring.learned import model_scores
@@ -219,7 +218,7 @@ def judge(
         if model is None:
             out.append((_recall(before, row["evidence"]), _recall(before, row["evidence"])))
             continue
-        ids, x, _ = _prepared(row, head)
+        ids, x, _ = _prepared(row, head, kinds)
         scores = model_scores(model, x.tolist())
         order = (
             learned_order(ids, scores, row["chars"], protect=protect, long_keep=long_keep)
@@ -231,13 +230,16 @@ def judge(
 
 
 def fit_on(
-    sets: dict[str, list[dict[str, Any]]], convs: dict[str, set[str]], setting: Setting
+    sets: dict[str, list[dict[str, Any]]],
+    convs: dict[str, set[str]],
+    setting: Setting,
+    kinds: bool = False,
 ) -> Model:
     xs, ys, weights = [], [], []
     for name, rows in sets.items():
         chosen = [r for r in rows if r["conversation"] in convs[name]]
         for row in chosen:
-            _, x, y = _prepared(row, setting.head)
+            _, x, y = _prepared(row, setting.head, kinds)
             xs.append(x)
             ys.append(y)
             weights.append(1.0 / len(chosen))
@@ -267,7 +269,10 @@ def _passes(groups: dict[str, dict[str, tuple[float, float]]]) -> bool:
 
 
 def choose(
-    sets: dict[str, list[dict[str, Any]]], folds: dict[str, list[list[str]]], train: list[int]
+    sets: dict[str, list[dict[str, Any]]],
+    folds: dict[str, list[list[str]]],
+    train: list[int],
+    kinds: bool = False,
 ) -> Setting | None:
     """The setting the folds ``train`` choose: the best mean gain over both sets, each
     fold of them judged by a model fitted on the others, among the settings that pass."""
@@ -279,10 +284,10 @@ def choose(
         for held in train:
             others = [f for f in train if f != held]
             convs = {n: {c for f in others for c in folds[n][f]} for n in sets}
-            model = fit_on(sets, convs, setting)
+            model = fit_on(sets, convs, setting, kinds)
             for name, rows in sets.items():
                 part = [r for r in rows if r["conversation"] in folds[name][held]]
-                scored[name] += judge(model, part, setting)
+                scored[name] += judge(model, part, setting, kinds)
                 rows_of[name] += part
         groups = {n: _groups(rows_of[n], scored[n]) for n in sets}
         gain = float(np.mean([g["all"][1] - g["all"][0] for g in groups.values()]))
@@ -315,7 +320,7 @@ def ceiling(rows: Sequence[dict[str, Any]]) -> None:
         print(f"  {group:28s} " + " ".join(f"{m:16.4f}" for m in means))
 
 
-def fit_report(reports: dict[str, str], fixed: Setting | None = None) -> None:
+def fit_report(reports: dict[str, str], fixed: Setting | None = None, kinds: bool = False) -> None:
     sets = {name: json.loads(Path(path).read_text()) for name, path in reports.items()}
     print("the best order picking 10 from the legs' first N could reach, recall@10:")
     for name, rows in sets.items():
@@ -329,13 +334,13 @@ def fit_report(reports: dict[str, str], fixed: Setting | None = None) -> None:
     per_fold: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for k in range(5):
         train = [f for f in range(5) if f != k]
-        setting = fixed or choose(sets, folds, train)
+        setting = fixed or choose(sets, folds, train, kinds)
         print(f"fold {k + 1}: chose {setting} (None: off)")
         convs = {n: {c for f in train for c in folds[n][f]} for n in sets}
-        model = fit_on(sets, convs, setting) if setting else None
+        model = fit_on(sets, convs, setting, kinds) if setting else None
         for name, rows in sets.items():
             part = [r for r in rows if r["conversation"] in folds[name][k]]
-            scores = judge(model, part, setting or Setting(0, 0, 0, 0.0))
+            scores = judge(model, part, setting or Setting(0, 0, 0, 0.0), kinds)
             held[name] += list(zip(part, scores, strict=True))
             per_fold[name].append(
                 (float(np.mean([a for a, _ in scores])), float(np.mean([b for _, b in scores])))
@@ -354,14 +359,14 @@ def fit_report(reports: dict[str, str], fixed: Setting | None = None) -> None:
         for group, (a, b) in sorted(groups.items()):
             print(f"  {group:28s} {a:.4f} -> {b:.4f} ({b - a:+.4f})")
     print("\nevery question (IN-SAMPLE):")
-    setting = fixed or choose(sets, folds, list(range(5)))
+    setting = fixed or choose(sets, folds, list(range(5)), kinds)
     print(f"with {setting}")
     if setting is None:
         return
     everyone = {n: {r["conversation"] for r in rows} for n, rows in sets.items()}
-    model = fit_on(sets, everyone, setting)
+    model = fit_on(sets, everyone, setting, kinds)
     for name, rows in sets.items():
-        groups = _groups(rows, judge(model, rows, setting))
+        groups = _groups(rows, judge(model, rows, setting, kinds))
         a, b = groups["all"]
         print(f"  {name}: {a:.4f} -> {b:.4f}")
     print("\nMODEL = Model(")
@@ -388,13 +393,11 @@ def main() -> None:
     if args.command == "run":
         json.dump(run(args.set, args.data, args.ingest), sys.stdout)
     else:
-        global KINDS
-        KINDS = args.kinds
         fixed = None
         if args.fixed:
             head, protect, long_keep, l2 = args.fixed.split(",")
             fixed = Setting(int(head), int(protect), int(long_keep), float(l2))
-        fit_report(dict(spec.split("=", 1) for spec in args.reports), fixed)
+        fit_report(dict(spec.split("=", 1) for spec in args.reports), fixed, args.kinds)
 
 
 if __name__ == "__main__":
