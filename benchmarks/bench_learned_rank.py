@@ -163,6 +163,21 @@ def _prepared(
     return ids, x, y
 
 
+def newton_logistic(z: Matrix, y: Matrix, w: Matrix, penalty: Matrix) -> Matrix:
+    """The coefficients of a logistic regression of ``y`` on ``z``, each row weighing
+    ``w``, each coefficient penalised by ``penalty`` (L2), by Newton's method."""
+    beta = np.zeros(z.shape[1])
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-(z @ beta)))
+        gradient = z.T @ (w * (p - y)) + penalty * beta
+        hessian = (z * (w * p * (1 - p))[:, None]).T @ z + np.diag(penalty)
+        step = np.linalg.solve(hessian, gradient)
+        beta -= step
+        if np.abs(step).max() < 1e-7:
+            break
+    return beta
+
+
 def fit(xs: Sequence[Matrix], ys: Sequence[Matrix], weights: Sequence[float], l2: float) -> Model:
     """Weighted logistic regression over the rows of every question."""
     x = np.vstack(xs)
@@ -178,17 +193,9 @@ def fit(xs: Sequence[Matrix], ys: Sequence[Matrix], weights: Sequence[float], l2
     w_row = w_row / w_row.mean()
     positives = float(y.sum())
     w_row = w_row * np.where(y > 0, (len(y) - positives) / max(positives, 1.0), 1.0)
-    beta = np.zeros(z.shape[1])
     penalty = np.full(z.shape[1], l2)
     penalty[-1] = 0.0
-    for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-(z @ beta)))
-        gradient = z.T @ (w_row * (p - y)) + penalty * beta
-        hessian = (z * (w_row * p * (1 - p))[:, None]).T @ z + np.diag(penalty)
-        step = np.linalg.solve(hessian, gradient)
-        beta -= step
-        if np.abs(step).max() < 1e-7:
-            break
+    beta = newton_logistic(z, y, w_row, penalty)
     return Model(
         tuple(float(v) for v in mean),
         tuple(float(v) for v in scale),
