@@ -123,7 +123,18 @@ def _one_per_turn(row: Row) -> Row:
     return {**row, "head": head}
 
 
+# Each row's view, by what it depends on: every fold's fit and judgement reads it again.
+_VIEWS: dict[tuple[int, str, bool], View] = {}
+
+
 def view_of(row: Row, form: Form) -> View:
+    key = (id(row), form.view, form.kinds)
+    if key not in _VIEWS:
+        _VIEWS[key] = _view(row, form)
+    return _VIEWS[key]
+
+
+def _view(row: Row, form: Form) -> View:
     head = SETTING.head
     if form.view == "per turn":
         order: list[str] = []
